@@ -1,0 +1,77 @@
+// Package keys builds every Redis key shardq uses, in one place. All keys of
+// one queue partition share the hash tag {<prefix>:<queue>:<partition>}, so
+// every script touches one cluster slot.
+package keys
+
+import "strconv"
+
+// Partition is the key space of one queue partition: its tag T and every
+// key derived from it.
+type Partition struct {
+	T string // "{prefix:queue:n}"
+}
+
+// For returns the keys of partition n of queue under prefix.
+func For(prefix, queue string, n int) Partition {
+	return Partition{T: "{" + prefix + ":" + queue + ":" + strconv.Itoa(n) + "}"}
+}
+
+// First holds the pending list's first shard number.
+func (p Partition) First() string { return p.T + ":first" }
+
+// Last holds the pending list's last shard number.
+func (p Partition) Last() string { return p.T + ":last" }
+
+// ShardPrefix is the pending list's shard key prefix: shard n is ShardPrefix()+n.
+func (p Partition) ShardPrefix() string { return p.T + ":s:" }
+
+// Base is the pending list's base, as lua.ShardedList names it.
+func (p Partition) Base() string { return p.T }
+
+// Msg is the hash id -> message of tasks that are not pending.
+func (p Partition) Msg() string { return p.T + ":msg" }
+
+// State is the hash id -> mutable record of tasks that are not pending.
+func (p Partition) State() string { return p.T + ":state" }
+
+// Active is the zset id -> lease deadline of running tasks.
+func (p Partition) Active() string { return p.T + ":active" }
+
+// Inflight is where a worker's blocking pop lands before its claim.
+func (p Partition) Inflight(worker string) string { return p.T + ":inflight:" + worker }
+
+// Scheduled is the zset id -> due time of delayed tasks.
+func (p Partition) Scheduled() string { return p.T + ":scheduled" }
+
+// Retry is the zset id -> due time of tasks waiting to retry.
+func (p Partition) Retry() string { return p.T + ":retry" }
+
+// Feed is the ranked feed of recently enqueued task IDs.
+func (p Partition) Feed() string { return p.T + ":feed" }
+
+// FeedMsg is the hash id -> message of the tasks in Feed.
+func (p Partition) FeedMsg() string { return p.T + ":feed:msg" }
+
+// Done is the ranked feed of finished tasks.
+func (p Partition) Done() string { return p.T + ":done" }
+
+// Dead is the ranked feed of tasks that will not run again.
+func (p Partition) Dead() string { return p.T + ":dead" }
+
+// RankKey returns the rank counter of a feed key (as lua.Feed names it).
+func RankKey(feed string) string { return feed + ":rank" }
+
+// Paused exists while the queue is paused.
+func (p Partition) Paused() string { return p.T + ":paused" }
+
+// Queues is the registry of queue name -> partition count.
+func Queues(prefix string) string { return prefix + ":queues" }
+
+// Workers is the zset of live worker processes by heartbeat.
+func Workers(prefix string) string { return prefix + ":workers" }
+
+// Unique is the uniqueness lock of a unique key (its value is the task ID).
+func (p Partition) Unique(key string) string { return p.T + ":unique:" + key }
+
+// IDClaim is the claim of a caller-chosen task ID.
+func (p Partition) IDClaim(id string) string { return p.T + ":id:" + id }

@@ -1,0 +1,165 @@
+package redistest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	logName      = "redis.log"  // --logfile, in Dir
+	outName      = "stdout.log" // stdout and stderr of redis-server, in Dir
+	readyTimeout = 10 * time.Second
+	exitTimeout  = 10 * time.Second
+)
+
+// errExited reports that redis-server exited before answering PING, most
+// often because its port was taken.
+var errExited = errors.New("redis-server exited before answering PING")
+
+// launch starts redis-server with s.args and waits until it answers PING.
+// On error the process is gone.
+func (s *Server) launch() error {
+	out, err := os.OpenFile(filepath.Join(s.Dir, outName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close() // the child has its own copy after Start
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Dir = s.Dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+
+	if err := waitReady(s.Addr, done); err != nil {
+		_ = s.kill()
+		return err
+	}
+	return nil
+}
+
+// waitReady polls addr with PING until it answers +PONG (a server still
+// loading its data answers -LOADING), the process exits, or readyTimeout.
+func waitReady(addr string, done <-chan struct{}) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if ping(addr) {
+			return nil
+		}
+		select {
+		case <-done:
+			return errExited
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server at %s did not answer PING within %v", addr, readyTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ping reports whether addr answers PING with PONG.
+func ping(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return err == nil && line == "+PONG\r\n"
+}
+
+// process returns the current process and its exit channel, or nil if the
+// server is not running.
+func (s *Server) process() (*exec.Cmd, <-chan struct{}) {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil, nil
+	}
+	select {
+	case <-done:
+		return nil, nil
+	default:
+		return cmd, done
+	}
+}
+
+// signal sends sig to the running process; it is a no-op if none runs.
+func (s *Server) signal(sig syscall.Signal) error {
+	cmd, _ := s.process()
+	if cmd == nil {
+		return nil
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("redistest: sending %v to redis-server: %w", sig, err)
+	}
+	return nil
+}
+
+// kill sends SIGKILL to the process group of the running server and waits
+// for it to exit. It is a no-op if the server is not running.
+func (s *Server) kill() error {
+	cmd, done := s.process()
+	if cmd == nil {
+		return nil
+	}
+	// The group (pgid == pid, see sysProcAttr) also holds any child the
+	// server forked for a rewrite; it exists until the leader is reaped.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Process.Kill()
+	return wait(done)
+}
+
+// wait waits for done, giving up after exitTimeout.
+func wait(done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-time.After(exitTimeout):
+		return fmt.Errorf("redistest: redis-server did not exit within %v", exitTimeout)
+	}
+}
+
+// logTail returns the last lines of the server's log and output files, for
+// failure messages.
+func (s *Server) logTail() string {
+	var b strings.Builder
+	for _, name := range []string{outName, logName} {
+		data, err := os.ReadFile(filepath.Join(s.Dir, name))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 20 {
+			lines = lines[len(lines)-20:]
+		}
+		fmt.Fprintf(&b, "--- %s (tail) ---\n%s\n", name, strings.Join(lines, "\n"))
+	}
+	if b.Len() == 0 {
+		return "(no server output)"
+	}
+	return b.String()
+}

@@ -1,0 +1,13 @@
+package redistest
+
+import "syscall"
+
+// sysProcAttr puts redis-server in its own process group (so Kill also
+// reaches any child it forked) and kills it if the test binary dies.
+//
+// Pdeathsig fires when the OS thread that started the process exits; the Go
+// runtime only retires threads of goroutines that exit while locked to their
+// thread, which tests do not do.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

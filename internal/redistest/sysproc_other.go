@@ -1,0 +1,11 @@
+//go:build !linux
+
+package redistest
+
+import "syscall"
+
+// sysProcAttr puts redis-server in its own process group, so Kill also
+// reaches any child it forked. Parent-death signals are Linux-only.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

@@ -1,0 +1,77 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Message is a task as enqueued: immutable, encoded as a msgpack array
+// whose first element is the ID, so a Lua script can read the ID without
+// decoding the rest. New fields go at the end; older messages decode with
+// them zero.
+type Message struct {
+	ID         string
+	Type       string
+	Payload    []byte
+	Raw        bool  // Payload is raw bytes, not msgpack
+	MaxRetry   int   // retries after the first attempt
+	Timeout    int64 // ms per attempt; 0 = none
+	Deadline   int64 // unix ms; 0 = none
+	Retention  int64 // ms to keep the task after success; 0 = not kept
+	Unique     string
+	EnqueuedAt int64 // unix ms
+}
+
+// fields lists the message's fields in wire order.
+func (m *Message) fields() []any {
+	return []any{&m.ID, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt}
+}
+
+// EncodeMsgpack writes the message as an array, integers in their
+// shortest form.
+func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
+	_ = e.EncodeArrayLen(10)
+	_ = e.EncodeString(m.ID)
+	_ = e.EncodeString(m.Type)
+	_ = e.EncodeBytes(m.Payload)
+	_ = e.EncodeBool(m.Raw)
+	_ = e.EncodeInt(int64(m.MaxRetry))
+	_ = e.EncodeInt(m.Timeout)
+	_ = e.EncodeInt(m.Deadline)
+	_ = e.EncodeInt(m.Retention)
+	_ = e.EncodeString(m.Unique)
+	return e.EncodeInt(m.EnqueuedAt)
+}
+
+// DecodeMsgpack reads a message array of any length: missing trailing
+// fields stay zero, unknown ones are skipped, so the format can grow.
+func (m *Message) DecodeMsgpack(d *msgpack.Decoder) error {
+	return decodeArray(d, m.fields())
+}
+
+// Encode returns the message's msgpack bytes.
+func (m *Message) Encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("encode task message: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeMessage decodes b. A message that does not decode (truncated,
+// foreign, corrupted) is an error that says why.
+func DecodeMessage(b []byte) (*Message, error) {
+	var m Message
+	if err := msgpack.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode task message (%d bytes): %w", len(b), err)
+	}
+	if m.ID == "" || m.Type == "" {
+		return nil, fmt.Errorf("decode task message (%d bytes): missing id or type", len(b))
+	}
+	return &m, nil
+}

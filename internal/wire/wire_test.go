@@ -1,0 +1,99 @@
+package wire
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func TestMessageRoundTrip(t *testing.T) {
+	m := &Message{ID: NewID(), Type: "email:send", Payload: []byte{0x81, 0xa1, 'a', 1}, MaxRetry: 5,
+		Timeout: 1000, Deadline: 2000, Retention: 3000, Unique: "u", EnqueuedAt: time.Now().UnixMilli()}
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ID is the first element, right after the array header, as the
+	// scripts expect: a fixstr header then the bytes.
+	if b[0] != 0x9a || b[1] != 0xa0|byte(len(m.ID)) || string(b[2:2+len(m.ID)]) != m.ID {
+		t.Fatalf("message does not open with [array, id]: % x", b[:4])
+	}
+	got, err := DecodeMessage(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != m.ID || got.Type != m.Type || string(got.Payload) != string(m.Payload) || got.MaxRetry != 5 ||
+		got.Timeout != 1000 || got.Deadline != 2000 || got.Retention != 3000 || got.Unique != "u" || got.EnqueuedAt != m.EnqueuedAt {
+		t.Fatalf("round trip: %+v, want %+v", got, m)
+	}
+}
+
+func TestDecodeMessageRejectsGarbage(t *testing.T) {
+	good, _ := (&Message{ID: "x", Type: "t"}).Encode()
+	for name, b := range map[string][]byte{
+		"empty":     nil,
+		"dummy":     []byte("\xc1shardq:dummy"),
+		"truncated": good[:len(good)/2],
+		"json":      []byte(`{"id":"x"}`),
+		"no id":     mustEncode(t, &Message{Type: "t"}),
+		"not array": mustMarshal(t, map[string]int{"a": 1}),
+	} {
+		if _, err := DecodeMessage(b); err == nil || !strings.Contains(err.Error(), "decode task message") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+func TestOlderShorterMessagesDecode(t *testing.T) {
+	// A message written before fields were added (a shorter array) decodes
+	// with the new fields zero.
+	b := mustMarshal(t, []any{"id1", "type1", []byte("p")})
+	m, err := DecodeMessage(b)
+	if err != nil || m.ID != "id1" || m.Type != "type1" || m.EnqueuedAt != 0 {
+		t.Fatalf("short message: %+v, %v", m, err)
+	}
+}
+
+func TestRecordDecodesScriptLayout(t *testing.T) {
+	// What include/record.lua's record_new packs.
+	b := mustMarshal(t, []any{"scheduled", 0, 0, "", "", 0, 0, 0, 1700000000000})
+	r, err := DecodeRecord(b)
+	if err != nil || r.State != "scheduled" || r.NextAt != 1700000000000 {
+		t.Fatalf("record: %+v, %v", r, err)
+	}
+}
+
+func TestNewIDIsShortUniqueAndTimeOrdered(t *testing.T) {
+	var ids []string
+	seen := map[string]bool{}
+	for range 1000 {
+		id := NewID()
+		if len(id) != 26 || seen[id] {
+			t.Fatalf("id %q: length %d or duplicate", id, len(id))
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	if !sort.StringsAreSorted(ids) {
+		t.Fatal("ids made in sequence do not sort in creation order")
+	}
+}
+
+func mustEncode(t *testing.T, m *Message) []byte {
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

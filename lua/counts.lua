@@ -1,0 +1,27 @@
+#!lua flags=no-writes,allow-oom
+--[[ counts: the size of every state of one queue partition T.
+  KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:active  KEYS[4] T:scheduled
+  KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:done  KEYS[8] T:paused
+  ARGV[1] T:s: (shard key prefix)
+  Returns: {pending, active, scheduled, retry, dead, done, paused (0/1),
+  the oldest pending message or ""} ]]
+--@include sharded
+local first, last = shard_bounds(KEYS[1], KEYS[2])
+local head = ''
+for n = first, last do
+  local items = redis.call('LRANGE', ARGV[1] .. n, 0, 1)
+  for _, v in ipairs(items) do
+    if v ~= DUMMY then head = v break end
+  end
+  if head ~= '' then break end
+end
+return {
+  sharded_len(KEYS[1], KEYS[2], ARGV[1]),
+  redis.call('ZCARD', KEYS[3]),
+  redis.call('ZCARD', KEYS[4]),
+  redis.call('ZCARD', KEYS[5]),
+  redis.call('ZCARD', KEYS[6]),
+  redis.call('ZCARD', KEYS[7]),
+  redis.call('EXISTS', KEYS[8]),
+  head,
+}

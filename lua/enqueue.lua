@@ -1,0 +1,75 @@
+#!lua
+--[[ enqueue: add a batch of tasks to one queue partition T.
+  KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:feed  KEYS[4] T:feed:rank
+  KEYS[5] T:feed:msg  KEYS[6] T:scheduled  KEYS[7] T:msg  KEYS[8] T:state
+  ARGV[1] T, the partition's key prefix (for T:s:<n>, T:unique:<key>, T:id:<id>)
+  ARGV[2] now (ms, "" = server time)  ARGV[3] shard size  ARGV[4] feed cap
+  ARGV[5..] seven fields per task:
+    message, id, due at (ms, 0 = now), due in (ms, 0 = now),
+    unique key ("" = none), unique ttl (ms), id claim ttl (ms, 0 = generated id: no claim)
+  Returns: one code per task: 0 pending, 1 scheduled, -1 duplicate task ID,
+  -2 duplicate unique task. Every check runs before the first write, so a
+  rejected task changes nothing and the others are enqueued. ]]
+--@include time
+--@include sharded
+--@include feed
+--@include record
+local T = ARGV[1]
+local now = now_ms(ARGV[2])
+local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
+local F, FIRST = 7, 5
+
+-- checks: no writes yet
+local codes, seen_id, seen_unique = {}, {}, {}
+for i = FIRST, #ARGV, F do
+  local id, unique, claim = ARGV[i + 1], ARGV[i + 4], tonumber(ARGV[i + 6])
+  local code = 0
+  if claim > 0 and (seen_id[id] or redis.call('EXISTS', T .. ':id:' .. id) == 1
+      or redis.call('HEXISTS', KEYS[8], id) == 1) then
+    code = -1
+  elseif unique ~= '' and (seen_unique[unique] or redis.call('EXISTS', T .. ':unique:' .. unique) == 1) then
+    code = -2
+  end
+  if code == 0 then
+    if claim > 0 then seen_id[id] = true end
+    if unique ~= '' then seen_unique[unique] = true end
+  end
+  codes[#codes + 1] = code
+end
+
+-- writes
+local pending, members, feed_msgs = {}, {}, {}
+for i = FIRST, #ARGV, F do
+  local k = (i - FIRST) / F + 1
+  if codes[k] == 0 then
+    local msg, id = ARGV[i], ARGV[i + 1]
+    local at, delay = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+    local unique, unique_ttl, claim = ARGV[i + 4], tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
+    local due = 0
+    if at > 0 then due = at elseif delay > 0 then due = now + delay end
+    if due > now then
+      redis.call('ZADD', KEYS[6], due, id)
+      redis.call('HSET', KEYS[7], id, msg)
+      redis.call('HSET', KEYS[8], id, record_new('scheduled', due))
+      codes[k] = 1
+    else
+      pending[#pending + 1] = msg
+    end
+    if claim > 0 then redis.call('SET', T .. ':id:' .. id, 1, 'PX', claim) end
+    if unique ~= '' then redis.call('SET', T .. ':unique:' .. unique, id, 'PX', unique_ttl) end
+    members[#members + 1] = id
+    feed_msgs[#feed_msgs + 1] = id
+    feed_msgs[#feed_msgs + 1] = msg
+    if #feed_msgs >= 1000 then
+      redis.call('HSET', KEYS[5], unpack(feed_msgs))
+      feed_msgs = {}
+    end
+  end
+end
+if #feed_msgs > 0 then redis.call('HSET', KEYS[5], unpack(feed_msgs)) end
+if #pending > 0 then sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false) end
+local _, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
+for j = 1, #trimmed, 1000 do
+  redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
+end
+return codes

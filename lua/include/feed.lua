@@ -1,0 +1,53 @@
+--@include counter
+-- A ranked feed (after Zaqar's Redis driver) is a sorted set of members
+-- scored by rank. Ranks come from a counter inside the appending script, so a
+-- batch gets a contiguous run and no member is ever stored with a rank below
+-- one already visible: a reader that pages by marker never misses an entry.
+
+-- feed_append adds members with consecutive ranks, trims the feed to its
+-- newest cap members (cap 0 = unbounded) and returns the first rank given and
+-- the list of trimmed members, so the caller can delete what they owned. A
+-- missing rank counter restarts from the feed's highest rank (0 when the feed
+-- is empty: no reader can hold a marker ranked above that).
+local function feed_append(feed_key, rank_key, members, cap)
+  local n = #members
+  if n == 0 then return 0, {} end
+  local last = safe_incrby(rank_key, n, zset_top_score(feed_key) or 0)
+  local first = last - n + 1
+  local zargs = {}
+  for i = 1, n do
+    zargs[#zargs + 1] = first + i - 1
+    zargs[#zargs + 1] = members[i]
+    if #zargs >= 1000 then
+      redis.call('ZADD', feed_key, unpack(zargs))
+      zargs = {}
+    end
+  end
+  if #zargs > 0 then redis.call('ZADD', feed_key, unpack(zargs)) end
+  local trimmed = {}
+  if cap > 0 then
+    local over = redis.call('ZCARD', feed_key) - cap
+    if over > 0 then
+      trimmed = redis.call('ZRANGE', feed_key, 0, over - 1)
+      redis.call('ZREMRANGEBYRANK', feed_key, 0, over - 1)
+    end
+  end
+  return first, trimmed
+end
+
+-- feed_page returns up to limit {member, rank, ...} after the marker member
+-- (the start when marker is empty), oldest first, or newest first when desc is
+-- true (then "after" means older than the marker). It returns nil when the
+-- marker is no longer in the feed.
+local function feed_page(feed_key, marker, limit, desc)
+  local bound = desc and '+inf' or '-inf'
+  if marker ~= '' then
+    local score = redis.call('ZSCORE', feed_key, marker)
+    if not score then return nil end
+    bound = '(' .. score
+  end
+  if desc then
+    return redis.call('ZRANGE', feed_key, bound, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, limit, 'WITHSCORES')
+  end
+  return redis.call('ZRANGE', feed_key, bound, '+inf', 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+end

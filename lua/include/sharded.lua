@@ -1,0 +1,78 @@
+--@include dummy
+-- A sharded list (Redis in Action 11.4) is a chain of lists <base>:s:<n>, each
+-- holding at most `size` items, between the shard numbers stored at
+-- <base>:first and <base>:last (both 0 when missing). Bounded shards keep
+-- every key small however long the list grows.
+
+-- shard_bounds returns the first and last shard numbers.
+local function shard_bounds(first_key, last_key)
+  return tonumber(redis.call('GET', first_key) or 0), tonumber(redis.call('GET', last_key) or 0)
+end
+
+-- sharded_push adds items at one end (left when left is true) so that, read
+-- from that end, they come out in the order given. It rolls to a new shard
+-- whenever the end shard is full and returns the new length of that end shard.
+local function sharded_push(first_key, last_key, prefix, size, items, left)
+  local ptr_key = left and first_key or last_key
+  local n = tonumber(redis.call('GET', ptr_key) or 0)
+  local cmd = left and 'LPUSH' or 'RPUSH'
+  local step = left and -1 or 1
+  local seq = items
+  if left then
+    seq = {}
+    for i = #items, 1, -1 do seq[#seq + 1] = items[i] end
+  end
+  local i, len = 1, 0
+  while i <= #seq do
+    local room = size - redis.call('LLEN', prefix .. n)
+    if room <= 0 then
+      n = n + step
+      redis.call('SET', ptr_key, n)
+      room = size
+    end
+    local j = math.min(#seq, i + room - 1)
+    len = redis.call(cmd, prefix .. n, unpack(seq, i, j))
+    i = j + 1
+  end
+  return len
+end
+
+-- sharded_pop removes up to count items from one end, moving the end pointer
+-- past every shard it empties, and returns them in pop order with dummies
+-- dropped. It also returns the end shard number after the pop: the shard a
+-- blocking reader should wait on.
+local function sharded_pop(first_key, last_key, prefix, count, left)
+  local first, last = shard_bounds(first_key, last_key)
+  local cmd = left and 'LPOP' or 'RPOP'
+  local out = {}
+  while #out < count do
+    local cur = left and first or last
+    local want = count - #out
+    local got = redis.call(cmd, prefix .. cur, want) or {}
+    for _, v in ipairs(got) do
+      if v ~= DUMMY then out[#out + 1] = v end
+    end
+    if #got < want then
+      -- this shard is empty now: step to the next one, if there is one
+      if first >= last then break end
+      if left then
+        first = first + 1
+        redis.call('SET', first_key, first)
+      else
+        last = last - 1
+        redis.call('SET', last_key, last)
+      end
+    end
+  end
+  return out, (left and first or last)
+end
+
+-- sharded_len counts the items of every shard between the end pointers.
+local function sharded_len(first_key, last_key, prefix)
+  local first, last = shard_bounds(first_key, last_key)
+  local total = 0
+  for n = first, last do
+    total = total + redis.call('LLEN', prefix .. n)
+  end
+  return total
+end

@@ -1,0 +1,65 @@
+package lua
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+)
+
+// includeDirective is the line prefix that pulls a shared file from include/
+// into a script: "--@include sharded" inlines include/sharded.lua.
+const includeDirective = "--@include "
+
+// Resolve returns the source of the script name (without ".lua") from fsys
+// with every include directive replaced by the named file under include/.
+// A file included twice is inlined once; a missing include or an include
+// cycle is an error naming the chain.
+func Resolve(fsys fs.FS, name string) (string, error) {
+	r := resolver{fsys: fsys, done: map[string]bool{}}
+	var b strings.Builder
+	if err := r.inline(&b, name+".lua", nil); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+type resolver struct {
+	fsys fs.FS
+	done map[string]bool
+}
+
+func (r *resolver) inline(b *strings.Builder, file string, stack []string) error {
+	for _, s := range stack {
+		if s == file {
+			return fmt.Errorf("%w: %s", ErrIncludeCycle, strings.Join(append(stack, file), " -> "))
+		}
+	}
+	if r.done[file] {
+		return nil
+	}
+	src, err := fs.ReadFile(r.fsys, file)
+	if err != nil {
+		if len(stack) > 0 {
+			return fmt.Errorf("%w: %s (from %s)", ErrMissingInclude, file, stack[len(stack)-1])
+		}
+		return fmt.Errorf("lua: read script %s: %w", file, err)
+	}
+	stack = append(stack, file)
+	sc := bufio.NewScanner(strings.NewReader(string(src)))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), includeDirective); ok {
+			if err := r.inline(b, path.Join("include", strings.TrimSpace(inc)+".lua"), stack); err != nil {
+				return err
+			}
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	r.done[file] = true
+	return sc.Err()
+}

@@ -1,0 +1,90 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/shardq/shardq/internal/redistest"
+)
+
+func TestResolve(t *testing.T) {
+	fsys := fstest.MapFS{
+		"main.lua":         {Data: []byte("--@include a\n--@include b\nreturn x\n")},
+		"include/a.lua":    {Data: []byte("--@include c\nlocal a = 1\n")},
+		"include/b.lua":    {Data: []byte("--@include c\nlocal b = 2\n")},
+		"include/c.lua":    {Data: []byte("local c = 3\n")},
+		"missing.lua":      {Data: []byte("--@include nope\n")},
+		"cycle.lua":        {Data: []byte("--@include x\n")},
+		"include/x.lua":    {Data: []byte("--@include y\n")},
+		"include/y.lua":    {Data: []byte("--@include x\n")},
+		"selfcycle.lua":    {Data: []byte("--@include self\n")},
+		"include/self.lua": {Data: []byte("--@include self\n")},
+	}
+	t.Run("IncludesInlinedOnce", func(t *testing.T) {
+		src, err := Resolve(fsys, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "local c = 3\nlocal a = 1\nlocal b = 2\nreturn x\n"
+		if src != want {
+			t.Fatalf("resolved source:\n%s\nwant:\n%s", src, want)
+		}
+	})
+	t.Run("MissingIncludeFails", func(t *testing.T) {
+		_, err := Resolve(fsys, "missing")
+		if !errors.Is(err, ErrMissingInclude) || !strings.Contains(err.Error(), "include/nope.lua") {
+			t.Fatalf("err = %v, want ErrMissingInclude naming include/nope.lua", err)
+		}
+	})
+	t.Run("CycleFails", func(t *testing.T) {
+		for _, name := range []string{"cycle", "selfcycle"} {
+			_, err := Resolve(fsys, name)
+			if !errors.Is(err, ErrIncludeCycle) {
+				t.Fatalf("%s: err = %v, want ErrIncludeCycle", name, err)
+			}
+		}
+		_, err := Resolve(fsys, "cycle")
+		if !strings.Contains(err.Error(), "include/x.lua -> include/y.lua -> include/x.lua") {
+			t.Fatalf("cycle error %q does not name the chain", err)
+		}
+	})
+	t.Run("MissingScriptFails", func(t *testing.T) {
+		if _, err := Resolve(fsys, "absent"); err == nil {
+			t.Fatal("resolving a missing script succeeded")
+		}
+	})
+}
+
+// TestEveryScriptLoads compiles every embedded script in a real Redis, so a
+// syntax error or a bad shebang flag fails here, and checks each opens with
+// its contract.
+func TestEveryScriptLoads(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	if len(All()) < 10 {
+		t.Fatalf("only %d scripts embedded", len(All()))
+	}
+	for _, s := range All() {
+		sha, err := rdb.ScriptLoad(ctx, s.Source()).Result()
+		if err != nil {
+			t.Errorf("%s: %v", s.Name(), err)
+			continue
+		}
+		if sha != s.Hash() {
+			t.Errorf("%s: server sha %s, ours %s", s.Name(), sha, s.Hash())
+		}
+		if !strings.HasPrefix(s.Source(), "#!lua") || !strings.Contains(s.Source(), "--[[ "+s.Name()+":") {
+			t.Errorf("%s: does not open with a shebang and its --[[ %s: ... ]] contract", s.Name(), s.Name())
+		}
+		if !strings.Contains(s.Source(), "Returns:") {
+			t.Errorf("%s: contract does not say what it returns", s.Name())
+		}
+	}
+	if err := LoadAll(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+}

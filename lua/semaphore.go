@@ -1,0 +1,78 @@
+package lua
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Semaphore is a fair counting semaphore (Redis in Action 11.2.3) over the
+// sorted set Key of holder -> expiry. Acquiring drops expired holders and
+// takes a slot only while fewer than Limit remain, in one script with the
+// server's clock, so a crashed holder frees its slot after TTL and no client
+// clock can skew who gets in. Limit and TTL are read on every call: changing
+// them takes effect at once.
+type Semaphore struct {
+	Key   string
+	Limit int
+	TTL   time.Duration
+}
+
+func (s *Semaphore) validate() error {
+	if s.Limit <= 0 {
+		return fmt.Errorf("%w: semaphore %s limit %d, want > 0", ErrInvalidArgument, s.Key, s.Limit)
+	}
+	if s.TTL < time.Millisecond {
+		return fmt.Errorf("%w: semaphore %s ttl %v, want >= 1ms", ErrInvalidArgument, s.Key, s.TTL)
+	}
+	return nil
+}
+
+// Acquire takes a slot for holder and reports whether it got one. A holder
+// that already holds a slot keeps it and has it refreshed.
+func (s *Semaphore) Acquire(ctx context.Context, c redis.Scripter, holder string) (bool, error) {
+	if err := s.validate(); err != nil {
+		return false, err
+	}
+	n, err := semAcquire.Run(ctx, c, []string{s.Key}, holder, s.Limit, s.TTL.Milliseconds(), "").Int64()
+	return n == 1, err
+}
+
+// Refresh extends holder's slot by TTL. It fails with ErrNotHeld when the
+// slot expired or was released: the holder must stop what the slot guarded.
+func (s *Semaphore) Refresh(ctx context.Context, c redis.Scripter, holder string) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	n, err := semRefresh.Run(ctx, c, []string{s.Key}, holder, s.TTL.Milliseconds(), "").Int64()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s by %q", ErrNotHeld, s.Key, holder)
+	}
+	return nil
+}
+
+// Release gives holder's slot back. It fails with ErrNotHeld when holder had none.
+func (s *Semaphore) Release(ctx context.Context, c redis.Scripter, holder string) error {
+	n, err := semRelease.Run(ctx, c, []string{s.Key}, holder).Int64()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s by %q", ErrNotHeld, s.Key, holder)
+	}
+	return nil
+}
+
+// Holders returns the holders whose slots have not expired, by server time.
+func (s *Semaphore) Holders(ctx context.Context, c redis.Cmdable) ([]string, error) {
+	t, err := c.Time(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	return c.ZRangeByScore(ctx, s.Key, &redis.ZRangeBy{Min: fmt.Sprintf("(%d", t.UnixMilli()), Max: "+inf"}).Result()
+}

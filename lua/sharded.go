@@ -1,0 +1,178 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Dummy is the item pushed to wake a blocked reader (see sharded_block.lua).
+// Its first byte, 0xc1, never begins valid msgpack. No method of ShardedList
+// returns it.
+const Dummy = "\xc1shardq:dummy"
+
+// Side names an end of a sharded list.
+type Side byte
+
+// The two ends of a sharded list.
+const (
+	Left  Side = 'L'
+	Right Side = 'R'
+)
+
+// DefaultShardSize bounds each shard of a ShardedList when none is given.
+const DefaultShardSize = 1000
+
+// maxShardSize keeps one shard's items within what one Lua unpack accepts.
+const maxShardSize = 7000
+
+// ShardedList is a list stored as a chain of bounded Redis lists, so that a
+// backlog of millions never makes one huge key. Its keys are Base+":first",
+// Base+":last" and Base+":s:<n>"; on Redis Cluster, Base must hold a hash tag
+// ("{jobs}") so that every key, and a blocking move's destination, share a slot.
+type ShardedList struct {
+	Base      string
+	ShardSize int // Defaults to DefaultShardSize.
+
+	beforeBlock func(shard int64) // test hook: runs between the look and the block
+}
+
+// NewShardedList returns the sharded list at base with the given shard size.
+func NewShardedList(base string, shardSize int) (*ShardedList, error) {
+	if shardSize < 0 || shardSize > maxShardSize {
+		return nil, fmt.Errorf("%w: shard size %d, want 1..%d", ErrInvalidArgument, shardSize, maxShardSize)
+	}
+	return &ShardedList{Base: base, ShardSize: shardSize}, nil
+}
+
+func (l *ShardedList) keys() []string { return []string{l.Base + ":first", l.Base + ":last"} }
+func (l *ShardedList) prefix() string { return l.Base + ":s:" }
+
+// ShardKey returns the key of shard n.
+func (l *ShardedList) ShardKey(n int64) string { return fmt.Sprintf("%s%d", l.prefix(), n) }
+
+func (l *ShardedList) size() int {
+	if l.ShardSize <= 0 {
+		return DefaultShardSize
+	}
+	return min(l.ShardSize, maxShardSize)
+}
+
+// Push adds items at one end in one call; read from that end, they come
+// out in the order given.
+func (l *ShardedList) Push(ctx context.Context, c redis.Scripter, side Side, items ...string) error {
+	if len(items) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 3+len(items))
+	args = append(args, l.prefix(), l.size(), string(side))
+	for _, it := range items {
+		args = append(args, it)
+	}
+	return shardedPush.Run(ctx, c, l.keys(), args...).Err()
+}
+
+// Pop removes up to n items from one end in one call, stepping past any
+// number of emptied shards. It returns no items (and no error) when the list is empty.
+func (l *ShardedList) Pop(ctx context.Context, c redis.Scripter, side Side, n int) ([]string, error) {
+	items, _, err := l.pop(ctx, c, side, n, "")
+	return items, err
+}
+
+func (l *ShardedList) pop(ctx context.Context, c redis.Scripter, side Side, n int, dest string) ([]string, int64, error) {
+	keys := l.keys()
+	if dest != "" {
+		keys = append(keys, dest)
+	}
+	res, err := shardedPop.Run(ctx, c, keys, l.prefix(), n, string(side)).Slice()
+	if err != nil {
+		return nil, 0, err
+	}
+	shard, _ := res[0].(int64)
+	items := make([]string, 0, len(res)-1)
+	for _, v := range res[1:] {
+		items = append(items, v.(string))
+	}
+	return items, shard, nil
+}
+
+// Len returns the number of items in the list.
+func (l *ShardedList) Len(ctx context.Context, c redis.Scripter) (int64, error) {
+	return shardedLen.Run(ctx, c, l.keys(), l.prefix()).Int64()
+}
+
+// BlockingPop moves one item from one end onto the tail of dest (a list in
+// the same slot) and returns it, waiting up to timeout for one to arrive.
+// It waits in slices of at most one second: each slice pipelines the
+// sharded_block helper with BLMOVE on the end shard, so a reader never
+// sleeps on a shard that items no longer reach. BLMOVE waits in whole
+// seconds, so the last slice may end up to a second after timeout. ok is
+// false when the timeout passed with no item. Load the scripts once at
+// start-up (LoadAll): a slice whose helper meets an empty script cache still
+// returns no error, but may sleep its full second on a stale shard.
+func (l *ShardedList) BlockingPop(ctx context.Context, c redis.UniversalClient, side Side, dest string, timeout time.Duration) (item string, ok bool, err error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		items, shard, err := l.pop(ctx, c, side, 1, dest)
+		if err != nil {
+			return "", false, err
+		}
+		if len(items) > 0 {
+			return items[0], true, nil
+		}
+		if time.Until(deadline) <= 0 {
+			return "", false, nil
+		}
+		if l.beforeBlock != nil {
+			l.beforeBlock(shard)
+		}
+		item, err := l.blockSlice(ctx, c, side, shard, dest)
+		if err == nil {
+			return item, true, nil
+		}
+		if !errors.Is(err, redis.Nil) {
+			return "", false, err
+		}
+	}
+}
+
+// blockSlice runs one slice: the helper, then BLMOVE of at most a second. It
+// returns redis.Nil when the slice ends with nothing, or only the dummy.
+func (l *ShardedList) blockSlice(ctx context.Context, c redis.UniversalClient, side Side, shard int64, dest string) (string, error) {
+	src := l.ShardKey(shard)
+	pos := "LEFT"
+	if side == Right {
+		pos = "RIGHT"
+	}
+	// A plain pipeline, not Pipelined: the helper must run before the move,
+	// and rerunning it after the move would leave a dummy nobody takes.
+	pipe := c.Pipeline()
+	helper := pipe.EvalSha(ctx, shardedBlock.hash, append(l.keys(), src), shard, string(side))
+	move := pipe.BLMove(ctx, src, dest, pos, "RIGHT", time.Second)
+	_, _ = pipe.Exec(ctx)
+	if err := helper.Err(); err != nil {
+		if !IsNoScript(err) {
+			return "", err
+		}
+		// The cache was flushed: load the helper for the next slice. The
+		// move still ran, at worst blocking for one slice.
+		if err := shardedBlock.Load(ctx, c); err != nil {
+			return "", err
+		}
+	}
+	item, err := move.Result()
+	if err != nil {
+		return "", err
+	}
+	if item == Dummy {
+		// The dummy landed in dest: take it out again (from the tail, where BLMOVE put it).
+		if err := c.LRem(ctx, dest, -1, Dummy).Err(); err != nil {
+			return "", err
+		}
+		return "", redis.Nil
+	}
+	return item, nil
+}

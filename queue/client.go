@@ -1,0 +1,267 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
+)
+
+// Client enqueues tasks. It is safe for concurrent use. It uses the
+// caller's Redis client (single node, Sentinel or Cluster) and never closes it.
+type Client struct {
+	rdb        redis.UniversalClient
+	cfg        Config
+	rr         atomic.Uint64 // round-robin over partitions
+	registered sync.Map      // queue name -> partitions recorded in the registry
+}
+
+// NewClient returns a Client over rdb.
+func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rdb: rdb, cfg: cfg}, nil
+}
+
+// Enqueue adds task in one Redis round trip and returns its info. opts
+// override the task's own options.
+func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*TaskInfo, error) {
+	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
+	var be *BatchError
+	if errors.As(err, &be) {
+		return nil, be.Errs[0]
+	}
+	if err != nil {
+		return nil, err
+	}
+	return infos[0], nil
+}
+
+// EnqueueBatch adds tasks with one script call per queue partition, all in
+// one round trip, and returns their infos in order. opts apply to every
+// task, over its own options. Tasks that are invalid or rejected
+// (duplicate ID, duplicate unique task) are reported in a *BatchError and
+// leave no trace; the others are enqueued and their infos are non-nil.
+// Any other error (Redis down, the context done) means the outcome of the
+// batch is unknown: with TaskID, enqueueing again is safe.
+func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*TaskInfo, error) {
+	infos := make([]*TaskInfo, len(tasks))
+	errs := make([]error, len(tasks))
+	groups, failed := c.prepare(tasks, opts, infos, errs)
+	if len(groups) > 0 {
+		if err := c.send(ctx, groups, infos, errs); err != nil {
+			return nil, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			failed = true
+		}
+	}
+	if failed {
+		return infos, &BatchError{Errs: errs}
+	}
+	return infos, nil
+}
+
+// pending is one task ready to send.
+type pending struct {
+	index   int
+	info    *TaskInfo
+	msg     []byte
+	at      int64 // unix ms, 0 = none
+	in      int64 // ms, 0 = none
+	unique  string
+	uttl    int64
+	idClaim int64
+}
+
+// group is the tasks of one queue partition: one script call.
+type group struct {
+	queue     string
+	partition int
+	tasks     []pending
+}
+
+// prepare validates and encodes every task, grouping them by partition.
+func (c *Client) prepare(tasks []*Task, opts []Option, infos []*TaskInfo, errs []error) ([]*group, bool) {
+	byKey := map[keys.Partition]*group{}
+	var order []*group
+	failed := false
+	now := time.Now()
+	for i, t := range tasks {
+		p, err := c.build(t, opts, now)
+		if err != nil {
+			errs[i] = err
+			failed = true
+			continue
+		}
+		p.index = i
+		k := keys.For(c.cfg.Prefix, p.info.Queue, p.info.Partition)
+		g := byKey[k]
+		if g == nil {
+			g = &group{queue: p.info.Queue, partition: p.info.Partition}
+			byKey[k] = g
+			order = append(order, g)
+		}
+		g.tasks = append(g.tasks, p)
+	}
+	return order, failed
+}
+
+// build validates one task and encodes its message.
+func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, error) {
+	if t == nil {
+		return pending{}, fmt.Errorf("%w: nil task", ErrInvalidTask)
+	}
+	if err := checkName(t.typ); err != nil {
+		return pending{}, fmt.Errorf("%w: type %q: %s", ErrInvalidTask, t.typ, err)
+	}
+	if len(t.payload) > c.cfg.MaxPayloadSize {
+		return pending{}, fmt.Errorf("%w: task %q payload is %d bytes, limit %d", ErrPayloadTooLarge, t.typ, len(t.payload), c.cfg.MaxPayloadSize)
+	}
+	o := defaultOptions()
+	for _, opt := range append(t.opts[:len(t.opts):len(t.opts)], callOpts...) {
+		if err := opt(&o); err != nil {
+			return pending{}, err
+		}
+	}
+	m := wire.Message{
+		ID: o.taskID, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
+		Timeout: o.timeout.Milliseconds(), Retention: o.retention.Milliseconds(), EnqueuedAt: now.UnixMilli(),
+	}
+	p := pending{}
+	if m.ID == "" {
+		m.ID = wire.NewID()
+	} else {
+		p.idClaim = c.cfg.IDTTL.Milliseconds()
+	}
+	if !o.deadline.IsZero() {
+		m.Deadline = o.deadline.UnixMilli()
+	}
+	if o.unique > 0 {
+		m.Unique = o.uniqueKey
+		if m.Unique == "" {
+			sum := sha1.Sum(t.payload)
+			m.Unique = t.typ + ":" + hex.EncodeToString(sum[:])
+		}
+		p.unique, p.uttl = m.Unique, o.unique.Milliseconds()
+	}
+	if !o.processAt.IsZero() {
+		p.at = o.processAt.UnixMilli()
+	}
+	p.in = o.processIn.Milliseconds()
+	b, err := m.Encode()
+	if err != nil {
+		return pending{}, err
+	}
+	p.msg = b
+	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, m.ID, m.Unique, p.idClaim > 0), &m, nil)
+	return p, nil
+}
+
+// partitionFor picks a task's partition: by its unique key or chosen ID
+// when it has one, so duplicates meet in one script; round-robin otherwise.
+func (c *Client) partitionFor(queue, id, unique string, chosenID bool) int {
+	n := c.cfg.partitions(queue)
+	if n == 1 {
+		return 0
+	}
+	key := unique
+	if key == "" && chosenID {
+		key = id
+	}
+	if key == "" {
+		return int(c.rr.Add(1) % uint64(n))
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// send runs one enqueue script per group, in one pipeline, bounded by ctx.
+func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
+	cmds := make([]*redis.Cmd, len(groups))
+	var fresh map[string]int
+	err := rcall.Do(ctx, func() error {
+		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
+			fresh = c.register(ctx, p, groups)
+			for i, g := range groups {
+				k := keys.For(c.cfg.Prefix, g.queue, g.partition)
+				cmds[i] = p.Run(ctx, lua.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()),
+					k.FeedMsg(), k.Scheduled(), k.Msg(), k.State()}, c.enqueueArgs(k, g)...)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
+	}
+	for q, n := range fresh {
+		c.registered.Store(q, n)
+	}
+	for i, g := range groups {
+		codes, err := cmds[i].Int64Slice()
+		if err != nil {
+			return fmt.Errorf("enqueue %q: %w", g.queue, err)
+		}
+		for j, p := range g.tasks {
+			switch codes[j] {
+			case 0:
+				infos[p.index] = p.info
+			case 1:
+				p.info.State = StateScheduled
+				infos[p.index] = p.info
+			case -1:
+				errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
+			case -2:
+				errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
+	args := make([]any, 0, 4+7*len(g.tasks))
+	args = append(args, k.T, "", c.cfg.ShardSize, c.cfg.FeedSize)
+	for _, p := range g.tasks {
+		args = append(args, p.msg, p.info.ID, p.at, p.in, p.unique, p.uttl, p.idClaim)
+	}
+	return args
+}
+
+// register records each queue and its partition count in the registry,
+// riding in the same pipeline as the enqueue, until one write succeeded in
+// this process. It returns what it wrote, to remember once sent.
+func (c *Client) register(ctx context.Context, p *lua.Pipe, groups []*group) map[string]int {
+	var fresh map[string]int
+	for _, g := range groups {
+		n := c.cfg.partitions(g.queue)
+		if v, ok := c.registered.Load(g.queue); ok && v.(int) == n {
+			continue
+		}
+		if fresh == nil {
+			fresh = map[string]int{}
+		}
+		if _, ok := fresh[g.queue]; !ok {
+			p.HSet(ctx, keys.Queues(c.cfg.Prefix), g.queue, n)
+			fresh[g.queue] = n
+		}
+	}
+	return fresh
+}

@@ -1,0 +1,448 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
+)
+
+type email struct {
+	To      string
+	Subject string
+}
+
+func TestEnqueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+
+	t.Run("PendingTaskRoundTrips", func(t *testing.T) {
+		task, err := NewTask("email:send", email{To: "a@example.com", Subject: "hi"})
+		must(t, err)
+		info, err := b.client.Enqueue(ctx, task, In("mail"), MaxRetry(3), Timeout(time.Minute))
+		must(t, err)
+		if info.State != StatePending || info.Queue != "mail" || info.Type != "email:send" || len(info.ID) != 26 {
+			t.Fatalf("info = %+v", info)
+		}
+		got, err := b.insp.GetTask(ctx, "mail", info.ID)
+		must(t, err)
+		var e email
+		must(t, got.Decode(&e))
+		if e.To != "a@example.com" || got.State != StatePending || got.MaxRetry != 3 || got.Timeout != time.Minute {
+			t.Fatalf("GetTask = %+v, payload %+v", got, e)
+		}
+		v, err := got.PayloadValue()
+		must(t, err)
+		if m, ok := v.(map[string]any); !ok || m["Subject"] != "hi" {
+			t.Fatalf("PayloadValue = %#v", v)
+		}
+	})
+
+	t.Run("RawPayload", func(t *testing.T) {
+		info, err := b.client.Enqueue(ctx, NewRawTask("raw", []byte(`{"json":true}`)))
+		must(t, err)
+		got, err := b.insp.GetTask(ctx, DefaultQueue, info.ID)
+		must(t, err)
+		if !got.Raw || string(got.Payload) != `{"json":true}` {
+			t.Fatalf("raw task = %+v", got)
+		}
+		if err := got.Decode(new(any)); err == nil {
+			t.Fatal("Decode of a raw payload succeeded")
+		}
+	})
+
+	t.Run("DefaultsApply", func(t *testing.T) {
+		info, err := b.client.Enqueue(ctx, NewRawTask("t", nil))
+		must(t, err)
+		if info.Queue != DefaultQueue || info.MaxRetry != DefaultMaxRetry {
+			t.Fatalf("defaults: queue %q, max retry %d", info.Queue, info.MaxRetry)
+		}
+	})
+
+	t.Run("CallOptionsOverrideTaskOptions", func(t *testing.T) {
+		task := NewRawTask("t", nil, In("a"), MaxRetry(1))
+		info, err := b.client.Enqueue(ctx, task, In("b"))
+		must(t, err)
+		if info.Queue != "b" || info.MaxRetry != 1 {
+			t.Fatalf("queue %q max retry %d; want b and 1", info.Queue, info.MaxRetry)
+		}
+	})
+
+	t.Run("ProcessInSchedules", func(t *testing.T) {
+		before := time.Now()
+		info, err := b.client.Enqueue(ctx, NewRawTask("later", []byte("x")), In("sched"), ProcessIn(time.Hour))
+		must(t, err)
+		if info.State != StateScheduled {
+			t.Fatalf("state %s, want scheduled", info.State)
+		}
+		got, err := b.insp.GetTask(ctx, "sched", info.ID)
+		must(t, err)
+		if got.State != StateScheduled || got.NextProcessAt.Before(before.Add(59*time.Minute)) || got.NextProcessAt.After(time.Now().Add(61*time.Minute)) {
+			t.Fatalf("scheduled task = state %s due %v", got.State, got.NextProcessAt)
+		}
+		qi, err := b.insp.QueueInfo(ctx, "sched")
+		must(t, err)
+		if qi.Scheduled != 1 || qi.Pending != 0 {
+			t.Fatalf("QueueInfo = %+v", qi)
+		}
+	})
+
+	t.Run("ProcessAtPastIsPending", func(t *testing.T) {
+		info, err := b.client.Enqueue(ctx, NewRawTask("t", nil), In("past"), ProcessAt(time.Now().Add(-time.Hour)))
+		must(t, err)
+		if info.State != StatePending {
+			t.Fatalf("state %s, want pending", info.State)
+		}
+		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+		info, err = b.client.Enqueue(ctx, NewRawTask("t", nil), In("past"), ProcessAt(at), Deadline(at.Add(time.Hour)), Retention(time.Minute))
+		must(t, err)
+		got, err := b.insp.GetTask(ctx, "past", info.ID)
+		must(t, err)
+		if !got.NextProcessAt.Equal(at) || !got.Deadline.Equal(at.Add(time.Hour)) || got.Retention != time.Minute {
+			t.Fatalf("got due %v deadline %v retention %v", got.NextProcessAt, got.Deadline, got.Retention)
+		}
+	})
+
+	t.Run("TaskIDAndDuplicate", func(t *testing.T) {
+		info, err := b.client.Enqueue(ctx, NewRawTask("t", nil), In("ids"), TaskID("order-42"))
+		must(t, err)
+		if info.ID != "order-42" {
+			t.Fatalf("ID %q", info.ID)
+		}
+		_, err = b.client.Enqueue(ctx, NewRawTask("t", []byte("other")), In("ids"), TaskID("order-42"))
+		if !errors.Is(err, ErrDuplicateTaskID) || !strings.Contains(err.Error(), "order-42") {
+			t.Fatalf("second enqueue: err = %v, want ErrDuplicateTaskID naming the ID", err)
+		}
+		qi, _ := b.insp.QueueInfo(ctx, "ids")
+		if qi.Pending != 1 {
+			t.Fatalf("pending %d after a duplicate, want 1 (the duplicate must leave no trace)", qi.Pending)
+		}
+		got, _ := b.insp.GetTask(ctx, "ids", "order-42")
+		if len(got.Payload) != 0 {
+			t.Fatal("the duplicate overwrote the first task")
+		}
+	})
+
+	t.Run("UniqueAndDuplicate", func(t *testing.T) {
+		task := NewRawTask("report", []byte("2026-11"))
+		_, err := b.client.Enqueue(ctx, task, In("uniq"), Unique(time.Hour))
+		must(t, err)
+		_, err = b.client.Enqueue(ctx, task, In("uniq"), Unique(time.Hour))
+		if !errors.Is(err, ErrDuplicateUniqueTask) {
+			t.Fatalf("err = %v, want ErrDuplicateUniqueTask", err)
+		}
+		// another payload is another task
+		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("2026-12")), In("uniq"), Unique(time.Hour))
+		must(t, err)
+		// a caller key makes different payloads collide
+		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("a")), In("uniq"), UniqueKey("tenant-1", time.Hour))
+		must(t, err)
+		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("b")), In("uniq"), UniqueKey("tenant-1", time.Hour))
+		if !errors.Is(err, ErrDuplicateUniqueTask) {
+			t.Fatalf("err = %v, want ErrDuplicateUniqueTask", err)
+		}
+	})
+
+	t.Run("UniqueLockExpires", func(t *testing.T) {
+		task := NewRawTask("ping", nil)
+		_, err := b.client.Enqueue(ctx, task, In("uexp"), Unique(50*time.Millisecond))
+		must(t, err)
+		time.Sleep(120 * time.Millisecond)
+		if _, err := b.client.Enqueue(ctx, task, In("uexp"), Unique(50*time.Millisecond)); err != nil {
+			t.Fatalf("enqueue after the lock expired: %v", err)
+		}
+	})
+}
+
+func TestEnqueueRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{MaxPayloadSize: 100})
+	cases := []struct {
+		name string
+		task *Task
+		opts []Option
+		want error
+		text string
+	}{
+		{"EmptyQueueName", NewRawTask("t", nil), []Option{In("")}, ErrInvalidQueueName, `""`},
+		{"BraceInQueueName", NewRawTask("t", nil), []Option{In("a{b}")}, ErrInvalidQueueName, `a{b}`},
+		{"SpaceInQueueName", NewRawTask("t", nil), []Option{In("a b")}, ErrInvalidQueueName, `a b`},
+		{"ControlInQueueName", NewRawTask("t", nil), []Option{In("a\x00")}, ErrInvalidQueueName, `control`},
+		{"LongQueueName", NewRawTask("t", nil), []Option{In(strings.Repeat("q", 129))}, ErrInvalidQueueName, `129 bytes`},
+		{"PayloadTooLarge", NewRawTask("big", make([]byte, 101)), nil, ErrPayloadTooLarge, `101 bytes, limit 100`},
+		{"EmptyType", NewRawTask("", nil), nil, ErrInvalidTask, `type ""`},
+		{"NilTask", nil, nil, ErrInvalidTask, `nil task`},
+		{"BadTaskID", NewRawTask("t", nil), []Option{TaskID("a b")}, ErrInvalidTask, `"a b"`},
+		{"NegativeMaxRetry", NewRawTask("t", nil), []Option{MaxRetry(-1)}, ErrInvalidOption, `MaxRetry(-1)`},
+		{"ZeroUniqueTTL", NewRawTask("t", nil), []Option{Unique(0)}, ErrInvalidOption, `Unique(0s)`},
+		{"ZeroTimeout", NewRawTask("t", nil), []Option{Timeout(0)}, ErrInvalidOption, `Timeout(0s)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := b.client.Enqueue(ctx, c.task, c.opts...)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("err = %v, want %v mentioning %q", err, c.want, c.text)
+			}
+		})
+	}
+	if n := b.rdb.DBSize(ctx).Val(); n != 0 {
+		t.Fatalf("rejected tasks wrote %d keys", n)
+	}
+	if _, err := NewTask("t", make(chan int)); !errors.Is(err, ErrInvalidTask) {
+		t.Fatalf("NewTask with an unencodable payload: err = %v", err)
+	}
+	for _, cfg := range []Config{{ShardSize: -1}, {ShardSize: 100_000}, {Prefix: "a{b"}, {Partitions: map[string]int{"q": 0}}, {Partitions: map[string]int{"a b": 1}}} {
+		if _, err := NewClient(b.rdb, cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Fatalf("NewClient(%+v): err = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
+
+func TestEnqueueBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// The issue's yardstick: 10,000 tasks in batches of 500 cost 20 script
+	// calls and 20 round trips (the registry write rides in the first).
+	t.Run("OneScriptCallPerBatch", func(t *testing.T) {
+		b := setup(t, Config{})
+		b.warm(t)
+		for i := 0; i < 10_000; i += 500 {
+			tasks := make([]*Task, 500)
+			for j := range tasks {
+				tasks[j] = NewRawTask("bulk", []byte(fmt.Sprint(i+j)), In("bulk"))
+			}
+			infos, err := b.client.EnqueueBatch(ctx, tasks)
+			must(t, err)
+			if len(infos) != 500 || infos[499] == nil {
+				t.Fatalf("batch %d: %d infos", i, len(infos))
+			}
+		}
+		if n := b.hook.scripts.Load(); n != 20 {
+			t.Fatalf("%d script calls for 20 batches, want 20", n)
+		}
+		if n := b.hook.roundTrips.Load(); n != 20 {
+			t.Fatalf("%d round trips for 20 batches, want 20", n)
+		}
+		qi, err := b.insp.QueueInfo(ctx, "bulk")
+		must(t, err)
+		if qi.Pending != 10_000 {
+			t.Fatalf("pending %d, want 10000", qi.Pending)
+		}
+	})
+
+	t.Run("PartialRejection", func(t *testing.T) {
+		b := setup(t, Config{MaxPayloadSize: 10})
+		_, err := b.client.Enqueue(ctx, NewRawTask("t", nil), TaskID("taken"))
+		must(t, err)
+		tasks := []*Task{
+			NewRawTask("t", []byte("ok1")),
+			NewRawTask("t", nil, TaskID("taken")),
+			NewRawTask("t", make([]byte, 11)),
+			NewRawTask("t", nil, TaskID("fresh")),
+			NewRawTask("t", nil, TaskID("fresh")), // duplicate within the batch
+			NewRawTask("t", []byte("ok2")),
+		}
+		infos, err := b.client.EnqueueBatch(ctx, tasks)
+		var be *BatchError
+		if !errors.As(err, &be) || len(be.Errs) != len(tasks) {
+			t.Fatalf("err = %v, want *BatchError with one entry per task", err)
+		}
+		want := []error{nil, ErrDuplicateTaskID, ErrPayloadTooLarge, nil, ErrDuplicateTaskID, nil}
+		for i, w := range want {
+			if w == nil && (be.Errs[i] != nil || infos[i] == nil) {
+				t.Errorf("task %d: err %v info %v, want enqueued", i, be.Errs[i], infos[i])
+			}
+			if w != nil && (!errors.Is(be.Errs[i], w) || infos[i] != nil) {
+				t.Errorf("task %d: err %v, want %v", i, be.Errs[i], w)
+			}
+		}
+		if !errors.Is(err, ErrDuplicateTaskID) || !errors.Is(err, ErrPayloadTooLarge) {
+			t.Fatal("errors.Is does not see through BatchError")
+		}
+		qi, _ := b.insp.QueueInfo(ctx, DefaultQueue)
+		if qi.Pending != 4 { // taken + ok1 + fresh + ok2
+			t.Fatalf("pending %d, want 4", qi.Pending)
+		}
+	})
+
+	t.Run("PartitionsOneCallEach", func(t *testing.T) {
+		b := setup(t, Config{Partitions: map[string]int{"wide": 4}})
+		b.warm(t)
+		tasks := make([]*Task, 100)
+		for i := range tasks {
+			tasks[i] = NewRawTask("t", nil, In("wide"))
+		}
+		_, err := b.client.EnqueueBatch(ctx, tasks)
+		must(t, err)
+		if s, r := b.hook.scripts.Load(), b.hook.roundTrips.Load(); s != 4 || r != 1 {
+			t.Fatalf("%d script calls in %d round trips, want 4 in 1", s, r)
+		}
+		qi, err := b.insp.QueueInfo(ctx, "wide")
+		must(t, err)
+		if qi.Partitions != 4 || qi.Pending != 100 {
+			t.Fatalf("QueueInfo = %+v", qi)
+		}
+		for p := range 4 {
+			k := keys.For(b.cfg.Prefix, "wide", p)
+			if n := b.rdb.LLen(ctx, k.ShardPrefix()+"0").Val(); n != 25 {
+				t.Fatalf("partition %d holds %d tasks, want 25 (round-robin)", p, n)
+			}
+		}
+	})
+}
+
+// TestPendingTaskHasNoKeyOfItsOwn: the number of keys grows with the shard
+// count, not the task count; a pending task is one list element.
+func TestPendingTaskHasNoKeyOfItsOwn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{ShardSize: 1000, FeedSize: 10})
+	tasks := make([]*Task, 5000)
+	for i := range tasks {
+		tasks[i] = NewRawTask("t", []byte("payload"))
+	}
+	_, err := b.client.EnqueueBatch(ctx, tasks)
+	must(t, err)
+	// registry, first (never moved), last, 5 shards, feed, feed rank, feed messages
+	if n := b.rdb.DBSize(ctx).Val(); n > 10 {
+		keys, _ := b.rdb.Keys(ctx, "*").Result()
+		t.Fatalf("%d keys for 5000 pending tasks: %v", n, keys)
+	}
+	k := keys.For(b.cfg.Prefix, DefaultQueue, 0)
+	if n := b.rdb.HLen(ctx, k.FeedMsg()).Val(); n != 10 {
+		t.Fatalf("feed holds %d messages, cap 10: trimming must delete what it owned", n)
+	}
+	if n := b.rdb.HLen(ctx, k.Msg()).Val(); n != 0 {
+		t.Fatalf("%d pending tasks have a record", n)
+	}
+}
+
+func TestEnqueueWhenRedisMisbehaves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("DownReturnsCause", func(t *testing.T) {
+		b := setup(t, Config{})
+		b.srv.Kill(t)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := b.client.Enqueue(cctx, NewRawTask("t", nil), In("q"))
+		if err == nil || !isNetErr(err) || !strings.Contains(err.Error(), `enqueue "q"`) {
+			t.Fatalf("err = %v, want a network error naming the queue", err)
+		}
+		if d := time.Since(start); d > 2100*time.Millisecond {
+			t.Fatalf("returned after %v, past the context", d)
+		}
+	})
+
+	t.Run("HungReturnsWithinContext", func(t *testing.T) {
+		b := setup(t, Config{})
+		must(t, b.rdb.Ping(ctx).Err())
+		b.srv.Pause(t)
+		defer b.srv.Resume(t)
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := b.client.Enqueue(cctx, NewRawTask("t", nil))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("returned after %v, want about 300ms", d)
+		}
+		for _, f := range []func() error{
+			func() error { _, err := b.insp.QueueInfo(cctx, DefaultQueue); return err },
+			func() error { _, err := b.insp.GetTask(cctx, DefaultQueue, "x"); return err },
+			func() error { _, err := b.insp.Queues(cctx); return err },
+			func() error { _, err := b.insp.ReadFeed(cctx, FeedQuery{Queue: DefaultQueue}); return err },
+		} {
+			if err := f(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("inspector on a hung Redis: err = %v", err)
+			}
+		}
+	})
+
+	t.Run("OutOfMemory", func(t *testing.T) {
+		b := setup(t, Config{}, redistest.WithMaxMemory(3<<20))
+		big := make([]byte, 64<<10)
+		var err error
+		for i := 0; i < 200 && err == nil; i++ {
+			_, err = b.client.Enqueue(ctx, NewRawTask("big", big))
+		}
+		if !errors.Is(err, ErrRedisOutOfMemory) {
+			t.Fatalf("err = %v, want ErrRedisOutOfMemory", err)
+		}
+	})
+
+	t.Run("RestartFlushesScriptCache", func(t *testing.T) {
+		b := setup(t, Config{}, redistest.WithAOF())
+		_, err := b.client.Enqueue(ctx, NewRawTask("t", nil))
+		must(t, err)
+		b.srv.Kill(t)
+		b.srv.Restart(t)
+		var info *TaskInfo
+		for range 50 { // the pool's old connections fail once each
+			if info, err = b.client.Enqueue(ctx, NewRawTask("t", nil)); err == nil {
+				break
+			}
+		}
+		must(t, err)
+		if _, err := b.insp.GetTask(ctx, DefaultQueue, info.ID); err != nil {
+			t.Fatal(err)
+		}
+		qi, _ := b.insp.QueueInfo(ctx, DefaultQueue)
+		if qi.Pending != 2 {
+			t.Fatalf("pending %d after restart with AOF, want 2", qi.Pending)
+		}
+	})
+}
+
+func TestEnqueueOnCluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	rdb := cl.Client(t)
+	cfg := Config{Prefix: redistest.Prefix(t), Partitions: map[string]int{"hot": 6}}
+	client, err := NewClient(rdb, cfg)
+	must(t, err)
+	insp, err := NewInspector(rdb, cfg)
+	must(t, err)
+	var tasks []*Task
+	for i := range 300 {
+		tasks = append(tasks, NewRawTask("t", []byte(fmt.Sprint(i)), In([]string{"hot", "a", "b"}[i%3])))
+	}
+	infos, err := client.EnqueueBatch(ctx, tasks)
+	must(t, err)
+	_, err = client.Enqueue(ctx, NewRawTask("t", nil), In("a"), TaskID("x"), Unique(time.Hour), ProcessIn(time.Hour))
+	must(t, err)
+	_, err = client.Enqueue(ctx, NewRawTask("t", nil), In("a"), TaskID("x"))
+	if !errors.Is(err, ErrDuplicateTaskID) {
+		t.Fatalf("duplicate on cluster: %v", err)
+	}
+	for _, q := range []string{"hot", "a", "b"} {
+		qi, err := insp.QueueInfo(ctx, q)
+		must(t, err)
+		if qi.Pending != 100 {
+			t.Fatalf("%s: pending %d, want 100", q, qi.Pending)
+		}
+	}
+	got, err := insp.GetTask(ctx, "hot", infos[0].ID)
+	must(t, err)
+	if string(got.Payload) != "0" {
+		t.Fatalf("GetTask on cluster = %+v", got)
+	}
+	qs, err := insp.Queues(ctx)
+	must(t, err)
+	if fmt.Sprint(qs) != "[a b hot]" {
+		t.Fatalf("Queues = %v", qs)
+	}
+}

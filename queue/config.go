@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config is shared by Client and Inspector (and worker.Server): where keys
+// live and how queues are laid out. Its zero value is ready to use.
+type Config struct {
+	// Prefix starts every key. Defaults to "shardq".
+	Prefix string
+	// MaxPayloadSize bounds a task's payload in bytes. Defaults to 1 MiB.
+	MaxPayloadSize int
+	// ShardSize bounds each shard of a pending list. Defaults to 1000.
+	ShardSize int
+	// FeedSize caps each partition's feed of recent tasks. Defaults to 10,000.
+	FeedSize int
+	// Partitions spreads a queue over several partitions, each its own
+	// cluster slot. Producers and workers must agree; a count may grow but
+	// not shrink. Defaults to 1 per queue.
+	Partitions map[string]int
+	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed.
+	// Defaults to 24h.
+	IDTTL time.Duration
+	// Logger receives what shardq has to say. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultPrefix         = "shardq"
+	DefaultMaxPayloadSize = 1 << 20
+	DefaultShardSize      = 1000
+	DefaultFeedSize       = 10_000
+	DefaultIDTTL          = 24 * time.Hour
+	maxShardSize          = 7000 // what one Lua unpack takes
+	maxPartitions         = 1024
+)
+
+// withDefaults returns a copy of c with defaults filled in, or an error
+// naming the first value out of range.
+func (c Config) withDefaults() (Config, error) {
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.MaxPayloadSize = cmp.Or(c.MaxPayloadSize, DefaultMaxPayloadSize)
+	c.ShardSize = cmp.Or(c.ShardSize, DefaultShardSize)
+	c.FeedSize = cmp.Or(c.FeedSize, DefaultFeedSize)
+	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if err := checkName(c.Prefix); err != nil {
+		return c, fmt.Errorf("%w: Prefix %q: %s", ErrInvalidConfig, c.Prefix, err)
+	}
+	switch {
+	case c.MaxPayloadSize < 0:
+		return c, fmt.Errorf("%w: MaxPayloadSize %d, want > 0", ErrInvalidConfig, c.MaxPayloadSize)
+	case c.ShardSize < 0 || c.ShardSize > maxShardSize:
+		return c, fmt.Errorf("%w: ShardSize %d, want 1..%d", ErrInvalidConfig, c.ShardSize, maxShardSize)
+	case c.FeedSize < 0:
+		return c, fmt.Errorf("%w: FeedSize %d, want > 0", ErrInvalidConfig, c.FeedSize)
+	case c.IDTTL < 0:
+		return c, fmt.Errorf("%w: IDTTL %v, want > 0", ErrInvalidConfig, c.IDTTL)
+	}
+	for q, n := range c.Partitions {
+		if err := ValidateQueueName(q); err != nil {
+			return c, fmt.Errorf("%w: Partitions: %w", ErrInvalidConfig, err)
+		}
+		if n < 1 || n > maxPartitions {
+			return c, fmt.Errorf("%w: Partitions[%q] = %d, want 1..%d", ErrInvalidConfig, q, n, maxPartitions)
+		}
+	}
+	return c, nil
+}
+
+// partitions returns how many partitions queue has.
+func (c *Config) partitions(queue string) int {
+	return max(c.Partitions[queue], 1)
+}

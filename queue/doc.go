@@ -1,0 +1,18 @@
+// Package queue is the producer side of shardq and its shared vocabulary:
+// tasks, per-task options, the Client that enqueues them and the Inspector
+// that reads queues, tasks and feeds.
+//
+// A task is a type name and a payload (any Go value, encoded with msgpack,
+// or raw bytes). Enqueueing runs one Lua script per queue partition, so a
+// batch of any size costs one Redis round trip:
+//
+//	client, err := queue.NewClient(rdb, queue.Config{})
+//	task, err := queue.NewTask("email:send", Email{To: "ann@example.com"})
+//	info, err := client.Enqueue(ctx, task, queue.In("email"), queue.MaxRetry(5), queue.ProcessIn(time.Minute))
+//
+// A pending task costs one element of a sharded Redis list (its message)
+// and no key of its own. Errors callers branch on are sentinels
+// (ErrInvalidQueueName, ErrPayloadTooLarge, ErrDuplicateTaskID,
+// ErrDuplicateUniqueTask, ErrRedisOutOfMemory, ...) matched with errors.Is.
+// Every call returns within its context, even when Redis hangs.
+package queue

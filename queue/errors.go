@@ -1,0 +1,74 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors callers branch on with errors.Is. Each is wrapped with what was
+// wrong and with which value.
+var (
+	// ErrInvalidQueueName reports a queue name shardq cannot use as part of a key.
+	ErrInvalidQueueName = errors.New("queue: invalid queue name")
+	// ErrInvalidTask reports a task without a type, or with a bad task ID.
+	ErrInvalidTask = errors.New("queue: invalid task")
+	// ErrInvalidOption reports an option value out of range (a negative retry count, a zero TTL).
+	ErrInvalidOption = errors.New("queue: invalid option")
+	// ErrInvalidConfig reports a Config value out of range.
+	ErrInvalidConfig = errors.New("queue: invalid config")
+	// ErrPayloadTooLarge reports a payload over Config.MaxPayloadSize.
+	ErrPayloadTooLarge = errors.New("queue: payload too large")
+	// ErrDuplicateTaskID reports a caller-chosen task ID that is already taken.
+	ErrDuplicateTaskID = errors.New("queue: duplicate task ID")
+	// ErrDuplicateUniqueTask reports a unique task whose uniqueness lock is held by another task.
+	ErrDuplicateUniqueTask = errors.New("queue: duplicate unique task")
+	// ErrTaskNotFound reports a task ID that no record and no recent feed entry knows.
+	ErrTaskNotFound = errors.New("queue: task not found")
+	// ErrMarkerNotFound reports a feed marker that has left the feed (trimmed or deleted).
+	ErrMarkerNotFound = errors.New("queue: feed marker not found")
+	// ErrRedisOutOfMemory reports that Redis refused a write at its maxmemory
+	// limit. Nothing was enqueued; workers keep draining the queue.
+	ErrRedisOutOfMemory = errors.New("queue: redis is out of memory (maxmemory reached)")
+)
+
+// BatchError reports the tasks of an EnqueueBatch that were not enqueued;
+// the others were. Errs has one entry per task, nil for those enqueued.
+// errors.Is matches any of them.
+type BatchError struct {
+	Errs []error
+}
+
+// Error lists how many tasks failed and the first failure.
+func (e *BatchError) Error() string {
+	var first error
+	n := 0
+	for _, err := range e.Errs {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			n++
+		}
+	}
+	return fmt.Sprintf("queue: %d of %d tasks not enqueued; first: %v", n, len(e.Errs), first)
+}
+
+// Unwrap returns the non-nil task errors.
+func (e *BatchError) Unwrap() []error {
+	var out []error
+	for _, err := range e.Errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// redisError translates what Redis answered into a public error.
+func redisError(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
+		return fmt.Errorf("%w: %v", ErrRedisOutOfMemory, err)
+	}
+	return err
+}

@@ -1,0 +1,105 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// State is where a task is in its lifecycle.
+type State string
+
+// The states of a task.
+const (
+	StatePending   State = "pending"   // in the pending list, waiting for a worker
+	StateScheduled State = "scheduled" // waiting for its ProcessAt/ProcessIn time
+	StateActive    State = "active"    // leased by a worker, running
+	StateRetry     State = "retry"     // failed, waiting to run again
+	StateDead      State = "dead"      // failed for good; kept in the dead feed
+	StateDone      State = "done"      // succeeded; kept for its Retention
+)
+
+// TaskInfo describes a task: what was enqueued and, where known, its state.
+type TaskInfo struct {
+	ID        string
+	Queue     string
+	Partition int
+	Type      string
+	// Payload is the payload bytes: msgpack unless Raw.
+	Payload []byte
+	Raw     bool
+	State   State
+
+	MaxRetry  int
+	Attempts  int // attempts started so far
+	Timeout   time.Duration
+	Deadline  time.Time
+	Retention time.Duration
+	UniqueKey string
+
+	EnqueuedAt    time.Time
+	NextProcessAt time.Time // when a scheduled or retrying task is due
+	StartedAt     time.Time
+	FinishedAt    time.Time
+	LastFailedAt  time.Time
+	LastError     string
+	Worker        string
+
+	// Rank is the task's rank in the feed it was read from, or in the
+	// recent-tasks feed; 0 when it has left the feed.
+	Rank int64
+}
+
+// Decode decodes a msgpack payload into v.
+func (ti *TaskInfo) Decode(v any) error {
+	if ti.Raw {
+		return fmt.Errorf("queue: task %s has a raw payload, not msgpack", ti.ID)
+	}
+	if err := msgpack.Unmarshal(ti.Payload, v); err != nil {
+		return fmt.Errorf("queue: decode payload of task %s (%s): %w", ti.ID, ti.Type, err)
+	}
+	return nil
+}
+
+// PayloadValue returns the payload decoded into plain Go values (maps,
+// slices, strings, numbers), for display; a raw payload comes back as a string.
+func (ti *TaskInfo) PayloadValue() (any, error) {
+	if ti.Raw {
+		return string(ti.Payload), nil
+	}
+	var v any
+	err := ti.Decode(&v)
+	return v, err
+}
+
+// newTaskInfo builds a TaskInfo from a message and, if any, its record.
+func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *TaskInfo {
+	ti := &TaskInfo{
+		ID: m.ID, Queue: queue, Partition: partition, Type: m.Type, Payload: m.Payload, Raw: m.Raw,
+		State: StatePending, MaxRetry: m.MaxRetry, Timeout: time.Duration(m.Timeout) * time.Millisecond,
+		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
+		UniqueKey: m.Unique, EnqueuedAt: msTime(m.EnqueuedAt),
+	}
+	if r != nil {
+		ti.State = State(r.State)
+		ti.Attempts = r.Attempts
+		ti.NextProcessAt = msTime(r.NextAt)
+		ti.StartedAt = msTime(r.StartedAt)
+		ti.FinishedAt = msTime(r.FinishedAt)
+		ti.LastFailedAt = msTime(r.LastFailedAt)
+		ti.LastError = r.LastError
+		ti.Worker = r.Worker
+	}
+	return ti
+}
+
+// msTime turns unix milliseconds into a time; 0 is the zero time.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

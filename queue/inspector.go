@@ -1,0 +1,200 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
+)
+
+// Inspector reads queues and tasks for dashboards and tools. Every method
+// costs a bounded number of Redis calls, whatever the size of the queues.
+type Inspector struct {
+	rdb redis.UniversalClient
+	cfg Config
+}
+
+// NewInspector returns an Inspector over rdb.
+func NewInspector(rdb redis.UniversalClient, cfg Config) (*Inspector, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Inspector{rdb: rdb, cfg: cfg}, nil
+}
+
+// QueueInfo is the size of every state of a queue, summed over its partitions.
+type QueueInfo struct {
+	Queue      string
+	Partitions int
+	Pending    int64
+	Active     int64
+	Scheduled  int64
+	Retry      int64
+	Dead       int64
+	Done       int64
+	Paused     bool
+	// Latency is the age of the oldest pending task (0 when none is pending).
+	Latency time.Duration
+}
+
+// Queues returns the names of every queue that has been enqueued to, sorted.
+func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
+	m, err := i.registry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(m))
+	for q := range m {
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// registry reads queue name -> partitions.
+func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
+	var raw map[string]string
+	err := rcall.Do(ctx, func() (err error) {
+		raw, err = i.rdb.HGetAll(ctx, keys.Queues(i.cfg.Prefix)).Result()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read queue registry: %w", err)
+	}
+	out := make(map[string]int, len(raw))
+	for q, v := range raw {
+		n, _ := strconv.Atoi(v)
+		out[q] = max(n, 1)
+	}
+	return out, nil
+}
+
+// partitions returns the partition count of queue: the larger of the
+// registry's and the config's.
+func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return 0, err
+	}
+	var v string
+	err := rcall.Do(ctx, func() (err error) {
+		v, err = i.rdb.HGet(ctx, keys.Queues(i.cfg.Prefix), queue).Result()
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("read queue registry: %w", err)
+	}
+	n, _ := strconv.Atoi(v)
+	return max(n, i.cfg.partitions(queue)), nil
+}
+
+// QueueInfo returns the counts of queue in one round trip after the registry lookup.
+func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, error) {
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.Cmd, n)
+	err = rcall.Do(ctx, func() error {
+		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+			for part := range n {
+				k := keys.For(i.cfg.Prefix, queue, part)
+				cmds[part] = p.Run(ctx, lua.Counts, []string{k.First(), k.Last(), k.Active(), k.Scheduled(),
+					k.Retry(), k.Dead(), k.Done(), k.Paused()}, k.ShardPrefix())
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue info %q: %w", queue, err)
+	}
+	info := &QueueInfo{Queue: queue, Partitions: n}
+	now := time.Now()
+	for _, cmd := range cmds {
+		res, err := cmd.Slice()
+		if err != nil || len(res) < 8 {
+			return nil, fmt.Errorf("queue info %q: unexpected reply %v: %w", queue, res, err)
+		}
+		c := func(j int) int64 { v, _ := res[j].(int64); return v }
+		info.Pending += c(0)
+		info.Active += c(1)
+		info.Scheduled += c(2)
+		info.Retry += c(3)
+		info.Dead += c(4)
+		info.Done += c(5)
+		info.Paused = info.Paused || c(6) == 1
+		if head, _ := res[7].(string); head != "" {
+			if m, err := wire.DecodeMessage([]byte(head)); err == nil && m.EnqueuedAt > 0 {
+				info.Latency = max(info.Latency, now.Sub(time.UnixMilli(m.EnqueuedAt)))
+			}
+		}
+	}
+	return info, nil
+}
+
+// GetTask returns what queue knows of the task id: its record when it has
+// left pending, or its entry in the recent feed while it is pending. The
+// payload is in TaskInfo.Payload (Decode, PayloadValue). A task that is
+// neither is ErrTaskNotFound.
+func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, error) {
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.Cmd, n)
+	err = rcall.Do(ctx, func() error {
+		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+			for part := range n {
+				k := keys.For(i.cfg.Prefix, queue, part)
+				cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed()}, id)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
+	}
+	for part, cmd := range cmds {
+		res, err := cmd.Slice()
+		if err != nil || len(res) < 3 {
+			return nil, fmt.Errorf("get task %q: unexpected reply %v: %w", id, res, err)
+		}
+		msg, _ := res[0].(string)
+		if msg == "" {
+			continue
+		}
+		rec, _ := res[1].(string)
+		ti, err := taskFromReply(queue, part, msg, rec)
+		if err != nil {
+			return nil, fmt.Errorf("get task %q: %w", id, err)
+		}
+		ti.Rank, _ = res[2].(int64)
+		ti.Rank = max(ti.Rank, 0)
+		return ti, nil
+	}
+	return nil, fmt.Errorf("%w: %q in queue %q", ErrTaskNotFound, id, queue)
+}
+
+// taskFromReply decodes a message and an optional record.
+func taskFromReply(queue string, part int, msg, rec string) (*TaskInfo, error) {
+	m, err := wire.DecodeMessage([]byte(msg))
+	if err != nil {
+		return nil, err
+	}
+	var r *wire.Record
+	if rec != "" {
+		if r, err = wire.DecodeRecord([]byte(rec)); err != nil {
+			return nil, err
+		}
+	}
+	return newTaskInfo(queue, part, m, r), nil
+}

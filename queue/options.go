@@ -1,0 +1,148 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option is a per-task setting, given to NewTask or Enqueue.
+type Option func(*options) error
+
+// DefaultQueue is the queue of tasks enqueued without In.
+const DefaultQueue = "default"
+
+// DefaultMaxRetry is how often a failing task is retried when MaxRetry is not given.
+const DefaultMaxRetry = 25
+
+type options struct {
+	queue     string
+	maxRetry  int
+	timeout   time.Duration
+	deadline  time.Time
+	processAt time.Time
+	processIn time.Duration
+	unique    time.Duration
+	uniqueKey string
+	taskID    string
+	retention time.Duration
+}
+
+func defaultOptions() options {
+	return options{queue: DefaultQueue, maxRetry: DefaultMaxRetry}
+}
+
+// In puts the task on the named queue. Defaults to DefaultQueue.
+func In(queue string) Option {
+	return func(o *options) error {
+		if err := ValidateQueueName(queue); err != nil {
+			return err
+		}
+		o.queue = queue
+		return nil
+	}
+}
+
+// MaxRetry sets how many times the task is retried after a failed attempt
+// before it goes to dead. 0 means it runs once. Defaults to DefaultMaxRetry.
+func MaxRetry(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("%w: MaxRetry(%d), want >= 0", ErrInvalidOption, n)
+		}
+		o.maxRetry = n
+		return nil
+	}
+}
+
+// Timeout bounds each attempt: the handler's context is cancelled after d.
+func Timeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: Timeout(%v), want > 0", ErrInvalidOption, d)
+		}
+		o.timeout = d
+		return nil
+	}
+}
+
+// Deadline bounds every attempt: the handler's context is cancelled at t.
+func Deadline(t time.Time) Option {
+	return func(o *options) error {
+		if t.IsZero() {
+			return fmt.Errorf("%w: Deadline(zero time)", ErrInvalidOption)
+		}
+		o.deadline = t
+		return nil
+	}
+}
+
+// ProcessAt delays the task until t; a time in the past means now.
+func ProcessAt(t time.Time) Option {
+	return func(o *options) error {
+		o.processAt, o.processIn = t, 0
+		return nil
+	}
+}
+
+// ProcessIn delays the task by d, measured by the Redis server's clock.
+func ProcessIn(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: ProcessIn(%v), want >= 0", ErrInvalidOption, d)
+		}
+		o.processIn, o.processAt = d, time.Time{}
+		return nil
+	}
+}
+
+// Unique rejects, with ErrDuplicateUniqueTask, any task with the same queue,
+// type and payload enqueued within ttl while this one has not succeeded.
+func Unique(ttl time.Duration) Option {
+	return func(o *options) error {
+		if ttl < time.Millisecond {
+			return fmt.Errorf("%w: Unique(%v), want >= 1ms", ErrInvalidOption, ttl)
+		}
+		o.unique = ttl
+		return nil
+	}
+}
+
+// UniqueKey is Unique with the caller's own key instead of type and payload
+// (for example an order ID), so tasks with different payloads can collide.
+func UniqueKey(key string, ttl time.Duration) Option {
+	return func(o *options) error {
+		if key == "" || len(key) > MaxNameLen {
+			return fmt.Errorf("%w: UniqueKey(%q): want 1 to %d bytes", ErrInvalidOption, key, MaxNameLen)
+		}
+		if err := Unique(ttl)(o); err != nil {
+			return err
+		}
+		o.uniqueKey = key
+		return nil
+	}
+}
+
+// TaskID gives the task the caller's ID instead of a generated one.
+// Enqueueing a second task with an ID still claimed (Config.IDTTL) fails
+// with ErrDuplicateTaskID, which makes enqueueing with an ID idempotent.
+func TaskID(id string) Option {
+	return func(o *options) error {
+		if err := validateTaskID(id); err != nil {
+			return err
+		}
+		o.taskID = id
+		return nil
+	}
+}
+
+// Retention keeps the task, with its result state, in the done feed for d
+// after it succeeds. By default a finished task is removed at once.
+func Retention(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: Retention(%v), want >= 0", ErrInvalidOption, d)
+		}
+		o.retention = d
+		return nil
+	}
+}

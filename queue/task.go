@@ -1,0 +1,39 @@
+package queue
+
+import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Task is a unit of work: a type name, which picks the handler, and a
+// payload. Options given to NewTask are the task's defaults; options given
+// to Enqueue override them.
+type Task struct {
+	typ     string
+	payload []byte
+	raw     bool
+	opts    []Option
+}
+
+// NewTask returns a task whose payload is v encoded with msgpack; handlers
+// decode it into their own type. It fails when v does not encode.
+func NewTask(typ string, v any, opts ...Option) (*Task, error) {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode payload of %q: %v", ErrInvalidTask, typ, err)
+	}
+	return &Task{typ: typ, payload: b, opts: opts}, nil
+}
+
+// NewRawTask returns a task whose payload is b as it is (JSON, protobuf,
+// text), for producers and handlers that bring their own encoding.
+func NewRawTask(typ string, b []byte, opts ...Option) *Task {
+	return &Task{typ: typ, payload: b, raw: true, opts: opts}
+}
+
+// Type returns the task's type name.
+func (t *Task) Type() string { return t.typ }
+
+// Payload returns the payload bytes: msgpack, or raw bytes for NewRawTask.
+func (t *Task) Payload() []byte { return t.payload }
