@@ -23,6 +23,16 @@ var (
 	Counts   = registry["counts"]
 	GetTask  = registry["get_task"]
 	ReadFeed = registry["read_feed"]
+
+	Pop       = registry["pop"]
+	Claim     = registry["claim"]
+	Ack       = registry["ack"]
+	Fail      = registry["fail"]
+	Extend    = registry["extend"]
+	Requeue   = registry["requeue"]
+	Reap      = registry["reap"]
+	Forward   = registry["forward"]
+	Heartbeat = registry["heartbeat"]
 )
 
 // Scripts of the standalone primitives.

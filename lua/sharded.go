@@ -129,7 +129,7 @@ func (l *ShardedList) BlockingPop(ctx context.Context, c redis.UniversalClient, 
 		if l.beforeBlock != nil {
 			l.beforeBlock(shard)
 		}
-		item, err := l.blockSlice(ctx, c, side, shard, dest)
+		item, err := l.BlockSlice(ctx, c, side, shard, dest)
 		if err == nil {
 			return item, true, nil
 		}
@@ -139,9 +139,12 @@ func (l *ShardedList) BlockingPop(ctx context.Context, c redis.UniversalClient, 
 	}
 }
 
-// blockSlice runs one slice: the helper, then BLMOVE of at most a second. It
-// returns redis.Nil when the slice ends with nothing, or only the dummy.
-func (l *ShardedList) blockSlice(ctx context.Context, c redis.UniversalClient, side Side, shard int64, dest string) (string, error) {
+// BlockSlice runs one slice of a blocking pop: the sharded_block helper
+// and BLMOVE of at most a second from the end shard (as Pop reported it
+// with PopShard) onto the tail of dest, in one round trip. It returns the
+// item, or redis.Nil when the slice ended with nothing or with the dummy
+// (which it takes out of dest again).
+func (l *ShardedList) BlockSlice(ctx context.Context, c redis.UniversalClient, side Side, shard int64, dest string) (string, error) {
 	src := l.ShardKey(shard)
 	pos := "LEFT"
 	if side == Right {

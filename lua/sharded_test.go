@@ -254,7 +254,7 @@ func TestBlockingPop(t *testing.T) {
 		_, err := s.list.Pop(ctx, s.rdb, Left, 4) // first moves to shard 2, which holds "e"
 		must(t, err)
 		start := time.Now()
-		_, err = s.list.blockSlice(ctx, s.rdb, Left, 0, dest)
+		_, err = s.list.BlockSlice(ctx, s.rdb, Left, 0, dest)
 		if err != redis.Nil {
 			t.Fatalf("slice on stale shard 0: err = %v, want redis.Nil (dummy)", err)
 		}

@@ -79,3 +79,10 @@ func (c Config) withDefaults() (Config, error) {
 func (c *Config) partitions(queue string) int {
 	return max(c.Partitions[queue], 1)
 }
+
+// Normalize returns c with its defaults filled in, or ErrInvalidConfig
+// naming the first value out of range. worker.Server uses it.
+func (c Config) Normalize() (Config, error) { return c.withDefaults() }
+
+// PartitionsOf returns how many partitions queue has under c.
+func (c Config) PartitionsOf(queue string) int { return c.partitions(queue) }

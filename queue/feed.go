@@ -98,11 +98,7 @@ func parseFeedReply(q FeedQuery, res any) (*FeedPage, error) {
 		rec, _ := flat[j+3].(string)
 		ti := &TaskInfo{ID: id, Queue: q.Queue, Partition: q.Partition}
 		if msg != "" {
-			var err error
-			if ti, err = taskFromReply(q.Queue, q.Partition, msg, rec); err != nil {
-				// an undecodable message still has its place in the feed
-				ti = &TaskInfo{ID: id, Queue: q.Queue, Partition: q.Partition, LastError: err.Error()}
-			}
+			ti = taskFromReply(q.Queue, q.Partition, id, msg, rec)
 		}
 		ti.Rank = entries[0].Rank
 		page.Tasks = append(page.Tasks, ti)

@@ -31,7 +31,10 @@ type TaskInfo struct {
 	// Payload is the payload bytes: msgpack unless Raw.
 	Payload []byte
 	Raw     bool
-	State   State
+	// Malformed is set when the stored message does not decode (a foreign
+	// or truncated push): Payload holds its bytes, LastError why.
+	Malformed bool
+	State     State
 
 	MaxRetry  int
 	Attempts  int // attempts started so far

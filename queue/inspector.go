@@ -173,10 +173,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 			continue
 		}
 		rec, _ := res[1].(string)
-		ti, err := taskFromReply(queue, part, msg, rec)
-		if err != nil {
-			return nil, fmt.Errorf("get task %q: %w", id, err)
-		}
+		ti := taskFromReply(queue, part, id, msg, rec)
 		ti.Rank, _ = res[2].(int64)
 		ti.Rank = max(ti.Rank, 0)
 		return ti, nil
@@ -184,17 +181,60 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 	return nil, fmt.Errorf("%w: %q in queue %q", ErrTaskNotFound, id, queue)
 }
 
-// taskFromReply decodes a message and an optional record.
-func taskFromReply(queue string, part int, msg, rec string) (*TaskInfo, error) {
+// taskFromReply decodes a message and an optional record. A message that
+// does not decode (pushed by a foreign client, truncated) still describes a
+// task: its bytes come back as a raw payload, Malformed is set, and
+// LastError says why, unless the record has the error a worker recorded.
+func taskFromReply(queue string, part int, id, msg, rec string) *TaskInfo {
+	var r *wire.Record
+	var recErr error
+	if rec != "" {
+		r, recErr = wire.DecodeRecord([]byte(rec))
+	}
 	m, err := wire.DecodeMessage([]byte(msg))
 	if err != nil {
-		return nil, err
+		m = &wire.Message{ID: id, Payload: []byte(msg), Raw: true}
 	}
-	var r *wire.Record
-	if rec != "" {
-		if r, err = wire.DecodeRecord([]byte(rec)); err != nil {
-			return nil, err
-		}
+	ti := newTaskInfo(queue, part, m, r)
+	ti.Malformed = err != nil
+	if joined := errors.Join(err, recErr); ti.LastError == "" && joined != nil {
+		ti.LastError = joined.Error()
 	}
-	return newTaskInfo(queue, part, m, r), nil
+	return ti
+}
+
+// PauseQueue stops every worker from starting tasks of queue until
+// ResumeQueue; running tasks finish, enqueueing goes on.
+func (i *Inspector) PauseQueue(ctx context.Context, queue string) error {
+	return i.setPaused(ctx, queue, true)
+}
+
+// ResumeQueue lets workers start tasks of a paused queue again.
+func (i *Inspector) ResumeQueue(ctx context.Context, queue string) error {
+	return i.setPaused(ctx, queue, false)
+}
+
+func (i *Inspector) setPaused(ctx context.Context, queue string, paused bool) error {
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return err
+	}
+	err = rcall.Do(ctx, func() error {
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for part := range n {
+				k := keys.For(i.cfg.Prefix, queue, part)
+				if paused {
+					p.Set(ctx, k.Paused(), 1, 0)
+				} else {
+					p.Del(ctx, k.Paused())
+				}
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pause %q (%v): %w", queue, paused, err)
+	}
+	return nil
 }

@@ -61,6 +61,15 @@ func (p Partition) Dead() string { return p.T + ":dead" }
 // RankKey returns the rank counter of a feed key (as lua.Feed names it).
 func RankKey(feed string) string { return feed + ":rank" }
 
+// Expire is the zset id -> time when a done task's retention ends.
+func (p Partition) Expire() string { return p.T + ":expire" }
+
+// Stats is the per-minute counter of kind ("done", "failed") for minute
+// (unix minutes); stats.lua writes it.
+func (p Partition) Stats(kind string, minute int64) string {
+	return p.T + ":stats:" + kind + ":" + strconv.FormatInt(minute, 10)
+}
+
 // Paused exists while the queue is paused.
 func (p Partition) Paused() string { return p.T + ":paused" }
 

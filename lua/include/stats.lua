@@ -1,0 +1,9 @@
+-- stats_add counts n events of kind in the current minute, for the
+-- dashboard's history; each minute's counter expires after STATS_TTL seconds.
+local STATS_TTL = 8 * 24 * 3600
+local function stats_add(T, kind, now, n)
+  if n <= 0 then return end
+  local key = T .. ':stats:' .. kind .. ':' .. math.floor(now / 60000)
+  redis.call('INCRBY', key, n)
+  redis.call('EXPIRE', key, STATS_TTL)
+end

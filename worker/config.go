@@ -1,0 +1,129 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/queue"
+)
+
+// Config configures a Server. Its zero value is ready to use: it runs the
+// "default" queue with ten handlers at a time.
+type Config struct {
+	// Config is where keys live and how queues are partitioned; it must
+	// match the producers' queue.Config.
+	queue.Config
+
+	// Queues maps each queue to run to its weight. With StrictPriority
+	// false, free handlers go to queues with waiting work in proportion to
+	// their weights; with it true, always to the heaviest such queue first.
+	// Defaults to {"default": 1}.
+	Queues         map[string]int
+	StrictPriority bool
+	// Concurrency is how many handlers run at once in this process. Defaults to 10.
+	Concurrency int
+	// Limits caps how many tasks of a queue run at once across every
+	// worker process (the queue's fair semaphore). Absent = no limit.
+	Limits map[string]int
+	// Lease is how long a task stays leased without a heartbeat; a worker
+	// that dies loses its tasks to others after this. Defaults to 30s.
+	Lease time.Duration
+	// Heartbeat is how often leases are extended and crashed workers
+	// reaped. Defaults to Lease/3.
+	Heartbeat time.Duration
+	// ShutdownTimeout is how long Shutdown waits for running handlers
+	// before cancelling them. Defaults to 10s.
+	ShutdownTimeout time.Duration
+	// ForwardInterval is the longest a due scheduled or retrying task
+	// waits to be moved to its queue (tasks known to be due sooner are
+	// moved on time). Defaults to 500ms.
+	ForwardInterval time.Duration
+	// BatchSize bounds how many tasks one pop leases. Defaults to Concurrency, at most 100.
+	BatchSize int
+	// DoneSize and DeadSize cap each partition's done and dead feeds.
+	// Both default to 10,000.
+	DoneSize, DeadSize int
+	// RetryDelay returns the wait before attempt+1 after a failed attempt.
+	// Defaults to DefaultRetryDelay.
+	RetryDelay func(attempt int, err error, t *Task) time.Duration
+	// ErrorHandler, if set, is called with every failed attempt.
+	ErrorHandler func(ctx context.Context, t *Task, err error)
+	// Middleware wraps the handler; the first runs outermost.
+	Middleware []Middleware
+	// WorkerID names this process in Redis. Defaults to host-pid-random.
+	WorkerID string
+	// Clock, if set, replaces the Redis server's clock in every script
+	// (tests move time with it). Leave nil in production: server time keeps
+	// a skewed worker clock from deciding leases.
+	Clock func() time.Time
+}
+
+func (c Config) withDefaults() (Config, error) {
+	var err error
+	if c.Config, err = c.Config.Normalize(); err != nil {
+		return c, err
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = map[string]int{queue.DefaultQueue: 1}
+	}
+	c.Concurrency = cmp.Or(c.Concurrency, 10)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.Heartbeat = cmp.Or(c.Heartbeat, c.Lease/3)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
+	c.ForwardInterval = cmp.Or(c.ForwardInterval, 500*time.Millisecond)
+	c.BatchSize = cmp.Or(c.BatchSize, min(c.Concurrency, 100))
+	c.DoneSize = cmp.Or(c.DoneSize, 10_000)
+	c.DeadSize = cmp.Or(c.DeadSize, 10_000)
+	if c.RetryDelay == nil {
+		c.RetryDelay = DefaultRetryDelay
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", cmp.Or(host, "host"), os.Getpid(), wire.NewID()[20:])
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	for q, w := range c.Queues {
+		if err := queue.ValidateQueueName(q); err != nil {
+			return fmt.Errorf("%w: Queues: %w", ErrInvalidConfig, err)
+		}
+		if w < 1 {
+			return fmt.Errorf("%w: Queues[%q] weight %d, want >= 1", ErrInvalidConfig, q, w)
+		}
+	}
+	for q, n := range c.Limits {
+		if n < 1 {
+			return fmt.Errorf("%w: Limits[%q] = %d, want >= 1", ErrInvalidConfig, q, n)
+		}
+	}
+	switch {
+	case c.Concurrency < 1:
+		return fmt.Errorf("%w: Concurrency %d, want >= 1", ErrInvalidConfig, c.Concurrency)
+	case c.Lease < 100*time.Millisecond:
+		return fmt.Errorf("%w: Lease %v, want >= 100ms", ErrInvalidConfig, c.Lease)
+	case c.Heartbeat <= 0 || c.Heartbeat >= c.Lease:
+		return fmt.Errorf("%w: Heartbeat %v, want > 0 and below Lease %v", ErrInvalidConfig, c.Heartbeat, c.Lease)
+	case c.ShutdownTimeout < 0, c.ForwardInterval < 0:
+		return fmt.Errorf("%w: negative ShutdownTimeout or ForwardInterval", ErrInvalidConfig)
+	case c.BatchSize < 1 || c.BatchSize > 1000:
+		return fmt.Errorf("%w: BatchSize %d, want 1..1000", ErrInvalidConfig, c.BatchSize)
+	}
+	return nil
+}
+
+// now returns the script time argument: "" for the server's clock.
+func (c *Config) now() string {
+	if c.Clock == nil {
+		return ""
+	}
+	return fmt.Sprint(c.Clock().UnixMilli())
+}
+
+// staleAfter is how old a worker's heartbeat may get before others reap it.
+func (c *Config) staleAfter() time.Duration { return max(c.Lease, 3*c.Heartbeat) }

@@ -1,0 +1,56 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors callers and handlers branch on with errors.Is.
+var (
+	// ErrUnknownType reports a task whose type no handler is registered for.
+	// The task fails and is retried: a newer worker may know the type.
+	ErrUnknownType = errors.New("worker: no handler for task type")
+	// ErrSkipRetry marks a failure that retrying cannot fix: the task goes to dead.
+	ErrSkipRetry = errors.New("worker: skip retry")
+	// ErrLeaseLost is the cause of a handler's context cancellation when
+	// its lease was taken over (the worker stalled past it): the task now
+	// belongs to another worker and this attempt's outcome will be rejected.
+	ErrLeaseLost = errors.New("worker: lease lost")
+	// ErrShutdown is the cause of a handler's context cancellation when
+	// graceful shutdown ran out of time; the task goes back to the queue
+	// without costing an attempt.
+	ErrShutdown = errors.New("worker: shutting down")
+	// ErrInvalidConfig reports a Config value out of range.
+	ErrInvalidConfig = errors.New("worker: invalid config")
+	// ErrServerState reports Start on a started server or Shutdown on one never started.
+	ErrServerState = errors.New("worker: server not in a state for that")
+)
+
+// SkipRetry wraps err so the task goes straight to dead, whatever retries it has left.
+func SkipRetry(err error) error {
+	return fmt.Errorf("%w: %w", ErrSkipRetry, err)
+}
+
+// RetryIn wraps err so the task is retried after d instead of after the
+// Config.RetryDelay backoff. It still counts an attempt: a task out of
+// retries goes to dead.
+func RetryIn(d time.Duration, err error) error {
+	return &retryInError{delay: d, err: err}
+}
+
+type retryInError struct {
+	delay time.Duration
+	err   error
+}
+
+func (e *retryInError) Error() string { return fmt.Sprintf("%v (retry in %v)", e.err, e.delay) }
+func (e *retryInError) Unwrap() error { return e.err }
+
+// PanicError is the failure of a handler that panicked, with its stack.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }

@@ -1,0 +1,84 @@
+package worker
+
+import (
+	"context"
+	"time"
+)
+
+// fetch feeds one queue partition's tasks to handlers until ctx ends. It
+// pops as many tasks as there are free handler slots (one script call);
+// when the queue is empty it keeps one slot and blocks for a one-second
+// slice, then claims what arrived. Errors (Redis down, restarting, read
+// only, out of memory...) are logged and retried with backoff: the loop
+// only ends with ctx.
+func (s *Server) fetch(ctx context.Context, p *part) {
+	var wait backoff
+	inflight := true // a previous incarnation of this ID cannot exist, but a lost reply can
+	for ctx.Err() == nil {
+		n, err := s.slots.acquire(ctx, p.weight, s.cfg.BatchSize)
+		if err != nil {
+			return
+		}
+		var r popReply
+		claiming := inflight
+		if claiming {
+			r, err = s.claim(ctx, p, n)
+		} else {
+			r, err = s.pop(ctx, p, n)
+		}
+		if err != nil {
+			s.slots.release(n)
+			s.logRedisError("fetch", err)
+			wait.sleep(ctx)
+			continue
+		}
+		wait.reset()
+		if claiming {
+			inflight = r.aux > 0
+		}
+		s.start(p, r.tasks)
+		n -= len(r.tasks)
+		switch {
+		case len(r.tasks) > 0 || claiming && r.status == statusOK:
+			// more may be waiting: pop (or claim) again at once
+			s.slots.release(n)
+			continue
+		case r.status != statusOK:
+			// paused or at the fleet-wide limit: look again shortly
+			s.slots.release(n)
+			sleepCtx(ctx, s.idlePoll())
+			continue
+		}
+		// empty: block a slice holding one slot, so what arrives can start at once
+		s.slots.release(n - 1)
+		got, err := s.block(ctx, p, r.aux)
+		s.slots.release(1)
+		inflight = got
+		if err != nil && ctx.Err() == nil {
+			s.logRedisError("fetch", err)
+			wait.sleep(ctx)
+		}
+	}
+}
+
+// idlePoll is how often a paused or limited queue is looked at again.
+func (s *Server) idlePoll() time.Duration { return min(250*time.Millisecond, s.cfg.Heartbeat) }
+
+// backoff doubles a wait from 20ms to 1s across consecutive failures.
+type backoff struct{ d time.Duration }
+
+func (b *backoff) sleep(ctx context.Context) {
+	b.d = min(max(b.d*2, 20*time.Millisecond), time.Second)
+	sleepCtx(ctx, b.d)
+}
+
+func (b *backoff) reset() { b.d = 0 }
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

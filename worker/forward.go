@@ -1,0 +1,60 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/lua"
+)
+
+// forward moves due scheduled and retrying tasks of every partition to
+// their pending lists, in one round trip per pass. It sleeps until the next
+// task it knows of is due, or ForwardInterval at most, so tasks start on
+// time rather than on a coarse tick.
+func (s *Server) forward(ctx context.Context) {
+	var wait backoff
+	for ctx.Err() == nil {
+		next, err := s.forwardOnce(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logRedisError("forward", err)
+				wait.sleep(ctx)
+			}
+			continue
+		}
+		wait.reset()
+		sleepCtx(ctx, next)
+	}
+}
+
+// forwardOnce runs one pass and returns how long to sleep.
+func (s *Server) forwardOnce(ctx context.Context) (time.Duration, error) {
+	cmds := make([]*redis.Cmd, len(s.parts))
+	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+		for i, p := range s.parts {
+			k := p.k
+			cmds[i] = pipe.Run(ctx, lua.Forward, []string{k.Scheduled(), k.Retry(), k.Msg(), k.State(), k.First(), k.Last()},
+				k.ShardPrefix(), s.cfg.now(), s.cfg.ShardSize, 1000)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	next := s.cfg.ForwardInterval
+	for _, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		if err != nil || len(res) != 2 {
+			continue
+		}
+		if res[0] >= 1000 {
+			next = 0 // a full pass: more may be due already
+		}
+		if res[1] >= 0 {
+			next = min(next, time.Duration(res[1])*time.Millisecond)
+		}
+	}
+	return next, nil
+}

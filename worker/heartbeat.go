@@ -1,0 +1,107 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+)
+
+// heartbeat runs every Config.Heartbeat until ctx ends: it marks this
+// process alive, extends the leases of its running tasks (one script call
+// per partition), cancels handlers whose lease was lost, and reaps what
+// crashed or stalled workers left behind.
+func (s *Server) heartbeat(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		if err := s.beat(ctx); err != nil && ctx.Err() == nil {
+			s.logRedisError("heartbeat", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// beat is one heartbeat: two round trips.
+func (s *Server) beat(ctx context.Context) error {
+	stale, err := s.touch(ctx, s.cfg.WorkerID)
+	if err != nil {
+		return err
+	}
+	stale = slices.DeleteFunc(stale, func(id string) bool { return id == s.cfg.WorkerID })
+	byPart := map[*part][]*running{}
+	for _, r := range s.running.snapshot() {
+		byPart[r.p] = append(byPart[r.p], r)
+	}
+	extends := map[*part]*redis.Cmd{}
+	err = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+		for p, rs := range byPart {
+			args := []any{s.cfg.now(), s.cfg.Lease.Milliseconds()}
+			for _, r := range rs {
+				args = append(args, r.id, r.token)
+			}
+			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State()}, args...)
+		}
+		for _, p := range s.parts {
+			s.queueReap(ctx, pipe, p, stale)
+		}
+		if len(stale) > 0 {
+			pipe.ZRem(ctx, keys.Workers(s.cfg.Prefix), toAny(stale)...)
+		}
+		return nil
+	})
+	for p, cmd := range extends {
+		lost, err := cmd.StringSlice()
+		if err != nil {
+			continue
+		}
+		for _, r := range byPart[p] {
+			if slices.Contains(lost, r.id) {
+				s.log.Warn("lease lost; cancelling the handler", "task", r.id, "queue", p.queue)
+				r.cancel(ErrLeaseLost)
+			}
+		}
+	}
+	if len(stale) > 0 && err == nil {
+		s.log.Info("reaped crashed or stalled workers", "workers", stale)
+	}
+	return err
+}
+
+// touch records this worker's heartbeat (id "" only reads) and returns the
+// workers whose heartbeat is stale.
+func (s *Server) touch(ctx context.Context, id string) ([]string, error) {
+	stale, err := lua.Heartbeat.Run(ctx, s.rdb, []string{keys.Workers(s.cfg.Prefix)}, id,
+		s.cfg.staleAfter().Milliseconds(), s.cfg.now()).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return stale, nil
+}
+
+// queueReap queues a reap of partition p: expired leases, the in-flight
+// lists of the given workers, expired done tasks.
+func (s *Server) queueReap(ctx context.Context, pipe *lua.Pipe, p *part, workers []string) *redis.Cmd {
+	k := p.k
+	args := []any{k.T, s.cfg.now(), s.cfg.ShardSize, 1000}
+	args = append(args, toAny(workers)...)
+	return pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()}, args...)
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

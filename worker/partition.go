@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+)
+
+// part is one queue partition this server runs, with the script calls a
+// fetcher makes on it.
+type part struct {
+	queue  string
+	index  int
+	weight int
+	limit  int
+	k      keys.Partition
+	list   *lua.ShardedList
+}
+
+// leased is one task a pop or claim leased to this worker.
+type leased struct {
+	id      string
+	msg     string
+	attempt int
+	token   int64
+}
+
+// Status codes of pop and claim.
+const (
+	statusOK     = 0
+	statusPaused = 1
+	statusFull   = 2
+)
+
+type popReply struct {
+	status int64
+	aux    int64 // pop: the end shard; claim: items left in flight
+	tasks  []leased
+}
+
+func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
+	k := p.k
+	res, err := lua.Pop.Run(ctx, s.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused()},
+		k.ShardPrefix(), n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, p.limit).Slice()
+	if err != nil {
+		return popReply{}, fmt.Errorf("pop %s: %w", p.k.T, err)
+	}
+	return parsePopReply(res)
+}
+
+func (s *Server) claim(ctx context.Context, p *part, n int) (popReply, error) {
+	k := p.k
+	res, err := lua.Claim.Run(ctx, s.rdb, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last()},
+		k.ShardPrefix(), n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, p.limit, s.cfg.ShardSize).Slice()
+	if err != nil {
+		return popReply{}, fmt.Errorf("claim %s: %w", p.k.T, err)
+	}
+	return parsePopReply(res)
+}
+
+// block waits one slice (at most a second) for an item at the end shard,
+// moving it into this worker's in-flight list. It reports whether the
+// in-flight list may now hold something to claim.
+func (s *Server) block(ctx context.Context, p *part, shard int64) (bool, error) {
+	_, err := p.list.BlockSlice(ctx, s.rdb, lua.Left, shard, p.k.Inflight(s.cfg.WorkerID))
+	switch {
+	case err == nil:
+		return true, nil
+	case err == redis.Nil:
+		return false, nil
+	default:
+		// the reply may be lost after the move: look in the in-flight list
+		return true, fmt.Errorf("block on %s: %w", p.k.T, err)
+	}
+}
+
+func parsePopReply(res []any) (popReply, error) {
+	if len(res) < 2 || (len(res)-2)%4 != 0 {
+		return popReply{}, fmt.Errorf("unexpected pop reply of %d values", len(res))
+	}
+	r := popReply{}
+	r.status, _ = res[0].(int64)
+	r.aux, _ = res[1].(int64)
+	for i := 2; i < len(res); i += 4 {
+		l := leased{}
+		l.id, _ = res[i].(string)
+		l.msg, _ = res[i+1].(string)
+		a, _ := res[i+2].(int64)
+		l.attempt = int(a)
+		l.token, _ = res[i+3].(int64)
+		r.tasks = append(r.tasks, l)
+	}
+	return r, nil
+}

@@ -1,0 +1,150 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// running is one handler at work, for lease extension and cancellation.
+type running struct {
+	p      *part
+	id     string
+	token  int64
+	cancel context.CancelCauseFunc
+}
+
+// registry of running handlers.
+type registry struct {
+	mu   sync.Mutex
+	byID map[*running]struct{}
+}
+
+func (r *registry) add(x *running) {
+	r.mu.Lock()
+	r.byID[x] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *registry) remove(x *running) {
+	r.mu.Lock()
+	delete(r.byID, x)
+	r.mu.Unlock()
+}
+
+func (r *registry) snapshot() []*running {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*running, 0, len(r.byID))
+	for x := range r.byID {
+		out = append(out, x)
+	}
+	return out
+}
+
+// start runs each leased task in its own goroutine; each holds one slot.
+func (s *Server) start(p *part, tasks []leased) {
+	for _, l := range tasks {
+		s.tasks.Add(1)
+		go func() {
+			defer s.tasks.Done()
+			defer s.slots.release(1)
+			s.run(p, l)
+		}()
+	}
+}
+
+// run executes one task and hands its outcome to the flusher.
+func (s *Server) run(p *part, l leased) {
+	t, err := s.newTask(p, l)
+	if err != nil {
+		// a message that does not decode can never run: dead, with why
+		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delay: -1,
+			err: fmt.Sprintf("undecodable task message: %v", err)})
+		return
+	}
+	if t.Attempt > t.MaxRetry+1 {
+		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("attempts exhausted: attempt %d of %d; earlier attempts lost their lease (worker crashed or stalled)", t.Attempt, t.MaxRetry+1))))
+		return
+	}
+	if !t.Deadline.IsZero() && !time.Now().Before(t.Deadline) {
+		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("deadline %v passed before attempt %d started", t.Deadline, t.Attempt))))
+		return
+	}
+	ctx, cancel := context.WithCancelCause(s.handlerCtx)
+	defer cancel(nil)
+	ctx = context.WithValue(ctx, taskKey{}, t)
+	if !t.Deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadline(ctx, t.Deadline)
+		defer stop()
+	}
+	r := &running{p: p, id: t.ID, token: t.token, cancel: cancel}
+	s.running.add(r)
+	err = s.call(ctx, t)
+	s.running.remove(r)
+
+	switch {
+	case err == nil:
+		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeAck, retention: t.retention, unique: t.unique})
+	case errors.Is(context.Cause(ctx), ErrShutdown):
+		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeRequeue})
+	default:
+		if s.cfg.ErrorHandler != nil {
+			s.cfg.ErrorHandler(ctx, t, err)
+		}
+		s.finish(s.failure(p, t, err))
+	}
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (s *Server) call(ctx context.Context, t *Task) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
+	return s.handler.ProcessTask(ctx, t)
+}
+
+// failure decides what a failed attempt leads to: a retry after a delay,
+// or dead (delay -1) when retries are spent or the handler said so.
+func (s *Server) failure(p *part, t *Task, err error) outcome {
+	o := outcome{p: p, id: t.ID, token: t.token, kind: outcomeFail, err: err.Error(), delay: -1}
+	if errors.Is(err, ErrSkipRetry) || t.RetriesLeft() == 0 {
+		return o
+	}
+	var ri *retryInError
+	if errors.As(err, &ri) {
+		o.delay = max(ri.delay, 0)
+	} else {
+		o.delay = max(s.cfg.RetryDelay(t.Attempt, err, t), 0)
+	}
+	return o
+}
+
+func (s *Server) newTask(p *part, l leased) (*Task, error) {
+	m, err := wire.DecodeMessage([]byte(l.msg))
+	if err != nil {
+		return nil, err
+	}
+	t := &Task{
+		ID: m.ID, Type: m.Type, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
+		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt),
+		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique,
+	}
+	if m.Timeout > 0 {
+		t.Deadline = time.Now().Add(time.Duration(m.Timeout) * time.Millisecond)
+	}
+	if m.Deadline > 0 {
+		if d := time.UnixMilli(m.Deadline); t.Deadline.IsZero() || d.Before(t.Deadline) {
+			t.Deadline = d
+		}
+	}
+	return t, nil
+}

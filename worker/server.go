@@ -1,0 +1,229 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+)
+
+// Server runs handlers for the tasks of its queues. Create it with
+// NewServer, then Start it and Shutdown it (or just Run it). It never
+// installs signal handlers and never closes the Redis client.
+type Server struct {
+	rdb     redis.UniversalClient
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+	parts   []*part
+	slots   *slots
+	running registry
+
+	mu          sync.Mutex
+	state       int // 0 new, 1 started, 2 stopped
+	stopFetch   context.CancelFunc
+	stopBg      context.CancelFunc
+	cancelTasks context.CancelCauseFunc
+	handlerCtx  context.Context
+	fetchers    sync.WaitGroup
+	background  sync.WaitGroup
+	tasks       sync.WaitGroup
+	outcomes    chan outcome
+	stopFlusher chan struct{}
+	flusherDone chan struct{}
+}
+
+// NewServer returns a Server that runs h for tasks of cfg.Queues.
+func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidConfig)
+	}
+	s := &Server{
+		rdb: rdb, cfg: cfg, handler: chain(h, cfg.Middleware),
+		log:     cfg.Logger.With("worker", cfg.WorkerID),
+		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
+		running: registry{byID: map[*running]struct{}{}},
+	}
+	names := make([]string, 0, len(cfg.Queues))
+	for q := range cfg.Queues {
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	for _, q := range names {
+		for i := range cfg.PartitionsOf(q) {
+			k := keys.For(cfg.Prefix, q, i)
+			s.parts = append(s.parts, &part{queue: q, index: i, weight: cfg.Queues[q], limit: cfg.Limits[q], k: k,
+				list: &lua.ShardedList{Base: k.Base(), ShardSize: cfg.ShardSize}})
+		}
+	}
+	return s, nil
+}
+
+// ID returns the worker ID this server uses in Redis.
+func (s *Server) ID() string { return s.cfg.WorkerID }
+
+// Start checks Redis, loads the scripts, registers this worker and starts
+// fetching. It returns once fetching has begun.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != 0 {
+		return fmt.Errorf("%w: Start on a server already started", ErrServerState)
+	}
+	if err := lua.LoadAll(ctx, s.rdb); err != nil {
+		return fmt.Errorf("worker start: %w", err)
+	}
+	s.warnIfEvicting(ctx)
+	if _, err := s.touch(ctx, s.cfg.WorkerID); err != nil {
+		return fmt.Errorf("worker start: %w", err)
+	}
+	if err := s.register(ctx); err != nil {
+		return fmt.Errorf("worker start: %w", err)
+	}
+	s.state = 1
+	s.outcomes = make(chan outcome, 2*s.cfg.Concurrency)
+	s.stopFlusher = make(chan struct{})
+	s.flusherDone = make(chan struct{})
+	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
+	bg, stopBg := context.WithCancel(context.Background())
+	fetch, stopFetch := context.WithCancel(context.Background())
+	s.stopBg, s.stopFetch = stopBg, stopFetch
+	go s.flush(s.stopFlusher)
+	s.background.Add(2)
+	go func() { defer s.background.Done(); s.heartbeat(bg) }()
+	go func() { defer s.background.Done(); s.forward(bg) }()
+	for _, p := range s.parts {
+		s.fetchers.Add(1)
+		go func() { defer s.fetchers.Done(); s.fetch(fetch, p) }()
+	}
+	s.log.Info("worker started", "queues", s.cfg.Queues, "concurrency", s.cfg.Concurrency)
+	return nil
+}
+
+// register records the queues this server runs in the registry, so
+// inspectors list them before anything was enqueued.
+func (s *Server) register(ctx context.Context) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q := range s.cfg.Queues {
+			p.HSet(ctx, keys.Queues(s.cfg.Prefix), q, s.cfg.PartitionsOf(q))
+		}
+		return nil
+	})
+	return err
+}
+
+// warnIfEvicting logs a warning when Redis may evict keys: an evicted
+// pending list loses tasks. Managed Redis may forbid CONFIG; then it is quiet.
+func (s *Server) warnIfEvicting(ctx context.Context) {
+	policy, err := s.rdb.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		return
+	}
+	if p := policy["maxmemory-policy"]; p != "" && p != "noeviction" {
+		s.log.Warn("Redis maxmemory-policy is not noeviction: under memory pressure Redis may evict tasks",
+			"maxmemory-policy", p)
+	}
+}
+
+// Shutdown stops fetching, waits up to Config.ShutdownTimeout (or ctx,
+// whichever ends first) for running handlers, then cancels them with
+// ErrShutdown; what did not finish goes back to the head of its queue
+// without costing an attempt. It returns ctx's error if ctx ended first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != 1 {
+		return fmt.Errorf("%w: Shutdown on a server not running", ErrServerState)
+	}
+	s.state = 2
+	s.stopFetch()
+	s.fetchers.Wait() // each ends within a one-second slice
+	s.giveBackInflight()
+
+	wait, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	defer cancel()
+	if !waitGroup(wait, &s.tasks) {
+		s.log.Warn("shutdown timeout: cancelling running handlers", "running", len(s.running.snapshot()))
+		s.cancelTasks(ErrShutdown)
+		grace, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if !waitGroup(grace, &s.tasks) {
+			s.requeueAbandoned()
+		}
+	}
+	close(s.stopFlusher)
+	<-s.flusherDone
+	s.stopBg()
+	s.background.Wait()
+	if err := s.rdb.ZRem(context.Background(), keys.Workers(s.cfg.Prefix), s.cfg.WorkerID).Err(); err != nil {
+		s.log.Warn("could not unregister worker", "err", err)
+	}
+	s.log.Info("worker stopped")
+	return ctx.Err()
+}
+
+// Run starts the server, runs until ctx ends, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.Shutdown(context.Background())
+}
+
+// giveBackInflight returns anything a last blocking move left in this
+// worker's in-flight lists to the head of its queue.
+func (s *Server) giveBackInflight() {
+	ctx := context.Background()
+	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+		for _, p := range s.parts {
+			k := p.k
+			pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()},
+				k.T, s.cfg.now(), s.cfg.ShardSize, 0, s.cfg.WorkerID)
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("could not give back in-flight tasks; the reaper will", "err", err)
+	}
+}
+
+// requeueAbandoned gives back tasks whose handlers ignored cancellation.
+func (s *Server) requeueAbandoned() {
+	left := s.running.snapshot()
+	s.log.Warn("handlers ignored cancellation; requeueing their tasks", "tasks", len(left))
+	for _, r := range left {
+		s.outcomes <- outcome{p: r.p, id: r.id, token: r.token, kind: outcomeRequeue}
+	}
+}
+
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// logRedisError logs a failed Redis step of a loop that will retry it.
+func (s *Server) logRedisError(step string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	s.log.Warn("redis call failed; retrying", "step", step, "err", err)
+}

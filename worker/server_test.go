@@ -1,0 +1,276 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/queue"
+)
+
+type greeting struct{ Name string }
+
+func TestProcessing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("TypedHandlerGetsPayloadAndContext", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		got := make(chan string, 1)
+		mux := NewMux()
+		mux.Handle("greet", Typed(func(ctx context.Context, task *Task, g greeting) error {
+			ct, ok := TaskFromContext(ctx)
+			if !ok || ct.ID != task.ID || task.Queue != "hello" || task.Attempt != 1 {
+				return fmt.Errorf("context task %+v, task %+v", ct, task)
+			}
+			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Minute {
+				return fmt.Errorf("context deadline %v, want the task's 1m timeout", dl)
+			}
+			got <- g.Name
+			return nil
+		}))
+		b.server(t, Config{Queues: map[string]int{"hello": 1}}, mux)
+		task, _ := queue.NewTask("greet", greeting{Name: "Ann"})
+		info := b.enqueue(t, task, queue.In("hello"), queue.Timeout(time.Minute))
+		select {
+		case name := <-got:
+			if name != "Ann" {
+				t.Fatalf("payload name %q", name)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("handler never ran")
+		}
+		waitFor(t, 5*time.Second, "the ack", func() bool {
+			qi, _ := b.insp.QueueInfo(ctx, "hello")
+			return qi.Active == 0 && qi.Pending == 0
+		})
+		if _, err := b.insp.GetTask(ctx, "hello", info.ID); !errors.Is(err, queue.ErrTaskNotFound) {
+			t.Fatalf("acked task without retention: GetTask err = %v, want ErrTaskNotFound", err)
+		}
+	})
+
+	t.Run("IdleWorkerStartsNewTaskFast", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		started := make(chan time.Time, 10)
+		b.server(t, Config{}, HandlerFunc(func(ctx context.Context, task *Task) error {
+			started <- time.Now()
+			return nil
+		}))
+		time.Sleep(1500 * time.Millisecond) // the fetchers are blocked in a slice by now
+		for range 3 {
+			sent := time.Now()
+			b.enqueue(t, queue.NewRawTask("t", nil))
+			at := <-started
+			if d := at.Sub(sent); d > 200*time.Millisecond {
+				t.Fatalf("an idle worker started a task %v after enqueue: it waited for a poll", d)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	})
+
+	t.Run("RetentionKeepsDoneTask", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.server(t, Config{}, HandlerFunc(func(ctx context.Context, task *Task) error { return nil }))
+		info := b.enqueue(t, queue.NewRawTask("t", []byte("kept")), queue.Retention(time.Hour))
+		waitFor(t, 5*time.Second, "done", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateDone
+		})
+		page, err := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDone})
+		must(t, err)
+		if len(page.Tasks) != 1 || string(page.Tasks[0].Payload) != "kept" || page.Tasks[0].FinishedAt.IsZero() {
+			t.Fatalf("done feed = %+v", page.Tasks)
+		}
+	})
+
+	t.Run("UniqueLockReleasedOnSuccess", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := newRecorder(nil)
+		b.server(t, Config{}, rec)
+		task := queue.NewRawTask("u", []byte("x"))
+		b.enqueue(t, task, queue.Unique(time.Hour))
+		waitFor(t, 5*time.Second, "first run", func() bool { return rec.total() == 1 })
+		waitFor(t, 5*time.Second, "lock release", func() bool {
+			_, err := b.client.Enqueue(ctx, task, queue.Unique(time.Hour))
+			return err == nil
+		})
+	})
+}
+
+func TestFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fast := func(int, error, *Task) time.Duration { return 10 * time.Millisecond }
+
+	t.Run("RetriesThenDead", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := newRecorder(func(ctx context.Context, task *Task) error {
+			return fmt.Errorf("attempt %d failed", task.Attempt)
+		})
+		b.server(t, Config{RetryDelay: fast, ForwardInterval: 20 * time.Millisecond}, rec)
+		info := b.enqueue(t, queue.NewRawTask("flaky", nil), queue.MaxRetry(2))
+		waitFor(t, 10*time.Second, "dead", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateDead
+		})
+		ti, _ := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+		if rec.count(info.ID) != 3 || ti.Attempts != 3 || ti.LastError != "attempt 3 failed" {
+			t.Fatalf("ran %d times; task %+v", rec.count(info.ID), ti)
+		}
+		page, _ := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDead})
+		if len(page.Tasks) != 1 || page.Tasks[0].ID != info.ID {
+			t.Fatalf("dead feed = %+v", page.Tasks)
+		}
+	})
+
+	t.Run("RetryBackoffIsRecorded", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.server(t, Config{}, HandlerFunc(func(ctx context.Context, task *Task) error { return errors.New("nope") }))
+		info := b.enqueue(t, queue.NewRawTask("t", nil))
+		waitFor(t, 5*time.Second, "retry state", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateRetry
+		})
+		ti, _ := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+		// DefaultRetryDelay: 10s ±20% after the first attempt
+		if d := time.Until(ti.NextProcessAt); d < 7*time.Second || d > 13*time.Second {
+			t.Fatalf("retry due in %v, want about 10s", d)
+		}
+	})
+
+	t.Run("SkipRetryGoesStraightToDead", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := newRecorder(func(ctx context.Context, task *Task) error { return SkipRetry(errors.New("bad input")) })
+		b.server(t, Config{}, rec)
+		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(10))
+		waitFor(t, 5*time.Second, "dead", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateDead
+		})
+		if rec.count(info.ID) != 1 {
+			t.Fatalf("ran %d times", rec.count(info.ID))
+		}
+	})
+
+	t.Run("RetryInSetsTheDelay", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var first atomic.Int64
+		rec := newRecorder(func(ctx context.Context, task *Task) error {
+			if task.Attempt == 1 {
+				first.Store(time.Now().UnixMilli())
+				return RetryIn(300*time.Millisecond, errors.New("busy"))
+			}
+			return nil
+		})
+		b.server(t, Config{ForwardInterval: 20 * time.Millisecond}, rec)
+		info := b.enqueue(t, queue.NewRawTask("t", nil))
+		waitFor(t, 5*time.Second, "second attempt", func() bool { return rec.count(info.ID) == 2 })
+		rec.mu.Lock()
+		second := rec.tasks[1]
+		rec.mu.Unlock()
+		if second.Attempt != 2 {
+			t.Fatalf("second run has attempt %d", second.Attempt)
+		}
+		if d := time.Since(time.UnixMilli(first.Load())); d < 300*time.Millisecond {
+			t.Fatalf("retried after %v, before the 300ms asked for", d)
+		}
+	})
+
+	t.Run("PanicIsAFailureWithStack", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.server(t, Config{}, HandlerFunc(func(ctx context.Context, task *Task) error { panic("kaboom") }))
+		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(0))
+		waitFor(t, 5*time.Second, "dead", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateDead
+		})
+		ti, _ := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+		if !strings.Contains(ti.LastError, "panic: kaboom") || !strings.Contains(ti.LastError, "server_test.go") {
+			t.Fatalf("last error %q, want the panic and its stack", ti.LastError)
+		}
+	})
+
+	t.Run("UnknownTypeIsRecorded", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.server(t, Config{}, NewMux())
+		info := b.enqueue(t, queue.NewRawTask("nobody:handles", nil))
+		waitFor(t, 5*time.Second, "retry", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateRetry &&
+				strings.Contains(ti.LastError, `no handler for task type "nobody:handles"`)
+		})
+	})
+
+	t.Run("TypedDecodeFailureSkipsRetry", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mux := NewMux()
+		mux.Handle("greet", Typed(func(ctx context.Context, task *Task, g greeting) error { return nil }))
+		b.server(t, Config{}, mux)
+		info := b.enqueue(t, queue.NewRawTask("greet", []byte("not msgpack")))
+		waitFor(t, 5*time.Second, "dead", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateDead && strings.Contains(ti.LastError, "raw payload")
+		})
+	})
+
+	// Messages pushed by a foreign client, malformed or truncated, go to
+	// dead with the decode error; the worker goes on with the next task.
+	t.Run("MalformedMessagesGoToDead", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := newRecorder(nil)
+		b.server(t, Config{}, rec)
+		good := b.enqueue(t, queue.NewRawTask("t", []byte("fine")))
+		raw, _ := b.rdb.HGet(ctx, keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).FeedMsg(), good.ID).Result()
+		shard := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).ShardPrefix() + "0"
+		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-3], `{"json":1}`).Err())
+		after := b.enqueue(t, queue.NewRawTask("t", []byte("after")))
+		waitFor(t, 5*time.Second, "three dead tasks", func() bool {
+			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+			return qi.Dead == 3 && qi.Pending == 0 && qi.Active == 0
+		})
+		if rec.total() != 2 || rec.count(good.ID) != 1 || rec.count(after.ID) != 1 {
+			t.Fatalf("handler ran %d tasks; want the two good ones once each", rec.total())
+		}
+		page, err := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDead})
+		must(t, err)
+		for _, ti := range page.Tasks {
+			if !strings.Contains(ti.LastError, "undecodable task message") {
+				t.Fatalf("dead task %s: last error %q", ti.ID, ti.LastError)
+			}
+		}
+	})
+
+	t.Run("ErrorHandlerSeesFailures", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		seen := make(chan error, 1)
+		b.server(t, Config{ErrorHandler: func(ctx context.Context, task *Task, err error) { seen <- err }},
+			HandlerFunc(func(ctx context.Context, task *Task) error { return errors.New("boom") }))
+		b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(0))
+		select {
+		case err := <-seen:
+			if err.Error() != "boom" {
+				t.Fatalf("error handler got %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("error handler never called")
+		}
+	})
+}

@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+)
+
+// slots hands this process's free handler slots to the fetchers that wait
+// for them: to the heaviest waiting queue first (strict priority) or at
+// random in proportion to the queues' weights.
+type slots struct {
+	mu      sync.Mutex
+	free    int
+	strict  bool
+	waiters []*waiter
+}
+
+type waiter struct {
+	weight int
+	want   int
+	ch     chan int // receives the slots granted
+}
+
+func newSlots(n int, strict bool) *slots { return &slots{free: n, strict: strict} }
+
+// acquire waits for at least one slot and takes up to want.
+func (s *slots) acquire(ctx context.Context, weight, want int) (int, error) {
+	s.mu.Lock()
+	if s.free > 0 && len(s.waiters) == 0 {
+		n := min(s.free, want)
+		s.free -= n
+		s.mu.Unlock()
+		return n, nil
+	}
+	w := &waiter{weight: weight, want: want, ch: make(chan int, 1)}
+	s.waiters = append(s.waiters, w)
+	s.mu.Unlock()
+	select {
+	case n := <-w.ch:
+		return n, nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, x := range s.waiters {
+			if x == w {
+				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+				return 0, ctx.Err()
+			}
+		}
+		// granted while we gave up: hand the slots on
+		s.free += <-w.ch
+		s.grant()
+		return 0, ctx.Err()
+	}
+}
+
+// release gives n slots back.
+func (s *slots) release(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.free += n
+	s.grant()
+	s.mu.Unlock()
+}
+
+// grant hands free slots to waiters; s.mu is held.
+func (s *slots) grant() {
+	for s.free > 0 && len(s.waiters) > 0 {
+		i := s.pick()
+		w := s.waiters[i]
+		s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+		n := min(s.free, w.want)
+		s.free -= n
+		w.ch <- n
+	}
+}
+
+// pick chooses the waiter to serve next.
+func (s *slots) pick() int {
+	best, total := 0, 0
+	for i, w := range s.waiters {
+		total += w.weight
+		if w.weight > s.waiters[best].weight {
+			best = i
+		}
+	}
+	if s.strict {
+		return best
+	}
+	r := rand.IntN(total)
+	for i, w := range s.waiters {
+		if r < w.weight {
+			return i
+		}
+		r -= w.weight
+	}
+	return len(s.waiters) - 1
+}
