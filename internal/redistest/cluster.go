@@ -1,19 +1,11 @@
 package redistest
 
 import (
-	"context"
-	"fmt"
-	"sort"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-const (
-	clusterSlots   = 16384
-	clusterTimeout = 30 * time.Second
+	"github.com/shardq/shardq/internal/redisproc"
 )
 
 // Cluster is a Redis Cluster of master nodes owned by a test.
@@ -28,123 +20,23 @@ type Cluster struct {
 // the given options. It assigns the slots evenly, joins the nodes with
 // CLUSTER MEET (no replicas; redis-cli is not used), and waits until every
 // node reports cluster_state:ok and all nodes agree on the slot map (CLUSTER SHARDS). All
-// nodes are killed in t.Cleanup.
+// nodes are killed in t.Cleanup. See [redisproc.StartCluster].
 func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	if n < 3 {
 		t.Fatalf("redistest: StartCluster needs at least 3 nodes, got %d", n)
 	}
-	opts = append(opts[:len(opts):len(opts)], withCluster())
-	c := &Cluster{}
-	for range n {
-		c.Nodes = append(c.Nodes, Start(t, opts...))
+	// TempDir first, so its removal runs after the Close registered below.
+	pc, err := redisproc.StartCluster(n, procOptions(t.TempDir(), opts)...)
+	if err != nil {
+		fatal(t, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
-	defer cancel()
-	clients := make([]*redis.Client, n)
-	for i, s := range c.Nodes {
-		clients[i] = redis.NewClient(s.Options())
-		defer clients[i].Close()
-	}
-	if err := c.join(ctx, clients); err != nil {
-		t.Fatalf("redistest: creating cluster: %v", err)
-	}
-	if err := waitClusterReady(ctx, clients); err != nil {
-		t.Fatalf("redistest: waiting for cluster: %v", err)
+	t.Cleanup(func() { _ = pc.Close() })
+	c := &Cluster{Nodes: make([]*Server, len(pc.Nodes))}
+	for i, p := range pc.Nodes {
+		c.Nodes[i] = wrap(p)
 	}
 	return c
-}
-
-// join gives each node its config epoch and slot range, then introduces
-// every node to the first one; gossip does the rest.
-func (c *Cluster) join(ctx context.Context, clients []*redis.Client) error {
-	n := len(clients)
-	for i, rdb := range clients {
-		lo, hi := i*clusterSlots/n, (i+1)*clusterSlots/n-1
-		if err := rdb.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
-			return fmt.Errorf("node %s: CLUSTER SET-CONFIG-EPOCH: %w", c.Nodes[i].Addr, err)
-		}
-		if err := rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
-			return fmt.Errorf("node %s: CLUSTER ADDSLOTSRANGE %d %d: %w", c.Nodes[i].Addr, lo, hi, err)
-		}
-	}
-	for _, s := range c.Nodes[1:] {
-		if err := clients[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", s.Port, s.busPort).Err(); err != nil {
-			return fmt.Errorf("CLUSTER MEET %s: %w", s.Addr, err)
-		}
-	}
-	return nil
-}
-
-// waitClusterReady polls until every node knows all nodes, reports
-// cluster_state:ok, and returns the same CLUSTER SHARDS map.
-func waitClusterReady(ctx context.Context, clients []*redis.Client) error {
-	var last string
-	for {
-		ok, why := clusterReady(ctx, clients)
-		if ok {
-			return nil
-		}
-		last = why
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %v: %s", clusterTimeout, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// clusterReady checks all nodes once; when not ready it says why.
-func clusterReady(ctx context.Context, clients []*redis.Client) (bool, string) {
-	want := ""
-	for i, rdb := range clients {
-		addr := rdb.Options().Addr
-		info, err := rdb.ClusterInfo(ctx).Result()
-		if err != nil {
-			return false, fmt.Sprintf("%s: CLUSTER INFO: %v", addr, err)
-		}
-		if !strings.Contains(info, "cluster_state:ok") ||
-			!strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r\n", len(clients))) {
-			return false, fmt.Sprintf("%s: CLUSTER INFO:\n%s", addr, info)
-		}
-		shards, err := rdb.ClusterShards(ctx).Result()
-		if err != nil {
-			return false, fmt.Sprintf("%s: CLUSTER SHARDS: %v", addr, err)
-		}
-		for _, sh := range shards {
-			for _, n := range sh.Nodes {
-				if n.Health != "online" {
-					return false, fmt.Sprintf("%s: node %s:%d is %s", addr, n.IP, n.Port, n.Health)
-				}
-			}
-		}
-		got := slotMap(shards)
-		if i == 0 {
-			want = got
-		} else if got != want {
-			return false, fmt.Sprintf("slot maps differ: %s has %q, %s has %q",
-				clients[0].Options().Addr, want, addr, got)
-		}
-	}
-	return true, ""
-}
-
-// slotMap renders CLUSTER SHARDS canonically: one sorted line per shard
-// with its slot ranges and its nodes' IDs, addresses, roles and health.
-func slotMap(shards []redis.ClusterShard) string {
-	lines := make([]string, 0, len(shards))
-	for _, sh := range shards {
-		var b strings.Builder
-		for _, r := range sh.Slots {
-			fmt.Fprintf(&b, "%d-%d,", r.Start, r.End)
-		}
-		for _, n := range sh.Nodes {
-			fmt.Fprintf(&b, " %s@%s:%d/%s/%s", n.ID, n.IP, n.Port, n.Role, n.Health)
-		}
-		lines = append(lines, b.String())
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "; ")
 }
 
 // Addrs returns the nodes' addresses ("127.0.0.1:port").

@@ -1,4 +1,6 @@
-// Package redistest starts real redis-server processes for tests.
+// Package redistest starts real redis-server processes for tests. It is a
+// thin testing.TB wrapper over package redisproc, which programs without a
+// testing.TB (the demo, runnable examples) use directly.
 //
 // Every server runs on a free loopback port (bound to 127.0.0.1 only) with
 // its own temporary directory, and is killed when the test finishes, even if
@@ -19,5 +21,6 @@
 // nodes joined from Go (redis-cli is not needed).
 //
 // If redis-server is not in PATH, [Start] fails the test with a one-line hint
-// on how to install it. The package targets Linux and other Unix systems.
+// on how to install it. Other failures report redisproc's error. The package
+// targets Linux and other Unix systems.
 package redistest

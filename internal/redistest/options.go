@@ -1,80 +1,36 @@
 package redistest
 
-import (
-	"path/filepath"
-	"strconv"
-)
+import "github.com/shardq/shardq/internal/redisproc"
 
 // Option configures a server started by [Start] or [StartCluster].
-type Option func(*config)
-
-type config struct {
-	aof       bool
-	maxMemory int64
-	cluster   bool
-	extra     []string
-}
+type Option redisproc.Option
 
 // WithAOF turns persistence on: appendonly yes with appendfsync always, so
 // every acknowledged write survives [Server.Kill] followed by
 // [Server.Restart]. By default persistence is off.
 func WithAOF() Option {
-	return func(c *config) { c.aof = true }
+	return Option(redisproc.WithAOF())
 }
 
 // WithMaxMemory sets maxmemory to bytes with maxmemory-policy noeviction, so
 // writes beyond the limit fail with an OOM error.
 func WithMaxMemory(bytes int64) Option {
-	return func(c *config) { c.maxMemory = bytes }
+	return Option(redisproc.WithMaxMemory(bytes))
 }
 
 // WithArgs appends extra redis-server command-line arguments, for example
 // WithArgs("--maxmemory-policy", "allkeys-lru"). They come last, so they
 // override the defaults and the other options.
 func WithArgs(args ...string) Option {
-	return func(c *config) { c.extra = append(c.extra, args...) }
+	return Option(redisproc.WithArgs(args...))
 }
 
-// withCluster enables cluster mode; used by StartCluster.
-func withCluster() Option {
-	return func(c *config) { c.cluster = true }
-}
-
-func newConfig(opts []Option) *config {
-	c := &config{}
+// procOptions converts opts for redisproc, running the server(s) in dir.
+func procOptions(dir string, opts []Option) []redisproc.Option {
+	po := make([]redisproc.Option, 0, len(opts)+1)
+	po = append(po, redisproc.WithDir(dir))
 	for _, o := range opts {
-		o(c)
+		po = append(po, redisproc.Option(o))
 	}
-	return c
-}
-
-// args returns the redis-server command line for a server in dir.
-func (c *config) args(dir string, port, busPort int) []string {
-	a := []string{
-		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
-		"--protected-mode", "no",
-		"--daemonize", "no",
-		"--dir", dir,
-		"--logfile", filepath.Join(dir, logName),
-		"--save", "",
-	}
-	if c.aof {
-		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		a = append(a, "--appendonly", "no")
-	}
-	if c.maxMemory > 0 {
-		a = append(a,
-			"--maxmemory", strconv.FormatInt(c.maxMemory, 10),
-			"--maxmemory-policy", "noeviction")
-	}
-	if c.cluster {
-		a = append(a,
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "2000",
-			"--cluster-port", strconv.Itoa(busPort))
-	}
-	return append(a, c.extra...)
+	return po
 }

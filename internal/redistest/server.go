@@ -2,23 +2,15 @@ package redistest
 
 import (
 	"errors"
-	"net"
-	"os/exec"
-	"strconv"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/redisproc"
 )
 
 // notFound is the one-line failure when redis-server is missing.
 const notFound = "redistest: redis-server not found in PATH; install it with: apt-get install -y redis-server"
-
-// startAttempts bounds the retries with a new port when redis-server exits
-// before answering, most often because another process took the port.
-const startAttempts = 5
 
 // Server is a redis-server process owned by a test.
 type Server struct {
@@ -28,16 +20,11 @@ type Server struct {
 	// Restart.
 	Port int
 	// Dir is the server's working directory (data, AOF, logs); it is a
-	// t.TempDir() and stays the same across Restart.
+	// t.TempDir() (for a cluster node, a directory inside one) and stays the
+	// same across Restart.
 	Dir string
 
-	busPort int      // cluster bus port, 0 outside a cluster
-	bin     string   // path of redis-server
-	args    []string // command line, reused by Restart
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd     // the current process
-	done chan struct{} // closed when cmd has exited
+	proc *redisproc.Server
 }
 
 // Start starts a redis-server on a free loopback port with its own temporary
@@ -47,47 +34,27 @@ type Server struct {
 // one-line hint on how to install it.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	// TempDir first, so its removal runs after the Close registered below.
+	p, err := redisproc.Start(procOptions(t.TempDir(), opts)...)
 	if err != nil {
-		t.Fatal(notFound)
+		fatal(t, err)
 	}
-	cfg := newConfig(opts)
-	s := &Server{Dir: t.TempDir(), bin: bin}
-	// Registered after TempDir, so it runs before the directory is removed.
-	t.Cleanup(func() { _ = s.kill() })
-
-	for attempt := 1; ; attempt++ {
-		if err = s.pickPorts(cfg.cluster); err != nil {
-			t.Fatal(err)
-		}
-		s.args = cfg.args(s.Dir, s.Port, s.busPort)
-		err = s.launch()
-		if err == nil {
-			return s
-		}
-		if !errors.Is(err, errExited) || attempt == startAttempts {
-			t.Fatalf("redistest: starting redis-server on %s: %v\n%s", s.Addr, err, s.logTail())
-		}
-	}
+	t.Cleanup(func() { _ = p.Close() })
+	return wrap(p)
 }
 
-// pickPorts chooses free ports for the server and, in cluster mode, for its
-// cluster bus.
-func (s *Server) pickPorts(cluster bool) error {
-	port, err := freePort()
-	if err != nil {
-		return err
+// wrap returns the test view of p.
+func wrap(p *redisproc.Server) *Server {
+	return &Server{Addr: p.Addr, Port: p.Port, Dir: p.Dir, proc: p}
+}
+
+// fatal fails t with err from redisproc.Start or StartCluster.
+func fatal(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, redisproc.ErrNotInstalled) {
+		t.Fatal(notFound)
 	}
-	s.Port, s.busPort = port, 0
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if cluster {
-		for s.busPort == 0 || s.busPort == s.Port {
-			if s.busPort, err = freePort(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	t.Fatal(err)
 }
 
 // Options returns options for a go-redis client to the server.
@@ -106,8 +73,7 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // Running reports whether the server process is alive (paused counts as
 // alive).
 func (s *Server) Running() bool {
-	cmd, _ := s.process()
-	return cmd != nil
+	return s.proc.Running()
 }
 
 // Kill simulates a crash: it sends SIGKILL and waits for the process to
@@ -115,7 +81,7 @@ func (s *Server) Running() bool {
 // running.
 func (s *Server) Kill(t testing.TB) {
 	t.Helper()
-	if err := s.kill(); err != nil {
+	if err := s.proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -125,18 +91,7 @@ func (s *Server) Kill(t testing.TB) {
 // is not running.
 func (s *Server) Stop(t testing.TB) {
 	t.Helper()
-	_, done := s.process()
-	if done == nil {
-		return
-	}
-	if err := s.signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait(done); err != nil {
-		_ = s.kill()
+	if err := s.proc.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -147,16 +102,8 @@ func (s *Server) Stop(t testing.TB) {
 // A server that is still running is stopped gracefully first.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	s.Stop(t)
-	var err error
-	for attempt := 1; attempt <= startAttempts; attempt++ {
-		if err = s.launch(); err == nil || !errors.Is(err, errExited) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // the port may be briefly taken
-	}
-	if err != nil {
-		t.Fatalf("redistest: restarting redis-server on %s: %v\n%s", s.Addr, err, s.logTail())
+	if err := s.proc.Restart(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -166,7 +113,7 @@ func (s *Server) Restart(t testing.TB) {
 // paused server.
 func (s *Server) Pause(t testing.TB) {
 	t.Helper()
-	if err := s.signal(syscall.SIGSTOP); err != nil {
+	if err := s.proc.Pause(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -174,7 +121,7 @@ func (s *Server) Pause(t testing.TB) {
 // Resume continues a server frozen by [Server.Pause] with SIGCONT.
 func (s *Server) Resume(t testing.TB) {
 	t.Helper()
-	if err := s.signal(syscall.SIGCONT); err != nil {
+	if err := s.proc.Resume(); err != nil {
 		t.Fatal(err)
 	}
 }

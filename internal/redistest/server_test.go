@@ -78,48 +78,6 @@ func TestAOFSurvivesKillRestart(t *testing.T) {
 	}
 }
 
-func TestNoAOFLosesDataOnKillRestart(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	ctx := context.Background()
-	key := redistest.Prefix(t) + ":k"
-	if err := srv.Client(t).Set(ctx, key, "lost", 0).Err(); err != nil {
-		t.Fatalf("SET: %v", err)
-	}
-	srv.Kill(t)
-	srv.Restart(t)
-	err := srv.Client(t).Get(ctx, key).Err()
-	if !errors.Is(err, redis.Nil) {
-		t.Fatalf("GET after restart: err = %v, want redis.Nil", err)
-	}
-}
-
-func TestMaxMemoryOOM(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t, redistest.WithMaxMemory(2<<20))
-	rdb := srv.Client(t)
-	ctx := context.Background()
-	prefix := redistest.Prefix(t)
-	big := strings.Repeat("x", 512<<10)
-	var err error
-	for i := 0; i < 64 && err == nil; i++ { // at most 32 MiB
-		err = rdb.Set(ctx, prefix+":"+strings.Repeat("k", i+1), big, 0).Err()
-	}
-	if err == nil || !strings.HasPrefix(err.Error(), "OOM") {
-		t.Fatalf("SET beyond maxmemory: err = %v, want an OOM error", err)
-	}
-}
-
-func TestWithArgs(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t, redistest.WithMaxMemory(1<<30),
-		redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
-	got, err := srv.Client(t).ConfigGet(context.Background(), "maxmemory-policy").Result()
-	if err != nil || got["maxmemory-policy"] != "allkeys-lru" {
-		t.Fatalf("maxmemory-policy = %v, %v; want allkeys-lru", got, err)
-	}
-}
-
 func TestPauseResume(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -152,16 +110,6 @@ func TestPauseResume(t *testing.T) {
 	srv.Resume(t)
 	if got, err := rdb.Get(ctx, key).Result(); err != nil || got != "v" {
 		t.Fatalf("GET after Resume = %q, %v; want \"v\"", got, err)
-	}
-}
-
-func TestStopPausedServer(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	srv.Pause(t)
-	srv.Stop(t)
-	if srv.Running() {
-		t.Fatal("Running() = true after Stop")
 	}
 }
 

@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("redistest: finding a free port: %w", err)
+		return 0, fmt.Errorf("redisproc: finding a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil

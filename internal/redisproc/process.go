@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"bufio"
@@ -18,11 +18,15 @@ const (
 	outName      = "stdout.log" // stdout and stderr of redis-server, in Dir
 	readyTimeout = 10 * time.Second
 	exitTimeout  = 10 * time.Second
+	tailLines    = 20 // lines per file in LogTail
 )
 
 // errExited reports that redis-server exited before answering PING, most
 // often because its port was taken.
 var errExited = errors.New("redis-server exited before answering PING")
+
+// errClosed is returned by Restart after Close.
+var errClosed = errors.New("redisproc: server is closed")
 
 // launch starts redis-server with s.args and waits until it answers PING.
 // On error the process is gone.
@@ -45,6 +49,13 @@ func (s *Server) launch() error {
 		close(done)
 	}()
 	s.mu.Lock()
+	if s.closed {
+		// Close ran while we were starting; it cannot see this process.
+		s.mu.Unlock()
+		killGroup(cmd)
+		_ = wait(done)
+		return errClosed
+	}
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
 
@@ -114,7 +125,7 @@ func (s *Server) signal(sig syscall.Signal) error {
 		return nil
 	}
 	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("redistest: sending %v to redis-server: %w", sig, err)
+		return fmt.Errorf("redisproc: sending %v to redis-server: %w", sig, err)
 	}
 	return nil
 }
@@ -126,11 +137,16 @@ func (s *Server) kill() error {
 	if cmd == nil {
 		return nil
 	}
+	killGroup(cmd)
+	return wait(done)
+}
+
+// killGroup sends SIGKILL to cmd's process group and to cmd itself.
+func killGroup(cmd *exec.Cmd) {
 	// The group (pgid == pid, see sysProcAttr) also holds any child the
 	// server forked for a rewrite; it exists until the leader is reaped.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	_ = cmd.Process.Kill()
-	return wait(done)
 }
 
 // wait waits for done, giving up after exitTimeout.
@@ -139,13 +155,15 @@ func wait(done <-chan struct{}) error {
 	case <-done:
 		return nil
 	case <-time.After(exitTimeout):
-		return fmt.Errorf("redistest: redis-server did not exit within %v", exitTimeout)
+		return fmt.Errorf("redisproc: redis-server did not exit within %v", exitTimeout)
 	}
 }
 
-// logTail returns the last lines of the server's log and output files, for
-// failure messages.
-func (s *Server) logTail() string {
+// LogTail returns the last lines of the server's output and log files in
+// Dir, headed by the file names, for error messages. It returns
+// "(no server output)" when both are missing or empty, for example after
+// Close removed a temporary directory.
+func (s *Server) LogTail() string {
 	var b strings.Builder
 	for _, name := range []string{outName, logName} {
 		data, err := os.ReadFile(filepath.Join(s.Dir, name))
@@ -153,8 +171,8 @@ func (s *Server) logTail() string {
 			continue
 		}
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 20 {
-			lines = lines[len(lines)-20:]
+		if len(lines) > tailLines {
+			lines = lines[len(lines)-tailLines:]
 		}
 		fmt.Fprintf(&b, "--- %s (tail) ---\n%s\n", name, strings.Join(lines, "\n"))
 	}
