@@ -7,8 +7,8 @@ import (
 
 // fetch feeds one queue partition's tasks to handlers until ctx ends. It
 // pops as many tasks as there are free handler slots (one script call);
-// when the queue is empty it keeps one slot and blocks for a one-second
-// slice, then claims what arrived. Errors (Redis down, restarting, read
+// when the queue is empty it blocks for a one-second slice, then claims
+// what arrived. Errors (Redis down, restarting, read
 // only, out of memory...) are logged and retried with backoff: the loop
 // only ends with ctx.
 func (s *Server) fetch(ctx context.Context, p *part) {
@@ -36,6 +36,9 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		if claiming {
 			inflight = r.aux > 0
 		}
+		if len(r.tasks) > 0 && s.hooks.afterClaim != nil {
+			s.hooks.afterClaim()
+		}
 		s.start(p, r.tasks)
 		n -= len(r.tasks)
 		switch {
@@ -49,11 +52,22 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			sleepCtx(ctx, s.idlePoll())
 			continue
 		}
-		// empty: block a slice holding one slot, so what arrives can start at once
-		s.slots.release(n - 1)
+		// Empty: block for a slice. With a slot to spare, hold one, so what
+		// arrives starts at once. When other fetchers wait for slots, hold
+		// none: an idle queue must not keep busy ones (or, with strict
+		// priority, lower ones) from running; what arrives meanwhile waits
+		// in this worker's in-flight list for its next slot.
+		hold := 1
+		if s.slots.contended() {
+			hold = 0
+		}
+		s.slots.release(n - hold)
 		got, err := s.block(ctx, p, r.aux)
-		s.slots.release(1)
+		s.slots.release(hold)
 		inflight = got
+		if got && err == nil && s.hooks.afterMove != nil {
+			s.hooks.afterMove()
+		}
 		if err != nil && ctx.Err() == nil {
 			s.logRedisError("fetch", err)
 			wait.sleep(ctx)

@@ -91,6 +91,9 @@ func (s *Server) run(p *part, l leased) {
 
 	switch {
 	case err == nil:
+		if s.hooks.beforeAck != nil {
+			s.hooks.beforeAck()
+		}
 		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeAck, retention: t.retention, unique: t.unique})
 	case errors.Is(context.Cause(ctx), ErrShutdown):
 		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeRequeue})

@@ -26,6 +26,7 @@ type Server struct {
 	parts   []*part
 	slots   *slots
 	running registry
+	hooks   hooks
 
 	mu          sync.Mutex
 	state       int // 0 new, 1 started, 2 stopped

@@ -43,11 +43,7 @@ func setup(t *testing.T, opts ...redistest.Option) *bundle {
 // the end of the test.
 func (b *bundle) server(t *testing.T, cfg Config, h Handler) *Server {
 	t.Helper()
-	cfg.Config = b.qcfg
-	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
-	}
-	s, err := NewServer(b.rdb, cfg, h)
+	s, err := NewServer(b.rdb, b.config(t, cfg), h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,4 +127,15 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// config fills cfg with the bundle's key config and a test logger.
+func (b *bundle) config(t *testing.T, cfg Config) Config {
+	logger := cfg.Logger
+	cfg.Config = b.qcfg
+	cfg.Logger = logger
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	return cfg
 }

@@ -55,6 +55,13 @@ func (s *slots) acquire(ctx context.Context, weight, want int) (int, error) {
 	}
 }
 
+// contended reports whether fetchers are waiting for slots.
+func (s *slots) contended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiters) > 0
+}
+
 // release gives n slots back.
 func (s *slots) release(n int) {
 	if n <= 0 {

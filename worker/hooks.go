@@ -1,0 +1,10 @@
+package worker
+
+// hooks are test seams at the instants the crash-safety table names; the
+// crash tests run a worker in a child process that kills itself there.
+// All are nil outside tests.
+type hooks struct {
+	afterMove  func() // a blocking move put an item in flight; no claim yet
+	afterClaim func() // tasks were leased; no handler started yet
+	beforeAck  func() // a handler returned nil; its ack is not written yet
+}

@@ -1,0 +1,333 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/queue"
+)
+
+func TestScheduling(t *testing.T) {
+	t.Parallel()
+
+	// A task due in 1.5s starts then, not on the next coarse tick: the
+	// forwarder sleeps until the next due time it knows of.
+	t.Run("DelayedTaskStartsOnTime", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		started := make(chan time.Time, 1)
+		b.server(t, Config{ForwardInterval: time.Second}, HandlerFunc(func(ctx context.Context, task *Task) error {
+			started <- time.Now()
+			return nil
+		}))
+		time.Sleep(200 * time.Millisecond)
+		sent := time.Now()
+		b.enqueue(t, queue.NewRawTask("later", nil), queue.ProcessIn(1500*time.Millisecond))
+		select {
+		case at := <-started:
+			if d := at.Sub(sent); d < 1450*time.Millisecond || d > 1700*time.Millisecond {
+				t.Fatalf("delayed task started after %v, want 1.5s (and well under the 1s forward interval late)", d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("delayed task never started")
+		}
+	})
+
+	t.Run("ProcessAtInThePast", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := newRecorder(nil)
+		b.server(t, Config{}, rec)
+		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.ProcessAt(time.Now().Add(-time.Minute)))
+		waitFor(t, 3*time.Second, "run", func() bool { return rec.count(info.ID) == 1 })
+	})
+}
+
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	rec := newRecorder(nil)
+	must(t, b.insp.PauseQueue(ctx, queue.DefaultQueue))
+	b.server(t, Config{}, rec)
+	b.server(t, Config{}, rec) // every worker honours it
+	for range 5 {
+		b.enqueue(t, queue.NewRawTask("t", nil))
+	}
+	time.Sleep(700 * time.Millisecond)
+	if n := rec.total(); n != 0 {
+		t.Fatalf("%d tasks ran on a paused queue", n)
+	}
+	qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	if !qi.Paused || qi.Pending != 5 {
+		t.Fatalf("QueueInfo = %+v", qi)
+	}
+	must(t, b.insp.ResumeQueue(ctx, queue.DefaultQueue))
+	waitFor(t, 3*time.Second, "all five after resume", func() bool { return rec.total() == 5 })
+}
+
+func TestShutdown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("WaitsForRunningHandlers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		started := make(chan struct{})
+		var done atomic.Bool
+		s, err := NewServer(b.rdb, b.config(t, Config{ShutdownTimeout: 5 * time.Second}),
+			HandlerFunc(func(ctx context.Context, task *Task) error {
+				close(started)
+				time.Sleep(300 * time.Millisecond)
+				done.Store(true)
+				return nil
+			}))
+		must(t, err)
+		must(t, s.Start(ctx))
+		info := b.enqueue(t, queue.NewRawTask("t", nil))
+		<-started
+		must(t, s.Shutdown(ctx))
+		if !done.Load() {
+			t.Fatal("Shutdown returned before the running handler finished")
+		}
+		if _, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID); !errors.Is(err, queue.ErrTaskNotFound) {
+			t.Fatalf("task after graceful shutdown: %v; want acked", err)
+		}
+		if err := s.Shutdown(ctx); !errors.Is(err, ErrServerState) {
+			t.Fatalf("second Shutdown: %v", err)
+		}
+		if n := b.rdb.ZCard(ctx, keys.Workers(b.qcfg.Prefix)).Val(); n != 0 {
+			t.Fatalf("%d workers still registered after shutdown", n)
+		}
+	})
+
+	// A handler still running at the timeout is cancelled with ErrShutdown
+	// and its task goes back to the head of the queue, its attempt not counted.
+	t.Run("TimeoutRequeuesWithoutCostingAnAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		started := make(chan struct{}, 1)
+		causes := make(chan error, 1)
+		s, err := NewServer(b.rdb, b.config(t, Config{ShutdownTimeout: 200 * time.Millisecond}),
+			HandlerFunc(func(ctx context.Context, task *Task) error {
+				started <- struct{}{}
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			}))
+		must(t, err)
+		must(t, s.Start(ctx))
+		first := b.enqueue(t, queue.NewRawTask("slow", nil))
+		<-started
+		second := b.enqueue(t, queue.NewRawTask("next", nil))
+		must(t, s.Shutdown(ctx))
+		if c := <-causes; !errors.Is(c, ErrShutdown) {
+			t.Fatalf("handler context cause %v, want ErrShutdown", c)
+		}
+		ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, first.ID)
+		must(t, err)
+		if ti.State != queue.StatePending || ti.Attempts != 0 {
+			t.Fatalf("requeued task: state %s attempts %d; want pending with 0", ti.State, ti.Attempts)
+		}
+		// back at the head: it runs before the task enqueued after it
+		rec := newRecorder(nil)
+		b.server(t, Config{Concurrency: 1}, rec)
+		waitFor(t, 3*time.Second, "both tasks", func() bool { return rec.total() == 2 })
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if rec.tasks[0].ID != first.ID || rec.tasks[0].Attempt != 1 || rec.tasks[1].ID != second.ID {
+			t.Fatalf("order after requeue: %s (attempt %d), %s", rec.tasks[0].ID, rec.tasks[0].Attempt, rec.tasks[1].ID)
+		}
+	})
+}
+
+// TestLeaseLost: when another worker takes a task over (its lease expired
+// and was reaped), the next heartbeat cancels the first handler with
+// ErrLeaseLost and its late ack is rejected by the fencing token.
+func TestLeaseLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	var logs syncBuffer
+	causes := make(chan error, 4)
+	runs := make(chan int, 4)
+	cfg := Config{Lease: time.Second, Heartbeat: 100 * time.Millisecond}
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s := b.server(t, cfg,
+		HandlerFunc(func(ctx context.Context, task *Task) error {
+			runs <- task.Attempt
+			if task.Attempt > 1 {
+				return nil
+			}
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil // a late "success": must be rejected
+		}))
+	info := b.enqueue(t, queue.NewRawTask("t", nil))
+	if a := <-runs; a != 1 {
+		t.Fatalf("first run attempt %d", a)
+	}
+	// Another worker's reaper, an hour ahead: the lease has expired for it.
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	later := fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())
+	res, err := lua.Reap.Run(ctx, b.rdb, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()},
+		k.T, later, 1000, 1000).Int64Slice()
+	must(t, err)
+	if res[0] != 1 {
+		t.Fatalf("reap requeued %d expired leases, want 1", res[0])
+	}
+	select {
+	case c := <-causes:
+		if !errors.Is(c, ErrLeaseLost) {
+			t.Fatalf("cause %v, want ErrLeaseLost", c)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the handler whose lease was lost was not cancelled")
+	}
+	if a := <-runs; a != 2 {
+		t.Fatalf("second run attempt %d, want 2", a)
+	}
+	waitFor(t, 3*time.Second, "the stale ack logged", func() bool {
+		return bytes.Contains(logs.Bytes(), []byte("stale outcome rejected"))
+	})
+	waitFor(t, 3*time.Second, "the second run's ack", func() bool {
+		_, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+		return errors.Is(err, queue.ErrTaskNotFound)
+	})
+	_ = s
+}
+
+func TestPriorityAndLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("StrictPriority", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for i := range 10 {
+			b.enqueue(t, queue.NewRawTask("t", []byte(fmt.Sprint("low", i))), queue.In("low"))
+			b.enqueue(t, queue.NewRawTask("t", []byte(fmt.Sprint("high", i))), queue.In("high"))
+		}
+		rec := newRecorder(nil)
+		b.server(t, Config{Queues: map[string]int{"high": 2, "low": 1}, StrictPriority: true, Concurrency: 1, BatchSize: 1}, rec)
+		waitFor(t, 5*time.Second, "all 20", func() bool { return rec.total() == 20 })
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for i, task := range rec.tasks[:10] {
+			if task.Queue != "high" {
+				t.Fatalf("task %d came from %s before the high queue was empty", i, task.Queue)
+			}
+		}
+	})
+
+	t.Run("FleetWideLimit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var now, peak atomic.Int64
+		h := HandlerFunc(func(ctx context.Context, task *Task) error {
+			n := now.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			now.Add(-1)
+			return nil
+		})
+		cfg := Config{Concurrency: 5, Limits: map[string]int{queue.DefaultQueue: 3}}
+		b.server(t, cfg, h)
+		b.server(t, cfg, h)
+		tasks := make([]*queue.Task, 60)
+		for i := range tasks {
+			tasks[i] = queue.NewRawTask("t", nil)
+		}
+		_, err := b.client.EnqueueBatch(ctx, tasks)
+		must(t, err)
+		waitFor(t, 10*time.Second, "drained", func() bool {
+			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+			return qi.Pending == 0 && qi.Active == 0
+		})
+		if p := peak.Load(); p != 3 {
+			t.Fatalf("peak of %d tasks at once across two workers, limit 3 (must be reached, never passed)", p)
+		}
+	})
+}
+
+func TestMiddlewareOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var mu sync.Mutex
+	var order []string
+	mw := func(name string) Middleware {
+		return func(next Handler) Handler {
+			return HandlerFunc(func(ctx context.Context, task *Task) error {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				return next.ProcessTask(ctx, task)
+			})
+		}
+	}
+	done := make(chan struct{})
+	b.server(t, Config{Middleware: []Middleware{mw("outer"), mw("inner")}}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		mu.Lock()
+		order = append(order, "handler")
+		mu.Unlock()
+		close(done)
+		return nil
+	}))
+	b.enqueue(t, queue.NewRawTask("t", nil))
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(order) != "[outer inner handler]" {
+		t.Fatalf("order %v", order)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := HandlerFunc(func(context.Context, *Task) error { return nil })
+	for _, cfg := range []Config{
+		{Concurrency: -1},
+		{Queues: map[string]int{"a b": 1}},
+		{Queues: map[string]int{"q": 0}},
+		{Limits: map[string]int{"q": 0}},
+		{Lease: time.Millisecond},
+		{Lease: time.Second, Heartbeat: 2 * time.Second},
+		{BatchSize: 5000},
+	} {
+		if _, err := NewServer(b.rdb, cfg, h); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewServer(%+v): err = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	if _, err := NewServer(b.rdb, Config{}, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("nil handler: err = %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.b.Bytes()...)
+}
