@@ -84,7 +84,10 @@ func TestShutdown(t *testing.T) {
 		b := setup(t)
 		started := make(chan struct{})
 		var done atomic.Bool
-		s, err := NewServer(b.rdb, b.config(t, Config{ShutdownTimeout: 5 * time.Second}),
+		var logs syncBuffer
+		cfg := Config{ShutdownTimeout: 5 * time.Second}
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s, err := NewServer(b.rdb, b.config(t, cfg),
 			HandlerFunc(func(ctx context.Context, task *Task) error {
 				close(started)
 				time.Sleep(300 * time.Millisecond)
@@ -101,6 +104,10 @@ func TestShutdown(t *testing.T) {
 		}
 		if _, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID); !errors.Is(err, queue.ErrTaskNotFound) {
 			t.Fatalf("task after graceful shutdown: %v; want acked", err)
+		}
+		// Shutdown drains the outcomes still queued; none is written twice.
+		if bytes.Contains(logs.Bytes(), []byte("stale")) {
+			t.Fatalf("a clean run logged a stale outcome:\n%s", logs.Bytes())
 		}
 		if err := s.Shutdown(ctx); !errors.Is(err, ErrServerState) {
 			t.Fatalf("second Shutdown: %v", err)

@@ -55,6 +55,7 @@ func (s *Server) flush(stop <-chan struct{}) {
 			batch = append(batch[:0], o)
 		case <-stop:
 			// shutdown: drain whatever is queued, then leave
+			batch = batch[:0]
 			for {
 				select {
 				case o := <-s.outcomes:

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/redistest"
+)
+
+// run runs shardq in-process with env and returns its exit code and output.
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code := m.Run(ctx, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	if code, out, _ := run(t, nil); code != exitUsage || !strings.Contains(out, "demo") {
+		t.Fatalf("no arguments: exit %d, output %q", code, out)
+	}
+	if code, out, _ := run(t, nil, "help"); code != exitOK || !strings.Contains(out, "Commands:") {
+		t.Fatalf("help: exit %d, output %q", code, out)
+	}
+	if code, _, errOut := run(t, nil, "nope"); code != exitUsage || !strings.Contains(errOut, `unknown command "nope"`) {
+		t.Fatalf("unknown command: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run(t, nil, "demo", "-h"); code != exitOK || !strings.Contains(errOut, "-tasks") {
+		t.Fatalf("demo -h: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run(t, nil, "demo", "-tasks", "x"); code != exitUsage || !strings.Contains(errOut, "invalid value") {
+		t.Fatalf("bad flag: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run(t, nil, "demo", "-tasks", "0"); code != exitUsage || !strings.Contains(errOut, "at least 1") {
+		t.Fatalf("-tasks 0: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run(t, nil, "demo", "--redis", "http://nope"); code != exitUsage || !strings.Contains(errOut, "--redis") {
+		t.Fatalf("bad URL: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestDemo runs the README's run command against a Redis given by
+// REDIS_URL: every task ends done or dead, progress is shown, and the demo
+// leaves no key behind.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	code, out, errOut := run(t, map[string]string{"REDIS_URL": "redis://" + srv.Addr}, "demo", "-tasks", "400", "-work", "0")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"enqueued 400 tasks", "pending", "tasks/s", "all 400 tasks finished", "398 done, 2 dead"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(errOut, "stale") || strings.Contains(errOut, "ERROR") {
+		t.Errorf("the demo logged trouble:\n%s", errOut)
+	}
+	if n := srv.Client(t).DBSize(context.Background()).Val(); n != 0 {
+		t.Errorf("the demo left %d keys", n)
+	}
+}
+
+// TestDemoPrivateRedis: with no Redis URL the demo starts its own
+// redis-server and stops it on exit.
+func TestDemoPrivateRedis(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := run(t, nil, "demo", "-tasks", "50", "-work", "0", "-workers", "1")
+	if code != exitOK || !strings.Contains(out, "started a private redis-server") || !strings.Contains(out, "all 50 tasks finished") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}

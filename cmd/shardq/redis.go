@@ -1,0 +1,53 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/redisproc"
+)
+
+// redisFlag is the --redis URL flag's help.
+const redisFlagHelp = "Redis URL (default $SHARDQ_REDIS_URL, then $REDIS_URL)"
+
+// connect returns a client for url, else $SHARDQ_REDIS_URL or $REDIS_URL.
+// With none of them and private set, it starts a private redis-server on a
+// free port, which the returned close function stops.
+func (m *Main) connect(ctx context.Context, url string, private bool, log io.Writer) (redis.UniversalClient, func(), error) {
+	url = cmp.Or(url, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL"))
+	if url == "" && !private {
+		return nil, nil, fmt.Errorf("%w: no Redis: pass --redis redis://host:port or set SHARDQ_REDIS_URL", errUsage)
+	}
+	var srv *redisproc.Server
+	if url == "" {
+		var err error
+		if srv, err = redisproc.Start(); err != nil {
+			return nil, nil, fmt.Errorf("start a private redis-server: %w", err)
+		}
+		url = srv.URL()
+		fmt.Fprintf(log, "started a private redis-server at %s (stopped on exit)\n", srv.Addr)
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		if srv != nil {
+			_ = srv.Close()
+		}
+		return nil, nil, fmt.Errorf("%w: --redis %q: %v", errUsage, url, err)
+	}
+	rdb := redis.NewClient(opts)
+	closeAll := func() {
+		_ = rdb.Close()
+		if srv != nil {
+			_ = srv.Close()
+		}
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		closeAll()
+		return nil, nil, fmt.Errorf("connect to %s: %w", opts.Addr, err)
+	}
+	return rdb, closeAll, nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Exit codes scripts can rely on.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // bad flags or arguments
+)
+
+// Main is the shardq program: its output streams and environment, so
+// tests run it in-process.
+type Main struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+// command is one subcommand, with its own flags.
+type command interface {
+	name() string
+	summary() string
+	run(ctx context.Context, m *Main, args []string) error
+}
+
+func (m *Main) commands() []command {
+	return []command{&demoCommand{}}
+}
+
+// Run runs the subcommand named by args[0] and returns the exit code.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		m.usage(m.Stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range m.commands() {
+		if c.name() != args[0] {
+			continue
+		}
+		err := c.run(ctx, m, args[1:])
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(m.Stderr, "shardq %s: %v\n", c.name(), err)
+			return exitUsage
+		default:
+			fmt.Fprintf(m.Stderr, "shardq %s: %v\n", c.name(), err)
+			return exitFailure
+		}
+	}
+	fmt.Fprintf(m.Stderr, "shardq: unknown command %q\n\n", args[0])
+	m.usage(m.Stderr)
+	return exitUsage
+}
+
+// errUsage marks errors in how the command was called.
+var errUsage = errors.New("usage")
+
+func (m *Main) usage(w io.Writer) {
+	fmt.Fprintln(w, "shardq: task queues for Go on Redis\n\nUsage: shardq <command> [flags]\n\nCommands:")
+	for _, c := range m.commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name(), c.summary())
+	}
+	fmt.Fprintln(w, "\nRun 'shardq <command> -h' for a command's flags.")
+}
+
+// flagSet returns a FlagSet that prints its usage to m.Stderr.
+func (m *Main) flagSet(c command) *flag.FlagSet {
+	fs := flag.NewFlagSet("shardq "+c.name(), flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(m.Stderr, "Usage: shardq %s [flags]\n\n%s\n\nFlags:\n", c.name(), c.summary())
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args, wrapping bad flags as usage errors.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	return nil
+}
