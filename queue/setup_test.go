@@ -26,6 +26,11 @@ type bundle struct {
 
 func setup(t *testing.T, cfg Config, opts ...redistest.Option) *bundle {
 	t.Helper()
+	return setupTB(t, cfg, opts...)
+}
+
+func setupTB(t testing.TB, cfg Config, opts ...redistest.Option) *bundle {
+	t.Helper()
 	srv := redistest.Start(t, opts...)
 	rdb := srv.Client(t)
 	hook := &countHook{}

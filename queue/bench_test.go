@@ -1,0 +1,67 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// BenchmarkEnqueue measures single Enqueue calls: one round trip each.
+func BenchmarkEnqueue(b *testing.B) {
+	for _, producers := range []int{1, 16} {
+		b.Run(map[int]string{1: "producers=1", 16: "producers=16"}[producers], func(b *testing.B) {
+			bb := benchSetup(b)
+			payload := make([]byte, 100)
+			ctx := context.Background()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			per := b.N / producers
+			for p := range producers {
+				n := per
+				if p == 0 {
+					n += b.N % producers
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range n {
+						if _, err := bb.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+		})
+	}
+}
+
+// BenchmarkEnqueueBatch measures EnqueueBatch with batches of 500 tasks of
+// 100 bytes: one script call per batch.
+func BenchmarkEnqueueBatch(b *testing.B) {
+	bb := benchSetup(b)
+	ctx := context.Background()
+	payload := make([]byte, 100)
+	batch := make([]*Task, 500)
+	for i := range batch {
+		batch[i] = NewRawTask("bench", payload)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(batch) {
+		n := min(len(batch), b.N-i)
+		if _, err := bb.client.EnqueueBatch(ctx, batch[:n]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+type benchBundle struct{ client *Client }
+
+func benchSetup(b *testing.B) benchBundle {
+	b.Helper()
+	bd := setupTB(b, Config{})
+	return benchBundle{client: bd.client}
+}
