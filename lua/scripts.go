@@ -33,6 +33,7 @@ var (
 	Reap      = registry["reap"]
 	Forward   = registry["forward"]
 	Heartbeat = registry["heartbeat"]
+	CronMark  = registry["cron_mark"]
 )
 
 // Scripts of the standalone primitives.

@@ -37,3 +37,14 @@ func (t *Task) Type() string { return t.typ }
 
 // Payload returns the payload bytes: msgpack, or raw bytes for NewRawTask.
 func (t *Task) Payload() []byte { return t.payload }
+
+// QueueName returns the queue the task goes to when enqueued with opts.
+func (t *Task) QueueName(opts ...Option) (string, error) {
+	o := defaultOptions()
+	for _, opt := range append(t.opts[:len(t.opts):len(t.opts)], opts...) {
+		if err := opt(&o); err != nil {
+			return "", err
+		}
+	}
+	return o.queue, nil
+}

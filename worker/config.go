@@ -52,6 +52,9 @@ type Config struct {
 	RetryDelay func(attempt int, err error, t *Task) time.Duration
 	// ErrorHandler, if set, is called with every failed attempt.
 	ErrorHandler func(ctx context.Context, t *Task, err error)
+	// Schedules are periodic tasks this server enqueues (see Scheduler):
+	// any number of servers may carry the same schedules.
+	Schedules []Schedule
 	// Middleware wraps the handler; the first runs outermost.
 	Middleware []Middleware
 	// WorkerID names this process in Redis. Defaults to host-pid-random.

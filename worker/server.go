@@ -27,6 +27,7 @@ type Server struct {
 	slots   *slots
 	running registry
 	hooks   hooks
+	cron    *Scheduler // nil without Schedules
 
 	mu          sync.Mutex
 	state       int // 0 new, 1 started, 2 stopped
@@ -56,6 +57,12 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
 		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
 		running: registry{byID: map[*running]struct{}{}},
+	}
+	if len(cfg.Schedules) > 0 {
+		scfg := SchedulerConfig{Config: cfg.Config, Schedules: cfg.Schedules, Clock: cfg.Clock}
+		if s.cron, err = NewScheduler(rdb, scfg); err != nil {
+			return nil, err
+		}
 	}
 	names := make([]string, 0, len(cfg.Queues))
 	for q := range cfg.Queues {
@@ -92,6 +99,11 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if err := s.register(ctx); err != nil {
 		return fmt.Errorf("worker start: %w", err)
+	}
+	if s.cron != nil {
+		if err := s.cron.Start(ctx); err != nil {
+			return fmt.Errorf("worker start: %w", err)
+		}
 	}
 	s.state = 1
 	s.outcomes = make(chan outcome, 2*s.cfg.Concurrency)
@@ -149,6 +161,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("%w: Shutdown on a server not running", ErrServerState)
 	}
 	s.state = 2
+	if s.cron != nil {
+		_ = s.cron.Shutdown(ctx)
+	}
 	s.stopFetch()
 	s.fetchers.Wait() // each ends within a one-second slice
 	s.giveBackInflight()

@@ -84,3 +84,6 @@ func (p Partition) Unique(key string) string { return p.T + ":unique:" + key }
 
 // IDClaim is the claim of a caller-chosen task ID.
 func (p Partition) IDClaim(id string) string { return p.T + ":id:" + id }
+
+// Cron is the hash of periodic schedules: name -> what queue.ScheduleInfo shows.
+func Cron(prefix string) string { return prefix + ":cron" }

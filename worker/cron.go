@@ -1,0 +1,299 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/queue"
+)
+
+// ErrInvalidSchedule reports a schedule that cannot run: a bad cron spec, a
+// bad or duplicate name, no task.
+var ErrInvalidSchedule = errors.New("worker: invalid schedule")
+
+// MissedPolicy says what happens to ticks that passed while no scheduler
+// was running (all were down, or stalled past the tick).
+type MissedPolicy int
+
+// The missed-tick policies.
+const (
+	// MissedSkip drops missed ticks: the schedule goes on at its next tick.
+	MissedSkip MissedPolicy = iota
+	// MissedRunOnce enqueues one task for the latest missed tick, however
+	// many were missed, then goes on.
+	MissedRunOnce
+)
+
+func (p MissedPolicy) String() string {
+	if p == MissedRunOnce {
+		return "run-once"
+	}
+	return "skip"
+}
+
+// Schedule enqueues Task periodically.
+type Schedule struct {
+	// Name identifies the schedule across processes: every scheduler that
+	// runs a schedule of this name shares its ticks. Defaults to the task's type.
+	Name string
+	// Spec is a cron spec: five fields (minute hour day-of-month month
+	// day-of-week), or six with seconds first, or a descriptor such as
+	// "@hourly" or "@every 90s"; "CRON_TZ=Europe/Paris " in front sets its
+	// time zone.
+	Spec string
+	// Location is the time zone of a spec without CRON_TZ. Defaults to UTC,
+	// so schedulers on machines in other zones agree.
+	Location *time.Location
+	// Task and Options are what each tick enqueues.
+	Task    *queue.Task
+	Options []queue.Option
+	// Missed is the missed-tick policy. Defaults to MissedSkip.
+	Missed MissedPolicy
+}
+
+// SchedulerConfig configures a Scheduler.
+type SchedulerConfig struct {
+	// Config must match the producers' and workers' queue.Config.
+	queue.Config
+	Schedules []Schedule
+	// Clock replaces time.Now (tests). Defaults to time.Now.
+	Clock func() time.Time
+}
+
+// tickGrace is how late a tick may be enqueued and still count as on time;
+// older ones are missed and follow the schedule's policy.
+const tickGrace = time.Second
+
+// Scheduler enqueues the tasks of periodic schedules. Any number of
+// processes may run the same schedules: each tick is enqueued exactly once,
+// because its task ID is derived from the schedule's name and the tick's
+// time, and the queue rejects a second task with a claimed ID.
+type Scheduler struct {
+	rdb    redis.UniversalClient
+	cfg    SchedulerConfig
+	client *queue.Client
+	log    *slog.Logger
+	scheds []*scheduled
+	stop   context.CancelFunc
+	done   sync.WaitGroup
+	mu     sync.Mutex
+}
+
+type scheduled struct {
+	Schedule
+	cron   cron.Schedule
+	every  time.Duration // for @every: ticks are multiples of it since the epoch
+	queue  string
+	cursor time.Time // ticks up to here are dealt with
+}
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// NewScheduler validates every schedule and returns a Scheduler.
+func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, error) {
+	var err error
+	if cfg.Config, err = cfg.Config.Normalize(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	client, err := queue.NewClient(rdb, cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{rdb: rdb, cfg: cfg, client: client, log: cfg.Logger}
+	names := map[string]bool{}
+	for _, sc := range cfg.Schedules {
+		p, err := parseSchedule(sc)
+		if err != nil {
+			return nil, err
+		}
+		if names[p.Name] {
+			return nil, fmt.Errorf("%w: two schedules named %q", ErrInvalidSchedule, p.Name)
+		}
+		names[p.Name] = true
+		s.scheds = append(s.scheds, p)
+	}
+	return s, nil
+}
+
+func parseSchedule(sc Schedule) (*scheduled, error) {
+	if sc.Task == nil {
+		return nil, fmt.Errorf("%w: schedule %q has no task", ErrInvalidSchedule, sc.Name)
+	}
+	sc.Name = cmp.Or(sc.Name, sc.Task.Type())
+	if err := queue.ValidateQueueName(sc.Name); err != nil || len(sc.Name) > 100 {
+		return nil, fmt.Errorf("%w: name %q: want 1 to 100 bytes without braces, spaces or control characters", ErrInvalidSchedule, sc.Name)
+	}
+	spec := strings.TrimSpace(sc.Spec)
+	if !strings.HasPrefix(spec, "TZ=") && !strings.HasPrefix(spec, "CRON_TZ=") {
+		spec = "CRON_TZ=" + cmp.Or(sc.Location, time.UTC).String() + " " + spec
+	}
+	c, err := cronParser.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: spec %q: %v", ErrInvalidSchedule, sc.Name, sc.Spec, err)
+	}
+	q, err := sc.Task.QueueName(sc.Options...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidSchedule, sc.Name, err)
+	}
+	p := &scheduled{Schedule: sc, cron: c, queue: q}
+	if d, ok := c.(cron.ConstantDelaySchedule); ok {
+		p.every = d.Delay
+	}
+	return p, nil
+}
+
+// next returns the first tick after t. @every ticks are aligned to the
+// epoch, so every process computes the same ones.
+func (p *scheduled) next(t time.Time) time.Time {
+	if p.every > 0 {
+		return t.Truncate(p.every).Add(p.every)
+	}
+	return p.cron.Next(t)
+}
+
+// Start reads where each schedule left off and starts ticking.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return fmt.Errorf("%w: Start on a scheduler already started", ErrServerState)
+	}
+	if err := s.loadCursors(ctx); err != nil {
+		return fmt.Errorf("scheduler start: %w", err)
+	}
+	run, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	s.done.Add(1)
+	go func() { defer s.done.Done(); s.loop(run) }()
+	return nil
+}
+
+// Shutdown stops ticking and waits for an enqueue under way.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop == nil {
+		return fmt.Errorf("%w: Shutdown on a scheduler not running", ErrServerState)
+	}
+	s.stop()
+	if !waitGroup(ctx, &s.done) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// loadCursors starts each schedule after its last recorded run, so ticks
+// missed while no scheduler ran are found; a new schedule starts now.
+func (s *Scheduler) loadCursors(ctx context.Context) error {
+	raw, err := s.rdb.HGetAll(ctx, keys.Cron(s.cfg.Prefix)).Result()
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Clock()
+	for _, p := range s.scheds {
+		p.cursor = now
+		var info queue.ScheduleInfo
+		if v, ok := raw[p.Name]; ok && json.Unmarshal([]byte(v), &info) == nil && info.Last > 0 {
+			p.cursor = time.UnixMilli(info.Last)
+		}
+	}
+	return nil
+}
+
+func (s *Scheduler) loop(ctx context.Context) {
+	var wait backoff
+	for ctx.Err() == nil {
+		now := s.cfg.Clock()
+		sleep := time.Hour
+		failed := false
+		for _, p := range s.scheds {
+			if err := s.tick(ctx, p, now); err != nil {
+				failed = true
+				if ctx.Err() == nil {
+					s.log.Warn("schedule tick failed; retrying", "schedule", p.Name, "err", err)
+				}
+			}
+			sleep = min(sleep, p.next(p.cursor).Sub(now))
+		}
+		if failed {
+			wait.sleep(ctx)
+			continue
+		}
+		wait.reset()
+		sleepCtx(ctx, max(sleep, time.Millisecond))
+	}
+}
+
+// tick enqueues what is due for p at now: the latest tick when it is on
+// time, and, for MissedRunOnce, the latest of the missed ones.
+func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error {
+	var onTime, missed time.Time
+	for t, n := p.next(p.cursor), 0; !t.After(now); t, n = p.next(t), n+1 {
+		if now.Sub(t) <= tickGrace {
+			onTime = t
+		} else {
+			missed = t
+		}
+		if n > 100_000 { // a very long gap: the rest are missed too
+			missed = now.Add(-tickGrace - time.Nanosecond)
+			break
+		}
+	}
+	if !missed.IsZero() && p.Missed == MissedRunOnce {
+		if err := s.enqueue(ctx, p, missed); err != nil {
+			return err
+		}
+	} else if !missed.IsZero() {
+		s.log.Info("skipped missed ticks", "schedule", p.Name, "latest", missed)
+	}
+	if !onTime.IsZero() {
+		if err := s.enqueue(ctx, p, onTime); err != nil {
+			return err
+		}
+	}
+	p.cursor = now
+	return s.mark(ctx, p, cmp.Or(onTime, missed))
+}
+
+// enqueue enqueues p's task for tick t under the tick's own ID; a
+// duplicate means another scheduler already did.
+func (s *Scheduler) enqueue(ctx context.Context, p *scheduled, t time.Time) error {
+	id := "cron:" + p.Name + ":" + strconv.FormatInt(t.Unix(), 10)
+	opts := append(p.Options[:len(p.Options):len(p.Options)], queue.TaskID(id))
+	_, err := s.client.Enqueue(ctx, p.Task, opts...)
+	if errors.Is(err, queue.ErrDuplicateTaskID) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("enqueue tick %v: %w", t, err)
+	}
+	s.log.Debug("enqueued scheduled task", "schedule", p.Name, "tick", t, "id", id)
+	return nil
+}
+
+// mark records p's last tick (when last is set) and its next, for inspectors.
+func (s *Scheduler) mark(ctx context.Context, p *scheduled, last time.Time) error {
+	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: p.Missed.String(),
+		Next: p.next(p.cursor).UnixMilli()}
+	if !last.IsZero() {
+		info.Last = last.UnixMilli()
+	}
+	b, _ := json.Marshal(info)
+	return lua.CronMark.Run(ctx, s.rdb, []string{keys.Cron(s.cfg.Prefix)}, p.Name, string(b)).Err()
+}

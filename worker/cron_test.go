@@ -1,0 +1,164 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/queue"
+)
+
+func (b *bundle) scheduler(t *testing.T, scheds ...Schedule) *Scheduler {
+	t.Helper()
+	cfg := SchedulerConfig{Config: b.qcfg, Schedules: scheds}
+	cfg.Logger = testLogger(t)
+	s, err := NewScheduler(b.rdb, cfg)
+	must(t, err)
+	must(t, s.Start(context.Background()))
+	return s
+}
+
+// cronTicks returns the tick of every task the schedule enqueued, from
+// the recent feed (the task IDs are cron:<name>:<unix seconds>).
+func cronTicks(t *testing.T, b *bundle, q string) []string {
+	t.Helper()
+	page, err := b.insp.ReadFeed(context.Background(), queue.FeedQuery{Queue: q, Limit: 1000})
+	must(t, err)
+	var ticks []string
+	for _, ti := range page.Tasks {
+		ticks = append(ticks, ti.ID[strings.LastIndex(ti.ID, ":")+1:])
+	}
+	sort.Strings(ticks)
+	return ticks
+}
+
+// TestCronExactlyOncePerTick: three schedulers run the same @every 1s
+// schedule for five seconds: one enqueue per tick, none twice.
+func TestCronExactlyOncePerTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sched := Schedule{Name: "heartbeat", Spec: "@every 1s", Task: queue.NewRawTask("ping", nil), Options: []queue.Option{queue.In("cron")}}
+	var ss []*Scheduler
+	start := time.Now()
+	for range 3 {
+		ss = append(ss, b.scheduler(t, sched))
+	}
+	time.Sleep(5*time.Second - time.Since(start))
+	for _, s := range ss {
+		must(t, s.Shutdown(context.Background()))
+	}
+	ticks := cronTicks(t, b, "cron")
+	if len(ticks) < 4 || len(ticks) > 6 {
+		t.Fatalf("%d enqueues in 5s of @every 1s on three schedulers, want 5±1: %v", len(ticks), ticks)
+	}
+	for i := 1; i < len(ticks); i++ {
+		if ticks[i] == ticks[i-1] {
+			t.Fatalf("tick %s enqueued twice", ticks[i])
+		}
+	}
+	infos, err := b.insp.Schedules(context.Background())
+	must(t, err)
+	if len(infos) != 1 || infos[0].Name != "heartbeat" || infos[0].Queue != "cron" || infos[0].LastRun.IsZero() ||
+		!infos[0].NextRun.After(infos[0].LastRun) || infos[0].Spec != "@every 1s" {
+		t.Fatalf("Schedules = %+v", infos)
+	}
+}
+
+// TestCronMissedTicks: a scheduler stopped for three ticks and restarted
+// follows its schedule's policy.
+func TestCronMissedTicks(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		policy MissedPolicy
+		extra  int // enqueues for the missed stretch
+	}{{MissedSkip, 0}, {MissedRunOnce, 1}} {
+		t.Run(c.policy.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			sched := Schedule{Name: "job", Spec: "@every 1s", Task: queue.NewRawTask("job", nil), Missed: c.policy}
+			s := b.scheduler(t, sched)
+			time.Sleep(2200 * time.Millisecond)
+			must(t, s.Shutdown(context.Background()))
+			before := cronTicks(t, b, queue.DefaultQueue)
+			time.Sleep(3300 * time.Millisecond) // three ticks pass with no scheduler
+			restart := time.Now()
+			s = b.scheduler(t, sched)
+			time.Sleep(300 * time.Millisecond)
+			must(t, s.Shutdown(context.Background()))
+			after := cronTicks(t, b, queue.DefaultQueue)
+			var missedRuns []string
+			for _, tick := range after[len(before):] {
+				var sec int64
+				fmt.Sscan(tick, &sec)
+				if time.Unix(sec, 0).Before(restart.Add(-tickGrace)) {
+					missedRuns = append(missedRuns, tick)
+				}
+			}
+			if len(missedRuns) != c.extra {
+				t.Fatalf("policy %s: %d enqueues for missed ticks (%v), want %d; before %v after %v",
+					c.policy, len(missedRuns), missedRuns, c.extra, before, after)
+			}
+		})
+	}
+}
+
+func TestCronSpecs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := queue.NewRawTask("t", nil)
+	good := []string{"*/5 * * * *", "0 30 * * * *", "@hourly", "@every 90s", "CRON_TZ=America/New_York 0 6 * * *", "0 9 * * MON-FRI"}
+	for _, spec := range good {
+		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: spec, Task: task}}}); err != nil {
+			t.Errorf("spec %q: %v", spec, err)
+		}
+	}
+	bad := []Schedule{
+		{Spec: "* * *", Task: task},
+		{Spec: "61 * * * *", Task: task},
+		{Spec: "@fortnightly", Task: task},
+		{Spec: "CRON_TZ=Mars/Olympus 0 6 * * *", Task: task},
+		{Spec: "@hourly"},
+		{Name: "has space", Spec: "@hourly", Task: task},
+		{Spec: "@hourly", Task: task, Options: []queue.Option{queue.In("{bad}")}},
+	}
+	for _, sc := range bad {
+		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalidSchedule) {
+			t.Errorf("schedule %+v: err = %v, want ErrInvalidSchedule", sc, err)
+		}
+	}
+	dup := []Schedule{{Spec: "@hourly", Task: task}, {Spec: "@daily", Task: task}}
+	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: dup}); !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "two schedules") {
+		t.Errorf("duplicate names: err = %v", err)
+	}
+	// @every ticks are aligned to the epoch, so processes agree on them.
+	p, _ := parseSchedule(Schedule{Spec: "@every 90s", Task: task})
+	a := p.next(time.Unix(1000, 0))
+	c := p.next(time.Unix(1010, 0))
+	if !a.Equal(c) || a.Unix()%90 != 0 {
+		t.Errorf("@every 90s ticks after 1000 and 1010: %v and %v, want the same multiple of 90s", a.Unix(), c.Unix())
+	}
+	// Without CRON_TZ, specs are UTC whatever the machine's zone.
+	p, _ = parseSchedule(Schedule{Spec: "0 6 * * *", Task: task})
+	if n := p.next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); n.UTC().Hour() != 6 {
+		t.Errorf("0 6 * * * next = %v, want 06:00 UTC", n.UTC())
+	}
+}
+
+// TestServerRunsSchedules: schedules in worker.Config are enqueued by the
+// server and run by it.
+func TestServerRunsSchedules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := newRecorder(nil)
+	b.server(t, Config{Schedules: []Schedule{{Spec: "@every 1s", Task: queue.NewRawTask("tick", nil)}}}, rec)
+	waitFor(t, 4*time.Second, "two ticks run", func() bool { return rec.total() >= 2 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !strings.HasPrefix(rec.tasks[0].ID, "cron:tick:") {
+		t.Fatalf("scheduled task ID %q", rec.tasks[0].ID)
+	}
+}
