@@ -3,20 +3,20 @@
   KEYS[1] T:active  KEYS[2] T:msg  KEYS[3] T:state  KEYS[4] T:feed:msg
   KEYS[5] T:done  KEYS[6] T:done:rank  KEYS[7] T:expire
   ARGV[1] T  ARGV[2] now (ms, "" = server time)  ARGV[3] done feed cap
-  ARGV[4..] four fields per task: id, token, retention (ms, 0 = not kept), unique key ("" = none)
+  ARGV[4] shard size  ARGV[5..] four fields per task: id, token, retention (ms, 0 = not kept), unique key ("" = none)
   A task is finished only under the token of its current lease; a stale
   token (the lease was lost and the task handed to another worker) changes
   nothing. Tasks with a retention stay in the done feed until it passes (or
   the feed's cap trims them); the others leave no record.
   Returns: one code per task: 1 acked, 0 stale token or already finished ]]
 --@include time
---@include record
+--@include limits
 --@include feed
 --@include stats
 local T = ARGV[1]
 local now = now_ms(ARGV[2])
 local codes, held = {}, {}
-for i = 4, #ARGV, 4 do
+for i = 5, #ARGV, 4 do
   local r = record_held(KEYS[3], ARGV[i], ARGV[i + 1])
   held[#held + 1] = r or false
   codes[#codes + 1] = r and 1 or 0
@@ -24,9 +24,11 @@ end
 local kept = {}
 for k, r in ipairs(held) do
   if r then
-    local i = 4 + (k - 1) * 4
+    local i = 5 + (k - 1) * 4
     local id, retention, unique = ARGV[i], tonumber(ARGV[i + 2]), ARGV[i + 3]
     redis.call('ZREM', KEYS[1], id)
+    key_release(T, r[10], tonumber(ARGV[4]))
+    r[10] = ''
     redis.call('HDEL', KEYS[4], id)
     if retention > 0 then
       r[1], r[8] = 'done', now

@@ -2,9 +2,9 @@
 --[[ counts: the size of every state of one queue partition T.
   KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:active  KEYS[4] T:scheduled
   KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:done  KEYS[8] T:paused
-  ARGV[1] T:s: (shard key prefix)
+  ARGV[1] T:s: (shard key prefix)  ARGV[2] T:parked
   Returns: {pending, active, scheduled, retry, dead, done, paused (0/1),
-  the oldest pending message or ""} ]]
+  the oldest pending message or "", tasks parked for their key's limit} ]]
 --@include sharded
 local first, last = shard_bounds(KEYS[1], KEYS[2])
 local head = ''
@@ -24,4 +24,5 @@ return {
   redis.call('ZCARD', KEYS[7]),
   redis.call('EXISTS', KEYS[8]),
   head,
+  tonumber(redis.call('GET', ARGV[2]) or 0),
 }

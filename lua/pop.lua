@@ -1,23 +1,30 @@
 #!lua flags=allow-oom
---[[ pop: lease up to n pending tasks of partition T, within its limit.
+--[[ pop: lease up to n pending tasks of partition T, within its limits.
   KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:active  KEYS[4] T:msg
-  KEYS[5] T:state  KEYS[6] T:paused
-  ARGV[1] T:s:  ARGV[2] n  ARGV[3] lease (ms)  ARGV[4] now (ms, "" = server time)
-  ARGV[5] worker ID  ARGV[6] concurrency limit (0 = none)
-  Returns: {status, end shard, id, message, attempt, token, ...}; status 0
-  (tasks follow, or none: the list is empty and a reader should block on the
-  end shard), 1 paused, 2 at the concurrency limit.
+  KEYS[5] T:state  KEYS[6] T:paused  KEYS[7] T:limits
+  ARGV[1] T  ARGV[2] n  ARGV[3] lease (ms)  ARGV[4] now (ms, "" = server time)
+  ARGV[5] worker ID  ARGV[6] shard size
+  Limits are read from T:limits at every call (see include/limits.lua).
+  Tasks over their concurrency key's limit are parked, not leased.
+  Returns: {status, aux, id, message, attempt, token, ...}; status 0 with
+  aux the end shard (a reader that got nothing blocks there), 1 paused,
+  2 at the concurrency limit, 3 at the rate limit with aux the ms to wait,
+  4 nothing leased but tasks were parked (look again at once).
   Runs when Redis is out of memory, so full queues keep draining. ]]
 --@include time
---@include sharded
 --@include lease
 if redis.call('EXISTS', KEYS[6]) == 1 then return {1, 0} end
-local n = lease_room(KEYS[3], tonumber(ARGV[2]), tonumber(ARGV[6]))
-if n == 0 then return {2, 0} end
+local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
-local msgs, shard = sharded_pop(KEYS[1], KEYS[2], ARGV[1], n, true)
-local out = {0, shard}
-for _, v in ipairs(lease_tasks(KEYS[3], KEYS[4], KEYS[5], msgs, now, now + tonumber(ARGV[3]), ARGV[5])) do
+local n, status, wait = dequeue_room(T, tonumber(ARGV[2]), now, size)
+if n == 0 then return {status, wait} end
+local msgs, shard = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', n, true)
+local _, _, _, keyconc = limits_get(T)
+local keep, parked = park_over_limit(T, msgs, keyconc)
+status = 0
+if #keep == 0 and parked > 0 then status = 4 end
+local out = {status, shard}
+for _, v in ipairs(lease_tasks(T, keep, now, now + tonumber(ARGV[3]), ARGV[5])) do
   out[#out + 1] = v
 end
 return out

@@ -10,24 +10,12 @@
   their retention are deleted.
   Returns: {expired leases requeued, in-flight items returned, done tasks expired} ]]
 --@include time
---@include sharded
---@include record
+--@include limits
 local T = ARGV[1]
 local now = now_ms(ARGV[2])
 local max = tonumber(ARGV[4])
+local requeued = requeue_expired(T, now, max, tonumber(ARGV[3]))
 local back = {}
-local expired = redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
-for _, id in ipairs(expired) do
-  local m = redis.call('HGET', KEYS[2], id)
-  redis.call('ZREM', KEYS[1], id)
-  if m then
-    local r = record_get(KEYS[3], id)
-    r[1], r[4], r[5] = 'pending', '', 'lease expired (worker crashed or stalled)'
-    record_put(KEYS[3], id, r)
-    redis.call('HDEL', KEYS[2], id)
-    back[#back + 1] = m
-  end
-end
 local returned = 0
 for i = 5, #ARGV do
   local key = T .. ':inflight:' .. ARGV[i]
@@ -48,4 +36,4 @@ for _, id in ipairs(gone) do
   redis.call('HDEL', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
 end
-return {#back - returned, returned, #gone}
+return {requeued, returned, #gone}

@@ -141,7 +141,7 @@ func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, erro
 		}
 	}
 	m := wire.Message{
-		ID: o.taskID, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
+		ID: o.taskID, Key: o.key, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
 		Timeout: o.timeout.Milliseconds(), Retention: o.retention.Milliseconds(), EnqueuedAt: now.UnixMilli(),
 	}
 	p := pending{}

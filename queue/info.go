@@ -42,6 +42,8 @@ type TaskInfo struct {
 	Deadline  time.Time
 	Retention time.Duration
 	UniqueKey string
+	// ConcurrencyKey is the task's key for Limits.KeyConcurrency.
+	ConcurrencyKey string
 
 	EnqueuedAt    time.Time
 	NextProcessAt time.Time // when a scheduled or retrying task is due
@@ -84,7 +86,7 @@ func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *
 		ID: m.ID, Queue: queue, Partition: partition, Type: m.Type, Payload: m.Payload, Raw: m.Raw,
 		State: StatePending, MaxRetry: m.MaxRetry, Timeout: time.Duration(m.Timeout) * time.Millisecond,
 		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
-		UniqueKey: m.Unique, EnqueuedAt: msTime(m.EnqueuedAt),
+		UniqueKey: m.Unique, ConcurrencyKey: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),
 	}
 	if r != nil {
 		ti.State = State(r.State)

@@ -42,7 +42,10 @@ type QueueInfo struct {
 	Retry      int64
 	Dead       int64
 	Done       int64
-	Paused     bool
+	// Waiting counts pending tasks parked for their concurrency key's limit
+	// (not in Pending).
+	Waiting int64
+	Paused  bool
 	// Latency is the age of the oldest pending task (0 when none is pending).
 	Latency time.Duration
 }
@@ -109,7 +112,7 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 			for part := range n {
 				k := keys.For(i.cfg.Prefix, queue, part)
 				cmds[part] = p.Run(ctx, lua.Counts, []string{k.First(), k.Last(), k.Active(), k.Scheduled(),
-					k.Retry(), k.Dead(), k.Done(), k.Paused()}, k.ShardPrefix())
+					k.Retry(), k.Dead(), k.Done(), k.Paused()}, k.ShardPrefix(), k.ParkedCount())
 			}
 			return nil
 		})
@@ -121,7 +124,7 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 	now := time.Now()
 	for _, cmd := range cmds {
 		res, err := cmd.Slice()
-		if err != nil || len(res) < 8 {
+		if err != nil || len(res) < 9 {
 			return nil, fmt.Errorf("queue info %q: unexpected reply %v: %w", queue, res, err)
 		}
 		c := func(j int) int64 { v, _ := res[j].(int64); return v }
@@ -132,6 +135,7 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 		info.Dead += c(4)
 		info.Done += c(5)
 		info.Paused = info.Paused || c(6) == 1
+		info.Waiting += c(8)
 		if head, _ := res[7].(string); head != "" {
 			if m, err := wire.DecodeMessage([]byte(head)); err == nil && m.EnqueuedAt > 0 {
 				info.Latency = max(info.Latency, now.Sub(time.UnixMilli(m.EnqueuedAt)))

@@ -25,6 +25,7 @@ type options struct {
 	uniqueKey string
 	taskID    string
 	retention time.Duration
+	key       string
 }
 
 func defaultOptions() options {

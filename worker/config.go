@@ -26,9 +26,10 @@ type Config struct {
 	StrictPriority bool
 	// Concurrency is how many handlers run at once in this process. Defaults to 10.
 	Concurrency int
-	// Limits caps how many tasks of a queue run at once across every
-	// worker process (the queue's fair semaphore). Absent = no limit.
-	Limits map[string]int
+	// Limits are the queues' limits (concurrency, rate, per key), written
+	// to Redis at Start; Inspector.SetLimits changes them later without a
+	// restart, until a server starts with other values.
+	Limits map[string]queue.Limits
 	// Lease is how long a task stays leased without a heartbeat; a worker
 	// that dies loses its tasks to others after this. Defaults to 30s.
 	Lease time.Duration
@@ -100,9 +101,9 @@ func (c Config) validate() error {
 			return fmt.Errorf("%w: Queues[%q] weight %d, want >= 1", ErrInvalidConfig, q, w)
 		}
 	}
-	for q, n := range c.Limits {
-		if n < 1 {
-			return fmt.Errorf("%w: Limits[%q] = %d, want >= 1", ErrInvalidConfig, q, n)
+	for q, l := range c.Limits {
+		if err := queue.ValidateLimits(q, l); err != nil {
+			return fmt.Errorf("%w: Limits: %w", ErrInvalidConfig, err)
 		}
 	}
 	switch {

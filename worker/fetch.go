@@ -19,6 +19,9 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		if err != nil {
 			return
 		}
+		if n = s.popHigher(ctx, p, n); n == 0 {
+			continue
+		}
 		var r popReply
 		claiming := inflight
 		if claiming {
@@ -42,12 +45,17 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		s.start(p, r.tasks)
 		n -= len(r.tasks)
 		switch {
-		case len(r.tasks) > 0 || claiming && r.status == statusOK:
+		case len(r.tasks) > 0 || claiming && r.status == statusOK || r.status == statusParked:
 			// more may be waiting: pop (or claim) again at once
 			s.slots.release(n)
 			continue
+		case r.status == statusRate && !claiming:
+			// at the rate limit: wait until the next start is allowed
+			s.slots.release(n)
+			sleepCtx(ctx, min(time.Duration(r.aux)*time.Millisecond, time.Second))
+			continue
 		case r.status != statusOK:
-			// paused or at the fleet-wide limit: look again shortly
+			// paused or at a fleet-wide limit: look again shortly
 			s.slots.release(n)
 			sleepCtx(ctx, s.idlePoll())
 			continue
@@ -73,6 +81,28 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			wait.sleep(ctx)
 		}
 	}
+}
+
+// popHigher, under strict priority, first offers the n slots p's fetcher
+// holds to the partitions of heavier queues, in order, and returns how
+// many are left for p. Without it a slot freed while a heavier queue's
+// fetcher was between two pops could go to a lighter queue.
+func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
+	if !s.cfg.StrictPriority {
+		return n
+	}
+	for _, h := range s.parts {
+		if n == 0 || h.weight <= p.weight {
+			break
+		}
+		r, err := s.pop(ctx, h, n)
+		if err != nil {
+			return n // p's own pop will meet the same trouble and back off
+		}
+		s.start(h, r.tasks)
+		n -= len(r.tasks)
+	}
+	return n
 }
 
 // idlePoll is how often a paused or limited queue is looked at again.

@@ -124,7 +124,8 @@ func TestShutdown(t *testing.T) {
 		b := setup(t)
 		started := make(chan struct{}, 1)
 		causes := make(chan error, 1)
-		s, err := NewServer(b.rdb, b.config(t, Config{ShutdownTimeout: 200 * time.Millisecond}),
+		// Concurrency 1: the task enqueued next stays pending meanwhile.
+		s, err := NewServer(b.rdb, b.config(t, Config{ShutdownTimeout: 200 * time.Millisecond, Concurrency: 1}),
 			HandlerFunc(func(ctx context.Context, task *Task) error {
 				started <- struct{}{}
 				<-ctx.Done()
@@ -248,7 +249,7 @@ func TestPriorityAndLimits(t *testing.T) {
 			now.Add(-1)
 			return nil
 		})
-		cfg := Config{Concurrency: 5, Limits: map[string]int{queue.DefaultQueue: 3}}
+		cfg := Config{Concurrency: 5, Limits: map[string]queue.Limits{queue.DefaultQueue: {Concurrency: 3}}}
 		b.server(t, cfg, h)
 		b.server(t, cfg, h)
 		tasks := make([]*queue.Task, 60)
@@ -307,7 +308,7 @@ func TestConfigValidation(t *testing.T) {
 		{Concurrency: -1},
 		{Queues: map[string]int{"a b": 1}},
 		{Queues: map[string]int{"q": 0}},
-		{Limits: map[string]int{"q": 0}},
+		{Limits: map[string]queue.Limits{"q": {Concurrency: -1}}},
 		{Lease: time.Millisecond},
 		{Lease: time.Second, Heartbeat: 2 * time.Second},
 		{BatchSize: 5000},

@@ -157,13 +157,13 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, g groupKey, 
 	k := g.p.k
 	switch g.kind {
 	case outcomeAck:
-		args := []any{k.T, s.cfg.now(), s.cfg.DoneSize}
+		args := []any{k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize}
 		for _, o := range os {
 			args = append(args, o.id, o.token, o.retention.Milliseconds(), o.unique)
 		}
 		return pipe.Run(ctx, lua.Ack, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args...)
 	case outcomeFail:
-		args := []any{k.T, s.cfg.now(), s.cfg.DeadSize}
+		args := []any{k.T, s.cfg.now(), s.cfg.DeadSize, s.cfg.ShardSize}
 		for _, o := range os {
 			delay := int64(-1)
 			if o.delay >= 0 {
@@ -173,7 +173,7 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, g groupKey, 
 		}
 		return pipe.Run(ctx, lua.Fail, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Retry(), k.Dead(), keys.RankKey(k.Dead())}, args...)
 	default:
-		args := []any{k.ShardPrefix(), s.cfg.ShardSize}
+		args := []any{k.T, s.cfg.ShardSize}
 		for _, o := range os {
 			args = append(args, o.id, o.token)
 		}

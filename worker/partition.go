@@ -16,7 +16,6 @@ type part struct {
 	queue  string
 	index  int
 	weight int
-	limit  int
 	k      keys.Partition
 	list   *lua.ShardedList
 }
@@ -33,7 +32,9 @@ type leased struct {
 const (
 	statusOK     = 0
 	statusPaused = 1
-	statusFull   = 2
+	statusFull   = 2 // at the concurrency limit
+	statusRate   = 3 // at the rate limit; pop's aux is the ms to wait
+	statusParked = 4 // nothing leased, but tasks were parked for their key
 )
 
 type popReply struct {
@@ -44,8 +45,8 @@ type popReply struct {
 
 func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
 	k := p.k
-	res, err := lua.Pop.Run(ctx, s.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused()},
-		k.ShardPrefix(), n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, p.limit).Slice()
+	res, err := lua.Pop.Run(ctx, s.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits()},
+		k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize).Slice()
 	if err != nil {
 		return popReply{}, fmt.Errorf("pop %s: %w", p.k.T, err)
 	}
@@ -54,8 +55,8 @@ func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
 
 func (s *Server) claim(ctx context.Context, p *part, n int) (popReply, error) {
 	k := p.k
-	res, err := lua.Claim.Run(ctx, s.rdb, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last()},
-		k.ShardPrefix(), n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, p.limit, s.cfg.ShardSize).Slice()
+	res, err := lua.Claim.Run(ctx, s.rdb, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits()},
+		k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize).Slice()
 	if err != nil {
 		return popReply{}, fmt.Errorf("claim %s: %w", p.k.T, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/queue"
 )
 
 // Server runs handlers for the tasks of its queues. Create it with
@@ -64,15 +65,21 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 			return nil, err
 		}
 	}
+	// heaviest queues first, so popHigher walks them in priority order
 	names := make([]string, 0, len(cfg.Queues))
 	for q := range cfg.Queues {
 		names = append(names, q)
 	}
-	sort.Strings(names)
+	sort.Slice(names, func(i, j int) bool {
+		if wi, wj := cfg.Queues[names[i]], cfg.Queues[names[j]]; wi != wj {
+			return wi > wj
+		}
+		return names[i] < names[j]
+	})
 	for _, q := range names {
 		for i := range cfg.PartitionsOf(q) {
 			k := keys.For(cfg.Prefix, q, i)
-			s.parts = append(s.parts, &part{queue: q, index: i, weight: cfg.Queues[q], limit: cfg.Limits[q], k: k,
+			s.parts = append(s.parts, &part{queue: q, index: i, weight: cfg.Queues[q], k: k,
 				list: &lua.ShardedList{Base: k.Base(), ShardSize: cfg.ShardSize}})
 		}
 	}
@@ -131,6 +138,11 @@ func (s *Server) register(ctx context.Context) error {
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range s.cfg.Queues {
 			p.HSet(ctx, keys.Queues(s.cfg.Prefix), q, s.cfg.PartitionsOf(q))
+		}
+		for q, l := range s.cfg.Limits {
+			for i := range s.cfg.PartitionsOf(q) {
+				queue.WriteLimits(ctx, p, keys.For(s.cfg.Prefix, q, i).Limits(), l)
+			}
 		}
 		return nil
 	})

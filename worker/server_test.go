@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -237,9 +238,10 @@ func TestFailures(t *testing.T) {
 		rec := newRecorder(nil)
 		b.server(t, Config{}, rec)
 		good := b.enqueue(t, queue.NewRawTask("t", []byte("fine")))
-		raw, _ := b.rdb.HGet(ctx, keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).FeedMsg(), good.ID).Result()
+		raw, err := (&wire.Message{ID: "truncated", Type: "t", Payload: []byte("0123456789")}).Encode()
+		must(t, err)
 		shard := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).ShardPrefix() + "0"
-		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-3], `{"json":1}`).Err())
+		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-8], `{"json":1}`).Err())
 		after := b.enqueue(t, queue.NewRawTask("t", []byte("after")))
 		waitFor(t, 5*time.Second, "three dead tasks", func() bool {
 			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)

@@ -87,3 +87,27 @@ func (p Partition) IDClaim(id string) string { return p.T + ":id:" + id }
 
 // Cron is the hash of periodic schedules: name -> what queue.ScheduleInfo shows.
 func Cron(prefix string) string { return prefix + ":cron" }
+
+// Limits is the hash of the partition's limits: concurrency, rate, per
+// (ms), keyconc. Scripts read it at every dequeue, so changes apply at once.
+func (p Partition) Limits() string { return p.T + ":limits" }
+
+// RateLog is the zset of recent task starts (member -> start ms) that the
+// rate limit counts.
+func (p Partition) RateLog() string { return p.T + ":ratelog" }
+
+// KeyActive is the hash concurrency key -> tasks of that key running.
+func (p Partition) KeyActive() string { return p.T + ":keyactive" }
+
+// KeyWaiting is the hash concurrency key -> tasks parked for that key.
+func (p Partition) KeyWaiting() string { return p.T + ":keywait" }
+
+// Parked is the list of tasks of key waiting for their key's limit.
+func (p Partition) Parked(key string) string { return p.T + ":k:" + key }
+
+// ParkedCount counts the tasks parked for their key's limit, all keys together.
+func (p Partition) ParkedCount() string { return p.T + ":parked" }
+
+// Cancel is the zset id -> when a cancel was asked (ms) of active tasks
+// whose handlers an operator asked to cancel; the worker's heartbeat reads it.
+func (p Partition) Cancel() string { return p.T + ":cancel" }

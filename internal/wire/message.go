@@ -12,7 +12,10 @@ import (
 // decoding the rest. New fields go at the end; older messages decode with
 // them zero.
 type Message struct {
-	ID         string
+	ID string
+	// Key is the task's concurrency key ("" = none); second, so scripts
+	// read it without decoding the rest.
+	Key        string
 	Type       string
 	Payload    []byte
 	Raw        bool  // Payload is raw bytes, not msgpack
@@ -26,14 +29,15 @@ type Message struct {
 
 // fields lists the message's fields in wire order.
 func (m *Message) fields() []any {
-	return []any{&m.ID, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt}
+	return []any{&m.ID, &m.Key, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt}
 }
 
 // EncodeMsgpack writes the message as an array, integers in their
 // shortest form.
 func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
-	_ = e.EncodeArrayLen(10)
+	_ = e.EncodeArrayLen(11)
 	_ = e.EncodeString(m.ID)
+	_ = e.EncodeString(m.Key)
 	_ = e.EncodeString(m.Type)
 	_ = e.EncodeBytes(m.Payload)
 	_ = e.EncodeBool(m.Raw)

@@ -14,16 +14,17 @@ type Record struct {
 	Token        int64
 	Worker       string
 	LastError    string
-	LastFailedAt int64 // unix ms
-	StartedAt    int64 // unix ms
-	FinishedAt   int64 // unix ms
-	NextAt       int64 // unix ms: when a scheduled or retrying task is due
+	LastFailedAt int64  // unix ms
+	StartedAt    int64  // unix ms
+	FinishedAt   int64  // unix ms
+	NextAt       int64  // unix ms: when a scheduled or retrying task is due
+	Key          string // the concurrency key the lease counts against
 }
 
 // DecodeMsgpack reads a record array of any length, like Message.
 func (r *Record) DecodeMsgpack(d *msgpack.Decoder) error {
 	return decodeArray(d, []any{&r.State, &r.Attempts, &r.Token, &r.Worker, &r.LastError,
-		&r.LastFailedAt, &r.StartedAt, &r.FinishedAt, &r.NextAt})
+		&r.LastFailedAt, &r.StartedAt, &r.FinishedAt, &r.NextAt, &r.Key})
 }
 
 // decodeArray decodes an array into fields in order, tolerating arrays

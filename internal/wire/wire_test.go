@@ -10,22 +10,23 @@ import (
 )
 
 func TestMessageRoundTrip(t *testing.T) {
-	m := &Message{ID: NewID(), Type: "email:send", Payload: []byte{0x81, 0xa1, 'a', 1}, MaxRetry: 5,
+	m := &Message{ID: NewID(), Key: "tenant-7", Type: "email:send", Payload: []byte{0x81, 0xa1, 'a', 1}, MaxRetry: 5,
 		Timeout: 1000, Deadline: 2000, Retention: 3000, Unique: "u", EnqueuedAt: time.Now().UnixMilli()}
 	b, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The ID is the first element, right after the array header, as the
-	// scripts expect: a fixstr header then the bytes.
-	if b[0] != 0x9a || b[1] != 0xa0|byte(len(m.ID)) || string(b[2:2+len(m.ID)]) != m.ID {
+	// The ID is the first element, right after the array header, and the
+	// key the second, as the scripts expect: each a fixstr header then bytes.
+	if b[0] != 0x9b || b[1] != 0xa0|byte(len(m.ID)) || string(b[2:2+len(m.ID)]) != m.ID ||
+		b[2+len(m.ID)] != 0xa0|byte(len(m.Key)) || string(b[3+len(m.ID):3+len(m.ID)+len(m.Key)]) != m.Key {
 		t.Fatalf("message does not open with [array, id]: % x", b[:4])
 	}
 	got, err := DecodeMessage(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != m.ID || got.Type != m.Type || string(got.Payload) != string(m.Payload) || got.MaxRetry != 5 ||
+	if got.ID != m.ID || got.Key != m.Key || got.Type != m.Type || string(got.Payload) != string(m.Payload) || got.MaxRetry != 5 ||
 		got.Timeout != 1000 || got.Deadline != 2000 || got.Retention != 3000 || got.Unique != "u" || got.EnqueuedAt != m.EnqueuedAt {
 		t.Fatalf("round trip: %+v, want %+v", got, m)
 	}
@@ -50,7 +51,7 @@ func TestDecodeMessageRejectsGarbage(t *testing.T) {
 func TestOlderShorterMessagesDecode(t *testing.T) {
 	// A message written before fields were added (a shorter array) decodes
 	// with the new fields zero.
-	b := mustMarshal(t, []any{"id1", "type1", []byte("p")})
+	b := mustMarshal(t, []any{"id1", "", "type1", []byte("p")})
 	m, err := DecodeMessage(b)
 	if err != nil || m.ID != "id1" || m.Type != "type1" || m.EnqueuedAt != 0 {
 		t.Fatalf("short message: %+v, %v", m, err)

@@ -1,28 +1,26 @@
---@include msgid
---@include record
+--@include limits
 -- lease_tasks leases each message until deadline: its record becomes
--- active with one more attempt and a new fencing token, its message moves to
--- T:msg and its ID to T:active. It returns {id, message, attempt, token, ...}.
-local function lease_tasks(active_key, msg_key, state_key, msgs, now, deadline, worker)
+-- active with one more attempt, a new fencing token and its concurrency
+-- key; its message moves to T:msg, its ID to T:active, its key's running
+-- count goes up, and a rate-limited partition logs the start. It returns
+-- {id, message, attempt, token, ...}.
+local function lease_tasks(T, msgs, now, deadline, worker)
   local out = {}
+  local active, msgk, statek = T .. ':active', T .. ':msg', T .. ':state'
+  local _, rate = limits_get(T)
   for _, m in ipairs(msgs) do
-    local id = msg_id(m)
-    local r = record_get(state_key, id)
-    r[1], r[2], r[3], r[4], r[7], r[9] = 'active', r[2] + 1, r[3] + 1, worker, now, 0
-    record_put(state_key, id, r)
-    redis.call('HSET', msg_key, id, m)
-    redis.call('ZADD', active_key, deadline, id)
+    local id, key = msg_head(m)
+    local r = record_get(statek, id)
+    r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
+    record_put(statek, id, r)
+    redis.call('HSET', msgk, id, m)
+    redis.call('ZADD', active, deadline, id)
+    if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
+    if rate > 0 then redis.call('ZADD', T .. ':ratelog', now, id .. ':' .. r[3]) end
     out[#out + 1] = id
     out[#out + 1] = m
     out[#out + 1] = r[2]
     out[#out + 1] = r[3]
   end
   return out
-end
-
--- lease_room returns how many more tasks may be leased under limit (0 =
--- none): the queue's fair semaphore is T:active itself.
-local function lease_room(active_key, want, limit)
-  if limit <= 0 then return want end
-  return math.max(0, math.min(want, limit - redis.call('ZCARD', active_key)))
 end

@@ -2,8 +2,8 @@
 -- a msgpack array (decoded in Go by wire.Record) of
 --   [1] state  [2] attempts  [3] lease token  [4] worker  [5] last error
 --   [6] last failed at (ms)  [7] started at (ms)  [8] finished at (ms)
---   [9] next process at (ms)
-local RECORD_DEFAULTS = {'pending', 0, 0, '', '', 0, 0, 0, 0}
+--   [9] next process at (ms)  [10] concurrency key of the current lease
+local RECORD_DEFAULTS = {'pending', 0, 0, '', '', 0, 0, 0, 0, ''}
 
 local function record_new(state, next_at)
   return cmsgpack.pack({state, 0, 0, '', '', 0, 0, 0, next_at})

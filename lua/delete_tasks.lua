@@ -1,0 +1,29 @@
+#!lua
+--[[ delete_tasks: delete scheduled, retrying, dead or done tasks.
+  KEYS[1] T:scheduled  KEYS[2] T:retry  KEYS[3] T:dead  KEYS[4] T:done
+  KEYS[5] T:msg  KEYS[6] T:state  KEYS[7] T:feed:msg  KEYS[8] T:expire
+  ARGV[1] T  ARGV[2..] pairs: task ID, its unique key ("" = none)
+  The task's message and record go; its entry in the recent feed stays, as
+  for any task that left. A uniqueness lock the task holds is released.
+  Pending and active tasks are not touched.
+  Returns: one code per task: 1 deleted, 0 not in those states ]]
+--@include taskset
+local T = ARGV[1]
+local sets = {KEYS[1], KEYS[2], KEYS[3], KEYS[4]}
+local codes = {}
+for i = 2, #ARGV, 2 do
+  local id, unique = ARGV[i], ARGV[i + 1]
+  local which, key = task_set(sets, id)
+  if which then
+    if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
+      redis.call('DEL', T .. ':unique:' .. unique)
+    end
+    redis.call('ZREM', key, id)
+    redis.call('ZREM', KEYS[8], id)
+    redis.call('HDEL', KEYS[5], id)
+    redis.call('HDEL', KEYS[6], id)
+    redis.call('HDEL', KEYS[7], id)
+  end
+  codes[#codes + 1] = which and 1 or 0
+end
+return codes

@@ -1,0 +1,113 @@
+--@include sharded
+--@include msgid
+--@include record
+-- Limits of a partition T, kept in T:limits so a change applies at the next
+-- dequeue: concurrency (tasks running at once: the fair semaphore over
+-- T:active), rate and per (task starts per period, counted in T:ratelog),
+-- keyconc (tasks of one concurrency key running at once). 0 = none.
+local function limits_get(T)
+  local v = redis.call('HMGET', T .. ':limits', 'concurrency', 'rate', 'per', 'keyconc')
+  return tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 1000, tonumber(v[4]) or 0
+end
+
+-- key_release: a task of key stopped running. Count it down and, when
+-- tasks of that key are parked, give the oldest back to the head of the
+-- pending list (where a blocked worker sees it at once).
+local function key_release(T, key, size)
+  if key == nil or key == '' then return end
+  if redis.call('HINCRBY', T .. ':keyactive', key, -1) <= 0 then
+    redis.call('HDEL', T .. ':keyactive', key)
+  end
+  local m = redis.call('LPOP', T .. ':k:' .. key)
+  if m then
+    if redis.call('HINCRBY', T .. ':keywait', key, -1) <= 0 then
+      redis.call('HDEL', T .. ':keywait', key)
+    end
+    redis.call('DECR', T .. ':parked')
+    sharded_push(T .. ':first', T .. ':last', T .. ':s:', size, {m}, true)
+  end
+end
+
+-- park_over_limit keeps the messages whose key is under keyconc and parks
+-- the others in their key's list (oldest first), where they hold no worker
+-- slot and stay safe in Redis whatever dies. It returns the kept messages
+-- and how many it parked.
+local function park_over_limit(T, msgs, keyconc)
+  if keyconc <= 0 then return msgs, 0 end
+  local keep, running, parked = {}, {}, 0
+  for _, m in ipairs(msgs) do
+    local _, key = msg_head(m)
+    if key == '' then
+      keep[#keep + 1] = m
+    else
+      local n = running[key] or tonumber(redis.call('HGET', T .. ':keyactive', key) or 0)
+      if n < keyconc then
+        keep[#keep + 1] = m
+        running[key] = n + 1
+      else
+        redis.call('RPUSH', T .. ':k:' .. key, m)
+        redis.call('HINCRBY', T .. ':keywait', key, 1)
+        redis.call('INCR', T .. ':parked')
+        parked = parked + 1
+      end
+    end
+  end
+  return keep, parked
+end
+
+-- requeue_expired gives up to max tasks whose lease expired back to the
+-- head of the pending list (their attempt stays counted) and returns how
+-- many.
+local function requeue_expired(T, now, max, size)
+  local active, msgk, statek = T .. ':active', T .. ':msg', T .. ':state'
+  local ids = redis.call('ZRANGE', active, '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
+  local back = {}
+  for _, id in ipairs(ids) do
+    local m = redis.call('HGET', msgk, id)
+    redis.call('ZREM', active, id)
+    if m then
+      local r = record_get(statek, id)
+      local key = r[10]
+      r[1], r[4], r[5], r[10] = 'pending', '', 'lease expired (worker crashed or stalled)', ''
+      record_put(statek, id, r)
+      redis.call('HDEL', msgk, id)
+      back[#back + 1] = m
+      key_release(T, key, size)
+    end
+  end
+  if #back > 0 then sharded_push(T .. ':first', T .. ':last', T .. ':s:', size, back, true) end
+  return #back
+end
+
+-- rate_room returns how many more tasks may start now under the rate
+-- limit, or 0 and the ms until one may.
+local function rate_room(T, rate, per, now)
+  local log = T .. ':ratelog'
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', now - per)
+  local used = redis.call('ZCARD', log)
+  if used < rate then return rate - used, 0 end
+  local oldest = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+  return 0, math.max(1, tonumber(oldest[2]) + per - now)
+end
+
+-- dequeue_room applies the partition's limits to a wish for n tasks. It
+-- returns how many may start and, when none may, a status (2 at the
+-- concurrency limit, 3 at the rate limit) and the ms to wait.
+local function dequeue_room(T, n, now, size)
+  local conc, rate, per = limits_get(T)
+  if conc > 0 then
+    local active = T .. ':active'
+    if redis.call('ZCARD', active) >= conc then
+      -- a crashed holder's slot comes back with its lease, at once
+      requeue_expired(T, now, conc, size)
+    end
+    n = math.min(n, conc - redis.call('ZCARD', active))
+    if n <= 0 then return 0, 2, 0 end
+  end
+  if rate > 0 then
+    local room, wait = rate_room(T, rate, per, now)
+    if room == 0 then return 0, 3, wait end
+    n = math.min(n, room)
+  end
+  return n, 0, 0
+end

@@ -1,0 +1,180 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+)
+
+// Limits caps how a queue's tasks start. They are enforced when workers
+// dequeue, atomically in Redis and across every worker process, so a task
+// never holds a worker slot while it waits for a limit. They are stored in
+// Redis and read at every dequeue: SetLimits takes effect at once, with no
+// restart. On a queue with several partitions each partition enforces them
+// on its own.
+type Limits struct {
+	// Concurrency is how many tasks of the queue may run at once (0 = no
+	// limit). A crashed worker's slots come back when their leases expire.
+	Concurrency int
+	// Rate is how many tasks may start per Per (0 = no limit); Per
+	// defaults to one second. No window of length Per holds more starts.
+	Rate int
+	Per  time.Duration
+	// KeyConcurrency is how many tasks with the same ConcurrencyKey may run
+	// at once (0 = no limit). Tasks over it wait, in order, without holding
+	// a worker slot, while tasks of other keys run: a busy key cannot
+	// starve the others.
+	KeyConcurrency int
+}
+
+func (l Limits) validate(queue string) error {
+	if l.Concurrency < 0 || l.Rate < 0 || l.Per < 0 || l.KeyConcurrency < 0 {
+		return fmt.Errorf("%w: limits of %q: %+v: negative values", ErrInvalidOption, queue, l)
+	}
+	if l.Rate > 0 && l.Per > 0 && l.Per < time.Millisecond {
+		return fmt.Errorf("%w: limits of %q: Per %v, want >= 1ms", ErrInvalidOption, queue, l.Per)
+	}
+	return nil
+}
+
+// ConcurrencyKey gives the task a key (a tenant, a customer, an API
+// account) for the queue's Limits.KeyConcurrency.
+func ConcurrencyKey(key string) Option {
+	return func(o *options) error {
+		if err := checkName(key); err != nil {
+			return fmt.Errorf("%w: ConcurrencyKey(%q): %s", ErrInvalidOption, key, err)
+		}
+		o.key = key
+		return nil
+	}
+}
+
+// SetLimits stores the limits of queue; workers apply them at their next dequeue.
+func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error {
+	if err := l.validate(queue); err != nil {
+		return err
+	}
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return err
+	}
+	err = rcall.Do(ctx, func() error {
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for part := range n {
+				WriteLimits(ctx, p, keys.For(i.cfg.Prefix, queue, part).Limits(), l)
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set limits of %q: %w", queue, err)
+	}
+	return nil
+}
+
+// WriteLimits queues the write of l to the limits hash key on p. It is the
+// one place the stored layout is written (the worker's Config.Limits uses it).
+func WriteLimits(ctx context.Context, p redis.Pipeliner, key string, l Limits) {
+	per := l.Per
+	if per <= 0 {
+		per = time.Second
+	}
+	p.HSet(ctx, key, "concurrency", l.Concurrency, "rate", l.Rate, "per", per.Milliseconds(), "keyconc", l.KeyConcurrency)
+}
+
+// ValidateLimits reports whether l can be stored for queue.
+func ValidateLimits(queue string, l Limits) error { return l.validate(queue) }
+
+// LimitInfo is a queue's limits and what holds and waits for them.
+type LimitInfo struct {
+	Queue  string
+	Limits Limits
+	// Running is the number of tasks holding a concurrency slot.
+	Running int64
+	// Started is the number of task starts the rate limit counts now.
+	Started int64
+	// Waiting is the number of tasks parked for their key's limit.
+	Waiting int64
+	// Keys holds, for up to 1,000 keys, how many of their tasks run and wait.
+	Keys map[string]KeyInfo
+}
+
+// KeyInfo is what runs and waits for one concurrency key.
+type KeyInfo struct {
+	Running int64
+	Waiting int64
+}
+
+// LimitInfo returns queue's limits and their holders (partition 0; queues
+// with more partitions enforce limits per partition).
+func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return nil, err
+	}
+	k := keys.For(i.cfg.Prefix, queue, 0)
+	var lim map[string]string
+	var running, started int64
+	var parked string
+	var active, waiting map[string]string
+	err := rcall.Do(ctx, func() error {
+		now, err := i.rdb.Time(ctx).Result()
+		if err != nil {
+			return err
+		}
+		pipe := i.rdb.Pipeline()
+		l := pipe.HGetAll(ctx, k.Limits())
+		r := pipe.ZCard(ctx, k.Active())
+		s := pipe.ZCount(ctx, k.RateLog(), "-inf", "+inf")
+		pk := pipe.Get(ctx, k.ParkedCount())
+		a := pipe.HScan(ctx, k.KeyActive(), 0, "", 1000)
+		w := pipe.HScan(ctx, k.KeyWaiting(), 0, "", 1000)
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return err
+		}
+		lim, running, parked = l.Val(), r.Val(), pk.Val()
+		av, _ := a.Val()
+		wv, _ := w.Val()
+		active, waiting = pairs(av), pairs(wv)
+		if per, _ := strconv.ParseInt(lim["per"], 10, 64); per > 0 {
+			started, err = i.rdb.ZCount(ctx, k.RateLog(), strconv.FormatInt(now.UnixMilli()-per, 10), "+inf").Result()
+		} else {
+			started = s.Val()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("limit info of %q: %w", queue, err)
+	}
+	info := &LimitInfo{Queue: queue, Running: running, Started: started, Keys: map[string]KeyInfo{}}
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
+		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"])}
+	info.Waiting, _ = strconv.ParseInt(parked, 10, 64)
+	for key, v := range active {
+		ki := info.Keys[key]
+		ki.Running, _ = strconv.ParseInt(v, 10, 64)
+		info.Keys[key] = ki
+	}
+	for key, v := range waiting {
+		ki := info.Keys[key]
+		ki.Waiting, _ = strconv.ParseInt(v, 10, 64)
+		info.Keys[key] = ki
+	}
+	return info, nil
+}
+
+// pairs turns an HSCAN page [field, value, ...] into a map.
+func pairs(kv []string) map[string]string {
+	m := make(map[string]string, len(kv)/2)
+	for j := 0; j+1 < len(kv); j += 2 {
+		m[kv[j]] = kv[j+1]
+	}
+	return m
+}
