@@ -7,8 +7,8 @@
   Takes up to n items, dropping dummies, under the same limits as pop.
   What may not start now goes back to the head of the pending list, so no
   worker hoards tasks it cannot run.
-  Returns: {status, items left in the in-flight list, id, message, attempt,
-  token, ...}; status as pop's (3: the wait is not reported, look shortly). ]]
+  Returns: {status, items left in the in-flight list, now (ms), id, message,
+  attempt, token, ...}; status as pop's (3: the wait is not reported, look shortly). ]]
 --@include time
 --@include lease
 local T, size = ARGV[1], tonumber(ARGV[6])
@@ -37,7 +37,7 @@ local _, _, _, keyconc = limits_get(T)
 local keep, parked = park_over_limit(T, take, keyconc)
 status = 0
 if #keep == 0 and parked > 0 then status = 4 end
-local out = {status, left}
+local out = {status, left, now}
 for _, v in ipairs(lease_tasks(T, keep, now, now + tonumber(ARGV[3]), ARGV[5])) do
   out[#out + 1] = v
 end

@@ -6,7 +6,7 @@
   ARGV[5] worker ID  ARGV[6] shard size
   Limits are read from T:limits at every call (see include/limits.lua).
   Tasks over their concurrency key's limit are parked, not leased.
-  Returns: {status, aux, id, message, attempt, token, ...}; status 0 with
+  Returns: {status, aux, now (ms: the lease's start), id, message, attempt, token, ...}; status 0 with
   aux the end shard (a reader that got nothing blocks there), 1 paused,
   2 at the concurrency limit, 3 at the rate limit with aux the ms to wait,
   4 nothing leased but tasks were parked (look again at once).
@@ -23,7 +23,7 @@ local _, _, _, keyconc = limits_get(T)
 local keep, parked = park_over_limit(T, msgs, keyconc)
 status = 0
 if #keep == 0 and parked > 0 then status = 4 end
-local out = {status, shard}
+local out = {status, shard, now}
 for _, v in ipairs(lease_tasks(T, keep, now, now + tonumber(ARGV[3]), ARGV[5])) do
   out[#out + 1] = v
 end

@@ -26,6 +26,7 @@ type leased struct {
 	msg     string
 	attempt int
 	token   int64
+	at      int64 // server ms when leased
 }
 
 // Status codes of pop and claim.
@@ -42,6 +43,8 @@ type popReply struct {
 	aux    int64 // pop: the end shard; claim: items left in flight
 	tasks  []leased
 }
+
+// leased also carries the server time the lease started.
 
 func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
 	k := p.k
@@ -80,14 +83,18 @@ func (s *Server) block(ctx context.Context, p *part, shard int64) (bool, error) 
 }
 
 func parsePopReply(res []any) (popReply, error) {
-	if len(res) < 2 || (len(res)-2)%4 != 0 {
+	if len(res) < 2 || len(res) > 2 && (len(res)-3)%4 != 0 {
 		return popReply{}, fmt.Errorf("unexpected pop reply of %d values", len(res))
 	}
 	r := popReply{}
 	r.status, _ = res[0].(int64)
 	r.aux, _ = res[1].(int64)
-	for i := 2; i < len(res); i += 4 {
-		l := leased{}
+	var at int64
+	if len(res) > 2 {
+		at, _ = res[2].(int64)
+	}
+	for i := 3; i < len(res); i += 4 {
+		l := leased{at: at}
 		l.id, _ = res[i].(string)
 		l.msg, _ = res[i+1].(string)
 		a, _ := res[i+2].(int64)

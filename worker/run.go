@@ -138,7 +138,7 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 	}
 	t := &Task{
 		ID: m.ID, Type: m.Type, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
-		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt),
+		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
 		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique,
 	}
 	if m.Timeout > 0 {

@@ -21,6 +21,8 @@ type Task struct {
 	Attempt    int
 	MaxRetry   int
 	EnqueuedAt time.Time
+	// StartedAt is when this attempt was leased, by the Redis server's clock.
+	StartedAt time.Time
 	// Deadline is when the handler's context ends (the task's timeout or
 	// deadline); zero when neither was set.
 	Deadline time.Time

@@ -1,0 +1,239 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/queue"
+)
+
+// gauge tracks how many handlers run at once, overall and per key.
+type gauge struct {
+	mu      sync.Mutex
+	now     map[string]int
+	peak    map[string]int
+	starts  []time.Time
+	finishe map[string][]time.Time
+}
+
+func newGauge() *gauge {
+	return &gauge{now: map[string]int{}, peak: map[string]int{}, finishe: map[string][]time.Time{}}
+}
+
+func (g *gauge) handler(work time.Duration, key func(*Task) string) Handler {
+	return HandlerFunc(func(ctx context.Context, t *Task) error {
+		k := key(t)
+		g.mu.Lock()
+		g.starts = append(g.starts, t.StartedAt)
+		for _, name := range []string{"", k} {
+			g.now[name]++
+			g.peak[name] = max(g.peak[name], g.now[name])
+		}
+		g.mu.Unlock()
+		time.Sleep(work)
+		g.mu.Lock()
+		g.now[""]--
+		g.now[k]--
+		g.finishe[k] = append(g.finishe[k], time.Now())
+		g.mu.Unlock()
+		return nil
+	})
+}
+
+func (g *gauge) peakOf(k string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peak[k]
+}
+
+func (g *gauge) finished(k string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.finishe[k])
+}
+
+func enqueueN(t *testing.T, b *bundle, n int, opts ...queue.Option) {
+	t.Helper()
+	tasks := make([]*queue.Task, n)
+	for i := range tasks {
+		tasks[i] = queue.NewRawTask("t", []byte(fmt.Sprint(i)))
+	}
+	_, err := b.client.EnqueueBatch(context.Background(), tasks, opts...)
+	must(t, err)
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// SetLimits applies to running workers at their next dequeue.
+	t.Run("ChangesWithoutRestart", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{Concurrency: 1}))
+		g := newGauge()
+		b.server(t, Config{Concurrency: 8}, g.handler(30*time.Millisecond, func(*Task) string { return "all" }))
+		enqueueN(t, b, 20)
+		waitFor(t, 10*time.Second, "ten done", func() bool { return g.finished("all") >= 10 })
+		if p := g.peakOf("all"); p != 1 {
+			t.Fatalf("peak %d under limit 1", p)
+		}
+		must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{Concurrency: 4}))
+		enqueueN(t, b, 40)
+		waitFor(t, 10*time.Second, "all done", func() bool { return g.finished("all") == 60 })
+		if p := g.peakOf("all"); p != 4 {
+			t.Fatalf("peak %d after raising the limit to 4, want 4", p)
+		}
+		li, err := b.insp.LimitInfo(ctx, queue.DefaultQueue)
+		must(t, err)
+		if li.Limits.Concurrency != 4 || li.Running != 0 {
+			t.Fatalf("LimitInfo = %+v", li)
+		}
+	})
+
+	// A crashed holder's slot comes back when its lease expires, at the next
+	// dequeue, without waiting for a reaper.
+	t.Run("ExpiredHolderSlotComesBack", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{Concurrency: 1}))
+		enqueueN(t, b, 2)
+		// a worker that leases one task for 400ms and dies
+		k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+		res, err := lua.Pop.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits()},
+			k.T, 1, 400, "", "crashed", 1000).Slice()
+		must(t, err)
+		if len(res) != 7 { // status, shard, now, then one task's four values
+			t.Fatalf("crashed worker leased %d values", len(res))
+		}
+		rec := newRecorder(nil)
+		start := time.Now()
+		b.server(t, Config{Lease: time.Minute, Heartbeat: 20 * time.Second}, rec) // its reaper will not run in time
+		waitFor(t, 3*time.Second, "both tasks", func() bool { return rec.total() == 2 })
+		if d := time.Since(start); d < 300*time.Millisecond {
+			t.Fatalf("the second task started after %v, before the crashed lease expired", d)
+		}
+	})
+}
+
+// TestRateLimit: 50 starts per second over five seconds: no second (no
+// window of one second) holds more than 50 starts, and the rate is close
+// to 50 on average.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.insp.SetLimits(context.Background(), queue.DefaultQueue, queue.Limits{Rate: 50, Per: time.Second}))
+	enqueueN(t, b, 400)
+	g := newGauge()
+	b.server(t, Config{Concurrency: 16}, g.handler(0, func(*Task) string { return "" }))
+	b.server(t, Config{Concurrency: 16}, g.handler(0, func(*Task) string { return "" }))
+	time.Sleep(5200 * time.Millisecond)
+	g.mu.Lock()
+	starts := append([]time.Time(nil), g.starts...)
+	g.mu.Unlock()
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	if len(starts) == 0 {
+		t.Fatal("nothing started")
+	}
+	// every sliding window of one second, by the server's lease times
+	for i, j := 0, 0; i < len(starts); i++ {
+		for starts[i].Sub(starts[j]) >= time.Second {
+			j++
+		}
+		if n := i - j + 1; n > 50 {
+			t.Fatalf("%d starts within one second, limit 50", n)
+		}
+	}
+	span := starts[len(starts)-1].Sub(starts[0]).Seconds()
+	rate := float64(len(starts)-50) / span // the first 50 start at once
+	if len(starts) < 220 || rate < 40 || rate > 52 {
+		t.Fatalf("%d starts over %.1fs (%.1f/s after the first burst), want about 50/s", len(starts), span, rate)
+	}
+}
+
+// TestKeyConcurrency: key limit 1, three keys, a hot key holding 90% of
+// the tasks. Fairness measure: every task of the two cold keys finishes
+// before a quarter of the hot key's tasks have (without parking they would
+// wait behind the hot key's backlog), and no key ever runs two at once.
+func TestKeyConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyConcurrency: 1}))
+	var tasks []*queue.Task
+	for i := range 100 {
+		key := "hot"
+		if i >= 90 {
+			key = []string{"cold-a", "cold-b"}[i%2]
+		}
+		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.ConcurrencyKey(key)))
+	}
+	_, err := b.client.EnqueueBatch(ctx, tasks) // the cold tasks are last in line
+	must(t, err)
+	g := newGauge()
+	h := g.handler(15*time.Millisecond, func(t *Task) string { return string(t.Payload) })
+	b.server(t, Config{Concurrency: 8}, h)
+	b.server(t, Config{Concurrency: 8}, h)
+	waitFor(t, 10*time.Second, "cold tasks", func() bool { return g.finished("cold-a")+g.finished("cold-b") == 10 })
+	if hot := g.finished("hot"); hot > 22 {
+		t.Fatalf("the cold keys finished only after %d of 90 hot tasks: starved", hot)
+	}
+	li, err := b.insp.LimitInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	if li.Keys["hot"].Waiting < 10 || li.Waiting < 10 {
+		t.Fatalf("LimitInfo while the hot key is busy: %+v", li)
+	}
+	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	if qi.Waiting < 10 {
+		t.Fatalf("QueueInfo.Waiting = %d, want the parked hot tasks", qi.Waiting)
+	}
+	waitFor(t, 10*time.Second, "every task", func() bool { return g.finished("hot") == 90 })
+	for _, k := range []string{"hot", "cold-a", "cold-b"} {
+		if p := g.peakOf(k); p != 1 {
+			t.Fatalf("key %s ran %d at once, limit 1", k, p)
+		}
+	}
+	waitFor(t, 3*time.Second, "counters settle", func() bool {
+		li, _ := b.insp.LimitInfo(ctx, queue.DefaultQueue)
+		return li.Waiting == 0 && len(li.Keys) == 0
+	})
+}
+
+// TestKeyParkedTasksSurviveWorkers: parked tasks live in Redis: with every
+// worker gone mid-way, a new worker finishes them all, none lost.
+func TestKeyParkedTasksSurviveWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyConcurrency: 1}))
+	enqueueN(t, b, 30, queue.ConcurrencyKey("tenant"))
+	var ran atomic.Int64
+	h := HandlerFunc(func(ctx context.Context, t *Task) error {
+		time.Sleep(20 * time.Millisecond)
+		ran.Add(1)
+		return nil
+	})
+	cfg := b.config(t, Config{Concurrency: 4})
+	s, err := NewServer(b.rdb, cfg, h)
+	must(t, err)
+	must(t, s.Start(ctx))
+	waitFor(t, 5*time.Second, "a few", func() bool { return ran.Load() >= 3 })
+	must(t, s.Shutdown(ctx))
+	qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	if qi.Waiting == 0 {
+		t.Fatalf("no task parked when the worker stopped: %+v", qi)
+	}
+	if left := qi.Pending + qi.Waiting + qi.Active; left+ran.Load() != 30 {
+		t.Fatalf("%d ran + %d left (%+v) != 30", ran.Load(), left, qi)
+	}
+	b.server(t, Config{Concurrency: 4}, h)
+	waitFor(t, 10*time.Second, "the rest", func() bool { return ran.Load() == 30 })
+}
