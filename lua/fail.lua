@@ -3,17 +3,19 @@
   KEYS[1] T:active  KEYS[2] T:msg  KEYS[3] T:state  KEYS[4] T:feed:msg
   KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:dead:rank
   ARGV[1] T  ARGV[2] now (ms, "" = server time)  ARGV[3] dead feed cap
-  ARGV[4] shard size  ARGV[5..] four fields per task: id, token, error text, retry delay (ms; -1 = dead)
+  ARGV[4] shard size  ARGV[5..] five fields per task: id, token, error text,
+    retry delay (ms; -1 = dead), snooze (1: back after the delay without
+    counting the attempt or recording an error)
   Only the token of the current lease counts, as in ack. Trimming the dead
   feed deletes the records of the tasks it drops.
-  Returns: one code per task: 1 retry, 2 dead, 0 stale token ]]
+  Returns: one code per task: 1 retry, 2 dead, 3 snoozed, 0 stale token ]]
 --@include time
 --@include limits
 --@include feed
 --@include stats
 local now = now_ms(ARGV[2])
 local codes, held = {}, {}
-for i = 5, #ARGV, 4 do
+for i = 5, #ARGV, 5 do
   local r = record_held(KEYS[3], ARGV[i], ARGV[i + 1])
   held[#held + 1] = r or false
   codes[#codes + 1] = 0
@@ -21,18 +23,23 @@ end
 local dead = {}
 for k, r in ipairs(held) do
   if r then
-    local i = 5 + (k - 1) * 4
-    local id, err, delay = ARGV[i], ARGV[i + 2], tonumber(ARGV[i + 3])
+    local i = 5 + (k - 1) * 5
+    local id, err, delay, snooze = ARGV[i], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4] == '1'
     redis.call('ZREM', KEYS[1], id)
     key_release(ARGV[1], r[10], tonumber(ARGV[4]))
     r[10] = ''
     redis.call('HDEL', KEYS[4], id)
-    r[5], r[6] = err, now
-    if delay < 0 then
+    if snooze then
+      r[1], r[2], r[9] = 'retry', math.max(0, r[2] - 1), now + math.max(delay, 0)
+      redis.call('ZADD', KEYS[5], r[9], id)
+      codes[k] = 3
+    elseif delay < 0 then
+      r[5], r[6] = err, now
       r[1], r[8], r[9] = 'dead', now, 0
       dead[#dead + 1] = id
       codes[k] = 2
     else
+      r[5], r[6] = err, now
       r[1], r[9] = 'retry', now + delay
       redis.call('ZADD', KEYS[5], now + delay, id)
       codes[k] = 1
@@ -46,6 +53,6 @@ for _, id in ipairs(trimmed) do
   redis.call('HDEL', KEYS[3], id)
 end
 local n = 0
-for _, c in ipairs(codes) do if c > 0 then n = n + 1 end end
+for _, c in ipairs(codes) do if c == 1 or c == 2 then n = n + 1 end end
 stats_add(ARGV[1], 'failed', now, n)
 return codes

@@ -40,6 +40,31 @@ func (s *Semaphore) Acquire(ctx context.Context, c redis.Scripter, holder string
 	return n == 1, err
 }
 
+// AcquireWait tries to take a slot for holder until it gets one or wait
+// passes, looking again after 5ms, doubling to 100ms.
+func (s *Semaphore) AcquireWait(ctx context.Context, c redis.Scripter, holder string, wait time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	pause := 5 * time.Millisecond
+	for {
+		ok, err := s.Acquire(ctx, c, holder)
+		if ok || err != nil {
+			return ok, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
 // Refresh extends holder's slot by TTL. It fails with ErrNotHeld when the
 // slot expired or was released: the holder must stop what the slot guarded.
 func (s *Semaphore) Refresh(ctx context.Context, c redis.Scripter, holder string) error {

@@ -115,6 +115,27 @@ func TestSemaphore(t *testing.T) {
 		}
 	})
 
+	t.Run("AcquireWait", func(t *testing.T) {
+		sem := &Semaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: time.Minute}
+		if ok, _ := sem.Acquire(ctx, rdb, "a"); !ok {
+			t.Fatal("Acquire failed")
+		}
+		start := time.Now()
+		if ok, err := sem.AcquireWait(ctx, rdb, "b", 100*time.Millisecond); ok || err != nil {
+			t.Fatalf("AcquireWait on a full semaphore = %v, %v", ok, err)
+		}
+		if d := time.Since(start); d < 100*time.Millisecond || d > time.Second {
+			t.Fatalf("gave up after %v, want 100ms", d)
+		}
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_ = sem.Release(ctx, rdb, "a")
+		}()
+		if ok, err := sem.AcquireWait(ctx, rdb, "b", 2*time.Second); !ok || err != nil {
+			t.Fatalf("AcquireWait while a slot frees = %v, %v", ok, err)
+		}
+	})
+
 	t.Run("BadLimitOrTTL", func(t *testing.T) {
 		for _, sem := range []*Semaphore{{Key: "k", Limit: 0, TTL: time.Second}, {Key: "k", Limit: -1, TTL: time.Second}, {Key: "k", Limit: 1}} {
 			if _, err := sem.Acquire(ctx, rdb, "a"); !errors.Is(err, ErrInvalidArgument) {

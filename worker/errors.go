@@ -23,6 +23,9 @@ var (
 	ErrShutdown = errors.New("worker: shutting down")
 	// ErrInvalidConfig reports a Config value out of range.
 	ErrInvalidConfig = errors.New("worker: invalid config")
+	// ErrSemaphoreLost is the cause of a handler's context cancellation
+	// when the semaphore slot it ran under (Semaphore middleware) expired.
+	ErrSemaphoreLost = errors.New("worker: semaphore slot lost")
 	// ErrServerState reports Start on a started server or Shutdown on one never started.
 	ErrServerState = errors.New("worker: server not in a state for that")
 )
@@ -46,6 +49,16 @@ type retryInError struct {
 
 func (e *retryInError) Error() string { return fmt.Sprintf("%v (retry in %v)", e.err, e.delay) }
 func (e *retryInError) Unwrap() error { return e.err }
+
+// Snooze returns an error that puts the task back in its queue for d
+// without counting the attempt or recording an error: the task could not
+// start yet (a limit, a dependency not ready), and it holds no worker slot
+// while it waits.
+func Snooze(d time.Duration) error { return &snoozeError{delay: d} }
+
+type snoozeError struct{ delay time.Duration }
+
+func (e *snoozeError) Error() string { return fmt.Sprintf("snoozed for %v", e.delay) }
 
 // PanicError is the failure of a handler that panicked, with its stack.
 type PanicError struct {

@@ -237,3 +237,39 @@ func TestKeyParkedTasksSurviveWorkers(t *testing.T) {
 	b.server(t, Config{Concurrency: 4}, h)
 	waitFor(t, 10*time.Second, "the rest", func() bool { return ran.Load() == 30 })
 }
+
+// TestSemaphoreMiddleware: a semaphore of 2 shared by two queues and two
+// workers: never more than 2 handlers under it, the limit is reached, and
+// tasks that waited were snoozed without costing attempts.
+func TestSemaphoreMiddleware(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sem := &lua.Semaphore{Key: "{" + b.qcfg.Prefix + "}:billing-api", Limit: 2, TTL: 3 * time.Second}
+	g := newGauge()
+	var attempts atomic.Int64
+	inner := g.handler(30*time.Millisecond, func(*Task) string { return "api" })
+	h := HandlerFunc(func(ctx context.Context, t *Task) error {
+		if t.Attempt != 1 {
+			attempts.Add(1)
+		}
+		return inner.ProcessTask(ctx, t)
+	})
+	cfg := Config{Queues: map[string]int{"invoices": 1, "refunds": 1}, Concurrency: 4, ForwardInterval: 20 * time.Millisecond,
+		Middleware: []Middleware{Semaphore(b.rdb, sem, 10*time.Millisecond, 50*time.Millisecond)}}
+	b.server(t, cfg, h)
+	b.server(t, cfg, h)
+	enqueueN(t, b, 15, queue.In("invoices"))
+	enqueueN(t, b, 15, queue.In("refunds"))
+	waitFor(t, 15*time.Second, "all 30", func() bool { return g.finished("api") == 30 })
+	if p := g.peakOf("api"); p != 2 {
+		t.Fatalf("peak %d under a semaphore of 2, want 2", p)
+	}
+	if n := attempts.Load(); n != 0 {
+		t.Fatalf("%d runs had attempt > 1: snoozing cost attempts", n)
+	}
+	holders, err := sem.Holders(context.Background(), b.rdb)
+	must(t, err)
+	if len(holders) != 0 {
+		t.Fatalf("slots still held after all tasks: %v", holders)
+	}
+}

@@ -28,6 +28,7 @@ type outcome struct {
 	unique    string
 	err       string
 	delay     time.Duration // fail: wait before the retry; -1 = dead
+	snooze    bool          // fail: back after delay, the attempt not counted
 }
 
 // finish queues an outcome for the flusher. After the flusher stopped
@@ -169,7 +170,11 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, g groupKey, 
 			if o.delay >= 0 {
 				delay = o.delay.Milliseconds()
 			}
-			args = append(args, o.id, o.token, o.err, delay)
+			snooze := 0
+			if o.snooze {
+				snooze = 1
+			}
+			args = append(args, o.id, o.token, o.err, delay, snooze)
 		}
 		return pipe.Run(ctx, lua.Fail, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Retry(), k.Dead(), keys.RankKey(k.Dead())}, args...)
 	default:

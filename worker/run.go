@@ -98,7 +98,8 @@ func (s *Server) run(p *part, l leased) {
 	case errors.Is(context.Cause(ctx), ErrShutdown):
 		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeRequeue})
 	default:
-		if s.cfg.ErrorHandler != nil {
+		var sn *snoozeError
+		if s.cfg.ErrorHandler != nil && !errors.As(err, &sn) {
 			s.cfg.ErrorHandler(ctx, t, err)
 		}
 		s.finish(s.failure(p, t, err))
@@ -119,6 +120,11 @@ func (s *Server) call(ctx context.Context, t *Task) (err error) {
 // or dead (delay -1) when retries are spent or the handler said so.
 func (s *Server) failure(p *part, t *Task, err error) outcome {
 	o := outcome{p: p, id: t.ID, token: t.token, kind: outcomeFail, err: err.Error(), delay: -1}
+	var sn *snoozeError
+	if errors.As(err, &sn) {
+		o.delay, o.snooze = max(sn.delay, 0), true
+		return o
+	}
 	if errors.Is(err, ErrSkipRetry) || t.RetriesLeft() == 0 {
 		return o
 	}

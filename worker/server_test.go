@@ -259,6 +259,29 @@ func TestFailures(t *testing.T) {
 		}
 	})
 
+	t.Run("SnoozeCostsNoAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// MaxRetry(0): had the snooze cost the attempt, the second run
+		// would be attempt 2 and the task would end dead.
+		var snoozedOnce atomic.Bool
+		rec := newRecorder(func(ctx context.Context, task *Task) error {
+			if task.Attempt != 1 {
+				return fmt.Errorf("attempt %d after a snooze", task.Attempt)
+			}
+			if snoozedOnce.CompareAndSwap(false, true) {
+				return Snooze(100 * time.Millisecond)
+			}
+			return nil
+		})
+		b.server(t, Config{ForwardInterval: 20 * time.Millisecond}, rec)
+		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(0))
+		waitFor(t, 5*time.Second, "done", func() bool {
+			_, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return errors.Is(err, queue.ErrTaskNotFound) && rec.count(info.ID) == 2
+		})
+	})
+
 	t.Run("ErrorHandlerSeesFailures", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
