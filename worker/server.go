@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,7 +106,13 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("worker start: %w", err)
 	}
 	if err := s.register(ctx); err != nil {
-		return fmt.Errorf("worker start: %w", err)
+		// A full Redis (maxmemory, noeviction) refuses the registry's HSET,
+		// but the scripts that drain a queue run anyway: start, so the
+		// queue drains and makes room. Producers registered their queues.
+		if !strings.HasPrefix(err.Error(), "OOM ") {
+			return fmt.Errorf("worker start: %w", err)
+		}
+		s.log.Warn("Redis is out of memory: starting without registering queues or writing limits", "err", err)
 	}
 	if s.cron != nil {
 		if err := s.cron.Start(ctx); err != nil {
