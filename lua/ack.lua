@@ -15,34 +15,46 @@
 --@include stats
 local T = ARGV[1]
 local now = now_ms(ARGV[2])
-local codes, held = {}, {}
+local ids, tokens = {}, {}
 for i = 5, #ARGV, 4 do
-  local r = record_held(KEYS[3], ARGV[i], ARGV[i + 1])
-  held[#held + 1] = r or false
-  codes[#codes + 1] = r and 1 or 0
+  ids[#ids + 1] = ARGV[i]
+  tokens[#tokens + 1] = ARGV[i + 1]
 end
-local kept = {}
+local held = records_held(KEYS[3], ids, tokens)
+local codes, done, gone, kept, keptStates, expiries = {}, {}, {}, {}, {}, {}
 for k, r in ipairs(held) do
+  codes[k] = r and 1 or 0
   if r then
     local i = 5 + (k - 1) * 4
-    local id, retention, unique = ARGV[i], tonumber(ARGV[i + 2]), ARGV[i + 3]
-    redis.call('ZREM', KEYS[1], id)
+    local id, retention, unique = ids[k], tonumber(ARGV[i + 2]), ARGV[i + 3]
+    done[#done + 1] = id
     key_release(T, r[10], tonumber(ARGV[4]))
-    r[10] = ''
-    redis.call('HDEL', KEYS[4], id)
     if retention > 0 then
-      r[1], r[8] = 'done', now
-      record_put(KEYS[3], id, r)
-      redis.call('ZADD', KEYS[7], now + retention, id)
+      r[1], r[8], r[10] = 'done', now, ''
+      keptStates[#keptStates + 1] = id
+      keptStates[#keptStates + 1] = cmsgpack.pack(r)
+      expiries[#expiries + 1] = now + retention
+      expiries[#expiries + 1] = id
       kept[#kept + 1] = id
     else
-      redis.call('HDEL', KEYS[2], id)
-      redis.call('HDEL', KEYS[3], id)
+      gone[#gone + 1] = id
     end
     if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
       redis.call('DEL', T .. ':unique:' .. unique)
     end
   end
+end
+if #done > 0 then
+  redis.call('ZREM', KEYS[1], unpack(done))
+  redis.call('HDEL', KEYS[4], unpack(done))
+end
+if #gone > 0 then
+  redis.call('HDEL', KEYS[2], unpack(gone))
+  redis.call('HDEL', KEYS[3], unpack(gone))
+end
+if #kept > 0 then
+  redis.call('HSET', KEYS[3], unpack(keptStates))
+  redis.call('ZADD', KEYS[7], unpack(expiries))
 end
 local _, trimmed = feed_append(KEYS[5], KEYS[6], kept, tonumber(ARGV[3]))
 for _, id in ipairs(trimmed) do
@@ -50,7 +62,5 @@ for _, id in ipairs(trimmed) do
   redis.call('HDEL', KEYS[3], id)
   redis.call('ZREM', KEYS[7], id)
 end
-local n = 0
-for _, c in ipairs(codes) do n = n + c end
-stats_add(T, 'done', now, n)
+stats_add(T, 'done', now, #done)
 return codes

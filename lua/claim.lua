@@ -14,9 +14,10 @@
 local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
 local want = tonumber(ARGV[2])
-local n, status = 0, 1
+local n, status, lim = 0, 1, nil
 if redis.call('EXISTS', KEYS[5]) == 0 then
-  n, status = dequeue_room(T, want, now, size)
+  local _
+  n, status, _, lim = dequeue_room(T, want, now, size)
 end
 local msgs = {}
 while #msgs < want do
@@ -33,12 +34,11 @@ if #back > 0 then sharded_push(KEYS[6], KEYS[7], T .. ':s:', size, back, true) e
 if n == 0 then return {status, left} end
 local take = {}
 for i = 1, math.min(n, #msgs) do take[#take + 1] = msgs[i] end
-local _, _, _, keyconc = limits_get(T)
-local keep, parked = park_over_limit(T, take, keyconc)
+local keep, parked = park_over_limit(T, take, lim.keyconc)
 status = 0
 if #keep == 0 and parked > 0 then status = 4 end
 local out = {status, left, now}
-for _, v in ipairs(lease_tasks(T, keep, now, now + tonumber(ARGV[3]), ARGV[5])) do
+for _, v in ipairs(lease_tasks(T, keep, now, now + tonumber(ARGV[3]), ARGV[5], lim.rate)) do
   out[#out + 1] = v
 end
 return out

@@ -2,12 +2,15 @@
 --[[ run_tasks: move scheduled, retrying or dead tasks to the tail of the
   pending list now.
   KEYS[1] T:scheduled  KEYS[2] T:retry  KEYS[3] T:dead  KEYS[4] T:msg
-  KEYS[5] T:state  KEYS[6] T:first  KEYS[7] T:last
+  KEYS[5] T:state  KEYS[6] T:first  KEYS[7] T:last  KEYS[8] T:feed
+  KEYS[9] T:feed:msg
   ARGV[1] T:s:  ARGV[2] shard size
   ARGV[3..] pairs: task ID, its MaxRetry (from its message)
   A task that never ran loses its record, as in forward; one that ran keeps
   it, with its attempts and last error. A dead task gets one more attempt:
-  its attempts drop to its MaxRetry when they were above it.
+  its attempts drop to its MaxRetry when they were above it. A task still in
+  the recent feed gets its message back in T:feed:msg, where inspectors
+  find pending tasks.
   Returns: one code per task: 1 moved, 0 not scheduled, retrying or dead ]]
 --@include sharded
 --@include record
@@ -22,6 +25,7 @@ for i = 3, #ARGV, 2 do
   if m then
     msgs[#msgs + 1] = m
     redis.call('HDEL', KEYS[4], id)
+    if redis.call('ZSCORE', KEYS[8], id) then redis.call('HSET', KEYS[9], id, m) end
     local r = record_get(KEYS[5], id)
     if r[2] == 0 then
       redis.call('HDEL', KEYS[5], id)

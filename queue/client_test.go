@@ -27,7 +27,7 @@ func TestEnqueue(t *testing.T) {
 		must(t, err)
 		info, err := b.client.Enqueue(ctx, task, In("mail"), MaxRetry(3), Timeout(time.Minute))
 		must(t, err)
-		if info.State != StatePending || info.Queue != "mail" || info.Type != "email:send" || len(info.ID) != 26 {
+		if info.State != StatePending || info.Queue != "mail" || info.Type != "email:send" || len(info.ID) != 20 {
 			t.Fatalf("info = %+v", info)
 		}
 		got, err := b.insp.GetTask(ctx, "mail", info.ID)

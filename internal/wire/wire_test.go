@@ -68,17 +68,21 @@ func TestRecordDecodesScriptLayout(t *testing.T) {
 }
 
 func TestNewIDIsShortUniqueAndTimeOrdered(t *testing.T) {
-	var ids []string
 	seen := map[string]bool{}
 	for range 1000 {
 		id := NewID()
-		if len(id) != 26 || seen[id] {
+		if len(id) != 20 || seen[id] {
 			t.Fatalf("id %q: length %d or duplicate", id, len(id))
 		}
 		seen[id] = true
-		ids = append(ids, id)
 	}
-	if !sort.StringsAreSorted(ids) {
+	// IDs made in different milliseconds sort by creation time.
+	var spaced []string
+	for range 20 {
+		spaced = append(spaced, NewID())
+		time.Sleep(1100 * time.Microsecond)
+	}
+	if !sort.StringsAreSorted(spaced) {
 		t.Fatal("ids made in sequence do not sort in creation order")
 	}
 }

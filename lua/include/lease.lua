@@ -2,25 +2,38 @@
 -- lease_tasks leases each message until deadline: its record becomes
 -- active with one more attempt, a new fencing token and its concurrency
 -- key; its message moves to T:msg, its ID to T:active, its key's running
--- count goes up, and a rate-limited partition logs the start. It returns
+-- count goes up, and a rate-limited partition logs the start. Reads and
+-- writes are one variadic call each for the whole batch. It returns
 -- {id, message, attempt, token, ...}.
-local function lease_tasks(T, msgs, now, deadline, worker)
+local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local out = {}
-  local active, msgk, statek = T .. ':active', T .. ':msg', T .. ':state'
-  local _, rate = limits_get(T)
-  for _, m in ipairs(msgs) do
-    local id, key = msg_head(m)
-    local r = record_get(statek, id)
+  if #msgs == 0 then return out end
+  local statek = T .. ':state'
+  local ids, keys = {}, {}
+  for i, m in ipairs(msgs) do ids[i], keys[i] = msg_head(m) end
+  local raws = redis.call('HMGET', statek, unpack(ids))
+  local states, bodies, leases, starts = {}, {}, {}, {}
+  for i, m in ipairs(msgs) do
+    local id, key = ids[i], keys[i]
+    local r = record_decode(raws[i])
     r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
-    record_put(statek, id, r)
-    redis.call('HSET', msgk, id, m)
-    redis.call('ZADD', active, deadline, id)
+    states[#states + 1] = id
+    states[#states + 1] = cmsgpack.pack(r)
+    bodies[#bodies + 1] = id
+    bodies[#bodies + 1] = m
+    leases[#leases + 1] = deadline
+    leases[#leases + 1] = id
+    starts[#starts + 1] = now
+    starts[#starts + 1] = id .. ':' .. r[3]
     if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
-    if rate > 0 then redis.call('ZADD', T .. ':ratelog', now, id .. ':' .. r[3]) end
     out[#out + 1] = id
     out[#out + 1] = m
     out[#out + 1] = r[2]
     out[#out + 1] = r[3]
   end
+  redis.call('HSET', statek, unpack(states))
+  redis.call('HSET', T .. ':msg', unpack(bodies))
+  redis.call('ZADD', T .. ':active', unpack(leases))
+  if rate > 0 then redis.call('ZADD', T .. ':ratelog', unpack(starts)) end
   return out
 end

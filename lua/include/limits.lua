@@ -91,10 +91,12 @@ local function rate_room(T, rate, per, now)
 end
 
 -- dequeue_room applies the partition's limits to a wish for n tasks. It
--- returns how many may start and, when none may, a status (2 at the
--- concurrency limit, 3 at the rate limit) and the ms to wait.
+-- returns how many may start, a status when none may (2 at the
+-- concurrency limit, 3 at the rate limit), the ms to wait, and the limits
+-- it read, for the rest of the call.
 local function dequeue_room(T, n, now, size)
-  local conc, rate, per = limits_get(T)
+  local conc, rate, per, keyconc = limits_get(T)
+  local lim = {conc = conc, rate = rate, keyconc = keyconc}
   if conc > 0 then
     local active = T .. ':active'
     if redis.call('ZCARD', active) >= conc then
@@ -102,12 +104,12 @@ local function dequeue_room(T, n, now, size)
       requeue_expired(T, now, conc, size)
     end
     n = math.min(n, conc - redis.call('ZCARD', active))
-    if n <= 0 then return 0, 2, 0 end
+    if n <= 0 then return 0, 2, 0, lim end
   end
   if rate > 0 then
     local room, wait = rate_room(T, rate, per, now)
-    if room == 0 then return 0, 3, wait end
+    if room == 0 then return 0, 3, wait, lim end
     n = math.min(n, room)
   end
-  return n, 0, 0
+  return n, 0, 0, lim
 end

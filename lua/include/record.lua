@@ -9,16 +9,37 @@ local function record_new(state, next_at)
   return cmsgpack.pack({state, 0, 0, '', '', 0, 0, 0, next_at})
 end
 
--- record_get returns the record of id as a table (defaults for a task that
--- has none yet, or fields an older record lacks), and whether it existed.
-local function record_get(state_key, id)
-  local raw = redis.call('HGET', state_key, id)
+-- record_decode turns a stored record (or false: none yet) into a table,
+-- with defaults for fields an older record lacks.
+local function record_decode(raw)
   local r = {}
   local got = raw and cmsgpack.unpack(raw) or {}
   for i = 1, #RECORD_DEFAULTS do
     if got[i] == nil then r[i] = RECORD_DEFAULTS[i] else r[i] = got[i] end
   end
-  return r, raw ~= false and raw ~= nil
+  return r
+end
+
+-- record_get returns the record of id as a table, and whether it existed.
+local function record_get(state_key, id)
+  local raw = redis.call('HGET', state_key, id)
+  return record_decode(raw), raw ~= false and raw ~= nil
+end
+
+-- records_held reads the records of ids in one call and returns, for each,
+-- the record when the task is active under its token, or false.
+local function records_held(state_key, ids, tokens)
+  local out = {}
+  if #ids == 0 then return out end
+  local raws = redis.call('HMGET', state_key, unpack(ids))
+  for i, raw in ipairs(raws) do
+    out[i] = false
+    if raw then
+      local r = record_decode(raw)
+      if r[1] == 'active' and tonumber(r[3]) == tonumber(tokens[i]) then out[i] = r end
+    end
+  end
+  return out
 end
 
 local function record_put(state_key, id, r)
