@@ -14,10 +14,14 @@ import (
 func (s *Server) fetch(ctx context.Context, p *part) {
 	var wait backoff
 	inflight := true // a previous incarnation of this ID cannot exist, but a lost reply can
+	busy := false    // the last pop filled its batch: the queue has a backlog
 	for ctx.Err() == nil {
 		n, err := s.slots.acquire(ctx, p.weight, s.cfg.BatchSize)
 		if err != nil {
 			return
+		}
+		if busy && n < s.cfg.BatchSize/2 {
+			n = s.slots.topUp(ctx, n, s.cfg.BatchSize/2, s.cfg.BatchSize, batchWait)
 		}
 		if n = s.popHigher(ctx, p, n); n == 0 {
 			continue
@@ -43,6 +47,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			s.hooks.afterClaim()
 		}
 		s.start(p, r.tasks)
+		busy = len(r.tasks) == n && n > 1
 		n -= len(r.tasks)
 		switch {
 		case len(r.tasks) > 0 || claiming && r.status == statusOK || r.status == statusParked:
@@ -107,6 +112,11 @@ func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
 
 // idlePoll is how often a paused or limited queue is looked at again.
 func (s *Server) idlePoll() time.Duration { return min(250*time.Millisecond, s.cfg.Heartbeat) }
+
+// batchWait bounds how long a busy fetcher or flusher waits to gather a
+// batch, so a script call carries many tasks instead of one or two. It
+// applies only while a queue has a backlog; an idle worker never waits.
+const batchWait = time.Millisecond
 
 // backoff doubles a wait from 20ms to 1s across consecutive failures.
 type backoff struct{ d time.Duration }

@@ -50,6 +50,7 @@ func (s *Server) flush(stop <-chan struct{}) {
 	defer close(s.flusherDone)
 	const maxBatch = 1000
 	batch := make([]outcome, 0, maxBatch)
+	busy := false // the last batch held several: handlers are finishing fast
 	for {
 		select {
 		case o := <-s.outcomes:
@@ -82,7 +83,26 @@ func (s *Server) flush(stop <-chan struct{}) {
 				break drain
 			}
 		}
+		if busy && len(batch) < s.cfg.BatchSize/2 {
+			s.gather(&batch, s.cfg.BatchSize/2)
+		}
+		busy = len(batch) > 1
 		s.write(batch, stop)
+	}
+}
+
+// gather waits, at most batchWait, for the batch to reach target: while
+// handlers finish one by one, one script call then carries many outcomes.
+func (s *Server) gather(batch *[]outcome, target int) {
+	timer := time.NewTimer(batchWait)
+	defer timer.Stop()
+	for len(*batch) < target {
+		select {
+		case o := <-s.outcomes:
+			*batch = append(*batch, o)
+		case <-timer.C:
+			return
+		}
 	}
 }
 

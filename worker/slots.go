@@ -4,16 +4,18 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"time"
 )
 
 // slots hands this process's free handler slots to the fetchers that wait
 // for them: to the heaviest waiting queue first (strict priority) or at
 // random in proportion to the queues' weights.
 type slots struct {
-	mu      sync.Mutex
-	free    int
-	strict  bool
-	waiters []*waiter
+	mu       sync.Mutex
+	free     int
+	strict   bool
+	waiters  []*waiter
+	released chan struct{} // closed and replaced at every release
 }
 
 type waiter struct {
@@ -22,7 +24,9 @@ type waiter struct {
 	ch     chan int // receives the slots granted
 }
 
-func newSlots(n int, strict bool) *slots { return &slots{free: n, strict: strict} }
+func newSlots(n int, strict bool) *slots {
+	return &slots{free: n, strict: strict, released: make(chan struct{})}
+}
 
 // acquire waits for at least one slot and takes up to want.
 func (s *slots) acquire(ctx context.Context, weight, want int) (int, error) {
@@ -70,8 +74,41 @@ func (s *slots) release(n int) {
 	s.mu.Lock()
 	s.free += n
 	s.grant()
+	close(s.released)
+	s.released = make(chan struct{})
 	s.mu.Unlock()
 }
+
+// topUp adds free slots to the n a fetcher holds until it has at least
+// min, or until wait passes, waking at each release. A busy queue's
+// fetcher uses it so a pop carries a batch rather than the one or two
+// slots that happened to be free: handlers release slots one by one.
+func (s *slots) topUp(ctx context.Context, n, min, want int, wait time.Duration) int {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		if len(s.waiters) == 0 {
+			k := minInt(s.free, want-n)
+			s.free -= k
+			n += k
+		}
+		released := s.released
+		s.mu.Unlock()
+		if n >= min {
+			return n
+		}
+		select {
+		case <-released:
+		case <-timer.C:
+			return n
+		case <-ctx.Done():
+			return n
+		}
+	}
+}
+
+func minInt(a, b int) int { return min(a, b) }
 
 // grant hands free slots to waiters; s.mu is held.
 func (s *slots) grant() {

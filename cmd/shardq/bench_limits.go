@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisLimits is what Redis itself does on this machine, measured in the
+// same run, so every figure also reads as a ratio of it.
+type redisLimits struct {
+	evalsha          float64 // unpipelined trivial EVALSHA, calls/s
+	evalshaRTT       float64 // its round trip, µs
+	evalshaPipelined float64 // pipelined trivial EVALSHA, calls/s
+	rpushPipelined   float64 // pipelined RPUSH of one payload, ops/s
+	lpopPipelined    float64 // pipelined LPOP, ops/s
+	listBytes        float64 // used_memory per payload in a plain list, bytes
+}
+
+var trivialScript = redis.NewScript("return 1")
+
+func (b *bench) measureLimits(ctx context.Context) error {
+	if err := trivialScript.Load(ctx, b.rdb).Err(); err != nil {
+		return err
+	}
+	const calls = 20_000
+	start := time.Now()
+	for range calls {
+		if err := trivialScript.EvalSha(ctx, b.rdb, []string{"shardq-bench-limit:x"}).Err(); err != nil {
+			return err
+		}
+	}
+	d := time.Since(start)
+	b.limits.evalsha = calls / d.Seconds()
+	b.limits.evalshaRTT = float64(d.Microseconds()) / calls
+	b.add(figure{Name: "redis: EVALSHA unpipelined", Value: b.limits.evalsha, Unit: "calls/s"})
+
+	rate, err := pipelined(ctx, b.rdb, 200_000, func(p redis.Pipeliner) {
+		trivialScript.EvalSha(ctx, p, []string{"shardq-bench-limit:x"})
+	})
+	if err != nil {
+		return err
+	}
+	b.limits.evalshaPipelined = rate
+	b.add(figure{Name: "redis: EVALSHA pipelined (500)", Value: rate, Unit: "calls/s"})
+
+	item := strings.Repeat("x", b.f.payload)
+	key := "shardq-bench-limit:list"
+	before, err := usedMemory(ctx, b.rdb)
+	if err != nil {
+		return err
+	}
+	if b.limits.rpushPipelined, err = pipelined(ctx, b.rdb, 200_000, func(p redis.Pipeliner) { p.RPush(ctx, key, item) }); err != nil {
+		return err
+	}
+	after, err := usedMemory(ctx, b.rdb)
+	if err != nil {
+		return err
+	}
+	b.limits.listBytes = float64(after-before) / 200_000
+	b.add(figure{Name: "redis: RPUSH pipelined (500)", Value: b.limits.rpushPipelined, Unit: "ops/s"})
+	if b.limits.lpopPipelined, err = pipelined(ctx, b.rdb, 200_000, func(p redis.Pipeliner) { p.LPop(ctx, key) }); err != nil {
+		return err
+	}
+	b.add(figure{Name: "redis: LPOP pipelined (500)", Value: b.limits.lpopPipelined, Unit: "ops/s"})
+	b.add(figure{Name: "redis: memory per list item", Value: b.limits.listBytes, Unit: "bytes"})
+	return b.rdb.Del(ctx, key).Err()
+}
+
+// pipelined runs n commands in pipelines of 500 and returns commands/s.
+func pipelined(ctx context.Context, rdb redis.UniversalClient, n int, cmd func(redis.Pipeliner)) (float64, error) {
+	start := time.Now()
+	for done := 0; done < n; done += 500 {
+		p := rdb.Pipeline()
+		for range 500 {
+			cmd(p)
+		}
+		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+			return 0, err
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// usedMemory reads INFO memory's used_memory.
+func usedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	return infoInt(ctx, rdb, "memory", "used_memory")
+}
+
+// infoInt reads one numeric field of an INFO section.
+func infoInt(ctx context.Context, rdb redis.UniversalClient, section, field string) (int64, error) {
+	v, err := infoFloat(ctx, rdb, section, field)
+	return int64(v), err
+}
+
+func infoFloat(ctx context.Context, rdb redis.UniversalClient, section, field string) (float64, error) {
+	s, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(s, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var f float64
+			_, err := fmtSscan(v, &f)
+			return f, err
+		}
+	}
+	return 0, nil
+}
