@@ -113,6 +113,9 @@ func TestShardedList(t *testing.T) {
 		must(t, s.list.Push(ctx, s.rdb, Right, "a", "b"))
 		// A dummy left in a live shard by a helper whose move never ran.
 		must(t, s.rdb.LPush(ctx, s.list.ShardKey(0), Dummy).Err())
+		if n, err := s.list.Len(ctx, s.rdb); err != nil || n != 2 {
+			t.Fatalf("Len with a dummy in the first shard = %d, %v; want 2", n, err)
+		}
 		got, err := s.list.Pop(ctx, s.rdb, Left, 10)
 		must(t, err)
 		if strings.Join(got, ",") != "a,b" {

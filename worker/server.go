@@ -102,6 +102,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("worker start: %w", err)
 	}
 	s.warnIfEvicting(ctx)
+	s.warnIfRetrying()
 	if _, err := s.touch(ctx, s.cfg.WorkerID); err != nil {
 		return fmt.Errorf("worker start: %w", err)
 	}
@@ -166,6 +167,25 @@ func (s *Server) warnIfEvicting(ctx context.Context) {
 	if p := policy["maxmemory-policy"]; p != "" && p != "noeviction" {
 		s.log.Warn("Redis maxmemory-policy is not noeviction: under memory pressure Redis may evict tasks",
 			"maxmemory-policy", p)
+	}
+}
+
+// warnIfRetrying logs a warning when go-redis may resend a command whose
+// reply was lost. shardq cannot change the caller's client; a resent pop
+// leases tasks that then wait for their lease to expire (late, not lost).
+func (s *Server) warnIfRetrying() {
+	var retries int
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		retries = c.Options().MaxRetries
+	case *redis.ClusterClient:
+		retries = c.Options().MaxRetries
+	default:
+		return
+	}
+	if retries > 0 {
+		s.log.Warn("the Redis client retries commands after a lost reply (MaxRetries > 0): a retried pop "+
+			"delays its tasks until their lease expires; give workers a client with MaxRetries: -1", "max_retries", retries)
 	}
 }
 
