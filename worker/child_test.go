@@ -72,7 +72,19 @@ const (
 	// handleGated records the start, waits until the parent opens the
 	// task's gate (recKeys.gate, 15s at most), then completes as record does.
 	handleGated = "gated"
+	// handleGauge records the task in recKeys.running (task -> pid) and
+	// raises recKeys.peak to the number running, sleeps, then removes it
+	// and completes as record does: the parent sees concurrency across
+	// processes.
+	handleGauge = "gauge"
 )
+
+// gaugeScript adds a running task and keeps the peak of all running at once.
+var gaugeScript = redis.NewScript(`
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local n = redis.call('HLEN', KEYS[1])
+if n > tonumber(redis.call('GET', KEYS[2]) or 0) then redis.call('SET', KEYS[2], n) end
+return n`)
 
 // childOpts configures a child worker process.
 type childOpts struct {
@@ -143,7 +155,7 @@ func childOptsFromEnv() (childOpts, error) {
 	switch o.Handler {
 	case "":
 		o.Handler = handleRecord
-	case handleRecord, handleWaitLease, handleGated:
+	case handleRecord, handleWaitLease, handleGated, handleGauge:
 	default:
 		errs = append(errs, fmt.Errorf("unknown handler %q", o.Handler))
 	}
@@ -181,6 +193,12 @@ func (k recKeys) cause() string { return k.p + ":cause" }
 
 // gate is the list a gated handler of task id waits on (BLPOP).
 func (k recKeys) gate(id string) string { return k.p + ":gate:" + id }
+
+// running holds task -> pid of the handlers running now (handleGauge).
+func (k recKeys) running() string { return k.p + ":running" }
+
+// peak is the most handlers handleGauge saw running at once.
+func (k recKeys) peak() string { return k.p + ":peak" }
 
 // ready holds the pid of the child running as worker id, once it started.
 func (k recKeys) ready(id string) string { return k.p + ":ready:" + id }
@@ -372,6 +390,18 @@ func (c *childWorker) handle(ctx context.Context, t *Task) error {
 		if err := c.rdb.BLPop(ctx, 15*time.Second, c.k.gate(t.ID)).Err(); err != nil {
 			return fmt.Errorf("gate of task %s: %w", t.ID, err)
 		}
+	}
+	if c.o.Handler == handleGauge {
+		if err := c.retry(ctx, func(ctx context.Context) error {
+			return gaugeScript.Run(ctx, c.rdb, []string{c.k.running(), c.k.peak()}, t.ID, c.pid).Err()
+		}); err != nil {
+			return err
+		}
+		defer func() {
+			_ = c.retry(context.WithoutCancel(ctx), func(ctx context.Context) error {
+				return c.rdb.HDel(ctx, c.k.running(), t.ID).Err()
+			})
+		}()
 	}
 	if c.o.Sleep > 0 {
 		sleepCtx(ctx, c.o.Sleep)

@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/queue"
+)
+
+// TestQueueLimitAcrossProcesses: three worker processes, queue limit 3,
+// handlers that record when they start and stop. The most handlers running
+// at once is exactly 3 and is reached. Killing a holder with SIGKILL keeps
+// its slot taken until its lease expires (the limit is not exceeded
+// meanwhile), then the slot comes back and every task completes.
+func TestQueueLimitAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	prefix := redistest.Prefix(t)
+	k := recKeys{prefix}
+	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
+	must(t, err)
+	client, err := queue.NewClient(rdb, queue.Config{Prefix: prefix})
+	must(t, err)
+	must(t, insp.SetLimits(ctx, "limited", queue.Limits{Concurrency: 3}))
+	const lease = 2 * time.Second
+	opts := childOpts{Addr: srv.Addr, Prefix: prefix, Queue: "limited", Concurrency: 4, Lease: lease,
+		Heartbeat: 400 * time.Millisecond, Sleep: 150 * time.Millisecond, Handler: handleGauge}
+	var kids []*child
+	for i := range 3 {
+		kids = append(kids, startChild(t, "w"+strconv.Itoa(i), opts))
+	}
+	for _, c := range kids {
+		c.waitReady(t, rdb)
+	}
+	tasks := make([]*queue.Task, 80)
+	for i := range tasks {
+		tasks[i] = queue.NewRawTask("t", nil)
+	}
+	_, err = client.EnqueueBatch(ctx, tasks, queue.In("limited"))
+	must(t, err)
+	peak := func() int { n, _ := rdb.Get(ctx, k.peak()).Int(); return n }
+	waitFor(t, 10*time.Second, "three running at once", func() bool { return peak() == 3 })
+
+	// kill a process while it holds a slot
+	var victim *child
+	waitFor(t, 5*time.Second, "a holder to kill", func() bool {
+		running, _ := rdb.HGetAll(ctx, k.running()).Result()
+		for _, c := range kids[:2] {
+			for _, pid := range running {
+				if pid == strconv.Itoa(c.pid) {
+					victim = c
+					return true
+				}
+			}
+		}
+		return false
+	})
+	victim.signal(t, syscall.SIGKILL)
+	killed := time.Now()
+	if !victim.waitExit(5 * time.Second) {
+		t.Fatal("the victim did not die")
+	}
+	// its handlers run no more: forget them (the slot stays taken in Redis)
+	running, _ := rdb.HGetAll(ctx, k.running()).Result()
+	for task, pid := range running {
+		if pid == strconv.Itoa(victim.pid) {
+			rdb.HDel(ctx, k.running(), task)
+		}
+	}
+	// until the lease expires, the live handlers stay below the limit
+	for time.Since(killed) < lease-400*time.Millisecond {
+		if n := rdb.HLen(ctx, k.running()).Val(); n >= 3 {
+			t.Fatalf("%d handlers running %v after a holder died, before its lease (%v) expired: its slot was reused early",
+				n, time.Since(killed).Round(time.Millisecond), lease)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, rdb.Set(ctx, k.peak(), 0, 0).Err())
+	waitFor(t, 5*time.Second, "the slot back: three running again", func() bool { return peak() == 3 })
+	waitFor(t, 30*time.Second, "every task", func() bool {
+		qi, err := insp.QueueInfo(ctx, "limited")
+		return err == nil && qi.Pending == 0 && qi.Active == 0
+	})
+	if p := peak(); p > 3 {
+		t.Fatalf("peak %d after the slot came back, limit 3", p)
+	}
+	completions := hashInts(t, rdb, k.completions())
+	if len(completions) != 80 {
+		t.Fatalf("%d of 80 tasks completed", len(completions))
+	}
+}
