@@ -51,6 +51,7 @@ const (
 	envCrashAt     = "SHARDQ_CHILD_CRASH_AT"    // die at the Nth occurrence of the crash point
 	envHandler     = "SHARDQ_CHILD_HANDLER"     // handler behaviour
 	envMaxRetries  = "SHARDQ_CHILD_MAX_RETRIES" // go-redis MaxRetries; 0 = its default, -1 = none
+	envSchedule    = "SHARDQ_CHILD_SCHEDULE"    // "" or "spec|missed": a schedule named "tick" enqueueing onto Queue+"-cron"
 )
 
 // Crash points: the child SIGKILLs itself at the Nth occurrence of one.
@@ -95,6 +96,7 @@ type childOpts struct {
 	CrashAt                 int
 	Handler                 string
 	MaxRetries              int
+	Schedule                string
 }
 
 func (o childOpts) env() []string {
@@ -112,6 +114,7 @@ func (o childOpts) env() []string {
 		envCrashAt + "=" + strconv.Itoa(o.CrashAt),
 		envHandler + "=" + o.Handler,
 		envMaxRetries + "=" + strconv.Itoa(o.MaxRetries),
+		envSchedule + "=" + o.Schedule,
 	}
 }
 
@@ -119,6 +122,7 @@ func childOptsFromEnv() (childOpts, error) {
 	o := childOpts{
 		Addr: os.Getenv(envAddr), Prefix: os.Getenv(envPrefix), Queue: os.Getenv(envQueue),
 		ID: os.Getenv(envID), Crash: os.Getenv(envCrash), Handler: os.Getenv(envHandler),
+		Schedule: os.Getenv(envSchedule),
 	}
 	var errs []error
 	num := func(name string) int {
@@ -234,6 +238,7 @@ func childMain() int {
 		Heartbeat:       o.Heartbeat,
 		ShutdownTimeout: 5 * time.Second,
 		WorkerID:        o.ID,
+		Schedules:       childSchedules(o),
 	}, HandlerFunc(c.handle))
 	if err != nil {
 		log.Error("child: NewServer", "err", err)
@@ -647,4 +652,18 @@ func members(t *testing.T, rdb *redis.Client, key string) map[string]bool {
 		out[id] = true
 	}
 	return out
+}
+
+// childSchedules returns the child's schedule: "tick", enqueueing onto
+// Queue+"-cron" (which no child runs, so the parent counts the ticks).
+func childSchedules(o childOpts) []Schedule {
+	spec, missed, ok := strings.Cut(o.Schedule, "|")
+	if !ok {
+		return nil
+	}
+	sc := Schedule{Name: "tick", Spec: spec, Task: queue.NewRawTask("tick", nil), Options: []queue.Option{queue.In(o.Queue + "-cron")}}
+	if missed == MissedRunOnce.String() {
+		sc.Missed = MissedRunOnce
+	}
+	return []Schedule{sc}
 }

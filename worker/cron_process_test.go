@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/queue"
+)
+
+// cronTickIDs returns the ticks (unix seconds) enqueued onto q, from the
+// recent feed: the task IDs are cron:tick:<unix seconds>.
+func cronTickIDs(t *testing.T, rdb *redis.Client, prefix, q string) []int64 {
+	t.Helper()
+	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
+	must(t, err)
+	page, err := insp.ReadFeed(context.Background(), queue.FeedQuery{Queue: q, Limit: 1000})
+	must(t, err)
+	var ticks []int64
+	for _, ti := range page.Tasks {
+		var sec int64
+		if _, err := fmt.Sscan(ti.ID[strings.LastIndex(ti.ID, ":")+1:], &sec); err != nil {
+			t.Fatalf("task %s is not a tick", ti.ID)
+		}
+		ticks = append(ticks, sec)
+	}
+	return ticks
+}
+
+// TestCronAcrossProcesses: @every 1s on three scheduler processes for 5s:
+// 5±1 enqueues, none twice for a tick.
+func TestCronAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	prefix := redistest.Prefix(t)
+	opts := childOpts{Addr: srv.Addr, Prefix: prefix, Queue: "jobs", Lease: 2 * time.Second,
+		Heartbeat: 400 * time.Millisecond, Handler: handleRecord, Schedule: "@every 1s|skip"}
+	var kids []*child
+	for i := range 3 {
+		kids = append(kids, startChild(t, fmt.Sprint("s", i), opts))
+	}
+	for _, c := range kids {
+		c.waitReady(t, rdb)
+	}
+	start := time.Now()
+	time.Sleep(5 * time.Second)
+	for _, c := range kids {
+		c.stop(t)
+	}
+	ticks := cronTickIDs(t, rdb, prefix, "jobs-cron")
+	seen := map[int64]bool{}
+	for _, s := range ticks {
+		if seen[s] {
+			t.Fatalf("tick %d enqueued twice", s)
+		}
+		seen[s] = true
+	}
+	if n := len(ticks); n < 4 || n > 6+int(time.Since(start)/time.Second-5) {
+		t.Fatalf("%d enqueues in 5s of @every 1s on three processes, want 5±1: %v", n, ticks)
+	}
+}
+
+// TestCronProcessStoppedThreeTicks: a lone scheduler process stopped
+// (SIGSTOP) across three ticks and resumed follows its missed-tick policy:
+// skip enqueues none of them, run-once enqueues one.
+func TestCronProcessStoppedThreeTicks(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		policy string
+		want   int
+	}{{"skip", 0}, {"run-once", 1}} {
+		t.Run(c.policy, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			rdb := srv.Client(t)
+			prefix := redistest.Prefix(t)
+			kid := startChild(t, "sched", childOpts{Addr: srv.Addr, Prefix: prefix, Queue: "jobs", Lease: 10 * time.Second,
+				Heartbeat: 2 * time.Second, Handler: handleRecord, Schedule: "@every 1s|" + c.policy})
+			kid.waitReady(t, rdb)
+			time.Sleep(1500 * time.Millisecond)
+			kid.signal(t, syscall.SIGSTOP)
+			stopped := time.Now()
+			time.Sleep(3300 * time.Millisecond)
+			kid.signal(t, syscall.SIGCONT)
+			resumed := time.Now()
+			time.Sleep(300 * time.Millisecond)
+			kid.stop(t)
+			var missed []int64
+			for _, s := range cronTickIDs(t, rdb, prefix, "jobs-cron") {
+				at := time.Unix(s, 0)
+				// ticks while stopped, older than the on-time grace at resume
+				if at.After(stopped) && at.Before(resumed.Add(-tickGrace)) {
+					missed = append(missed, s)
+				}
+			}
+			if len(missed) != c.want {
+				t.Fatalf("policy %s: %d enqueues for the ticks missed while stopped (%v), want %d", c.policy, len(missed), missed, c.want)
+			}
+		})
+	}
+}
