@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -57,14 +56,8 @@ func (m *Message) DecodeMsgpack(d *msgpack.Decoder) error {
 
 // Encode returns the message's msgpack bytes.
 func (m *Message) Encode() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.GetEncoder()
-	defer msgpack.PutEncoder(enc)
-	enc.Reset(&buf)
-	if err := enc.Encode(m); err != nil {
-		return nil, fmt.Errorf("encode task message: %w", err)
-	}
-	return buf.Bytes(), nil
+	size := 40 + len(m.ID) + len(m.Key) + len(m.Type) + len(m.Payload) + len(m.Unique)
+	return appendMessage(make([]byte, 0, size), m), nil
 }
 
 // DecodeMessage decodes b. A message that does not decode (truncated,

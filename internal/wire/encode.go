@@ -1,0 +1,79 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// appendMessage appends m's msgpack array to b. It writes what
+// EncodeMsgpack writes (shortest forms), without an encoder or buffer
+// growth: enqueue encodes every task, so this path is worth its 40 lines.
+func appendMessage(b []byte, m *Message) []byte {
+	b = append(b, 0x9b) // fixarray of 11
+	b = appendString(b, m.ID)
+	b = appendString(b, m.Key)
+	b = appendString(b, m.Type)
+	b = appendBin(b, m.Payload)
+	if m.Raw {
+		b = append(b, 0xc3)
+	} else {
+		b = append(b, 0xc2)
+	}
+	b = appendInt(b, int64(m.MaxRetry))
+	b = appendInt(b, m.Timeout)
+	b = appendInt(b, m.Deadline)
+	b = appendInt(b, m.Retention)
+	b = appendString(b, m.Unique)
+	return appendInt(b, m.EnqueuedAt)
+}
+
+func appendString(b []byte, s string) []byte {
+	switch n := len(s); {
+	case n < 32:
+		b = append(b, 0xa0|byte(n))
+	case n <= math.MaxUint8:
+		b = append(b, 0xd9, byte(n))
+	case n <= math.MaxUint16:
+		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
+	}
+	return append(b, s...)
+}
+
+func appendBin(b []byte, p []byte) []byte {
+	switch n := len(p); {
+	case n <= math.MaxUint8:
+		b = append(b, 0xc4, byte(n))
+	case n <= math.MaxUint16:
+		b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
+	}
+	return append(b, p...)
+}
+
+func appendInt(b []byte, n int64) []byte {
+	switch {
+	case n >= 0 && n < 128:
+		return append(b, byte(n))
+	case n < 0 && n >= -32:
+		return append(b, byte(n))
+	case n >= 0 && n <= math.MaxUint8:
+		return append(b, 0xcc, byte(n))
+	case n >= 0 && n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(n))
+	case n >= 0 && n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(n))
+	case n >= 0:
+		return binary.BigEndian.AppendUint64(append(b, 0xcf), uint64(n))
+	case n >= math.MinInt8:
+		return append(b, 0xd0, byte(n))
+	case n >= math.MinInt16:
+		return binary.BigEndian.AppendUint16(append(b, 0xd1), uint16(n))
+	case n >= math.MinInt32:
+		return binary.BigEndian.AppendUint32(append(b, 0xd2), uint32(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(n))
+	}
+}
