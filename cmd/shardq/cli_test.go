@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/queue"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command's goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is shardq running in-process in the background, until stop.
+type proc struct {
+	cancel      context.CancelFunc
+	done        chan int
+	stdout, err *syncBuffer
+}
+
+// startShardq runs shardq with args in a goroutine; stop cancels its
+// context (as SIGINT does) and returns the exit code.
+func startShardq(t *testing.T, env map[string]string, args ...string) *proc {
+	t.Helper()
+	p := &proc{done: make(chan int, 1), stdout: &syncBuffer{}, err: &syncBuffer{}}
+	m := &Main{Stdout: p.stdout, Stderr: p.err, Getenv: func(k string) string { return env[k] }}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() { p.done <- m.Run(ctx, args) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	return p
+}
+
+func (p *proc) stop(t *testing.T) int {
+	t.Helper()
+	p.cancel()
+	select {
+	case code := <-p.done:
+		p.done <- code // for Cleanup
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("shardq did not stop within 30s\nstderr:\n%s", p.err.String())
+		return -1
+	}
+}
+
+// redisEnv returns the environment pointing shardq at srv.
+func redisEnv(srv *redistest.Server) map[string]string {
+	return map[string]string{"REDIS_URL": "redis://" + srv.Addr}
+}
+
+// downEnv points shardq at a port nothing listens on.
+func downEnv(t *testing.T) map[string]string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return map[string]string{"SHARDQ_REDIS_URL": "redis://" + addr}
+}
+
+func inspector(t *testing.T, srv *redistest.Server) *queue.Inspector {
+	t.Helper()
+	insp, err := queue.NewInspector(srv.Client(t), queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return insp
+}
+
+// waitState polls until task id of q is in state, and returns its info.
+func waitState(t *testing.T, insp *queue.Inspector, q, id string, state queue.State) *queue.TaskInfo {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	var last *queue.TaskInfo
+	for time.Now().Before(deadline) {
+		ti, err := insp.GetTask(context.Background(), q, id)
+		if err != nil && !errors.Is(err, queue.ErrTaskNotFound) {
+			t.Fatalf("GetTask(%s): %v", id, err)
+		}
+		if ti != nil && ti.State == state {
+			return ti
+		}
+		last = ti
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last == nil {
+		t.Fatalf("task %s: not found, want state %s", id, state)
+	}
+	t.Fatalf("task %s: state %s (last error %q), want %s", id, last.State, last.LastError, state)
+	return nil
+}
+
+// writeFile writes a file in a test directory and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// enqueueCommand enqueues a task from the command line, or one task per
+// line of its input with --lines:
+//
+//	shardq enqueue --queue email --type email:send --json --payload '{"to": "ann@example.com"}'
+//	generate-jobs | shardq enqueue --type resize --lines
+//
+// It prints each task's ID and state ("01J... pending"). Exit codes: 0
+// when every task was enqueued; 1 for Redis errors and rejected tasks
+// (a duplicate task ID or unique task: the message names it); 2 for bad
+// flags or input (no type, a bad queue name, invalid JSON with --json).
+type enqueueCommand struct{}
+
+func (*enqueueCommand) name() string { return "enqueue" }
+func (*enqueueCommand) summary() string {
+	return "enqueue a task from the command line or stdin, or one task per line with --lines"
+}
+
+const enqueueDetails = `
+The payload is --payload, else the whole of stdin (or --file). With --json it
+is JSON, stored as msgpack so Go handlers decode it with worker.Typed (object
+keys match Go field names or msgpack tags, case-sensitively); without, the
+bytes are stored as they are (a raw payload).
+
+--lines enqueues one task per line of stdin (or --file), skipping empty lines,
+in batches of up to 500 per Redis round trip; each task's options are the
+flags'. Rejected lines are reported on stderr, the others enqueued.
+
+Prints "ID STATE" for every task enqueued (STATE is pending or scheduled).`
+
+const enqueueExitCodes = `Exit codes:
+  0  every task enqueued
+  1  a Redis error, or a task rejected (duplicate --id or --unique task)
+  2  bad flags or input (no --type, a bad queue name, invalid JSON with --json)`
+
+// maxPayload is queue.Config.MaxPayloadSize's default, which this command uses.
+const maxPayload = 1 << 20
+
+type enqueueFlags struct {
+	redisURL string
+	prefix   string
+	queue    string
+	typ      string
+	payload  string
+	file     string
+	json     bool
+	delay    time.Duration
+	maxRetry int
+	id       string
+	unique   time.Duration
+	timeout  time.Duration
+	lines    bool
+}
+
+func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error {
+	var f enqueueFlags
+	fs := m.flagSet(c)
+	fs.StringVar(&f.redisURL, "redis", "", redisFlagHelp)
+	fs.StringVar(&f.prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&f.queue, "queue", queue.DefaultQueue, "the queue")
+	fs.StringVar(&f.typ, "type", "", "the task type, which picks the handler (required)")
+	fs.StringVar(&f.payload, "payload", "", "the payload (default: read stdin)")
+	fs.StringVar(&f.file, "file", "", "read the payload (or the lines) from `file` instead of stdin")
+	fs.BoolVar(&f.json, "json", false, "the payload is JSON: store it as msgpack, for worker.Typed handlers")
+	fs.DurationVar(&f.delay, "delay", 0, "run the task after this long")
+	fs.IntVar(&f.maxRetry, "max-retry", queue.DefaultMaxRetry, "retries after a failed attempt before the task is dead")
+	fs.StringVar(&f.id, "id", "", "the task's ID (default: a new one); an ID enqueued before is rejected")
+	fs.DurationVar(&f.unique, "unique", 0, "reject the task while one with the same type and payload is queued, for this `ttl`")
+	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")
+	fs.BoolVar(&f.lines, "lines", false, "one task per line of stdin (or --file)")
+	describe(m, fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	set := visited(fs)
+	opts, err := f.options(set)
+	if err != nil {
+		return err
+	}
+	e := &enqueuer{m: m, f: f, opts: opts}
+	if f.lines {
+		return e.lines(ctx)
+	}
+	return e.one(ctx, set["payload"])
+}
+
+// options checks the flags and turns them into task options.
+func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
+	switch {
+	case f.typ == "":
+		return nil, usageErr("--type is required")
+	case set["payload"] && (f.lines || f.file != ""):
+		return nil, usageErr("--payload is the payload: it cannot be used with --lines or --file")
+	case f.lines && f.id != "":
+		return nil, usageErr("--id names one task: it cannot be used with --lines")
+	case f.delay < 0 || f.unique < 0 || f.timeout < 0:
+		return nil, usageErr("--delay, --unique and --timeout cannot be negative")
+	}
+	if _, err := (queue.Config{Prefix: f.prefix}).Normalize(); err != nil {
+		return nil, fmt.Errorf("%w: --prefix: %v", errUsage, err)
+	}
+	opts := []queue.Option{queue.In(f.queue), queue.MaxRetry(f.maxRetry)}
+	if f.delay > 0 {
+		opts = append(opts, queue.ProcessIn(f.delay))
+	}
+	if f.id != "" {
+		opts = append(opts, queue.TaskID(f.id))
+	}
+	if f.unique > 0 {
+		opts = append(opts, queue.Unique(f.unique))
+	}
+	if f.timeout > 0 {
+		opts = append(opts, queue.Timeout(f.timeout))
+	}
+	if _, err := queue.NewRawTask(f.typ, nil).QueueName(opts...); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return opts, nil
+}
+
+type enqueuer struct {
+	m    *Main
+	f    enqueueFlags
+	opts []queue.Option
+}
+
+// input opens --file, else stdin (refusing a terminal: it would wait for
+// a payload nobody types).
+func (e *enqueuer) input() (io.ReadCloser, error) {
+	if e.f.file != "" {
+		f, err := os.Open(e.f.file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		return f, nil
+	}
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return nil, usageErr("no payload: pass --payload, --file, or pipe it on stdin")
+	}
+	return io.NopCloser(os.Stdin), nil
+}
+
+// task builds the task of one payload.
+func (e *enqueuer) task(payload []byte) (*queue.Task, error) {
+	if !e.f.json {
+		return queue.NewRawTask(e.f.typ, payload), nil
+	}
+	v, err := jsonValue(payload)
+	if err != nil {
+		return nil, err
+	}
+	return queue.NewTask(e.f.typ, v)
+}
+
+func (e *enqueuer) one(ctx context.Context, fromFlag bool) error {
+	payload := []byte(e.f.payload)
+	if !fromFlag {
+		in, err := e.input()
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if payload, err = io.ReadAll(io.LimitReader(in, maxPayload+1)); err != nil {
+			return fmt.Errorf("read the payload: %w", err)
+		}
+		if len(payload) > maxPayload {
+			return usageErr("the payload is over %d bytes", maxPayload)
+		}
+	}
+	task, err := e.task(payload)
+	if err != nil {
+		return fmt.Errorf("%w: --payload: %v", errUsage, err)
+	}
+	client, closeRedis, err := e.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	info, err := client.Enqueue(ctx, task, e.opts...)
+	if err != nil {
+		return e.explain(err)
+	}
+	fmt.Fprintf(e.m.Stdout, "%s %s\n", info.ID, info.State)
+	return nil
+}
+
+func (e *enqueuer) client(ctx context.Context) (*queue.Client, func(), error) {
+	rdb, closeRedis, err := e.m.connect(ctx, e.f.redisURL, false, e.m.Stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := queue.NewClient(rdb, queue.Config{Prefix: e.f.prefix})
+	if err != nil {
+		closeRedis()
+		return nil, nil, err
+	}
+	return client, closeRedis, nil
+}
+
+// explain turns a rejected task into a message that names what collided;
+// bad input is a usage error.
+func (e *enqueuer) explain(err error) error {
+	switch {
+	case errors.Is(err, queue.ErrDuplicateTaskID):
+		return fmt.Errorf("not enqueued: task ID %q was already enqueued to queue %q (IDs stay claimed for 24h)", e.f.id, e.f.queue)
+	case errors.Is(err, queue.ErrDuplicateUniqueTask):
+		return fmt.Errorf("not enqueued: a %q task with the same payload is already in queue %q (--unique %v)", e.f.typ, e.f.queue, e.f.unique)
+	case errors.Is(err, queue.ErrInvalidTask), errors.Is(err, queue.ErrInvalidOption),
+		errors.Is(err, queue.ErrPayloadTooLarge), errors.Is(err, queue.ErrInvalidQueueName):
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return err
+}

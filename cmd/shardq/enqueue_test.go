@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/redistest"
+)
+
+// enqueued parses "ID STATE" lines.
+func enqueued(t *testing.T, out string) [][2]string {
+	t.Helper()
+	var got [][2]string
+	for l := range strings.Lines(out) {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			t.Fatalf("output line %q, want ID STATE", l)
+		}
+		got = append(got, [2]string{f[0], f[1]})
+	}
+	return got
+}
+
+func TestEnqueue(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+	insp := inspector(t, srv)
+	ctx := context.Background()
+	enqueue := func(t *testing.T, args ...string) (id, state string) {
+		t.Helper()
+		code, out, errOut := run(t, env, append([]string{"enqueue"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("exit %d\nstderr:\n%s", code, errOut)
+		}
+		got := enqueued(t, out)
+		if len(got) != 1 {
+			t.Fatalf("output %q, want one line", out)
+		}
+		return got[0][0], got[0][1]
+	}
+
+	t.Run("Raw", func(t *testing.T) {
+		t.Parallel()
+		id, state := enqueue(t, "--type", "greet", "--payload", "hello", "--max-retry", "3", "--timeout", "1m")
+		ti, err := insp.GetTask(ctx, "default", id)
+		if err != nil || state != "pending" || !ti.Raw || string(ti.Payload) != "hello" || ti.MaxRetry != 3 || ti.Timeout != time.Minute {
+			t.Fatalf("state %s, task %+v, %v", state, ti, err)
+		}
+	})
+	t.Run("JSONForTypedHandlers", func(t *testing.T) {
+		t.Parallel()
+		id, _ := enqueue(t, "--queue", "email", "--type", "email:send", "--json",
+			"--payload", `{"To": "ann@example.com", "Retries": 3, "Score": 0.5, "Tags": ["a", "b"]}`)
+		ti, err := insp.GetTask(ctx, "email", id)
+		if err != nil || ti.Raw {
+			t.Fatalf("task %+v, %v", ti, err)
+		}
+		var v struct {
+			To      string
+			Retries int
+			Score   float64
+			Tags    []string
+		}
+		if err := ti.Decode(&v); err != nil || v.To != "ann@example.com" || v.Retries != 3 || v.Score != 0.5 || len(v.Tags) != 2 {
+			t.Fatalf("decoded %+v, %v", v, err)
+		}
+	})
+	t.Run("Delay", func(t *testing.T) {
+		t.Parallel()
+		id, state := enqueue(t, "--type", "later", "--payload", "", "--delay", "1h")
+		ti, err := insp.GetTask(ctx, "default", id)
+		if err != nil || state != "scheduled" || time.Until(ti.NextProcessAt) < 59*time.Minute {
+			t.Fatalf("state %s, task %+v, %v", state, ti, err)
+		}
+	})
+	t.Run("File", func(t *testing.T) {
+		t.Parallel()
+		id, _ := enqueue(t, "--type", "doc", "--file", writeFile(t, "p", "line 1\nline 2\n"))
+		ti, err := insp.GetTask(ctx, "default", id)
+		if err != nil || string(ti.Payload) != "line 1\nline 2\n" {
+			t.Fatalf("task %+v, %v", ti, err)
+		}
+	})
+	t.Run("DuplicateID", func(t *testing.T) {
+		t.Parallel()
+		if id, _ := enqueue(t, "--type", "x", "--payload", "1", "--id", "order-42"); id != "order-42" {
+			t.Fatalf("ID %q", id)
+		}
+		code, out, errOut := run(t, env, "enqueue", "--type", "x", "--payload", "2", "--id", "order-42")
+		if code != exitFailure || out != "" || !strings.Contains(errOut, `not enqueued: task ID "order-42" was already enqueued to queue "default"`) {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("DuplicateUnique", func(t *testing.T) {
+		t.Parallel()
+		enqueue(t, "--type", "report", "--payload", "may", "--unique", "1h")
+		enqueue(t, "--type", "report", "--payload", "june", "--unique", "1h")
+		code, _, errOut := run(t, env, "enqueue", "--type", "report", "--payload", "may", "--unique", "1h")
+		if code != exitFailure || !strings.Contains(errOut, `a "report" task with the same payload is already in queue "default"`) {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+// TestEnqueueStdin reads the payload from stdin; it swaps os.Stdin, so it
+// does not run in parallel.
+func TestEnqueueStdin(t *testing.T) {
+	srv := redistest.Start(t)
+	f, err := os.Open(writeFile(t, "stdin", `{"N": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	code, out, errOut := run(t, redisEnv(srv), "enqueue", "--type", "t", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errOut)
+	}
+	ti, err := inspector(t, srv).GetTask(context.Background(), "default", enqueued(t, out)[0][0])
+	var v struct{ N int }
+	if err != nil || ti.Decode(&v) != nil || v.N != 1 {
+		t.Fatalf("task %+v, %v", ti, err)
+	}
+}
+
+func TestEnqueueLines(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	insp := inspector(t, srv)
+	var in strings.Builder
+	const n = 1234
+	for i := range n {
+		fmt.Fprintf(&in, `{"I": %d}`+"\n", i)
+		if i == 10 {
+			in.WriteString("\n") // skipped
+		}
+	}
+	code, out, errOut := run(t, redisEnv(srv), "enqueue", "--type", "n", "--json", "--lines", "--queue", "bulk",
+		"--file", writeFile(t, "lines", in.String()))
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errOut)
+	}
+	got := enqueued(t, out)
+	if len(got) != n {
+		t.Fatalf("%d tasks printed, want %d", len(got), n)
+	}
+	qi, err := insp.QueueInfo(context.Background(), "bulk")
+	if err != nil || qi.Pending != n {
+		t.Fatalf("queue %+v, %v", qi, err)
+	}
+	// in input order
+	ti, err := insp.GetTask(context.Background(), "bulk", got[n-1][0])
+	var v struct{ I int }
+	if err != nil || ti.Decode(&v) != nil || v.I != n-1 {
+		t.Fatalf("last task %+v (%v), payload %+v", ti, err, v)
+	}
+
+	t.Run("Rejected", func(t *testing.T) {
+		t.Parallel()
+		lines := "{\"a\": 1}\nnot json\n{\"a\": 1}\n{\"a\": 2}\n"
+		code, out, errOut := run(t, redisEnv(srv), "enqueue", "--type", "u", "--json", "--lines", "--unique", "1h",
+			"--file", writeFile(t, "lines", lines))
+		if code != exitFailure || len(enqueued(t, out)) != 2 {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		for _, want := range []string{"line 2: not enqueued: invalid JSON", `line 3: not enqueued: a "u" task with the same payload`, "2 of 4 lines not enqueued"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, errOut)
+			}
+		}
+	})
+}
+
+func TestEnqueueBadInput(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{"UnknownFlag", env, []string{"--type", "t", "--prio", "1"}, exitUsage, "flag provided but not defined: -prio"},
+		{"NoType", env, []string{"--payload", "x"}, exitUsage, "--type is required"},
+		{"QueueName", env, []string{"--type", "t", "--payload", "x", "--queue", "{bad}"}, exitUsage, "invalid queue name"},
+		{"MaxRetry", env, []string{"--type", "t", "--payload", "x", "--max-retry", "-1"}, exitUsage, "MaxRetry(-1)"},
+		{"BadID", env, []string{"--type", "t", "--payload", "x", "--id", "has space"}, exitUsage, "invalid task"},
+		{"JSON", env, []string{"--type", "t", "--json", "--payload", "{nope"}, exitUsage, "invalid JSON"},
+		{"JSONTwoValues", env, []string{"--type", "t", "--json", "--payload", "1 2"}, exitUsage, "more than one value"},
+		{"IDWithLines", env, []string{"--type", "t", "--lines", "--id", "x"}, exitUsage, "--id names one task"},
+		{"PayloadWithLines", env, []string{"--type", "t", "--lines", "--payload", "x"}, exitUsage, "cannot be used with --lines"},
+		{"MissingFile", env, []string{"--type", "t", "--file", "/nonexistent/payload"}, exitUsage, "no such file"},
+		{"Arguments", env, []string{"--type", "t", "payload"}, exitUsage, "unexpected arguments"},
+		{"Prefix", env, []string{"--type", "t", "--payload", "x", "--prefix", "a{b}"}, exitUsage, "--prefix"},
+		{"NoRedis", nil, []string{"--type", "t", "--payload", "x"}, exitUsage, "no Redis"},
+		{"RedisDown", downEnv(t), []string{"--type", "t", "--payload", "x"}, exitFailure, "connect to 127.0.0.1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := run(t, c.env, append([]string{"enqueue"}, c.args...)...)
+			if code != c.code || out != "" || !strings.Contains(errOut, c.want) {
+				t.Fatalf("exit %d, want %d; stdout %q; stderr lacks %q:\n%s", code, c.code, out, c.want, errOut)
+			}
+		})
+	}
+	if code, _, errOut := run(t, nil, "enqueue", "-h"); code != exitOK || !strings.Contains(errOut, "Exit codes:") {
+		t.Fatalf("enqueue -h: exit %d, stderr %q", code, errOut)
+	}
+}

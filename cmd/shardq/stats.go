@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// statsCommand prints the tasks of every queue (or one) per state, with
+// whether the queue is paused and how long its oldest pending task has
+// waited, as an aligned table or as JSON. Exit codes: 0 printed; 1 Redis
+// unreachable or no such queue; 2 bad flags or queue name.
+type statsCommand struct{}
+
+func (*statsCommand) name() string { return "stats" }
+func (*statsCommand) summary() string {
+	return "count tasks per queue and state, as a table or JSON"
+}
+
+const statsDetails = `
+Columns: pending, active (running), scheduled, retry (waiting to run again),
+dead, done (kept for their retention), waiting (pending tasks parked for their
+concurrency key's limit), paused, and latency: the age of the oldest pending
+task. Each queue costs two Redis round trips, whatever its size.
+
+--json prints an array of objects with the same fields (latency_ms in
+milliseconds), one per queue.`
+
+const statsExitCodes = `Exit codes:
+  0  printed
+  1  Redis unreachable, or no queue named --queue
+  2  bad flags or queue name`
+
+// queueStats is a queue's line in --json output.
+type queueStats struct {
+	Queue      string `json:"queue"`
+	Partitions int    `json:"partitions"`
+	Pending    int64  `json:"pending"`
+	Active     int64  `json:"active"`
+	Scheduled  int64  `json:"scheduled"`
+	Retry      int64  `json:"retry"`
+	Dead       int64  `json:"dead"`
+	Done       int64  `json:"done"`
+	Waiting    int64  `json:"waiting"`
+	Paused     bool   `json:"paused"`
+	LatencyMS  int64  `json:"latency_ms"`
+}
+
+func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
+	var redisURL, prefix, name string
+	var asJSON bool
+	fs := m.flagSet(c)
+	fs.StringVar(&redisURL, "redis", "", redisFlagHelp)
+	fs.StringVar(&prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&name, "queue", "", "show this queue only")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	describe(m, fs, c, "[flags]", statsDetails, statsExitCodes)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if _, err := (queue.Config{Prefix: prefix}).Normalize(); err != nil {
+		return fmt.Errorf("%w: --prefix: %v", errUsage, err)
+	}
+	if name != "" {
+		if err := queue.ValidateQueueName(name); err != nil {
+			return fmt.Errorf("%w: --queue: %v", errUsage, err)
+		}
+	}
+	rdb, closeRedis, err := m.connect(ctx, redisURL, false, m.Stderr)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
+	if err != nil {
+		return err
+	}
+	infos, err := queueInfos(ctx, insp, name)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeStatsJSON(m.Stdout, infos)
+	}
+	writeStatsTable(m.Stdout, infos)
+	if len(infos) == 0 {
+		fmt.Fprintln(m.Stderr, "no queues yet: nothing was enqueued and no worker ran")
+	}
+	return nil
+}
+
+// queueInfos reads queue name, or every queue when name is "".
+func queueInfos(ctx context.Context, insp *queue.Inspector, name string) ([]*queue.QueueInfo, error) {
+	if name == "" {
+		return insp.QueueInfos(ctx)
+	}
+	names, err := insp.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(names, name) {
+		return nil, fmt.Errorf("no queue %q; the queues are: %s", name, strings.Join(names, ", "))
+	}
+	qi, err := insp.QueueInfo(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return []*queue.QueueInfo{qi}, nil
+}
+
+func writeStatsJSON(w io.Writer, infos []*queue.QueueInfo) error {
+	out := make([]queueStats, len(infos))
+	for i, qi := range infos {
+		out[i] = queueStats{Queue: qi.Queue, Partitions: qi.Partitions, Pending: qi.Pending, Active: qi.Active,
+			Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Done, Waiting: qi.Waiting,
+			Paused: qi.Paused, LatencyMS: qi.Latency.Milliseconds()}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// writeStatsTable prints an aligned table: names left, numbers right, and
+// a total line when there are several queues.
+func writeStatsTable(w io.Writer, infos []*queue.QueueInfo) {
+	rows := [][]string{{"QUEUE", "PENDING", "ACTIVE", "SCHEDULED", "RETRY", "DEAD", "DONE", "WAITING", "PAUSED", "LATENCY"}}
+	var total queue.QueueInfo
+	for _, qi := range infos {
+		rows = append(rows, statsRow(qi.Queue, qi))
+		total.Pending += qi.Pending
+		total.Active += qi.Active
+		total.Scheduled += qi.Scheduled
+		total.Retry += qi.Retry
+		total.Dead += qi.Dead
+		total.Done += qi.Done
+		total.Waiting += qi.Waiting
+		total.Latency = max(total.Latency, qi.Latency)
+	}
+	if len(infos) > 1 {
+		row := statsRow("(all)", &total)
+		row[8] = ""
+		rows = append(rows, row)
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, cell := range r {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, cell := range r {
+			switch i {
+			case 0:
+				fmt.Fprintf(&b, "%-*s", widths[i], cell)
+			case 8:
+				fmt.Fprintf(&b, "  %-*s", widths[i], cell)
+			default:
+				fmt.Fprintf(&b, "  %*s", widths[i], cell)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+func statsRow(name string, qi *queue.QueueInfo) []string {
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	paused := "-"
+	if qi.Paused {
+		paused = "yes"
+	}
+	return []string{name, n(qi.Pending), n(qi.Active), n(qi.Scheduled), n(qi.Retry), n(qi.Dead), n(qi.Done),
+		n(qi.Waiting), paused, latency(qi.Latency)}
+}
+
+// latency renders the age of the oldest pending task at a useful precision.
+func latency(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
