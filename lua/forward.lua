@@ -4,8 +4,9 @@
   KEYS[1] T:scheduled  KEYS[2] T:retry  KEYS[3] T:msg  KEYS[4] T:state
   KEYS[5] T:first  KEYS[6] T:last
   ARGV[1] T:s:  ARGV[2] now (ms, "" = server time)  ARGV[3] shard size  ARGV[4] max per set
-  A task that never ran loses its record (pending tasks need none); a
-  retrying one keeps it, with its attempts and last error.
+  A task that never ran loses its record and message copy (pending tasks
+  need neither); a retrying one keeps both, so inspectors still find it
+  with its attempts and last error while it waits in the list.
   Returns: {tasks moved, ms until the next due task (-1 = none)} ]]
 --@include time
 --@include sharded
@@ -20,9 +21,9 @@ for s = 1, 2 do
     local m = redis.call('HGET', KEYS[3], id)
     if m then
       msgs[#msgs + 1] = m
-      redis.call('HDEL', KEYS[3], id)
       local r = record_get(KEYS[4], id)
       if r[2] == 0 then
+        redis.call('HDEL', KEYS[3], id)
         redis.call('HDEL', KEYS[4], id)
       else
         r[1], r[9] = 'pending', 0

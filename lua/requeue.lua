@@ -15,8 +15,7 @@ for i = 3, #ARGV, 2 do
     r[1], r[2], r[4], r[10] = 'pending', math.max(0, r[2] - 1), '', ''
     record_put(KEYS[3], id, r)
     key_release(ARGV[1], key, tonumber(ARGV[2]))
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
+    redis.call('ZREM', KEYS[1], id) -- its message stays in T:msg, for inspectors
     msgs[#msgs + 1] = m
     codes[#codes + 1] = 1
   else

@@ -150,6 +150,32 @@ func TestFailures(t *testing.T) {
 		}
 	})
 
+	// A task back in pending after a failed attempt is still found, with
+	// its attempts and last error, while it waits in the list.
+	t.Run("RetriedPendingTaskIsFound", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		s := b.server(t, Config{ForwardInterval: 20 * time.Millisecond}, HandlerFunc(func(ctx context.Context, task *Task) error {
+			return RetryIn(100*time.Millisecond, errors.New("not yet"))
+		}))
+		info := b.enqueue(t, queue.NewRawTask("t", []byte("kept")))
+		waitFor(t, 5*time.Second, "retry state", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateRetry
+		})
+		must(t, b.insp.PauseQueue(ctx, queue.DefaultQueue))
+		waitFor(t, 5*time.Second, "back in pending", func() bool {
+			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+			return qi.Pending == 1 && qi.Retry == 0
+		})
+		ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+		if err != nil || ti.State != queue.StatePending || ti.Attempts < 1 || ti.LastError != "not yet (retry in 100ms)" ||
+			string(ti.Payload) != "kept" {
+			t.Fatalf("retried pending task: %+v, %v", ti, err)
+		}
+		_ = s
+	})
+
 	t.Run("SkipRetryGoesStraightToDead", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -69,8 +69,7 @@ local function requeue_expired(T, now, max, size)
       local r = record_get(statek, id)
       local key = r[10]
       r[1], r[4], r[5], r[10] = 'pending', '', 'lease expired (worker crashed or stalled)', ''
-      record_put(statek, id, r)
-      redis.call('HDEL', msgk, id)
+      record_put(statek, id, r) -- the message stays in T:msg, for inspectors
       back[#back + 1] = m
       key_release(T, key, size)
     end

@@ -1,4 +1,6 @@
--- A task's mutable record, stored in T:state once the task leaves pending:
+-- A task's mutable record, stored in T:state once the task leaves pending
+-- (and kept, with its message in T:msg, when it comes back to pending to
+-- run again):
 -- a msgpack array (decoded in Go by wire.Record) of
 --   [1] state  [2] attempts  [3] lease token  [4] worker  [5] last error
 --   [6] last failed at (ms)  [7] started at (ms)  [8] finished at (ms)
