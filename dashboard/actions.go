@@ -1,0 +1,93 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// actionDef is one action: served as POST <pattern> for forms (which
+// redirect back) and POST /api<pattern> for scripts (which answer JSON).
+type actionDef struct {
+	name    string
+	pattern string
+	// do runs the action and returns how many tasks it changed.
+	do func(d *Dashboard, r *http.Request, q, id string) (int64, error)
+}
+
+var actions = []*actionDef{
+	{"pause", "/queues/{queue}/pause", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+		return 0, d.insp.PauseQueue(r.Context(), q)
+	}},
+	{"resume", "/queues/{queue}/resume", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+		return 0, d.insp.ResumeQueue(r.Context(), q)
+	}},
+	{"run-all", "/queues/{queue}/run-all", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+		return d.insp.RunAllTasks(r.Context(), q, queue.State(r.FormValue("state")))
+	}},
+	{"delete-all", "/queues/{queue}/delete-all", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+		return d.insp.DeleteAllTasks(r.Context(), q, queue.State(r.FormValue("state")))
+	}},
+	{"run", "/queues/{queue}/tasks/{id}/run", func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+		return 1, d.insp.RunTask(r.Context(), q, id)
+	}},
+	{"delete", "/queues/{queue}/tasks/{id}/delete", func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+		return 1, d.insp.DeleteTask(r.Context(), q, id)
+	}},
+	{"cancel", "/queues/{queue}/tasks/{id}/cancel", func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+		return 1, d.insp.CancelTask(r.Context(), q, id)
+	}},
+}
+
+// actionHandler serves a; ServeHTTP has checked read-only mode, origin
+// and CSRF token already.
+func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, id := r.PathValue("queue"), r.PathValue("id")
+		n, err := a.do(d, r, q, id)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		if api {
+			out := map[string]any{"ok": true, "action": a.name, "queue": q, "count": n}
+			if id != "" {
+				out["id"] = id
+			}
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+		back, ok := safeReturn(r.FormValue("return"))
+		if !ok {
+			back = "/queues/" + url.PathEscape(q)
+		}
+		http.Redirect(w, r, d.base(r)+withFlash(back, a.name, n), http.StatusSeeOther)
+	})
+}
+
+// safeReturn accepts a path under the dashboard ("/queues/q?state=dead"),
+// never another site ("//evil.example", "https://...").
+func safeReturn(s string) (string, bool) {
+	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.ContainsAny(s, "\\\r\n\t") {
+		return "", false
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// withFlash sets the done/n query parameters that make the page show what
+// the action did.
+func withFlash(path, action string, n int64) string {
+	u, _ := url.Parse(path)
+	v := u.Query()
+	v.Set("done", action)
+	v.Set("n", strconv.FormatInt(n, 10))
+	u.RawQuery = v.Encode()
+	return u.String()
+}

@@ -1,0 +1,238 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// errBadRequest reports a request parameter out of range.
+var errBadRequest = errors.New("dashboard: bad request")
+
+// status maps an error to its HTTP status.
+func status(err error) int {
+	switch {
+	case errors.Is(err, errReadOnly), errors.Is(err, errCSRF), errors.Is(err, errForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, errBadRequest), errors.Is(err, queue.ErrInvalidQueueName),
+		errors.Is(err, queue.ErrInvalidOption), errors.Is(err, queue.ErrInvalidMarker):
+		return http.StatusBadRequest
+	case errors.Is(err, queue.ErrTaskNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, queue.ErrTaskState):
+		return http.StatusConflict
+	case errors.Is(err, queue.ErrMarkerNotFound):
+		return http.StatusGone
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// fail answers with err: JSON for the API, an error page otherwise.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := status(err)
+	if code >= 500 {
+		d.log.Error("dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if isAPI(r) {
+		writeJSONError(w, code, err.Error())
+		return
+	}
+	d.render(w, r, code, "error", "Error", errorData{Status: code, StatusText: http.StatusText(code), Message: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeJSONError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
+	qs, err := d.insp.QueueInfos(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := make([]queueView, 0, len(qs))
+	for _, qi := range qs {
+		out = append(out, newQueueView(qi))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+}
+
+func (d *Dashboard) apiQueue(w http.ResponseWriter, r *http.Request) {
+	qi, err := d.insp.QueueInfo(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newQueueView(qi))
+}
+
+// apiHistory serves one queue's history, or every queue's without one.
+func (d *Dashboard) apiHistory(w http.ResponseWriter, r *http.Request) {
+	span, err := spanParam(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	h, err := d.history(r.Context(), r.PathValue("queue"), span)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newHistoryView(h))
+}
+
+func (d *Dashboard) history(ctx context.Context, q string, span queue.Span) (*queue.History, error) {
+	if q == "" {
+		return d.insp.HistoryAll(ctx, span)
+	}
+	return d.insp.History(ctx, q, span)
+}
+
+func spanParam(r *http.Request) (queue.Span, error) {
+	switch s := r.URL.Query().Get("span"); s {
+	case "", "hour":
+		return queue.SpanHour, nil
+	case "day":
+		return queue.SpanDay, nil
+	default:
+		return "", fmt.Errorf("%w: span %q, want hour or day", errBadRequest, s)
+	}
+}
+
+// taskQuery reads a TaskQuery from the request: state, after, limit, order.
+func (d *Dashboard) taskQuery(r *http.Request) (queue.TaskQuery, error) {
+	v := r.URL.Query()
+	q := queue.TaskQuery{Queue: r.PathValue("queue"), State: queue.State(v.Get("state")), After: v.Get("after"), Limit: d.opts.PageSize}
+	if q.State == "" {
+		q.State = queue.StatePending
+	}
+	if !validState(q.State) {
+		return q, fmt.Errorf("%w: state %q, want one of %v", errBadRequest, q.State, tabs)
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > queue.MaxPageSize {
+			return q, fmt.Errorf("%w: limit %q, want 1..%d", errBadRequest, s, queue.MaxPageSize)
+		}
+		q.Limit = n
+	}
+	switch o := v.Get("order"); o {
+	case "":
+		q.Newest = newestFirst(q.State)
+	case "newest":
+		q.Newest = true
+	case "oldest":
+	default:
+		return q, fmt.Errorf("%w: order %q, want oldest or newest", errBadRequest, o)
+	}
+	return q, nil
+}
+
+// tabs are the listings of a queue page, in order.
+var tabs = []queue.State{queue.StatePending, queue.StateActive, queue.StateScheduled, queue.StateRetry,
+	queue.StateDead, queue.StateDone, queue.StateRecent}
+
+func validState(s queue.State) bool {
+	for _, t := range tabs {
+		if s == t {
+			return true
+		}
+	}
+	return false
+}
+
+// newestFirst is each listing's default order: finished and recent tasks
+// newest first, the others in the order they will run.
+func newestFirst(s queue.State) bool {
+	return s == queue.StateDead || s == queue.StateDone || s == queue.StateRecent
+}
+
+func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {
+	q, err := d.taskQuery(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	page, err := d.insp.ListTasks(r.Context(), q)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := pageView{Tasks: make([]taskView, 0, len(page.Tasks)), Next: page.Next, Newer: page.Newer}
+	for _, ti := range page.Tasks {
+		out.Tasks = append(out.Tasks, newTaskView(ti))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Dashboard) apiTask(w http.ResponseWriter, r *http.Request) {
+	ti, err := d.insp.GetTask(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	v := struct {
+		taskView
+		CancelRequested bool `json:"cancel_requested,omitempty"`
+	}{taskView: newTaskView(ti)}
+	if ti.State == queue.StateActive {
+		v.CancelRequested, _ = d.insp.CancelRequested(r.Context(), ti.Queue, ti.ID)
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (d *Dashboard) apiWorkers(w http.ResponseWriter, r *http.Request) {
+	ws, err := d.insp.Workers(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := make([]workerView, 0, len(ws))
+	for _, wi := range ws {
+		out = append(out, newWorkerView(wi))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workers": out})
+}
+
+func (d *Dashboard) apiSchedules(w http.ResponseWriter, r *http.Request) {
+	s, err := d.opts.Schedules.Schedules(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": append([]Schedule{}, s...)})
+}
+
+func (d *Dashboard) apiLimits(w http.ResponseWriter, r *http.Request) {
+	l, err := d.opts.Limits.Limits(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := append([]Limit{}, l...)
+	for j := range out {
+		out[j].PerMS = out[j].Per.Milliseconds()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"limits": out})
+}
+
+// apiCSRF hands out the CSRF token API clients put in X-CSRF-Token.
+// Other origins cannot read it: the API sends no CORS headers.
+func (d *Dashboard) apiCSRF(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"token": d.csrfToken(userOf(r)), "read_only": d.opts.ReadOnly})
+}

@@ -1,0 +1,100 @@
+// shardq dashboard: a little plain JavaScript, no build step. The pages
+// work without it; it adds confirmations and the live tail of recent tasks.
+(function () {
+  "use strict";
+
+  // Ask before actions on every task of a listing.
+  document.querySelectorAll("form[data-confirm]").forEach(function (f) {
+    f.addEventListener("submit", function (e) {
+      if (!window.confirm(f.dataset.confirm)) e.preventDefault();
+    });
+  });
+
+  // Live tail: poll the recent feed oldest first after the newest marker
+  // seen. The API's markers never skip an entry, so reading until a short
+  // page after each tick shows every task enqueued since the page loaded.
+  var table = document.getElementById("tasks");
+  var toggle = document.getElementById("live-tail");
+  if (!table || !toggle || !table.dataset.tailUrl) return;
+  var tbody = table.tBodies[0];
+  var marker = table.dataset.newer;
+  var interval = parseInt(table.dataset.interval, 10) || 2000;
+  var maxRows = 500;
+  var busy = false;
+
+  function cell(tr, text, cls) {
+    var td = document.createElement("td");
+    if (cls) td.className = cls;
+    td.textContent = text || "";
+    tr.appendChild(td);
+    return td;
+  }
+
+  function ago(iso) {
+    if (!iso) return "";
+    var s = Math.round((Date.now() - Date.parse(iso)) / 1000);
+    if (s < 60) return Math.max(s, 0) + "s ago";
+    if (s < 3600) return Math.floor(s / 60) + "m ago";
+    return Math.floor(s / 3600) + "h ago";
+  }
+
+  function row(t) {
+    var tr = document.createElement("tr");
+    tr.className = "fresh";
+    tr.dataset.id = t.id;
+    var id = cell(tr, "", "id");
+    var a = document.createElement("a");
+    a.href = table.dataset.taskBase + "/" + encodeURIComponent(t.id);
+    a.textContent = t.id;
+    id.appendChild(a);
+    cell(tr, t.type);
+    var p = cell(tr, "", "payload");
+    var code = document.createElement("code");
+    var text = t.payload === undefined ? "" : JSON.stringify(t.payload);
+    code.textContent = text.length > 120 ? text.slice(0, 119) + "\u2026" : text;
+    p.appendChild(code);
+    var st = cell(tr, "");
+    var badge = document.createElement("span");
+    badge.className = "badge " + (t.state || "");
+    badge.textContent = t.state || "gone";
+    st.appendChild(badge);
+    cell(tr, String(t.attempts || 0), "n");
+    cell(tr, ago(t.enqueued_at));
+    cell(tr, t.last_error, "error");
+    if (table.tHead.rows[0].cells.length > tr.cells.length) cell(tr, "", "actions");
+    return tr;
+  }
+
+  function add(tasks) {
+    var none = tbody.querySelector("tr.none");
+    if (none && tasks.length) none.remove();
+    tasks.forEach(function (t) {
+      tbody.insertBefore(row(t), tbody.firstChild);
+    });
+    while (tbody.rows.length > maxRows) tbody.deleteRow(tbody.rows.length - 1);
+  }
+
+  function poll() {
+    if (busy || !toggle.checked) return;
+    busy = true;
+    var url = table.dataset.tailUrl + "&after=" + encodeURIComponent(marker);
+    fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        return r.json();
+      })
+      .then(function (page) {
+        add(page.tasks);
+        marker = page.next;
+        table.dataset.newer = marker;
+        busy = false;
+        if (page.tasks.length === 100) poll(); // more waiting: catch up now
+      })
+      .catch(function (e) {
+        busy = false;
+        table.dataset.tailError = String(e);
+      });
+  }
+
+  window.setInterval(poll, interval);
+})();

@@ -1,0 +1,130 @@
+package dashboard_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/dashboard"
+	"github.com/shardq/shardq/queue"
+)
+
+// TestBrowser drives the dashboard in headless Chromium: load the
+// overview, open a queue's dead tab, retry a task and see it leave the tab,
+// watch the live tail show new tasks, and save a screenshot of each page
+// (under -artifacts' output directory, else a temporary one). Chromium is
+// found on PATH (Debian: apt-get install -y chromium) or at
+// $SHARDQ_CHROMIUM.
+func TestBrowser(t *testing.T) {
+	path := chromiumPath()
+	if path == "" {
+		t.Skip("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM): the browser test did not run")
+	}
+	t.Parallel()
+	e := setup(t, dashboard.Options{TailInterval: 200 * time.Millisecond})
+	must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{Concurrency: 10, Rate: 600, Per: time.Minute}))
+	page := startBrowser(t, path)
+	base := e.srv.URL + "/dash"
+
+	t.Run("Overview", func(t *testing.T) {
+		b := page.in(t)
+		b.navigate(base + "/")
+		b.waitFor("the queue row", `document.querySelector('tr[data-queue="emails"]')`)
+		if got := b.eval(`document.querySelectorAll("figure.chart svg rect.ok").length`); got != float64(60) {
+			t.Fatalf("chart bars: %v", got)
+		}
+		b.screenshot("overview")
+	})
+
+	retried := e.dead[2]
+	t.Run("RetryFromDeadTab", func(t *testing.T) {
+		b := page.in(t)
+		b.click(`tr[data-queue="emails"] a[href$="?state=dead"]`)
+		b.waitFor("the dead tab", `document.querySelector('table#tasks[data-state="dead"]')`)
+		if n := b.eval(`document.querySelectorAll("table#tasks tbody tr[data-id]").length`); n != float64(5) {
+			t.Fatalf("dead tab shows %v tasks, want 5", n)
+		}
+		b.screenshot("queue-dead")
+		b.click(`tr[data-id="` + retried + `"] button[data-action="run"]`)
+		b.waitFor("the page after the retry", `location.search.includes("done=run")`)
+		b.waitFor("the task to leave the tab", `!document.querySelector('tr[data-id="`+retried+`"]')`)
+		if n := b.eval(`document.querySelectorAll("table#tasks tbody tr[data-id]").length`); n != float64(4) {
+			t.Fatalf("dead tab shows %v tasks after the retry, want 4", n)
+		}
+		if msg := b.eval(`document.querySelector(".flash").textContent`); msg != "Task queued to run now." {
+			t.Fatalf("flash %q", msg)
+		}
+		b.screenshot("queue-dead-after-retry")
+		ti, err := e.insp.GetTask(e.ctx, e.q, retried)
+		must(t, err)
+		if ti.State != queue.StatePending {
+			t.Fatalf("retried task is %s", ti.State)
+		}
+	})
+
+	t.Run("TaskPageShowsPayloadAsText", func(t *testing.T) {
+		b := page.in(t)
+		b.navigate(base + "/queues/" + e.q + "/tasks/" + e.evil)
+		b.waitFor("the payload", `document.getElementById("payload")`)
+		payload, _ := b.eval(`document.getElementById("payload").textContent`).(string)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(payload), &v); err != nil || v["html"] != evilPayload {
+			t.Fatalf("payload shown as %q", payload)
+		}
+		if n := b.eval(`document.scripts.length`); n != float64(1) {
+			t.Fatalf("%v scripts in the page: the payload became markup", n)
+		}
+		b.screenshot("task")
+	})
+
+	t.Run("LiveTail", func(t *testing.T) {
+		b := page.in(t)
+		b.navigate(base + "/queues/" + e.q + "?state=recent")
+		b.waitFor("the live tail", `document.getElementById("live-tail")`)
+		fresh := e.enqueue(3, "ok", queue.In(e.q))
+		cond := make([]string, len(fresh))
+		for j, id := range fresh {
+			cond[j] = `document.querySelector('tr[data-id="` + id + `"]')`
+		}
+		b.waitFor("the new tasks in the tail", strings.Join(cond, " && "))
+		first := b.eval(`document.querySelector("table#tasks tbody tr").dataset.id`)
+		if first != fresh[2] {
+			t.Fatalf("newest row is %v, want %s", first, fresh[2])
+		}
+		b.screenshot("queue-recent-live")
+	})
+
+	t.Run("OtherPages", func(t *testing.T) {
+		b := page.in(t)
+		for _, p := range []struct{ name, path, cond string }{
+			{"queue-pending", "/queues/" + e.q, `document.querySelector('table#tasks[data-state="pending"] tr[data-id]')`},
+			{"queue-active", "/queues/" + e.q + "?state=active", `document.querySelector('button[data-action="cancel"]')`},
+			{"queue-scheduled", "/queues/" + e.q + "?state=scheduled", `document.querySelector('button[data-action="run"]')`},
+			{"queue-retry", "/queues/" + e.q + "?state=retry", `document.querySelector('td.error')`},
+			{"queue-done", "/queues/" + e.q + "?state=done", `document.querySelector('tr[data-id]')`},
+			{"workers", "/workers", `document.querySelector('tr[data-worker="` + e.worker + `"]')`},
+			{"schedules", "/schedules", `document.body.textContent.includes("nightly-digest")`},
+			{"limits", "/limits", `document.querySelector("table.limits")`},
+			{"find", "/find", `document.querySelector("form.find")`},
+		} {
+			b.navigate(base + p.path)
+			b.waitFor(p.name, p.cond)
+			b.screenshot(p.name)
+		}
+	})
+
+	t.Run("FindByID", func(t *testing.T) {
+		b := page.in(t)
+		b.navigate(base + "/find")
+		b.eval(fmt.Sprintf(`(function(){ var f = document.querySelector("form.find");
+			f.queue.value = %q; f.id.value = %q; f.submit(); return true })()`, e.q, e.retry[0]))
+		b.waitFor("the task page", `location.pathname.endsWith("/tasks/`+e.retry[0]+`")`)
+	})
+
+	if d := page.dialogsSeen(); len(d) > 0 {
+		t.Fatalf("JavaScript dialogs opened: %q", d)
+	}
+	t.Logf("screenshots in %s", page.shots)
+}

@@ -1,0 +1,173 @@
+package dashboard
+
+import (
+	"cmp"
+	"crypto/rand"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/shardq/shardq/queue"
+)
+
+//go:embed templates/*.html assets/*
+var files embed.FS
+
+// Options configures the dashboard. Its zero value serves every page and
+// action to anyone who can reach it: set BasicAuth or BearerToken (or put
+// it behind your own authentication) and consider ReadOnly.
+type Options struct {
+	// BasePath is the path the dashboard is mounted under ("/admin/queues"),
+	// used to build links. Defaults to what http.StripPrefix removed from
+	// the request path, so mounting with StripPrefix needs nothing here.
+	BasePath string
+	// Title names the dashboard in page titles. Defaults to "shardq".
+	Title string
+	// ReadOnly hides every action and rejects them with 403.
+	ReadOnly bool
+	// BasicAuth, if set, requires HTTP basic authentication.
+	BasicAuth *BasicAuth
+	// BearerToken, if set, accepts "Authorization: Bearer <token>". With
+	// BasicAuth also set, either is enough.
+	BearerToken string
+	// CSRFKey signs the tokens that every action must carry. Defaults to
+	// a random key per process; set the same key on every replica behind
+	// one load balancer.
+	CSRFKey []byte
+	// Schedules feeds the cron schedules page. Defaults to
+	// InspectorSchedules: what schedulers registered in Redis.
+	Schedules ScheduleSource
+	// Limits feeds the limits page. Defaults to InspectorLimits: the
+	// limits stored for every queue.
+	Limits LimitSource
+	// PageSize is how many tasks a page lists. Defaults to 50.
+	PageSize int
+	// TailInterval is how often the live tail of recent tasks polls.
+	// Defaults to 2s.
+	TailInterval time.Duration
+	// Logger receives errors from Redis. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// BasicAuth is a user and password for HTTP basic authentication.
+type BasicAuth struct {
+	User     string
+	Password string
+}
+
+// Dashboard is the http.Handler New returns.
+type Dashboard struct {
+	insp  *queue.Inspector
+	opts  Options
+	mux   *http.ServeMux
+	pages map[string]*templateSet
+	csrf  []byte
+	cop   *http.CrossOriginProtection
+	log   *slog.Logger
+}
+
+// New returns the dashboard over insp: HTML pages, a JSON API under
+// /api, and the assets they use, all embedded. Mount it at the root or
+// under a prefix with http.StripPrefix:
+//
+//	mux.Handle("/queues/", http.StripPrefix("/queues", dashboard.New(insp, opts)))
+func New(insp *queue.Inspector, opts Options) *Dashboard {
+	opts.Title = cmp.Or(opts.Title, "shardq")
+	opts.PageSize = cmp.Or(opts.PageSize, 50)
+	opts.PageSize = min(max(opts.PageSize, 1), queue.MaxPageSize)
+	opts.TailInterval = cmp.Or(opts.TailInterval, 2*time.Second)
+	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")
+	if opts.Schedules == nil {
+		opts.Schedules = InspectorSchedules(insp)
+	}
+	if opts.Limits == nil {
+		opts.Limits = InspectorLimits(insp)
+	}
+	d := &Dashboard{insp: insp, opts: opts, mux: http.NewServeMux(), csrf: opts.CSRFKey,
+		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default())}
+	if len(d.csrf) == 0 {
+		d.csrf = make([]byte, 32)
+		_, _ = rand.Read(d.csrf)
+	}
+	d.pages = mustParsePages()
+	d.routes()
+	return d
+}
+
+func (d *Dashboard) routes() {
+	assets, _ := fs.Sub(files, "assets")
+	d.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+
+	d.mux.HandleFunc("GET /{$}", d.overviewPage)
+	d.mux.HandleFunc("GET /queues/{queue}", d.queuePage)
+	d.mux.HandleFunc("GET /queues/{queue}/tasks/{id}", d.taskPage)
+	d.mux.HandleFunc("GET /workers", d.workersPage)
+	d.mux.HandleFunc("GET /schedules", d.schedulesPage)
+	d.mux.HandleFunc("GET /limits", d.limitsPage)
+	d.mux.HandleFunc("GET /find", d.findPage)
+
+	d.mux.HandleFunc("GET /api/queues", d.apiQueues)
+	d.mux.HandleFunc("GET /api/queues/{queue}", d.apiQueue)
+	d.mux.HandleFunc("GET /api/queues/{queue}/history", d.apiHistory)
+	d.mux.HandleFunc("GET /api/history", d.apiHistory)
+	d.mux.HandleFunc("GET /api/queues/{queue}/tasks", d.apiTasks)
+	d.mux.HandleFunc("GET /api/queues/{queue}/tasks/{id}", d.apiTask)
+	d.mux.HandleFunc("GET /api/workers", d.apiWorkers)
+	d.mux.HandleFunc("GET /api/schedules", d.apiSchedules)
+	d.mux.HandleFunc("GET /api/limits", d.apiLimits)
+	d.mux.HandleFunc("GET /api/csrf", d.apiCSRF)
+
+	for _, a := range actions {
+		d.mux.Handle("POST "+a.pattern, d.actionHandler(a, false))
+		d.mux.Handle("POST /api"+a.pattern, d.actionHandler(a, true))
+	}
+	d.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+}
+
+// ServeHTTP serves a page, an API call, an action or an asset, after
+// authentication and, for actions, the CSRF checks.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	user, bearer, ok := d.authenticate(r)
+	if !ok {
+		d.challenge(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if err := d.checkAction(r, user, bearer); err != nil {
+			d.fail(w, r, err)
+			return
+		}
+	}
+	d.mux.ServeHTTP(w, withUser(r, user))
+}
+
+// base returns the path the dashboard is mounted under, without a
+// trailing slash: Options.BasePath, or what http.StripPrefix removed.
+func (d *Dashboard) base(r *http.Request) string {
+	if d.opts.BasePath != "" {
+		return d.opts.BasePath
+	}
+	full := r.RequestURI
+	if i := strings.IndexAny(full, "?#"); i >= 0 {
+		full = full[:i]
+	}
+	if strings.HasPrefix(full, "http://") || strings.HasPrefix(full, "https://") || !strings.HasPrefix(full, "/") {
+		return ""
+	}
+	if b, ok := strings.CutSuffix(full, r.URL.EscapedPath()); ok && !strings.Contains(b, "//") {
+		return strings.TrimSuffix(b, "/")
+	}
+	return ""
+}

@@ -1,0 +1,42 @@
+// Package dashboard is shardq's web dashboard: an http.Handler that mounts
+// into any Go server and shows every queue through a queue.Inspector.
+//
+// Pages: the overview (every queue with its counts per state, latency,
+// paused state and a chart of tasks processed and failed over the last
+// hour or day); a queue page with a tab per state (pending, active,
+// scheduled, retry, dead, done) and the feed of recent tasks, each paged
+// by marker, the recent feed with a live tail that never misses an entry;
+// a task page (payload decoded from msgpack and shown as JSON, last error,
+// attempts, timestamps); workers and what each runs; cron schedules and
+// limits (by default as registered in Redis; Options.Schedules and
+// Options.Limits take other sources); find a task by ID.
+//
+// Actions (POST only): retry or delete a task, or every task of a state;
+// run a scheduled task now; pause and resume a queue; cancel an active
+// task. A JSON API under /api serves the same data and actions; API.md
+// documents it.
+//
+// Every page costs a bounded number of Redis calls, whatever the size of
+// the queues: the Inspector reads pages by marker with one script call
+// per queue partition. The pages are server-rendered html/template with
+// embedded CSS and a little plain JavaScript; nothing is fetched from
+// another site.
+//
+// Safety: Options.BasicAuth or Options.BearerToken require credentials;
+// Options.ReadOnly hides and refuses every action; every action needs a
+// CSRF token (in the forms, or the X-CSRF-Token header for scripts, from
+// GET /api/csrf) and cross-origin requests are refused. Payloads and
+// errors are escaped wherever they are shown.
+//
+// Mount it under a prefix with http.StripPrefix:
+//
+//	insp, err := queue.NewInspector(rdb, queue.Config{})
+//	if err != nil {
+//		return err
+//	}
+//	mux := http.NewServeMux()
+//	mux.Handle("/queues/", http.StripPrefix("/queues", dashboard.New(insp, dashboard.Options{
+//		BasicAuth: &dashboard.BasicAuth{User: "ops", Password: os.Getenv("DASHBOARD_PASSWORD")},
+//	})))
+//	log.Fatal(http.ListenAndServe(":8080", mux))
+package dashboard

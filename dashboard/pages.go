@@ -1,0 +1,290 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// templateSet is one page: the layout with the page's "content".
+type templateSet = template.Template
+
+// pageNames are the templates under templates/, each rendered in layout.html.
+var pageNames = []string{"overview", "queue", "task", "workers", "schedules", "limits", "find", "error"}
+
+func mustParsePages() map[string]*templateSet {
+	out := map[string]*templateSet{}
+	for _, name := range pageNames {
+		out[name] = template.Must(template.New("layout.html").Funcs(funcs).
+			ParseFS(files, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return out
+}
+
+// page is what every template gets: the layout's needs and the page's Data.
+type page struct {
+	App      string
+	Title    string
+	Base     string
+	CSRF     string
+	ReadOnly bool
+	Nav      string
+	Flash    string
+	// Return is this page's path and query, relative to Base: where its
+	// forms come back to.
+	Return string
+	Data   any
+}
+
+type errorData struct {
+	Status     int
+	StatusText string
+	Message    string
+}
+
+// render executes a page into a buffer first, so a template error is a
+// clean 500 rather than half a page.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
+	p := page{App: d.opts.Title, Title: title, Base: d.base(r), CSRF: d.csrfToken(userOf(r)),
+		ReadOnly: d.opts.ReadOnly, Nav: name, Flash: flash(r), Return: r.URL.RequestURI(), Data: data}
+	var buf bytes.Buffer
+	if err := d.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		d.log.Error("dashboard: render page", "page", name, "err", err)
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = buf.WriteTo(w)
+}
+
+type overviewData struct {
+	Queues []*queue.QueueInfo
+	Total  queue.QueueInfo
+	Chart  chart
+}
+
+func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
+	span, err := spanParam(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	qs, err := d.insp.QueueInfos(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	h, err := d.insp.HistoryAll(r.Context(), span)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data := overviewData{Queues: qs, Chart: newChart(h)}
+	for _, qi := range qs {
+		t := &data.Total
+		t.Pending += qi.Pending
+		t.Active += qi.Active
+		t.Scheduled += qi.Scheduled
+		t.Retry += qi.Retry
+		t.Dead += qi.Dead
+		t.Done += qi.Done
+		t.Latency = max(t.Latency, qi.Latency)
+	}
+	d.render(w, r, http.StatusOK, "overview", "Queues", data)
+}
+
+type queueData struct {
+	Info    *queue.QueueInfo
+	Chart   chart
+	State   queue.State
+	Tabs    []tab
+	Rows    []taskRow
+	After   string
+	Next    string
+	HasNext bool
+	// Tail is set on the first page of the recent feed: the live tail
+	// reads oldest first after Newer, every TailMS.
+	Tail   bool
+	Newer  string
+	TailMS int64
+	Limit  int
+}
+
+type tab struct {
+	State  queue.State
+	Count  int64
+	Active bool
+}
+
+func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
+	span, err := spanParam(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	q, err := d.taskQuery(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	info, err := d.insp.QueueInfo(r.Context(), q.Queue)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	h, err := d.insp.History(r.Context(), q.Queue, span)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	p, err := d.insp.ListTasks(r.Context(), q)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data := queueData{Info: info, Chart: newChart(h), State: q.State, After: q.After, Next: p.Next,
+		HasNext: len(p.Tasks) == q.Limit, Limit: q.Limit, TailMS: d.opts.TailInterval.Milliseconds()}
+	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
+		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateDone: info.Done}
+	for _, s := range tabs {
+		c, ok := counts[s]
+		if !ok {
+			c = -1 // the recent feed: no count
+		}
+		data.Tabs = append(data.Tabs, tab{State: s, Count: c, Active: s == q.State})
+	}
+	for _, ti := range p.Tasks {
+		data.Rows = append(data.Rows, taskRow{TaskInfo: ti, Preview: preview(ti, 120)})
+	}
+	if q.State == queue.StateRecent && q.After == "" && q.Newest {
+		data.Tail, data.Newer = true, p.Newer
+	}
+	d.render(w, r, http.StatusOK, "queue", q.Queue, data)
+}
+
+// taskRow is a task as a list shows it.
+type taskRow struct {
+	*queue.TaskInfo
+	Preview string
+}
+
+// preview is the payload as compact JSON, cut to n runes.
+func preview(ti *queue.TaskInfo, n int) string {
+	if ti.Type == "" && len(ti.Payload) == 0 {
+		return ""
+	}
+	v, _, _ := payloadJSON(ti)
+	s := []rune(compactJSON(v))
+	if len(s) > n {
+		return string(s[:n-1]) + "…"
+	}
+	return string(s)
+}
+
+type taskData struct {
+	Task            *queue.TaskInfo
+	Payload         string
+	PayloadEncoding string
+	PayloadError    string
+	CancelRequested bool
+}
+
+func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
+	ti, err := d.insp.GetTask(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data := taskData{Task: ti}
+	v, enc, perr := payloadJSON(ti)
+	data.Payload, data.PayloadEncoding, data.PayloadError = prettyJSON(v), enc, perr
+	if ti.State == queue.StateActive {
+		data.CancelRequested, _ = d.insp.CancelRequested(r.Context(), ti.Queue, ti.ID)
+	}
+	d.render(w, r, http.StatusOK, "task", "Task "+ti.ID, data)
+}
+
+func (d *Dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
+	ws, err := d.insp.Workers(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "workers", "Workers", ws)
+}
+
+func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
+	s, err := d.opts.Schedules.Schedules(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "schedules", "Cron schedules", s)
+}
+
+func (d *Dashboard) limitsPage(w http.ResponseWriter, r *http.Request) {
+	l, err := d.opts.Limits.Limits(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "limits", "Limits", l)
+}
+
+type findData struct {
+	Queues   []string
+	Queue    string
+	ID       string
+	NotFound bool
+}
+
+// findPage looks a task up by queue and ID and redirects to its page.
+func (d *Dashboard) findPage(w http.ResponseWriter, r *http.Request) {
+	data := findData{Queue: strings.TrimSpace(r.FormValue("queue")), ID: strings.TrimSpace(r.FormValue("id"))}
+	code := http.StatusOK
+	if data.Queue != "" && data.ID != "" {
+		_, err := d.insp.GetTask(r.Context(), data.Queue, data.ID)
+		switch {
+		case err == nil:
+			http.Redirect(w, r, d.base(r)+"/queues/"+url.PathEscape(data.Queue)+"/tasks/"+url.PathEscape(data.ID), http.StatusSeeOther)
+			return
+		case errors.Is(err, queue.ErrTaskNotFound):
+			data.NotFound, code = true, http.StatusNotFound
+		default:
+			d.fail(w, r, err)
+			return
+		}
+	}
+	data.Queues, _ = d.insp.Queues(r.Context())
+	d.render(w, r, code, "find", "Find a task", data)
+}
+
+// prettyJSON writes v indented, with <, > and & as they are: the
+// template escapes what it shows.
+func prettyJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err.Error()
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func compactJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,169 @@
+package dashboard_test
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/shardq/shardq/dashboard"
+)
+
+func basic(user, pass string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	e := setup(t, dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: "s3cret"}, BearerToken: "tok-123"})
+
+	for name, h := range map[string][]string{
+		"none":         nil,
+		"wrong pass":   {"Authorization", basic("ops", "nope")},
+		"wrong user":   {"Authorization", basic("admin", "s3cret")},
+		"wrong bearer": {"Authorization", "Bearer tok-999"},
+	} {
+		for _, path := range []string{"/", "/api/queues", "/assets/app.js", "/queues/" + e.q + "/tasks/" + e.evil} {
+			if r := e.get(path, h...); r.code != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s, GET %s: %d", name, path, r.code)
+			}
+		}
+		if r := e.do(http.MethodPost, "/api/queues/"+e.q+"/resume", nil, h...); r.code != http.StatusUnauthorized {
+			t.Errorf("%s, POST: %d", name, r.code)
+		}
+	}
+	if r := e.get("/"); !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Basic ") {
+		t.Errorf("challenge %q", r.header.Get("WWW-Authenticate"))
+	}
+	if r := e.get("/", "Authorization", basic("ops", "s3cret")); r.code != 200 {
+		t.Fatalf("basic auth: %d", r.code)
+	}
+	if r := e.get("/api/queues", "Authorization", "Bearer tok-123"); r.code != 200 {
+		t.Fatalf("bearer: %d", r.code)
+	}
+	// a script with the bearer token needs no CSRF token: browsers never
+	// send that header by themselves
+	if r := e.do(http.MethodPost, "/api/queues/"+e.q+"/resume", nil, "Authorization", "Bearer tok-123"); r.code != 200 || e.info().Paused {
+		t.Fatalf("bearer POST: %d %s", r.code, r.body)
+	}
+	// basic auth is sent by browsers on their own: it needs the token, and
+	// the token of the user who asked for it
+	auth := []string{"Authorization", basic("ops", "s3cret")}
+	if r := e.do(http.MethodPost, "/api/queues/"+e.q+"/pause", nil, auth...); r.code != http.StatusForbidden {
+		t.Fatalf("basic POST without token: %d", r.code)
+	}
+	tok := e.csrf(auth...)
+	if r := e.do(http.MethodPost, "/api/queues/"+e.q+"/pause", nil, append(auth, "X-CSRF-Token", tok)...); r.code != 200 || !e.info().Paused {
+		t.Fatalf("basic POST with token: %d %s", r.code, r.body)
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	t.Parallel()
+	e := setup(t, dashboard.Options{})
+	tok := e.csrf()
+	path := "/queues/" + e.q + "/tasks/" + e.dead[0] + "/run"
+	form := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "return": {"/queues/" + e.q + "?state=dead"}}
+	}
+	for name, c := range map[string]struct {
+		body   url.Values
+		header []string
+	}{
+		"no token":     {form(""), nil},
+		"bad token":    {form("AAAA" + tok[4:]), nil},
+		"other key":    {form(otherToken(t)), nil},
+		"cross-site":   {form(tok), []string{"Sec-Fetch-Site", "cross-site"}},
+		"same-site":    {form(tok), []string{"Sec-Fetch-Site", "same-site"}},
+		"origin":       {form(tok), []string{"Origin", "https://evil.example"}},
+		"api no token": {nil, nil},
+	} {
+		p := path
+		if c.body == nil {
+			p = "/api" + path
+		}
+		if r := e.do(http.MethodPost, p, c.body, c.header...); r.code != http.StatusForbidden {
+			t.Errorf("%s: %d %s", name, r.code, r.body)
+		}
+	}
+	if qi := e.info(); qi.Dead != 5 {
+		t.Fatalf("a rejected request changed the queue: %+v", qi)
+	}
+	// the form as a page sends it: same origin, token in the body
+	r := e.do(http.MethodPost, path, form(tok), "Sec-Fetch-Site", "same-origin", "Origin", e.srv.URL)
+	want := "/dash/queues/" + e.q + "?done=run&n=1&state=dead"
+	if r.code != http.StatusSeeOther || r.header.Get("Location") != want {
+		t.Fatalf("form POST: %d to %q, want %q", r.code, r.header.Get("Location"), want)
+	}
+	if e.info().Dead != 4 {
+		t.Fatal("the task did not move")
+	}
+	if page := e.page(t, strings.TrimPrefix(want, "/dash")); !strings.Contains(page.body, "Task queued to run now.") {
+		t.Fatal("no flash after the action")
+	}
+	// a return path elsewhere falls back to the queue page
+	for _, back := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"} {
+		r := e.do(http.MethodPost, "/queues/"+e.q+"/pause", url.Values{"csrf": {tok}, "return": {back}})
+		if loc := r.header.Get("Location"); r.code != http.StatusSeeOther || !strings.HasPrefix(loc, "/dash/queues/"+e.q+"?") {
+			t.Errorf("return %q: redirected to %q", back, loc)
+		}
+	}
+	// the token is in every page's forms and meta tag
+	page := e.page(t, "/queues/"+e.q+"?state=dead")
+	if !strings.Contains(page.body, `name="csrf" value="`+tok+`"`) || !strings.Contains(page.body, `name="csrf-token" content="`+tok+`"`) {
+		t.Fatal("page forms lack the CSRF token")
+	}
+}
+
+// otherToken is a valid token of another dashboard (another key).
+func otherToken(t *testing.T) string {
+	e := newEnv(t)
+	e.serve(dashboard.Options{})
+	return e.csrf()
+}
+
+func TestReadOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, dashboard.Options{ReadOnly: true})
+	for _, p := range []string{"/", "/queues/" + e.q + "?state=dead", "/queues/" + e.q + "?state=active",
+		"/queues/" + e.q + "/tasks/" + e.dead[0], "/queues/" + e.q + "/tasks/" + e.active[0]} {
+		r := e.page(t, p)
+		if strings.Contains(r.body, `method="post"`) || strings.Contains(r.body, "<button") {
+			t.Errorf("%s shows actions in read-only mode", p)
+		}
+		if !strings.Contains(r.body, "read-only") {
+			t.Errorf("%s does not say it is read-only", p)
+		}
+	}
+	tok := e.csrf()
+	for _, p := range []string{"/api/queues/" + e.q + "/pause", "/api/queues/" + e.q + "/tasks/" + e.dead[0] + "/run",
+		"/queues/" + e.q + "/tasks/" + e.dead[0] + "/delete"} {
+		if r := e.do(http.MethodPost, p, url.Values{"csrf": {tok}}, "X-CSRF-Token", tok); r.code != http.StatusForbidden {
+			t.Errorf("POST %s: %d", p, r.code)
+		}
+	}
+	if qi := e.info(); qi.Dead != 5 || !qi.Paused {
+		t.Fatalf("read-only dashboard changed the queue: %+v", qi)
+	}
+}
+
+func TestBasePath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.serve(dashboard.Options{BasePath: "/behind/proxy/"})
+	r := e.page(t, "/")
+	if !strings.Contains(r.body, `href="/behind/proxy/workers"`) || !strings.Contains(r.body, `src="/behind/proxy/assets/app.js"`) {
+		t.Fatalf("links ignore BasePath:\n%s", r.body)
+	}
+	// without BasePath, links follow the StripPrefix mount
+	e.serve(dashboard.Options{})
+	r = e.page(t, "/workers")
+	links := regexp.MustCompile(`href="([^"]+)"`).FindAllStringSubmatch(r.body, -1)
+	for _, l := range links {
+		if !strings.HasPrefix(l[1], "/dash/") && !strings.HasPrefix(l[1], "?") {
+			t.Errorf("link %q is not under /dash/", l[1])
+		}
+	}
+}

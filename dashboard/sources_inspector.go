@@ -1,0 +1,78 @@
+package dashboard
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// InspectorSchedules is the ScheduleSource of what schedulers registered
+// in Redis (queue.Inspector.Schedules); New uses it when
+// Options.Schedules is nil.
+func InspectorSchedules(insp *queue.Inspector) ScheduleSource {
+	return ScheduleFunc(func(ctx context.Context) ([]Schedule, error) {
+		infos, err := insp.Schedules(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Schedule, 0, len(infos))
+		for _, s := range infos {
+			out = append(out, Schedule{Name: s.Name, Spec: s.Spec, Queue: s.Queue, Type: s.Type,
+				LastRun: s.LastRun, NextRun: s.NextRun})
+		}
+		return out, nil
+	})
+}
+
+// InspectorLimits is the LimitSource of the limits stored for every queue
+// (queue.Inspector.LimitInfo): a row per limit set, and one per
+// concurrency key running or waiting. New uses it when Options.Limits is
+// nil. It reads each queue's limits, so it costs a few round trips per queue.
+func InspectorLimits(insp *queue.Inspector) LimitSource {
+	return LimitFunc(func(ctx context.Context) ([]Limit, error) {
+		names, err := insp.Queues(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []Limit
+		for _, q := range names {
+			li, err := insp.LimitInfo(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, limitRows(li)...)
+		}
+		return out, nil
+	})
+}
+
+// limitRows turns a queue's limits into rows of the limits page.
+func limitRows(li *queue.LimitInfo) []Limit {
+	var out []Limit
+	l := li.Limits
+	if l.Concurrency > 0 {
+		out = append(out, Limit{Name: li.Queue, Queue: li.Queue, Kind: "concurrency", Max: int64(l.Concurrency),
+			Running: li.Running})
+	}
+	if l.Rate > 0 {
+		out = append(out, Limit{Name: li.Queue, Queue: li.Queue, Kind: "rate", Max: int64(l.Rate),
+			Per: max(l.Per, time.Second), Running: li.Started})
+	}
+	if l.KeyConcurrency > 0 {
+		keys := make([]string, 0, len(li.Keys))
+		for k := range li.Keys {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out = append(out, Limit{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key",
+			Max: int64(l.KeyConcurrency), Waiting: li.Waiting})
+		for _, k := range keys {
+			ki := li.Keys[k]
+			out = append(out, Limit{Name: k, Queue: li.Queue, Kind: "key", Max: int64(l.KeyConcurrency),
+				Running: ki.Running, Waiting: ki.Waiting})
+		}
+	}
+	return out
+}

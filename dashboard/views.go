@@ -1,0 +1,226 @@
+package dashboard
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// queueView is a queue as the API returns it.
+type queueView struct {
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	Pending    int64  `json:"pending"`
+	Active     int64  `json:"active"`
+	Scheduled  int64  `json:"scheduled"`
+	Retry      int64  `json:"retry"`
+	Dead       int64  `json:"dead"`
+	Done       int64  `json:"done"`
+	// Waiting counts pending tasks parked for their concurrency key's
+	// limit (not in Pending).
+	Waiting   int64 `json:"waiting"`
+	Paused    bool  `json:"paused"`
+	LatencyMS int64 `json:"latency_ms"`
+}
+
+func newQueueView(qi *queue.QueueInfo) queueView {
+	return queueView{Name: qi.Queue, Partitions: qi.Partitions, Pending: qi.Pending, Active: qi.Active,
+		Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Done, Waiting: qi.Waiting, Paused: qi.Paused,
+		LatencyMS: qi.Latency.Milliseconds()}
+}
+
+// taskView is a task as the API returns it; the payload is decoded from
+// msgpack into JSON.
+type taskView struct {
+	ID        string `json:"id"`
+	Queue     string `json:"queue"`
+	Partition int    `json:"partition"`
+	Type      string `json:"type,omitempty"`
+	State     string `json:"state,omitempty"`
+	// Payload is the decoded payload; PayloadEncoding says how it was
+	// stored: "msgpack", "json" or "text" (raw bytes that are JSON or
+	// UTF-8 text), "base64" (other raw bytes, or msgpack that did not
+	// decode: then PayloadError says why).
+	Payload         any       `json:"payload"`
+	PayloadEncoding string    `json:"payload_encoding,omitempty"`
+	PayloadError    string    `json:"payload_error,omitempty"`
+	Malformed       bool      `json:"malformed,omitempty"`
+	MaxRetry        int       `json:"max_retry"`
+	Attempts        int       `json:"attempts"`
+	TimeoutMS       int64     `json:"timeout_ms,omitempty"`
+	RetentionMS     int64     `json:"retention_ms,omitempty"`
+	UniqueKey       string    `json:"unique_key,omitempty"`
+	ConcurrencyKey  string    `json:"concurrency_key,omitempty"`
+	Deadline        *jsonTime `json:"deadline,omitempty"`
+	EnqueuedAt      *jsonTime `json:"enqueued_at,omitempty"`
+	NextProcessAt   *jsonTime `json:"next_process_at,omitempty"`
+	StartedAt       *jsonTime `json:"started_at,omitempty"`
+	FinishedAt      *jsonTime `json:"finished_at,omitempty"`
+	LastFailedAt    *jsonTime `json:"last_failed_at,omitempty"`
+	LastError       string    `json:"last_error,omitempty"`
+	Worker          string    `json:"worker,omitempty"`
+	Rank            int64     `json:"rank,omitempty"`
+}
+
+// jsonTime is a time in RFC 3339 with milliseconds, UTC.
+type jsonTime time.Time
+
+func (t jsonTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
+}
+
+func optTime(t time.Time) *jsonTime {
+	if t.IsZero() {
+		return nil
+	}
+	jt := jsonTime(t)
+	return &jt
+}
+
+func newTaskView(ti *queue.TaskInfo) taskView {
+	v := taskView{
+		ID: ti.ID, Queue: ti.Queue, Partition: ti.Partition, Type: ti.Type, State: string(ti.State),
+		Malformed: ti.Malformed, MaxRetry: ti.MaxRetry, Attempts: ti.Attempts,
+		TimeoutMS: ti.Timeout.Milliseconds(), RetentionMS: ti.Retention.Milliseconds(), UniqueKey: ti.UniqueKey, ConcurrencyKey: ti.ConcurrencyKey,
+		Deadline: optTime(ti.Deadline), EnqueuedAt: optTime(ti.EnqueuedAt), NextProcessAt: optTime(ti.NextProcessAt),
+		StartedAt: optTime(ti.StartedAt), FinishedAt: optTime(ti.FinishedAt), LastFailedAt: optTime(ti.LastFailedAt),
+		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,
+	}
+	if ti.Type != "" || len(ti.Payload) > 0 {
+		v.Payload, v.PayloadEncoding, v.PayloadError = payloadJSON(ti)
+	}
+	return v
+}
+
+// payloadJSON decodes a task's payload into a value encoding/json can write.
+func payloadJSON(ti *queue.TaskInfo) (value any, encoding, errText string) {
+	if ti.Raw || ti.Malformed {
+		switch {
+		case len(ti.Payload) > 0 && json.Valid(ti.Payload):
+			return json.RawMessage(ti.Payload), "json", ""
+		case utf8.Valid(ti.Payload):
+			return string(ti.Payload), "text", ""
+		}
+		return base64.StdEncoding.EncodeToString(ti.Payload), "base64", ""
+	}
+	v, err := ti.PayloadValue()
+	if err != nil {
+		return base64.StdEncoding.EncodeToString(ti.Payload), "base64", err.Error()
+	}
+	v, err = jsonable(v)
+	if err != nil {
+		return base64.StdEncoding.EncodeToString(ti.Payload), "base64", err.Error()
+	}
+	return v, "msgpack", ""
+}
+
+// jsonable turns what msgpack decodes into (maps with any keys, byte
+// slices, times) into values encoding/json writes faithfully.
+func jsonable(v any) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			j, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = j
+		}
+		return out, nil
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			j, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			out[fmt.Sprint(k)] = j
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			j, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = j
+		}
+		return out, nil
+	case []byte:
+		if utf8.Valid(x) {
+			return string(x), nil
+		}
+		return base64.StdEncoding.EncodeToString(x), nil
+	case float32:
+		return jsonFloat(float64(x))
+	case float64:
+		return jsonFloat(x)
+	case nil, bool, string, int8, int16, int32, int64, uint8, uint16, uint32, uint64, int, uint:
+		return x, nil
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano), nil
+	}
+	return fmt.Sprintf("%v", v), nil
+}
+
+// jsonFloat keeps what JSON cannot hold (NaN, infinities) as text.
+func jsonFloat(f float64) (any, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Sprint(f), nil
+	}
+	return f, nil
+}
+
+// pageView is a page of tasks as the API returns it.
+type pageView struct {
+	Tasks []taskView `json:"tasks"`
+	// Next is the marker of the next page; Newer, on a first newest-first
+	// page, is where a live tail starts (read oldest first after it).
+	Next  string `json:"next"`
+	Newer string `json:"newer,omitempty"`
+}
+
+// historyView is a queue's history as the API returns it.
+type historyView struct {
+	Queue       string      `json:"queue,omitempty"`
+	Span        string      `json:"span"`
+	StepSeconds int64       `json:"step_seconds"`
+	Points      []pointView `json:"points"`
+}
+
+type pointView struct {
+	Start     jsonTime `json:"start"`
+	Processed int64    `json:"processed"`
+	Succeeded int64    `json:"succeeded"`
+	Failed    int64    `json:"failed"`
+}
+
+func newHistoryView(h *queue.History) historyView {
+	v := historyView{Queue: h.Queue, Span: string(h.Span), StepSeconds: int64(h.Step / time.Second)}
+	for _, p := range h.Points {
+		v.Points = append(v.Points, pointView{Start: jsonTime(p.Start), Processed: p.Processed(), Succeeded: p.Succeeded, Failed: p.Failed})
+	}
+	return v
+}
+
+// workerView is a worker process as the API returns it.
+type workerView struct {
+	ID            string     `json:"id"`
+	LastHeartbeat *jsonTime  `json:"last_heartbeat,omitempty"`
+	Tasks         []taskView `json:"tasks"`
+}
+
+func newWorkerView(w *queue.WorkerInfo) workerView {
+	v := workerView{ID: w.ID, LastHeartbeat: optTime(w.LastHeartbeat), Tasks: []taskView{}}
+	for _, t := range w.Tasks {
+		v.Tasks = append(v.Tasks, newTaskView(t))
+	}
+	return v
+}

@@ -1,0 +1,95 @@
+// Command dashboard-mount mounts the shardq dashboard into an existing
+// net/http server under /admin/queues/, next to the application's own
+// routes. It enqueues a few tasks so there is something to see, serves on
+// a loopback port, fetches the dashboard's overview once to show it works,
+// and exits; with -serve it keeps serving for you to browse.
+//
+//	go run ./examples/dashboard-mount               # fetch once and exit
+//	go run ./examples/dashboard-mount -serve 10m    # then open the printed URL
+//
+// It uses $REDIS_URL, else redis://localhost:6379, with keys under the
+// prefix "example-dashboard".
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/dashboard"
+	"github.com/shardq/shardq/queue"
+)
+
+func main() {
+	serve := flag.Duration("serve", 0, "keep serving this long after the check")
+	flag.Parse()
+	ctx := context.Background()
+	opts, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	cfg := queue.Config{Prefix: "example-dashboard"}
+
+	client, err := queue.NewClient(rdb, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range 5 {
+		task := queue.NewRawTask("email:send", fmt.Appendf(nil, `{"to": "user-%d@example.com"}`, i))
+		if _, err := client.Enqueue(ctx, task, queue.In("email"), queue.ProcessIn(time.Duration(i)*time.Hour)); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// The application's server, with the dashboard mounted under a prefix.
+	insp, err := queue.NewInspector(rdb, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "the application; its queues are at /admin/queues/")
+	})
+	// In production set Options.BasicAuth or BearerToken (or put your own
+	// auth in front), and ReadOnly for viewers.
+	mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", dashboard.New(insp, dashboard.Options{})))
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // loopback only
+	if err != nil {
+		log.Fatal(err)
+	}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.Serve(ln) }()
+	defer server.Close()
+	url := "http://" + ln.Addr().String() + "/admin/queues/"
+	fmt.Println("dashboard at", url)
+
+	resp, err := http.Get(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	title := regexp.MustCompile(`<title>([^<]*)</title>`).FindSubmatch(page)
+	if resp.StatusCode != http.StatusOK || title == nil || !bytes.Contains(page, []byte(`email`)) {
+		log.Fatalf("GET %s: %s, %d bytes without the email queue", url, resp.Status, len(page))
+	}
+	fmt.Printf("GET %s: %s, page %q listing the email queue\n", url, resp.Status, title[1])
+
+	if *serve > 0 {
+		fmt.Printf("serving for %v; open %s\n", *serve, url)
+		time.Sleep(*serve)
+	}
+}

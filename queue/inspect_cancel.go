@@ -1,0 +1,79 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/lua"
+)
+
+// cancelKeep is how long an unanswered cancel request is kept: a task that
+// finished before a worker saw its request leaves it behind this long.
+const cancelKeep = time.Hour
+
+// CancelTask asks the worker running the active task id of queue to
+// cancel its handler: the request is recorded in the partition's cancel
+// set, which workers read at their next heartbeat. What the handler then
+// returns decides the task's fate, as for any attempt. A task that is not
+// active is ErrTaskState. Two round trips.
+func (i *Inspector) CancelTask(ctx context.Context, queue, id string) error {
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return err
+	}
+	cmds := make([]*redis.Cmd, n)
+	err = rcall.Do(ctx, func() error {
+		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+			for part := range n {
+				k := keys.For(i.cfg.Prefix, queue, part)
+				cmds[part] = p.Run(ctx, lua.CancelTask, []string{k.Active(), k.Cancel()}, "", id, cancelKeep.Milliseconds())
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("cancel task %q of %q: %w", id, queue, err)
+	}
+	for _, cmd := range cmds {
+		if v, _ := cmd.Int64(); v == 1 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: cancel task %q of %q: it is not active", ErrTaskState, id, queue)
+}
+
+// CancelRequested reports whether a cancel of the active task id of queue
+// was asked for and not yet taken up by its worker.
+func (i *Inspector) CancelRequested(ctx context.Context, queue, id string) (bool, error) {
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	cmds := make([]*redis.FloatCmd, n)
+	err = rcall.Do(ctx, func() error {
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for part := range n {
+				cmds[part] = p.ZScore(ctx, keys.For(i.cfg.Prefix, queue, part).Cancel(), id)
+			}
+			return nil
+		})
+		if err == redis.Nil {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("read cancel request of %q in %q: %w", id, queue, err)
+	}
+	for _, c := range cmds {
+		if c.Err() == nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}

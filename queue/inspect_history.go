@@ -1,0 +1,140 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+)
+
+// Span is how far back History looks, and at what step.
+type Span string
+
+// The spans of History.
+const (
+	SpanHour Span = "hour" // the last hour, per minute: 60 points
+	SpanDay  Span = "day"  // the last day, per hour: 24 points
+)
+
+// HistoryPoint counts the attempts that finished within one step.
+type HistoryPoint struct {
+	Start     time.Time
+	Succeeded int64
+	Failed    int64 // failed attempts, whether retried or dead
+}
+
+// Processed is every attempt that finished: succeeded or failed.
+func (p HistoryPoint) Processed() int64 { return p.Succeeded + p.Failed }
+
+// History is processed and failed task counts over time, from the
+// per-minute counters workers keep (for eight days).
+type History struct {
+	Queue string // "" when summed over every queue
+	Span  Span
+	Step  time.Duration
+	// Points are oldest first; the last is the current step, still counting.
+	Points []HistoryPoint
+}
+
+// Totals returns the sums over every point.
+func (h *History) Totals() HistoryPoint {
+	var t HistoryPoint
+	for _, p := range h.Points {
+		t.Succeeded += p.Succeeded
+		t.Failed += p.Failed
+	}
+	if len(h.Points) > 0 {
+		t.Start = h.Points[0].Start
+	}
+	return t
+}
+
+// History returns queue's counts over span: one MGET per partition, in one
+// round trip after the registry lookup.
+func (i *Inspector) History(ctx context.Context, queue string, span Span) (*History, error) {
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	h, err := i.history(ctx, map[string]int{queue: n}, span)
+	if err != nil {
+		return nil, fmt.Errorf("history of %q: %w", queue, err)
+	}
+	h.Queue = queue
+	return h, nil
+}
+
+// HistoryAll returns the counts over span summed over every queue: one
+// MGET per queue partition, in one round trip after the registry read.
+func (i *Inspector) HistoryAll(ctx context.Context, span Span) (*History, error) {
+	reg, err := i.registry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := i.history(ctx, reg, span)
+	if err != nil {
+		return nil, fmt.Errorf("history of every queue: %w", err)
+	}
+	return h, nil
+}
+
+func (i *Inspector) history(ctx context.Context, queues map[string]int, span Span) (*History, error) {
+	var points int
+	var step time.Duration
+	switch span {
+	case SpanHour:
+		points, step = 60, time.Minute
+	case SpanDay:
+		points, step = 24, time.Hour
+	default:
+		return nil, fmt.Errorf("%w: span %q, want hour or day", ErrInvalidOption, span)
+	}
+	perStep := int64(step / time.Minute)
+	// the first minute of the first step: steps align to whole minutes or hours
+	nowMin := time.Now().Unix() / 60
+	first := (nowMin/perStep - int64(points) + 1) * perStep
+	minutes := int64(points) * perStep
+	h := &History{Span: span, Step: step, Points: make([]HistoryPoint, points)}
+	for j := range h.Points {
+		h.Points[j].Start = time.Unix((first+int64(j)*perStep)*60, 0)
+	}
+	var cmds []*redis.SliceCmd
+	err := rcall.Do(ctx, func() error {
+		cmds = cmds[:0]
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for q, n := range queues {
+				for part := range n {
+					k := keys.For(i.cfg.Prefix, q, part)
+					ks := make([]string, 0, 2*minutes)
+					for m := first; m < first+minutes; m++ {
+						ks = append(ks, k.Stats("done", m), k.Stats("failed", m))
+					}
+					cmds = append(cmds, p.MGet(ctx, ks...))
+				}
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, cmd := range cmds {
+		for j, v := range cmd.Val() {
+			s, _ := v.(string)
+			c, _ := strconv.ParseInt(s, 10, 64)
+			pt := &h.Points[int64(j/2)/perStep]
+			if j%2 == 0 {
+				pt.Succeeded += c
+			} else {
+				pt.Failed += c
+			}
+		}
+	}
+	return h, nil
+}
