@@ -18,8 +18,10 @@ const cancelKeep = time.Hour
 
 // CancelTask asks the worker running the active task id of queue to
 // cancel its handler: the request is recorded in the partition's cancel
-// set, which workers read at their next heartbeat. What the handler then
-// returns decides the task's fate, as for any attempt. A task that is not
+// set, which the worker reads at its next heartbeat and answers by
+// cancelling the handler's context (cause worker.ErrCancelled). A handler
+// that then returns an error sends the task to dead, not to a retry; one
+// that returns nil finished it anyway. A task that is not
 // active is ErrTaskState. Two round trips.
 func (i *Inspector) CancelTask(ctx context.Context, queue, id string) error {
 	n, err := i.partitions(ctx, queue)

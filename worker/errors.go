@@ -23,6 +23,11 @@ var (
 	ErrShutdown = errors.New("worker: shutting down")
 	// ErrInvalidConfig reports a Config value out of range.
 	ErrInvalidConfig = errors.New("worker: invalid config")
+	// ErrCancelled is the cause of a handler's context cancellation when
+	// an operator cancelled the task (Inspector.CancelTask, the dashboard).
+	// A handler that then returns an error sends the task to dead; one that
+	// returns nil finished it anyway.
+	ErrCancelled = errors.New("worker: cancelled by an operator")
 	// ErrSemaphoreLost is the cause of a handler's context cancellation
 	// when the semaphore slot it ran under (Semaphore middleware) expired.
 	ErrSemaphoreLost = errors.New("worker: semaphore slot lost")

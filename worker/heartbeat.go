@@ -50,7 +50,7 @@ func (s *Server) beat(ctx context.Context) error {
 			for _, r := range rs {
 				args = append(args, r.id, r.token)
 			}
-			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State()}, args...)
+			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State(), p.k.Cancel()}, args...)
 		}
 		for _, p := range s.parts {
 			s.queueReap(ctx, pipe, p, stale)
@@ -61,14 +61,18 @@ func (s *Server) beat(ctx context.Context) error {
 		return nil
 	})
 	for p, cmd := range extends {
-		lost, err := cmd.StringSlice()
+		lost, cancelled, err := parseExtend(cmd)
 		if err != nil {
 			continue
 		}
 		for _, r := range byPart[p] {
-			if slices.Contains(lost, r.id) {
+			switch {
+			case slices.Contains(lost, r.id):
 				s.log.Warn("lease lost; cancelling the handler", "task", r.id, "queue", p.queue)
 				r.cancel(ErrLeaseLost)
+			case slices.Contains(cancelled, r.id):
+				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.id, "queue", p.queue)
+				r.cancel(ErrCancelled)
 			}
 		}
 	}
@@ -96,6 +100,25 @@ func (s *Server) queueReap(ctx context.Context, pipe *lua.Pipe, p *part, workers
 	args := []any{k.T, s.cfg.now(), s.cfg.ShardSize, 1000}
 	args = append(args, toAny(workers)...)
 	return pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()}, args...)
+}
+
+// parseExtend reads extend.lua's {lost IDs, cancelled IDs}.
+func parseExtend(cmd *redis.Cmd) (lost, cancelled []string, err error) {
+	res, err := cmd.Slice()
+	if err != nil || len(res) != 2 {
+		return nil, nil, fmt.Errorf("extend reply %v: %w", res, err)
+	}
+	strs := func(v any) []string {
+		l, _ := v.([]any)
+		out := make([]string, 0, len(l))
+		for _, x := range l {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return strs(res[0]), strs(res[1]), nil
 }
 
 func toAny(ss []string) []any {

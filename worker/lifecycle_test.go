@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -338,4 +339,38 @@ func (s *syncBuffer) Bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]byte(nil), s.b.Bytes()...)
+}
+
+// TestCancelActiveTask: Inspector.CancelTask reaches the running handler
+// at the next heartbeat (cause ErrCancelled) and the task goes to dead,
+// not to a retry.
+func TestCancelActiveTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	started := make(chan string, 1)
+	causes := make(chan error, 1)
+	b.server(t, Config{Lease: time.Second, Heartbeat: 100 * time.Millisecond}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		started <- task.ID
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}))
+	info := b.enqueue(t, queue.NewRawTask("long", nil), queue.MaxRetry(5))
+	if id := <-started; id != info.ID {
+		t.Fatalf("started %s", id)
+	}
+	must(t, b.insp.CancelTask(ctx, queue.DefaultQueue, info.ID))
+	select {
+	case c := <-causes:
+		if !errors.Is(c, ErrCancelled) {
+			t.Fatalf("cause %v, want ErrCancelled", c)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the handler was not cancelled")
+	}
+	waitFor(t, 3*time.Second, "dead", func() bool {
+		ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+		return err == nil && ti.State == queue.StateDead && strings.Contains(ti.LastError, "cancelled by an operator")
+	})
 }

@@ -97,6 +97,8 @@ func (s *Server) run(p *part, l leased) {
 		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeAck, retention: t.retention, unique: t.unique})
 	case errors.Is(context.Cause(ctx), ErrShutdown):
 		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeRequeue})
+	case errors.Is(context.Cause(ctx), ErrCancelled):
+		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("%w: %w", ErrCancelled, err))))
 	default:
 		var sn *snoozeError
 		if s.cfg.ErrorHandler != nil && !errors.As(err, &sn) {
