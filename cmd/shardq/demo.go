@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/dashboard"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
@@ -37,6 +40,8 @@ type demoFlags struct {
 	concurrency int
 	work        time.Duration
 	keep        bool
+	dashboard   string
+	stay        bool
 }
 
 func (c *demoCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -48,6 +53,8 @@ func (c *demoCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.concurrency, "concurrency", 16, "handlers per worker server")
 	fs.DurationVar(&f.work, "work", 2*time.Millisecond, "time each task pretends to work")
 	fs.BoolVar(&f.keep, "keep", false, "keep the demo's keys in Redis at the end")
+	fs.StringVar(&f.dashboard, "dashboard", "127.0.0.1:0", "serve the dashboard on this address (\"\" = none)")
+	fs.BoolVar(&f.stay, "stay", false, "keep the workers and dashboard running after the tasks finish, until Ctrl-C")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -90,13 +97,44 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	defer d.stopWorkers(servers)
 
+	if d.f.dashboard != "" {
+		stop, err := d.serveDashboard(insp)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	start := time.Now()
 	if err := d.enqueue(ctx, client); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.m.Stdout, "enqueued %d tasks in %v; %d workers x %d handlers running them\n",
 		d.f.tasks, time.Since(start).Round(time.Millisecond), d.f.workers, d.f.concurrency)
-	return d.watch(ctx, insp, start)
+	if err := d.watch(ctx, insp, start); err != nil {
+		return err
+	}
+	if d.f.stay && ctx.Err() == nil {
+		fmt.Fprintln(d.m.Stdout, "staying up: Ctrl-C to stop")
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// serveDashboard serves the dashboard over the demo's queues and returns
+// a function that stops it.
+func (d *demo) serveDashboard(insp *queue.Inspector) (func(), error) {
+	ln, err := net.Listen("tcp", d.f.dashboard)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: listen on %s: %w", d.f.dashboard, err)
+	}
+	srv := &http.Server{Handler: dashboard.New(insp, dashboard.Options{Title: "shardq demo"}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(d.m.Stdout, "dashboard on http://%s/\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 // enqueue sends the tasks in batches: most run at once, every 25th is

@@ -56,7 +56,7 @@ func TestDemo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"enqueued 400 tasks", "pending", "tasks/s", "all 400 tasks finished", "398 done, 2 dead"} {
+	for _, want := range []string{"dashboard on http://127.0.0.1:", "enqueued 400 tasks", "pending", "tasks/s", "all 400 tasks finished", "398 done, 2 dead"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

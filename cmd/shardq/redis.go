@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,6 +38,11 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 			_ = srv.Close()
 		}
 		return nil, nil, fmt.Errorf("%w: --redis %q: %v", errUsage, url, err)
+	}
+	// shardq's own commands retry what is safe to retry themselves; a
+	// silent resend of a pop or an enqueue by go-redis is not.
+	if !strings.Contains(url, "max_retries") {
+		opts.MaxRetries = -1
 	}
 	rdb := redis.NewClient(opts)
 	closeAll := func() {

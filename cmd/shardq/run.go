@@ -30,7 +30,7 @@ type command interface {
 }
 
 func (m *Main) commands() []command {
-	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &demoCommand{}, &benchCommand{}}
+	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
 }
 
 // Run runs the subcommand named by args[0] and returns the exit code.
