@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -254,8 +255,10 @@ func TestSemaphoreMiddleware(t *testing.T) {
 		}
 		return inner.ProcessTask(ctx, t)
 	})
+	mw, err := Semaphore(b.rdb, sem, 10*time.Millisecond, 50*time.Millisecond)
+	must(t, err)
 	cfg := Config{Queues: map[string]int{"invoices": 1, "refunds": 1}, Concurrency: 4, ForwardInterval: 20 * time.Millisecond,
-		Middleware: []Middleware{Semaphore(b.rdb, sem, 10*time.Millisecond, 50*time.Millisecond)}}
+		Middleware: []Middleware{mw}}
 	b.server(t, cfg, h)
 	b.server(t, cfg, h)
 	enqueueN(t, b, 15, queue.In("invoices"))
@@ -271,5 +274,19 @@ func TestSemaphoreMiddleware(t *testing.T) {
 	must(t, err)
 	if len(holders) != 0 {
 		t.Fatalf("slots still held after all tasks: %v", holders)
+	}
+}
+
+// TestSemaphoreBadLimits: a zero or negative limit, or no TTL, is a clear
+// error when the middleware is built, not when a task runs.
+func TestSemaphoreBadLimits(t *testing.T) {
+	t.Parallel()
+	for _, sem := range []*lua.Semaphore{nil, {Key: "{k}"}, {Key: "{k}", Limit: -1, TTL: time.Second}, {Key: "{k}", Limit: 2}} {
+		if _, err := Semaphore(nil, sem, 0, time.Second); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Semaphore(%+v): err = %v, want ErrInvalidConfig", sem, err)
+		}
+	}
+	if _, err := Semaphore(nil, &lua.Semaphore{Key: "{k}", Limit: 1, TTL: time.Second}, -time.Second, time.Second); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("negative wait: err = %v", err)
 	}
 }

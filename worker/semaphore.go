@@ -18,7 +18,19 @@ import (
 // its queue without costing an attempt and holds no worker slot meanwhile.
 // While the handler runs, the slot is refreshed every sem.TTL/3; should it
 // be lost anyway, the handler's context is cancelled with ErrSemaphoreLost.
-func Semaphore(rdb redis.UniversalClient, sem *lua.Semaphore, wait, retryIn time.Duration) Middleware {
+// A semaphore without a positive Limit and TTL, or a negative wait or
+// retryIn, is ErrInvalidConfig here, before any task runs.
+func Semaphore(rdb redis.UniversalClient, sem *lua.Semaphore, wait, retryIn time.Duration) (Middleware, error) {
+	switch {
+	case sem == nil || sem.Key == "":
+		return nil, fmt.Errorf("%w: Semaphore needs a lua.Semaphore with a Key", ErrInvalidConfig)
+	case sem.Limit <= 0:
+		return nil, fmt.Errorf("%w: semaphore %s limit %d, want > 0", ErrInvalidConfig, sem.Key, sem.Limit)
+	case sem.TTL < time.Millisecond:
+		return nil, fmt.Errorf("%w: semaphore %s TTL %v, want >= 1ms", ErrInvalidConfig, sem.Key, sem.TTL)
+	case wait < 0 || retryIn < 0:
+		return nil, fmt.Errorf("%w: semaphore %s: negative wait %v or retryIn %v", ErrInvalidConfig, sem.Key, wait, retryIn)
+	}
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, t *Task) error {
 			holder := fmt.Sprintf("%s:%d", t.ID, t.Attempt)
@@ -38,7 +50,7 @@ func Semaphore(rdb redis.UniversalClient, sem *lua.Semaphore, wait, retryIn time
 			defer func() { _ = sem.Release(context.WithoutCancel(ctx), rdb, holder) }()
 			return next.ProcessTask(ctx, t)
 		})
-	}
+	}, nil
 }
 
 func refreshSlot(ctx context.Context, rdb redis.UniversalClient, sem *lua.Semaphore, holder string, cancel context.CancelCauseFunc, stop <-chan struct{}) {
