@@ -34,11 +34,4 @@ if #back > 0 then sharded_push(KEYS[6], KEYS[7], T .. ':s:', size, back, true) e
 if n == 0 then return {status, left} end
 local take = {}
 for i = 1, math.min(n, #msgs) do take[#take + 1] = msgs[i] end
-local keep, parked = park_over_limit(T, take, lim.keyconc)
-status = 0
-if #keep == 0 and parked > 0 then status = 4 end
-local out = {status, left, now}
-for _, v in ipairs(lease_tasks(T, keep, now, now + tonumber(ARGV[3]), ARGV[5], lim.rate)) do
-  out[#out + 1] = v
-end
-return out
+return dequeue_reply(T, take, lim, now, tonumber(ARGV[3]), ARGV[5], left)

@@ -19,11 +19,4 @@ local now = now_ms(ARGV[4])
 local n, status, wait, lim = dequeue_room(T, tonumber(ARGV[2]), now, size)
 if n == 0 then return {status, wait} end
 local msgs, shard = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', n, true)
-local keep, parked = park_over_limit(T, msgs, lim.keyconc)
-status = 0
-if #keep == 0 and parked > 0 then status = 4 end
-local out = {status, shard, now}
-for _, v in ipairs(lease_tasks(T, keep, now, now + tonumber(ARGV[3]), ARGV[5], lim.rate)) do
-  out[#out + 1] = v
-end
-return out
+return dequeue_reply(T, msgs, lim, now, tonumber(ARGV[3]), ARGV[5], shard)

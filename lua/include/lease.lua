@@ -37,3 +37,18 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   if rate > 0 then redis.call('ZADD', T .. ':ratelog', unpack(starts)) end
   return out
 end
+
+-- dequeue_reply parks the messages over their key's limit, leases the
+-- rest and returns pop's and claim's reply: {status, aux, now, id,
+-- message, attempt, token, ...}, status 0, or 4 when every message was
+-- parked (look again at once).
+local function dequeue_reply(T, msgs, lim, now, lease, worker, aux)
+  local keep, parked = park_over_limit(T, msgs, lim.keyconc)
+  local status = 0
+  if #keep == 0 and parked > 0 then status = 4 end
+  local out = {status, aux, now}
+  for _, v in ipairs(lease_tasks(T, keep, now, now + lease, worker, lim.rate)) do
+    out[#out + 1] = v
+  end
+  return out
+end
