@@ -37,6 +37,7 @@ const (
 	MissedRunOnce
 )
 
+// String returns the policy's name: "skip" or "run-once".
 func (p MissedPolicy) String() string {
 	if p == MissedRunOnce {
 		return "run-once"

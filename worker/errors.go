@@ -71,4 +71,5 @@ type PanicError struct {
 	Stack string
 }
 
+// Error returns the panic value and the stack.
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }
