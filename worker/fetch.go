@@ -20,8 +20,8 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		if err != nil {
 			return
 		}
-		if busy && n < s.cfg.BatchSize/2 {
-			n = s.slots.topUp(ctx, n, s.cfg.BatchSize/2, s.cfg.BatchSize, batchWait)
+		if busy && n < s.cfg.BatchSize*3/4 {
+			n = s.slots.topUp(ctx, n, s.cfg.BatchSize*3/4, s.cfg.BatchSize, batchWait)
 		}
 		if n = s.popHigher(ctx, p, n); n == 0 {
 			continue
