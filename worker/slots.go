@@ -15,7 +15,8 @@ type slots struct {
 	free     int
 	strict   bool
 	waiters  []*waiter
-	released chan struct{} // closed and replaced at every release
+	released chan struct{} // closed and replaced at a release while watchers > 0
+	watchers int           // topUp calls waiting on released
 }
 
 type waiter struct {
@@ -74,8 +75,10 @@ func (s *slots) release(n int) {
 	s.mu.Lock()
 	s.free += n
 	s.grant()
-	close(s.released)
-	s.released = make(chan struct{})
+	if s.watchers > 0 {
+		close(s.released)
+		s.released = make(chan struct{})
+	}
 	s.mu.Unlock()
 }
 
@@ -93,16 +96,25 @@ func (s *slots) topUp(ctx context.Context, n, min, want int, wait time.Duration)
 			s.free -= k
 			n += k
 		}
-		released := s.released
-		s.mu.Unlock()
 		if n >= min {
+			s.mu.Unlock()
 			return n
 		}
+		released := s.released
+		s.watchers++
+		s.mu.Unlock()
+		var done bool
 		select {
 		case <-released:
 		case <-timer.C:
-			return n
+			done = true
 		case <-ctx.Done():
+			done = true
+		}
+		s.mu.Lock()
+		s.watchers--
+		s.mu.Unlock()
+		if done {
 			return n
 		}
 	}

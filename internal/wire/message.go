@@ -64,6 +64,10 @@ func (m *Message) Encode() ([]byte, error) {
 // foreign, corrupted) is an error that says why.
 func DecodeMessage(b []byte) (*Message, error) {
 	var m Message
+	if decodeFast(b, &m) && m.ID != "" && m.Type != "" {
+		return &m, nil
+	}
+	m = Message{}
 	if err := msgpack.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("decode task message (%d bytes): %w", len(b), err)
 	}

@@ -121,3 +121,54 @@ func TestEncodeMatchesMsgpack(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeFastMatchesDecoder: the fast path reads what the general
+// decoder reads, for every integer width, and declines (falling back)
+// on a message laid out otherwise.
+func TestDecodeFastMatchesDecoder(t *testing.T) {
+	long := string(make([]byte, 300))
+	for _, n := range []int64{0, 1, 127, 128, 255, 256, 65535, 65536, 1 << 40, -1, -32, -33, -200, -40000, -1 << 40} {
+		m := &Message{ID: "id", Key: long[:40], Type: "t", Payload: make([]byte, 70000), Raw: n%2 == 0,
+			MaxRetry: int(n), Timeout: n, Deadline: n, Retention: n, Unique: long, EnqueuedAt: n}
+		b, _ := m.Encode()
+		var fast, slow Message
+		if !decodeFast(b, &fast) {
+			t.Fatalf("n=%d: fast path declined our own encoding", n)
+		}
+		if err := msgpack.Unmarshal(b, &slow); err != nil {
+			t.Fatal(err)
+		}
+		if fast.ID != slow.ID || fast.Key != slow.Key || fast.Type != slow.Type || len(fast.Payload) != len(slow.Payload) ||
+			fast.Raw != slow.Raw || fast.MaxRetry != slow.MaxRetry || fast.Timeout != slow.Timeout || fast.Deadline != slow.Deadline ||
+			fast.Retention != slow.Retention || fast.Unique != slow.Unique || fast.EnqueuedAt != slow.EnqueuedAt {
+			t.Fatalf("n=%d: fast %+v, decoder %+v", n, fast, slow)
+		}
+		for cut := 0; cut < len(b); cut += 997 {
+			if decodeFast(b[:cut], &fast) {
+				t.Fatalf("n=%d: fast path accepted a message truncated at %d", n, cut)
+			}
+		}
+	}
+	// laid out otherwise (a map, ints as int64): the fast path declines, the decoder still reads it
+	other := mustMarshal(t, []any{"id1", "", "type1", []byte("p"), false, int64(3)})
+	var m Message
+	if decodeFast(other, &m) {
+		t.Fatal("fast path accepted a shorter array")
+	}
+	got, err := DecodeMessage(other)
+	if err != nil || got.ID != "id1" || got.MaxRetry != 3 {
+		t.Fatalf("fallback: %+v, %v", got, err)
+	}
+}
+
+func TestDecodeFastRejectsGarbage(t *testing.T) {
+	for _, b := range [][]byte{{0x9b}, {0x9b, 0xa0}, {0x9b, 0xdb, 0xff, 0xff, 0xff, 0xff}, []byte("\xc1shardq:dummy")} {
+		var m Message
+		if decodeFast(b, &m) {
+			t.Fatalf("fast path accepted % x", b)
+		}
+		if _, err := DecodeMessage(b); err == nil {
+			t.Fatalf("DecodeMessage accepted % x", b)
+		}
+	}
+}

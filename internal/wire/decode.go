@@ -1,0 +1,139 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// decodeFast reads a message in exactly the layout appendMessage writes
+// (eleven fields, shortest forms), straight from its bytes. It reports
+// false on anything else, and DecodeMessage then falls back to the general
+// decoder: every message a worker runs passes here, so it skips the
+// decoder's allocations.
+func decodeFast(b []byte, m *Message) bool {
+	if len(b) == 0 || b[0] != 0x9b {
+		return false
+	}
+	r := reader{b: b, i: 1, ok: true}
+	m.ID = r.str()
+	m.Key = r.str()
+	m.Type = r.str()
+	m.Payload = r.bin()
+	m.Raw = r.boolean()
+	m.MaxRetry = int(r.int())
+	m.Timeout = r.int()
+	m.Deadline = r.int()
+	m.Retention = r.int()
+	m.Unique = r.str()
+	m.EnqueuedAt = r.int()
+	return r.ok && r.i == len(b)
+}
+
+// reader walks msgpack values; any surprise clears ok.
+type reader struct {
+	b  []byte
+	i  int
+	ok bool
+}
+
+func (r *reader) take(n int) []byte {
+	if !r.ok || n < 0 || r.i+n > len(r.b) {
+		r.ok = false
+		return nil
+	}
+	s := r.b[r.i : r.i+n]
+	r.i += n
+	return s
+}
+
+func (r *reader) byte1() byte {
+	s := r.take(1)
+	if s == nil {
+		return 0
+	}
+	return s[0]
+}
+
+func (r *reader) length(code byte, fix, fixMask, l8, l16, l32 byte) int {
+	switch {
+	case fixMask != 0 && code&^fixMask == fix:
+		return int(code & fixMask)
+	case code == l8:
+		return int(r.byte1())
+	case code == l16:
+		if s := r.take(2); s != nil {
+			return int(binary.BigEndian.Uint16(s))
+		}
+	case code == l32:
+		if s := r.take(4); s != nil {
+			return int(binary.BigEndian.Uint32(s))
+		}
+	}
+	r.ok = false
+	return 0
+}
+
+func (r *reader) str() string {
+	n := r.length(r.byte1(), 0xa0, 0x1f, 0xd9, 0xda, 0xdb)
+	return string(r.take(n))
+}
+
+func (r *reader) bin() []byte {
+	n := r.length(r.byte1(), 0, 0, 0xc4, 0xc5, 0xc6)
+	s := r.take(n)
+	if s == nil {
+		return nil
+	}
+	return append([]byte(nil), s...)
+}
+
+func (r *reader) boolean() bool {
+	switch r.byte1() {
+	case 0xc3:
+		return true
+	case 0xc2:
+		return false
+	}
+	r.ok = false
+	return false
+}
+
+func (r *reader) int() int64 {
+	c := r.byte1()
+	switch {
+	case c <= 0x7f:
+		return int64(c)
+	case c >= 0xe0:
+		return int64(int8(c))
+	}
+	var size int
+	switch c {
+	case 0xcc, 0xd0:
+		size = 1
+	case 0xcd, 0xd1:
+		size = 2
+	case 0xce, 0xd2:
+		size = 4
+	case 0xcf, 0xd3:
+		size = 8
+	default:
+		r.ok = false
+		return 0
+	}
+	s := r.take(size)
+	if s == nil {
+		return 0
+	}
+	var u uint64
+	for _, x := range s {
+		u = u<<8 | uint64(x)
+	}
+	if c >= 0xd0 { // signed: sign-extend from size bytes
+		shift := 64 - 8*size
+		return int64(u<<shift) >> shift
+	}
+	if u > math.MaxInt64 {
+		r.ok = false
+	}
+	return int64(u)
+}
