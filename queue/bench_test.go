@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkEnqueue measures single Enqueue calls: one round trip each.
@@ -64,4 +66,20 @@ func benchSetup(b *testing.B) benchBundle {
 	b.Helper()
 	bd := setupTB(b, Config{})
 	return benchBundle{client: bd.client}
+}
+
+// BenchmarkBareEvalSha is the yardstick for BenchmarkEnqueue/producers=1:
+// one unpipelined EVALSHA of a trivial script, the bound of one round trip.
+func BenchmarkBareEvalSha(b *testing.B) {
+	bb := setupTB(b, Config{})
+	s := redis.NewScript("return 1")
+	ctx := context.Background()
+	_ = s.Load(ctx, bb.rdb)
+	b.ResetTimer()
+	for range b.N {
+		if err := s.EvalSha(ctx, bb.rdb, []string{"{x}k"}).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }

@@ -198,12 +198,17 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 	cmds := make([]*redis.Cmd, len(groups))
 	var fresh map[string]int
 	err := rcall.Do(ctx, func() error {
+		if len(groups) == 1 && c.isRegistered(groups[0].queue) {
+			// the common single call: a plain EVALSHA, no pipeline to build
+			k := keys.For(c.cfg.Prefix, groups[0].queue, groups[0].partition)
+			cmds[0] = lua.Enqueue.Run(ctx, c.rdb, enqueueKeys(k), c.enqueueArgs(k, groups[0])...)
+			return cmds[0].Err()
+		}
 		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
 			fresh = c.register(ctx, p, groups)
 			for i, g := range groups {
 				k := keys.For(c.cfg.Prefix, g.queue, g.partition)
-				cmds[i] = p.Run(ctx, lua.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()),
-					k.FeedMsg(), k.Scheduled(), k.Msg(), k.State()}, c.enqueueArgs(k, g)...)
+				cmds[i] = p.Run(ctx, lua.Enqueue, enqueueKeys(k), c.enqueueArgs(k, g)...)
 			}
 			return nil
 		})
@@ -236,6 +241,17 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 	return nil
 }
 
+// enqueueKeys returns the KEYS of enqueue.lua for partition k.
+func enqueueKeys(k keys.Partition) []string {
+	return []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State()}
+}
+
+// isRegistered reports whether queue's registry entry was written by this client.
+func (c *Client) isRegistered(queue string) bool {
+	v, ok := c.registered.Load(queue)
+	return ok && v.(int) == c.cfg.partitions(queue)
+}
+
 func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
 	args := make([]any, 0, 4+7*len(g.tasks))
 	args = append(args, k.T, "", c.cfg.ShardSize, c.cfg.FeedSize)
@@ -252,7 +268,7 @@ func (c *Client) register(ctx context.Context, p *lua.Pipe, groups []*group) map
 	var fresh map[string]int
 	for _, g := range groups {
 		n := c.cfg.partitions(g.queue)
-		if v, ok := c.registered.Load(g.queue); ok && v.(int) == n {
+		if c.isRegistered(g.queue) {
 			continue
 		}
 		if fresh == nil {
