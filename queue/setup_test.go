@@ -70,6 +70,9 @@ func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isHandshake(cmd) {
+			return next(ctx, cmd)
+		}
 		h.roundTrips.Add(1)
 		h.count(cmd)
 		return next(ctx, cmd)
@@ -78,6 +81,9 @@ func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isHandshake(cmds[0]) {
+			return next(ctx, cmds)
+		}
 		h.roundTrips.Add(1)
 		for _, cmd := range cmds {
 			h.count(cmd)
@@ -91,6 +97,16 @@ func (h *countHook) count(cmd redis.Cmder) {
 	case "evalsha", "eval", "evalsha_ro", "eval_ro":
 		h.scripts.Add(1)
 	}
+}
+
+// isHandshake reports go-redis's own connection set-up (HELLO, CLIENT
+// SETINFO) on a newly dialled connection: not a round trip of shardq's.
+func isHandshake(cmd redis.Cmder) bool {
+	switch strings.ToLower(cmd.Name()) {
+	case "hello", "client":
+		return true
+	}
+	return false
 }
 
 func (h *countHook) reset() { h.scripts.Store(0); h.roundTrips.Store(0) }
