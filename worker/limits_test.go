@@ -92,6 +92,11 @@ func TestConcurrencyLimit(t *testing.T) {
 		if p := g.peakOf("all"); p != 4 {
 			t.Fatalf("peak %d after raising the limit to 4, want 4", p)
 		}
+		// handlers are done; their acks may still be on the way
+		waitFor(t, 3*time.Second, "the last acks", func() bool {
+			li, err := b.insp.LimitInfo(ctx, queue.DefaultQueue)
+			return err == nil && li.Running == 0
+		})
 		li, err := b.insp.LimitInfo(ctx, queue.DefaultQueue)
 		must(t, err)
 		if li.Limits.Concurrency != 4 || li.Running != 0 {
@@ -270,11 +275,11 @@ func TestSemaphoreMiddleware(t *testing.T) {
 	if n := attempts.Load(); n != 0 {
 		t.Fatalf("%d runs had attempt > 1: snoozing cost attempts", n)
 	}
-	holders, err := sem.Holders(context.Background(), b.rdb)
-	must(t, err)
-	if len(holders) != 0 {
-		t.Fatalf("slots still held after all tasks: %v", holders)
-	}
+	// the middleware releases each slot just after its handler returns
+	waitFor(t, 3*time.Second, "every slot released", func() bool {
+		holders, err := sem.Holders(context.Background(), b.rdb)
+		return err == nil && len(holders) == 0
+	})
 }
 
 // TestSemaphoreBadLimits: a zero or negative limit, or no TTL, is a clear
