@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/shardq/shardq/queue"
@@ -139,7 +138,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	url := cmp.Or(f.redisURL, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL"), fileRedis)
-	rdb, closeRedis, err := m.connect(ctx, noRetries(url), false, m.Stderr)
+	rdb, closeRedis, err := m.connect(ctx, url, false, m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -208,19 +207,6 @@ func (f *workerFlags) settings(set map[string]bool) (worker.Config, map[string]h
 		return cfg, nil, "", usageErr("no handlers: pass --handler 'TYPE=exec:COMMAND' or 'TYPE=http:URL', or --config FILE")
 	}
 	return cfg, specs, file.Redis, nil
-}
-
-// noRetries returns url with max_retries=-1 unless it sets max_retries
-// itself: a worker's client must not resend a pop whose reply was lost
-// (its tasks would wait for their lease to expire).
-func noRetries(url string) string {
-	if url == "" || strings.Contains(url, "max_retries=") {
-		return url
-	}
-	if strings.Contains(url, "?") {
-		return url + "&max_retries=-1"
-	}
-	return url + "?max_retries=-1"
 }
 
 // pick returns flag when it was set on the command line, else file's

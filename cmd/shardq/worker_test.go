@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
 )
@@ -416,18 +418,25 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestNoRetries(t *testing.T) {
+// TestConnectDisablesRetries: the binary's client never lets go-redis
+// resend a command (a lost pop reply would strand its tasks until their
+// lease expires), unless the URL asks for retries itself.
+func TestConnectDisablesRetries(t *testing.T) {
 	t.Parallel()
-	cases := map[string]string{
-		"":                                  "",
-		"redis://flag:6379/2":               "redis://flag:6379/2?max_retries=-1",
-		"redis://flag:6379?dial_timeout=1s": "redis://flag:6379?dial_timeout=1s&max_retries=-1",
-		"redis://flag:6379?max_retries=5":   "redis://flag:6379?max_retries=5",
-	}
-	for in, want := range cases {
-		if got := noRetries(in); got != want {
-			t.Errorf("noRetries(%q) = %q, want %q", in, got, want)
+	srv := redistest.Start(t)
+	for url, want := range map[string]int{
+		"redis://" + srv.Addr:                      -1,
+		"redis://" + srv.Addr + "/0?max_retries=5": 5,
+	} {
+		m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+		rdb, stop, err := m.connect(context.Background(), url, false, io.Discard)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if got := rdb.(*redis.Client).Options().MaxRetries; got != want {
+			t.Errorf("%s: MaxRetries %d, want %d", url, got, want)
+		}
+		stop()
 	}
 }
 
