@@ -424,8 +424,9 @@ func TestRetryAfter(t *testing.T) {
 func TestConnectDisablesRetries(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	// go-redis stores "no retries" (-1) as 0; its default is 3
 	for url, want := range map[string]int{
-		"redis://" + srv.Addr:                      -1,
+		"redis://" + srv.Addr:                      0,
 		"redis://" + srv.Addr + "/0?max_retries=5": 5,
 	} {
 		m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
