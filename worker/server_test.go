@@ -269,9 +269,11 @@ func TestFailures(t *testing.T) {
 		shard := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).ShardPrefix() + "0"
 		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-8], `{"json":1}`).Err())
 		after := b.enqueue(t, queue.NewRawTask("t", []byte("after")))
-		waitFor(t, 5*time.Second, "three dead tasks", func() bool {
+		// (a task between a blocking move and its claim is in a worker's
+		// in-flight list, neither pending nor active: wait for the runs too)
+		waitFor(t, 5*time.Second, "three dead tasks and the good ones run", func() bool {
 			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
-			return qi.Dead == 3 && qi.Pending == 0 && qi.Active == 0
+			return qi.Dead == 3 && qi.Pending == 0 && qi.Active == 0 && rec.count(good.ID) == 1 && rec.count(after.ID) == 1
 		})
 		if rec.total() != 2 || rec.count(good.ID) != 1 || rec.count(after.ID) != 1 {
 			t.Fatalf("handler ran %d tasks; want the two good ones once each", rec.total())
