@@ -87,7 +87,18 @@ func TestCronMissedTicks(t *testing.T) {
 			time.Sleep(3300 * time.Millisecond) // three ticks pass with no scheduler
 			restart := time.Now()
 			s = b.scheduler(t, sched)
-			time.Sleep(300 * time.Millisecond)
+			// wait for its first on-time tick, so a slow start under load
+			// is not mistaken for a skip
+			waitFor(t, 10*time.Second, "the restarted scheduler's first tick", func() bool {
+				for _, tick := range cronTicks(t, b, queue.DefaultQueue) {
+					var sec int64
+					fmt.Sscan(tick, &sec)
+					if !time.Unix(sec, 0).Before(restart.Add(-tickGrace)) {
+						return true
+					}
+				}
+				return false
+			})
 			must(t, s.Shutdown(context.Background()))
 			after := cronTicks(t, b, queue.DefaultQueue)
 			var missedRuns []string
