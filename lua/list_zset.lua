@@ -11,6 +11,7 @@
   O(log(n)^2), so a page costs the same whatever the set's size.
   Returns: {id, score, message or "", record or "", ...} ]]
 --@include zpos
+--@include taskview
 local key, limit, desc = KEYS[1], tonumber(ARGV[3]), ARGV[4] == 'desc'
 local from, to
 if ARGV[1] == '' then
@@ -34,16 +35,13 @@ if desc then
 else
   to = from + limit - 1
 end
-local out = {}
-if to < from then return out end
+if to < from then return {} end
 local page = redis.call('ZRANGE', key, from, to, 'WITHSCORES')
 local first, last, step = 1, #page - 1, 2
 if desc then first, last, step = #page - 1, 1, -2 end
+local ids, scores = {}, {}
 for i = first, last, step do
-  local id = page[i]
-  out[#out + 1] = id
-  out[#out + 1] = page[i + 1]
-  out[#out + 1] = redis.call('HGET', KEYS[2], id) or redis.call('HGET', KEYS[4], id) or ''
-  out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+  ids[#ids + 1] = page[i]
+  scores[#scores + 1] = page[i + 1]
 end
-return out
+return task_views(ids, scores, KEYS[2], KEYS[3], KEYS[4])

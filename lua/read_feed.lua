@@ -7,14 +7,12 @@
   Returns: {id, rank, message or "", record or "", ...}; -1 when the marker is
   not in the feed ]]
 --@include feed
+--@include taskview
 local page = feed_page(KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3] == 'desc')
 if page == nil then return -1 end
-local out = {}
+local ids, ranks = {}, {}
 for i = 1, #page, 2 do
-  local id = page[i]
-  out[#out + 1] = id
-  out[#out + 1] = page[i + 1]
-  out[#out + 1] = redis.call('HGET', KEYS[2], id) or redis.call('HGET', KEYS[4], id) or ''
-  out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+  ids[#ids + 1] = page[i]
+  ranks[#ranks + 1] = page[i + 1]
 end
-return out
+return task_views(ids, ranks, KEYS[2], KEYS[3], KEYS[4])

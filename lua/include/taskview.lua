@@ -1,0 +1,18 @@
+-- task_views returns {id, score, message or "", record or "", ...} for the
+-- ids and scores given, in their order: each task's message from T:msg
+-- when it has a record, else from the recent feed's copy (a pending task).
+-- One HMGET per hash for the whole page.
+local function task_views(ids, scores, msg_key, state_key, feedmsg_key)
+  local out = {}
+  if #ids == 0 then return out end
+  local msgs = redis.call('HMGET', msg_key, unpack(ids))
+  local copies = redis.call('HMGET', feedmsg_key, unpack(ids))
+  local recs = redis.call('HMGET', state_key, unpack(ids))
+  for i, id in ipairs(ids) do
+    out[#out + 1] = id
+    out[#out + 1] = scores[i]
+    out[#out + 1] = msgs[i] or copies[i] or ''
+    out[#out + 1] = recs[i] or ''
+  end
+  return out
+end
