@@ -156,14 +156,8 @@ func (i *Inspector) actAll(ctx context.Context, a *action, queue string, state S
 // setSizes returns the size of one sorted set of every partition.
 func (i *Inspector) setSizes(ctx context.Context, queue string, n int, setKey func(keys.Partition) string) ([]int64, error) {
 	cmds := make([]*redis.IntCmd, n)
-	err := rcall.Do(ctx, func() error {
-		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for part := range n {
-				cmds[part] = p.ZCard(ctx, setKey(keys.For(i.cfg.Prefix, queue, part)))
-			}
-			return nil
-		})
-		return err
+	err := i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.ZCard(ctx, setKey(k))
 	})
 	if err != nil {
 		return nil, err

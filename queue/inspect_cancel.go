@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -29,14 +28,8 @@ func (i *Inspector) CancelTask(ctx context.Context, queue, id string) error {
 		return err
 	}
 	cmds := make([]*redis.Cmd, n)
-	err = rcall.Do(ctx, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
-			for part := range n {
-				k := keys.For(i.cfg.Prefix, queue, part)
-				cmds[part] = p.Run(ctx, lua.CancelTask, []string{k.Active(), k.Cancel()}, "", id, cancelKeep.Milliseconds())
-			}
-			return nil
-		})
+	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.Run(ctx, lua.CancelTask, []string{k.Active(), k.Cancel()}, "", id, cancelKeep.Milliseconds())
 	})
 	if err != nil {
 		return fmt.Errorf("cancel task %q of %q: %w", id, queue, err)
@@ -57,17 +50,8 @@ func (i *Inspector) CancelRequested(ctx context.Context, queue, id string) (bool
 		return false, err
 	}
 	cmds := make([]*redis.FloatCmd, n)
-	err = rcall.Do(ctx, func() error {
-		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for part := range n {
-				cmds[part] = p.ZScore(ctx, keys.For(i.cfg.Prefix, queue, part).Cancel(), id)
-			}
-			return nil
-		})
-		if err == redis.Nil {
-			err = nil
-		}
-		return err
+	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.ZScore(ctx, k.Cancel(), id)
 	})
 	if err != nil {
 		return false, fmt.Errorf("read cancel request of %q in %q: %w", id, queue, err)

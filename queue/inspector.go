@@ -107,15 +107,9 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 		return nil, err
 	}
 	cmds := make([]*redis.Cmd, n)
-	err = rcall.Do(ctx, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
-			for part := range n {
-				k := keys.For(i.cfg.Prefix, queue, part)
-				cmds[part] = p.Run(ctx, lua.Counts, []string{k.First(), k.Last(), k.Active(), k.Scheduled(),
-					k.Retry(), k.Dead(), k.Done(), k.Paused()}, k.ShardPrefix(), k.ParkedCount())
-			}
-			return nil
-		})
+	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.Run(ctx, lua.Counts, []string{k.First(), k.Last(), k.Active(), k.Scheduled(),
+			k.Retry(), k.Dead(), k.Done(), k.Paused()}, k.ShardPrefix(), k.ParkedCount())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue info %q: %w", queue, err)
@@ -155,14 +149,8 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 		return nil, err
 	}
 	cmds := make([]*redis.Cmd, n)
-	err = rcall.Do(ctx, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
-			for part := range n {
-				k := keys.For(i.cfg.Prefix, queue, part)
-				cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed()}, id)
-			}
-			return nil
-		})
+	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed()}, id)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
@@ -223,22 +211,29 @@ func (i *Inspector) setPaused(ctx context.Context, queue string, paused bool) er
 	if err != nil {
 		return err
 	}
-	err = rcall.Do(ctx, func() error {
-		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for part := range n {
-				k := keys.For(i.cfg.Prefix, queue, part)
-				if paused {
-					p.Set(ctx, k.Paused(), 1, 0)
-				} else {
-					p.Del(ctx, k.Paused())
-				}
-			}
-			return nil
-		})
-		return err
+	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
+		if paused {
+			p.Set(ctx, k.Paused(), 1, 0)
+		} else {
+			p.Del(ctx, k.Paused())
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("pause %q (%v): %w", queue, paused, err)
 	}
 	return nil
+}
+
+// perPartition calls fn for each of queue's n partitions, queueing its
+// commands on one pipeline: one round trip, NOSCRIPT recovered, bounded by
+// ctx. fn keeps the Cmds it needs; errors other than redis.Nil come back.
+func (i *Inspector) perPartition(ctx context.Context, queue string, n int, fn func(p *lua.Pipe, part int, k keys.Partition)) error {
+	return rcall.Do(ctx, func() error {
+		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+			for part := range n {
+				fn(p, part, keys.For(i.cfg.Prefix, queue, part))
+			}
+			return nil
+		})
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/lua"
 )
 
 // Limits caps how a queue's tasks start. They are enforced when workers
@@ -64,14 +65,8 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 	if err != nil {
 		return err
 	}
-	err = rcall.Do(ctx, func() error {
-		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for part := range n {
-				WriteLimits(ctx, p, keys.For(i.cfg.Prefix, queue, part).Limits(), l)
-			}
-			return nil
-		})
-		return err
+	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
+		WriteLimits(ctx, p, k.Limits(), l)
 	})
 	if err != nil {
 		return fmt.Errorf("set limits of %q: %w", queue, err)
