@@ -44,8 +44,6 @@ type popReply struct {
 	tasks  []leased
 }
 
-// leased also carries the server time the lease started.
-
 func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
 	k := p.k
 	res, err := lua.Pop.Run(ctx, s.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits()},

@@ -19,29 +19,29 @@ type running struct {
 	cancel context.CancelCauseFunc
 }
 
-// registry of running handlers.
+// registry is the set of handlers running now.
 type registry struct {
-	mu   sync.Mutex
-	byID map[*running]struct{}
+	mu  sync.Mutex
+	all map[*running]struct{}
 }
 
 func (r *registry) add(x *running) {
 	r.mu.Lock()
-	r.byID[x] = struct{}{}
+	r.all[x] = struct{}{}
 	r.mu.Unlock()
 }
 
 func (r *registry) remove(x *running) {
 	r.mu.Lock()
-	delete(r.byID, x)
+	delete(r.all, x)
 	r.mu.Unlock()
 }
 
 func (r *registry) snapshot() []*running {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]*running, 0, len(r.byID))
-	for x := range r.byID {
+	out := make([]*running, 0, len(r.all))
+	for x := range r.all {
 		out = append(out, x)
 	}
 	return out

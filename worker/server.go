@@ -58,7 +58,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		rdb: rdb, cfg: cfg, handler: chain(h, cfg.Middleware),
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
 		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
-		running: registry{byID: map[*running]struct{}{}},
+		running: registry{all: map[*running]struct{}{}},
 	}
 	if len(cfg.Schedules) > 0 {
 		scfg := SchedulerConfig{Config: cfg.Config, Schedules: cfg.Schedules, Clock: cfg.Clock}
