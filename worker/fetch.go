@@ -28,11 +28,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		}
 		var r popReply
 		claiming := inflight
-		if claiming {
-			r, err = s.claim(ctx, p, n)
-		} else {
-			r, err = s.pop(ctx, p, n)
-		}
+		r, err = s.dequeue(ctx, p, n, claiming)
 		if err != nil {
 			s.slots.release(n)
 			s.logRedisError("fetch", err)

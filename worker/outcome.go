@@ -31,91 +31,71 @@ type outcome struct {
 	snooze    bool          // fail: back after delay, the attempt not counted
 }
 
-// finish queues an outcome for the flusher. After the flusher stopped
-// (shutdown gave up on this handler), the outcome is dropped: the task was
-// requeued already and the token check would reject it anyway.
-func (s *Server) finish(o outcome) {
-	select {
-	case s.outcomes <- o:
-	case <-s.flusherDone:
-	}
-}
+// finish queues an outcome for writing: by the flusher, or by a fetcher
+// whose next pop carries it. After the flusher stopped (shutdown gave up on
+// this handler), nothing writes it: the task was requeued already and the
+// token check would reject it anyway.
+func (s *Server) finish(o outcome) { s.outbox.put(o) }
 
-// flush writes outcomes in batches: it takes one, drains what else is
-// waiting, and writes them all with one script call per partition and
-// kind, in one round trip. An idle server writes each outcome at once; a
-// busy one batches naturally. Writes are retried until they succeed:
-// every outcome carries its lease token, so a repeat is harmless.
+// maxOutcomeBatch bounds the outcomes one round trip carries.
+const maxOutcomeBatch = 1000
+
+// flush writes the outcomes no fetcher carried. An idle server writes each
+// outcome at once. On a busy one (outcomes arrive several at a time, or
+// fetchers carry them) it first leaves them batchWait to ride along with a
+// fetcher's next pop, then writes what is left, with one script call per
+// partition and kind, in one round trip. Writes are retried until they
+// succeed: every outcome carries its lease token, so a repeat is harmless.
 func (s *Server) flush(stop <-chan struct{}) {
 	defer close(s.flusherDone)
-	const maxBatch = 1000
-	batch := make([]outcome, 0, maxBatch)
-	busy := false // the last batch held several: handlers are finishing fast
+	busy := false
 	for {
-		select {
-		case o := <-s.outcomes:
-			batch = append(batch[:0], o)
-		case <-stop:
-			// shutdown: drain whatever is queued, then leave
-			batch = batch[:0]
-			for {
-				select {
-				case o := <-s.outcomes:
-					batch = append(batch, o)
-					if len(batch) < maxBatch {
-						continue
-					}
-				default:
-				}
-				if len(batch) == 0 {
-					return
-				}
-				s.write(batch, stop)
-				batch = batch[:0]
-			}
-		}
-	drain:
-		for len(batch) < maxBatch {
+		if s.outbox.len() == 0 {
 			select {
-			case o := <-s.outcomes:
-				batch = append(batch, o)
-			default:
-				break drain
+			case <-s.outbox.ready:
+			case <-stop:
+				// shutdown: the fetchers have stopped; write what is left, then leave
+				for {
+					batch := s.outbox.take(maxOutcomeBatch, false)
+					if len(batch) == 0 {
+						return
+					}
+					s.write(batch, stop)
+				}
 			}
 		}
-		if busy && len(batch) < s.cfg.BatchSize/2 {
-			s.gather(&batch, s.cfg.BatchSize/2)
+		if busy || s.outbox.fetcherTook() {
+			sleepUntil(stop, batchWait)
 		}
-		busy = len(batch) > 1
-		s.write(batch, stop)
-	}
-}
-
-// gather waits, at most batchWait, for the batch to reach target: while
-// handlers finish one by one, one script call then carries many outcomes.
-func (s *Server) gather(batch *[]outcome, target int) {
-	timer := time.NewTimer(batchWait)
-	defer timer.Stop()
-	for len(*batch) < target {
-		select {
-		case o := <-s.outcomes:
-			*batch = append(*batch, o)
-		case <-timer.C:
-			return
+		batch := s.outbox.take(maxOutcomeBatch, false)
+		busy = len(batch) > 1 || s.outbox.fetcherTook()
+		if len(batch) > 0 {
+			s.write(batch, stop)
 		}
 	}
 }
 
-// write sends one batch, retrying with backoff while Redis fails (for at
-// most ShutdownTimeout once shutdown began).
+// sleepUntil waits d, or until stop is closed.
+func sleepUntil(stop <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+	case <-t.C:
+	}
+}
+
+// write sends one batch, retrying what failed with backoff while Redis
+// fails (for at most ShutdownTimeout once shutdown began).
 func (s *Server) write(batch []outcome, stop <-chan struct{}) {
 	var wait backoff
 	var giveUp time.Time
 	for {
-		err := s.writeOnce(batch)
+		failed, err := s.writeOnce(batch)
 		if err == nil {
 			return
 		}
+		batch = failed
 		s.logRedisError("write outcomes", err)
 		select {
 		case <-stop:
@@ -133,45 +113,73 @@ func (s *Server) write(batch []outcome, stop <-chan struct{}) {
 	}
 }
 
+// writeOnce sends batch in one round trip and returns the outcomes whose
+// script call failed, with the first error.
+func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
+	ctx := context.Background()
+	var groups []outcomeGroup
+	_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+		groups = s.queueOutcomeGroups(ctx, pipe, batch)
+		return nil
+	})
+	return s.settle(groups)
+}
+
 type groupKey struct {
 	p    *part
 	kind outcomeKind
 }
 
-func (s *Server) writeOnce(batch []outcome) error {
-	groups := map[groupKey][]outcome{}
-	var order []groupKey
+// outcomeGroup is the outcomes of one partition and kind: one script call.
+type outcomeGroup struct {
+	key   groupKey
+	items []outcome
+	cmd   *redis.Cmd
+}
+
+// queueOutcomeGroups queues one script call per partition and kind of batch.
+func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *lua.Pipe, batch []outcome) []outcomeGroup {
+	index := map[groupKey]int{}
+	var groups []outcomeGroup
 	for _, o := range batch {
 		g := groupKey{o.p, o.kind}
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
+		i, ok := index[g]
+		if !ok {
+			i = len(groups)
+			index[g] = i
+			groups = append(groups, outcomeGroup{key: g})
 		}
-		groups[g] = append(groups[g], o)
+		groups[i].items = append(groups[i].items, o)
 	}
-	ctx := context.Background()
-	cmds := make([]*redis.Cmd, len(order))
-	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
-		for i, g := range order {
-			cmds[i] = s.queueOutcomes(ctx, pipe, g, groups[g])
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	for i := range groups {
+		groups[i].cmd = s.queueOutcomes(ctx, pipe, groups[i].key, groups[i].items)
 	}
-	for i, g := range order {
-		codes, err := cmds[i].Int64Slice()
+	return groups
+}
+
+// settle reads the replies of written outcome groups: it warns about
+// outcomes a newer lease made stale and returns the outcomes of the calls
+// that failed, with the first error.
+func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
+	var failed []outcome
+	var first error
+	for _, g := range groups {
+		codes, err := g.cmd.Int64Slice()
 		if err != nil {
-			return err
+			failed = append(failed, g.items...)
+			if first == nil {
+				first = err
+			}
+			continue
 		}
-		for j, o := range groups[g] {
+		for j, o := range g.items {
 			if j < len(codes) && codes[j] == 0 {
 				s.log.Warn("stale outcome rejected: the task's lease was taken over, another worker owns it",
 					"task", o.id, "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
 			}
 		}
 	}
-	return nil
+	return failed, first
 }
 
 func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, g groupKey, os []outcome) *redis.Cmd {

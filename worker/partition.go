@@ -44,22 +44,55 @@ type popReply struct {
 	tasks  []leased
 }
 
-func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
-	k := p.k
-	res, err := lua.Pop.Run(ctx, s.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits()},
-		k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize).Slice()
-	if err != nil {
-		return popReply{}, fmt.Errorf("pop %s: %w", p.k.T, err)
+// dequeue pops n tasks of p (claims them from this worker's in-flight
+// list when claiming), carrying the outcomes waiting in the outbox in the
+// same round trip, ahead of the pop: the slots and limits they free count
+// at once, and a busy worker pays one round trip per batch instead of two.
+// Outcomes whose write failed go back to the outbox.
+func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (popReply, error) {
+	carry := s.outbox.take(maxOutcomeBatch, true)
+	script, keys, args := s.dequeueCall(p, n, claiming)
+	if len(carry) == 0 {
+		return parseDequeue(p, script.Run(ctx, s.rdb, keys, args...), claiming)
 	}
-	return parsePopReply(res)
+	var groups []outcomeGroup
+	var cmd *redis.Cmd
+	_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+		groups = s.queueOutcomeGroups(ctx, pipe, carry)
+		cmd = pipe.Run(ctx, script, keys, args...)
+		return nil
+	})
+	if failed, err := s.settle(groups); err != nil {
+		s.logRedisError("write outcomes", err)
+		s.outbox.giveBack(failed)
+	}
+	return parseDequeue(p, cmd, claiming)
 }
 
-func (s *Server) claim(ctx context.Context, p *part, n int) (popReply, error) {
+// pop leases up to n pending tasks of p, in one round trip of its own.
+func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
+	script, keys, args := s.dequeueCall(p, n, false)
+	return parseDequeue(p, script.Run(ctx, s.rdb, keys, args...), false)
+}
+
+// dequeueCall returns the script call of a pop, or of a claim.
+func (s *Server) dequeueCall(p *part, n int, claiming bool) (*lua.Script, []string, []any) {
 	k := p.k
-	res, err := lua.Claim.Run(ctx, s.rdb, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits()},
-		k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize).Slice()
+	args := []any{k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize}
+	if claiming {
+		return lua.Claim, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits()}, args
+	}
+	return lua.Pop, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits()}, args
+}
+
+func parseDequeue(p *part, cmd *redis.Cmd, claiming bool) (popReply, error) {
+	res, err := cmd.Slice()
 	if err != nil {
-		return popReply{}, fmt.Errorf("claim %s: %w", p.k.T, err)
+		verb := "pop"
+		if claiming {
+			verb = "claim"
+		}
+		return popReply{}, fmt.Errorf("%s %s: %w", verb, p.k.T, err)
 	}
 	return parsePopReply(res)
 }

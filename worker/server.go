@@ -40,7 +40,7 @@ type Server struct {
 	fetchers    sync.WaitGroup
 	background  sync.WaitGroup
 	tasks       sync.WaitGroup
-	outcomes    chan outcome
+	outbox      *outbox
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
 }
@@ -121,7 +121,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	s.state = 1
-	s.outcomes = make(chan outcome, 2*s.cfg.Concurrency)
+	s.outbox = newOutbox()
 	s.stopFlusher = make(chan struct{})
 	s.flusherDone = make(chan struct{})
 	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
@@ -260,7 +260,7 @@ func (s *Server) requeueAbandoned() {
 	left := s.running.snapshot()
 	s.log.Warn("handlers ignored cancellation; requeueing their tasks", "tasks", len(left))
 	for _, r := range left {
-		s.outcomes <- outcome{p: r.p, id: r.id, token: r.token, kind: outcomeRequeue}
+		s.finish(outcome{p: r.p, id: r.id, token: r.token, kind: outcomeRequeue})
 	}
 }
 

@@ -1,0 +1,203 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/queue"
+)
+
+// tripHook records, for every round trip, the names of the scripts it ran.
+type tripHook struct {
+	names map[string]string // SHA -> script name
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func newTripHook() *tripHook {
+	h := &tripHook{names: map[string]string{}}
+	for _, s := range []*lua.Script{lua.Pop, lua.Claim, lua.Ack, lua.Fail, lua.Requeue} {
+		h.names[s.Hash()] = s.Name()
+	}
+	return h
+}
+
+func (h *tripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *tripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (h *tripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.record(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (h *tripHook) record(cmds []redis.Cmder) {
+	var trip []string
+	for _, c := range cmds {
+		if strings.ToLower(c.Name()) != "evalsha" {
+			continue
+		}
+		if sha, ok := c.Args()[1].(string); ok && h.names[sha] != "" {
+			trip = append(trip, h.names[sha])
+		}
+	}
+	if len(trip) == 0 {
+		return // a handshake, a blocking move, a heartbeat...
+	}
+	h.mu.Lock()
+	h.trips = append(h.trips, trip)
+	h.mu.Unlock()
+}
+
+// count returns the recorded round trips and how many of them ran both an
+// ack and a pop.
+func (h *tripHook) count() (trips, carried int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.trips {
+		ack, pop := false, false
+		for _, n := range t {
+			ack = ack || n == "ack"
+			pop = pop || n == "pop"
+		}
+		if ack && pop {
+			carried++
+		}
+	}
+	return len(h.trips), carried
+}
+
+// TestDequeueCarriesOutcomes shows a pop carrying the outcomes waiting in
+// the outbox: one round trip writes them and leases the next tasks.
+func TestDequeueCarriesOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	batch := make([]*queue.Task, 6)
+	for i := range batch {
+		batch[i] = queue.NewRawTask("t", []byte{byte(i)})
+	}
+	if _, err := b.client.EnqueueBatch(ctx, batch, queue.In("q"), queue.Retention(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}), HandlerFunc(func(context.Context, *Task) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.outbox = newOutbox()
+	p := s.parts[0]
+	first, err := s.dequeue(ctx, p, 3, false)
+	if err != nil || len(first.tasks) != 3 {
+		t.Fatalf("first pop: %d tasks, err %v", len(first.tasks), err)
+	}
+	for _, l := range first.tasks {
+		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck, retention: time.Hour})
+	}
+
+	hook := newTripHook()
+	b.rdb.AddHook(hook)
+	second, err := s.dequeue(ctx, p, 3, false)
+	if err != nil || len(second.tasks) != 3 {
+		t.Fatalf("second pop: %d tasks, err %v", len(second.tasks), err)
+	}
+	if trips, carried := hook.count(); trips != 1 || carried != 1 {
+		t.Fatalf("round trips %v; want one, running the ack and the pop", hook.trips)
+	}
+	if n := s.outbox.len(); n != 0 {
+		t.Fatalf("%d outcomes left in the outbox", n)
+	}
+	for _, l := range first.tasks {
+		info, err := b.insp.GetTask(ctx, "q", l.id)
+		if err != nil || info.State != queue.StateDone {
+			t.Fatalf("task %s after the carried ack: %+v, %v", l.id, info, err)
+		}
+	}
+}
+
+// TestDequeueGivesBackFailedOutcomes shows outcomes a failed round trip
+// could not write going back to the outbox, to be written later.
+func TestDequeueGivesBackFailedOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	if _, err := b.client.Enqueue(ctx, queue.NewRawTask("t", nil), queue.In("q")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}), HandlerFunc(func(context.Context, *Task) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.outbox = newOutbox()
+	p := s.parts[0]
+	r, err := s.dequeue(ctx, p, 1, false)
+	if err != nil || len(r.tasks) != 1 {
+		t.Fatalf("pop: %d tasks, err %v", len(r.tasks), err)
+	}
+	s.finish(outcome{p: p, id: r.tasks[0].id, token: r.tasks[0].token, kind: outcomeAck})
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.dequeue(dead, p, 1, false); err == nil {
+		t.Fatal("pop with a cancelled context: no error")
+	}
+	if n := s.outbox.len(); n != 1 {
+		t.Fatalf("outbox holds %d outcomes after the failed round trip, want the ack back", n)
+	}
+	if failed, err := s.writeOnce(s.outbox.take(maxOutcomeBatch, false)); err != nil || len(failed) != 0 {
+		t.Fatalf("writing the given-back ack: %d failed, %v", len(failed), err)
+	}
+	if info, err := b.insp.QueueInfo(ctx, "q"); err != nil || info.Active != 0 {
+		t.Fatalf("queue after the ack: %+v, %v", info, err)
+	}
+}
+
+// TestBusyWorkerRoundTrips counts the round trips a busy worker makes:
+// pops and acks go in batches (one round trip for many tasks), and acks
+// ride along with the next pop.
+func TestBusyWorkerRoundTrips(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 2000
+	batch := make([]*queue.Task, n)
+	for i := range batch {
+		batch[i] = queue.NewRawTask("t", nil)
+	}
+	if _, err := b.client.EnqueueBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	hook := newTripHook()
+	b.rdb.AddHook(hook)
+	var done atomic.Int64
+	b.server(t, Config{Concurrency: 16}, HandlerFunc(func(context.Context, *Task) error {
+		done.Add(1)
+		return nil
+	}))
+	waitFor(t, 30*time.Second, "all tasks acked", func() bool {
+		info, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		return err == nil && done.Load() == n && info.Pending == 0 && info.Active == 0
+	})
+	trips, carried := hook.count()
+	t.Logf("%d tasks: %d round trips running pop, claim, ack or fail scripts; %d carried acks with a pop", n, trips, carried)
+	// One round trip per task, or one per pop and one per ack, would be
+	// 2,000 to 4,000; with 16 slots a batch holds up to 16 tasks.
+	if trips > n/4 {
+		t.Fatalf("%d round trips for %d tasks: not batched", trips, n)
+	}
+	if carried == 0 {
+		t.Fatal("no pop carried acks")
+	}
+}
