@@ -140,7 +140,7 @@ func (s *Server) failure(p *part, t *Task, err error) outcome {
 }
 
 func (s *Server) newTask(p *part, l leased) (*Task, error) {
-	m, err := wire.DecodeMessage([]byte(l.msg))
+	m, err := wire.DecodeMessageString(l.msg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,20 +1,19 @@
 package wire
 
-import (
-	"encoding/binary"
-	"math"
-)
+import "math"
 
 // decodeFast reads a message in exactly the layout appendMessage writes
 // (eleven fields, shortest forms), straight from its bytes. It reports
 // false on anything else, and DecodeMessage then falls back to the general
 // decoder: every message a worker runs passes here, so it skips the
 // decoder's allocations.
-func decodeFast(b []byte, m *Message) bool {
+// Over a string (a message as go-redis returns it) the string fields are
+// substrings of it, not copies.
+func decodeFast[T string | []byte](b T, m *Message) bool {
 	if len(b) == 0 || b[0] != 0x9b {
 		return false
 	}
-	r := reader{b: b, i: 1, ok: true}
+	r := reader[T]{b: b, i: 1, ok: true}
 	m.ID = r.str()
 	m.Key = r.str()
 	m.Type = r.str()
@@ -30,64 +29,65 @@ func decodeFast(b []byte, m *Message) bool {
 }
 
 // reader walks msgpack values; any surprise clears ok.
-type reader struct {
-	b  []byte
+type reader[T string | []byte] struct {
+	b  T
 	i  int
 	ok bool
 }
 
-func (r *reader) take(n int) []byte {
+func (r *reader[T]) take(n int) T {
 	if !r.ok || n < 0 || r.i+n > len(r.b) {
 		r.ok = false
-		return nil
+		var zero T
+		return zero
 	}
 	s := r.b[r.i : r.i+n]
 	r.i += n
 	return s
 }
 
-func (r *reader) byte1() byte {
+func (r *reader[T]) byte1() byte {
 	s := r.take(1)
-	if s == nil {
+	if !r.ok {
 		return 0
 	}
 	return s[0]
 }
 
-func (r *reader) length(code byte, fix, fixMask, l8, l16, l32 byte) int {
+func (r *reader[T]) length(code byte, fix, fixMask, l8, l16, l32 byte) int {
 	switch {
 	case fixMask != 0 && code&^fixMask == fix:
 		return int(code & fixMask)
 	case code == l8:
 		return int(r.byte1())
 	case code == l16:
-		if s := r.take(2); s != nil {
-			return int(binary.BigEndian.Uint16(s))
+		if s := r.take(2); r.ok {
+			return int(s[0])<<8 | int(s[1])
 		}
 	case code == l32:
-		if s := r.take(4); s != nil {
-			return int(binary.BigEndian.Uint32(s))
+		if s := r.take(4); r.ok {
+			return int(s[0])<<24 | int(s[1])<<16 | int(s[2])<<8 | int(s[3])
 		}
 	}
 	r.ok = false
 	return 0
 }
 
-func (r *reader) str() string {
+func (r *reader[T]) str() string {
 	n := r.length(r.byte1(), 0xa0, 0x1f, 0xd9, 0xda, 0xdb)
 	return string(r.take(n))
 }
 
-func (r *reader) bin() []byte {
+func (r *reader[T]) bin() []byte {
 	n := r.length(r.byte1(), 0, 0, 0xc4, 0xc5, 0xc6)
 	s := r.take(n)
-	if s == nil {
+	if !r.ok || len(s) == 0 {
 		return nil
 	}
-	return append([]byte(nil), s...)
+	return append(make([]byte, 0, len(s)), s...)
 }
 
-func (r *reader) boolean() bool {
+func (r *reader[T]) boolean() bool {
 	switch r.byte1() {
 	case 0xc3:
 		return true
@@ -98,7 +98,7 @@ func (r *reader) boolean() bool {
 	return false
 }
 
-func (r *reader) int() int64 {
+func (r *reader[T]) int() int64 {
 	c := r.byte1()
 	switch {
 	case c <= 0x7f:
@@ -121,12 +121,12 @@ func (r *reader) int() int64 {
 		return 0
 	}
 	s := r.take(size)
-	if s == nil {
+	if !r.ok {
 		return 0
 	}
 	var u uint64
-	for _, x := range s {
-		u = u<<8 | uint64(x)
+	for i := range len(s) {
+		u = u<<8 | uint64(s[i])
 	}
 	if c >= 0xd0 { // signed: sign-extend from size bytes
 		shift := 64 - 8*size

@@ -60,6 +60,17 @@ func (m *Message) Encode() ([]byte, error) {
 	return appendMessage(make([]byte, 0, size), m), nil
 }
 
+// DecodeMessageString decodes a message held in a string, as go-redis
+// returns it. Its string fields share the string's memory; the payload is
+// a copy.
+func DecodeMessageString(s string) (*Message, error) {
+	var m Message
+	if decodeFast(s, &m) && m.ID != "" && m.Type != "" {
+		return &m, nil
+	}
+	return DecodeMessage([]byte(s))
+}
+
 // DecodeMessage decodes b. A message that does not decode (truncated,
 // foreign, corrupted) is an error that says why.
 func DecodeMessage(b []byte) (*Message, error) {

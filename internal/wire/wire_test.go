@@ -143,8 +143,13 @@ func TestDecodeFastMatchesDecoder(t *testing.T) {
 			fast.Retention != slow.Retention || fast.Unique != slow.Unique || fast.EnqueuedAt != slow.EnqueuedAt {
 			t.Fatalf("n=%d: fast %+v, decoder %+v", n, fast, slow)
 		}
+		str, err := DecodeMessageString(string(b))
+		if err != nil || str.ID != fast.ID || str.Key != fast.Key || str.Unique != fast.Unique || str.Timeout != fast.Timeout ||
+			str.EnqueuedAt != fast.EnqueuedAt || string(str.Payload) != string(fast.Payload) || str.Raw != fast.Raw {
+			t.Fatalf("n=%d: from a string %+v, %v; from bytes %+v", n, str, err, fast)
+		}
 		for cut := 0; cut < len(b); cut += 997 {
-			if decodeFast(b[:cut], &fast) {
+			if decodeFast(b[:cut], &fast) || decodeFast(string(b[:cut]), &fast) {
 				t.Fatalf("n=%d: fast path accepted a message truncated at %d", n, cut)
 			}
 		}
@@ -152,8 +157,11 @@ func TestDecodeFastMatchesDecoder(t *testing.T) {
 	// laid out otherwise (a map, ints as int64): the fast path declines, the decoder still reads it
 	other := mustMarshal(t, []any{"id1", "", "type1", []byte("p"), false, int64(3)})
 	var m Message
-	if decodeFast(other, &m) {
+	if decodeFast(other, &m) || decodeFast(string(other), &m) {
 		t.Fatal("fast path accepted a shorter array")
+	}
+	if got, err := DecodeMessageString(string(other)); err != nil || got.ID != "id1" || got.MaxRetry != 3 {
+		t.Fatalf("fallback from a string: %+v, %v", got, err)
 	}
 	got, err := DecodeMessage(other)
 	if err != nil || got.ID != "id1" || got.MaxRetry != 3 {
@@ -164,8 +172,11 @@ func TestDecodeFastMatchesDecoder(t *testing.T) {
 func TestDecodeFastRejectsGarbage(t *testing.T) {
 	for _, b := range [][]byte{{0x9b}, {0x9b, 0xa0}, {0x9b, 0xdb, 0xff, 0xff, 0xff, 0xff}, []byte("\xc1shardq:dummy")} {
 		var m Message
-		if decodeFast(b, &m) {
+		if decodeFast(b, &m) || decodeFast(string(b), &m) {
 			t.Fatalf("fast path accepted % x", b)
+		}
+		if _, err := DecodeMessageString(string(b)); err == nil {
+			t.Fatalf("DecodeMessageString accepted % x", b)
 		}
 		if _, err := DecodeMessage(b); err == nil {
 			t.Fatalf("DecodeMessage accepted % x", b)
