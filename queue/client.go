@@ -197,7 +197,7 @@ func (c *Client) partitionFor(queue, id, unique string, chosenID bool) int {
 func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
 	cmds := make([]*redis.Cmd, len(groups))
 	var fresh map[string]int
-	err := rcall.Do(ctx, func() error {
+	err := rcall.Do(ctx, c.rdb, func() error {
 		if len(groups) == 1 && c.isRegistered(groups[0].queue) {
 			// the common single call: a plain EVALSHA, no pipeline to build
 			k := keys.For(c.cfg.Prefix, groups[0].queue, groups[0].partition)

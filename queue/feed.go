@@ -72,7 +72,7 @@ func (i *Inspector) ReadFeed(ctx context.Context, q FeedQuery) (*FeedPage, error
 		order = lua.Newest
 	}
 	var res any
-	err := rcall.Do(ctx, func() (err error) {
+	err := rcall.Do(ctx, i.rdb, func() (err error) {
 		res, err = lua.ReadFeed.Run(ctx, i.rdb, []string{feedKey, k.Msg(), k.State(), k.FeedMsg()}, q.After, limit, string(order)).Result()
 		return err
 	})

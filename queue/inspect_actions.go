@@ -104,7 +104,7 @@ func (i *Inspector) actOne(ctx context.Context, a *action, queue, id string) err
 	}
 	k := keys.For(i.cfg.Prefix, queue, ti.Partition)
 	var codes []int64
-	err = rcall.Do(ctx, func() (err error) {
+	err = rcall.Do(ctx, i.rdb, func() (err error) {
 		codes, err = a.script.Run(ctx, i.rdb, a.keys(k), a.args(i, k, []*TaskInfo{ti})...).Int64Slice()
 		return err
 	})
@@ -174,7 +174,7 @@ func (i *Inspector) setSizes(ctx context.Context, queue string, n int, setKey fu
 func (i *Inspector) headOfSets(ctx context.Context, queue string, state State, setKey func(keys.Partition) string, budget []int64) (map[int][]*TaskInfo, error) {
 	cmds := map[int]*redis.Cmd{}
 	q := TaskQuery{Queue: queue, State: state}
-	err := rcall.Do(ctx, func() error {
+	err := rcall.Do(ctx, i.rdb, func() error {
 		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 			for part, left := range budget {
 				if left > 0 {
@@ -205,7 +205,7 @@ func (i *Inspector) headOfSets(ctx context.Context, queue string, state State, s
 // returns how many it changed.
 func (i *Inspector) apply(ctx context.Context, a *action, queue string, batch map[int][]*TaskInfo) (int64, error) {
 	cmds := map[int]*redis.Cmd{}
-	err := rcall.Do(ctx, func() error {
+	err := rcall.Do(ctx, i.rdb, func() error {
 		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 			for part, tasks := range batch {
 				k := keys.For(i.cfg.Prefix, queue, part)

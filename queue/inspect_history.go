@@ -104,7 +104,7 @@ func (i *Inspector) history(ctx context.Context, queues map[string]int, span Spa
 		h.Points[j].Start = time.Unix((first+int64(j)*perStep)*60, 0)
 	}
 	var cmds []*redis.SliceCmd
-	err := rcall.Do(ctx, func() error {
+	err := rcall.Do(ctx, i.rdb, func() error {
 		cmds = cmds[:0]
 		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for q, n := range queues {

@@ -90,7 +90,7 @@ func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, erro
 		return nil, err
 	}
 	cmds := make([]*redis.Cmd, n)
-	err = rcall.Do(ctx, func() error {
+	err = rcall.Do(ctx, i.rdb, func() error {
 		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 			for part := range n {
 				if after[part] != markerEnd {

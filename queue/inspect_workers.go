@@ -48,7 +48,7 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 	}
 	var beats *redis.ZSliceCmd
 	var cmds []partCmd
-	err = rcall.Do(ctx, func() error {
+	err = rcall.Do(ctx, i.rdb, func() error {
 		cmds = cmds[:0]
 		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 			beats = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Workers(i.cfg.Prefix),

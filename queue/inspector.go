@@ -67,7 +67,7 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 // registry reads queue name -> partitions.
 func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 	var raw map[string]string
-	err := rcall.Do(ctx, func() (err error) {
+	err := rcall.Do(ctx, i.rdb, func() (err error) {
 		raw, err = i.rdb.HGetAll(ctx, keys.Queues(i.cfg.Prefix)).Result()
 		return err
 	})
@@ -89,7 +89,7 @@ func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
 		return 0, err
 	}
 	var v string
-	err := rcall.Do(ctx, func() (err error) {
+	err := rcall.Do(ctx, i.rdb, func() (err error) {
 		v, err = i.rdb.HGet(ctx, keys.Queues(i.cfg.Prefix), queue).Result()
 		return err
 	})
@@ -228,7 +228,7 @@ func (i *Inspector) setPaused(ctx context.Context, queue string, paused bool) er
 // commands on one pipeline: one round trip, NOSCRIPT recovered, bounded by
 // ctx. fn keeps the Cmds it needs; errors other than redis.Nil come back.
 func (i *Inspector) perPartition(ctx context.Context, queue string, n int, fn func(p *lua.Pipe, part int, k keys.Partition)) error {
-	return rcall.Do(ctx, func() error {
+	return rcall.Do(ctx, i.rdb, func() error {
 		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 			for part := range n {
 				fn(p, part, keys.For(i.cfg.Prefix, queue, part))

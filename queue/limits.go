@@ -118,7 +118,7 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	var running, started int64
 	var parked string
 	var active, waiting map[string]string
-	err := rcall.Do(ctx, func() error {
+	err := rcall.Do(ctx, i.rdb, func() error {
 		now, err := i.rdb.Time(ctx).Result()
 		if err != nil {
 			return err

@@ -32,7 +32,7 @@ type ScheduleInfo struct {
 // sorted by name.
 func (i *Inspector) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	var raw map[string]string
-	err := rcall.Do(ctx, func() (err error) {
+	err := rcall.Do(ctx, i.rdb, func() (err error) {
 		raw, err = i.rdb.HGetAll(ctx, keys.Cron(i.cfg.Prefix)).Result()
 		return err
 	})

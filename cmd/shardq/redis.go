@@ -44,6 +44,9 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 	if !strings.Contains(url, "max_retries") {
 		opts.MaxRetries = -1
 	}
+	// Let go-redis stop reads and writes at a context's deadline, so shardq
+	// need not watch each call from a second goroutine (see internal/rcall).
+	opts.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opts)
 	closeAll := func() {
 		_ = rdb.Close()

@@ -1,20 +1,42 @@
 // Package rcall bounds a Redis call by its caller's context.
 package rcall
 
-import "context"
+import (
+	"context"
+	"time"
 
-// Do runs fn and returns its error, or returns the context's error as soon
-// as ctx is done, even while fn is still blocked. go-redis applies a
-// context's deadline to reads only when the client was built with
-// ContextTimeoutEnabled; with the default options a hung server holds a
-// call for ReadTimeout whatever the context says. fn must only write
-// variables the caller reads after a nil error.
-func Do(ctx context.Context, fn func() error) error {
+	"github.com/redis/go-redis/v9"
+)
+
+// Do runs fn, a call on c, and returns its error, or returns the context's
+// error as soon as ctx is done, even while fn is still blocked. fn must only
+// write variables the caller reads after a nil error.
+//
+// go-redis bounds a read by a context's deadline only when the client was
+// built with ContextTimeoutEnabled; otherwise a hung server holds a call
+// for ReadTimeout whatever the context says. So Do runs fn in a goroutine
+// of its own and waits for whichever ends first. That hand-off costs about
+// a third of an unpipelined call's throughput on a small machine, so Do
+// skips it where go-redis bounds the call by itself: when ctx can never
+// end, or when it has a deadline and c has ContextTimeoutEnabled (then a
+// cancel before the deadline is noticed once the call returns).
+func Do(ctx context.Context, c redis.UniversalClient, fn func() error) error {
 	if ctx.Done() == nil {
 		return fn()
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if deadline, ok := ctx.Deadline(); ok && honorsDeadline(c) {
+		err := fn()
+		if err != nil && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if err != nil && !time.Now().Before(deadline) {
+			// the connection's deadline fired just before the context's timer
+			return context.DeadlineExceeded
+		}
+		return err
 	}
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
@@ -24,4 +46,16 @@ func Do(ctx context.Context, fn func() error) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// honorsDeadline reports whether c's own reads and writes stop at a
+// context's deadline.
+func honorsDeadline(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
