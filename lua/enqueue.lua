@@ -4,9 +4,11 @@
   KEYS[5] T:feed:msg  KEYS[6] T:scheduled  KEYS[7] T:msg  KEYS[8] T:state
   ARGV[1] T, the partition's key prefix (for T:s:<n>, T:unique:<key>, T:id:<id>)
   ARGV[2] now (ms, "" = server time)  ARGV[3] shard size  ARGV[4] feed cap
-  ARGV[5..] seven fields per task:
-    message, id, due at (ms, 0 = now), due in (ms, 0 = now),
-    unique key ("" = none), unique ttl (ms), id claim ttl (ms, 0 = generated id: no claim)
+  ARGV[5] fields per task: 2 when every task is plain (pending now, generated
+    id, not unique), else 7
+  ARGV[6..] per task: message, id, and with 7 fields: due at (ms, 0 = now),
+    due in (ms, 0 = now), unique key ("" = none), unique ttl (ms), id claim
+    ttl (ms, 0 = generated id: no claim)
   Returns: one code per task: 0 pending, 1 scheduled, -1 duplicate task ID,
   -2 duplicate unique task. Every check runs before the first write, so a
   rejected task changes nothing and the others are enqueued. ]]
@@ -15,9 +17,40 @@
 --@include feed
 --@include record
 local T = ARGV[1]
-local now = now_ms(ARGV[2])
 local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
-local F, FIRST = 7, 5
+local F, FIRST = tonumber(ARGV[5]), 6
+
+-- finish stores the pending messages, records the feed's members and trims it
+local function finish(pending, members, feed_msgs)
+  if #feed_msgs > 0 then redis.call('HSET', KEYS[5], unpack(feed_msgs)) end
+  if #pending > 0 then sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false) end
+  local _, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
+  for j = 1, #trimmed, 1000 do
+    redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
+  end
+end
+
+if F == 2 then
+  -- plain tasks: nothing to check, nothing scheduled; the common case
+  -- skips the per-task options entirely
+  local codes, pending, members, feed_msgs = {}, {}, {}, {}
+  for i = FIRST, #ARGV, 2 do
+    local msg, id = ARGV[i], ARGV[i + 1]
+    codes[#codes + 1] = 0
+    pending[#pending + 1] = msg
+    members[#members + 1] = id
+    feed_msgs[#feed_msgs + 1] = id
+    feed_msgs[#feed_msgs + 1] = msg
+    if #feed_msgs >= 1000 then
+      redis.call('HSET', KEYS[5], unpack(feed_msgs))
+      feed_msgs = {}
+    end
+  end
+  finish(pending, members, feed_msgs)
+  return codes
+end
+
+local now = now_ms(ARGV[2])
 
 -- checks: no writes yet
 local codes, seen_id, seen_unique = {}, {}, {}
@@ -66,10 +99,5 @@ for i = FIRST, #ARGV, F do
     end
   end
 end
-if #feed_msgs > 0 then redis.call('HSET', KEYS[5], unpack(feed_msgs)) end
-if #pending > 0 then sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false) end
-local _, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
-for j = 1, #trimmed, 1000 do
-  redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
-end
+finish(pending, members, feed_msgs)
 return codes

@@ -253,8 +253,24 @@ func (c *Client) isRegistered(queue string) bool {
 }
 
 func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
-	args := make([]any, 0, 4+7*len(g.tasks))
-	args = append(args, k.T, "", c.cfg.ShardSize, c.cfg.FeedSize)
+	plain := true
+	for _, p := range g.tasks {
+		if p.at != 0 || p.in != 0 || p.unique != "" || p.idClaim != 0 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		// the script's short layout: two fields per task
+		args := make([]any, 0, 5+2*len(g.tasks))
+		args = append(args, k.T, "", c.cfg.ShardSize, c.cfg.FeedSize, 2)
+		for _, p := range g.tasks {
+			args = append(args, p.msg, p.info.ID)
+		}
+		return args
+	}
+	args := make([]any, 0, 5+7*len(g.tasks))
+	args = append(args, k.T, "", c.cfg.ShardSize, c.cfg.FeedSize, 7)
 	for _, p := range g.tasks {
 		args = append(args, p.msg, p.info.ID, p.at, p.in, p.unique, p.uttl, p.idClaim)
 	}
