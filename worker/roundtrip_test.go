@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,5 +200,41 @@ func TestBusyWorkerRoundTrips(t *testing.T) {
 	}
 	if carried == 0 {
 		t.Fatal("no pop carried acks")
+	}
+}
+
+// TestTaskStartingAfterStopIsCancelled: a handler that joins the running
+// registry after shutdown cancelled the others (its context is not a child
+// of a shared one) still sees ErrShutdown, and its task is requeued.
+func TestTaskStartingAfterStopIsCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	if _, err := b.client.Enqueue(ctx, queue.NewRawTask("t", nil), queue.In("q")); err != nil {
+		t.Fatal(err)
+	}
+	var seen error
+	s, err := NewServer(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}), HandlerFunc(func(ctx context.Context, _ *Task) error {
+		seen = context.Cause(ctx)
+		return seen
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.outbox = newOutbox()
+	s.handlerCtx, s.cancelTasks = context.WithCancelCause(ctx)
+	p := s.parts[0]
+	r, err := s.dequeue(ctx, p, 1, false)
+	if err != nil || len(r.tasks) != 1 {
+		t.Fatalf("pop: %d tasks, err %v", len(r.tasks), err)
+	}
+	s.stopTasks(ErrShutdown) // nothing is running yet
+	s.run(p, r.tasks[0])
+	if !errors.Is(seen, ErrShutdown) {
+		t.Fatalf("handler saw cause %v, want ErrShutdown", seen)
+	}
+	out := s.outbox.take(maxOutcomeBatch, false)
+	if len(out) != 1 || out[0].kind != outcomeRequeue || out[0].id != r.tasks[0].id {
+		t.Fatalf("outcomes %+v, want the task requeued", out)
 	}
 }

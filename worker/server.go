@@ -41,6 +41,8 @@ type Server struct {
 	background  sync.WaitGroup
 	tasks       sync.WaitGroup
 	outbox      *outbox
+	jobs        chan job      // hands a task to an idle runner
+	runnersStop chan struct{} // closed at the end of Shutdown: idle runners leave
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
 }
@@ -122,6 +124,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.state = 1
 	s.outbox = newOutbox()
+	s.jobs = make(chan job)
+	s.runnersStop = make(chan struct{})
 	s.stopFlusher = make(chan struct{})
 	s.flusherDone = make(chan struct{})
 	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
@@ -211,7 +215,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	if !waitGroup(wait, &s.tasks) {
 		s.log.Warn("shutdown timeout: cancelling running handlers", "running", len(s.running.snapshot()))
-		s.cancelTasks(ErrShutdown)
+		s.stopTasks(ErrShutdown)
 		grace, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if !waitGroup(grace, &s.tasks) {
@@ -225,6 +229,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err := s.rdb.ZRem(context.Background(), keys.Workers(s.cfg.Prefix), s.cfg.WorkerID).Err(); err != nil {
 		s.log.Warn("could not unregister worker", "err", err)
 	}
+	close(s.runnersStop)
 	s.log.Info("worker stopped")
 	return ctx.Err()
 }
@@ -252,6 +257,16 @@ func (s *Server) giveBackInflight() {
 	})
 	if err != nil {
 		s.log.Warn("could not give back in-flight tasks; the reaper will", "err", err)
+	}
+}
+
+// stopTasks cancels every running handler with cause. Handlers joining
+// the registry after the snapshot see s.handlerCtx done and cancel
+// themselves.
+func (s *Server) stopTasks(cause error) {
+	s.cancelTasks(cause)
+	for _, r := range s.running.snapshot() {
+		r.cancel(cause)
 	}
 }
 
