@@ -20,8 +20,10 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		if err != nil {
 			return
 		}
-		if busy && n < s.cfg.BatchSize*3/4 {
-			n = s.slots.topUp(ctx, n, s.cfg.BatchSize*3/4, s.cfg.BatchSize, batchWait)
+		if busy && n < s.cfg.BatchSize {
+			// a backlog: wait (at most batchWait) for a whole batch of slots,
+			// so one round trip carries a full pop and the acks that freed them
+			n = s.slots.topUp(ctx, n, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
 		}
 		if n = s.popHigher(ctx, p, n); n == 0 {
 			continue
