@@ -24,7 +24,7 @@ type tripHook struct {
 
 func newTripHook() *tripHook {
 	h := &tripHook{names: map[string]string{}}
-	for _, s := range []*lua.Script{lua.Pop, lua.Claim, lua.Ack, lua.Fail, lua.Requeue} {
+	for _, s := range []*lua.Script{lua.Pop, lua.Claim, lua.Ack, lua.Fail, lua.Requeue, lua.Forward} {
 		h.names[s.Hash()] = s.Name()
 	}
 	return h
@@ -62,6 +62,22 @@ func (h *tripHook) record(cmds []redis.Cmder) {
 	h.mu.Lock()
 	h.trips = append(h.trips, trip)
 	h.mu.Unlock()
+}
+
+// running returns how many recorded round trips ran the script named.
+func (h *tripHook) running(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, t := range h.trips {
+		for _, s := range t {
+			if s == name {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // count returns the recorded round trips and how many of them ran both an
@@ -192,6 +208,7 @@ func TestBusyWorkerRoundTrips(t *testing.T) {
 		return err == nil && done.Load() == n && info.Pending == 0 && info.Active == 0
 	})
 	trips, carried := hook.count()
+	trips -= hook.running("forward") // the forwarder's ticks: no tasks to move here
 	t.Logf("%d tasks: %d round trips running pop, claim, ack or fail scripts; %d carried acks with a pop", n, trips, carried)
 	// One round trip per task, or one per pop and one per ack, would be
 	// 2,000 to 4,000; with 16 slots a batch holds up to 16 tasks.
@@ -236,5 +253,46 @@ func TestTaskStartingAfterStopIsCancelled(t *testing.T) {
 	out := s.outbox.take(maxOutcomeBatch, false)
 	if len(out) != 1 || out[0].kind != outcomeRequeue || out[0].id != r.tasks[0].id {
 		t.Fatalf("outcomes %+v, want the task requeued", out)
+	}
+}
+
+// TestFailingWorkerRoundTrips counts the round trips of a busy worker whose
+// every task fails once: failures are written in batches, and the forwarder
+// brings the retries back with one call per tick, not one per task.
+func TestFailingWorkerRoundTrips(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 1000
+	batch := make([]*queue.Task, n)
+	for i := range batch {
+		batch[i] = queue.NewRawTask("t", nil)
+	}
+	if _, err := b.client.EnqueueBatch(ctx, batch, queue.MaxRetry(1)); err != nil {
+		t.Fatal(err)
+	}
+	hook := newTripHook()
+	b.rdb.AddHook(hook)
+	var ok atomic.Int64
+	b.server(t, Config{Concurrency: 16, RetryDelay: func(int, error, *Task) time.Duration { return 0 }},
+		HandlerFunc(func(_ context.Context, t *Task) error {
+			if t.Attempt == 1 {
+				return errors.New("first attempt fails")
+			}
+			ok.Add(1)
+			return nil
+		}))
+	waitFor(t, 30*time.Second, "every task failed once, then succeeded", func() bool {
+		info, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		return err == nil && ok.Load() == n && info.Pending == 0 && info.Active == 0 && info.Retry == 0
+	})
+	fails, forwards := hook.running("fail"), hook.running("forward")
+	t.Logf("%d tasks failed once: %d round trips wrote failures, %d forwarder calls", n, fails, forwards)
+	if fails > n/4 {
+		t.Fatalf("%d round trips wrote %d failures: not batched", fails, n)
+	}
+	// the forwarder runs every ForwardInterval (500ms): a few ticks, each one call
+	if forwards > 100 {
+		t.Fatalf("%d forwarder calls for %d retries", forwards, n)
 	}
 }
