@@ -15,8 +15,13 @@ type slots struct {
 	free     int
 	strict   bool
 	waiters  []*waiter
-	released chan struct{} // closed and replaced at a release while watchers > 0
-	watchers int           // topUp calls waiting on released
+	watchers []*watcher // topUp calls waiting for enough free slots
+}
+
+// watcher is a topUp call waiting until at least need slots are free.
+type watcher struct {
+	need int
+	ch   chan struct{} // closed when need slots are free
 }
 
 type waiter struct {
@@ -26,7 +31,7 @@ type waiter struct {
 }
 
 func newSlots(n int, strict bool) *slots {
-	return &slots{free: n, strict: strict, released: make(chan struct{})}
+	return &slots{free: n, strict: strict}
 }
 
 // acquire waits for at least one slot and takes up to want.
@@ -75,17 +80,29 @@ func (s *slots) release(n int) {
 	s.mu.Lock()
 	s.free += n
 	s.grant()
-	if s.watchers > 0 {
-		close(s.released)
-		s.released = make(chan struct{})
-	}
+	s.notify()
 	s.mu.Unlock()
 }
 
+// notify wakes the watchers whose need the free slots now meet; s.mu is
+// held. A watcher wakes once for its batch, not at every release.
+func (s *slots) notify() {
+	kept := s.watchers[:0]
+	for _, w := range s.watchers {
+		if s.free >= w.need {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(s.watchers[len(kept):])
+	s.watchers = kept
+}
+
 // topUp adds free slots to the n a fetcher holds until it has at least
-// min, or until wait passes, waking at each release. A busy queue's
-// fetcher uses it so a pop carries a batch rather than the one or two
-// slots that happened to be free: handlers release slots one by one.
+// min, or until wait passes, waking when enough slots are free. A busy
+// queue's fetcher uses it so a pop carries a batch rather than the one or
+// two slots that happened to be free: handlers release slots one by one.
 func (s *slots) topUp(ctx context.Context, n, min, want int, wait time.Duration) int {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -100,27 +117,43 @@ func (s *slots) topUp(ctx context.Context, n, min, want int, wait time.Duration)
 			s.mu.Unlock()
 			return n
 		}
-		released := s.released
-		s.watchers++
+		w := &watcher{need: min - n, ch: make(chan struct{})}
+		s.watchers = append(s.watchers, w)
 		s.mu.Unlock()
 		var done bool
 		select {
-		case <-released:
+		case <-w.ch:
 		case <-timer.C:
 			done = true
 		case <-ctx.Done():
 			done = true
 		}
-		s.mu.Lock()
-		s.watchers--
-		s.mu.Unlock()
 		if done {
+			s.mu.Lock()
+			s.forget(w)
+			// the slots may have come as the timer fired: take them
+			if len(s.waiters) == 0 {
+				k := minInt(s.free, want-n)
+				s.free -= k
+				n += k
+			}
+			s.mu.Unlock()
 			return n
 		}
 	}
 }
 
 func minInt(a, b int) int { return min(a, b) }
+
+// forget removes w from the watchers, if still there; s.mu is held.
+func (s *slots) forget(w *watcher) {
+	for i, x := range s.watchers {
+		if x == w {
+			s.watchers = append(s.watchers[:i], s.watchers[i+1:]...)
+			return
+		}
+	}
+}
 
 // grant hands free slots to waiters; s.mu is held.
 func (s *slots) grant() {

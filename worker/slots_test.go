@@ -83,3 +83,47 @@ func waitWaiters(t *testing.T, s *slots, n int) {
 	}
 	t.Fatalf("waiters never reached %d", n)
 }
+
+// TestSlotsTopUp: a busy fetcher's topUp returns once enough slots are
+// free (not at the first release), and with what it has when the wait ends.
+func TestSlotsTopUp(t *testing.T) {
+	ctx := context.Background()
+	s := newSlots(8, false)
+	if n, _ := s.acquire(ctx, 1, 8); n != 8 {
+		t.Fatalf("acquired %d, want 8", n)
+	}
+	got := make(chan int, 1)
+	start := time.Now()
+	go func() { got <- s.topUp(ctx, 0, 4, 8, 5*time.Second) }()
+	for range 3 {
+		s.release(1)
+		select {
+		case n := <-got:
+			t.Fatalf("topUp returned %d after fewer than 4 releases", n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.release(1)
+	select {
+	case n := <-got:
+		if n != 4 {
+			t.Fatalf("topUp got %d slots, want 4", n)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("topUp returned after %v, not when the fourth slot came", d)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("topUp did not return when 4 slots were free")
+	}
+
+	// the wait ends first: topUp keeps what it has and takes what is free
+	s.release(1)
+	if n := s.topUp(ctx, 2, 8, 8, 30*time.Millisecond); n != 3 {
+		t.Fatalf("topUp after its wait: %d slots, want 2 held + 1 free", n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.watchers) != 0 || s.free != 0 {
+		t.Fatalf("after topUp: %d watchers, %d free; want none", len(s.watchers), s.free)
+	}
+}
