@@ -186,7 +186,8 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, g groupKey, 
 	k := g.p.k
 	switch g.kind {
 	case outcomeAck:
-		args := []any{k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize}
+		args := make([]any, 0, 4+4*len(os))
+		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
 		for _, o := range os {
 			args = append(args, o.id, o.token, o.retention.Milliseconds(), o.unique)
 		}

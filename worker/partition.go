@@ -118,6 +118,9 @@ func parsePopReply(res []any) (popReply, error) {
 		return popReply{}, fmt.Errorf("unexpected pop reply of %d values", len(res))
 	}
 	r := popReply{}
+	if len(res) > 3 {
+		r.tasks = make([]leased, 0, (len(res)-3)/4)
+	}
 	r.status, _ = res[0].(int64)
 	r.aux, _ = res[1].(int64)
 	var at int64

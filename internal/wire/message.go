@@ -65,10 +65,24 @@ func (m *Message) Encode() ([]byte, error) {
 // a copy.
 func DecodeMessageString(s string) (*Message, error) {
 	var m Message
-	if decodeFast(s, &m) && m.ID != "" && m.Type != "" {
-		return &m, nil
+	if err := DecodeMessageStringInto(s, &m); err != nil {
+		return nil, err
 	}
-	return DecodeMessage([]byte(s))
+	return &m, nil
+}
+
+// DecodeMessageStringInto is DecodeMessageString into m, which a caller
+// may keep on its stack.
+func DecodeMessageStringInto(s string, m *Message) error {
+	if decodeFast(s, m) && m.ID != "" && m.Type != "" {
+		return nil
+	}
+	got, err := DecodeMessage([]byte(s))
+	if err != nil {
+		return err
+	}
+	*m = *got
+	return nil
 }
 
 // DecodeMessage decodes b. A message that does not decode (truncated,
