@@ -209,6 +209,7 @@ func TestBusyWorkerRoundTrips(t *testing.T) {
 	})
 	trips, carried := hook.count()
 	trips -= hook.running("forward") // the forwarder's ticks: no tasks to move here
+	t.Logf("round trips running a pop: %d, an ack: %d", hook.running("pop"), hook.running("ack"))
 	t.Logf("%d tasks: %d round trips running pop, claim, ack or fail scripts; %d carried acks with a pop", n, trips, carried)
 	// One round trip per task, or one per pop and one per ack, would be
 	// 2,000 to 4,000; with 16 slots a batch holds up to 16 tasks.
@@ -294,5 +295,39 @@ func TestFailingWorkerRoundTrips(t *testing.T) {
 	// the forwarder runs every ForwardInterval (500ms): a few ticks, each one call
 	if forwards > 100 {
 		t.Fatalf("%d forwarder calls for %d retries", forwards, n)
+	}
+}
+
+// TestStatsCountersExpire: the per-minute history counters an ack writes
+// count every task and carry their expiry (set once, when created).
+func TestStatsCountersExpire(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var done atomic.Int64
+	b.server(t, Config{}, HandlerFunc(func(context.Context, *Task) error { done.Add(1); return nil }))
+	for i := range 3 {
+		if _, err := b.client.Enqueue(ctx, queue.NewRawTask("t", nil)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "task acked", func() bool {
+			info, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+			return err == nil && done.Load() == int64(i+1) && info.Active == 0
+		})
+	}
+	keys, err := b.rdb.Keys(ctx, "*"+b.qcfg.Prefix+"*:stats:done:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("stats keys %v, %v", keys, err)
+	}
+	total := 0
+	for _, k := range keys {
+		n, _ := b.rdb.Get(ctx, k).Int()
+		total += n
+		if ttl := b.rdb.TTL(ctx, k).Val(); ttl < 7*24*time.Hour {
+			t.Fatalf("%s has TTL %v, want about 8 days", k, ttl)
+		}
+	}
+	if total != 3 {
+		t.Fatalf("counters sum to %d, want 3", total)
 	}
 }

@@ -4,6 +4,6 @@ local STATS_TTL = 8 * 24 * 3600
 local function stats_add(T, kind, now, n)
   if n <= 0 then return end
   local key = T .. ':stats:' .. kind .. ':' .. math.floor(now / 60000)
-  redis.call('INCRBY', key, n)
-  redis.call('EXPIRE', key, STATS_TTL)
+  -- only the call that creates the minute's counter sets its expiry
+  if redis.call('INCRBY', key, n) == n then redis.call('EXPIRE', key, STATS_TTL) end
 end
