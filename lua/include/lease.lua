@@ -9,6 +9,9 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local out = {}
   if #msgs == 0 then return out end
   local statek = T .. ':state'
+  -- one string for the batch's shared deadline: a number argument would be
+  -- formatted again for every task
+  local dl = string.format('%d', deadline)
   local ids, keys = {}, {}
   for i, m in ipairs(msgs) do ids[i], keys[i] = msg_head(m) end
   local raws = redis.call('HMGET', statek, unpack(ids))
@@ -21,10 +24,12 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
     states[#states + 1] = cmsgpack.pack(r)
     bodies[#bodies + 1] = id
     bodies[#bodies + 1] = m
-    leases[#leases + 1] = deadline
+    leases[#leases + 1] = dl
     leases[#leases + 1] = id
-    starts[#starts + 1] = now
-    starts[#starts + 1] = id .. ':' .. r[3]
+    if rate > 0 then
+      starts[#starts + 1] = now
+      starts[#starts + 1] = id .. ':' .. r[3]
+    end
     if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
     out[#out + 1] = id
     out[#out + 1] = m
