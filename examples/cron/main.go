@@ -30,7 +30,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	opts.MaxRetries = -1 // a worker's client must not resend a pop whose reply was lost
+	opts.MaxRetries = -1              // a worker's client must not resend a pop whose reply was lost
+	opts.ContextTimeoutEnabled = true // go-redis stops a call at its context's deadline
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-cron"}
