@@ -20,9 +20,18 @@ local T = ARGV[1]
 local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local F, FIRST = tonumber(ARGV[5]), 6
 
--- finish stores the pending messages, records the feed's members and trims it
-local function finish(pending, members, feed_msgs)
-  if #feed_msgs > 0 then redis.call('HSET', KEYS[5], unpack(feed_msgs)) end
+-- finish keeps each new member's message for the feed (bodies[i] is the
+-- message of members[i]), stores the pending messages, records the feed's
+-- members and trims it
+local function finish(pending, members, bodies)
+  for j = 1, #members, 500 do
+    local kv = {}
+    for i = j, math.min(#members, j + 499) do
+      kv[#kv + 1] = members[i]
+      kv[#kv + 1] = bodies[i]
+    end
+    redis.call('HSET', KEYS[5], unpack(kv))
+  end
   if #pending > 0 then sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false) end
   local _, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
   for j = 1, #trimmed, 1000 do
@@ -33,20 +42,13 @@ end
 if F == 2 then
   -- plain tasks: nothing to check, nothing scheduled; the common case
   -- skips the per-task options entirely
-  local codes, pending, members, feed_msgs = {}, {}, {}, {}
+  local codes, pending, members = {}, {}, {}
   for i = FIRST, #ARGV, 2 do
-    local msg, id = ARGV[i], ARGV[i + 1]
     codes[#codes + 1] = 0
-    pending[#pending + 1] = msg
-    members[#members + 1] = id
-    feed_msgs[#feed_msgs + 1] = id
-    feed_msgs[#feed_msgs + 1] = msg
-    if #feed_msgs >= 1000 then
-      redis.call('HSET', KEYS[5], unpack(feed_msgs))
-      feed_msgs = {}
-    end
+    pending[#pending + 1] = ARGV[i]
+    members[#members + 1] = ARGV[i + 1]
   end
-  finish(pending, members, feed_msgs)
+  finish(pending, members, pending) -- every member is pending: same messages
   return codes
 end
 
@@ -71,7 +73,7 @@ for i = FIRST, #ARGV, F do
 end
 
 -- writes
-local pending, members, feed_msgs = {}, {}, {}
+local pending, members, bodies = {}, {}, {}
 for i = FIRST, #ARGV, F do
   local k = (i - FIRST) / F + 1
   if codes[k] == 0 then
@@ -91,13 +93,8 @@ for i = FIRST, #ARGV, F do
     if claim > 0 then redis.call('SET', T .. ':id:' .. id, 1, 'PX', claim) end
     if unique ~= '' then redis.call('SET', T .. ':unique:' .. unique, id, 'PX', unique_ttl) end
     members[#members + 1] = id
-    feed_msgs[#feed_msgs + 1] = id
-    feed_msgs[#feed_msgs + 1] = msg
-    if #feed_msgs >= 1000 then
-      redis.call('HSET', KEYS[5], unpack(feed_msgs))
-      feed_msgs = {}
-    end
+    bodies[#bodies + 1] = msg
   end
 end
-finish(pending, members, feed_msgs)
+finish(pending, members, bodies)
 return codes

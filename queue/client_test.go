@@ -238,6 +238,33 @@ func TestEnqueueBatch(t *testing.T) {
 		}
 	})
 
+	// Plain batches take the script's short layout, mixed ones the long one;
+	// either way every task keeps its own message, pending or scheduled.
+	t.Run("EachTaskKeepsItsMessage", func(t *testing.T) {
+		b := setup(t, Config{})
+		for _, mixed := range []bool{false, true} {
+			tasks := make([]*Task, 1200) // over one 500-pair HSET chunk
+			for j := range tasks {
+				tasks[j] = NewRawTask("t", []byte(fmt.Sprintf("%v-%d", mixed, j)))
+				if mixed && j%3 == 1 {
+					tasks[j] = NewRawTask("t", []byte(fmt.Sprintf("%v-%d", mixed, j)), ProcessIn(time.Hour))
+				}
+				if mixed && j%3 == 2 {
+					tasks[j] = NewRawTask("t", []byte(fmt.Sprintf("%v-%d", mixed, j)), Unique(time.Hour))
+				}
+			}
+			infos, err := b.client.EnqueueBatch(ctx, tasks, In("keep"))
+			must(t, err)
+			for j, info := range infos {
+				ti, err := b.insp.GetTask(ctx, "keep", info.ID)
+				must(t, err)
+				if want := fmt.Sprintf("%v-%d", mixed, j); string(ti.Payload) != want {
+					t.Fatalf("task %d (%s): payload %q, want %q", j, ti.State, ti.Payload, want)
+				}
+			}
+		}
+	})
+
 	t.Run("PartialRejection", func(t *testing.T) {
 		b := setup(t, Config{MaxPayloadSize: 10})
 		_, err := b.client.Enqueue(ctx, NewRawTask("t", nil), TaskID("taken"))
