@@ -98,6 +98,30 @@ func (h *tripHook) count() (trips, carried int) {
 	return len(h.trips), carried
 }
 
+// unstarted returns a server for queue "q" that was never started, with
+// what its fetchers and handlers need set up, so a test drives its steps
+// one by one.
+func unstarted(t *testing.T, b *bundle, h Handler) (*Server, *part) {
+	t.Helper()
+	s, err := NewServer(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.outbox = newOutbox()
+	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
+	return s, s.parts[0]
+}
+
+// popN pops n tasks of p and fails the test unless it gets all n.
+func popN(t *testing.T, s *Server, p *part, n int) []leased {
+	t.Helper()
+	r, err := s.dequeue(context.Background(), p, n, false)
+	if err != nil || len(r.tasks) != n {
+		t.Fatalf("pop: %d tasks of %d, err %v", len(r.tasks), n, err)
+	}
+	return r.tasks
+}
+
 // TestDequeueCarriesOutcomes shows a pop carrying the outcomes waiting in
 // the outbox: one round trip writes them and leases the next tasks.
 func TestDequeueCarriesOutcomes(t *testing.T) {
@@ -111,33 +135,22 @@ func TestDequeueCarriesOutcomes(t *testing.T) {
 	if _, err := b.client.EnqueueBatch(ctx, batch, queue.In("q"), queue.Retention(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}), HandlerFunc(func(context.Context, *Task) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.outbox = newOutbox()
-	p := s.parts[0]
-	first, err := s.dequeue(ctx, p, 3, false)
-	if err != nil || len(first.tasks) != 3 {
-		t.Fatalf("first pop: %d tasks, err %v", len(first.tasks), err)
-	}
-	for _, l := range first.tasks {
+	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	first := popN(t, s, p, 3)
+	for _, l := range first {
 		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck, retention: time.Hour})
 	}
 
 	hook := newTripHook()
 	b.rdb.AddHook(hook)
-	second, err := s.dequeue(ctx, p, 3, false)
-	if err != nil || len(second.tasks) != 3 {
-		t.Fatalf("second pop: %d tasks, err %v", len(second.tasks), err)
-	}
+	popN(t, s, p, 3)
 	if trips, carried := hook.count(); trips != 1 || carried != 1 {
 		t.Fatalf("round trips %v; want one, running the ack and the pop", hook.trips)
 	}
 	if n := s.outbox.len(); n != 0 {
 		t.Fatalf("%d outcomes left in the outbox", n)
 	}
-	for _, l := range first.tasks {
+	for _, l := range first {
 		info, err := b.insp.GetTask(ctx, "q", l.id)
 		if err != nil || info.State != queue.StateDone {
 			t.Fatalf("task %s after the carried ack: %+v, %v", l.id, info, err)
@@ -154,17 +167,9 @@ func TestDequeueGivesBackFailedOutcomes(t *testing.T) {
 	if _, err := b.client.Enqueue(ctx, queue.NewRawTask("t", nil), queue.In("q")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}), HandlerFunc(func(context.Context, *Task) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.outbox = newOutbox()
-	p := s.parts[0]
-	r, err := s.dequeue(ctx, p, 1, false)
-	if err != nil || len(r.tasks) != 1 {
-		t.Fatalf("pop: %d tasks, err %v", len(r.tasks), err)
-	}
-	s.finish(outcome{p: p, id: r.tasks[0].id, token: r.tasks[0].token, kind: outcomeAck})
+	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	l := popN(t, s, p, 1)[0]
+	s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck})
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := s.dequeue(dead, p, 1, false); err == nil {
@@ -232,27 +237,18 @@ func TestTaskStartingAfterStopIsCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen error
-	s, err := NewServer(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}), HandlerFunc(func(ctx context.Context, _ *Task) error {
+	s, p := unstarted(t, b, HandlerFunc(func(ctx context.Context, _ *Task) error {
 		seen = context.Cause(ctx)
 		return seen
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.outbox = newOutbox()
-	s.handlerCtx, s.cancelTasks = context.WithCancelCause(ctx)
-	p := s.parts[0]
-	r, err := s.dequeue(ctx, p, 1, false)
-	if err != nil || len(r.tasks) != 1 {
-		t.Fatalf("pop: %d tasks, err %v", len(r.tasks), err)
-	}
+	l := popN(t, s, p, 1)[0]
 	s.stopTasks(ErrShutdown) // nothing is running yet
-	s.run(p, r.tasks[0])
+	s.run(p, l)
 	if !errors.Is(seen, ErrShutdown) {
 		t.Fatalf("handler saw cause %v, want ErrShutdown", seen)
 	}
 	out := s.outbox.take(maxOutcomeBatch, false)
-	if len(out) != 1 || out[0].kind != outcomeRequeue || out[0].id != r.tasks[0].id {
+	if len(out) != 1 || out[0].kind != outcomeRequeue || out[0].id != l.id {
 		t.Fatalf("outcomes %+v, want the task requeued", out)
 	}
 }
