@@ -99,7 +99,7 @@ func (s *Server) runJob(j job) {
 	s.run(j.p, j.l)
 }
 
-// run executes one task and hands its outcome to the flusher.
+// run executes one task and puts its outcome in the outbox.
 func (s *Server) run(p *part, l leased) {
 	t, err := s.newTask(p, l)
 	if err != nil {
