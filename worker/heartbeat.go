@@ -48,7 +48,7 @@ func (s *Server) beat(ctx context.Context) error {
 		for p, rs := range byPart {
 			args := []any{s.cfg.now(), s.cfg.Lease.Milliseconds()}
 			for _, r := range rs {
-				args = append(args, r.id, r.token)
+				args = append(args, r.task.ID, r.task.token)
 			}
 			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State(), p.k.Cancel()}, args...)
 		}
@@ -67,11 +67,11 @@ func (s *Server) beat(ctx context.Context) error {
 		}
 		for _, r := range byPart[p] {
 			switch {
-			case slices.Contains(lost, r.id):
-				s.log.Warn("lease lost; cancelling the handler", "task", r.id, "queue", p.queue)
+			case slices.Contains(lost, r.task.ID):
+				s.log.Warn("lease lost; cancelling the handler", "task", r.task.ID, "queue", p.queue)
 				r.cancel(ErrLeaseLost)
-			case slices.Contains(cancelled, r.id):
-				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.id, "queue", p.queue)
+			case slices.Contains(cancelled, r.task.ID):
+				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.task.ID, "queue", p.queue)
 				r.cancel(ErrCancelled)
 			}
 		}

@@ -17,10 +17,8 @@ import (
 type running struct {
 	context.Context
 	p      *part
-	id     string
-	token  int64
-	cancel context.CancelCauseFunc
 	task   *Task
+	cancel context.CancelCauseFunc
 }
 
 // Value returns the running task for taskKey, else the embedded context's value.
@@ -122,7 +120,7 @@ func (s *Server) run(p *part, l leased) {
 	// the registry instead.
 	base, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	r := &running{Context: base, p: p, id: t.ID, token: t.token, cancel: cancel, task: t}
+	r := &running{Context: base, p: p, task: t, cancel: cancel}
 	var ctx context.Context = r
 	if !t.Deadline.IsZero() {
 		var stop context.CancelFunc
@@ -188,7 +186,7 @@ func (s *Server) failure(p *part, t *Task, err error) outcome {
 
 func (s *Server) newTask(p *part, l leased) (*Task, error) {
 	var m wire.Message
-	if err := wire.DecodeMessageStringInto(l.msg, &m); err != nil {
+	if err := wire.DecodeMessageString(l.msg, &m); err != nil {
 		return nil, err
 	}
 	t := &Task{

@@ -108,11 +108,7 @@ func (s *slots) topUp(ctx context.Context, n, min, want int, wait time.Duration)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		if len(s.waiters) == 0 {
-			k := minInt(s.free, want-n)
-			s.free -= k
-			n += k
-		}
+		n = s.takeFree(n, want)
 		if n >= min {
 			s.mu.Unlock()
 			return n
@@ -120,27 +116,29 @@ func (s *slots) topUp(ctx context.Context, n, min, want int, wait time.Duration)
 		w := &watcher{need: min - n, ch: make(chan struct{})}
 		s.watchers = append(s.watchers, w)
 		s.mu.Unlock()
-		var done bool
 		select {
 		case <-w.ch:
+			continue
 		case <-timer.C:
-			done = true
 		case <-ctx.Done():
-			done = true
 		}
-		if done {
-			s.mu.Lock()
-			s.forget(w)
-			// the slots may have come as the timer fired: take them
-			if len(s.waiters) == 0 {
-				k := minInt(s.free, want-n)
-				s.free -= k
-				n += k
-			}
-			s.mu.Unlock()
-			return n
-		}
+		s.mu.Lock()
+		s.forget(w)
+		n = s.takeFree(n, want) // the slots may have come as the wait ended
+		s.mu.Unlock()
+		return n
 	}
+}
+
+// takeFree adds free slots to the n a fetcher holds, up to want, unless
+// other fetchers wait for slots (they come first); s.mu is held.
+func (s *slots) takeFree(n, want int) int {
+	if len(s.waiters) > 0 {
+		return n
+	}
+	k := minInt(s.free, want-n)
+	s.free -= k
+	return n + k
 }
 
 func minInt(a, b int) int { return min(a, b) }

@@ -61,19 +61,9 @@ func (m *Message) Encode() ([]byte, error) {
 }
 
 // DecodeMessageString decodes a message held in a string, as go-redis
-// returns it. Its string fields share the string's memory; the payload is
-// a copy.
-func DecodeMessageString(s string) (*Message, error) {
-	var m Message
-	if err := DecodeMessageStringInto(s, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-// DecodeMessageStringInto is DecodeMessageString into m, which a caller
-// may keep on its stack.
-func DecodeMessageStringInto(s string, m *Message) error {
+// returns it, into m (which a caller may keep on its stack). Its string
+// fields share the string's memory; the payload is a copy.
+func DecodeMessageString(s string, m *Message) error {
 	if decodeFast(s, m) && m.ID != "" && m.Type != "" {
 		return nil
 	}

@@ -143,7 +143,8 @@ func TestDecodeFastMatchesDecoder(t *testing.T) {
 			fast.Retention != slow.Retention || fast.Unique != slow.Unique || fast.EnqueuedAt != slow.EnqueuedAt {
 			t.Fatalf("n=%d: fast %+v, decoder %+v", n, fast, slow)
 		}
-		str, err := DecodeMessageString(string(b))
+		var str Message
+		err := DecodeMessageString(string(b), &str)
 		if err != nil || str.ID != fast.ID || str.Key != fast.Key || str.Unique != fast.Unique || str.Timeout != fast.Timeout ||
 			str.EnqueuedAt != fast.EnqueuedAt || string(str.Payload) != string(fast.Payload) || str.Raw != fast.Raw {
 			t.Fatalf("n=%d: from a string %+v, %v; from bytes %+v", n, str, err, fast)
@@ -160,8 +161,9 @@ func TestDecodeFastMatchesDecoder(t *testing.T) {
 	if decodeFast(other, &m) || decodeFast(string(other), &m) {
 		t.Fatal("fast path accepted a shorter array")
 	}
-	if got, err := DecodeMessageString(string(other)); err != nil || got.ID != "id1" || got.MaxRetry != 3 {
-		t.Fatalf("fallback from a string: %+v, %v", got, err)
+	var fromStr Message
+	if err := DecodeMessageString(string(other), &fromStr); err != nil || fromStr.ID != "id1" || fromStr.MaxRetry != 3 {
+		t.Fatalf("fallback from a string: %+v, %v", fromStr, err)
 	}
 	got, err := DecodeMessage(other)
 	if err != nil || got.ID != "id1" || got.MaxRetry != 3 {
@@ -175,7 +177,7 @@ func TestDecodeFastRejectsGarbage(t *testing.T) {
 		if decodeFast(b, &m) || decodeFast(string(b), &m) {
 			t.Fatalf("fast path accepted % x", b)
 		}
-		if _, err := DecodeMessageString(string(b)); err == nil {
+		if err := DecodeMessageString(string(b), new(Message)); err == nil {
 			t.Fatalf("DecodeMessageString accepted % x", b)
 		}
 		if _, err := DecodeMessage(b); err == nil {
