@@ -1,18 +1,23 @@
 #!lua flags=allow-oom
---[[ claim: lease what a blocking move put into a worker's in-flight list.
+--[[ claim: finish a batch of acks, then lease what a blocking move put
+  into a worker's in-flight list.
   KEYS[1] T:inflight:<worker>  KEYS[2] T:active  KEYS[3] T:msg  KEYS[4] T:state
   KEYS[5] T:paused  KEYS[6] T:first  KEYS[7] T:last  KEYS[8] T:limits
+  KEYS[9] T:feed:msg  KEYS[10] T:done  KEYS[11] T:done:rank  KEYS[12] T:expire
   ARGV[1] T  ARGV[2] n  ARGV[3] lease (ms)  ARGV[4] now (ms, "" = server time)
-  ARGV[5] worker ID  ARGV[6] shard size
+  ARGV[5] worker ID  ARGV[6] shard size  ARGV[7] done feed cap
+  ARGV[8..] acks, as pop's
   Takes up to n items, dropping dummies, under the same limits as pop.
   What may not start now goes back to the head of the pending list, so no
   worker hoards tasks it cannot run.
-  Returns: {status, items left in the in-flight list, now (ms), id, message,
-  attempt, token, ...}; status as pop's (3: the wait is not reported, look shortly). ]]
---@include time
+  Returns: {status, items left in the in-flight list, now (ms), {ack codes},
+  id, message, attempt, token, ...}; as pop's (status 3: the wait is not
+  reported, look shortly). ]]
+--@include acks
 --@include lease
 local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
+local codes = ack_tasks(T, now, ARGV, 8, tonumber(ARGV[7]), size)
 local want = tonumber(ARGV[2])
 local n, status, lim = 0, 1, nil
 if redis.call('EXISTS', KEYS[5]) == 0 then
@@ -31,7 +36,7 @@ local left = redis.call('LLEN', KEYS[1])
 local back = {}
 for i = n + 1, #msgs do back[#back + 1] = msgs[i] end
 if #back > 0 then sharded_push(KEYS[6], KEYS[7], T .. ':s:', size, back, true) end
-if n == 0 then return {status, left} end
+if n == 0 then return {status, left, now, codes} end
 local take = {}
 for i = 1, math.min(n, #msgs) do take[#take + 1] = msgs[i] end
-return dequeue_reply(T, take, lim, now, tonumber(ARGV[3]), ARGV[5], left)
+return dequeue_reply(T, take, lim, now, tonumber(ARGV[3]), ARGV[5], left, codes)

@@ -113,10 +113,11 @@ func TestConcurrencyLimit(t *testing.T) {
 		enqueueN(t, b, 2)
 		// a worker that leases one task for 400ms and dies
 		k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
-		res, err := lua.Pop.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits()},
-			k.T, 1, 400, "", "crashed", 1000).Slice()
+		res, err := lua.Pop.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(),
+			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+			k.T, 1, 400, "", "crashed", 1000, 10000).Slice()
 		must(t, err)
-		if len(res) != 7 { // status, shard, now, then one task's four values
+		if len(res) != 8 { // status, shard, now, ack codes, then one task's four values
 			t.Fatalf("crashed worker leased %d values", len(res))
 		}
 		rec := newRecorder(nil)

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,15 +22,17 @@ const (
 
 // outcome is what became of one attempt, waiting to be written.
 type outcome struct {
-	p         *part
-	id        string
-	token     int64
-	kind      outcomeKind
-	retention time.Duration
-	unique    string
-	err       string
-	delay     time.Duration // fail: wait before the retry; -1 = dead
-	snooze    bool          // fail: back after delay, the attempt not counted
+	p     *part
+	id    string
+	token int64
+	kind  outcomeKind
+	// ack: how long to keep the task, in ms (0 = not kept); a field of
+	// its own so the script call's argument can point at it
+	retentionMS int64
+	unique      string
+	err         string
+	delayMS     int64 // fail: ms to wait before the retry; -1 = dead
+	snooze      int64 // fail: 1 = back after the delay, the attempt not counted
 }
 
 // finish queues an outcome for writing: by the flusher, or by a fetcher
@@ -117,44 +121,45 @@ func (s *Server) write(batch []outcome, stop <-chan struct{}) {
 // script call failed, with the first error.
 func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
 	ctx := context.Background()
-	var groups []outcomeGroup
+	groups := groupOutcomes(batch)
 	_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
-		groups = s.queueOutcomeGroups(ctx, pipe, batch)
+		s.queueOutcomeGroups(ctx, pipe, groups)
 		return nil
 	})
 	return s.settle(groups)
 }
 
-type groupKey struct {
-	p    *part
-	kind outcomeKind
-}
-
 // outcomeGroup is the outcomes of one partition and kind: one script call.
 type outcomeGroup struct {
-	key   groupKey
+	p     *part
+	kind  outcomeKind
 	items []outcome
 	cmd   *redis.Cmd
 }
 
-// queueOutcomeGroups queues one script call per partition and kind of batch.
-func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *lua.Pipe, batch []outcome) []outcomeGroup {
-	index := map[groupKey]int{}
+// groupOutcomes sorts batch in place by partition and kind, keeping the
+// order within each, and returns its groups as slices of it: no copies.
+func groupOutcomes(batch []outcome) []outcomeGroup {
+	slices.SortStableFunc(batch, func(a, b outcome) int {
+		return cmp.Or(cmp.Compare(a.p.ord, b.p.ord), cmp.Compare(a.kind, b.kind))
+	})
 	var groups []outcomeGroup
-	for _, o := range batch {
-		g := groupKey{o.p, o.kind}
-		i, ok := index[g]
-		if !ok {
-			i = len(groups)
-			index[g] = i
-			groups = append(groups, outcomeGroup{key: g})
+	for i := 0; i < len(batch); {
+		j := i + 1
+		for j < len(batch) && batch[j].p == batch[i].p && batch[j].kind == batch[i].kind {
+			j++
 		}
-		groups[i].items = append(groups[i].items, o)
-	}
-	for i := range groups {
-		groups[i].cmd = s.queueOutcomes(ctx, pipe, groups[i].key, groups[i].items)
+		groups = append(groups, outcomeGroup{p: batch[i].p, kind: batch[i].kind, items: batch[i:j:j]})
+		i = j
 	}
 	return groups
+}
+
+// queueOutcomeGroups queues one script call per group.
+func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *lua.Pipe, groups []outcomeGroup) {
+	for i := range groups {
+		groups[i].cmd = s.queueOutcomes(ctx, pipe, groups[i].p, groups[i].kind, groups[i].items)
+	}
 }
 
 // settle reads the replies of written outcome groups: it warns about
@@ -164,7 +169,7 @@ func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
 	var failed []outcome
 	var first error
 	for _, g := range groups {
-		codes, err := g.cmd.Int64Slice()
+		codes, err := g.cmd.Slice()
 		if err != nil {
 			failed = append(failed, g.items...)
 			if first == nil {
@@ -172,47 +177,62 @@ func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
 			}
 			continue
 		}
-		for j, o := range g.items {
-			if j < len(codes) && codes[j] == 0 {
-				s.log.Warn("stale outcome rejected: the task's lease was taken over, another worker owns it",
-					"task", o.id, "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
-			}
-		}
+		s.warnStale(g.items, codes)
 	}
 	return failed, first
 }
 
-func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, g groupKey, os []outcome) *redis.Cmd {
-	k := g.p.k
-	switch g.kind {
+// warnStale warns about the outcomes a script's codes say were stale
+// (code 0): a newer lease of the task belongs to another worker.
+func (s *Server) warnStale(items []outcome, codes []any) {
+	for j, o := range items {
+		if j >= len(codes) {
+			return
+		}
+		if c, _ := codes[j].(int64); c == 0 {
+			s.log.Warn("stale outcome rejected: the task's lease was taken over, another worker owns it",
+				"task", o.id, "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
+		}
+	}
+}
+
+// queueOutcomes queues the script call that writes os, outcomes of one
+// partition and kind. Its arguments point into os, which stays untouched
+// until the call's reply is read: no value is boxed per task.
+func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kind outcomeKind, os []outcome) *redis.Cmd {
+	k := p.k
+	switch kind {
 	case outcomeAck:
 		args := make([]any, 0, 4+4*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
-		for _, o := range os {
-			args = append(args, o.id, o.token, o.retention.Milliseconds(), o.unique)
-		}
+		args = appendAcks(args, os)
 		return pipe.Run(ctx, lua.Ack, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args...)
 	case outcomeFail:
-		args := []any{k.T, s.cfg.now(), s.cfg.DeadSize, s.cfg.ShardSize}
-		for _, o := range os {
-			delay := int64(-1)
-			if o.delay >= 0 {
-				delay = o.delay.Milliseconds()
-			}
-			snooze := 0
-			if o.snooze {
-				snooze = 1
-			}
-			args = append(args, o.id, o.token, o.err, delay, snooze)
+		args := make([]any, 0, 4+5*len(os))
+		args = append(args, k.T, s.cfg.now(), s.cfg.DeadSize, s.cfg.ShardSize)
+		for i := range os {
+			o := &os[i]
+			args = append(args, &o.id, &o.token, &o.err, &o.delayMS, &o.snooze)
 		}
 		return pipe.Run(ctx, lua.Fail, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Retry(), k.Dead(), keys.RankKey(k.Dead())}, args...)
 	default:
-		args := []any{k.T, s.cfg.ShardSize}
-		for _, o := range os {
-			args = append(args, o.id, o.token)
+		args := make([]any, 0, 2+2*len(os))
+		args = append(args, k.T, s.cfg.ShardSize)
+		for i := range os {
+			args = append(args, &os[i].id, &os[i].token)
 		}
 		return pipe.Run(ctx, lua.Requeue, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last()}, args...)
 	}
+}
+
+// appendAcks appends the four fields ack (and pop and claim) read per
+// acked task: id, token, retention (ms), unique key.
+func appendAcks(args []any, os []outcome) []any {
+	for i := range os {
+		o := &os[i]
+		args = append(args, &o.id, &o.token, &o.retentionMS, &o.unique)
+	}
+	return args
 }
 
 func (k outcomeKind) String() string {

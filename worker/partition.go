@@ -3,10 +3,12 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -15,6 +17,7 @@ import (
 type part struct {
 	queue  string
 	index  int
+	ord    int // its place in Server.parts
 	weight int
 	k      keys.Partition
 	list   *lua.ShardedList
@@ -41,48 +44,72 @@ const (
 type popReply struct {
 	status int64
 	aux    int64 // pop: the end shard; claim: items left in flight
+	codes  []any // one per ack the call carried: 1 acked, 0 stale
 	tasks  []leased
 }
 
 // dequeue pops n tasks of p (claims them from this worker's in-flight
 // list when claiming), carrying the outcomes waiting in the outbox in the
-// same round trip, ahead of the pop: the slots and limits they free count
-// at once, and a busy worker pays one round trip per batch instead of two.
-// Outcomes whose write failed go back to the outbox.
+// same round trip: p's acks ride in the pop script itself, which runs them
+// first, so the slots and limits they free count at once; other outcomes
+// (failures, other partitions) go as script calls ahead of it in one
+// pipeline. A busy worker pays one round trip, and one script call, per
+// batch. Outcomes whose write failed go back to the outbox.
 func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (popReply, error) {
 	carry := s.outbox.take(maxOutcomeBatch, true)
-	script, keys, args := s.dequeueCall(p, n, claiming)
-	if len(carry) == 0 {
-		return parseDequeue(p, script.Run(ctx, s.rdb, keys, args...), claiming)
+	groups := groupOutcomes(carry)
+	var acks []outcome
+	for i, g := range groups {
+		if g.p == p && g.kind == outcomeAck {
+			acks = g.items
+			groups = slices.Delete(groups, i, i+1)
+			break
+		}
 	}
-	var groups []outcomeGroup
+	script, keys, args := s.dequeueCall(p, n, claiming, acks)
 	var cmd *redis.Cmd
-	_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
-		groups = s.queueOutcomeGroups(ctx, pipe, carry)
-		cmd = pipe.Run(ctx, script, keys, args...)
-		return nil
-	})
-	if failed, err := s.settle(groups); err != nil {
-		s.logRedisError("write outcomes", err)
-		s.outbox.giveBack(failed)
+	if len(groups) == 0 {
+		cmd = script.Run(ctx, s.rdb, keys, args...)
+	} else {
+		_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+			s.queueOutcomeGroups(ctx, pipe, groups)
+			cmd = pipe.Run(ctx, script, keys, args...)
+			return nil
+		})
+		if failed, err := s.settle(groups); err != nil {
+			s.logRedisError("write outcomes", err)
+			s.outbox.giveBack(failed)
+		}
 	}
-	return parseDequeue(p, cmd, claiming)
+	r, err := parseDequeue(p, cmd, claiming)
+	if err != nil {
+		// the acks are rewritten under their tokens: harmless if they ran
+		s.outbox.giveBack(acks)
+		return r, err
+	}
+	s.warnStale(acks, r.codes)
+	return r, nil
 }
 
 // pop leases up to n pending tasks of p, in one round trip of its own.
 func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
-	script, keys, args := s.dequeueCall(p, n, false)
+	script, keys, args := s.dequeueCall(p, n, false, nil)
 	return parseDequeue(p, script.Run(ctx, s.rdb, keys, args...), false)
 }
 
-// dequeueCall returns the script call of a pop, or of a claim.
-func (s *Server) dequeueCall(p *part, n int, claiming bool) (*lua.Script, []string, []any) {
+// dequeueCall returns the script call of a pop, or of a claim, that first
+// acks acks (outcomes of p).
+func (s *Server) dequeueCall(p *part, n int, claiming bool, acks []outcome) (*lua.Script, []string, []any) {
 	k := p.k
-	args := []any{k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize}
+	args := make([]any, 0, 7+4*len(acks))
+	args = append(args, k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.DoneSize)
+	args = appendAcks(args, acks)
 	if claiming {
-		return lua.Claim, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits()}, args
+		return lua.Claim, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),
+			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args
 	}
-	return lua.Pop, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits()}, args
+	return lua.Pop, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(),
+		k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args
 }
 
 func parseDequeue(p *part, cmd *redis.Cmd, claiming bool) (popReply, error) {
@@ -113,24 +140,28 @@ func (s *Server) block(ctx context.Context, p *part, shard int64) (bool, error) 
 	}
 }
 
+// parsePopReply reads {status, aux, now, {ack codes}, id, message,
+// attempt, token, ...}.
 func parsePopReply(res []any) (popReply, error) {
-	if len(res) < 2 || len(res) > 2 && (len(res)-3)%4 != 0 {
+	if len(res) < 4 || (len(res)-4)%4 != 0 {
 		return popReply{}, fmt.Errorf("unexpected pop reply of %d values", len(res))
 	}
 	r := popReply{}
-	if len(res) > 3 {
-		r.tasks = make([]leased, 0, (len(res)-3)/4)
-	}
 	r.status, _ = res[0].(int64)
 	r.aux, _ = res[1].(int64)
-	var at int64
-	if len(res) > 2 {
-		at, _ = res[2].(int64)
+	at, _ := res[2].(int64)
+	r.codes, _ = res[3].([]any)
+	if len(res) > 4 {
+		r.tasks = make([]leased, 0, (len(res)-4)/4)
 	}
-	for i := 3; i < len(res); i += 4 {
+	for i := 4; i < len(res); i += 4 {
 		l := leased{at: at}
 		l.id, _ = res[i].(string)
 		l.msg, _ = res[i+1].(string)
+		if l.id == "" {
+			// the ID the message opens with: the script sends no copy
+			l.id, _ = wire.HeadID(l.msg)
+		}
 		a, _ := res[i+2].(int64)
 		l.attempt = int(a)
 		l.token, _ = res[i+3].(int64)

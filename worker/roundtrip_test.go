@@ -15,11 +15,14 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// tripHook records, for every round trip, the names of the scripts it ran.
+// tripHook records, for every round trip, the names of the scripts it ran
+// and how many script calls it made. A pop or claim that carries acks
+// counts as one call running both "pop" (or "claim") and "ack".
 type tripHook struct {
 	names map[string]string // SHA -> script name
 	mu    sync.Mutex
 	trips [][]string
+	calls []int
 }
 
 func newTripHook() *tripHook {
@@ -48,12 +51,21 @@ func (h *tripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 func (h *tripHook) record(cmds []redis.Cmder) {
 	var trip []string
+	calls := 0
 	for _, c := range cmds {
 		if strings.ToLower(c.Name()) != "evalsha" {
 			continue
 		}
-		if sha, ok := c.Args()[1].(string); ok && h.names[sha] != "" {
-			trip = append(trip, h.names[sha])
+		args := c.Args()
+		sha, _ := args[1].(string)
+		name := h.names[sha]
+		if name == "" {
+			continue
+		}
+		calls++
+		trip = append(trip, name)
+		if numKeys, _ := args[2].(int); (name == "pop" || name == "claim") && len(args)-3-numKeys > 7 {
+			trip = append(trip, "ack") // ARGV[8..]: the acks it carries
 		}
 	}
 	if len(trip) == 0 {
@@ -61,6 +73,7 @@ func (h *tripHook) record(cmds []redis.Cmder) {
 	}
 	h.mu.Lock()
 	h.trips = append(h.trips, trip)
+	h.calls = append(h.calls, calls)
 	h.mu.Unlock()
 }
 
@@ -138,14 +151,14 @@ func TestDequeueCarriesOutcomes(t *testing.T) {
 	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	first := popN(t, s, p, 3)
 	for _, l := range first {
-		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck, retention: time.Hour})
+		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck, retentionMS: time.Hour.Milliseconds()})
 	}
 
 	hook := newTripHook()
 	b.rdb.AddHook(hook)
 	popN(t, s, p, 3)
-	if trips, carried := hook.count(); trips != 1 || carried != 1 {
-		t.Fatalf("round trips %v; want one, running the ack and the pop", hook.trips)
+	if trips, carried := hook.count(); trips != 1 || carried != 1 || hook.calls[0] != 1 {
+		t.Fatalf("round trips %v of %v script calls; want one call, the pop running the acks", hook.trips, hook.calls)
 	}
 	if n := s.outbox.len(); n != 0 {
 		t.Fatalf("%d outcomes left in the outbox", n)

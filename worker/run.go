@@ -102,7 +102,7 @@ func (s *Server) run(p *part, l leased) {
 	t, err := s.newTask(p, l)
 	if err != nil {
 		// a message that does not decode can never run: dead, with why
-		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delay: -1,
+		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: -1,
 			err: fmt.Sprintf("undecodable task message: %v", err)})
 		return
 	}
@@ -139,7 +139,7 @@ func (s *Server) run(p *part, l leased) {
 		if s.hooks.beforeAck != nil {
 			s.hooks.beforeAck()
 		}
-		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeAck, retention: t.retention, unique: t.unique})
+		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique})
 	case errors.Is(context.Cause(ctx), ErrShutdown):
 		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeRequeue})
 	case errors.Is(context.Cause(ctx), ErrCancelled):
@@ -166,10 +166,10 @@ func (s *Server) call(ctx context.Context, t *Task) (err error) {
 // failure decides what a failed attempt leads to: a retry after a delay,
 // or dead (delay -1) when retries are spent or the handler said so.
 func (s *Server) failure(p *part, t *Task, err error) outcome {
-	o := outcome{p: p, id: t.ID, token: t.token, kind: outcomeFail, err: err.Error(), delay: -1}
+	o := outcome{p: p, id: t.ID, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: -1}
 	var sn *snoozeError
 	if errors.As(err, &sn) {
-		o.delay, o.snooze = max(sn.delay, 0), true
+		o.delayMS, o.snooze = max(sn.delay, 0).Milliseconds(), 1
 		return o
 	}
 	if errors.Is(err, ErrSkipRetry) || t.RetriesLeft() == 0 {
@@ -177,9 +177,9 @@ func (s *Server) failure(p *part, t *Task, err error) outcome {
 	}
 	var ri *retryInError
 	if errors.As(err, &ri) {
-		o.delay = max(ri.delay, 0)
+		o.delayMS = max(ri.delay, 0).Milliseconds()
 	} else {
-		o.delay = max(s.cfg.RetryDelay(t.Attempt, err, t), 0)
+		o.delayMS = max(s.cfg.RetryDelay(t.Attempt, err, t), 0).Milliseconds()
 	}
 	return o
 }
@@ -190,7 +190,7 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 		return nil, err
 	}
 	t := &Task{
-		ID: m.ID, Type: m.Type, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
+		ID: l.id, Type: m.Type, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
 		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
 		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique,
 	}

@@ -82,7 +82,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 	for _, q := range names {
 		for i := range cfg.PartitionsOf(q) {
 			k := keys.For(cfg.Prefix, q, i)
-			s.parts = append(s.parts, &part{queue: q, index: i, weight: cfg.Queues[q], k: k,
+			s.parts = append(s.parts, &part{queue: q, index: i, ord: len(s.parts), weight: cfg.Queues[q], k: k,
 				list: &lua.ShardedList{Base: k.Base(), ShardSize: cfg.ShardSize}})
 		}
 	}

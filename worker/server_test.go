@@ -280,10 +280,16 @@ func TestFailures(t *testing.T) {
 		}
 		page, err := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDead})
 		must(t, err)
+		truncated := false
 		for _, ti := range page.Tasks {
 			if !strings.Contains(ti.LastError, "undecodable task message") {
 				t.Fatalf("dead task %s: last error %q", ti.ID, ti.LastError)
 			}
+			// its head reads, so it is leased, and dies, under its own ID
+			truncated = truncated || ti.ID == "truncated"
+		}
+		if !truncated {
+			t.Fatalf("dead tasks %+v: none under the truncated message's own ID", page.Tasks)
 		}
 	})
 

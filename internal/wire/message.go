@@ -91,3 +91,27 @@ func DecodeMessage(b []byte) (*Message, error) {
 	}
 	return &m, nil
 }
+
+// HeadID returns the task ID a message opens with, read the way the Lua
+// scripts read it (include/msgid.lua): an array, then a non-empty string
+// of at most 65,535 bytes. It reports false for a message that does not
+// open that way; scripts lease such a message under a "bad:" ID of their
+// own and say so.
+func HeadID(s string) (string, bool) {
+	r := reader[string]{b: s, ok: true}
+	switch c := r.byte1(); {
+	case c >= 0x90 && c <= 0x9f:
+	case c == 0xdc:
+		r.take(2)
+	case c == 0xdd:
+		r.take(4)
+	default:
+		return "", false
+	}
+	c := r.byte1()
+	if c == 0xdb {
+		return "", false // str32: the scripts do not read it
+	}
+	id := r.take(r.length(c, 0xa0, 0x1f, 0xd9, 0xda, 0xdb))
+	return id, r.ok && id != ""
+}

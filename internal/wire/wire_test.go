@@ -185,3 +185,33 @@ func TestDecodeFastRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadID reads IDs the way include/msgid.lua does: fix, 16- and 32-bit
+// array headers, then a fix, 8- or 16-bit string that is not empty.
+func TestHeadID(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, c := range []struct {
+		msg  string
+		id   string
+		good bool
+	}{
+		{"\x92\xa3abc\xa0", "abc", true},
+		{"\xdc\x00\x02\xd9\x03abc", "abc", true},
+		{"\xdd\x00\x00\x00\x02\xda\x01\x2c" + long, long, true},
+		{"\x91\xdb\x00\x00\x00\x03abc", "", false}, // str32: the scripts do not read it
+		{"\x91\xa0", "", false},                    // empty ID
+		{"\x91\xa5ab", "", false},                  // truncated
+		{"\xa3abc", "", false},                     // no array
+		{"", "", false},
+		{"\xdc\x00", "", false},
+	} {
+		id, ok := HeadID(c.msg)
+		if id != c.id && c.good || ok != c.good {
+			t.Errorf("HeadID(%q) = %q, %v; want %q, %v", c.msg, id, ok, c.id, c.good)
+		}
+	}
+	m := &Message{ID: "01JD3Z8F0000000000AB", Key: "k", Type: "t", Payload: []byte("p")}
+	if id, ok := HeadID(string(mustEncode(t, m))); !ok || id != m.ID {
+		t.Fatalf("HeadID of an encoded message = %q, %v", id, ok)
+	}
+}

@@ -20,7 +20,7 @@ end
 -- msg_head returns a message's task ID and concurrency key. A message that
 -- does not open that way (a foreign or corrupted push) gets the ID "bad:"
 -- and its SHA1, so it can be leased like any task and sent to dead by the
--- worker that fails to decode it.
+-- worker that fails to decode it; a third result, true, says so.
 local function msg_head(m)
   local b = string.byte(m, 1)
   local pos
@@ -30,6 +30,6 @@ local function msg_head(m)
   end
   local id, nxt
   if pos then id, nxt = msg_str(m, pos) end
-  if not id or id == '' then return 'bad:' .. redis.sha1hex(m), '' end
+  if not id or id == '' then return 'bad:' .. redis.sha1hex(m), '', true end
   return id, (msg_str(m, nxt)) or ''
 end

@@ -14,10 +14,10 @@ end
 -- record_decode turns a stored record (or false: none yet) into a table,
 -- with defaults for fields an older record lacks.
 local function record_decode(raw)
-  local r = {}
-  local got = raw and cmsgpack.unpack(raw) or {}
+  if not raw then return {'pending', 0, 0, '', '', 0, 0, 0, 0, ''} end
+  local r = cmsgpack.unpack(raw)
   for i = 1, #RECORD_DEFAULTS do
-    if got[i] == nil then r[i] = RECORD_DEFAULTS[i] else r[i] = got[i] end
+    if r[i] == nil then r[i] = RECORD_DEFAULTS[i] end
   end
   return r
 end
