@@ -15,24 +15,38 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 	var wait backoff
 	inflight := true // a previous incarnation of this ID cannot exist, but a lost reply can
 	busy := false    // the last pop filled its batch: the queue has a backlog
-	for ctx.Err() == nil {
-		n, err := s.slots.acquire(ctx, p.weight, s.cfg.BatchSize)
-		if err != nil {
-			return
+	setBusy := func(b bool) {
+		if b != busy {
+			busy = b
+			s.outbox.carrying(b) // a busy fetcher carries the outcomes
 		}
-		if busy && n < s.cfg.BatchSize {
-			// a backlog: wait (at most batchWait) for a whole batch of slots,
-			// so one round trip carries a full pop and the acks that freed them
-			n = s.slots.topUp(ctx, n, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
+	}
+	defer setBusy(false)
+	for ctx.Err() == nil {
+		n := 0
+		if busy {
+			// a backlog: wait (at most batchWait) for a whole batch of
+			// slots, so one round trip carries a full pop and the acks
+			// that freed them, and this goroutine wakes once for it
+			n = s.slots.topUp(ctx, 0, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
+		}
+		if n == 0 {
+			var err error
+			if n, err = s.slots.acquire(ctx, p.weight, s.cfg.BatchSize); err != nil {
+				return
+			}
+			if busy && n < s.cfg.BatchSize {
+				n = s.slots.topUp(ctx, n, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
+			}
 		}
 		if n = s.popHigher(ctx, p, n); n == 0 {
 			continue
 		}
-		var r popReply
 		claiming := inflight
-		r, err = s.dequeue(ctx, p, n, claiming)
+		r, err := s.dequeue(ctx, p, n, claiming)
 		if err != nil {
 			s.slots.release(n)
+			setBusy(false) // the flusher writes the outcomes meanwhile
 			s.logRedisError("fetch", err)
 			wait.sleep(ctx)
 			continue
@@ -45,7 +59,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			s.hooks.afterClaim()
 		}
 		s.start(p, r.tasks)
-		busy = len(r.tasks) == n && n > 1
+		setBusy(len(r.tasks) == n && n > 1)
 		n -= len(r.tasks)
 		switch {
 		case len(r.tasks) > 0 || claiming && r.status == statusOK || r.status == statusParked:

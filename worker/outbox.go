@@ -4,38 +4,83 @@ import "sync"
 
 // outbox holds the outcomes waiting to be written. Two kinds of writer
 // take from it: the flusher, and a fetcher about to pop, which sends them
-// in the same round trip as its pop. On a busy queue most outcomes ride
+// in the same round trip as its pop. On a busy queue the outcomes ride
 // along with the next pop, so a batch of tasks costs one round trip
-// instead of two (see BENCHMARKS.md).
+// instead of two (see BENCHMARKS.md), and the flusher sleeps: while a
+// fetcher carries, a new outcome does not wake it.
 type outbox struct {
 	mu    sync.Mutex
 	items []outcome
-	ready chan struct{} // one token: the outbox went from empty to not
-	taken bool          // a fetcher took outcomes since the flusher last looked
+	ready chan struct{} // one token: wakes the flusher
+	// carriers counts the fetchers with a backlog: each pops again within
+	// batchWait of a slot coming free, carrying what waits here.
+	carriers int
 }
 
 func newOutbox() *outbox { return &outbox{ready: make(chan struct{}, 1)} }
 
-// put adds an outcome and wakes the flusher.
+// put adds an outcome and, unless a fetcher will carry it, wakes the
+// flusher.
 func (b *outbox) put(o outcome) {
 	b.mu.Lock()
 	b.items = append(b.items, o)
-	wake := len(b.items) == 1
+	wake := len(b.items) == 1 && b.carriers == 0
 	b.mu.Unlock()
 	if wake {
-		select {
-		case b.ready <- struct{}{}:
-		default:
-		}
+		b.wake()
 	}
 }
 
-// take removes and returns up to max outcomes, oldest first. byFetcher
-// records that a fetcher is carrying outcomes, which tells the flusher the
-// server is busy and it may leave the next ones to the fetchers.
-func (b *outbox) take(max int, byFetcher bool) []outcome {
+func (b *outbox) wake() {
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
+}
+
+// carrying records that a fetcher starts (on) or stops carrying outcomes
+// with its pops. The last one to stop wakes the flusher for what waits.
+func (b *outbox) carrying(on bool) {
+	b.mu.Lock()
+	if on {
+		b.carriers++
+	} else {
+		b.carriers--
+	}
+	b.mu.Unlock()
+	b.wakeIfUncarried()
+}
+
+// take removes and returns up to max outcomes, oldest first.
+func (b *outbox) take(max int) []outcome {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.takeLocked(max)
+}
+
+// takeUncarried is take, but takes nothing while a fetcher carries
+// outcomes: it writes them sooner, and in a round trip it makes anyway.
+func (b *outbox) takeUncarried(max int) []outcome {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.carriers > 0 {
+		return nil
+	}
+	return b.takeLocked(max)
+}
+
+// wakeIfUncarried wakes the flusher when outcomes wait and no fetcher
+// will carry them.
+func (b *outbox) wakeIfUncarried() {
+	b.mu.Lock()
+	wake := b.carriers == 0 && len(b.items) > 0
+	b.mu.Unlock()
+	if wake {
+		b.wake()
+	}
+}
+
+func (b *outbox) takeLocked(max int) []outcome {
 	n := min(len(b.items), max)
 	if n == 0 {
 		return nil
@@ -45,9 +90,6 @@ func (b *outbox) take(max int, byFetcher bool) []outcome {
 	rest := copy(b.items, b.items[n:])
 	clear(b.items[rest:])
 	b.items = b.items[:rest]
-	if byFetcher {
-		b.taken = true
-	}
 	return out
 }
 
@@ -60,10 +102,7 @@ func (b *outbox) giveBack(os []outcome) {
 	b.mu.Lock()
 	b.items = append(os[:len(os):len(os)], b.items...)
 	b.mu.Unlock()
-	select {
-	case b.ready <- struct{}{}:
-	default:
-	}
+	b.wake()
 }
 
 // len returns how many outcomes wait.
@@ -71,14 +110,4 @@ func (b *outbox) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.items)
-}
-
-// fetcherTook reports, and resets, whether a fetcher took outcomes since
-// the last call.
-func (b *outbox) fetcherTook() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.taken
-	b.taken = false
-	return t
 }

@@ -44,37 +44,37 @@ func (s *Server) finish(o outcome) { s.outbox.put(o) }
 // maxOutcomeBatch bounds the outcomes one round trip carries.
 const maxOutcomeBatch = 1000
 
-// flush writes the outcomes no fetcher carried. An idle server writes each
-// outcome at once. On a busy one (outcomes arrive several at a time, or
-// fetchers carry them) it first leaves them batchWait to ride along with a
-// fetcher's next pop, then writes what is left, with one script call per
-// partition and kind, in one round trip. Writes are retried until they
-// succeed: every outcome carries its lease token, so a repeat is harmless.
+// flush writes the outcomes no fetcher carried. It sleeps while fetchers
+// carry them (see outbox). An idle server writes each outcome at once;
+// when outcomes come several at a time (handlers finishing together) it
+// first gives the next ones batchWait to gather, then writes them with
+// one script call per partition and kind, in one round trip. Writes are
+// retried until they succeed: every outcome carries its lease token, so a
+// repeat is harmless.
 func (s *Server) flush(stop <-chan struct{}) {
 	defer close(s.flusherDone)
-	busy := false
+	gather := false
 	for {
-		if s.outbox.len() == 0 {
-			select {
-			case <-s.outbox.ready:
-			case <-stop:
-				// shutdown: the fetchers have stopped; write what is left, then leave
-				for {
-					batch := s.outbox.take(maxOutcomeBatch, false)
-					if len(batch) == 0 {
-						return
-					}
-					s.write(batch, stop)
+		select {
+		case <-s.outbox.ready:
+		case <-stop:
+			// shutdown: the fetchers have stopped; write what is left, then leave
+			for {
+				batch := s.outbox.take(maxOutcomeBatch)
+				if len(batch) == 0 {
+					return
 				}
+				s.write(batch, stop)
 			}
 		}
-		if busy || s.outbox.fetcherTook() {
+		if gather {
 			sleepUntil(stop, batchWait)
 		}
-		batch := s.outbox.take(maxOutcomeBatch, false)
-		busy = len(batch) > 1 || s.outbox.fetcherTook()
+		batch := s.outbox.takeUncarried(maxOutcomeBatch)
+		gather = len(batch) > 1
 		if len(batch) > 0 {
 			s.write(batch, stop)
+			s.outbox.wakeIfUncarried() // for what came meanwhile
 		}
 	}
 }

@@ -56,7 +56,7 @@ type popReply struct {
 // pipeline. A busy worker pays one round trip, and one script call, per
 // batch. Outcomes whose write failed go back to the outbox.
 func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (popReply, error) {
-	carry := s.outbox.take(maxOutcomeBatch, true)
+	carry := s.outbox.take(maxOutcomeBatch)
 	groups := groupOutcomes(carry)
 	var acks []outcome
 	for i, g := range groups {

@@ -191,7 +191,7 @@ func TestDequeueGivesBackFailedOutcomes(t *testing.T) {
 	if n := s.outbox.len(); n != 1 {
 		t.Fatalf("outbox holds %d outcomes after the failed round trip, want the ack back", n)
 	}
-	if failed, err := s.writeOnce(s.outbox.take(maxOutcomeBatch, false)); err != nil || len(failed) != 0 {
+	if failed, err := s.writeOnce(s.outbox.take(maxOutcomeBatch)); err != nil || len(failed) != 0 {
 		t.Fatalf("writing the given-back ack: %d failed, %v", len(failed), err)
 	}
 	if info, err := b.insp.QueueInfo(ctx, "q"); err != nil || info.Active != 0 {
@@ -260,7 +260,7 @@ func TestTaskStartingAfterStopIsCancelled(t *testing.T) {
 	if !errors.Is(seen, ErrShutdown) {
 		t.Fatalf("handler saw cause %v, want ErrShutdown", seen)
 	}
-	out := s.outbox.take(maxOutcomeBatch, false)
+	out := s.outbox.take(maxOutcomeBatch)
 	if len(out) != 1 || out[0].kind != outcomeRequeue || out[0].id != l.id {
 		t.Fatalf("outcomes %+v, want the task requeued", out)
 	}
