@@ -57,38 +57,13 @@ func (r *registry) snapshot() []*running {
 	return out
 }
 
-// job is one leased task to run.
-type job struct {
-	p *part
-	l leased
-}
-
 // start runs each leased task on a runner goroutine; each holds one slot.
-// An idle runner takes the task; without one, a new runner starts. Runners
-// stay for the next tasks, so a goroutine's stack, grown by its first task,
-// is not grown again for every task (see BENCHMARKS.md). There are never
-// more runners than tasks once ran at the same time: at most Concurrency.
 func (s *Server) start(p *part, tasks []leased) {
-	for _, l := range tasks {
-		s.tasks.Add(1)
-		select {
-		case s.jobs <- job{p, l}:
-		default:
-			go s.runner(job{p, l})
-		}
+	if len(tasks) == 0 {
+		return
 	}
-}
-
-// runner runs j, then the jobs handed to it, until the server stops.
-func (s *Server) runner(j job) {
-	for {
-		s.runJob(j)
-		select {
-		case j = <-s.jobs:
-		case <-s.runnersStop:
-			return
-		}
-	}
+	s.tasks.Add(len(tasks))
+	s.runners.add(p, tasks)
 }
 
 func (s *Server) runJob(j job) {

@@ -41,8 +41,7 @@ type Server struct {
 	background  sync.WaitGroup
 	tasks       sync.WaitGroup
 	outbox      *outbox
-	jobs        chan job      // hands a task to an idle runner
-	runnersStop chan struct{} // closed at the end of Shutdown: idle runners leave
+	runners     *runners
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
 }
@@ -124,8 +123,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.state = 1
 	s.outbox = newOutbox()
-	s.jobs = make(chan job)
-	s.runnersStop = make(chan struct{})
+	s.runners = newRunners(s.runJob)
 	s.stopFlusher = make(chan struct{})
 	s.flusherDone = make(chan struct{})
 	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
@@ -229,7 +227,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err := s.rdb.ZRem(context.Background(), keys.Workers(s.cfg.Prefix), s.cfg.WorkerID).Err(); err != nil {
 		s.log.Warn("could not unregister worker", "err", err)
 	}
-	close(s.runnersStop)
+	s.runners.stop()
 	s.log.Info("worker stopped")
 	return ctx.Err()
 }
