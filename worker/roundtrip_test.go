@@ -340,3 +340,101 @@ func TestStatsCountersExpire(t *testing.T) {
 		t.Fatalf("counters sum to %d, want 3", total)
 	}
 }
+
+// TestDequeueAcksMixedBatch: one pop carries acks of every kind at once:
+// tasks kept for their retention and tasks that leave no trace, in any
+// order, a unique task whose lock goes, a task with a concurrency key whose
+// count goes down, and a stale token, which changes nothing.
+func TestDequeueAcksMixedBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	type spec struct {
+		opts []queue.Option
+		kept bool
+	}
+	specs := []spec{
+		{nil, false},
+		{[]queue.Option{queue.Retention(time.Hour)}, true},
+		{[]queue.Option{queue.UniqueKey("u1", time.Hour)}, false},
+		{[]queue.Option{queue.ConcurrencyKey("tenant")}, false},
+		{[]queue.Option{queue.Retention(time.Hour), queue.ConcurrencyKey("tenant")}, true},
+		{nil, false},
+	}
+	ids := make([]string, len(specs))
+	for i, sp := range specs {
+		info, err := b.client.Enqueue(ctx, queue.NewRawTask("t", []byte{byte(i)}), append(sp.opts, queue.In("q"))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = info.ID
+	}
+	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	byID := map[string]leased{}
+	for _, l := range popN(t, s, p, len(specs)) {
+		byID[l.id] = l
+	}
+	for i, id := range ids {
+		l, ok := byID[id]
+		if !ok {
+			t.Fatalf("task %s was not leased", id)
+		}
+		var retention int64
+		if specs[i].kept {
+			retention = time.Hour.Milliseconds()
+		}
+		unique := ""
+		if i == 2 {
+			unique = "u1"
+		}
+		s.finish(outcome{p: p, id: id, token: l.token, kind: outcomeAck, retentionMS: retention, unique: unique})
+	}
+	// a stale ack: the token of a lease that is not the task's current one
+	s.finish(outcome{p: p, id: ids[0], token: byID[ids[0]].token + 7, kind: outcomeAck})
+
+	hook := newTripHook()
+	b.rdb.AddHook(hook)
+	r, err := s.dequeue(ctx, p, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hook.calls) != 1 || hook.calls[0] != 1 {
+		t.Fatalf("script calls per round trip %v, want one round trip of one call", hook.calls)
+	}
+	want := []int64{1, 1, 1, 1, 1, 1, 0}
+	if len(r.codes) != len(want) {
+		t.Fatalf("ack codes %v, want %v", r.codes, want)
+	}
+	for i, c := range r.codes {
+		if c.(int64) != want[i] {
+			t.Fatalf("ack codes %v, want %v", r.codes, want)
+		}
+	}
+	k := p.k
+	for i, id := range ids {
+		info, err := b.insp.GetTask(ctx, "q", id)
+		switch {
+		case specs[i].kept && (err != nil || info.State != queue.StateDone):
+			t.Fatalf("kept task %d: %+v, %v; want done", i, info, err)
+		case !specs[i].kept && (err == nil && info.State != queue.StateDone):
+			t.Fatalf("task %d: %+v; want it gone", i, info)
+		}
+		inMsg := b.rdb.HExists(ctx, k.Msg(), id).Val()
+		inState := b.rdb.HExists(ctx, k.State(), id).Val()
+		if inMsg != specs[i].kept || inState != specs[i].kept {
+			t.Fatalf("task %d (kept %v): message stored %v, record stored %v", i, specs[i].kept, inMsg, inState)
+		}
+		if b.rdb.ZScore(ctx, k.Active(), id).Err() == nil {
+			t.Fatalf("task %d still active", i)
+		}
+	}
+	if n := b.rdb.ZCard(ctx, k.Done()).Val(); n != 2 {
+		t.Fatalf("done feed holds %d tasks, want the 2 kept", n)
+	}
+	if n := b.rdb.Exists(ctx, k.Unique("u1")).Val(); n != 0 {
+		t.Fatal("the unique task's lock outlived its ack")
+	}
+	if v, err := b.rdb.HGet(ctx, k.KeyActive(), "tenant").Result(); err != redis.Nil {
+		t.Fatalf("tenant's running count %q, %v after both its tasks were acked", v, err)
+	}
+}

@@ -12,47 +12,60 @@
 -- already finished. ack runs it alone; pop and claim run it first, so a
 -- busy worker's acks ride in its next dequeue.
 local function ack_tasks(T, now, argv, from, cap, size)
-  local ids, tokens = {}, {}
+  local codes, ids, n = {}, {}, 0
   for i = from, #argv, 4 do
-    ids[#ids + 1] = argv[i]
-    tokens[#tokens + 1] = argv[i + 1]
+    n = n + 1
+    ids[n] = argv[i]
   end
-  local codes = {}
-  if #ids == 0 then return codes end
+  if n == 0 then return codes end
   local statek, msgk = T .. ':state', T .. ':msg'
-  local held = records_held(statek, ids, tokens)
-  local done, gone, kept, keptStates, expiries = {}, {}, {}, {}, {}
-  for k, r in ipairs(held) do
-    codes[k] = r and 1 or 0
-    if r then
-      local i = from + (k - 1) * 4
-      local id, retention, unique = ids[k], tonumber(argv[i + 2]), argv[i + 3]
-      done[#done + 1] = id
-      key_release(T, r[10], size)
-      if retention > 0 then
-        r[1], r[8], r[10] = 'done', now, ''
-        keptStates[#keptStates + 1] = id
-        keptStates[#keptStates + 1] = cmsgpack.pack(r)
-        expiries[#expiries + 1] = now + retention
-        expiries[#expiries + 1] = id
-        kept[#kept + 1] = id
-      else
-        gone[#gone + 1] = id
-      end
-      if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
-        redis.call('DEL', T .. ':unique:' .. unique)
+  local raws = redis.call('HMGET', statek, unpack(ids))
+  local done, nd = {}, 0
+  local gone, kept, keptStates, expiries -- set once a task is kept
+  for k = 1, n do
+    local raw, code = raws[k], 0
+    if raw then
+      local r = cmsgpack.unpack(raw)
+      local i = from + 4 * k - 4
+      if r[1] == 'active' and r[3] == tonumber(argv[i + 1]) then
+        code = 1
+        local id = ids[k]
+        nd = nd + 1
+        done[nd] = id
+        if r[10] and r[10] ~= '' then key_release(T, r[10], size) end
+        local retention = tonumber(argv[i + 2])
+        if retention > 0 then
+          if not kept then
+            kept, keptStates, expiries, gone = {}, {}, {}, {}
+            for x = 1, nd - 1 do gone[x] = done[x] end
+          end
+          record_fill(r)
+          r[1], r[8], r[10] = 'done', now, ''
+          keptStates[#keptStates + 1] = id
+          keptStates[#keptStates + 1] = cmsgpack.pack(r)
+          expiries[#expiries + 1] = now + retention
+          expiries[#expiries + 1] = id
+          kept[#kept + 1] = id
+        elseif gone then
+          gone[#gone + 1] = id
+        end
+        local unique = argv[i + 3]
+        if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
+          redis.call('DEL', T .. ':unique:' .. unique)
+        end
       end
     end
+    codes[k] = code
   end
-  if #done > 0 then
-    redis.call('ZREM', T .. ':active', unpack(done))
-    redis.call('HDEL', T .. ':feed:msg', unpack(done))
-  end
+  if nd == 0 then return codes end
+  gone = gone or done -- none kept: every acked task is gone
+  redis.call('ZREM', T .. ':active', unpack(done))
+  redis.call('HDEL', T .. ':feed:msg', unpack(done))
   if #gone > 0 then
     redis.call('HDEL', msgk, unpack(gone))
     redis.call('HDEL', statek, unpack(gone))
   end
-  if #kept > 0 then
+  if kept then
     redis.call('HSET', statek, unpack(keptStates))
     redis.call('ZADD', T .. ':expire', unpack(expiries))
     local _, trimmed = feed_append(T .. ':done', T .. ':done:rank', kept, cap)
@@ -62,6 +75,6 @@ local function ack_tasks(T, now, argv, from, cap, size)
       redis.call('ZREM', T .. ':expire', id)
     end
   end
-  stats_add(T, 'done', now, #done)
+  stats_add(T, 'done', now, nd)
   return codes
 end

@@ -9,30 +9,41 @@
 -- send and to allocate), else the "bad:" ID of a message that does not open
 -- like a task's.
 local function lease_tasks(out, T, msgs, now, deadline, worker, rate)
-  if #msgs == 0 then return end
+  local n = #msgs
+  if n == 0 then return end
   local statek = T .. ':state'
   -- one string for the batch's shared deadline: a number argument would be
   -- formatted again for every task
   local dl = string.format('%d', deadline)
   local ids, keys, bad = {}, {}, {}
-  for i, m in ipairs(msgs) do ids[i], keys[i], bad[i] = msg_head(m) end
+  for i = 1, n do ids[i], keys[i], bad[i] = msg_head(msgs[i]) end
   local raws = redis.call('HMGET', statek, unpack(ids))
+  -- every first lease without a concurrency key gets the same record:
+  -- packed once per batch
+  local fresh
   local states, bodies, leases, starts = {}, {}, {}, {}
   local o, j = #out, 0
-  for i, m in ipairs(msgs) do
-    local id, key = ids[i], keys[i]
-    local r = record_decode(raws[i])
-    r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
-    states[j + 1], states[j + 2] = id, cmsgpack.pack(r)
+  for i = 1, n do
+    local id, key, m = ids[i], keys[i], msgs[i]
+    local rec, attempt, token
+    if not raws[i] and key == '' then
+      fresh = fresh or cmsgpack.pack({'active', 1, 1, worker, '', 0, now, 0, 0, ''})
+      rec, attempt, token = fresh, 1, 1
+    else
+      local r = record_decode(raws[i])
+      r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
+      rec, attempt, token = cmsgpack.pack(r), r[2], r[3]
+      if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
+    end
+    states[j + 1], states[j + 2] = id, rec
     bodies[j + 1], bodies[j + 2] = id, m
     leases[j + 1], leases[j + 2] = dl, id
     j = j + 2
     if rate > 0 then
       starts[#starts + 1] = now
-      starts[#starts + 1] = id .. ':' .. r[3]
+      starts[#starts + 1] = id .. ':' .. token
     end
-    if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = bad[i] and id or '', m, r[2], r[3]
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = bad[i] and id or '', m, attempt, token
     o = o + 4
   end
   redis.call('HSET', statek, unpack(states))

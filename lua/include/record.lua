@@ -11,15 +11,20 @@ local function record_new(state, next_at)
   return cmsgpack.pack({state, 0, 0, '', '', 0, 0, 0, next_at})
 end
 
--- record_decode turns a stored record (or false: none yet) into a table,
--- with defaults for fields an older record lacks.
-local function record_decode(raw)
-  if not raw then return {'pending', 0, 0, '', '', 0, 0, 0, 0, ''} end
-  local r = cmsgpack.unpack(raw)
+-- record_fill gives the record table r defaults for the fields an older
+-- record lacks, and returns it.
+local function record_fill(r)
   for i = 1, #RECORD_DEFAULTS do
     if r[i] == nil then r[i] = RECORD_DEFAULTS[i] end
   end
   return r
+end
+
+-- record_decode turns a stored record (or false: none yet) into a table,
+-- with defaults for fields an older record lacks.
+local function record_decode(raw)
+  if not raw then return {'pending', 0, 0, '', '', 0, 0, 0, 0, ''} end
+  return record_fill(cmsgpack.unpack(raw))
 end
 
 -- record_get returns the record of id as a table, and whether it existed.
