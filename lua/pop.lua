@@ -6,7 +6,7 @@
   KEYS[9] T:done  KEYS[10] T:done:rank  KEYS[11] T:expire
   ARGV[1] T  ARGV[2] n  ARGV[3] lease (ms)  ARGV[4] now (ms, "" = server time)
   ARGV[5] worker ID  ARGV[6] shard size  ARGV[7] done feed cap
-  ARGV[8..] acks, four fields each, as ack's ARGV[5..]: they run first, so
+  ARGV[8..] acks, as ack's ARGV[5..] (none: ARGV[8] absent): they run first, so
   the slots and limits they free count at once and a busy worker pays one
   script call per batch.
   Limits are read from T:limits at every call (see include/limits.lua).

@@ -203,7 +203,7 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kin
 	k := p.k
 	switch kind {
 	case outcomeAck:
-		args := make([]any, 0, 4+4*len(os))
+		args := make([]any, 0, 5+4*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
 		args = appendAcks(args, os)
 		return pipe.Run(ctx, lua.Ack, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args...)
@@ -225,12 +225,28 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kin
 	}
 }
 
-// appendAcks appends the four fields ack (and pop and claim) read per
-// acked task: id, token, retention (ms), unique key.
+// appendAcks appends the acks as ack (and pop and claim) read them: the
+// number of fields per task, then id and token and, unless every task has
+// retention 0 and no unique key (then 2 fields do), retention (ms) and
+// unique key.
 func appendAcks(args []any, os []outcome) []any {
+	if len(os) == 0 {
+		return args
+	}
+	width := 2
+	for i := range os {
+		if os[i].retentionMS != 0 || os[i].unique != "" {
+			width = 4
+			break
+		}
+	}
+	args = append(args, width)
 	for i := range os {
 		o := &os[i]
-		args = append(args, &o.id, &o.token, &o.retentionMS, &o.unique)
+		args = append(args, &o.id, &o.token)
+		if width == 4 {
+			args = append(args, &o.retentionMS, &o.unique)
+		}
 	}
 	return args
 }

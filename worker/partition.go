@@ -101,7 +101,7 @@ func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
 // acks acks (outcomes of p).
 func (s *Server) dequeueCall(p *part, n int, claiming bool, acks []outcome) (*lua.Script, []string, []any) {
 	k := p.k
-	args := make([]any, 0, 7+4*len(acks))
+	args := make([]any, 0, 8+4*len(acks))
 	args = append(args, k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.DoneSize)
 	args = appendAcks(args, acks)
 	if claiming {

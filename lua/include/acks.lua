@@ -2,9 +2,11 @@
 --@include limits
 --@include feed
 --@include stats
--- ack_tasks finishes the tasks of partition T that succeeded, given as four
--- ARGV fields each from index from on: id, token, retention (ms, 0 = not
--- kept), unique key ("" = none). A task is finished only under the token of
+-- ack_tasks finishes the tasks of partition T that succeeded, given in
+-- argv from index from on: the number of fields per task, 2 or 4, then
+-- the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
+-- unique key ("" = none); 2 stands for retention 0 and no unique key, the
+-- common case, in half the arguments. A task is finished only under the token of
 -- its current lease: a stale token (the lease was lost and the task handed
 -- to another worker) changes nothing. Tasks with a retention stay in the
 -- done feed until it passes (or the feed's cap trims them); the others
@@ -13,43 +15,51 @@
 -- busy worker's acks ride in its next dequeue.
 local function ack_tasks(T, now, argv, from, cap, size)
   local codes, ids, n = {}, {}, 0
-  for i = from, #argv, 4 do
+  local width = tonumber(argv[from])
+  if not width then return codes end
+  for i = from + 1, #argv, width do
     n = n + 1
     ids[n] = argv[i]
   end
   if n == 0 then return codes end
   local statek, msgk = T .. ':state', T .. ':msg'
   local raws = redis.call('HMGET', statek, unpack(ids))
+  -- the tasks of one pop share a record, byte for byte: unpack it once
+  local unpacked = {}
   local done, nd = {}, 0
   local gone, kept, keptStates, expiries -- set once a task is kept
   for k = 1, n do
     local raw, code = raws[k], 0
     if raw then
-      local r = cmsgpack.unpack(raw)
-      local i = from + 4 * k - 4
+      local r = unpacked[raw]
+      if not r then
+        r = cmsgpack.unpack(raw)
+        unpacked[raw] = r
+      end
+      local i = from + 1 + width * (k - 1)
       if r[1] == 'active' and r[3] == tonumber(argv[i + 1]) then
         code = 1
         local id = ids[k]
         nd = nd + 1
         done[nd] = id
         if r[10] and r[10] ~= '' then key_release(T, r[10], size) end
-        local retention = tonumber(argv[i + 2])
+        local retention = width == 4 and tonumber(argv[i + 2]) or 0
         if retention > 0 then
           if not kept then
             kept, keptStates, expiries, gone = {}, {}, {}, {}
             for x = 1, nd - 1 do gone[x] = done[x] end
           end
-          record_fill(r)
-          r[1], r[8], r[10] = 'done', now, ''
+          local d = record_decode(raw) -- a table of its own: r may be shared
+          d[1], d[8], d[10] = 'done', now, ''
           keptStates[#keptStates + 1] = id
-          keptStates[#keptStates + 1] = cmsgpack.pack(r)
+          keptStates[#keptStates + 1] = cmsgpack.pack(d)
           expiries[#expiries + 1] = now + retention
           expiries[#expiries + 1] = id
           kept[#kept + 1] = id
         elseif gone then
           gone[#gone + 1] = id
         end
-        local unique = argv[i + 3]
+        local unique = width == 4 and argv[i + 3] or ''
         if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
           redis.call('DEL', T .. ':unique:' .. unique)
         end
