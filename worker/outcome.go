@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -206,7 +205,7 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kin
 		args := make([]any, 0, 5+4*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
 		args = appendAcks(args, os)
-		return pipe.Run(ctx, lua.Ack, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args...)
+		return pipe.Run(ctx, lua.Ack, p.ackKeys, args...)
 	case outcomeFail:
 		args := make([]any, 0, 4+5*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DeadSize, s.cfg.ShardSize)
@@ -214,7 +213,7 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kin
 			o := &os[i]
 			args = append(args, &o.id, &o.token, &o.err, &o.delayMS, &o.snooze)
 		}
-		return pipe.Run(ctx, lua.Fail, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Retry(), k.Dead(), keys.RankKey(k.Dead())}, args...)
+		return pipe.Run(ctx, lua.Fail, p.failKeys, args...)
 	default:
 		args := make([]any, 0, 2+2*len(os))
 		args = append(args, k.T, s.cfg.ShardSize)

@@ -21,6 +21,19 @@ type part struct {
 	weight int
 	k      keys.Partition
 	list   *lua.ShardedList
+	// the KEYS of the scripts a busy worker calls per batch, built once
+	popKeys, claimKeys, ackKeys, failKeys []string
+}
+
+func newPart(k keys.Partition, queue string, index, ord, weight, shardSize int, worker string) *part {
+	return &part{queue: queue, index: index, ord: ord, weight: weight, k: k,
+		list:    &lua.ShardedList{Base: k.Base(), ShardSize: shardSize},
+		popKeys: []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+		claimKeys: []string{k.Inflight(worker), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),
+			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+		ackKeys:  []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+		failKeys: []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Retry(), k.Dead(), keys.RankKey(k.Dead())},
+	}
 }
 
 // leased is one task a pop or claim leased to this worker.
@@ -105,11 +118,9 @@ func (s *Server) dequeueCall(p *part, n int, claiming bool, acks []outcome) (*lu
 	args = append(args, k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.DoneSize)
 	args = appendAcks(args, acks)
 	if claiming {
-		return lua.Claim, []string{k.Inflight(s.cfg.WorkerID), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),
-			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args
+		return lua.Claim, p.claimKeys, args
 	}
-	return lua.Pop, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(),
-		k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()}, args
+	return lua.Pop, p.popKeys, args
 }
 
 func parseDequeue(p *part, cmd *redis.Cmd, claiming bool) (popReply, error) {

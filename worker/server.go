@@ -81,8 +81,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 	for _, q := range names {
 		for i := range cfg.PartitionsOf(q) {
 			k := keys.For(cfg.Prefix, q, i)
-			s.parts = append(s.parts, &part{queue: q, index: i, ord: len(s.parts), weight: cfg.Queues[q], k: k,
-				list: &lua.ShardedList{Base: k.Base(), ShardSize: cfg.ShardSize}})
+			s.parts = append(s.parts, newPart(k, q, i, len(s.parts), cfg.Queues[q], cfg.ShardSize, cfg.WorkerID))
 		}
 	}
 	return s, nil
