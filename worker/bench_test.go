@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,7 +23,9 @@ import (
 
 // BenchmarkProcess measures processing throughput with a no-op handler:
 // b.N tasks of 100 bytes are enqueued first (not timed), then a worker
-// with the given concurrency runs them all, first pop to last ack.
+// with the given concurrency runs them all, first pop to last ack. It
+// also reports the CPU per task of this process and of Redis, as
+// shardq bench does.
 func BenchmarkProcess(b *testing.B) {
 	for _, conc := range []int{16, 64} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
@@ -52,6 +57,8 @@ func BenchmarkProcess(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			runtime.GC() // the fill's garbage is not the worker's
+			redis0, cpu0 := redisCPU(b, rdb), processCPU()
 			b.ResetTimer()
 			if err := s.Start(ctx); err != nil {
 				b.Fatal(err)
@@ -66,7 +73,10 @@ func BenchmarkProcess(b *testing.B) {
 				time.Sleep(time.Millisecond)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+			n := float64(b.N)
+			b.ReportMetric(n/b.Elapsed().Seconds(), "tasks/s")
+			b.ReportMetric(float64(processCPU()-cpu0)/1e3/n, "client-cpu-us/task")
+			b.ReportMetric((redisCPU(b, rdb)-redis0)*1e6/n, "redis-cpu-us/task")
 			_ = s.Shutdown(ctx)
 		})
 	}
@@ -158,4 +168,95 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDequeueLoop measures the Redis side of processing with nothing
+// else in the way: one goroutine pops batches of 16 (the pop carrying the
+// last batch's acks, as a busy fetcher's does) and acks every task at
+// once, through the worker's own dequeue path. It reports the pop script's
+// cost per task (EVALSHA time from INFO commandstats), Redis's CPU per
+// task (INFO cpu) and this process's. Against BenchmarkProcess, the
+// difference in client CPU is what the runners, the slots and the
+// scheduler cost on top of the round trips.
+func BenchmarkDequeueLoop(b *testing.B) {
+	const batch = 16
+	rdb := redistest.Start(b).Client(b)
+	qcfg := queue.Config{Prefix: redistest.Prefix(b)}
+	client, _ := queue.NewClient(rdb, qcfg)
+	ctx := context.Background()
+	payload := make([]byte, 100)
+	for i := 0; i < b.N+batch; i += 1000 {
+		tasks := make([]*queue.Task, 1000)
+		for j := range tasks {
+			tasks[j] = queue.NewRawTask("noop", payload)
+		}
+		if _, err := client.EnqueueBatch(ctx, tasks); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := Config{Config: qcfg, Concurrency: batch}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := NewServer(rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.outbox = newOutbox()
+	p := s.parts[0]
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	redis0, cpu0 := redisCPU(b, rdb), processCPU()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		r, err := s.dequeue(ctx, p, batch, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range r.tasks {
+			s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck})
+		}
+		done += len(r.tasks)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(processCPU()-cpu0)/1e3/n, "client-cpu-us/task")
+	b.ReportMetric((redisCPU(b, rdb)-redis0)*1e6/n, "redis-cpu-us/task")
+	b.ReportMetric(commandUsec(b, rdb, "evalsha")/n, "script-us/task")
+}
+
+// redisCPU is the Redis server's CPU seconds so far (user and system).
+func redisCPU(b *testing.B, rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return infoField(info, "used_cpu_user") + infoField(info, "used_cpu_sys")
+}
+
+// commandUsec is the time Redis spent in cmd since its stats were reset,
+// in microseconds (INFO commandstats).
+func commandUsec(b *testing.B, rdb *redis.Client, cmd string) float64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if stats, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":"); ok {
+			return infoField(strings.ReplaceAll(stats, ",", "\r\n"), "usec")
+		}
+	}
+	return 0
+}
+
+// infoField reads "name:value" or "name=value" from INFO text.
+func infoField(info, name string) float64 {
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, sep := range []string{":", "="} {
+			if v, ok := strings.CutPrefix(line, name+sep); ok {
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				return f
+			}
+		}
+	}
+	return 0
 }
