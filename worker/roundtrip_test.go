@@ -234,8 +234,16 @@ func TestBusyWorkerRoundTrips(t *testing.T) {
 	if trips > n/4 {
 		t.Fatalf("%d round trips for %d tasks: not batched", trips, n)
 	}
-	if carried == 0 {
-		t.Fatal("no pop carried acks")
+	if carried < trips/2 {
+		t.Fatalf("%d of %d round trips carried acks with a pop: the acks went on their own", carried, trips)
+	}
+	// every ack rode inside its pop's own script call
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	for i, calls := range hook.calls {
+		if calls != 1 {
+			t.Fatalf("round trip %d made %d script calls (%v); want one", i, calls, hook.trips[i])
+		}
 	}
 }
 
