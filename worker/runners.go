@@ -66,12 +66,8 @@ func (rs *runners) loop() {
 	for {
 		rs.searching--
 		for rs.head < len(rs.queue) {
-			j := rs.queue[rs.head]
-			rs.queue[rs.head] = job{}
-			rs.head++
-			if rs.head == len(rs.queue) {
-				rs.queue, rs.head = rs.queue[:0], 0
-			} else if rs.searching == 0 {
+			j := rs.nextLocked()
+			if rs.head < len(rs.queue) && rs.searching == 0 {
 				rs.wakeLocked() // more wait: another runner to them
 			}
 			rs.mu.Unlock()
@@ -88,6 +84,24 @@ func (rs *runners) loop() {
 		<-wake
 		rs.mu.Lock()
 	}
+}
+
+// nextLocked takes the oldest queued job; rs.mu is held and one waits.
+// The queue's slice is reused: emptied, it starts over, and a queue that
+// never quite empties moves its jobs down once half of it is taken.
+func (rs *runners) nextLocked() job {
+	j := rs.queue[rs.head]
+	rs.queue[rs.head] = job{}
+	rs.head++
+	switch {
+	case rs.head == len(rs.queue):
+		rs.queue, rs.head = rs.queue[:0], 0
+	case rs.head >= 64 && 2*rs.head >= len(rs.queue):
+		n := copy(rs.queue, rs.queue[rs.head:])
+		clear(rs.queue[n:])
+		rs.queue, rs.head = rs.queue[:n], 0
+	}
+	return j
 }
 
 // stop lets idle runners leave, and busy ones once their jobs are done

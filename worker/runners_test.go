@@ -118,3 +118,21 @@ func TestRunnersStop(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestRunnersQueueStaysSmall: a queue that is never quite empty (a job is
+// added before the last one is taken) reuses its slice instead of growing
+// it forever.
+func TestRunnersQueueStaysSmall(t *testing.T) {
+	t.Parallel()
+	rs := newRunners(func(job) {})
+	rs.queue = append(rs.queue, job{l: leased{token: 0}})
+	for i := 1; i <= 100_000; i++ {
+		rs.queue = append(rs.queue, job{l: leased{token: int64(i)}})
+		if j := rs.nextLocked(); j.l.token != int64(i-1) {
+			t.Fatalf("took job %d, want %d: not first in, first out", j.l.token, i-1)
+		}
+	}
+	if len(rs.queue)-rs.head != 1 || cap(rs.queue) > 256 {
+		t.Fatalf("queue of %d jobs holds a slice of capacity %d", len(rs.queue)-rs.head, cap(rs.queue))
+	}
+}
