@@ -40,6 +40,9 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			}
 		}
 		if n = s.popHigher(ctx, p, n); n == 0 {
+			// heavier queues took every slot: this fetcher did not pop, so
+			// it carries nothing; the flusher writes the outcomes
+			setBusy(false)
 			continue
 		}
 		claiming := inflight
