@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -77,16 +76,12 @@ func redisEnv(srv *redistest.Server) map[string]string {
 	return map[string]string{"REDIS_URL": "redis://" + srv.Addr}
 }
 
-// downEnv points shardq at a port nothing listens on.
+// downEnv points shardq at a port nothing listens on: port 1, privileged
+// and outside the range free ports come from. (A port found free and
+// closed again could be handed to a parallel test's redis-server.)
 func downEnv(t *testing.T) map[string]string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return map[string]string{"SHARDQ_REDIS_URL": "redis://" + addr}
+	return map[string]string{"SHARDQ_REDIS_URL": "redis://127.0.0.1:1"}
 }
 
 func inspector(t *testing.T, srv *redistest.Server) *queue.Inspector {
