@@ -11,9 +11,11 @@
   script call per batch.
   Limits are read from T:limits at every call (see include/limits.lua).
   Tasks over their concurrency key's limit are parked, not leased.
-  Returns: {status, aux, now (ms: the lease's start), {ack codes}, id,
-  message, attempt, token, ...}; the id is "" when it is the message's own
-  (see include/lease.lua). Status 0 with aux the end shard (a reader that
+  Returns: {status, aux, now (ms: the lease's start), {ack codes},
+  {messages}, {index, attempt, token, id, ...}}: the leased messages, then
+  four values for each of them whose attempt and token are not 1 or whose
+  ID is not the one it opens with (see include/lease.lua); with nothing
+  leased, the first four only. Status 0 with aux the end shard (a reader that
   got nothing blocks there), 1 paused, 2 at the concurrency limit, 3 at the
   rate limit with aux the ms to wait, 4 nothing leased but tasks were
   parked (look again at once).
@@ -23,8 +25,12 @@
 local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
 local codes = ack_tasks(T, now, ARGV, 8, tonumber(ARGV[7]), size)
-if redis.call('EXISTS', KEYS[6]) == 1 then return {1, 0, now, codes} end
-local n, status, wait, lim = dequeue_room(T, tonumber(ARGV[2]), now, size)
+local n, status, wait, lim = tonumber(ARGV[2]), 0, 0, NO_LIMITS
+-- neither paused nor limited, the common case, costs one call
+if redis.call('EXISTS', KEYS[6], KEYS[7]) > 0 then
+  if redis.call('EXISTS', KEYS[6]) == 1 then return {1, 0, now, codes} end
+  n, status, wait, lim = dequeue_room(T, n, now, size)
+end
 if n == 0 then return {status, wait, now, codes} end
 local msgs, shard = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', n, true)
 return dequeue_reply(T, msgs, lim, now, tonumber(ARGV[3]), ARGV[5], shard, codes)

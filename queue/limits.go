@@ -76,7 +76,13 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 
 // WriteLimits queues the write of l to the limits hash key on p. It is the
 // one place the stored layout is written (the worker's Config.Limits uses it).
+// No limits at all delete the hash: a dequeue that finds neither it nor a
+// paused flag skips reading them.
 func WriteLimits(ctx context.Context, p redis.Pipeliner, key string, l Limits) {
+	if l == (Limits{}) {
+		p.Del(ctx, key)
+		return
+	}
 	per := l.Per
 	if per <= 0 {
 		per = time.Second

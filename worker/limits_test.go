@@ -117,8 +117,11 @@ func TestConcurrencyLimit(t *testing.T) {
 			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
 			k.T, 1, 400, "", "crashed", 1000, 10000).Slice()
 		must(t, err)
-		if len(res) != 8 { // status, shard, now, ack codes, then one task's four values
-			t.Fatalf("crashed worker leased %d values", len(res))
+		if len(res) != 6 { // status, shard, now, ack codes, messages, other attempts
+			t.Fatalf("crashed worker's pop replied %d values", len(res))
+		}
+		if msgs, _ := res[4].([]any); len(msgs) != 1 {
+			t.Fatalf("crashed worker leased %d tasks", len(msgs))
 		}
 		rec := newRecorder(nil)
 		start := time.Now()

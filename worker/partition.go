@@ -151,10 +151,12 @@ func (s *Server) block(ctx context.Context, p *part, shard int64) (bool, error) 
 	}
 }
 
-// parsePopReply reads {status, aux, now, {ack codes}, id, message,
-// attempt, token, ...}.
+// parsePopReply reads {status, aux, now, {ack codes}, {messages},
+// {index, attempt, token, id, ...}}: each leased message is attempt 1
+// under token 1, with the ID it opens with, unless the last list says
+// otherwise.
 func parsePopReply(res []any) (popReply, error) {
-	if len(res) < 4 || (len(res)-4)%4 != 0 {
+	if len(res) != 4 && len(res) != 6 {
 		return popReply{}, fmt.Errorf("unexpected pop reply of %d values", len(res))
 	}
 	r := popReply{}
@@ -162,21 +164,36 @@ func parsePopReply(res []any) (popReply, error) {
 	r.aux, _ = res[1].(int64)
 	at, _ := res[2].(int64)
 	r.codes, _ = res[3].([]any)
-	if len(res) > 4 {
-		r.tasks = make([]leased, 0, (len(res)-4)/4)
+	if len(res) == 4 {
+		return r, nil
 	}
-	for i := 4; i < len(res); i += 4 {
-		l := leased{at: at}
-		l.id, _ = res[i].(string)
-		l.msg, _ = res[i+1].(string)
-		if l.id == "" {
+	msgs, _ := res[4].([]any)
+	extra, _ := res[5].([]any)
+	if len(extra)%4 != 0 {
+		return popReply{}, fmt.Errorf("unexpected pop reply: %d values of other attempts", len(extra))
+	}
+	r.tasks = make([]leased, len(msgs))
+	for i, m := range msgs {
+		l := &r.tasks[i]
+		l.msg, _ = m.(string)
+		l.at, l.attempt, l.token = at, 1, 1
+	}
+	for i := 0; i < len(extra); i += 4 {
+		k, _ := extra[i].(int64)
+		if k < 1 || int(k) > len(r.tasks) {
+			return popReply{}, fmt.Errorf("unexpected pop reply: task %d of %d", k, len(r.tasks))
+		}
+		l := &r.tasks[k-1]
+		a, _ := extra[i+1].(int64)
+		l.attempt = int(a)
+		l.token, _ = extra[i+2].(int64)
+		l.id, _ = extra[i+3].(string)
+	}
+	for i := range r.tasks {
+		if l := &r.tasks[i]; l.id == "" {
 			// the ID the message opens with: the script sends no copy
 			l.id, _ = wire.HeadID(l.msg)
 		}
-		a, _ := res[i+2].(int64)
-		l.attempt = int(a)
-		l.token, _ = res[i+3].(int64)
-		r.tasks = append(r.tasks, l)
 	}
 	return r, nil
 }

@@ -3,12 +3,13 @@
 -- active with one more attempt, a new fencing token and its concurrency
 -- key; its message moves to T:msg, its ID to T:active, its key's running
 -- count goes up, and a rate-limited partition logs the start. Reads and
--- writes are one variadic call each for the whole batch. It appends
--- {id, message, attempt, token} per task to out, the id "" when it is the
--- one the message opens with (the worker reads it there: a string less to
--- send and to allocate), else the "bad:" ID of a message that does not open
--- like a task's.
-local function lease_tasks(out, T, msgs, now, deadline, worker, rate)
+-- writes are one variadic call each for the whole batch. It appends each
+-- message to leased and, for a message whose attempt and token are not 1
+-- (it ran before) or whose ID is not the one it opens with (a "bad:" ID),
+-- {index in leased, attempt, token, ID or ""} to extra: a first lease,
+-- the common case, costs the reply one value, and the worker reads its ID
+-- in the message.
+local function lease_tasks(leased, extra, T, msgs, now, deadline, worker, rate)
   local n = #msgs
   if n == 0 then return end
   local statek = T .. ':state'
@@ -22,7 +23,7 @@ local function lease_tasks(out, T, msgs, now, deadline, worker, rate)
   -- packed once per batch
   local fresh
   local states, bodies, leases, starts = {}, {}, {}, {}
-  local o, j = #out, 0
+  local o, j = #leased, 0
   for i = 1, n do
     local id, key, m = ids[i], keys[i], msgs[i]
     local rec, attempt, token
@@ -43,8 +44,12 @@ local function lease_tasks(out, T, msgs, now, deadline, worker, rate)
       starts[#starts + 1] = now
       starts[#starts + 1] = id .. ':' .. token
     end
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = bad[i] and id or '', m, attempt, token
-    o = o + 4
+    o = o + 1
+    leased[o] = m
+    if token ~= 1 or attempt ~= 1 or bad[i] then
+      local e = #extra
+      extra[e + 1], extra[e + 2], extra[e + 3], extra[e + 4] = o, attempt, token, bad[i] and id or ''
+    end
   end
   redis.call('HSET', statek, unpack(states))
   redis.call('HSET', T .. ':msg', unpack(bodies))
@@ -53,14 +58,14 @@ local function lease_tasks(out, T, msgs, now, deadline, worker, rate)
 end
 
 -- dequeue_reply parks the messages over their key's limit, leases the
--- rest and returns pop's and claim's reply: {status, aux, now, codes, id,
--- message, attempt, token, ...}, status 0, or 4 when every message was
--- parked (look again at once).
+-- rest and returns pop's and claim's reply: {status, aux, now, codes,
+-- {messages}, {index, attempt, token, id, ...}}, status 0, or 4 when every
+-- message was parked (look again at once).
 local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
   local keep, parked = park_over_limit(T, msgs, lim.keyconc)
   local status = 0
   if #keep == 0 and parked > 0 then status = 4 end
-  local out = {status, aux, now, codes}
-  lease_tasks(out, T, keep, now, now + lease, worker, lim.rate)
-  return out
+  local leased, extra = {}, {}
+  lease_tasks(leased, extra, T, keep, now, now + lease, worker, lim.rate)
+  return {status, aux, now, codes, leased, extra}
 end

@@ -89,6 +89,9 @@ local function rate_room(T, rate, per, now)
   return 0, math.max(1, tonumber(oldest[2]) + per - now)
 end
 
+-- NO_LIMITS is what dequeue_room's callers use when T has no limits hash.
+local NO_LIMITS = {conc = 0, rate = 0, keyconc = 0}
+
 -- dequeue_room applies the partition's limits to a wish for n tasks. It
 -- returns how many may start, a status when none may (2 at the
 -- concurrency limit, 3 at the rate limit), the ms to wait, and the limits
