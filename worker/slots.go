@@ -136,12 +136,10 @@ func (s *slots) takeFree(n, want int) int {
 	if len(s.waiters) > 0 {
 		return n
 	}
-	k := minInt(s.free, want-n)
+	k := min(s.free, want-n)
 	s.free -= k
 	return n + k
 }
-
-func minInt(a, b int) int { return min(a, b) }
 
 // forget removes w from the watchers, if still there; s.mu is held.
 func (s *slots) forget(w *watcher) {

@@ -3,15 +3,15 @@
 -- active with one more attempt, a new fencing token and its concurrency
 -- key; its message moves to T:msg, its ID to T:active, its key's running
 -- count goes up, and a rate-limited partition logs the start. Reads and
--- writes are one variadic call each for the whole batch. It appends each
--- message to leased and, for a message whose attempt and token are not 1
--- (it ran before) or whose ID is not the one it opens with (a "bad:" ID),
--- {index in leased, attempt, token, ID or ""} to extra: a first lease,
--- the common case, costs the reply one value, and the worker reads its ID
--- in the message.
-local function lease_tasks(leased, extra, T, msgs, now, deadline, worker, rate)
+-- writes are one variadic call each for the whole batch. It returns the
+-- leased messages and, for each whose attempt and token are not 1 (it ran
+-- before) or whose ID is not the one it opens with (a "bad:" ID), {index
+-- among them, attempt, token, ID or ""}: a first lease, the common case,
+-- costs the reply one value, and the worker reads its ID in the message.
+local function lease_tasks(T, msgs, now, deadline, worker, rate)
+  local leased, extra = {}, {}
   local n = #msgs
-  if n == 0 then return end
+  if n == 0 then return leased, extra end
   local statek = T .. ':state'
   -- one string for the batch's shared deadline: a number argument would be
   -- formatted again for every task
@@ -23,7 +23,7 @@ local function lease_tasks(leased, extra, T, msgs, now, deadline, worker, rate)
   -- packed once per batch
   local fresh
   local states, bodies, leases, starts = {}, {}, {}, {}
-  local o, j = #leased, 0
+  local j, e = 0, 0
   for i = 1, n do
     local id, key, m = ids[i], keys[i], msgs[i]
     local rec, attempt, token
@@ -44,17 +44,17 @@ local function lease_tasks(leased, extra, T, msgs, now, deadline, worker, rate)
       starts[#starts + 1] = now
       starts[#starts + 1] = id .. ':' .. token
     end
-    o = o + 1
-    leased[o] = m
+    leased[i] = m
     if token ~= 1 or attempt ~= 1 or bad[i] then
-      local e = #extra
-      extra[e + 1], extra[e + 2], extra[e + 3], extra[e + 4] = o, attempt, token, bad[i] and id or ''
+      extra[e + 1], extra[e + 2], extra[e + 3], extra[e + 4] = i, attempt, token, bad[i] and id or ''
+      e = e + 4
     end
   end
   redis.call('HSET', statek, unpack(states))
   redis.call('HSET', T .. ':msg', unpack(bodies))
   redis.call('ZADD', T .. ':active', unpack(leases))
   if rate > 0 then redis.call('ZADD', T .. ':ratelog', unpack(starts)) end
+  return leased, extra
 end
 
 -- dequeue_reply parks the messages over their key's limit, leases the
@@ -65,7 +65,6 @@ local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
   local keep, parked = park_over_limit(T, msgs, lim.keyconc)
   local status = 0
   if #keep == 0 and parked > 0 then status = 4 end
-  local leased, extra = {}, {}
-  lease_tasks(leased, extra, T, keep, now, now + lease, worker, lim.rate)
+  local leased, extra = lease_tasks(T, keep, now, now + lease, worker, lim.rate)
   return {status, aux, now, codes, leased, extra}
 end

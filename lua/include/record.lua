@@ -33,22 +33,6 @@ local function record_get(state_key, id)
   return record_decode(raw), raw ~= false and raw ~= nil
 end
 
--- records_held reads the records of ids in one call and returns, for each,
--- the record when the task is active under its token, or false.
-local function records_held(state_key, ids, tokens)
-  local out = {}
-  if #ids == 0 then return out end
-  local raws = redis.call('HMGET', state_key, unpack(ids))
-  for i, raw in ipairs(raws) do
-    out[i] = false
-    if raw then
-      local r = record_decode(raw)
-      if r[1] == 'active' and tonumber(r[3]) == tonumber(tokens[i]) then out[i] = r end
-    end
-  end
-  return out
-end
-
 local function record_put(state_key, id, r)
   redis.call('HSET', state_key, id, cmsgpack.pack(r))
 end
