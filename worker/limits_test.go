@@ -104,6 +104,26 @@ func TestConcurrencyLimit(t *testing.T) {
 		}
 	})
 
+	// Clearing the limits deletes them, so a dequeue finds neither limits
+	// nor a paused flag and takes its fast path: no limit applies.
+	t.Run("ClearedLimitsAreGone", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{Concurrency: 1}))
+		must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{}))
+		k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+		if n := b.rdb.Exists(ctx, k.Limits()).Val(); n != 0 {
+			t.Fatalf("limits hash %s still there after clearing them", k.Limits())
+		}
+		g := newGauge()
+		b.server(t, Config{Concurrency: 8}, g.handler(50*time.Millisecond, func(*Task) string { return "all" }))
+		enqueueN(t, b, 16)
+		waitFor(t, 10*time.Second, "all done", func() bool { return g.finished("all") == 16 })
+		if p := g.peakOf("all"); p < 2 {
+			t.Fatalf("peak %d with the limit of 1 cleared", p)
+		}
+	})
+
 	// A crashed holder's slot comes back when its lease expires, at the next
 	// dequeue, without waiting for a reaper.
 	t.Run("ExpiredHolderSlotComesBack", func(t *testing.T) {
