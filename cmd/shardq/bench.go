@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ func (*benchCommand) name() string { return "bench" }
 func (*benchCommand) summary() string {
 	return "measure enqueue, processing, latency, memory and CPU per task, each against Redis's own limit here"
 }
+
+// benchParts are the parts of a run, in the order they run.
+var benchParts = []string{"limit", "enqueue", "process", "latency", "memory"}
 
 type benchFlags struct {
 	redisURL string
@@ -64,6 +68,11 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 	}
 	if f.tasks < 1000 || f.memTasks < 1000 || f.payload < 0 {
 		return fmt.Errorf("%w: -tasks and -mem-tasks must be at least 1000, -payload at least 0", errUsage)
+	}
+	for _, p := range strings.Split(f.only, ",") {
+		if p = strings.TrimSpace(p); f.only != "" && !slices.Contains(benchParts, p) {
+			return fmt.Errorf("%w: --only: unknown part %q (parts: %s)", errUsage, p, strings.Join(benchParts, ","))
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
@@ -115,6 +124,12 @@ func (b *bench) run(ctx context.Context) error {
 		}
 		b.progress("%s ...", s.part)
 		if err := s.fn(ctx); err != nil {
+			// Whatever call the deadline interrupted, the cause is the
+			// run's own bound. (go-redis's socket deadline can fire a
+			// moment before the context reports it.)
+			if dl, _ := ctx.Deadline(); !time.Now().Before(dl) {
+				return fmt.Errorf("%s: stopped by --timeout %s: %w", s.part, b.f.timeout, context.DeadlineExceeded)
+			}
 			return fmt.Errorf("%s: %w", s.part, err)
 		}
 	}
@@ -155,7 +170,7 @@ func (b *bench) report(w io.Writer) {
 func (b *bench) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, pattern := range []string{"{" + b.cfg.Prefix + ":*", b.cfg.Prefix + ":*", "shardq-bench-limit:*"} {
+	for _, pattern := range []string{"{" + b.cfg.Prefix + ":*", b.cfg.Prefix + ":*"} {
 		iter := b.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 		var batch []string
 		flush := func() {

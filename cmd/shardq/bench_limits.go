@@ -26,9 +26,12 @@ func (b *bench) measureLimits(ctx context.Context) error {
 		return err
 	}
 	const calls = 20_000
+	// The key is the run's own, so runs sharing a Redis never touch each
+	// other's keys; cleanup finds it by the prefix.
+	probe := []string{b.cfg.Prefix + ":limit:x"}
 	start := time.Now()
 	for range calls {
-		if err := trivialScript.EvalSha(ctx, b.rdb, []string{"shardq-bench-limit:x"}).Err(); err != nil {
+		if err := trivialScript.EvalSha(ctx, b.rdb, probe).Err(); err != nil {
 			return err
 		}
 	}
@@ -38,7 +41,7 @@ func (b *bench) measureLimits(ctx context.Context) error {
 	b.add(figure{Name: "redis: EVALSHA unpipelined", Value: b.limits.evalsha, Unit: "calls/s"})
 
 	rate, err := pipelined(ctx, b.rdb, 200_000, func(p redis.Pipeliner) {
-		trivialScript.EvalSha(ctx, p, []string{"shardq-bench-limit:x"})
+		trivialScript.EvalSha(ctx, p, probe)
 	})
 	if err != nil {
 		return err
@@ -47,7 +50,7 @@ func (b *bench) measureLimits(ctx context.Context) error {
 	b.add(figure{Name: "redis: EVALSHA pipelined (500)", Value: rate, Unit: "calls/s"})
 
 	item := strings.Repeat("x", b.f.payload)
-	key := "shardq-bench-limit:list"
+	key := b.cfg.Prefix + ":limit:list"
 	before, err := usedMemory(ctx, b.rdb)
 	if err != nil {
 		return err

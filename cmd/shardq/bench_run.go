@@ -138,6 +138,9 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
+	// On an early return (the run's timeout, Redis gone) the worker stops
+	// too; on the normal path it is already stopped and this is a no-op.
+	defer stopWorker(srv)
 	select {
 	case <-all:
 	case <-ctx.Done():
@@ -160,7 +163,7 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 		return err
 	}
 	redisUS := (redisCPU1 - redisCPU0) * 1e6 / float64(n)
-	_ = srv.Shutdown(ctx)
+	stopWorker(srv)
 	target := ""
 	if conc == 16 {
 		target = ">= 50000"
@@ -217,10 +220,19 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	defer func() { _ = srv.Shutdown(context.Background()) }()
+	defer stopWorker(srv)
 	send := func() error {
 		_, err := c.Enqueue(ctx, queue.NewRawTask("ping", []byte(fmt.Sprint(time.Now().UnixNano()))), queue.In("latency"))
 		return err
+	}
+	// recv waits for the next report, but never past the run's timeout.
+	recv := func() (time.Duration, error) {
+		select {
+		case d := <-lats:
+			return d, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
 
 	// steady: 2,000 tasks/s for 3 s
@@ -235,7 +247,11 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	tick.Stop()
 	lat := make([]time.Duration, 0, rate*seconds)
 	for range rate * seconds {
-		lat = append(lat, <-lats)
+		d, err := recv()
+		if err != nil {
+			return err
+		}
+		lat = append(lat, d)
 	}
 	b.addLatency("steady 2000/s", lat, "p99 <= 2ms")
 
@@ -246,7 +262,11 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		if err := send(); err != nil {
 			return err
 		}
-		idle = append(idle, <-lats)
+		d, err := recv()
+		if err != nil {
+			return err
+		}
+		idle = append(idle, d)
 	}
 	b.addLatency("after 2s idle", idle, "<= 5ms")
 	return nil
@@ -259,6 +279,13 @@ func (b *bench) addLatency(what string, lat []time.Duration, target string) {
 	b.add(figure{Name: "latency " + what + ", p50", Value: us(lat[len(lat)/2]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip"})
 	b.add(figure{Name: "latency " + what + ", p99", Value: us(lat[len(lat)*99/100]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip", Target: target})
 	b.add(figure{Name: "latency " + what + ", max", Value: us(lat[len(lat)-1]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip"})
+}
+
+// stopWorker shuts a bench worker down, waiting at most 10 s.
+func stopWorker(srv *worker.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }
 
 func sleepCtxBench(ctx context.Context, d time.Duration) {

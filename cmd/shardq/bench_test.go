@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shardq/shardq/internal/redistest"
+)
+
+// benchLines parses the BENCH lines of a run's output.
+func benchLines(t *testing.T, out string) map[string]figure {
+	t.Helper()
+	figs := map[string]figure{}
+	for _, line := range strings.Split(out, "\n") {
+		js, ok := strings.CutPrefix(line, "BENCH ")
+		if !ok {
+			continue
+		}
+		var f figure
+		if err := json.Unmarshal([]byte(js), &f); err != nil {
+			t.Fatalf("BENCH line is not JSON: %q: %v", line, err)
+		}
+		figs[f.Name] = f
+	}
+	return figs
+}
+
+// TestBench runs the README's bench command, scaled down, against a Redis
+// that also holds a user's key: every figure is in the table and in a
+// BENCH line with a measured value, progress goes to stderr, and the run
+// deletes its own keys and nothing else.
+func TestBench(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	must(t, rdb.Set(ctx, "users:key", "mine", 0).Err())
+
+	code, out, errOut := run(t, nil, "bench", "--redis", "redis://"+srv.Addr, "--tasks", "2000", "--mem-tasks", "2000")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	figs := benchLines(t, out)
+	want := []string{
+		"redis: EVALSHA unpipelined", "redis: EVALSHA pipelined (500)", "redis: RPUSH pipelined (500)",
+		"redis: LPOP pipelined (500)", "redis: memory per list item",
+		"Enqueue, 1 producer(s)", "Enqueue, 16 producer(s)", "EnqueueBatch (1000 per batch)",
+		"process, no-op handler, concurrency 16", "process, no-op handler, concurrency 64",
+		"CPU per task: Redis", "CPU per task: client", "CPU per task: Redis + client",
+		"latency steady 2000/s, p50", "latency steady 2000/s, p99", "latency steady 2000/s, max",
+		"latency after 2s idle, p50", "latency after 2s idle, p99", "latency after 2s idle, max",
+		"memory per pending task (100 B payload)",
+	}
+	for _, name := range want {
+		f, ok := figs[name]
+		if !ok {
+			t.Errorf("no BENCH line for %q", name)
+			continue
+		}
+		if f.Value <= 0 {
+			t.Errorf("%q: value %v, want a measured one", name, f.Value)
+		}
+		if !strings.Contains(out, "\n"+name+" ") {
+			t.Errorf("the table lacks %q", name)
+		}
+		if !strings.Contains(errOut, name) {
+			t.Errorf("progress on stderr lacks %q", name)
+		}
+	}
+	if len(figs) != len(want) {
+		t.Errorf("%d BENCH lines, want %d:\n%s", len(figs), len(want), out)
+	}
+	// Every figure with a target also says what it compares to.
+	for _, name := range []string{"Enqueue, 1 producer(s)", "process, no-op handler, concurrency 16", "CPU per task: Redis + client", "memory per pending task (100 B payload)"} {
+		if f := figs[name]; f.Target == "" || f.Limit <= 0 || f.LimitName == "" {
+			t.Errorf("%q: target %q, limit %v %q; want all three", name, f.Target, f.Limit, f.LimitName)
+		}
+	}
+	// A 100-byte payload plus its record costs more than the payload.
+	if m := figs["memory per pending task (100 B payload)"].Value; m < 100 {
+		t.Errorf("memory per pending task %.1f B: less than the payload", m)
+	}
+	for _, part := range benchParts {
+		if !strings.Contains(errOut, part+" ...") {
+			t.Errorf("progress lacks the %q part:\n%s", part, errOut)
+		}
+	}
+
+	keys := rdb.Keys(ctx, "*").Val()
+	if len(keys) != 1 || keys[0] != "users:key" || rdb.Get(ctx, "users:key").Val() != "mine" {
+		t.Errorf("after the run the keys are %q, want only the user's", keys)
+	}
+}
+
+// TestBenchOnly runs one part: the limit is measured first, as every
+// ratio needs it, and nothing else runs.
+func TestBenchOnly(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	code, out, errOut := run(t, nil, "bench", "--redis", "redis://"+srv.Addr, "--only", "memory", "--mem-tasks", "1000")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	figs := benchLines(t, out)
+	if _, ok := figs["redis: EVALSHA unpipelined"]; !ok {
+		t.Error("--only memory did not measure the limit")
+	}
+	if f, ok := figs["memory per pending task (100 B payload)"]; !ok || f.Limit <= 0 {
+		t.Errorf("--only memory: memory figure %+v (present %v), want one with its limit", f, ok)
+	}
+	for name := range figs {
+		if !strings.HasPrefix(name, "redis: ") && !strings.HasPrefix(name, "memory ") {
+			t.Errorf("--only memory ran %q", name)
+		}
+	}
+	if n := srv.Client(t).DBSize(context.Background()).Val(); n != 0 {
+		t.Errorf("the run left %d keys", n)
+	}
+}
+
+// TestBenchTimeout: a run stopped by --timeout says so, stops its worker
+// and deletes the keys it made.
+func TestBenchTimeout(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	code, _, errOut := run(t, nil, "bench", "--redis", "redis://"+srv.Addr, "--only", "latency", "--timeout", "1500ms")
+	if code != exitFailure || !strings.Contains(errOut, "stopped by --timeout 1.5s: context deadline exceeded") {
+		t.Fatalf("exit %d, want %d with the deadline; stderr:\n%s", code, exitFailure, errOut)
+	}
+	if n := srv.Client(t).DBSize(context.Background()).Val(); n != 0 {
+		t.Errorf("the stopped run left %d keys", n)
+	}
+}
+
+func TestBenchBadInput(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{"UnknownPart", nil, []string{"--only", "process,nope"}, exitUsage, `unknown part "nope"`},
+		{"FewTasks", nil, []string{"--tasks", "10"}, exitUsage, "at least 1000"},
+		{"NegativePayload", nil, []string{"--payload", "-1"}, exitUsage, "-payload at least 0"},
+		{"BadURL", nil, []string{"--redis", "http://nope"}, exitUsage, "--redis"},
+		{"RedisDown", downEnv(t), nil, exitFailure, "connect to 127.0.0.1:1"},
+		{"Help", nil, []string{"-h"}, exitOK, "-mem-tasks"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errOut := run(t, c.env, append([]string{"bench"}, c.args...)...)
+			if code != c.code || !strings.Contains(errOut, c.want) {
+				t.Fatalf("exit %d, want %d; stderr lacks %q:\n%s", code, c.code, c.want, errOut)
+			}
+		})
+	}
+}
