@@ -136,27 +136,12 @@ func TestBenchTimeout(t *testing.T) {
 
 func TestBenchBadInput(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name string
-		env  map[string]string
-		args []string
-		code int
-		want string
-	}{
+	runBadInput(t, "bench", []badInput{
 		{"UnknownPart", nil, []string{"--only", "process,nope"}, exitUsage, `unknown part "nope"`},
 		{"FewTasks", nil, []string{"--tasks", "10"}, exitUsage, "at least 1000"},
 		{"NegativePayload", nil, []string{"--payload", "-1"}, exitUsage, "-payload at least 0"},
 		{"BadURL", nil, []string{"--redis", "http://nope"}, exitUsage, "--redis"},
 		{"RedisDown", downEnv(t), nil, exitFailure, "connect to 127.0.0.1:1"},
 		{"Help", nil, []string{"-h"}, exitOK, "-mem-tasks"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			code, _, errOut := run(t, c.env, append([]string{"bench"}, c.args...)...)
-			if code != c.code || !strings.Contains(errOut, c.want) {
-				t.Fatalf("exit %d, want %d; stderr lacks %q:\n%s", code, c.code, c.want, errOut)
-			}
-		})
-	}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,4 +125,33 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// badInput is one case of a command given bad input: the exit code and a
+// piece of what it must say on stderr.
+type badInput struct {
+	name string
+	env  map[string]string
+	args []string
+	code int
+	want string
+}
+
+// runBadInput runs command with each case's arguments, in parallel. A
+// command that fails writes nothing to stdout, so scripts reading it never
+// take an error for output.
+func runBadInput(t *testing.T, command string, cases []badInput) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := run(t, c.env, append([]string{command}, c.args...)...)
+			if code != c.code || !strings.Contains(errOut, c.want) {
+				t.Fatalf("exit %d, want %d; stderr lacks %q:\n%s", code, c.code, c.want, errOut)
+			}
+			if code != exitOK && out != "" {
+				t.Fatalf("exit %d with output on stdout: %q", code, out)
+			}
+		})
+	}
 }

@@ -182,13 +182,7 @@ func TestEnqueueBadInput(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	env := redisEnv(srv)
-	cases := []struct {
-		name string
-		env  map[string]string
-		args []string
-		code int
-		want string
-	}{
+	runBadInput(t, "enqueue", []badInput{
 		{"UnknownFlag", env, []string{"--type", "t", "--prio", "1"}, exitUsage, "flag provided but not defined: -prio"},
 		{"NoType", env, []string{"--payload", "x"}, exitUsage, "--type is required"},
 		{"QueueName", env, []string{"--type", "t", "--payload", "x", "--queue", "{bad}"}, exitUsage, "invalid queue name"},
@@ -203,16 +197,7 @@ func TestEnqueueBadInput(t *testing.T) {
 		{"Prefix", env, []string{"--type", "t", "--payload", "x", "--prefix", "a{b}"}, exitUsage, "--prefix"},
 		{"NoRedis", nil, []string{"--type", "t", "--payload", "x"}, exitUsage, "no Redis"},
 		{"RedisDown", downEnv(t), []string{"--type", "t", "--payload", "x"}, exitFailure, "connect to 127.0.0.1"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			code, out, errOut := run(t, c.env, append([]string{"enqueue"}, c.args...)...)
-			if code != c.code || out != "" || !strings.Contains(errOut, c.want) {
-				t.Fatalf("exit %d, want %d; stdout %q; stderr lacks %q:\n%s", code, c.code, out, c.want, errOut)
-			}
-		})
-	}
+	})
 	if code, _, errOut := run(t, nil, "enqueue", "-h"); code != exitOK || !strings.Contains(errOut, "Exit codes:") {
 		t.Fatalf("enqueue -h: exit %d, stderr %q", code, errOut)
 	}

@@ -114,27 +114,12 @@ func TestPrefix(t *testing.T) {
 
 func TestStatsBadInput(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name string
-		env  map[string]string
-		args []string
-		code int
-		want string
-	}{
+	runBadInput(t, "stats", []badInput{
 		{"UnknownFlag", nil, []string{"--all"}, exitUsage, "flag provided but not defined: -all"},
 		{"QueueName", nil, []string{"--queue", "a b"}, exitUsage, "invalid queue name"},
 		{"Prefix", nil, []string{"--prefix", "a b"}, exitUsage, "--prefix"},
 		{"NoRedis", nil, nil, exitUsage, "no Redis"},
 		{"RedisDown", downEnv(t), nil, exitFailure, "connect to 127.0.0.1"},
 		{"Help", nil, []string{"-h"}, exitOK, "latency_ms"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			code, _, errOut := run(t, c.env, append([]string{"stats"}, c.args...)...)
-			if code != c.code || !strings.Contains(errOut, c.want) {
-				t.Fatalf("exit %d, want %d; stderr lacks %q:\n%s", code, c.code, c.want, errOut)
-			}
-		})
-	}
+	})
 }

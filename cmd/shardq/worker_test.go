@@ -23,13 +23,7 @@ func TestWorkerBadInput(t *testing.T) {
 	srv := redistest.Start(t)
 	env := redisEnv(srv)
 	ok := "--handler=t=exec:cat"
-	cases := []struct {
-		name string
-		env  map[string]string
-		args []string
-		code int
-		want string
-	}{
+	runBadInput(t, "worker", []badInput{
 		{"UnknownFlag", env, []string{"--nope"}, exitUsage, "flag provided but not defined: -nope"},
 		{"NoHandlers", env, nil, exitUsage, "no handlers"},
 		{"HandlerNoType", env, []string{"--handler", "=exec:cat"}, exitUsage, `--handler "=exec:cat": no task type`},
@@ -49,16 +43,7 @@ func TestWorkerBadInput(t *testing.T) {
 		{"Prefix", env, []string{ok, "--prefix", "{x}"}, exitUsage, "--prefix"},
 		{"NoRedis", nil, []string{ok}, exitUsage, "no Redis"},
 		{"RedisDown", downEnv(t), []string{ok}, exitFailure, "connect to 127.0.0.1"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			code, _, errOut := run(t, c.env, append([]string{"worker"}, c.args...)...)
-			if code != c.code || !strings.Contains(errOut, c.want) {
-				t.Fatalf("exit %d, want %d; stderr lacks %q:\n%s", code, c.code, c.want, errOut)
-			}
-		})
-	}
+	})
 	t.Run("Help", func(t *testing.T) {
 		t.Parallel()
 		code, _, errOut := run(t, nil, "worker", "--help")
