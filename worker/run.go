@@ -124,8 +124,23 @@ func (s *Server) run(p *part, l leased) {
 		if s.cfg.ErrorHandler != nil && !errors.As(err, &sn) {
 			s.cfg.ErrorHandler(ctx, t, err)
 		}
+		if errors.Is(err, ErrUnknownType) {
+			s.warnUnhandled(t)
+		}
 		s.finish(s.failure(p, t, err))
 	}
+}
+
+// warnUnhandled logs, once per task type, that a task came with no
+// handler for it: usually a producer deployed ahead of its workers. The
+// task itself fails and retries like any other, so the handler can still
+// arrive in time.
+func (s *Server) warnUnhandled(t *Task) {
+	if _, seen := s.unhandled.LoadOrStore(t.Type, true); seen {
+		return
+	}
+	s.log.Warn("no handler for task type: its tasks fail and retry until one is registered (warned once per type)",
+		"type", t.Type, "queue", t.Queue, "task", t.ID)
 }
 
 // call runs the handler, turning a panic into a *PanicError.

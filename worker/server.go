@@ -44,6 +44,7 @@ type Server struct {
 	runners     *runners
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
+	unhandled   sync.Map // task types warned of as having no handler
 }
 
 // NewServer returns a Server that runs h for tasks of cfg.Queues.

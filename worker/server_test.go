@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -231,16 +232,37 @@ func TestFailures(t *testing.T) {
 		}
 	})
 
-	t.Run("UnknownTypeIsRecorded", func(t *testing.T) {
+	// A task nobody handles fails like any other, and the worker warns
+	// once per type, so a deploy that forgot a handler shows in the log
+	// without one line per task.
+	t.Run("UnknownTypeIsRecordedAndWarnedOnce", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.server(t, Config{}, NewMux())
-		info := b.enqueue(t, queue.NewRawTask("nobody:handles", nil))
-		waitFor(t, 5*time.Second, "retry", func() bool {
-			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
-			return err == nil && ti.State == queue.StateRetry &&
-				strings.Contains(ti.LastError, `no handler for task type "nobody:handles"`)
-		})
+		var logs syncBuffer
+		cfg := Config{}
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		b.server(t, cfg, NewMux())
+		var infos []*queue.TaskInfo
+		for range 3 {
+			infos = append(infos, b.enqueue(t, queue.NewRawTask("nobody:handles", nil)))
+		}
+		other := b.enqueue(t, queue.NewRawTask("nor:this", nil))
+		for _, info := range append(infos, other) {
+			waitFor(t, 5*time.Second, "retry", func() bool {
+				ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+				return err == nil && ti.State == queue.StateRetry &&
+					strings.Contains(ti.LastError, "no handler for task type")
+			})
+		}
+		out := string(logs.Bytes())
+		if n := strings.Count(out, "no handler for task type"); n != 2 {
+			t.Fatalf("%d warnings for 4 tasks of 2 unhandled types, want 2:\n%s", n, out)
+		}
+		for _, want := range []string{"level=WARN", `type=nobody:handles`, `type=nor:this`, "queue=default"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("the warnings lack %q:\n%s", want, out)
+			}
+		}
 	})
 
 	t.Run("TypedDecodeFailureSkipsRetry", func(t *testing.T) {
