@@ -83,8 +83,9 @@ type pending struct {
 	index   int
 	info    *TaskInfo
 	msg     []byte
-	at      int64 // unix ms, 0 = none
-	in      int64 // ms, 0 = none
+	at      int64     // unix ms, 0 = none
+	in      int64     // ms, 0 = none
+	due     time.Time // when a scheduled task is due, by this client's clock
 	unique  string
 	uttl    int64
 	idClaim int64
@@ -128,17 +129,15 @@ func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, erro
 	if t == nil {
 		return pending{}, fmt.Errorf("%w: nil task", ErrInvalidTask)
 	}
-	if err := checkName(t.typ); err != nil {
-		return pending{}, fmt.Errorf("%w: type %q: %s", ErrInvalidTask, t.typ, err)
+	if err := checkType(t.typ); err != nil {
+		return pending{}, err
 	}
 	if len(t.payload) > c.cfg.MaxPayloadSize {
 		return pending{}, fmt.Errorf("%w: task %q payload is %d bytes, limit %d", ErrPayloadTooLarge, t.typ, len(t.payload), c.cfg.MaxPayloadSize)
 	}
-	o := defaultOptions()
-	for _, opt := range append(t.opts[:len(t.opts):len(t.opts)], callOpts...) {
-		if err := opt(&o); err != nil {
-			return pending{}, err
-		}
+	o, err := resolveOptions(t.opts, callOpts)
+	if err != nil {
+		return pending{}, err
 	}
 	m := wire.Message{
 		ID: o.taskID, Key: o.key, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
@@ -163,8 +162,13 @@ func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, erro
 	}
 	if !o.processAt.IsZero() {
 		p.at = o.processAt.UnixMilli()
+		p.due = o.processAt
 	}
-	p.in = o.processIn.Milliseconds()
+	if p.in = o.processIn.Milliseconds(); p.in > 0 {
+		// Redis times the delay by its own clock; this is the client's
+		// reading of the same moment, for the returned TaskInfo only.
+		p.due = now.Add(o.processIn)
+	}
 	b, err := m.Encode()
 	if err != nil {
 		return pending{}, err
@@ -229,7 +233,7 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 			case 0:
 				infos[p.index] = p.info
 			case 1:
-				p.info.State = StateScheduled
+				p.info.State, p.info.NextProcessAt = StateScheduled, p.due
 				infos[p.index] = p.info
 			case -1:
 				errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)

@@ -86,9 +86,19 @@ func TestEnqueue(t *testing.T) {
 		if got.State != StateScheduled || got.NextProcessAt.Before(before.Add(59*time.Minute)) || got.NextProcessAt.After(time.Now().Add(61*time.Minute)) {
 			t.Fatalf("scheduled task = state %s due %v", got.State, got.NextProcessAt)
 		}
+		// The returned info says when, as GetTask does (to the clocks' skew).
+		if d := info.NextProcessAt.Sub(got.NextProcessAt).Abs(); d > time.Second {
+			t.Fatalf("Enqueue's info says due %v, GetTask %v", info.NextProcessAt, got.NextProcessAt)
+		}
+		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+		info, err = b.client.Enqueue(ctx, NewRawTask("later", []byte("x")), In("sched"), ProcessAt(at))
+		must(t, err)
+		if info.State != StateScheduled || !info.NextProcessAt.Equal(at) {
+			t.Fatalf("ProcessAt(%v): state %s due %v", at, info.State, info.NextProcessAt)
+		}
 		qi, err := b.insp.QueueInfo(ctx, "sched")
 		must(t, err)
-		if qi.Scheduled != 1 || qi.Pending != 0 {
+		if qi.Scheduled != 2 || qi.Pending != 0 {
 			t.Fatalf("QueueInfo = %+v", qi)
 		}
 	})
@@ -197,6 +207,23 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 	}
 	if _, err := NewTask("t", make(chan int)); !errors.Is(err, ErrInvalidTask) {
 		t.Fatalf("NewTask with an unencodable payload: err = %v", err)
+	}
+	// NewTask, which returns an error, catches a bad type or option where
+	// the task is made rather than at Enqueue.
+	for _, c := range []struct {
+		typ  string
+		opts []Option
+		want error
+	}{
+		{"", nil, ErrInvalidTask},
+		{"a b", nil, ErrInvalidTask},
+		{"t", []Option{MaxRetry(-1)}, ErrInvalidOption},
+		{"t", []Option{In("a{b}")}, ErrInvalidQueueName},
+		{"t", []Option{TaskID("a b")}, ErrInvalidTask},
+	} {
+		if task, err := NewTask(c.typ, 1, c.opts...); !errors.Is(err, c.want) || task != nil {
+			t.Fatalf("NewTask(%q, %d options): task %v, err %v; want %v", c.typ, len(c.opts), task, err, c.want)
+		}
 	}
 	for _, cfg := range []Config{{ShardSize: -1}, {ShardSize: 100_000}, {Prefix: "a{b"}, {Partitions: map[string]int{"q": 0}}, {Partitions: map[string]int{"a b": 1}}} {
 		if _, err := NewClient(b.rdb, cfg); !errors.Is(err, ErrInvalidConfig) {

@@ -17,13 +17,43 @@ type Task struct {
 }
 
 // NewTask returns a task whose payload is v encoded with msgpack; handlers
-// decode it into their own type. It fails when v does not encode.
+// decode it into their own type. It fails when v does not encode, when typ
+// is not a valid name (ErrInvalidTask) or when an option is invalid
+// (ErrInvalidOption), so a bad task is caught where it is made.
 func NewTask(typ string, v any, opts ...Option) (*Task, error) {
+	if err := checkType(typ); err != nil {
+		return nil, err
+	}
+	if _, err := resolveOptions(opts, nil); err != nil {
+		return nil, err
+	}
 	b, err := msgpack.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode payload of %q: %v", ErrInvalidTask, typ, err)
 	}
 	return &Task{typ: typ, payload: b, opts: opts}, nil
+}
+
+// checkType validates a task type name.
+func checkType(typ string) error {
+	if err := checkName(typ); err != nil {
+		return fmt.Errorf("%w: type %q: %s", ErrInvalidTask, typ, err)
+	}
+	return nil
+}
+
+// resolveOptions applies a task's own options, then the call's, which
+// override them.
+func resolveOptions(taskOpts, callOpts []Option) (options, error) {
+	o := defaultOptions()
+	for _, list := range [][]Option{taskOpts, callOpts} {
+		for _, opt := range list {
+			if err := opt(&o); err != nil {
+				return options{}, err
+			}
+		}
+	}
+	return o, nil
 }
 
 // NewRawTask returns a task whose payload is b as it is (JSON, protobuf,
@@ -40,11 +70,9 @@ func (t *Task) Payload() []byte { return t.payload }
 
 // QueueName returns the queue the task goes to when enqueued with opts.
 func (t *Task) QueueName(opts ...Option) (string, error) {
-	o := defaultOptions()
-	for _, opt := range append(t.opts[:len(t.opts):len(t.opts)], opts...) {
-		if err := opt(&o); err != nil {
-			return "", err
-		}
+	o, err := resolveOptions(t.opts, opts)
+	if err != nil {
+		return "", err
 	}
 	return o.queue, nil
 }
