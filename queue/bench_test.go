@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,6 +36,33 @@ func BenchmarkEnqueue(b *testing.B) {
 				}()
 			}
 			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+		})
+	}
+}
+
+// BenchmarkEnqueueDeadline measures single Enqueue calls under a context
+// with a deadline, from a client with and without ContextTimeoutEnabled:
+// without it, every call is watched from a second goroutine (rcall.Do),
+// the cost the README quotes.
+func BenchmarkEnqueueDeadline(b *testing.B) {
+	bd := setupTB(b, Config{})
+	payload := make([]byte, 100)
+	for _, enabled := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "ContextTimeoutEnabled"}[enabled], func(b *testing.B) {
+			rdb := redis.NewClient(&redis.Options{Addr: bd.srv.Addr, ContextTimeoutEnabled: enabled, MaxRetries: -1})
+			defer rdb.Close()
+			client, err := NewClient(rdb, bd.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			for b.Loop() {
+				if _, err := client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
 		})
 	}

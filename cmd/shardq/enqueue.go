@@ -19,8 +19,9 @@ import (
 //
 // It prints each task's ID and state ("01J... pending"). Exit codes: 0
 // when every task was enqueued; 1 for Redis errors and rejected tasks
-// (a duplicate task ID or unique task: the message names it); 2 for bad
-// flags or input (no type, a bad queue name, invalid JSON with --json).
+// (a duplicate task ID or unique task: the message names it), and with
+// --lines for any rejected line (the others are enqueued); 2 for bad flags
+// or input (no type, a bad queue name, invalid JSON with --json).
 type enqueueCommand struct{}
 
 func (*enqueueCommand) name() string { return "enqueue" }
@@ -42,7 +43,9 @@ Prints "ID STATE" for every task enqueued (STATE is pending or scheduled).`
 
 const enqueueExitCodes = `Exit codes:
   0  every task enqueued
-  1  a Redis error, or a task rejected (duplicate --id or --unique task)
+  1  a Redis error, or a task rejected (duplicate --id or --unique task);
+     with --lines, any line rejected (invalid JSON with --json, a duplicate):
+     each is reported on stderr and the other lines are enqueued
   2  bad flags or input (no --type, a bad queue name, invalid JSON with --json)`
 
 // maxPayload is queue.Config.MaxPayloadSize's default, which this command uses.
