@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -138,7 +140,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.fetchers.Add(1)
 		go func() { defer s.fetchers.Done(); s.fetch(fetch, p) }()
 	}
-	s.log.Info("worker started", "queues", s.cfg.Queues, "concurrency", s.cfg.Concurrency)
+	s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "concurrency", s.cfg.Concurrency)
 	return nil
 }
 
@@ -294,4 +296,14 @@ func (s *Server) logRedisError(step string, err error) {
 		return
 	}
 	s.log.Warn("redis call failed; retrying", "step", step, "err", err)
+}
+
+// queueList writes queue weights as the binary's --queues flag takes them,
+// "default:1,email:3", sorted by name so every start logs the same line.
+func queueList(queues map[string]int) string {
+	names := slices.Sorted(maps.Keys(queues))
+	for i, q := range names {
+		names[i] = fmt.Sprintf("%s:%d", q, queues[q])
+	}
+	return strings.Join(names, ",")
 }

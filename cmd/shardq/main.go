@@ -6,10 +6,21 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// go-redis logs some failures itself ("failed to dial after 5
+	// attempts"), ahead of the error shardq reports for the same call;
+	// the binary keeps only its own, which says what it was doing.
+	redis.SetLogger(silentRedisLog{})
 	os.Exit((&Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}).Run(ctx, os.Args[1:]))
 }
+
+// silentRedisLog drops go-redis's own log lines.
+type silentRedisLog struct{}
+
+func (silentRedisLog) Printf(context.Context, string, ...any) {}

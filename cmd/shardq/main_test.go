@@ -35,6 +35,17 @@ func TestUsage(t *testing.T) {
 	if code, _, errOut := run(t, nil, "demo", "-h"); code != exitOK || !strings.Contains(errOut, "-tasks") {
 		t.Fatalf("demo -h: exit %d, stderr %q", code, errOut)
 	}
+	if code, _, errOut := run(t, nil, "help", "bench"); code != exitOK || !strings.Contains(errOut, "-mem-tasks") {
+		t.Fatalf("help bench: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run(t, nil, "help", "nope"); code != exitUsage || !strings.Contains(errOut, `unknown command "nope"`) {
+		t.Fatalf("help nope: exit %d, stderr %q", code, errOut)
+	}
+	for _, arg := range []string{"version", "--version"} {
+		if code, out, _ := run(t, nil, arg); code != exitOK || !strings.HasPrefix(out, "shardq ") || !strings.Contains(out, "go1.") {
+			t.Fatalf("%s: exit %d, output %q", arg, code, out)
+		}
+	}
 	if code, _, errOut := run(t, nil, "demo", "-tasks", "x"); code != exitUsage || !strings.Contains(errOut, "invalid value") {
 		t.Fatalf("bad flag: exit %d, stderr %q", code, errOut)
 	}

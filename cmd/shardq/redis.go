@@ -21,7 +21,7 @@ const redisFlagHelp = "Redis URL (default $SHARDQ_REDIS_URL, then $REDIS_URL)"
 func (m *Main) connect(ctx context.Context, url string, private bool, log io.Writer) (redis.UniversalClient, func(), error) {
 	url = cmp.Or(url, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL"))
 	if url == "" && !private {
-		return nil, nil, fmt.Errorf("%w: no Redis: pass --redis redis://host:port or set SHARDQ_REDIS_URL", errUsage)
+		return nil, nil, fmt.Errorf("%w: no Redis: pass --redis redis://host:port or set SHARDQ_REDIS_URL (or REDIS_URL)", errUsage)
 	}
 	var srv *redisproc.Server
 	if url == "" {

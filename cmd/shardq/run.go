@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime/debug"
 )
 
 // Exit codes scripts can rely on.
@@ -35,6 +36,13 @@ func (m *Main) commands() []command {
 
 // Run runs the subcommand named by args[0] and returns the exit code.
 func (m *Main) Run(ctx context.Context, args []string) int {
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "-h"} // 'shardq help worker' = 'shardq worker -h'
+	}
+	if len(args) > 0 && (args[0] == "version" || args[0] == "--version") {
+		fmt.Fprintln(m.Stdout, version())
+		return exitOK
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		m.usage(m.Stdout)
 		if len(args) == 0 {
@@ -73,7 +81,24 @@ func (m *Main) usage(w io.Writer) {
 	for _, c := range m.commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name(), c.summary())
 	}
-	fmt.Fprintln(w, "\nRun 'shardq <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "  version    print shardq's version")
+	fmt.Fprintln(w, "\nRun 'shardq help <command>' or 'shardq <command> -h' for a command's flags.")
+}
+
+// version is the module version shardq was built from ("(devel)" for a
+// build from a checkout) and the Go version that built it.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "shardq (unknown version)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return fmt.Sprintf("shardq %s, %s", v, bi.GoVersion)
 }
 
 // flagSet returns a FlagSet that prints its usage to m.Stderr.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"time"
 
@@ -243,6 +244,13 @@ func (f *workerFlags) mux(m *Main, specs map[string]handlerSpec, log *slog.Logge
 			log.Info("handler", "type", typ, "http", r.url, "json", r.json)
 		} else {
 			log.Info("handler", "type", typ, "exec", r.argv, "json", r.json)
+			// Not an error: the command may be installed after the worker
+			// starts, and its tasks retry meanwhile. But a typo should show
+			// now, not at the first task.
+			if _, err := exec.LookPath(r.argv[0]); err != nil {
+				log.Warn("handler command not found: its tasks will fail and retry until it is installed",
+					"type", typ, "command", r.argv[0], "err", err)
+			}
 		}
 	}
 	return mux, nil

@@ -117,7 +117,7 @@ func TestWorkerExec(t *testing.T) {
 	)
 	keep := []queue.Option{queue.Retention(time.Hour)}
 	ids := enqueueAll(t, srv, []byte("payload: héllo\n"), append(keep, queue.In("other")), "env", "cat")
-	failing := enqueueAll(t, srv, []byte("x"), []queue.Option{queue.MaxRetry(5)}, "false", "boom", "temp", "missing")
+	failing := enqueueAll(t, srv, []byte("x"), []queue.Option{queue.MaxRetry(5)}, "false", "boom", "temp", "missing", "unhandled")
 	last := enqueueAll(t, srv, []byte("x"), []queue.Option{queue.MaxRetry(0)}, "boom", "false")
 	start := time.Now()
 	slow := enqueueAll(t, srv, nil, []queue.Option{queue.MaxRetry(0), queue.Timeout(300 * time.Millisecond)}, "slow")
@@ -153,6 +153,10 @@ func TestWorkerExec(t *testing.T) {
 		if !strings.Contains(ti.LastError, "/nonexistent/command") {
 			t.Errorf("LastError = %q", ti.LastError)
 		}
+		ti = waitState(t, insp, "default", failing["unhandled"], queue.StateRetry)
+		if !strings.Contains(ti.LastError, `no handler for task type "unhandled"`) {
+			t.Errorf("LastError = %q", ti.LastError)
+		}
 	})
 	t.Run("TemporaryFailure", func(t *testing.T) {
 		ti := waitState(t, insp, "default", failing["temp"], queue.StateRetry)
@@ -179,10 +183,18 @@ func TestWorkerExec(t *testing.T) {
 	if code := p.stop(t); code != exitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, p.err.String())
 	}
-	for _, want := range []string{"worker started", `msg="task failed"`, "task asked to be retried", "worker stopped"} {
+	for _, want := range []string{"worker started", "queues=default:1,other:2", `msg="task failed"`, "task asked to be retried", "worker stopped",
+		// the operator hears of a missing command at start and of a type
+		// with no handler at its first task, once each
+		`msg="handler command not found: its tasks will fail and retry until it is installed" type=missing command=/nonexistent/command`,
+		`msg="no handler for task type`, "type=unhandled queue=default",
+	} {
 		if !strings.Contains(p.err.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, p.err.String())
 		}
+	}
+	if n := strings.Count(p.err.String(), "handler command not found"); n != 1 {
+		t.Errorf("%d warnings of a missing command, want 1 (only /nonexistent/command is missing):\n%s", n, p.err.String())
 	}
 	if strings.Contains(p.err.String(), "MaxRetries") {
 		t.Errorf("the worker's Redis client resends commands:\n%s", p.err.String())

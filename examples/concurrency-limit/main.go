@@ -6,8 +6,9 @@
 //
 //	go run ./examples/concurrency-limit
 //
-// It uses $REDIS_URL, else redis://localhost:6379, with keys under the
-// prefix "example-concurrency-limit".
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
+// redis://localhost:6379, with keys under the prefix "example-concurrency-
+// limit".
 package main
 
 import (
@@ -50,7 +51,7 @@ func (o *observed) leave(tenant string) {
 
 func main() {
 	ctx := context.Background()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,8 +6,8 @@
 //
 //	go run ./examples/cron
 //
-// It uses $REDIS_URL, else redis://localhost:6379, with keys under the
-// prefix "example-cron".
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
+// redis://localhost:6379, with keys under the prefix "example-cron".
 package main
 
 import (
@@ -26,7 +26,7 @@ import (
 
 func main() {
 	ctx := context.Background()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,8 +7,8 @@
 //	go run ./examples/dashboard-mount               # fetch once and exit
 //	go run ./examples/dashboard-mount -serve 10m    # then open the printed URL
 //
-// It uses $REDIS_URL, else redis://localhost:6379, with keys under the
-// prefix "example-dashboard".
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
+// redis://localhost:6379, with keys under the prefix "example-dashboard".
 package main
 
 import (
@@ -35,7 +35,7 @@ func main() {
 	serve := flag.Duration("serve", 0, "keep serving this long after the check")
 	flag.Parse()
 	ctx := context.Background()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
 	if err != nil {
 		log.Fatal(err)
 	}

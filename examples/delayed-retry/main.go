@@ -7,8 +7,9 @@
 //
 //	go run ./examples/delayed-retry
 //
-// It uses $REDIS_URL, else redis://localhost:6379, with keys under the
-// prefix "example-delayed-retry".
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
+// redis://localhost:6379, with keys under the prefix "example-delayed-
+// retry".
 package main
 
 import (
@@ -28,7 +29,7 @@ import (
 
 func main() {
 	ctx := context.Background()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
 	if err != nil {
 		log.Fatal(err)
 	}

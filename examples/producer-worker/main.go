@@ -4,8 +4,9 @@
 //
 //	go run ./examples/producer-worker
 //
-// It uses $REDIS_URL, else redis://localhost:6379, with keys under the
-// prefix "example-producer-worker". Ctrl-C stops it early, gracefully.
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
+// redis://localhost:6379, with keys under the prefix "example-producer-
+// worker". Ctrl-C stops it early, gracefully.
 package main
 
 import (
@@ -33,7 +34,7 @@ type Resize struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
 	if err != nil {
 		log.Fatal(err)
 	}

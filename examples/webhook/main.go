@@ -11,8 +11,8 @@
 //
 //	go run ./examples/webhook     # builds ./cmd/shardq; or set SHARDQ_BIN to a shardq binary
 //
-// It uses $REDIS_URL, else redis://localhost:6379, with keys under the
-// prefix "example-webhook".
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
+// redis://localhost:6379, with keys under the prefix "example-webhook".
 package main
 
 import (
@@ -44,7 +44,7 @@ type Notification struct {
 
 func main() {
 	ctx := context.Background()
-	redisURL := cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379")
+	redisURL := cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379")
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
 		log.Fatal(err)
