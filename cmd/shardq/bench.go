@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,12 @@ func (*benchCommand) summary() string {
 	return "measure enqueue, processing, latency, memory and CPU per task, each against Redis's own limit here"
 }
 
+// The run's sizes the targets are stated for.
+const (
+	defaultBenchTasks    = 100_000
+	defaultBenchMemTasks = 1_000_000
+)
+
 // benchParts are the parts of a run, in the order they run.
 var benchParts = []string{"limit", "enqueue", "process", "latency", "memory"}
 
@@ -44,7 +51,37 @@ type figure struct {
 	// Limit is the Redis limit the figure compares to (same unit), 0 = none.
 	Limit     float64 `json:"limit,omitempty"`
 	LimitName string  `json:"limit_name,omitempty"`
-	Target    string  `json:"target,omitempty"`
+	// Goal is the target the figure is checked against, nil = none.
+	Goal *goal `json:"-"`
+}
+
+// goal is a target: the figure, or its ratio of the limit, at least or at
+// most a bound.
+type goal struct {
+	atMost  bool
+	bound   float64
+	ofLimit bool
+	text    string // as the table shows it
+}
+
+func atLeast(bound float64, ofLimit bool, text string) *goal {
+	return &goal{bound: bound, ofLimit: ofLimit, text: text}
+}
+
+func atMost(bound float64, ofLimit bool, text string) *goal {
+	return &goal{atMost: true, bound: bound, ofLimit: ofLimit, text: text}
+}
+
+// met reports whether f meets the goal.
+func (g *goal) met(f figure) bool {
+	v := f.Value
+	if g.ofLimit {
+		v = f.ratio()
+	}
+	if g.atMost {
+		return v <= g.bound
+	}
+	return v >= g.bound
 }
 
 func (f figure) ratio() float64 {
@@ -58,16 +95,16 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 	var f benchFlags
 	fs := m.flagSet(c)
 	fs.StringVar(&f.redisURL, "redis", "", redisFlagHelp+"; without one, a private redis-server")
-	fs.IntVar(&f.tasks, "tasks", 100_000, "tasks for the processing runs")
-	fs.IntVar(&f.memTasks, "mem-tasks", 1_000_000, "pending tasks for the memory figure")
+	fs.IntVar(&f.tasks, "tasks", defaultBenchTasks, "tasks for the processing runs, at least 1000")
+	fs.IntVar(&f.memTasks, "mem-tasks", defaultBenchMemTasks, "pending tasks for the memory figure, at least 1000")
 	fs.IntVar(&f.payload, "payload", 100, "payload bytes per task")
-	fs.StringVar(&f.only, "only", "", "comma-separated parts to run: limit,enqueue,process,latency,memory (default all)")
+	fs.StringVar(&f.only, "only", "", "comma-separated parts to run: limit,enqueue,process,latency,memory (default all; limit always runs, first, as every ratio needs it)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "stop the whole run after this long")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if f.tasks < 1000 || f.memTasks < 1000 || f.payload < 0 {
-		return fmt.Errorf("%w: -tasks and -mem-tasks must be at least 1000, -payload at least 0", errUsage)
+		return fmt.Errorf("%w: --tasks %d, --mem-tasks %d, --payload %d: want at least 1000, 1000 and 0", errUsage, f.tasks, f.memTasks, f.payload)
 	}
 	for _, p := range strings.Split(f.only, ",") {
 		if p = strings.TrimSpace(p); f.only != "" && !slices.Contains(benchParts, p) {
@@ -146,23 +183,51 @@ func (b *bench) progress(format string, args ...any) {
 	fmt.Fprintf(b.m.Stderr, format+"\n", args...)
 }
 
-// report prints the table, then one JSON line per figure.
+// report prints the table, a line on the targets, then one JSON line per
+// figure.
 func (b *bench) report(w io.Writer) {
-	fmt.Fprintf(w, "\n%-44s %12s %-10s %8s  %-34s %s\n", "figure", "value", "unit", "of limit", "limit", "target")
+	fmt.Fprintf(w, "\n%-44s %12s %-10s %8s  %-34s %-18s %s\n", "figure", "value", "unit", "of limit", "limit", "target", "met")
+	goals, met := 0, 0
 	for _, f := range b.figures {
 		ratio := ""
 		if f.Limit > 0 {
 			ratio = fmt.Sprintf("%.0f%%", 100*f.ratio())
 		}
-		fmt.Fprintf(w, "%-44s %12.1f %-10s %8s  %-34s %s\n", f.Name, f.Value, f.Unit, ratio, f.LimitName, f.Target)
+		target, ok := "", ""
+		if f.Goal != nil {
+			target, ok = f.Goal.text, "NO"
+			goals++
+			if f.Goal.met(f) {
+				ok = "yes"
+				met++
+			}
+		}
+		fmt.Fprintf(w, "%-44s %12.1f %-10s %8s  %-34s %-18s %s\n", f.Name, f.Value, f.Unit, ratio, f.LimitName, target, ok)
+	}
+	if goals > 0 {
+		fmt.Fprintf(w, "\ntargets met: %d of %d\n", met, goals)
+	}
+	if b.f.tasks < defaultBenchTasks || b.f.memTasks < defaultBenchMemTasks {
+		fmt.Fprintf(w, "note: fewer tasks than the defaults (--tasks %d, --mem-tasks %d); fixed costs weigh more per task, so the targets do not apply\n",
+			defaultBenchTasks, defaultBenchMemTasks)
 	}
 	fmt.Fprintln(w)
 	for _, f := range b.figures {
-		line, _ := json.Marshal(struct {
+		out := struct {
 			figure
-			Ratio float64 `json:"ratio,omitempty"`
-		}{f, f.ratio()})
-		fmt.Fprintf(w, "BENCH %s\n", line)
+			Ratio  float64 `json:"ratio,omitempty"`
+			Target string  `json:"target,omitempty"`
+			Met    *bool   `json:"met,omitempty"`
+		}{figure: f, Ratio: f.ratio()}
+		if f.Goal != nil {
+			ok := f.Goal.met(f)
+			out.Target, out.Met = f.Goal.text, &ok
+		}
+		var line bytes.Buffer
+		enc := json.NewEncoder(&line)
+		enc.SetEscapeHTML(false) // targets read ">= 50000", not "\u003e= 50000"
+		_ = enc.Encode(out)
+		fmt.Fprintf(w, "BENCH %s", line.Bytes())
 	}
 }
 

@@ -78,7 +78,7 @@ func (b *bench) measureEnqueue(ctx context.Context) error {
 			return err
 		}
 		b.add(figure{Name: fmt.Sprintf("Enqueue, %d producer(s)", producers), Value: n / time.Since(start).Seconds(), Unit: "tasks/s",
-			Limit: b.limits.evalsha, LimitName: "EVALSHA unpipelined", Target: map[int]string{1: ">= 50% of limit"}[producers]})
+			Limit: b.limits.evalsha, LimitName: "EVALSHA unpipelined", Goal: map[int]*goal{1: atLeast(0.5, true, ">= 50% of limit")}[producers]})
 	}
 	start := time.Now()
 	const n = 200_000
@@ -86,7 +86,7 @@ func (b *bench) measureEnqueue(ctx context.Context) error {
 		return err
 	}
 	b.add(figure{Name: "EnqueueBatch (1000 per batch)", Value: n / time.Since(start).Seconds(), Unit: "tasks/s",
-		Limit: b.limits.rpushPipelined, LimitName: "RPUSH pipelined", Target: ">= 200000"})
+		Limit: b.limits.rpushPipelined, LimitName: "RPUSH pipelined", Goal: atLeast(200_000, false, ">= 200000")})
 	b.cleanup()
 	return nil
 }
@@ -164,17 +164,17 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 	}
 	redisUS := (redisCPU1 - redisCPU0) * 1e6 / float64(n)
 	stopWorker(srv)
-	target := ""
+	var target *goal
 	if conc == 16 {
-		target = ">= 50000"
+		target = atLeast(50_000, false, ">= 50000")
 	}
 	b.add(figure{Name: fmt.Sprintf("process, no-op handler, concurrency %d", conc), Value: float64(n) / elapsed.Seconds(), Unit: "tasks/s",
-		Limit: b.limits.lpopPipelined, LimitName: "LPOP pipelined", Target: target})
+		Limit: b.limits.lpopPipelined, LimitName: "LPOP pipelined", Goal: target})
 	if conc == 16 {
 		b.add(figure{Name: "CPU per task: Redis", Value: redisUS, Unit: "µs"})
 		b.add(figure{Name: "CPU per task: client", Value: selfUS, Unit: "µs"})
 		b.add(figure{Name: "CPU per task: Redis + client", Value: redisUS + selfUS, Unit: "µs",
-			Limit: 1e6/b.limits.rpushPipelined + 1e6/b.limits.lpopPipelined, LimitName: "RPUSH+LPOP pipelined, Redis µs", Target: "<= 20"})
+			Limit: 1e6/b.limits.rpushPipelined + 1e6/b.limits.lpopPipelined, LimitName: "RPUSH+LPOP pipelined, Redis µs", Goal: atMost(20, false, "<= 20")})
 	}
 	b.cleanup()
 	return nil
@@ -253,7 +253,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		}
 		lat = append(lat, d)
 	}
-	b.addLatency("steady 2000/s", lat, "p99 <= 2ms")
+	b.addLatency("steady 2000/s", lat, atMost(2000, false, "<= 2ms"), nil)
 
 	// after idle: each task sent after 2 s with nothing to do
 	var idle []time.Duration
@@ -268,17 +268,18 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		}
 		idle = append(idle, d)
 	}
-	b.addLatency("after 2s idle", idle, "<= 5ms")
+	b.addLatency("after 2s idle", idle, nil, atMost(5000, false, "<= 5ms"))
 	return nil
 }
 
-func (b *bench) addLatency(what string, lat []time.Duration, target string) {
+// addLatency adds p50, p99 and max, with the goals given for p99 and max.
+func (b *bench) addLatency(what string, lat []time.Duration, p99, most *goal) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	us := func(d time.Duration) float64 { return float64(d.Microseconds()) }
 	rtt := b.limits.evalshaRTT
 	b.add(figure{Name: "latency " + what + ", p50", Value: us(lat[len(lat)/2]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip"})
-	b.add(figure{Name: "latency " + what + ", p99", Value: us(lat[len(lat)*99/100]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip", Target: target})
-	b.add(figure{Name: "latency " + what + ", max", Value: us(lat[len(lat)-1]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip"})
+	b.add(figure{Name: "latency " + what + ", p99", Value: us(lat[len(lat)*99/100]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip", Goal: p99})
+	b.add(figure{Name: "latency " + what + ", max", Value: us(lat[len(lat)-1]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip", Goal: most})
 }
 
 // stopWorker shuts a bench worker down, waiting at most 10 s.
@@ -312,7 +313,7 @@ func (b *bench) measureMemory(ctx context.Context) error {
 		return err
 	}
 	b.add(figure{Name: fmt.Sprintf("memory per pending task (%d B payload)", b.f.payload), Value: float64(after-before) / float64(b.f.memTasks),
-		Unit: "bytes", Limit: b.limits.listBytes, LimitName: "plain list item of the payload", Target: "<= 160"})
+		Unit: "bytes", Limit: b.limits.listBytes, LimitName: "plain list item of the payload", Goal: atMost(160, false, "<= 160")})
 	b.cleanup()
 	return nil
 }

@@ -3,22 +3,35 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/shardq/shardq/internal/redistest"
 )
 
+// benchLine is one BENCH line of a run's output.
+type benchLine struct {
+	Name      string  `json:"figure"`
+	Value     float64 `json:"value"`
+	Unit      string  `json:"unit"`
+	Limit     float64 `json:"limit"`
+	LimitName string  `json:"limit_name"`
+	Ratio     float64 `json:"ratio"`
+	Target    string  `json:"target"`
+	Met       *bool   `json:"met"`
+}
+
 // benchLines parses the BENCH lines of a run's output.
-func benchLines(t *testing.T, out string) map[string]figure {
+func benchLines(t *testing.T, out string) map[string]benchLine {
 	t.Helper()
-	figs := map[string]figure{}
+	figs := map[string]benchLine{}
 	for _, line := range strings.Split(out, "\n") {
 		js, ok := strings.CutPrefix(line, "BENCH ")
 		if !ok {
 			continue
 		}
-		var f figure
+		var f benchLine
 		if err := json.Unmarshal([]byte(js), &f); err != nil {
 			t.Fatalf("BENCH line is not JSON: %q: %v", line, err)
 		}
@@ -72,11 +85,35 @@ func TestBench(t *testing.T) {
 	if len(figs) != len(want) {
 		t.Errorf("%d BENCH lines, want %d:\n%s", len(figs), len(want), out)
 	}
-	// Every figure with a target also says what it compares to.
-	for _, name := range []string{"Enqueue, 1 producer(s)", "process, no-op handler, concurrency 16", "CPU per task: Redis + client", "memory per pending task (100 B payload)"} {
-		if f := figs[name]; f.Target == "" || f.Limit <= 0 || f.LimitName == "" {
-			t.Errorf("%q: target %q, limit %v %q; want all three", name, f.Target, f.Limit, f.LimitName)
+	// The issue's targets, each on its figure, checked, and compared to a
+	// limit; no other figure has one.
+	targets := map[string]string{
+		"Enqueue, 1 producer(s)": ">= 50% of limit", "EnqueueBatch (1000 per batch)": ">= 200000",
+		"process, no-op handler, concurrency 16": ">= 50000", "CPU per task: Redis + client": "<= 20",
+		"latency steady 2000/s, p99": "<= 2ms", "latency after 2s idle, max": "<= 5ms",
+		"memory per pending task (100 B payload)": "<= 160",
+	}
+	met := 0
+	for name, f := range figs {
+		want := targets[name]
+		if f.Target != want || (want != "") != (f.Met != nil) {
+			t.Errorf("%q: target %q, met %v; want target %q", name, f.Target, f.Met, want)
 		}
+		if want != "" && (f.Limit <= 0 || f.LimitName == "" || f.Ratio <= 0) {
+			t.Errorf("%q: limit %v %q ratio %v; a target's figure compares to a limit", name, f.Limit, f.LimitName, f.Ratio)
+		}
+		if f.Met != nil && *f.Met {
+			met++
+		}
+	}
+	if want := fmt.Sprintf("targets met: %d of 7", met); !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if !strings.Contains(out, `"target":">= 50000"`) {
+		t.Errorf("BENCH lines escape the targets:\n%s", out)
+	}
+	if !strings.Contains(out, "note: fewer tasks than the defaults") {
+		t.Errorf("a scaled-down run does not say its targets do not apply:\n%s", out)
 	}
 	// A 100-byte payload plus its record costs more than the payload.
 	if m := figs["memory per pending task (100 B payload)"].Value; m < 100 {
@@ -139,9 +176,31 @@ func TestBenchBadInput(t *testing.T) {
 	runBadInput(t, "bench", []badInput{
 		{"UnknownPart", nil, []string{"--only", "process,nope"}, exitUsage, `unknown part "nope"`},
 		{"FewTasks", nil, []string{"--tasks", "10"}, exitUsage, "at least 1000"},
-		{"NegativePayload", nil, []string{"--payload", "-1"}, exitUsage, "-payload at least 0"},
+		{"NegativePayload", nil, []string{"--payload", "-1"}, exitUsage, "--payload -1: want at least 1000, 1000 and 0"},
 		{"BadURL", nil, []string{"--redis", "http://nope"}, exitUsage, "--redis"},
 		{"RedisDown", downEnv(t), nil, exitFailure, "connect to 127.0.0.1:1"},
 		{"Help", nil, []string{"-h"}, exitOK, "-mem-tasks"},
 	})
+}
+
+// TestGoal checks the target arithmetic on both sides of each bound.
+func TestGoal(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		g    *goal
+		f    figure
+		want bool
+	}{
+		{atLeast(200_000, false, ""), figure{Value: 200_000}, true},
+		{atLeast(200_000, false, ""), figure{Value: 199_999}, false},
+		{atMost(20, false, ""), figure{Value: 20}, true},
+		{atMost(20, false, ""), figure{Value: 20.1}, false},
+		{atLeast(0.5, true, ""), figure{Value: 9_000, Limit: 18_000}, true},
+		{atLeast(0.5, true, ""), figure{Value: 8_999, Limit: 18_000}, false},
+	}
+	for _, c := range cases {
+		if got := c.g.met(c.f); got != c.want {
+			t.Errorf("%+v on %+v: met %v, want %v", *c.g, c.f, got, c.want)
+		}
+	}
 }
