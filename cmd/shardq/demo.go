@@ -139,13 +139,16 @@ func (d *demo) serveDashboard(insp *queue.Inspector) (func(), error) {
 
 // enqueue sends the tasks in batches: most run at once, every 25th is
 // scheduled a second or two ahead, every 10th fails once and retries,
-// every 200th fails for good and goes to dead.
+// every 200th fails for good and goes to dead. Done tasks are kept an hour.
 func (d *demo) enqueue(ctx context.Context, client *queue.Client) error {
 	const batch = 500
 	for i := 0; i < d.f.tasks; i += batch {
 		tasks := make([]*queue.Task, 0, batch)
 		for j := i; j < min(i+batch, d.f.tasks); j++ {
-			var opts []queue.Option
+			// Kept an hour once done, so the dashboard's done tab shows
+			// what the progress line counts (without Retention a finished
+			// task leaves Redis at once).
+			opts := []queue.Option{queue.Retention(time.Hour)}
 			if j%25 == 24 {
 				opts = append(opts, queue.ProcessIn(time.Second+time.Duration(j%1000)*time.Millisecond))
 			}

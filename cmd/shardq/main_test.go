@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/queue"
 )
 
 // run runs shardq in-process with env and returns its exit code and output.
@@ -63,6 +64,27 @@ func TestUsage(t *testing.T) {
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	doneSeen := make(chan int64, 1)
+	go func() { // while the demo runs: its done tasks are kept, for the dashboard
+		ctx := context.Background()
+		var most int64
+		var insp *queue.Inspector
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && most < 398; time.Sleep(20 * time.Millisecond) {
+			if insp == nil { // the demo's prefix is its own: find it
+				keys, _, _ := rdb.Scan(ctx, 0, "{shardq-demo-*", 10).Result()
+				if len(keys) == 0 {
+					continue
+				}
+				prefix, _, _ := strings.Cut(strings.TrimPrefix(keys[0], "{"), ":")
+				insp, _ = queue.NewInspector(rdb, queue.Config{Prefix: prefix})
+			}
+			if qi, err := insp.QueueInfo(ctx, queue.DefaultQueue); err == nil {
+				most = max(most, qi.Done)
+			}
+		}
+		doneSeen <- most
+	}()
 	code, out, errOut := run(t, map[string]string{"REDIS_URL": "redis://" + srv.Addr}, "demo", "-tasks", "400", "-work", "0")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -77,6 +99,9 @@ func TestDemo(t *testing.T) {
 	}
 	if n := srv.Client(t).DBSize(context.Background()).Val(); n != 0 {
 		t.Errorf("the demo left %d keys", n)
+	}
+	if most := <-doneSeen; most != 398 {
+		t.Errorf("the queue held at most %d done tasks during the demo, want all 398 kept", most)
 	}
 }
 
