@@ -28,15 +28,15 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			// a backlog: wait (at most batchWait) for a whole batch of
 			// slots, so one round trip carries a full pop and the acks
 			// that freed them, and this goroutine wakes once for it
-			n = s.slots.topUp(ctx, 0, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
+			n = s.slots.topUp(ctx, p.share, 0, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
 		}
 		if n == 0 {
 			var err error
-			if n, err = s.slots.acquire(ctx, p.weight, s.cfg.BatchSize); err != nil {
+			if n, err = s.slots.acquire(ctx, p.share, s.cfg.BatchSize); err != nil {
 				return
 			}
 			if busy && n < s.cfg.BatchSize {
-				n = s.slots.topUp(ctx, n, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
+				n = s.slots.topUp(ctx, p.share, n, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
 			}
 		}
 		if n = s.popHigher(ctx, p, n); n == 0 {
@@ -46,6 +46,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			continue
 		}
 		claiming := inflight
+		drain(p.freed) // this round trip carries what finished so far
 		r, err := s.dequeue(ctx, p, n, claiming)
 		if err != nil {
 			s.slots.release(n)
@@ -73,11 +74,22 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			// at the rate limit: wait until the next start is allowed
 			s.slots.release(n)
 			sleepCtx(ctx, min(time.Duration(r.aux)*time.Millisecond, time.Second))
+			s.slots.rejoin(p.share)
+			continue
+		case r.status == statusFull:
+			// at the queue's concurrency limit: look again when a task of
+			// this partition finishes here (the next pop carries its ack,
+			// which frees its hold first) or, for holds of other workers,
+			// shortly
+			s.slots.release(n)
+			waitCtx(ctx, p.freed, s.idlePoll())
+			s.slots.rejoin(p.share)
 			continue
 		case r.status != statusOK:
-			// paused or at a fleet-wide limit: look again shortly
+			// paused: look again shortly
 			s.slots.release(n)
 			sleepCtx(ctx, s.idlePoll())
+			s.slots.rejoin(p.share)
 			continue
 		}
 		// Empty: block for a slice. With a slot to spare, hold one, so what
@@ -92,6 +104,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		s.slots.release(n - hold)
 		got, err := s.block(ctx, p, r.aux)
 		s.slots.release(hold)
+		s.slots.rejoin(p.share)
 		inflight = got
 		if got && err == nil && s.hooks.afterMove != nil {
 			s.hooks.afterMove()
@@ -142,6 +155,25 @@ func (b *backoff) sleep(ctx context.Context) {
 }
 
 func (b *backoff) reset() { b.d = 0 }
+
+// waitCtx waits for a signal on ch, at most d.
+func waitCtx(ctx context.Context, ch <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// drain clears a pending signal on ch.
+func drain(ch <-chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
+}
 
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)

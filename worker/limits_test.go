@@ -74,6 +74,43 @@ func TestConcurrencyLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
+	// At the limit, a fetcher looks again when a task of its queue
+	// finishes here, not after a poll: with limit 2 and no-op handlers the
+	// next tasks start right after the last ones end. (It used to wait
+	// idlePoll, 250 ms, each time: two tasks per quarter second.)
+	t.Run("NextStartsWhenOneFinishes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{Concurrency: 2}))
+		const n = 40
+		enqueueN(t, b, n)
+		var mu sync.Mutex
+		var starts []time.Time
+		b.server(t, Config{Concurrency: 10}, HandlerFunc(func(context.Context, *Task) error {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			return nil
+		}))
+		waitFor(t, 30*time.Second, "all started", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(starts) == n
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		long := 0
+		for i := 1; i < n; i++ {
+			if starts[i].Sub(starts[i-1]) >= 200*time.Millisecond {
+				long++
+			}
+		}
+		if long > 4 {
+			t.Fatalf("%d of %d gaps between starts were 200ms or more: the fetcher polls instead of waking when a task finishes (all %d took %v)",
+				long, n-1, n, starts[n-1].Sub(starts[0]))
+		}
+	})
+
 	// SetLimits applies to running workers at their next dequeue.
 	t.Run("ChangesWithoutRestart", func(t *testing.T) {
 		t.Parallel()

@@ -38,7 +38,10 @@ type outcome struct {
 // whose next pop carries it. After the flusher stopped (shutdown gave up on
 // this handler), nothing writes it: the task was requeued already and the
 // token check would reject it anyway.
-func (s *Server) finish(o outcome) { s.outbox.put(o) }
+func (s *Server) finish(o outcome) {
+	s.outbox.put(o)
+	o.p.signalFreed()
+}
 
 // maxOutcomeBatch bounds the outcomes one round trip carries.
 const maxOutcomeBatch = 1000
@@ -125,7 +128,11 @@ func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
 		s.queueOutcomeGroups(ctx, pipe, groups)
 		return nil
 	})
-	return s.settle(groups)
+	failed, err := s.settle(groups)
+	for _, g := range groups {
+		g.p.signalFreed() // their concurrency-limit holds are released now
+	}
+	return failed, err
 }
 
 // outcomeGroup is the outcomes of one partition and kind: one script call.

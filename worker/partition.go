@@ -19,14 +19,27 @@ type part struct {
 	index  int
 	ord    int // its place in Server.parts
 	weight int
+	share  *share // the queue's, shared by its partitions
 	k      keys.Partition
 	list   *lua.ShardedList
 	// the KEYS of the scripts a busy worker calls per batch, built once
 	popKeys, claimKeys, ackKeys, failKeys []string
+	// freed is signalled when a task of this partition finishes here or
+	// its outcome is written: a fetcher at the queue's concurrency limit
+	// waits for it (or idlePoll, for slots freed by other workers).
+	freed chan struct{}
 }
 
-func newPart(k keys.Partition, queue string, index, ord, weight, shardSize int, worker string) *part {
-	return &part{queue: queue, index: index, ord: ord, weight: weight, k: k,
+// signalFreed wakes p's fetcher if it waits at the concurrency limit.
+func (p *part) signalFreed() {
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
+}
+
+func newPart(k keys.Partition, queue string, index, ord int, sh *share, shardSize int, worker string) *part {
+	return &part{queue: queue, index: index, ord: ord, weight: sh.weight, share: sh, k: k, freed: make(chan struct{}, 1),
 		list:    &lua.ShardedList{Base: k.Base(), ShardSize: shardSize},
 		popKeys: []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
 		claimKeys: []string{k.Inflight(worker), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),

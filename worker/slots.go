@@ -2,49 +2,80 @@ package worker
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"time"
 )
 
 // slots hands this process's free handler slots to the fetchers that wait
-// for them: to the heaviest waiting queue first (strict priority) or at
-// random in proportion to the queues' weights.
+// for them: to the heaviest waiting queue first (strict priority), or in
+// proportion to the queues' weights.
+//
+// Weighted shares are kept by stride scheduling: every slot a queue takes
+// advances its share's pass by 1/weight, and free slots go to the waiting
+// queue whose pass is lowest. A queue that waits rarely (its fetcher is
+// out popping while the others queue up) is not shortchanged, as it is by
+// a weighted draw among whoever happens to wait; and a queue coming back
+// from idle (rejoin) starts level with the others rather than with a
+// credit for the time it had nothing to run.
+//
+// Every fetcher that wants slots waits in one line: those that need one
+// slot to go on (acquire) and busy ones gathering a whole batch (topUp).
+// The first in line by pass is served first; while it gathers its batch
+// the others wait behind it, at most batchWait.
 type slots struct {
-	mu       sync.Mutex
-	free     int
-	strict   bool
-	waiters  []*waiter
-	watchers []*watcher // topUp calls waiting for enough free slots
+	mu      sync.Mutex
+	free    int
+	strict  bool
+	waiters []*waiter
+	pass    float64 // the highest pass served so far: the virtual time
 }
 
-// watcher is a topUp call waiting until at least need slots are free.
-type watcher struct {
-	need int
-	ch   chan struct{} // closed when need slots are free
-}
-
-type waiter struct {
+// share is one queue's standing in the weighted draw: every partition
+// fetcher of the queue uses the same one, so weights are per queue.
+type share struct {
 	weight int
-	want   int
-	ch     chan int // receives the slots granted
+	pass   float64 // guarded by slots.mu
+}
+
+// waiter is a fetcher waiting in line for slots.
+type waiter struct {
+	share *share
+	need  int  // slots it waits for at the least
+	want  int  // slots it takes at the most
+	batch bool // a busy fetcher topping up its batch
+	ch    chan int
 }
 
 func newSlots(n int, strict bool) *slots {
 	return &slots{free: n, strict: strict}
 }
 
-// acquire waits for at least one slot and takes up to want.
-func (s *slots) acquire(ctx context.Context, weight, want int) (int, error) {
+// take charges n slots to sh and returns n; s.mu is held.
+func (s *slots) take(sh *share, n int) int {
+	s.pass = max(s.pass, sh.pass)
+	sh.pass += float64(n) / float64(sh.weight)
+	return n
+}
+
+// rejoin brings a queue back from idle (its queue was empty, paused or
+// limited) level with the others: the time it had nothing to run earns it
+// no burst of slots.
+func (s *slots) rejoin(sh *share) {
+	s.mu.Lock()
+	sh.pass = max(sh.pass, s.pass)
+	s.mu.Unlock()
+}
+
+// acquire waits for at least one slot and takes up to want, for sh.
+func (s *slots) acquire(ctx context.Context, sh *share, want int) (int, error) {
 	s.mu.Lock()
 	if s.free > 0 && len(s.waiters) == 0 {
-		n := min(s.free, want)
+		n := s.take(sh, min(s.free, want))
 		s.free -= n
 		s.mu.Unlock()
 		return n, nil
 	}
-	w := &waiter{weight: weight, want: want, ch: make(chan int, 1)}
-	s.waiters = append(s.waiters, w)
+	w := s.join(sh, 1, want, false)
 	s.mu.Unlock()
 	select {
 	case n := <-w.ch:
@@ -52,24 +83,90 @@ func (s *slots) acquire(ctx context.Context, weight, want int) (int, error) {
 	case <-ctx.Done():
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for i, x := range s.waiters {
-			if x == w {
-				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-				return 0, ctx.Err()
-			}
+		if !s.leave(w) {
+			// granted while we gave up: hand the slots on (the share keeps
+			// the charge, as if they had run)
+			s.free += <-w.ch
+			s.grant()
 		}
-		// granted while we gave up: hand the slots on
-		s.free += <-w.ch
-		s.grant()
 		return 0, ctx.Err()
 	}
 }
 
-// contended reports whether fetchers are waiting for slots.
+// topUp adds slots to the n a fetcher of sh holds until it has at least
+// min, or until wait passes, waking once enough slots came. A busy queue's
+// fetcher uses it so a pop carries a batch rather than the one or two
+// slots that happened to be free: handlers release slots one by one.
+func (s *slots) topUp(ctx context.Context, sh *share, n, min, want int, wait time.Duration) int {
+	if n >= want {
+		return n
+	}
+	s.mu.Lock()
+	if len(s.waiters) == 0 && s.free >= min-n {
+		n += s.take(sh, s.takeFree(want-n))
+		s.mu.Unlock()
+		return n
+	}
+	w := s.join(sh, max(min-n, 1), want-n, true)
+	s.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case k := <-w.ch:
+		return n + k
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.leave(w) {
+		return n + <-w.ch // granted as the wait ended
+	}
+	// the wait is over: take what is free, and let the line move on
+	n += s.take(sh, s.takeFree(want-n))
+	s.grant()
+	return n
+}
+
+// takeFree removes up to k free slots and returns how many; s.mu is held.
+func (s *slots) takeFree(k int) int {
+	k = min(k, s.free)
+	s.free -= k
+	return k
+}
+
+// join puts a fetcher of sh in line and serves the line, since slots may
+// be free while the first in line gathers a batch; s.mu is held.
+func (s *slots) join(sh *share, need, want int, batch bool) *waiter {
+	w := &waiter{share: sh, need: need, want: want, batch: batch, ch: make(chan int, 1)}
+	s.waiters = append(s.waiters, w)
+	s.grant()
+	return w
+}
+
+// leave takes w out of line and reports whether it was still there (not
+// served); s.mu is held.
+func (s *slots) leave(w *waiter) bool {
+	for i, x := range s.waiters {
+		if x == w {
+			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// contended reports whether fetchers wait for a slot to go on at all (not
+// only busy ones topping up a batch).
 func (s *slots) contended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.waiters) > 0
+	for _, w := range s.waiters {
+		if !w.batch {
+			return true
+		}
+	}
+	return false
 }
 
 // release gives n slots back.
@@ -80,107 +177,39 @@ func (s *slots) release(n int) {
 	s.mu.Lock()
 	s.free += n
 	s.grant()
-	s.notify()
 	s.mu.Unlock()
 }
 
-// notify wakes the watchers whose need the free slots now meet; s.mu is
-// held. A watcher wakes once for its batch, not at every release.
-func (s *slots) notify() {
-	kept := s.watchers[:0]
-	for _, w := range s.watchers {
-		if s.free >= w.need {
-			close(w.ch)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	clear(s.watchers[len(kept):])
-	s.watchers = kept
-}
-
-// topUp adds free slots to the n a fetcher holds until it has at least
-// min, or until wait passes, waking when enough slots are free. A busy
-// queue's fetcher uses it so a pop carries a batch rather than the one or
-// two slots that happened to be free: handlers release slots one by one.
-func (s *slots) topUp(ctx context.Context, n, min, want int, wait time.Duration) int {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		s.mu.Lock()
-		n = s.takeFree(n, want)
-		if n >= min {
-			s.mu.Unlock()
-			return n
-		}
-		w := &watcher{need: min - n, ch: make(chan struct{})}
-		s.watchers = append(s.watchers, w)
-		s.mu.Unlock()
-		select {
-		case <-w.ch:
-			continue
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		s.mu.Lock()
-		s.forget(w)
-		n = s.takeFree(n, want) // the slots may have come as the wait ended
-		s.mu.Unlock()
-		return n
-	}
-}
-
-// takeFree adds free slots to the n a fetcher holds, up to want, unless
-// other fetchers wait for slots (they come first); s.mu is held.
-func (s *slots) takeFree(n, want int) int {
-	if len(s.waiters) > 0 {
-		return n
-	}
-	k := min(s.free, want-n)
-	s.free -= k
-	return n + k
-}
-
-// forget removes w from the watchers, if still there; s.mu is held.
-func (s *slots) forget(w *watcher) {
-	for i, x := range s.watchers {
-		if x == w {
-			s.watchers = append(s.watchers[:i], s.watchers[i+1:]...)
-			return
-		}
-	}
-}
-
-// grant hands free slots to waiters; s.mu is held.
+// grant serves the line from the front while the free slots meet the
+// first waiter's need; s.mu is held.
 func (s *slots) grant() {
 	for s.free > 0 && len(s.waiters) > 0 {
 		i := s.pick()
 		w := s.waiters[i]
+		if s.free < w.need {
+			return // it gathers a batch; the line waits (at most batchWait)
+		}
 		s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-		n := min(s.free, w.want)
-		s.free -= n
-		w.ch <- n
+		w.ch <- s.take(w.share, s.takeFree(w.want))
 	}
 }
 
-// pick chooses the waiter to serve next.
+// pick chooses the waiter to serve next: the heaviest queue under strict
+// priority, else the lowest pass, the heavier queue on a tie, then the
+// first to wait.
 func (s *slots) pick() int {
-	best, total := 0, 0
+	best := 0
 	for i, w := range s.waiters {
-		total += w.weight
-		if w.weight > s.waiters[best].weight {
+		b := s.waiters[best].share
+		if s.strict {
+			if w.share.weight > b.weight {
+				best = i
+			}
+			continue
+		}
+		if w.share.pass < b.pass || w.share.pass == b.pass && w.share.weight > b.weight {
 			best = i
 		}
 	}
-	if s.strict {
-		return best
-	}
-	r := rand.IntN(total)
-	for i, w := range s.waiters {
-		if r < w.weight {
-			return i
-		}
-		r -= w.weight
-	}
-	return len(s.waiters) - 1
+	return best
 }

@@ -10,11 +10,12 @@ import (
 func TestSlots(t *testing.T) {
 	t.Run("TakesWhatIsFree", func(t *testing.T) {
 		s := newSlots(5, false)
-		n, err := s.acquire(context.Background(), 1, 3)
+		sh := &share{weight: 1}
+		n, err := s.acquire(context.Background(), sh, 3)
 		if n != 3 || err != nil {
 			t.Fatalf("acquire = %d, %v", n, err)
 		}
-		if n, _ := s.acquire(context.Background(), 1, 3); n != 2 {
+		if n, _ := s.acquire(context.Background(), sh, 3); n != 2 {
 			t.Fatalf("second acquire = %d, want the 2 left", n)
 		}
 	})
@@ -23,11 +24,12 @@ func TestSlots(t *testing.T) {
 		s := newSlots(0, false)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		if _, err := s.acquire(ctx, 1, 1); err == nil {
+		sh := &share{weight: 1}
+		if _, err := s.acquire(ctx, sh, 1); err == nil {
 			t.Fatal("acquire with no slots returned without error")
 		}
 		s.release(1)
-		if n, _ := s.acquire(context.Background(), 1, 1); n != 1 {
+		if n, _ := s.acquire(context.Background(), sh, 1); n != 1 {
 			t.Fatal("the slot released after a cancelled wait was lost")
 		}
 	})
@@ -42,7 +44,7 @@ func TestSlots(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := s.acquire(context.Background(), w, 1); err == nil {
+				if _, err := s.acquire(context.Background(), &share{weight: w}, 1); err == nil {
 					got <- w
 				}
 			}()
@@ -57,17 +59,78 @@ func TestSlots(t *testing.T) {
 		wg.Wait()
 	})
 
+	// Every queue backlogged, its fetcher back in line as soon as it is
+	// served: the slots split exactly by weight, whatever the order.
 	t.Run("WeightedShares", func(t *testing.T) {
 		s := newSlots(0, false)
-		counts := map[int]int{}
-		for range 3000 {
-			s.waiters = []*waiter{{weight: 1, want: 1, ch: make(chan int, 1)}, {weight: 3, want: 1, ch: make(chan int, 1)}}
-			counts[s.waiters[s.pick()].weight]++
-		}
-		if r := float64(counts[3]) / float64(counts[1]); r < 2.5 || r > 3.6 {
-			t.Fatalf("weight 3 served %.2f times as often as weight 1, want about 3", r)
+		shares := []*share{{weight: 1}, {weight: 6}, {weight: 3}}
+		counts := serve(s, shares, 1000, nil)
+		if counts[1] != 600 || counts[2] != 300 || counts[0] != 100 {
+			t.Fatalf("weights 1, 6, 3 served %v of 1000 slots, want 100, 600, 300", counts)
 		}
 	})
+
+	// A queue that waits rarely (its fetcher is out popping while the
+	// others queue up) still gets its share: here the heaviest queue is
+	// in line only every other round, yet it is served first when it is.
+	t.Run("RarelyWaitingKeepsItsShare", func(t *testing.T) {
+		s := newSlots(0, false)
+		shares := []*share{{weight: 6}, {weight: 3}, {weight: 1}}
+		round := 0
+		counts := serve(s, shares, 1000, func(i int) bool { round++; return i != 0 || round%2 == 0 })
+		if counts[0] < 450 {
+			t.Fatalf("weights 6, 3, 1 with the first in line half the time: %v of 1000, want the first near its 600", counts)
+		}
+	})
+
+	// A queue back from idle starts level: it gets its share from then on,
+	// not a burst for the time it had nothing to run.
+	t.Run("RejoinEarnsNoCredit", func(t *testing.T) {
+		s := newSlots(0, false)
+		busy, back := &share{weight: 1}, &share{weight: 1}
+		serve(s, []*share{busy}, 500, nil)
+		s.rejoin(back)
+		counts := serve(s, []*share{busy, back}, 100, nil)
+		if counts[1] > 55 {
+			t.Fatalf("after idling, an equal queue took %d of the next 100 slots, want about 50", counts[1])
+		}
+	})
+}
+
+// serve hands out n slots one at a time to shares whose fetchers wait in
+// line (all of them, or those inLine allows), putting each served share
+// back in line, and returns how many slots each share got.
+func serve(s *slots, shares []*share, n int, inLine func(i int) bool) []int {
+	counts := make([]int, len(shares))
+	waiting := make([]*waiter, len(shares))
+	for served := 0; served < n; {
+		s.mu.Lock()
+		for i, sh := range shares {
+			if waiting[i] == nil && (inLine == nil || inLine(i)) {
+				waiting[i] = &waiter{share: sh, want: 1, ch: make(chan int, 1)}
+				s.waiters = append(s.waiters, waiting[i])
+			}
+		}
+		s.free++
+		s.grant()
+		s.mu.Unlock()
+		for i, w := range waiting {
+			if w == nil {
+				continue
+			}
+			select {
+			case k := <-w.ch:
+				counts[i] += k
+				served += k
+				waiting[i] = nil
+			default:
+			}
+		}
+	}
+	s.mu.Lock()
+	s.waiters = nil
+	s.mu.Unlock()
+	return counts
 }
 
 func waitWaiters(t *testing.T, s *slots, n int) {
@@ -89,12 +152,13 @@ func waitWaiters(t *testing.T, s *slots, n int) {
 func TestSlotsTopUp(t *testing.T) {
 	ctx := context.Background()
 	s := newSlots(8, false)
-	if n, _ := s.acquire(ctx, 1, 8); n != 8 {
+	sh := &share{weight: 1}
+	if n, _ := s.acquire(ctx, sh, 8); n != 8 {
 		t.Fatalf("acquired %d, want 8", n)
 	}
 	got := make(chan int, 1)
 	start := time.Now()
-	go func() { got <- s.topUp(ctx, 0, 4, 8, 5*time.Second) }()
+	go func() { got <- s.topUp(ctx, sh, 0, 4, 8, 5*time.Second) }()
 	for range 3 {
 		s.release(1)
 		select {
@@ -118,12 +182,12 @@ func TestSlotsTopUp(t *testing.T) {
 
 	// the wait ends first: topUp keeps what it has and takes what is free
 	s.release(1)
-	if n := s.topUp(ctx, 2, 8, 8, 30*time.Millisecond); n != 3 {
+	if n := s.topUp(ctx, sh, 2, 8, 8, 30*time.Millisecond); n != 3 {
 		t.Fatalf("topUp after its wait: %d slots, want 2 held + 1 free", n)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.watchers) != 0 || s.free != 0 {
-		t.Fatalf("after topUp: %d watchers, %d free; want none", len(s.watchers), s.free)
+	if len(s.waiters) != 0 || s.free != 0 {
+		t.Fatalf("after topUp: %d waiting, %d free; want none", len(s.waiters), s.free)
 	}
 }
