@@ -30,6 +30,7 @@ var (
 	Fail      = registry["fail"]
 	Extend    = registry["extend"]
 	Requeue   = registry["requeue"]
+	LeasesOf  = registry["leases_of"]
 	Reap      = registry["reap"]
 	Forward   = registry["forward"]
 	Heartbeat = registry["heartbeat"]

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
@@ -398,5 +401,82 @@ func TestRedisAtMemoryLimit(t *testing.T) {
 	// Drained, Redis has room again.
 	if _, err := b.client.Enqueue(ctx, queue.NewRawTask("oom", payload), queue.In(qname)); err != nil {
 		t.Errorf("Enqueue after the queue drained: %v", err)
+	}
+}
+
+// TestStalledRedisLosesNoAttempt freezes Redis (SIGSTOP) past the
+// worker client's read timeout while the worker is busy: the pops it sends
+// meanwhile time out, yet Redis runs them when it resumes, leasing tasks
+// to the worker whose replies never arrive. The worker finds those leases
+// after its next answered call and gives them back: every task runs, none
+// goes dead for want of attempts (MaxRetry 0), and none waits out its
+// 30 s lease. (Before, such tasks died with "attempts exhausted" without
+// ever running.)
+func TestStalledRedisLosesNoAttempt(t *testing.T) {
+	t.Parallel()
+	const total = 400
+	b := setup(t)
+	ctx := context.Background()
+	opts := b.srv.Options()
+	opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, -1
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	for i := 0; i < total; i += 100 {
+		tasks := make([]*queue.Task, 100)
+		for j := range tasks {
+			tasks[j] = queue.NewRawTask("t", []byte(fmt.Sprint(i+j)))
+		}
+		if _, err := b.client.EnqueueBatch(ctx, tasks, queue.MaxRetry(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	ran := map[string]int{}
+	var logs syncBuffer
+	cfg := b.config(t, Config{Concurrency: 8, Lease: 30 * time.Second})
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s, err := NewServer(rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
+		mu.Lock()
+		ran[task.ID]++
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	}))
+	must(t, err)
+	must(t, s.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(sctx)
+	})
+	waitFor(t, 10*time.Second, "the first tasks", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) >= 40
+	})
+	b.srv.Pause(t)
+	time.Sleep(1500 * time.Millisecond) // several pops time out meanwhile
+	b.srv.Resume(t)
+
+	// well inside the 30 s lease: a task left to the reaper would not make it
+	waitFor(t, 15*time.Second, "every task done", func() bool {
+		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0
+	})
+	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	if qi.Dead != 0 || len(ran) != total {
+		t.Fatalf("%d of %d tasks ran, %d dead; want all run, none dead\nlog:\n%s", len(ran), total, qi.Dead, logs.Bytes())
+	}
+	// one worker, 30 s leases: no lease was taken over, so no outcome is
+	// reported stale; acks whose reply the stall lost are merely resent
+	out := string(logs.Bytes())
+	if strings.Contains(out, "stale outcome rejected") {
+		t.Errorf("a resent outcome was reported as taken over:\n%s", out)
+	}
+	if !strings.Contains(out, "a reply that never came back had leased tasks to this worker") {
+		t.Logf("no pop reply was lost this time (the stall hit between pops):\n%s", out)
 	}
 }

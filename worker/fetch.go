@@ -51,11 +51,15 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		if err != nil {
 			s.slots.release(n)
 			setBusy(false) // the flusher writes the outcomes meanwhile
+			p.lost.lost()
 			s.logRedisError("fetch", err)
 			wait.sleep(ctx)
 			continue
 		}
 		wait.reset()
+		if p.lost.answered(r) {
+			s.recoverLost(ctx, p)
+		}
 		if claiming {
 			inflight = r.aux > 0
 		}
@@ -130,8 +134,10 @@ func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
 		}
 		r, err := s.pop(ctx, h, n)
 		if err != nil {
-			return n // p's own pop will meet the same trouble and back off
+			h.lost.lost() // h's own fetcher looks for its leases
+			return n      // p's own pop will meet the same trouble and back off
 		}
+		h.lost.answered(r)
 		s.start(h, r.tasks)
 		n -= len(r.tasks)
 	}

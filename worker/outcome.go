@@ -32,6 +32,18 @@ type outcome struct {
 	err         string
 	delayMS     int64 // fail: ms to wait before the retry; -1 = dead
 	snooze      int64 // fail: 1 = back after the delay, the attempt not counted
+	// resent: an earlier try to write it failed, and may have run all
+	// the same (its reply was lost), so a stale code is no news
+	resent bool
+}
+
+// markResent flags outcomes whose write is to be tried again and returns
+// them.
+func markResent(os []outcome) []outcome {
+	for i := range os {
+		os[i].resent = true
+	}
+	return os
 }
 
 // finish queues an outcome for writing: by the flusher, or by a fetcher
@@ -177,7 +189,7 @@ func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
 	for _, g := range groups {
 		codes, err := g.cmd.Slice()
 		if err != nil {
-			failed = append(failed, g.items...)
+			failed = append(failed, markResent(g.items)...)
 			if first == nil {
 				first = err
 			}
@@ -196,6 +208,11 @@ func (s *Server) warnStale(items []outcome, codes []any) {
 			return
 		}
 		if c, _ := codes[j].(int64); c == 0 {
+			if o.resent {
+				s.log.Info("outcome not written again: an earlier try whose reply was lost wrote it, or the task's lease was taken over",
+					"task", o.id, "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
+				continue
+			}
 			s.log.Warn("stale outcome rejected: the task's lease was taken over, another worker owns it",
 				"task", o.id, "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
 		}

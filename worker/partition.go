@@ -24,6 +24,7 @@ type part struct {
 	list   *lua.ShardedList
 	// the KEYS of the scripts a busy worker calls per batch, built once
 	popKeys, claimKeys, ackKeys, failKeys []string
+	lost                                  lostLeases // lease calls whose reply never came back
 	// freed is signalled when a task of this partition finishes here or
 	// its outcome is written: a fetcher at the queue's concurrency limit
 	// waits for it (or idlePoll, for slots freed by other workers).
@@ -72,6 +73,7 @@ type popReply struct {
 	aux    int64 // pop: the end shard; claim: items left in flight
 	codes  []any // one per ack the call carried: 1 acked, 0 stale
 	tasks  []leased
+	now    int64 // server ms when the call ran
 }
 
 // dequeue pops n tasks of p (claims them from this worker's in-flight
@@ -110,7 +112,7 @@ func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (po
 	r, err := parseDequeue(p, cmd, claiming)
 	if err != nil {
 		// the acks are rewritten under their tokens: harmless if they ran
-		s.outbox.giveBack(acks)
+		s.outbox.giveBack(markResent(acks))
 		return r, err
 	}
 	s.warnStale(acks, r.codes)
@@ -176,6 +178,7 @@ func parsePopReply(res []any) (popReply, error) {
 	r.status, _ = res[0].(int64)
 	r.aux, _ = res[1].(int64)
 	at, _ := res[2].(int64)
+	r.now = at
 	r.codes, _ = res[3].([]any)
 	if len(res) == 4 {
 		return r, nil
