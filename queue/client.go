@@ -30,6 +30,9 @@ type Client struct {
 
 // NewClient returns a Client over rdb.
 func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
+	if rcall.IsNil(rdb) {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -167,7 +170,7 @@ func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, erro
 	if p.in = o.processIn.Milliseconds(); p.in > 0 {
 		// Redis times the delay by its own clock; this is the client's
 		// reading of the same moment, for the returned TaskInfo only.
-		p.due = now.Add(o.processIn)
+		p.due = now.Add(o.processIn).Round(0) // wall clock only, as GetTask reports
 	}
 	b, err := m.Encode()
 	if err != nil {

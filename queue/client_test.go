@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 )
@@ -228,6 +230,15 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 	for _, cfg := range []Config{{ShardSize: -1}, {ShardSize: 100_000}, {Prefix: "a{b"}, {Partitions: map[string]int{"q": 0}}, {Partitions: map[string]int{"a b": 1}}} {
 		if _, err := NewClient(b.rdb, cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Fatalf("NewClient(%+v): err = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	var unset *redis.Client
+	for _, rdb := range []redis.UniversalClient{nil, unset} {
+		if _, err := NewClient(rdb, Config{}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "nil Redis client") {
+			t.Fatalf("NewClient(%#v): err = %v, want ErrInvalidConfig", rdb, err)
+		}
+		if _, err := NewInspector(rdb, Config{}); !errors.Is(err, ErrInvalidConfig) {
+			t.Fatalf("NewInspector(%#v): err = %v, want ErrInvalidConfig", rdb, err)
 		}
 	}
 }

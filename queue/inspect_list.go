@@ -292,6 +292,15 @@ func encodeMarker(s State, newest bool, parts []string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(string(s) + " " + dir + "\x1e" + strings.Join(parts, "\x1e")))
 }
 
+// listable reports whether ListTasks lists state s.
+func listable(s State) bool {
+	_, err := stateSet(s)
+	return err == nil
+}
+
+// markerOrder names a marker's direction for error messages.
+var markerOrder = map[string]string{"a": "oldest first", "d": "newest first"}
+
 // decodeMarker returns q.After's field per partition, one per partition
 // of n (a partition added since starts from the beginning).
 func decodeMarker(q TaskQuery, n int) ([]string, error) {
@@ -312,7 +321,12 @@ func decodeMarker(q TaskQuery, n int) ([]string, error) {
 		dir = "d"
 	}
 	if fields[0] != string(q.State)+" "+dir {
-		return nil, bad(fmt.Sprintf("made for %q, not %s %s", fields[0], q.State, dir))
+		st, d, ok := strings.Cut(fields[0], " ")
+		if !ok || (d != "a" && d != "d") || !listable(State(st)) {
+			return nil, bad("not a marker this Inspector made")
+		}
+		return nil, bad(fmt.Sprintf("made for the %s tasks, %s; this listing is the %s tasks, %s",
+			st, markerOrder[d], q.State, markerOrder[dir]))
 	}
 	parts := fields[1:]
 	if len(parts) > n {

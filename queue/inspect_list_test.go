@@ -155,6 +155,18 @@ func TestListTasks(t *testing.T) {
 				t.Errorf("%s: err = %v, want %v", name, err, c.want)
 			}
 		}
+		// the messages say what was wrong in words, not decoded bytes
+		for after, want := range map[string]string{
+			"garbage":  "not a marker this Inspector made", // valid base64 of binary
+			p.Next:     "made for the dead tasks, oldest first; this listing is the retry tasks, oldest first",
+			"!!!":      "not base64url",
+			forge("x"): "not a marker this Inspector made",
+		} {
+			_, err := s.insp.ListTasks(s.ctx, queue.TaskQuery{Queue: s.q, State: queue.StateRetry, After: after})
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("marker %q: err = %v, want it to say %q", after, err, want)
+			}
+		}
 	})
 }
 

@@ -25,6 +25,9 @@ type Inspector struct {
 
 // NewInspector returns an Inspector over rdb.
 func NewInspector(rdb redis.UniversalClient, cfg Config) (*Inspector, error) {
+	if rcall.IsNil(rdb) {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

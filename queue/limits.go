@@ -157,6 +157,9 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
 		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"])}
+	if info.Limits.Rate == 0 {
+		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
+	}
 	info.Waiting, _ = strconv.ParseInt(parked, 10, 64)
 	for key, v := range active {
 		ki := info.Keys[key]

@@ -69,7 +69,7 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	var err error
 	if c.Config, err = c.Config.Normalize(); err != nil {
-		return c, err
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err) // both sentinels match
 	}
 	if len(c.Queues) == 0 {
 		c.Queues = map[string]int{queue.DefaultQueue: 1}

@@ -52,13 +52,15 @@ type Schedule struct {
 	Name string
 	// Spec is a cron spec: five fields (minute hour day-of-month month
 	// day-of-week), or six with seconds first, or a descriptor such as
-	// "@hourly" or "@every 90s"; "CRON_TZ=Europe/Paris " in front sets its
-	// time zone.
+	// "@hourly" or "@every 90s" (whole seconds, at least one);
+	// "CRON_TZ=Europe/Paris " in front sets its time zone.
 	Spec string
 	// Location is the time zone of a spec without CRON_TZ. Defaults to UTC,
 	// so schedulers on machines in other zones agree.
 	Location *time.Location
-	// Task and Options are what each tick enqueues.
+	// Task and Options are what each tick enqueues. A TaskID option is
+	// replaced: each tick's task ID is cron:<name>:<unix time of the
+	// tick>, which is what makes the tick run once.
 	Task    *queue.Task
 	Options []queue.Option
 	// Missed is the missed-tick policy. Defaults to MissedSkip.
@@ -154,6 +156,12 @@ func parseSchedule(sc Schedule) (*scheduled, error) {
 	}
 	p := &scheduled{Schedule: sc, cron: c, queue: q}
 	if d, ok := c.(cron.ConstantDelaySchedule); ok {
+		// the parser rounds "@every 300ms" up to 1s and "@every 1500ms"
+		// down to 1s: say so rather than tick at another rate
+		_, every, _ := strings.Cut(spec, "@every ")
+		if want, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && want != d.Delay {
+			return nil, fmt.Errorf("%w: %q: spec %q: @every takes whole seconds, at least 1s", ErrInvalidSchedule, sc.Name, sc.Spec)
+		}
 		p.every = d.Delay
 	}
 	return p, nil

@@ -135,6 +135,8 @@ func TestCronSpecs(t *testing.T) {
 		{Spec: "@hourly"},
 		{Name: "has space", Spec: "@hourly", Task: task},
 		{Spec: "@hourly", Task: task, Options: []queue.Option{queue.In("{bad}")}},
+		{Spec: "@every 300ms", Task: task},  // would tick every second
+		{Spec: "@every 1500ms", Task: task}, // likewise
 	}
 	for _, sc := range bad {
 		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalidSchedule) {

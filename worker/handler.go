@@ -7,9 +7,11 @@ import (
 )
 
 // Handler runs tasks. Returning nil acknowledges the task; an error fails
-// the attempt (see SkipRetry and RetryIn). The context ends at the task's
-// timeout or deadline, when its lease is lost, or when shutdown runs out of
-// time; context.Cause tells which.
+// the attempt (see SkipRetry, RetryIn and Snooze). The context ends at the
+// task's timeout or deadline, when its lease is lost (ErrLeaseLost), when
+// shutdown runs out of time (ErrShutdown), when an operator cancels the
+// task (ErrCancelled, noticed at the next heartbeat) or when a Semaphore
+// middleware loses its slot (ErrSemaphoreLost); context.Cause tells which.
 type Handler interface {
 	ProcessTask(ctx context.Context, t *Task) error
 }

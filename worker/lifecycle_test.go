@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
@@ -320,6 +322,28 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := NewServer(b.rdb, Config{}, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil handler: err = %v", err)
+	}
+	// the embedded queue.Config's errors match both packages' sentinels
+	bad := Config{Config: queue.Config{Partitions: map[string]int{"a": 0}}}
+	if _, err := NewServer(b.rdb, bad, h); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, queue.ErrInvalidConfig) {
+		t.Errorf("bad queue.Config: err = %v, want worker's and queue's ErrInvalidConfig", err)
+	}
+	var unset *redis.Client
+	for _, rdb := range []redis.UniversalClient{nil, unset} {
+		if _, err := NewServer(rdb, Config{}, h); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "nil Redis client") {
+			t.Errorf("NewServer(%#v): err = %v, want ErrInvalidConfig for a nil client", rdb, err)
+		}
+	}
+}
+
+// TestStartAfterShutdown: a Server runs once, and says so.
+func TestStartAfterShutdown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.server(t, Config{}, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	must(t, s.Shutdown(context.Background()))
+	if err := s.Start(context.Background()); !errors.Is(err, ErrServerState) || !strings.Contains(err.Error(), "make a new one") {
+		t.Fatalf("Start after Shutdown: err = %v", err)
 	}
 }
 

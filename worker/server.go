@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
@@ -51,6 +52,9 @@ type Server struct {
 
 // NewServer returns a Server that runs h for tasks of cfg.Queues.
 func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error) {
+	if rcall.IsNil(rdb) {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -100,6 +104,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != 0 {
+		if s.state == 2 {
+			return fmt.Errorf("%w: Start on a server that was shut down; a Server runs once, make a new one", ErrServerState)
+		}
 		return fmt.Errorf("%w: Start on a server already started", ErrServerState)
 	}
 	if err := lua.LoadAll(ctx, s.rdb); err != nil {
@@ -198,6 +205,12 @@ func (s *Server) warnIfRetrying() {
 // whichever ends first) for running handlers, then cancels them with
 // ErrShutdown; what did not finish goes back to the head of its queue
 // without costing an attempt. It returns ctx's error if ctx ended first.
+//
+// Budget up to two seconds beyond the timeout: stopping fetchers waits for
+// their current blocking slice (at most one second), and handlers that
+// ignore their cancelled context get one more second before their tasks
+// are requeued regardless (such a handler may still be running when
+// Shutdown returns, while its task is pending again).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -3,6 +3,7 @@ package rcall
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,4 +60,15 @@ func honorsDeadline(c redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
+}
+
+// IsNil reports whether c is nil, or a nil pointer in a non-nil interface
+// (a *redis.Client declared but never set), which would only fail at the
+// first call.
+func IsNil(c redis.UniversalClient) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
