@@ -89,7 +89,9 @@ func (e *enqueuer) lines(ctx context.Context) error {
 			}
 		}
 		if err := e.send(ctx, client, batch, cnt); err != nil {
-			return fmt.Errorf("after %d tasks enqueued: %w", cnt.enqueued, err)
+			// where to resume: the batch's first line (none of it is known
+			// to be in; with its reply lost, some of it may be)
+			return fmt.Errorf("after %d tasks enqueued, from line %d on not enqueued: %w", cnt.enqueued, batch[0].n, err)
 		}
 		e.progress(cnt, false)
 	}

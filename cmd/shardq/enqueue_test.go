@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,5 +202,41 @@ func TestEnqueueBadInput(t *testing.T) {
 	})
 	if code, _, errOut := run(t, nil, "enqueue", "-h"); code != exitOK || !strings.Contains(errOut, "Exit codes:") {
 		t.Fatalf("enqueue -h: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestEnqueueLinesRedisGone: Redis dies while lines stream in; the command
+// stops with exit 1 and says from which line nothing is known enqueued,
+// so a rerun can resume there.
+func TestEnqueueLinesRedisGone(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	insp := inspector(t, srv)
+	fifo := filepath.Join(t.TempDir(), "lines")
+	must(t, syscall.Mkfifo(fifo, 0o600))
+	p := startShardq(t, redisEnv(srv), "enqueue", "--type", "t", "--lines", "--file", fifo)
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	must(t, err)
+	defer w.Close()
+	for i := range 100 {
+		fmt.Fprintf(w, "line %d\n", i+1)
+	}
+	waitUntil(t, 10*time.Second, "100 tasks enqueued", func() bool {
+		qi, err := insp.QueueInfo(context.Background(), "default")
+		return err == nil && qi.Pending == 100
+	})
+	srv.Kill(t)
+	for i := 100; i < 150; i++ {
+		fmt.Fprintf(w, "line %d\n", i+1)
+	}
+	w.Close()
+	select {
+	case code := <-p.done:
+		p.done <- code
+		if errOut := p.err.String(); code != exitFailure || !strings.Contains(errOut, "after 100 tasks enqueued, from line 101 on not enqueued") {
+			t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("enqueue --lines did not stop after Redis died")
 	}
 }

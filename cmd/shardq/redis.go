@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -37,7 +38,7 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 		if srv != nil {
 			_ = srv.Close()
 		}
-		return nil, nil, fmt.Errorf("%w: --redis %q: %v", errUsage, url, err)
+		return nil, nil, fmt.Errorf("%w: --redis %q: %v", errUsage, redactURL(url), err)
 	}
 	// shardq's own commands retry what is safe to retry themselves; a
 	// silent resend of a pop or an enqueue by go-redis is not.
@@ -59,4 +60,13 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 		return nil, nil, fmt.Errorf("connect to %s: %w", opts.Addr, err)
 	}
 	return rdb, closeAll, nil
+}
+
+// redactURL hides the password of a Redis URL, for messages: "xxxxx".
+func redactURL(s string) string {
+	u, err := neturl.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }

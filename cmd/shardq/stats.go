@@ -106,6 +106,9 @@ func queueInfos(ctx context.Context, insp *queue.Inspector, name string) ([]*que
 		return nil, err
 	}
 	if !slices.Contains(names, name) {
+		if len(names) == 0 {
+			return nil, fmt.Errorf("no queue %q: there are no queues yet (nothing was enqueued and no worker ran)", name)
+		}
 		return nil, fmt.Errorf("no queue %q; the queues are: %s", name, strings.Join(names, ", "))
 	}
 	qi, err := insp.QueueInfo(ctx, name)

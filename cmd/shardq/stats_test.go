@@ -114,7 +114,10 @@ func TestPrefix(t *testing.T) {
 
 func TestStatsBadInput(t *testing.T) {
 	t.Parallel()
+	empty := redistest.Start(t)
 	runBadInput(t, "stats", []badInput{
+		{"NoQueueYet", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, `no queue "nope": there are no queues yet`},
+		{"URLPasswordHidden", nil, []string{"--redis", "redis://:s3cret@127.0.0.1:1/abc"}, exitUsage, `"redis://:xxxxx@127.0.0.1:1/abc"`},
 		{"UnknownFlag", nil, []string{"--all"}, exitUsage, "flag provided but not defined: -all"},
 		{"QueueName", nil, []string{"--queue", "a b"}, exitUsage, "invalid queue name"},
 		{"Prefix", nil, []string{"--prefix", "a b"}, exitUsage, "--prefix"},
