@@ -84,4 +84,3 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 	}
 }
-
