@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
@@ -397,4 +398,20 @@ func TestCancelActiveTask(t *testing.T) {
 		ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
 		return err == nil && ti.State == queue.StateDead && strings.Contains(ti.LastError, "cancelled by an operator")
 	})
+}
+
+// TestWarnsOfEviction: a worker on a Redis that may evict keys says so at
+// start; on a noeviction Redis it does not.
+func TestWarnsOfEviction(t *testing.T) {
+	t.Parallel()
+	for policy, warned := range map[string]bool{"allkeys-lru": true, "noeviction": false} {
+		b := setup(t, redistest.WithArgs("--maxmemory-policy", policy))
+		var logs syncBuffer
+		cfg := Config{}
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		b.server(t, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
+		if got := strings.Contains(string(logs.Bytes()), "maxmemory-policy="+policy); got != warned {
+			t.Errorf("policy %s: warned %v, want %v:\n%s", policy, got, warned, logs.Bytes())
+		}
+	}
 }

@@ -172,11 +172,7 @@ func (s *Server) register(ctx context.Context) error {
 // warnIfEvicting logs a warning when Redis may evict keys: an evicted
 // pending list loses tasks. Managed Redis may forbid CONFIG; then it is quiet.
 func (s *Server) warnIfEvicting(ctx context.Context) {
-	policy, err := s.rdb.ConfigGet(ctx, "maxmemory-policy").Result()
-	if err != nil {
-		return
-	}
-	if p := policy["maxmemory-policy"]; p != "" && p != "noeviction" {
+	if p := rcall.Evicting(ctx, s.rdb); p != "" {
 		s.log.Warn("Redis maxmemory-policy is not noeviction: under memory pressure Redis may evict tasks",
 			"maxmemory-policy", p)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -203,6 +204,11 @@ func (e *enqueuer) client(ctx context.Context) (*queue.Client, func(), error) {
 	rdb, closeRedis, err := e.m.connect(ctx, e.f.redisURL, false, e.m.Stderr)
 	if err != nil {
 		return nil, nil, err
+	}
+	// as workers do at start: tasks enqueued into an evicting Redis can
+	// vanish before any worker sees them
+	if p := rcall.Evicting(ctx, rdb); p != "" {
+		fmt.Fprintf(e.m.Stderr, "warning: Redis maxmemory-policy is %s, not noeviction: under memory pressure Redis may evict tasks\n", p)
 	}
 	client, err := queue.NewClient(rdb, queue.Config{Prefix: e.f.prefix})
 	if err != nil {

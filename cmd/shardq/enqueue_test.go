@@ -240,3 +240,18 @@ func TestEnqueueLinesRedisGone(t *testing.T) {
 		t.Fatal("enqueue --lines did not stop after Redis died")
 	}
 }
+
+// TestEnqueueWarnsOfEviction: like workers, the producer warns when Redis
+// may evict keys, which loses tasks; a noeviction Redis gets no warning.
+func TestEnqueueWarnsOfEviction(t *testing.T) {
+	t.Parallel()
+	lru := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	code, _, errOut := run(t, redisEnv(lru), "enqueue", "--type", "t", "--payload", "x")
+	if code != exitOK || !strings.Contains(errOut, "maxmemory-policy is allkeys-lru, not noeviction") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	safe := redistest.Start(t)
+	if code, _, errOut := run(t, redisEnv(safe), "enqueue", "--type", "t", "--payload", "x"); code != exitOK || errOut != "" {
+		t.Fatalf("noeviction: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -72,3 +72,15 @@ func IsNil(c redis.UniversalClient) bool {
 	v := reflect.ValueOf(c)
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
+
+// Evicting returns Redis's maxmemory-policy when it is not noeviction,
+// else "": under memory pressure such a Redis may evict a pending list,
+// and its tasks with it. A Redis that forbids CONFIG (managed services)
+// reads as "".
+func Evicting(ctx context.Context, c redis.UniversalClient) string {
+	policy, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	if p := policy["maxmemory-policy"]; err == nil && p != "noeviction" {
+		return p
+	}
+	return ""
+}
