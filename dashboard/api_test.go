@@ -310,4 +310,12 @@ func TestAPIActions(t *testing.T) {
 	if qi := e.info(); qi.Dead != 0 || qi.Scheduled != 0 || qi.Pending != 8 {
 		t.Fatalf("after bulk actions: %+v", qi)
 	}
+	// the backlog of the paused queue: 8 pending tasks
+	r = e.do(http.MethodPost, qp+"/delete-all", url.Values{"state": {"pending"}}, "X-CSRF-Token", tok)
+	if r.code != 200 || !strings.Contains(r.body, `"count": 8`) {
+		t.Fatalf("delete-all pending: %d %s", r.code, r.body)
+	}
+	if qi := e.info(); qi.Pending != 0 || qi.Active != 2 {
+		t.Fatalf("after deleting the pending tasks: %+v", qi)
+	}
 }

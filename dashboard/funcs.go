@@ -164,6 +164,9 @@ func bulkActions(s queue.State) []formAction {
 		return []formAction{run, del}
 	case queue.StateDone:
 		return []formAction{del}
+	case queue.StatePending:
+		del.Confirm = "Delete every pending task (the whole backlog)? Tasks a worker is taking right now still run."
+		return []formAction{del}
 	}
 	return nil
 }

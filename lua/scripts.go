@@ -19,10 +19,11 @@ var registry = mustResolveAll(files)
 
 // Scripts run by the queue and the worker. Each file's header is its contract.
 var (
-	Enqueue  = registry["enqueue"]
-	Counts   = registry["counts"]
-	GetTask  = registry["get_task"]
-	ReadFeed = registry["read_feed"]
+	Enqueue      = registry["enqueue"]
+	Counts       = registry["counts"]
+	GetTask      = registry["get_task"]
+	PurgePending = registry["purge_pending"]
+	ReadFeed     = registry["read_feed"]
 
 	Pop       = registry["pop"]
 	Claim     = registry["claim"]

@@ -87,11 +87,64 @@ func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) error {
 	return i.actOne(ctx, deleteAction, queue, id)
 }
 
-// DeleteAllTasks deletes every task of queue in state (StateScheduled,
-// StateRetry, StateDead or StateDone) in batches, as RunAllTasks does,
-// and returns how many it deleted.
+// DeleteAllTasks deletes every task of queue in state (StatePending,
+// StateScheduled, StateRetry, StateDead or StateDone) in batches, as
+// RunAllTasks does, and returns how many it deleted.
+//
+// For StatePending it empties the backlog from the head, at most as many
+// tasks as were pending when it began, so producers that keep enqueueing
+// cannot keep it going; tasks a worker is taking at that moment, and tasks
+// waiting for their concurrency key, still run. (A single pending task
+// cannot be deleted: a list has no index by ID.)
 func (i *Inspector) DeleteAllTasks(ctx context.Context, queue string, state State) (int64, error) {
+	if state == StatePending {
+		return i.purgePending(ctx, queue)
+	}
 	return i.actAll(ctx, deleteAction, queue, state)
+}
+
+// purgePending deletes the pending tasks of queue, a batch per partition
+// per round trip.
+func (i *Inspector) purgePending(ctx context.Context, queue string) (int64, error) {
+	qi, err := i.QueueInfo(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	left := qi.Pending
+	live := make([]int, qi.Partitions)
+	for part := range live {
+		live[part] = part
+	}
+	var total int64
+	for left > 0 && len(live) > 0 {
+		ask := min(int64(bulkBatch), left)
+		cmds := make([]*redis.Cmd, len(live))
+		err := rcall.Do(ctx, i.rdb, func() error {
+			return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+				for j, part := range live {
+					k := keys.For(i.cfg.Prefix, queue, part)
+					cmds[j] = p.Run(ctx, lua.PurgePending, []string{k.First(), k.Last(), k.Msg(), k.State(), k.FeedMsg()}, k.T, ask)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return total, fmt.Errorf("delete all pending tasks of %q: %w", queue, err)
+		}
+		still := live[:0]
+		for j, c := range cmds {
+			got, err := c.Int64()
+			if err != nil {
+				return total, fmt.Errorf("delete all pending tasks of %q: %w", queue, err)
+			}
+			total, left = total+got, left-got
+			if got == ask {
+				still = append(still, live[j])
+			}
+		}
+		live = still
+	}
+	return total, nil
 }
 
 func (i *Inspector) actOne(ctx context.Context, a *action, queue, id string) error {

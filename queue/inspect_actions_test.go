@@ -3,6 +3,7 @@ package queue_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,8 +56,8 @@ func TestRunAndDeleteTasks(t *testing.T) {
 		if _, err := s.insp.RunAllTasks(s.ctx, s.q, queue.StateDone); !errors.Is(err, queue.ErrInvalidOption) {
 			t.Errorf("run all done: err = %v", err)
 		}
-		if _, err := s.insp.DeleteAllTasks(s.ctx, s.q, queue.StatePending); !errors.Is(err, queue.ErrInvalidOption) {
-			t.Errorf("delete all pending: err = %v", err)
+		if _, err := s.insp.DeleteAllTasks(s.ctx, s.q, queue.StateActive); !errors.Is(err, queue.ErrInvalidOption) {
+			t.Errorf("delete all active: err = %v", err)
 		}
 	})
 
@@ -176,5 +177,60 @@ func TestCancelTask(t *testing.T) {
 	}
 	if err := b.insp.CancelTask(b.ctx, "q", "nope"); !errors.Is(err, queue.ErrTaskState) {
 		t.Fatalf("cancel unknown: err = %v", err)
+	}
+}
+
+// TestDeleteAllPending empties a backlog spread over partitions and
+// list shards: every pending task goes, with the uniqueness locks they
+// held (the same unique task can be enqueued again), while the other
+// queue is untouched; a second call finds nothing.
+func TestDeleteAllPending(t *testing.T) {
+	t.Parallel()
+	b := isetup(t, queue.Config{ShardSize: 100, Partitions: map[string]int{"big": 3}})
+	const n = 2500 // several batches of 500, several shards per partition
+	b.enqueue(t, n, "t", queue.In("big"))
+	uniq, err := b.client.Enqueue(b.ctx, queue.NewRawTask("u", []byte("once")), queue.In("big"), queue.Unique(time.Hour))
+	must(t, err)
+	// the script finds the lock's key by skipping the message's earlier
+	// fields: payloads of every length header, integers of every width
+	odd := []*queue.Task{
+		queue.NewRawTask("u", make([]byte, 300), queue.UniqueKey("bin16", time.Hour), queue.MaxRetry(200), queue.Timeout(time.Hour)),
+		queue.NewRawTask("u", make([]byte, 70_000), queue.UniqueKey("bin32", time.Hour), queue.Deadline(time.Now().Add(time.Hour))),
+		queue.NewRawTask("u", nil, queue.UniqueKey("k-"+strings.Repeat("x", 40), time.Hour), queue.Retention(100*time.Hour)),
+	}
+	_, err = b.client.EnqueueBatch(b.ctx, odd, queue.In("big"))
+	must(t, err)
+	other := b.enqueue(t, 7, "t", queue.In("other"))
+
+	deleted, err := b.insp.DeleteAllTasks(b.ctx, "big", queue.StatePending)
+	must(t, err)
+	if deleted != n+1+int64(len(odd)) {
+		t.Fatalf("deleted %d pending tasks, want %d", deleted, n+1+len(odd))
+	}
+	if _, err := b.client.EnqueueBatch(b.ctx, odd, queue.In("big")); err != nil {
+		t.Fatalf("a deleted task's custom unique key was kept: %v", err)
+	}
+	if _, err := b.insp.DeleteAllTasks(b.ctx, "big", queue.StatePending); err != nil {
+		t.Fatal(err)
+	}
+	qi, err := b.insp.QueueInfo(b.ctx, "big")
+	must(t, err)
+	if qi.Pending != 0 {
+		t.Fatalf("after the purge: %+v", qi)
+	}
+	if _, err := b.insp.GetTask(b.ctx, "big", uniq.ID); !errors.Is(err, queue.ErrTaskNotFound) {
+		t.Fatalf("a deleted task is still found: %v", err)
+	}
+	if _, err := b.client.Enqueue(b.ctx, queue.NewRawTask("u", []byte("once")), queue.In("big"), queue.Unique(time.Hour)); err != nil {
+		t.Fatalf("the deleted unique task's lock was kept: %v", err)
+	}
+	if qi, _ := b.insp.QueueInfo(b.ctx, "other"); qi.Pending != int64(len(other)) {
+		t.Fatalf("the other queue lost tasks: %+v", qi)
+	}
+	if deleted, err := b.insp.DeleteAllTasks(b.ctx, "big", queue.StatePending); err != nil || deleted != 1 {
+		t.Fatalf("second purge: %d, %v; want the 1 task enqueued since", deleted, err)
+	}
+	if _, err := b.insp.DeleteAllTasks(b.ctx, "a b", queue.StatePending); !errors.Is(err, queue.ErrInvalidQueueName) {
+		t.Fatalf("bad queue name: %v", err)
 	}
 }

@@ -1,0 +1,28 @@
+#!lua flags=allow-oom
+--[[ purge_pending: delete up to n pending tasks from the head of
+  partition T's list (an operator emptying a backlog).
+  KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:msg  KEYS[4] T:state
+  KEYS[5] T:feed:msg
+  ARGV[1] T  ARGV[2] n
+  Each task's message goes with its list item; a record and message copy
+  it kept from an earlier attempt go too, and so does a uniqueness lock it
+  holds. Its entry in the recent feed stays, as for any task that left.
+  Tasks a worker has already moved to its in-flight list, and tasks parked
+  for their concurrency key, are not pending here and are not touched.
+  Runs when Redis is out of memory: deleting is how a full Redis recovers.
+  Returns: how many tasks were deleted ]]
+--@include sharded
+--@include msgfields
+local T = ARGV[1]
+local msgs = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', tonumber(ARGV[2]), true)
+for _, m in ipairs(msgs) do
+  local id = msg_head(m)
+  local unique = msg_unique(m)
+  if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
+    redis.call('DEL', T .. ':unique:' .. unique)
+  end
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[4], id)
+  redis.call('HDEL', KEYS[5], id)
+end
+return #msgs
