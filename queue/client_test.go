@@ -54,8 +54,17 @@ func TestEnqueue(t *testing.T) {
 		if !got.Raw || string(got.Payload) != `{"json":true}` {
 			t.Fatalf("raw task = %+v", got)
 		}
-		if err := got.Decode(new(any)); err == nil {
-			t.Fatal("Decode of a raw payload succeeded")
+		// a raw payload decodes as JSON (what non-Go producers send)
+		var v struct{ JSON bool }
+		if err := got.Decode(&v); err != nil || !v.JSON {
+			t.Fatalf("Decode of a raw JSON payload: %+v, %v", v, err)
+		}
+		info, err = b.client.Enqueue(ctx, NewRawTask("raw", []byte("plain text")))
+		must(t, err)
+		got, err = b.insp.GetTask(ctx, DefaultQueue, info.ID)
+		must(t, err)
+		if err := got.Decode(&v); err == nil || !strings.Contains(err.Error(), "raw payload, read as JSON") {
+			t.Fatalf("Decode of raw text: err = %v", err)
 		}
 	})
 

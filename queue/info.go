@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -58,10 +59,15 @@ type TaskInfo struct {
 	Rank int64
 }
 
-// Decode decodes a msgpack payload into v.
+// Decode decodes the payload into v: msgpack, as NewTask encodes it, or
+// JSON for a raw payload (NewRawTask), the usual encoding of producers
+// outside Go and of queues migrated from elsewhere.
 func (ti *TaskInfo) Decode(v any) error {
 	if ti.Raw {
-		return fmt.Errorf("queue: task %s has a raw payload, not msgpack", ti.ID)
+		if err := json.Unmarshal(ti.Payload, v); err != nil {
+			return fmt.Errorf("queue: task %s (%s) has a raw payload, read as JSON into %T: %w", ti.ID, ti.Type, v, err)
+		}
+		return nil
 	}
 	if err := msgpack.Unmarshal(ti.Payload, v); err != nil {
 		return fmt.Errorf("queue: decode payload of task %s (%s): %w", ti.ID, ti.Type, err)

@@ -57,9 +57,10 @@ func (m *Mux) ProcessTask(ctx context.Context, t *Task) error {
 	return h.ProcessTask(ctx, t)
 }
 
-// Typed returns a Handler that decodes the msgpack payload into a T and
-// calls f with it. A payload that does not decode into T can never succeed,
-// so that failure skips retries.
+// Typed returns a Handler that decodes the payload into a T (msgpack, or
+// JSON for a raw payload: see Task.Decode) and calls f with it. A payload
+// that does not decode into T can never succeed, so that failure skips
+// retries.
 func Typed[T any](f func(ctx context.Context, t *Task, payload T) error) Handler {
 	return HandlerFunc(func(ctx context.Context, t *Task) error {
 		var p T

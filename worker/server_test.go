@@ -265,6 +265,26 @@ func TestFailures(t *testing.T) {
 		}
 	})
 
+	// A raw JSON payload, as a producer outside Go (or one migrated from
+	// a JSON-payload queue) sends it, decodes into the handler's type.
+	t.Run("TypedReadsRawJSON", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		got := make(chan greeting, 1)
+		mux := NewMux()
+		mux.Handle("greet", Typed(func(ctx context.Context, task *Task, g greeting) error { got <- g; return nil }))
+		b.server(t, Config{}, mux)
+		b.enqueue(t, queue.NewRawTask("greet", []byte(`{"Name":"ann"}`)))
+		select {
+		case g := <-got:
+			if g.Name != "ann" {
+				t.Fatalf("decoded %+v", g)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the handler never ran")
+		}
+	})
+
 	t.Run("TypedDecodeFailureSkipsRetry", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -32,10 +33,15 @@ type Task struct {
 	unique    string
 }
 
-// Decode decodes the msgpack payload into v.
+// Decode decodes the payload into v: msgpack, as queue.NewTask encodes
+// it, or JSON for a raw payload (queue.NewRawTask), the usual encoding of
+// producers outside Go and of queues migrated from elsewhere.
 func (t *Task) Decode(v any) error {
 	if t.Raw {
-		return fmt.Errorf("worker: task %s (%s) has a raw payload, not msgpack", t.ID, t.Type)
+		if err := json.Unmarshal(t.Payload, v); err != nil {
+			return fmt.Errorf("worker: task %s (%s) has a raw payload, read as JSON into %T: %w", t.ID, t.Type, v, err)
+		}
+		return nil
 	}
 	if err := msgpack.Unmarshal(t.Payload, v); err != nil {
 		return fmt.Errorf("worker: decode payload of task %s (%s) into %T: %w", t.ID, t.Type, v, err)
