@@ -22,7 +22,8 @@ type HandlerFunc func(ctx context.Context, t *Task) error
 // ProcessTask calls f.
 func (f HandlerFunc) ProcessTask(ctx context.Context, t *Task) error { return f(ctx, t) }
 
-// Middleware wraps a Handler (logging, metrics, tracing, limits).
+// Middleware wraps a Handler (logging, metrics, tracing, limits). A panic
+// of the handler reaches the middleware as a returned *PanicError.
 type Middleware func(Handler) Handler
 
 // Mux routes tasks to handlers by type. It is safe for concurrent use.

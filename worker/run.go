@@ -143,7 +143,22 @@ func (s *Server) warnUnhandled(t *Task) {
 		"type", t.Type, "queue", t.Queue, "task", t.ID)
 }
 
-// call runs the handler, turning a panic into a *PanicError.
+// recovering turns a panic of h into a returned *PanicError, inside the
+// middleware, so a logging or metrics middleware sees the failure as any
+// other instead of being unwound past.
+func recovering(h Handler) Handler {
+	return HandlerFunc(func(ctx context.Context, t *Task) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = &PanicError{Value: v, Stack: string(debug.Stack())}
+			}
+		}()
+		return h.ProcessTask(ctx, t)
+	})
+}
+
+// call runs the handler chain, turning a panic (of a middleware: the
+// handler's own is caught inside) into a *PanicError.
 func (s *Server) call(ctx context.Context, t *Task) (err error) {
 	defer func() {
 		if v := recover(); v != nil {

@@ -220,8 +220,27 @@ func TestFailures(t *testing.T) {
 	t.Run("PanicIsAFailureWithStack", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.server(t, Config{}, HandlerFunc(func(ctx context.Context, task *Task) error { panic("kaboom") }))
+		// a middleware sees the panic as a returned *PanicError, as a
+		// logging or metrics middleware must
+		seen := make(chan error, 1)
+		watch := func(next Handler) Handler {
+			return HandlerFunc(func(ctx context.Context, task *Task) error {
+				err := next.ProcessTask(ctx, task)
+				seen <- err
+				return err
+			})
+		}
+		b.server(t, Config{Middleware: []Middleware{watch}}, HandlerFunc(func(ctx context.Context, task *Task) error { panic("kaboom") }))
 		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(0))
+		select {
+		case err := <-seen:
+			var pe *PanicError
+			if !errors.As(err, &pe) || pe.Value != "kaboom" {
+				t.Fatalf("the middleware saw %v, want the *PanicError", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the middleware's after-code never ran: the panic unwound past it")
+		}
 		waitFor(t, 5*time.Second, "dead", func() bool {
 			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
 			return err == nil && ti.State == queue.StateDead
