@@ -84,3 +84,46 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestSecondSignalStopsAtOnce: the first SIGTERM starts a graceful stop
+// that waits for the running command (up to --shutdown-timeout, here a
+// minute); a second SIGTERM ends the worker at once.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	enqueueAll(t, srv, nil, nil, "slow")
+	cmd := exec.Command(os.Args[0], "worker", "--redis", "redis://"+srv.Addr, "--shutdown-timeout", "1m",
+		"--handler", `slow=exec:sh -c 'echo $$ > "$0/pid"; exec sleep 60' `+dir)
+	cmd.Env = append(os.Environ(), "SHARDQ_TEST_MAIN=1")
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitUntil(t, 20*time.Second, "the handler's command to start", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "pid"))
+		return err == nil && len(strings.TrimSpace(string(b))) > 0
+	})
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	waitUntil(t, 10*time.Second, "the graceful stop to begin", func() bool {
+		return strings.Contains(logs.String(), "shutting down")
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("the worker stopped (%v) without waiting for its running command", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+			t.Fatalf("after a second SIGTERM: %v, want death by the signal", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a second SIGTERM did not stop the worker\nstderr:\n%s", logs.String())
+	}
+}

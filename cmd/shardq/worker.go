@@ -81,7 +81,9 @@ $SHARDQ_REDIS_URL and $REDIS_URL over its "redis"):
                 "headers": {"Authorization": "Bearer ..."}, "retry_in": "1m"}}}
 
 SIGINT or SIGTERM: stop fetching, let running tasks finish for
---shutdown-timeout, then kill what still runs and give those tasks back.`
+--shutdown-timeout, then kill what still runs and give those tasks back.
+A second signal stops at once: running commands are killed with the
+worker, and their tasks come back when their leases expire.`
 
 const workerExitCodes = `Exit codes:
   0  stopped by SIGINT or SIGTERM, after a graceful shutdown
