@@ -124,8 +124,10 @@ func UniqueKey(key string, ttl time.Duration) Option {
 }
 
 // TaskID gives the task the caller's ID instead of a generated one.
-// Enqueueing a second task with an ID still claimed (Config.IDTTL) fails
-// with ErrDuplicateTaskID, which makes enqueueing with an ID idempotent.
+// Enqueueing a second task with an ID still claimed (Config.IDTTL) to the
+// same queue fails with ErrDuplicateTaskID, which makes enqueueing with an
+// ID idempotent. IDs are claimed per queue: the same ID in another queue
+// is another task.
 func TaskID(id string) Option {
 	return func(o *options) error {
 		if err := validateTaskID(id); err != nil {

@@ -51,7 +51,11 @@ type Config struct {
 	// RetryDelay returns the wait before attempt+1 after a failed attempt.
 	// Defaults to DefaultRetryDelay.
 	RetryDelay func(attempt int, err error, t *Task) time.Duration
-	// ErrorHandler, if set, is called with every failed attempt.
+	// ErrorHandler, if set, is called with every failed attempt, on the
+	// handler's goroutine, before the failure is written. A Snooze is not a
+	// failure and an operator's cancel is not the handler's, so neither
+	// calls it; after a timeout it gets the handler's context, which is
+	// done by then.
 	ErrorHandler func(ctx context.Context, t *Task, err error)
 	// Schedules are periodic tasks this server enqueues (see Scheduler):
 	// any number of servers may carry the same schedules.
