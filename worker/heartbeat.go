@@ -43,6 +43,9 @@ func (s *Server) beat(ctx context.Context) error {
 	for _, r := range s.running.snapshot() {
 		byPart[r.p] = append(byPart[r.p], r)
 	}
+	if s.hooks.beforeExtend != nil {
+		s.hooks.beforeExtend()
+	}
 	extends := map[*part]*redis.Cmd{}
 	err = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
 		for p, rs := range byPart {
@@ -66,6 +69,11 @@ func (s *Server) beat(ctx context.Context) error {
 			continue
 		}
 		for _, r := range byPart[p] {
+			if (len(lost) > 0 || len(cancelled) > 0) && !s.running.has(r) {
+				// it finished while the heartbeat was on its way, and its
+				// ack, written meanwhile, ended the lease: nothing to cancel
+				continue
+			}
 			switch {
 			case slices.Contains(lost, r.task.ID):
 				s.log.Warn("lease lost; cancelling the handler", "task", r.task.ID, "queue", p.queue)

@@ -7,4 +7,7 @@ type hooks struct {
 	afterMove  func() // a blocking move put an item in flight; no claim yet
 	afterClaim func() // tasks were leased; no handler started yet
 	beforeAck  func() // a handler returned nil; its ack is not written yet
+	// a heartbeat took its list of running tasks; their leases are not
+	// extended yet
+	beforeExtend func()
 }

@@ -47,6 +47,14 @@ func (r *registry) remove(x *running) {
 	r.mu.Unlock()
 }
 
+// has reports whether x still runs.
+func (r *registry) has(x *running) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.all[x]
+	return ok
+}
+
 func (r *registry) snapshot() []*running {
 	r.mu.Lock()
 	defer r.mu.Unlock()
