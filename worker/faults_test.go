@@ -476,6 +476,9 @@ func TestStalledRedisLosesNoAttempt(t *testing.T) {
 	if strings.Contains(out, "stale outcome rejected") {
 		t.Errorf("a resent outcome was reported as taken over:\n%s", out)
 	}
+	if !strings.Contains(out, "redis calls succeed again") {
+		t.Errorf("the end of the outage was not logged:\n%s", out)
+	}
 	if !strings.Contains(out, "a reply that never came back had leased tasks to this worker") {
 		t.Logf("no pop reply was lost this time (the stall hit between pops):\n%s", out)
 	}

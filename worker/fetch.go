@@ -57,6 +57,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			continue
 		}
 		wait.reset()
+		s.redisOK()
 		if p.lost.answered(r) {
 			s.recoverLost(ctx, p)
 		}

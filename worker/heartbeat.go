@@ -23,6 +23,8 @@ func (s *Server) heartbeat(ctx context.Context) {
 	for {
 		if err := s.beat(ctx); err != nil && ctx.Err() == nil {
 			s.logRedisError("heartbeat", err)
+		} else if err == nil {
+			s.redisOK()
 		}
 		select {
 		case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,6 +49,9 @@ type Server struct {
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
 	unhandled   sync.Map // task types warned of as having no handler
+	// failingSince is when Redis calls began to fail (unix ns), 0 while
+	// they succeed
+	failingSince atomic.Int64
 }
 
 // NewServer returns a Server that runs h for tasks of cfg.Queues.
@@ -305,7 +309,20 @@ func (s *Server) logRedisError(step string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
+	s.failingSince.CompareAndSwap(0, time.Now().UnixNano())
 	s.log.Warn("redis call failed; retrying", "step", step, "err", err)
+}
+
+// redisOK notes a Redis call that succeeded: after failures it says, once,
+// that Redis answers again, so an operator reading the log sees the end of
+// an outage and not only its start.
+func (s *Server) redisOK() {
+	if s.failingSince.Load() == 0 {
+		return // the common case: one atomic read
+	}
+	if since := s.failingSince.Swap(0); since != 0 {
+		s.log.Info("redis calls succeed again", "failing_for", time.Since(time.Unix(0, since)).Round(time.Millisecond))
+	}
 }
 
 // queueList writes queue weights as the binary's --queues flag takes them,

@@ -3,10 +3,14 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	neturl "net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,6 +38,9 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 		fmt.Fprintf(log, "started a private redis-server at %s (stopped on exit)\n", srv.Addr)
 	}
 	opts, err := redis.ParseURL(url)
+	if err == nil {
+		err = checkPort(opts.Addr)
+	}
 	if err != nil {
 		if srv != nil {
 			_ = srv.Close()
@@ -55,12 +62,29 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 			_ = srv.Close()
 		}
 	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	// A server that accepts the connection but never answers (TLS asked
+	// of a plain port, or the reverse) would hold the first call through
+	// every dial retry; a first answer is due well within connectTimeout.
+	wait := cmp.Or(m.connectTimeout, connectTimeout)
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
 		closeAll()
-		return nil, nil, fmt.Errorf("connect to %s: %w", opts.Addr, err)
+		hint := ""
+		if pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+			hint = fmt.Sprintf(" (no answer within %v", wait)
+			if opts.TLSConfig != nil {
+				hint += "; rediss:// asks for TLS: does that port serve it?"
+			}
+			hint += ")"
+		}
+		return nil, nil, fmt.Errorf("connect to %s: %w%s", opts.Addr, err, hint)
 	}
 	return rdb, closeAll, nil
 }
+
+// connectTimeout bounds the first call to a Redis, made to check it.
+const connectTimeout = 10 * time.Second
 
 // redactURL hides the password of a Redis URL, for messages: "xxxxx".
 func redactURL(s string) string {
@@ -69,4 +93,17 @@ func redactURL(s string) string {
 		return s
 	}
 	return u.Redacted()
+}
+
+// checkPort rejects a port outside 1..65535, which would otherwise only
+// fail when dialled, as if Redis were down.
+func checkPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q, want 1..65535", port)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"time"
 )
 
 // Exit codes scripts can rely on.
@@ -21,6 +22,7 @@ const (
 type Main struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	connectTimeout time.Duration // 0 = connectTimeout (tests shorten it)
 }
 
 // command is one subcommand, with its own flags.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -117,6 +118,7 @@ func TestStatsBadInput(t *testing.T) {
 	empty := redistest.Start(t)
 	runBadInput(t, "stats", []badInput{
 		{"NoQueueYet", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, `no queue "nope": there are no queues yet`},
+		{"BadPort", nil, []string{"--redis", "redis://127.0.0.1:78310"}, exitUsage, `port "78310", want 1..65535`},
 		{"URLPasswordHidden", nil, []string{"--redis", "redis://:s3cret@127.0.0.1:1/abc"}, exitUsage, `"redis://:xxxxx@127.0.0.1:1/abc"`},
 		{"UnknownFlag", nil, []string{"--all"}, exitUsage, "flag provided but not defined: -all"},
 		{"QueueName", nil, []string{"--queue", "a b"}, exitUsage, "invalid queue name"},
@@ -125,4 +127,22 @@ func TestStatsBadInput(t *testing.T) {
 		{"RedisDown", downEnv(t), nil, exitFailure, "connect to 127.0.0.1"},
 		{"Help", nil, []string{"-h"}, exitOK, "latency_ms"},
 	})
+}
+
+// TestTLSToPlainPort: rediss:// against a Redis without TLS gets no
+// answer; the command gives up after its connect timeout and says what
+// to check, rather than hanging through every dial retry.
+func TestTLSToPlainPort(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }, connectTimeout: 500 * time.Millisecond}
+	start := time.Now()
+	code := m.Run(context.Background(), []string{"stats", "--redis", "rediss://" + srv.Addr})
+	if code != exitFailure || !strings.Contains(errOut.String(), "no answer within 500ms; rediss:// asks for TLS") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("gave up after %v, want about the 500ms connect timeout", d)
+	}
 }
