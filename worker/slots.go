@@ -107,7 +107,11 @@ func (s *slots) topUp(ctx context.Context, sh *share, n, min, want int, wait tim
 		s.mu.Unlock()
 		return n
 	}
-	w := s.join(sh, max(min-n, 1), want-n, true)
+	if n >= min {
+		s.mu.Unlock()
+		return n // enough for a batch already; the others in line come first
+	}
+	w := s.join(sh, min-n, want-n, true)
 	s.mu.Unlock()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
