@@ -164,10 +164,11 @@ func TestAPIReads(t *testing.T) {
 
 	t.Run("Schedules", func(t *testing.T) {
 		var v struct {
-			Schedules []struct{ Name, Spec, Queue, Type string }
+			Schedules []struct{ Name, Spec, Queue, Type, Missed string }
 		}
 		e.get("/api/schedules").json(t, &v)
-		if len(v.Schedules) != 1 || v.Schedules[0].Name != "nightly-digest" || v.Schedules[0].Spec != "0 3 * * *" || v.Schedules[0].Queue != "reports" {
+		if len(v.Schedules) != 1 || v.Schedules[0].Name != "nightly-digest" || v.Schedules[0].Spec != "0 3 * * *" || v.Schedules[0].Queue != "reports" ||
+			v.Schedules[0].Missed != "skip" {
 			t.Fatalf("schedules %+v", v)
 		}
 	})

@@ -117,7 +117,7 @@ func TestPages(t *testing.T) {
 			t.Fatal("limits page lacks the limit")
 		}
 		// by default, what the worker's scheduler registered in Redis
-		if r := withLimits(t, "/schedules"); !strings.Contains(r.body, "nightly-digest") || !strings.Contains(r.body, "reports") {
+		if r := withLimits(t, "/schedules"); !strings.Contains(r.body, "nightly-digest") || !strings.Contains(r.body, "reports") || !strings.Contains(r.body, "<td>skip</td>") {
 			t.Fatal("schedules page lacks the registered schedule")
 		}
 	})

@@ -11,6 +11,9 @@ type Schedule struct {
 	Spec  string `json:"spec"` // cron expression or "@every 5m"
 	Queue string `json:"queue"`
 	Type  string `json:"type"`
+	// Missed is the missed-tick policy, "skip" or "run-once" ("" when
+	// unknown).
+	Missed string `json:"missed,omitempty"`
 	// LastRun and NextRun are zero when unknown.
 	LastRun time.Time `json:"last_run"`
 	NextRun time.Time `json:"next_run"`

@@ -20,7 +20,7 @@ func InspectorSchedules(insp *queue.Inspector) ScheduleSource {
 		out := make([]Schedule, 0, len(infos))
 		for _, s := range infos {
 			out = append(out, Schedule{Name: s.Name, Spec: s.Spec, Queue: s.Queue, Type: s.Type,
-				LastRun: s.LastRun, NextRun: s.NextRun})
+				Missed: s.Missed, LastRun: s.LastRun, NextRun: s.NextRun})
 		}
 		return out, nil
 	})
