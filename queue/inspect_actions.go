@@ -117,13 +117,16 @@ func (i *Inspector) purgePending(ctx context.Context, queue string) (int64, erro
 	}
 	var total int64
 	for left > 0 && len(live) > 0 {
-		ask := min(int64(bulkBatch), left)
+		asks := purgeShares(left, len(live))
 		cmds := make([]*redis.Cmd, len(live))
 		err := rcall.Do(ctx, i.rdb, func() error {
 			return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 				for j, part := range live {
+					if asks[j] == 0 {
+						continue
+					}
 					k := keys.For(i.cfg.Prefix, queue, part)
-					cmds[j] = p.Run(ctx, lua.PurgePending, []string{k.First(), k.Last(), k.Msg(), k.State(), k.FeedMsg()}, k.T, ask)
+					cmds[j] = p.Run(ctx, lua.PurgePending, []string{k.First(), k.Last(), k.Msg(), k.State(), k.FeedMsg()}, k.T, asks[j])
 				}
 				return nil
 			})
@@ -133,12 +136,16 @@ func (i *Inspector) purgePending(ctx context.Context, queue string) (int64, erro
 		}
 		still := live[:0]
 		for j, c := range cmds {
+			if c == nil {
+				still = append(still, live[j]) // no share this round
+				continue
+			}
 			got, err := c.Int64()
 			if err != nil {
 				return total, fmt.Errorf("delete all pending tasks of %q: %w", queue, err)
 			}
 			total, left = total+got, left-got
-			if got == ask {
+			if got == asks[j] {
 				still = append(still, live[j])
 			}
 		}
@@ -281,4 +288,18 @@ func (i *Inspector) apply(ctx context.Context, a *action, queue string, batch ma
 		}
 	}
 	return n, nil
+}
+
+// purgeShares shares what a purge may still delete among n partitions, a
+// batch at most each: a round never asks for more than left in all, as
+// producers may be refilling the partitions.
+func purgeShares(left int64, n int) []int64 {
+	asks := make([]int64, n)
+	for j := range asks {
+		asks[j] = min(int64(bulkBatch), left/int64(n))
+		if int64(j) < left%int64(n) && asks[j] < bulkBatch {
+			asks[j]++
+		}
+	}
+	return asks
 }

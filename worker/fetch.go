@@ -133,12 +133,15 @@ func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
 		if n == 0 || h.weight <= p.weight {
 			break
 		}
+		h.lost.begin()
 		r, err := s.pop(ctx, h, n)
 		if err != nil {
 			h.lost.lost() // h's own fetcher looks for its leases
-			return n      // p's own pop will meet the same trouble and back off
+			h.lost.end()
+			return n // p's own pop will meet the same trouble and back off
 		}
 		h.lost.answered(r)
+		h.lost.end()
 		s.start(h, r.tasks)
 		n -= len(r.tasks)
 	}

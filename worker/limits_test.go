@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
@@ -355,5 +357,27 @@ func TestSemaphoreBadLimits(t *testing.T) {
 	}
 	if _, err := Semaphore(nil, &lua.Semaphore{Key: "{k}", Limit: 1, TTL: time.Second}, -time.Second, time.Second); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("negative wait: err = %v", err)
+	}
+}
+
+// TestSettleWakesLimitedFetcher: outcomes written by any round trip (the
+// flusher's, or another partition's fetcher carrying them) free their
+// concurrency-limit holds, so settling them signals their partition's
+// fetcher, which may wait at the limit.
+func TestSettleWakesLimitedFetcher(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	drain(p.freed)
+	cmd := redis.NewCmd(context.Background())
+	cmd.SetVal([]any{int64(1)})
+	groups := []outcomeGroup{{p: p, kind: outcomeAck, items: []outcome{{p: p, id: "x", token: 1}}, cmd: cmd}}
+	if failed, err := s.settle(groups); err != nil || len(failed) != 0 {
+		t.Fatalf("settle: %v, %v", failed, err)
+	}
+	select {
+	case <-p.freed:
+	default:
+		t.Fatal("settling written outcomes did not signal their partition")
 	}
 }

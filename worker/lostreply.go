@@ -20,6 +20,26 @@ type lostLeases struct {
 	open   bool  // a reply was lost and its tasks not yet looked for
 	after  int64 // the lost calls ran after this server time
 	known  map[string]bool
+	// pops of this partition by other fetchers (popHigher, under strict
+	// priority): in flight now, and begun so far. A look-up that one of
+	// them may have overlapped could take its tasks, not yet known here,
+	// for lost ones; it is discarded and made again later.
+	others, begun int
+}
+
+// begin records a pop of the partition by another fetcher; end, its end
+// (after answered or lost).
+func (l *lostLeases) begin() {
+	l.mu.Lock()
+	l.others++
+	l.begun++
+	l.mu.Unlock()
+}
+
+func (l *lostLeases) end() {
+	l.mu.Lock()
+	l.others--
+	l.mu.Unlock()
 }
 
 // answered records a call's reply and reports whether lost leases are to
@@ -57,14 +77,21 @@ const maxLeaseScan = 100_000
 // are left to the reaper.
 func (s *Server) recoverLost(ctx context.Context, p *part) {
 	p.lost.mu.Lock()
-	after := p.lost.after
+	after, others, begun := p.lost.after, p.lost.others, p.lost.begun
 	p.lost.mu.Unlock()
+	if others > 0 {
+		return // another fetcher's pop of p is on its way: look later
+	}
 	res, err := lua.LeasesOf.Run(ctx, s.rdb, []string{p.k.Active(), p.k.State()}, s.cfg.WorkerID, after, maxLeaseScan).Slice()
 	if err != nil {
 		s.logRedisError("look for leases of a lost reply", err) // again after the next answered call
 		return
 	}
 	p.lost.mu.Lock()
+	if p.lost.begun != begun || p.lost.others > 0 {
+		p.lost.mu.Unlock()
+		return // a pop by another fetcher may have leased what we found: look later
+	}
 	known := p.lost.known
 	p.lost.open, p.lost.known = false, nil
 	p.lost.mu.Unlock()

@@ -59,3 +59,51 @@ func TestLeasesOf(t *testing.T) {
 		t.Fatalf("a worker with no leases has %d", n)
 	}
 }
+
+// TestLostLeasesSparePopsInFlight: under strict priority another fetcher
+// may pop a partition while that partition's fetcher looks for the leases
+// of a lost reply. The look-up must not take the other pop's tasks, not
+// yet known here, for lost ones and requeue them while they run.
+func TestLostLeasesSparePopsInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for i := range 4 {
+		b.enqueue(t, queue.NewRawTask("t", []byte(fmt.Sprint(i))), queue.In("q"))
+	}
+	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	p.lost.lost() // a reply of p's fetcher was lost
+
+	// another fetcher's pop (popHigher) runs in Redis; its reply is on
+	// its way when p's fetcher gets an answer and looks up its leases
+	p.lost.begin()
+	other, err := s.pop(ctx, p, 2)
+	must(t, err)
+	mine, err := s.dequeue(ctx, p, 1, false)
+	must(t, err)
+	if !p.lost.answered(mine) {
+		t.Fatal("the answered call did not ask for a look-up")
+	}
+	s.recoverLost(ctx, p)
+	p.lost.answered(other)
+	p.lost.end()
+	if out := s.outbox.take(100); len(out) != 0 {
+		t.Fatalf("the look-up requeued %d tasks while another pop's reply was on its way: %+v", len(out), out)
+	}
+	// later, with nothing in flight, the look-up runs, and finds the
+	// other pop's tasks known
+	again, err := s.dequeue(ctx, p, 1, false)
+	must(t, err)
+	if !p.lost.answered(again) {
+		t.Fatal("the window closed without a look-up")
+	}
+	s.recoverLost(ctx, p)
+	if out := s.outbox.take(100); len(out) != 0 {
+		t.Fatalf("the look-up requeued tasks of an answered pop: %+v", out)
+	}
+	p.lost.mu.Lock()
+	defer p.lost.mu.Unlock()
+	if p.lost.open {
+		t.Fatal("the window is still open after a clean look-up")
+	}
+}

@@ -140,11 +140,7 @@ func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
 		s.queueOutcomeGroups(ctx, pipe, groups)
 		return nil
 	})
-	failed, err := s.settle(groups)
-	for _, g := range groups {
-		g.p.signalFreed() // their concurrency-limit holds are released now
-	}
-	return failed, err
+	return s.settle(groups)
 }
 
 // outcomeGroup is the outcomes of one partition and kind: one script call.
@@ -196,6 +192,9 @@ func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
 			continue
 		}
 		s.warnStale(g.items, codes)
+		// their concurrency-limit holds are released now; whichever round
+		// trip carried them, a fetcher waiting at the limit looks again
+		g.p.signalFreed()
 	}
 	return failed, first
 }
