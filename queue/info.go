@@ -1,11 +1,8 @@
 package queue
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -63,14 +60,8 @@ type TaskInfo struct {
 // JSON for a raw payload (NewRawTask), the usual encoding of producers
 // outside Go and of queues migrated from elsewhere.
 func (ti *TaskInfo) Decode(v any) error {
-	if ti.Raw {
-		if err := json.Unmarshal(ti.Payload, v); err != nil {
-			return fmt.Errorf("queue: task %s (%s) has a raw payload, read as JSON into %T: %w", ti.ID, ti.Type, v, err)
-		}
-		return nil
-	}
-	if err := msgpack.Unmarshal(ti.Payload, v); err != nil {
-		return fmt.Errorf("queue: decode payload of task %s (%s): %w", ti.ID, ti.Type, err)
+	if err := wire.DecodePayload(ti.Payload, ti.Raw, v); err != nil {
+		return fmt.Errorf("queue: task %s (%s): %w", ti.ID, ti.Type, err)
 	}
 	return nil
 }

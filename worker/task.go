@@ -2,11 +2,10 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // Task is a task as a handler sees it.
@@ -37,14 +36,8 @@ type Task struct {
 // it, or JSON for a raw payload (queue.NewRawTask), the usual encoding of
 // producers outside Go and of queues migrated from elsewhere.
 func (t *Task) Decode(v any) error {
-	if t.Raw {
-		if err := json.Unmarshal(t.Payload, v); err != nil {
-			return fmt.Errorf("worker: task %s (%s) has a raw payload, read as JSON into %T: %w", t.ID, t.Type, v, err)
-		}
-		return nil
-	}
-	if err := msgpack.Unmarshal(t.Payload, v); err != nil {
-		return fmt.Errorf("worker: decode payload of task %s (%s) into %T: %w", t.ID, t.Type, v, err)
+	if err := wire.DecodePayload(t.Payload, t.Raw, v); err != nil {
+		return fmt.Errorf("worker: task %s (%s): %w", t.ID, t.Type, err)
 	}
 	return nil
 }
