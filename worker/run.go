@@ -114,7 +114,7 @@ func (s *Server) run(p *part, l leased) {
 	if cause := context.Cause(s.handlerCtx); cause != nil {
 		cancel(cause) // stopTasks ran before this task joined the registry
 	}
-	err = s.call(ctx, t)
+	err = s.handler.ProcessTask(ctx, t)
 	s.running.remove(r)
 
 	switch {
@@ -151,9 +151,10 @@ func (s *Server) warnUnhandled(t *Task) {
 		"type", t.Type, "queue", t.Queue, "task", t.ID)
 }
 
-// recovering turns a panic of h into a returned *PanicError, inside the
-// middleware, so a logging or metrics middleware sees the failure as any
-// other instead of being unwound past.
+// recovering turns a panic of h into a returned *PanicError. The server
+// wraps the handler in it inside the middleware, so a logging or metrics
+// middleware sees the failure as any other instead of being unwound past,
+// and the whole chain once more, for panics of middleware itself.
 func recovering(h Handler) Handler {
 	return HandlerFunc(func(ctx context.Context, t *Task) (err error) {
 		defer func() {
@@ -163,17 +164,6 @@ func recovering(h Handler) Handler {
 		}()
 		return h.ProcessTask(ctx, t)
 	})
-}
-
-// call runs the handler chain, turning a panic (of a middleware: the
-// handler's own is caught inside) into a *PanicError.
-func (s *Server) call(ctx context.Context, t *Task) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: string(debug.Stack())}
-		}
-	}()
-	return s.handler.ProcessTask(ctx, t)
 }
 
 // failure decides what a failed attempt leads to: a retry after a delay,

@@ -67,7 +67,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidConfig)
 	}
 	s := &Server{
-		rdb: rdb, cfg: cfg, handler: chain(recovering(h), cfg.Middleware),
+		rdb: rdb, cfg: cfg, handler: recovering(chain(recovering(h), cfg.Middleware)),
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
 		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
 		running: registry{all: map[*running]struct{}{}},

@@ -251,6 +251,22 @@ func TestFailures(t *testing.T) {
 		}
 	})
 
+	// A middleware that panics fails the task like a handler that does:
+	// the worker goes on.
+	t.Run("MiddlewarePanicIsAFailure", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		bad := func(Handler) Handler {
+			return HandlerFunc(func(context.Context, *Task) error { panic("middleware kaboom") })
+		}
+		b.server(t, Config{Middleware: []Middleware{bad}}, HandlerFunc(func(context.Context, *Task) error { return nil }))
+		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(0))
+		waitFor(t, 5*time.Second, "dead with the panic", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateDead && strings.Contains(ti.LastError, "panic: middleware kaboom")
+		})
+	})
+
 	// A task nobody handles fails like any other, and the worker warns
 	// once per type, so a deploy that forgot a handler shows in the log
 	// without one line per task.
