@@ -130,7 +130,7 @@ func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
 		return n
 	}
 	for _, h := range s.parts {
-		if n == 0 || h.weight <= p.weight {
+		if n == 0 || h.share.weight <= p.share.weight {
 			break
 		}
 		h.lost.begin()

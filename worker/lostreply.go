@@ -88,7 +88,7 @@ func (s *Server) recoverLost(ctx context.Context, p *part) {
 		return
 	}
 	p.lost.mu.Lock()
-	if p.lost.begun != begun || p.lost.others > 0 {
+	if p.lost.begun != begun {
 		p.lost.mu.Unlock()
 		return // a pop by another fetcher may have leased what we found: look later
 	}

@@ -15,13 +15,12 @@ import (
 // part is one queue partition this server runs, with the script calls a
 // fetcher makes on it.
 type part struct {
-	queue  string
-	index  int
-	ord    int // its place in Server.parts
-	weight int
-	share  *share // the queue's, shared by its partitions
-	k      keys.Partition
-	list   *lua.ShardedList
+	queue string
+	index int
+	ord   int    // its place in Server.parts
+	share *share // the queue's weight and standing, shared by its partitions
+	k     keys.Partition
+	list  *lua.ShardedList
 	// the KEYS of the scripts a busy worker calls per batch, built once
 	popKeys, claimKeys, ackKeys, failKeys []string
 	lost                                  lostLeases // lease calls whose reply never came back
@@ -40,7 +39,7 @@ func (p *part) signalFreed() {
 }
 
 func newPart(k keys.Partition, queue string, index, ord int, sh *share, shardSize int, worker string) *part {
-	return &part{queue: queue, index: index, ord: ord, weight: sh.weight, share: sh, k: k, freed: make(chan struct{}, 1),
+	return &part{queue: queue, index: index, ord: ord, share: sh, k: k, freed: make(chan struct{}, 1),
 		list:    &lua.ShardedList{Base: k.Base(), ShardSize: shardSize},
 		popKeys: []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
 		claimKeys: []string{k.Inflight(worker), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),
