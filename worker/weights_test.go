@@ -41,7 +41,7 @@ func TestWeightedQueues(t *testing.T) {
 			}
 		}
 		mu.Unlock()
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 		return nil
 	}))
 	select {
