@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/shardq/shardq/lua"
@@ -16,9 +15,7 @@ func TestLeasesOf(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	for i := range 6 {
-		b.enqueue(t, queue.NewRawTask("t", []byte(fmt.Sprint(i))), queue.In("q"))
-	}
+	enqueueN(t, b, 6, queue.In("q"))
 	a, pa := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	other, po := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	first, err := a.dequeue(ctx, pa, 2, false)
@@ -68,9 +65,7 @@ func TestLostLeasesSparePopsInFlight(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	for i := range 4 {
-		b.enqueue(t, queue.NewRawTask("t", []byte(fmt.Sprint(i))), queue.In("q"))
-	}
+	enqueueN(t, b, 4, queue.In("q"))
 	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	p.lost.lost() // a reply of p's fetcher was lost
 

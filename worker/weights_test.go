@@ -20,13 +20,7 @@ func TestWeightedQueues(t *testing.T) {
 	weights := map[string]int{"critical": 6, "default": 3, "low": 1}
 	const each, counted = 400, 600
 	for q := range weights {
-		tasks := make([]*queue.Task, each)
-		for i := range tasks {
-			tasks[i] = queue.NewRawTask("t", nil)
-		}
-		if _, err := b.client.EnqueueBatch(context.Background(), tasks, queue.In(q)); err != nil {
-			t.Fatal(err)
-		}
+		enqueueN(t, b, each, queue.In(q))
 	}
 	var mu sync.Mutex
 	started := map[string]int{}
