@@ -1,20 +1,21 @@
 # shardq developer tasks. `make` (= `make test`) is what CI runs.
 
 GO ?= go
-STATICCHECK_VERSION ?= v0.8.2
-# Where `go install` puts binaries: GOBIN if set, else GOPATH/bin.
-GOBIN_DIR := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
-STATICCHECK ?= $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := test
-.PHONY: test check tools bench demo
+.PHONY: test check bench demo
 
 ## test: static checks, then all tests with the race detector
 test: check
 	$(GO) test -race -count=1 ./...
 
-## check: gofmt, go vet and staticcheck
+## check: go.mod tidy, gofmt, go vet and staticcheck (tracked in go.mod as a tool)
 check:
+	@if ! $(GO) mod tidy -diff >/dev/null 2>&1; then \
+		echo "go.mod is not tidy (run: go mod tidy):"; \
+		$(GO) mod tidy -diff; \
+		exit 1; \
+	fi
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting (run: gofmt -w .):"; \
@@ -22,15 +23,7 @@ check:
 		exit 1; \
 	fi
 	$(GO) vet ./...
-	@if [ ! -x "$(STATICCHECK)" ] && ! command -v "$(STATICCHECK)" >/dev/null 2>&1; then \
-		echo "staticcheck not found at $(STATICCHECK); run: make tools"; \
-		exit 1; \
-	fi
-	$(STATICCHECK) ./...
-
-## tools: install staticcheck into $(GOBIN_DIR)
-tools:
-	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(GO) tool staticcheck ./...
 
 ## bench: run all benchmarks, no tests
 bench:
