@@ -20,8 +20,11 @@ type Config struct {
 
 	// Queues maps each queue to run to its weight. With StrictPriority
 	// false, free handlers go to queues with waiting work in proportion to
-	// their weights; with it true, always to the heaviest such queue first.
-	// Defaults to {"default": 1}.
+	// their weights, whatever the handlers' length (weights 3 and 1 give
+	// the first queue 0.75 of the tasks run while both have a backlog); a
+	// queue with nothing waiting leaves its share to the others. With
+	// StrictPriority true, free handlers go always to the heaviest such
+	// queue first. Defaults to {"default": 1}.
 	Queues         map[string]int
 	StrictPriority bool
 	// Concurrency is how many handlers run at once in this process. Defaults to 10.

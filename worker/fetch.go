@@ -22,6 +22,12 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		}
 	}
 	defer setBusy(false)
+	backlog := false // the last pop filled every slot it had: see slots.owed
+	setBacklog := func(b bool) {
+		s.slots.backlogged(p.share, backlog, b)
+		backlog = b
+	}
+	defer setBacklog(false)
 	for ctx.Err() == nil {
 		n := 0
 		if busy {
@@ -43,12 +49,14 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			// heavier queues took every slot: this fetcher did not pop, so
 			// it carries nothing; the flusher writes the outcomes
 			setBusy(false)
+			setBacklog(false)
 			continue
 		}
 		claiming := inflight
 		drain(p.freed) // this round trip carries what finished so far
 		r, err := s.dequeue(ctx, p, n, claiming)
 		if err != nil {
+			setBacklog(false)
 			s.slots.release(n)
 			setBusy(false) // the flusher writes the outcomes meanwhile
 			p.lost.lost()
@@ -68,6 +76,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			s.hooks.afterClaim()
 		}
 		s.start(p, r.tasks)
+		setBacklog(len(r.tasks) == n)
 		setBusy(len(r.tasks) == n && n > 1)
 		n -= len(r.tasks)
 		switch {

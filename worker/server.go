@@ -90,7 +90,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		return names[i] < names[j]
 	})
 	for _, q := range names {
-		sh := &share{weight: cfg.Queues[q]}
+		sh := s.slots.newShare(cfg.Queues[q])
 		for i := range cfg.PartitionsOf(q) {
 			k := keys.For(cfg.Prefix, q, i)
 			s.parts = append(s.parts, newPart(k, q, i, len(s.parts), sh, cfg.ShardSize, cfg.WorkerID))
