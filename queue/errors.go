@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // Errors callers branch on with errors.Is. Each is wrapped with what was
@@ -19,6 +21,10 @@ var (
 	ErrInvalidConfig = errors.New("queue: invalid config")
 	// ErrPayloadTooLarge reports a payload over Config.MaxPayloadSize.
 	ErrPayloadTooLarge = errors.New("queue: payload too large")
+	// ErrPayloadMismatch reports a payload that decodes but fills nothing
+	// of the type it is decoded into (TaskInfo.Decode, worker.Task.Decode,
+	// worker.Typed): an object none of whose keys names a field.
+	ErrPayloadMismatch = wire.ErrPayloadMismatch
 	// ErrDuplicateTaskID reports a caller-chosen task ID that is already taken.
 	ErrDuplicateTaskID = errors.New("queue: duplicate task ID")
 	// ErrDuplicateUniqueTask reports a unique task whose uniqueness lock is held by another task.

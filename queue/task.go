@@ -57,7 +57,14 @@ func resolveOptions(taskOpts, callOpts []Option) (options, error) {
 }
 
 // NewRawTask returns a task whose payload is b as it is (JSON, protobuf,
-// text), for producers and handlers that bring their own encoding.
+// text), for producers and handlers that bring their own encoding. JSON
+// is what worker.Typed and Task.Decode read a raw payload as.
+//
+// Unlike NewTask, whose encoding of v can fail, NewRawTask has nothing to
+// encode, so it returns no error, and it can be written inline in a
+// batch. Its type name and options are checked when it is enqueued:
+// Enqueue returns ErrInvalidTask or ErrInvalidOption, and EnqueueBatch
+// reports them per task in its BatchError, the others enqueued.
 func NewRawTask(typ string, b []byte, opts ...Option) *Task {
 	return &Task{typ: typ, payload: b, raw: true, opts: opts}
 }

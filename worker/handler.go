@@ -60,8 +60,9 @@ func (m *Mux) ProcessTask(ctx context.Context, t *Task) error {
 
 // Typed returns a Handler that decodes the payload into a T (msgpack, or
 // JSON for a raw payload: see Task.Decode) and calls f with it. A payload
-// that does not decode into T can never succeed, so that failure skips
-// retries.
+// that does not decode into T, or fits none of its fields
+// (queue.ErrPayloadMismatch), can never succeed: the task goes to dead at
+// once, f never called.
 func Typed[T any](f func(ctx context.Context, t *Task, payload T) error) Handler {
 	return HandlerFunc(func(ctx context.Context, t *Task) error {
 		var p T

@@ -32,9 +32,11 @@ type Task struct {
 	unique    string
 }
 
-// Decode decodes the payload into v: msgpack, as queue.NewTask encodes
-// it, or JSON for a raw payload (queue.NewRawTask), the usual encoding of
-// producers outside Go and of queues migrated from elsewhere.
+// Decode decodes the payload into v: msgpack by msgpack tags, as
+// queue.NewTask encodes it, or, for a raw payload (queue.NewRawTask,
+// shardq enqueue --json, producers outside Go), JSON as encoding/json
+// reads it, by json tags. A payload none of whose keys fits a field of a
+// struct v is queue.ErrPayloadMismatch, never a silent zero value.
 func (t *Task) Decode(v any) error {
 	if err := wire.DecodePayload(t.Payload, t.Raw, v); err != nil {
 		return fmt.Errorf("worker: task %s (%s): %w", t.ID, t.Type, err)

@@ -31,10 +31,11 @@ func (*enqueueCommand) summary() string {
 }
 
 const enqueueDetails = `
-The payload is --payload, else the whole of stdin (or --file). With --json it
-is JSON, stored as msgpack so Go handlers decode it with worker.Typed (object
-keys match Go field names or msgpack tags, case-sensitively); without, the
-bytes are stored as they are (a raw payload).
+The payload is --payload, else the whole of stdin (or --file), stored as it
+is (a raw payload). With --json it must be one JSON value; Go handlers decode
+it with worker.Typed or Task.Decode as encoding/json does (json tags, untagged
+fields by name, any case), and an object none of whose keys fits the target
+struct is an error, never a handler called with empty fields.
 
 --lines enqueues one task per line of stdin (or --file), skipping empty lines,
 in batches of up to 500 per Redis round trip; each task's options are the
@@ -77,7 +78,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.StringVar(&f.typ, "type", "", "the task type, which picks the handler (required)")
 	fs.StringVar(&f.payload, "payload", "", "the payload (default: read stdin)")
 	fs.StringVar(&f.file, "file", "", "read the payload (or the lines) from `file` instead of stdin")
-	fs.BoolVar(&f.json, "json", false, "the payload is JSON: store it as msgpack, for worker.Typed handlers")
+	fs.BoolVar(&f.json, "json", false, "the payload is JSON: check it, for worker.Typed handlers that decode it by json tags")
 	fs.DurationVar(&f.delay, "delay", 0, "run the task after this long")
 	fs.IntVar(&f.maxRetry, "max-retry", queue.DefaultMaxRetry, "retries after a failed attempt before the task is dead")
 	fs.StringVar(&f.id, "id", "", "the task's ID (default: a new one); an ID enqueued before is rejected")
@@ -158,14 +159,14 @@ func (e *enqueuer) input() (io.ReadCloser, error) {
 
 // task builds the task of one payload.
 func (e *enqueuer) task(payload []byte) (*queue.Task, error) {
-	if !e.f.json {
-		return queue.NewRawTask(e.f.typ, payload), nil
+	if e.f.json {
+		// stored as sent: worker.Typed and Task.Decode read a raw payload
+		// as encoding/json does, by json tags
+		if err := checkJSON(payload); err != nil {
+			return nil, err
+		}
 	}
-	v, err := jsonValue(payload)
-	if err != nil {
-		return nil, err
-	}
-	return queue.NewTask(e.f.typ, v)
+	return queue.NewRawTask(e.f.typ, payload), nil
 }
 
 func (e *enqueuer) one(ctx context.Context, fromFlag bool) error {

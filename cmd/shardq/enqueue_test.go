@@ -59,7 +59,7 @@ func TestEnqueue(t *testing.T) {
 		id, _ := enqueue(t, "--queue", "email", "--type", "email:send", "--json",
 			"--payload", `{"To": "ann@example.com", "Retries": 3, "Score": 0.5, "Tags": ["a", "b"]}`)
 		ti, err := insp.GetTask(ctx, "email", id)
-		if err != nil || ti.Raw {
+		if err != nil || !ti.Raw {
 			t.Fatalf("task %+v, %v", ti, err)
 		}
 		var v struct {

@@ -10,40 +10,17 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// jsonValue decodes one JSON value into plain Go values msgpack encodes as
-// Go handlers expect: whole numbers become integers (so they decode into
-// int fields), other numbers float64.
-func jsonValue(b []byte) (any, error) {
+// checkJSON reports whether b is exactly one JSON value.
+func checkJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
+	var v json.RawMessage
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %v", err)
+		return fmt.Errorf("invalid JSON: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("invalid JSON: more than one value")
+		return errors.New("invalid JSON: more than one value")
 	}
-	return numbers(v), nil
-}
-
-func numbers(v any) any {
-	switch v := v.(type) {
-	case json.Number:
-		if n, err := v.Int64(); err == nil {
-			return n
-		}
-		f, _ := v.Float64()
-		return f
-	case map[string]any:
-		for k, e := range v {
-			v[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range v {
-			v[i] = numbers(e)
-		}
-	}
-	return v
+	return nil
 }
 
 // msgpackToJSON converts a msgpack payload to JSON, for handlers in other
