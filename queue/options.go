@@ -44,7 +44,8 @@ func In(queue string) Option {
 }
 
 // MaxRetry sets how many times the task is retried after a failed attempt
-// before it goes to dead. 0 means it runs once. Defaults to DefaultMaxRetry.
+// before it goes to dead. 0 means it runs once; math.MaxInt retries
+// forever. Defaults to DefaultMaxRetry.
 func MaxRetry(n int) Option {
 	return func(o *options) error {
 		if n < 0 {

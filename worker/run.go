@@ -89,8 +89,10 @@ func (s *Server) run(p *part, l leased) {
 			err: fmt.Sprintf("undecodable task message: %v", err)})
 		return
 	}
-	if t.Attempt > t.MaxRetry+1 {
-		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("attempts exhausted: attempt %d of %d; earlier attempts lost their lease (worker crashed or stalled)", t.Attempt, t.MaxRetry+1))))
+	// Attempt-1 > MaxRetry, not Attempt > MaxRetry+1: MaxRetry may be
+	// math.MaxInt ("retry forever"), and MaxRetry+1 would overflow
+	if t.Attempt-1 > t.MaxRetry {
+		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("attempts exhausted: attempt %d of %d; earlier attempts lost their lease (worker crashed or stalled)", t.Attempt, uint64(t.MaxRetry)+1))))
 		return
 	}
 	if !t.Deadline.IsZero() && !time.Now().Before(t.Deadline) {

@@ -45,7 +45,7 @@ func (t *Task) Decode(v any) error {
 }
 
 // RetriesLeft returns how many retries remain should this attempt fail.
-func (t *Task) RetriesLeft() int { return max(0, t.MaxRetry+1-t.Attempt) }
+func (t *Task) RetriesLeft() int { return max(0, t.MaxRetry-(t.Attempt-1)) }
 
 type taskKey struct{}
 
