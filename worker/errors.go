@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -37,8 +38,22 @@ var (
 
 // SkipRetry wraps err so the task goes straight to dead, whatever retries it has left.
 func SkipRetry(err error) error {
-	return fmt.Errorf("%w: %w", ErrSkipRetry, err)
+	return &skipRetryError{err: err}
 }
+
+// skipRetryError is SkipRetry's error. Its message has one "worker:"
+// prefix even when err's has one too (a failed Task.Decode): "worker: skip
+// retry: task …", not "worker: skip retry: worker: task …".
+type skipRetryError struct{ err error }
+
+func (e *skipRetryError) Error() string {
+	if e.err == nil {
+		return ErrSkipRetry.Error()
+	}
+	return ErrSkipRetry.Error() + ": " + strings.TrimPrefix(e.err.Error(), "worker: ")
+}
+
+func (e *skipRetryError) Unwrap() []error { return []error{ErrSkipRetry, e.err} }
 
 // RetryIn wraps err so the task is retried after d instead of after the
 // Config.RetryDelay backoff. It still counts an attempt: a task out of

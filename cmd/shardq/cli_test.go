@@ -146,11 +146,18 @@ func runBadInput(t *testing.T, command string, cases []badInput) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			code, out, errOut := run(t, c.env, append([]string{command}, c.args...)...)
-			if code != c.code || !strings.Contains(errOut, c.want) {
-				t.Fatalf("exit %d, want %d; stderr lacks %q:\n%s", code, c.code, c.want, errOut)
+			said := errOut
+			if code == exitOK {
+				said = out // help goes to stdout
+			}
+			if code != c.code || !strings.Contains(said, c.want) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s", code, c.code, c.want, said)
 			}
 			if code != exitOK && out != "" {
 				t.Fatalf("exit %d with output on stdout: %q", code, out)
+			}
+			if code == exitUsage && (strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "run 'shardq help "+command+"'")) {
+				t.Fatalf("a usage error is one line naming the help command, got:\n%s", errOut)
 			}
 		})
 	}

@@ -85,7 +85,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.DurationVar(&f.unique, "unique", 0, "reject the task while one with the same type and payload is queued, for this `ttl`")
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")
 	fs.BoolVar(&f.lines, "lines", false, "one task per line of stdin (or --file)")
-	describe(m, fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
+	describe(fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

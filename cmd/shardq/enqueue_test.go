@@ -200,8 +200,8 @@ func TestEnqueueBadInput(t *testing.T) {
 		{"NoRedis", nil, []string{"--type", "t", "--payload", "x"}, exitUsage, "no Redis"},
 		{"RedisDown", downEnv(t), []string{"--type", "t", "--payload", "x"}, exitFailure, "connect to 127.0.0.1"},
 	})
-	if code, _, errOut := run(t, nil, "enqueue", "-h"); code != exitOK || !strings.Contains(errOut, "Exit codes:") {
-		t.Fatalf("enqueue -h: exit %d, stderr %q", code, errOut)
+	if code, out, _ := run(t, nil, "enqueue", "-h"); code != exitOK || !strings.Contains(out, "Exit codes:") {
+		t.Fatalf("enqueue -h: exit %d, stdout %q", code, out)
 	}
 }
 

@@ -33,11 +33,11 @@ func TestUsage(t *testing.T) {
 	if code, _, errOut := run(t, nil, "nope"); code != exitUsage || !strings.Contains(errOut, `unknown command "nope"`) {
 		t.Fatalf("unknown command: exit %d, stderr %q", code, errOut)
 	}
-	if code, _, errOut := run(t, nil, "demo", "-h"); code != exitOK || !strings.Contains(errOut, "-tasks") {
-		t.Fatalf("demo -h: exit %d, stderr %q", code, errOut)
+	if code, out, errOut := run(t, nil, "demo", "-h"); code != exitOK || !strings.Contains(out, "-tasks") || errOut != "" {
+		t.Fatalf("demo -h: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if code, _, errOut := run(t, nil, "help", "bench"); code != exitOK || !strings.Contains(errOut, "-mem-tasks") {
-		t.Fatalf("help bench: exit %d, stderr %q", code, errOut)
+	if code, out, errOut := run(t, nil, "help", "bench"); code != exitOK || !strings.Contains(out, "-mem-tasks") || errOut != "" {
+		t.Fatalf("help bench: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if code, _, errOut := run(t, nil, "help", "nope"); code != exitUsage || !strings.Contains(errOut, `unknown command "nope"`) {
 		t.Fatalf("help nope: exit %d, stderr %q", code, errOut)
@@ -55,6 +55,46 @@ func TestUsage(t *testing.T) {
 	}
 	if code, _, errOut := run(t, nil, "demo", "--redis", "http://nope"); code != exitUsage || !strings.Contains(errOut, "--redis") {
 		t.Fatalf("bad URL: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestUsageErrors: for every command, help goes to stdout (so it pipes
+// into less or grep), and a bad flag or value is one line on stderr naming
+// it and the help command, exit 2. (It was the error, the whole usage,
+// then the error again, all on stderr.)
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range (&Main{}).commands() {
+		name := c.name()
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, args := range [][]string{{name, "-h"}, {name, "--help"}, {"help", name}} {
+				code, out, errOut := run(t, nil, args...)
+				if code != exitOK || !strings.HasPrefix(out, "Usage: shardq "+name) || !strings.Contains(out, "Flags:") || errOut != "" {
+					t.Errorf("%q: exit %d, stdout %q, stderr %q; want the help on stdout", args, code, out, errOut)
+				}
+			}
+			hint := "(run 'shardq help " + name + "')"
+			for _, bad := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"--bogus"}, "-bogus"},
+				{[]string{"--redis"}, "-redis"}, // a flag without its value
+				{[]string{"--redis", "redis://127.0.0.1:1", "stray"}, `"stray"`},
+			} {
+				code, out, errOut := run(t, nil, append([]string{name}, bad.args...)...)
+				if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 ||
+					!strings.Contains(errOut, bad.want) || !strings.Contains(errOut, hint) {
+					t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line naming %s and %s",
+						bad.args, code, out, errOut, bad.want, hint)
+				}
+			}
+		})
+	}
+	code, _, errOut := run(t, nil, "enqueue", "--type", "t", "--delay", "banana")
+	if code != exitUsage || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `invalid value "banana" for flag -delay`) {
+		t.Errorf("--delay banana: exit %d, stderr %q", code, errOut)
 	}
 }
 

@@ -20,13 +20,17 @@ import (
 // redisFlag is the --redis URL flag's help.
 const redisFlagHelp = "Redis URL (default $SHARDQ_REDIS_URL, then $REDIS_URL)"
 
+// errNoRedis is the usage error of a command that needs a Redis URL and
+// has none.
+var errNoRedis = fmt.Errorf("%w: no Redis: pass --redis redis://host:port or set SHARDQ_REDIS_URL (or REDIS_URL)", errUsage)
+
 // connect returns a client for url, else $SHARDQ_REDIS_URL or $REDIS_URL.
 // With none of them and private set, it starts a private redis-server on a
 // free port, which the returned close function stops.
 func (m *Main) connect(ctx context.Context, url string, private bool, log io.Writer) (redis.UniversalClient, func(), error) {
 	url = cmp.Or(url, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL"))
 	if url == "" && !private {
-		return nil, nil, fmt.Errorf("%w: no Redis: pass --redis redis://host:port or set SHARDQ_REDIS_URL (or REDIS_URL)", errUsage)
+		return nil, nil, errNoRedis
 	}
 	var srv *redisproc.Server
 	if url == "" {

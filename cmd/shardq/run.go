@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -63,15 +64,16 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		case errors.Is(err, flag.ErrHelp):
 			return exitOK
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(m.Stderr, "shardq %s: %v\n", c.name(), err)
+			// one line: what was wrong, and where the flags are listed
+			fmt.Fprintf(m.Stderr, "shardq %s: %s (run 'shardq help %s')\n",
+				c.name(), strings.TrimPrefix(err.Error(), errUsage.Error()+": "), c.name())
 			return exitUsage
 		default:
 			fmt.Fprintf(m.Stderr, "shardq %s: %v\n", c.name(), err)
 			return exitFailure
 		}
 	}
-	fmt.Fprintf(m.Stderr, "shardq: unknown command %q\n\n", args[0])
-	m.usage(m.Stderr)
+	fmt.Fprintf(m.Stderr, "shardq: unknown command %q (run 'shardq help' for the list)\n", args[0])
 	return exitUsage
 }
 
@@ -103,21 +105,41 @@ func version() string {
 	return fmt.Sprintf("shardq %s, %s", v, bi.GoVersion)
 }
 
-// flagSet returns a FlagSet that prints its usage to m.Stderr.
-func (m *Main) flagSet(c command) *flag.FlagSet {
-	fs := flag.NewFlagSet("shardq "+c.name(), flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(m.Stderr, "Usage: shardq %s [flags]\n\n%s\n\nFlags:\n", c.name(), c.summary())
-		fs.PrintDefaults()
+// flags is a command's flag set and its help text.
+type flags struct {
+	*flag.FlagSet
+	stdout io.Writer
+	help   func(w io.Writer) // the text -h prints
+}
+
+// flagSet returns a command's flags. The flag package's own output (the
+// error, then the whole usage, on stderr) is silenced: -h prints the help
+// to stdout, so it pipes into less or grep, and a bad flag is one line
+// from Run.
+func (m *Main) flagSet(c command) *flags {
+	fs := &flags{FlagSet: flag.NewFlagSet("shardq "+c.name(), flag.ContinueOnError), stdout: m.Stdout}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.help = func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: shardq %s [flags]\n\n%s\n\nFlags:\n", c.name(), c.summary())
+		fs.defaults(w)
 	}
 	return fs
 }
 
-// parse parses args, wrapping bad flags as usage errors.
-func parse(fs *flag.FlagSet, args []string) error {
+// defaults prints the flags and their defaults to w.
+func (fs *flags) defaults(w io.Writer) {
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parse parses args: -h prints the help to stdout (flag.ErrHelp), a bad
+// flag or value is a usage error naming it.
+func parse(fs *flags, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.help(fs.stdout)
 			return err
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)

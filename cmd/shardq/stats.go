@@ -61,7 +61,7 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&name, "queue", "", "show this queue only")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	describe(m, fs, c, "[flags]", statsDetails, statsExitCodes)
+	describe(fs, c, "[flags]", statsDetails, statsExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

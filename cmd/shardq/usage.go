@@ -3,19 +3,20 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 )
 
 // prefixFlagHelp is the --prefix flag's help.
 const prefixFlagHelp = "the key prefix: queue.Config.Prefix of your producers and workers"
 
-// describe replaces fs's usage text with one that has room for a longer
+// describe replaces fs's help with one that has room for a longer
 // description and the exit codes.
-func describe(m *Main, fs *flag.FlagSet, c command, usage, details, exitCodes string) {
-	fs.Usage = func() {
-		fmt.Fprintf(m.Stderr, "Usage: shardq %s %s\n\n%s\n\n%s\n\nFlags:\n", c.name(), usage, c.summary(), strings.TrimSpace(details))
-		fs.PrintDefaults()
-		fmt.Fprintf(m.Stderr, "\n%s\n", exitCodes)
+func describe(fs *flags, c command, usage, details, exitCodes string) {
+	fs.help = func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: shardq %s %s\n\n%s\n\n%s\n\nFlags:\n", c.name(), usage, c.summary(), strings.TrimSpace(details))
+		fs.defaults(w)
+		fmt.Fprintf(w, "\n%s\n", exitCodes)
 	}
 }
 
@@ -26,7 +27,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, " ") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // visited returns the names of the flags set on the command line.
-func visited(fs *flag.FlagSet) map[string]bool {
+func visited(fs *flags) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set

@@ -122,7 +122,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.retryExitCode, "retry-exit-code", 75, "exec: the exit code that asks for a retry")
 	fs.DurationVar(&f.retryIn, "retry-in", 0, "wait before a requested retry without Retry-After (0: the usual backoff)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug (every task), info, warn or error")
-	describe(m, fs, c, "[flags]", workerDetails, workerExitCodes)
+	describe(fs, c, "[flags]", workerDetails, workerExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -136,11 +136,14 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	cfg.Logger = log
+	url := cmp.Or(f.redisURL, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL"), fileRedis)
+	if url == "" {
+		return errNoRedis // before the handlers are logged: a usage error is one line
+	}
 	mux, err := f.mux(m, specs, log)
 	if err != nil {
 		return err
 	}
-	url := cmp.Or(f.redisURL, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL"), fileRedis)
 	rdb, closeRedis, err := m.connect(ctx, url, false, m.Stderr)
 	if err != nil {
 		return err

@@ -46,10 +46,10 @@ func TestWorkerBadInput(t *testing.T) {
 	})
 	t.Run("Help", func(t *testing.T) {
 		t.Parallel()
-		code, _, errOut := run(t, nil, "worker", "--help")
+		code, out, _ := run(t, nil, "worker", "--help")
 		for _, want := range []string{"-handler", "X-Shardq-Task-Id", "SHARDQ_ATTEMPT", "Exit codes:"} {
-			if code != exitOK || !strings.Contains(errOut, want) {
-				t.Fatalf("exit %d; help lacks %q:\n%s", code, want, errOut)
+			if code != exitOK || !strings.Contains(out, want) {
+				t.Fatalf("exit %d; help lacks %q:\n%s", code, want, out)
 			}
 		}
 	})

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +49,26 @@ func TestRetryForever(t *testing.T) {
 				t.Fatalf("MaxRetry(%d): the handler saw MaxRetry %d", n, last.MaxRetry)
 			}
 		})
+	}
+}
+
+// TestSkipRetryMessage: the dead task's error has one "worker:" prefix
+// ("worker: skip retry: worker: task …" once), and errors.Is still finds
+// both the sentinel and the cause.
+func TestSkipRetryMessage(t *testing.T) {
+	task := &Task{ID: "t1", Type: "email", Raw: true, Payload: []byte(`{"to": 1}`)}
+	var v struct {
+		To string `json:"to"`
+	}
+	err := SkipRetry(task.Decode(&v))
+	if got := err.Error(); strings.Count(got, "worker:") != 1 || !strings.HasPrefix(got, "worker: skip retry: task t1 (email): ") {
+		t.Fatalf("message %q, want one prefix: worker: skip retry: task t1 (email): …", got)
+	}
+	var typeErr *json.UnmarshalTypeError
+	if !errors.Is(err, ErrSkipRetry) || !errors.As(err, &typeErr) {
+		t.Fatalf("errors.Is(ErrSkipRetry) %v, errors.As(*json.UnmarshalTypeError) %v", errors.Is(err, ErrSkipRetry), errors.As(err, &typeErr))
+	}
+	if got := SkipRetry(errors.New("bad input")).Error(); got != "worker: skip retry: bad input" {
+		t.Fatalf("message %q", got)
 	}
 }
