@@ -94,10 +94,10 @@ func parseFeedReply(q FeedQuery, res any) (*FeedPage, error) {
 		if err != nil || len(entries) != 1 {
 			return nil, errors.Join(fmt.Errorf("read feed: bad entry %v", flat[j:j+2]), err)
 		}
-		msg, _ := flat[j+2].(string)
+		msg, hasMsg := flat[j+2].(string)
 		rec, _ := flat[j+3].(string)
 		ti := &TaskInfo{ID: id, Queue: q.Queue, Partition: q.Partition}
-		if msg != "" {
+		if hasMsg { // nil: none left; "" is a message, if a malformed one
 			ti = taskFromReply(q.Queue, q.Partition, id, msg, rec)
 		}
 		ti.Rank = entries[0].Rank

@@ -180,13 +180,13 @@ func parseListed(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 	for j := 0; j+3 < len(res); j += 4 {
 		id, _ := res[j].(string)
 		score, _ := res[j+1].(string)
-		msg, _ := res[j+2].(string)
+		msg, hasMsg := res[j+2].(string)
 		rec, _ := res[j+3].(string)
 		ti := &TaskInfo{ID: id, Queue: q.Queue, Partition: part}
 		if q.State != StateRecent {
 			ti.State = q.State // a set entry whose task has no message left
 		}
-		if msg != "" {
+		if hasMsg { // nil: none left; "" is a message, if a malformed one
 			ti = taskFromReply(q.Queue, part, id, msg, rec)
 		}
 		l := listed{task: ti, marker: score + "," + id}

@@ -163,9 +163,9 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 		if err != nil || len(res) < 3 {
 			return nil, fmt.Errorf("get task %q: unexpected reply %v: %w", id, res, err)
 		}
-		msg, _ := res[0].(string)
-		if msg == "" {
-			continue
+		msg, ok := res[0].(string)
+		if !ok {
+			continue // nil: not in this partition ("" is an empty, malformed message)
 		}
 		rec, _ := res[1].(string)
 		ti := taskFromReply(queue, part, id, msg, rec)

@@ -333,8 +333,12 @@ func TestFailures(t *testing.T) {
 		})
 	})
 
-	// Messages pushed by a foreign client, malformed or truncated, go to
-	// dead with the decode error; the worker goes on with the next task.
+	// Messages pushed by a foreign client, malformed, truncated or empty,
+	// go to dead with the decode error, flagged malformed, their bytes
+	// kept, and GetTask finds each by the ID the dead feed (the
+	// dashboard) shows; the worker goes on with the next task. (An empty
+	// element once reached dead unflagged, without an error, and could not
+	// be found: "" was taken for "no message".)
 	t.Run("MalformedMessagesGoToDead", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -344,29 +348,44 @@ func TestFailures(t *testing.T) {
 		raw, err := (&wire.Message{ID: "truncated", Type: "t", Payload: []byte("0123456789")}).Encode()
 		must(t, err)
 		shard := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).ShardPrefix() + "0"
-		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-8], `{"json":1}`).Err())
+		pushed := []string{"garbage from elsewhere", string(raw[:len(raw)-8]), `{"json":1}`, ""}
+		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-8], `{"json":1}`, "").Err())
 		after := b.enqueue(t, queue.NewRawTask("t", []byte("after")))
 		// (a task between a blocking move and its claim is in a worker's
 		// in-flight list, neither pending nor active: wait for the runs too)
-		waitFor(t, 5*time.Second, "three dead tasks and the good ones run", func() bool {
+		waitFor(t, 5*time.Second, "four dead tasks and the good ones run", func() bool {
 			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
-			return qi.Dead == 3 && qi.Pending == 0 && qi.Active == 0 && rec.count(good.ID) == 1 && rec.count(after.ID) == 1
+			return qi.Dead == 4 && qi.Pending == 0 && qi.Active == 0 && rec.count(good.ID) == 1 && rec.count(after.ID) == 1
 		})
 		if rec.total() != 2 || rec.count(good.ID) != 1 || rec.count(after.ID) != 1 {
 			t.Fatalf("handler ran %d tasks; want the two good ones once each", rec.total())
 		}
 		page, err := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDead})
 		must(t, err)
+		if len(page.Tasks) != 4 {
+			t.Fatalf("dead feed has %d tasks, want 4", len(page.Tasks))
+		}
 		truncated := false
+		kept := map[string]bool{}
 		for _, ti := range page.Tasks {
-			if !strings.Contains(ti.LastError, "undecodable task message") {
-				t.Fatalf("dead task %s: last error %q", ti.ID, ti.LastError)
+			if !strings.Contains(ti.LastError, "undecodable task message") || !ti.Malformed || ti.State != queue.StateDead {
+				t.Fatalf("dead task %s: malformed %v, state %s, last error %q", ti.ID, ti.Malformed, ti.State, ti.LastError)
+			}
+			got, err := b.insp.GetTask(ctx, queue.DefaultQueue, ti.ID)
+			if err != nil || !got.Malformed || got.State != queue.StateDead || got.LastError != ti.LastError {
+				t.Fatalf("GetTask(%q): %+v, %v", ti.ID, got, err)
 			}
 			// its head reads, so it is leased, and dies, under its own ID
 			truncated = truncated || ti.ID == "truncated"
+			kept[string(got.Payload)] = true
 		}
 		if !truncated {
 			t.Fatalf("dead tasks %+v: none under the truncated message's own ID", page.Tasks)
+		}
+		for _, p := range pushed {
+			if !kept[p] {
+				t.Errorf("the bytes of pushed element %q are not kept: %v", p, kept)
+			}
 		}
 	})
 

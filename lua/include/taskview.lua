@@ -1,7 +1,8 @@
--- task_views returns {id, score, message or "", record or "", ...} for the
+-- task_views returns {id, score, message or nil, record or "", ...} for the
 -- ids and scores given, in their order: each task's message from T:msg
 -- when it has a record, else from the recent feed's copy (a pending task).
--- One HMGET per hash for the whole page.
+-- One HMGET per hash for the whole page. nil (false here), not "", says
+-- there is no message: an empty element is a (malformed) message too.
 local function task_views(ids, scores, msg_key, state_key, feedmsg_key)
   local out = {}
   if #ids == 0 then return out end
@@ -11,7 +12,7 @@ local function task_views(ids, scores, msg_key, state_key, feedmsg_key)
   for i, id in ipairs(ids) do
     out[#out + 1] = id
     out[#out + 1] = scores[i]
-    out[#out + 1] = msgs[i] or copies[i] or ''
+    out[#out + 1] = msgs[i] or copies[i] or false
     out[#out + 1] = recs[i] or ''
   end
   return out
