@@ -112,6 +112,7 @@ func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET /api/queues", d.apiQueues)
 	d.mux.HandleFunc("GET /api/queues/{queue}", d.apiQueue)
 	d.mux.HandleFunc("GET /api/queues/{queue}/history", d.apiHistory)
+	d.mux.HandleFunc("GET /api/queues/{queue}/scaling", d.apiScaling)
 	d.mux.HandleFunc("GET /api/history", d.apiHistory)
 	d.mux.HandleFunc("GET /api/queues/{queue}/tasks", d.apiTasks)
 	d.mux.HandleFunc("GET /api/queues/{queue}/tasks/{id}", d.apiTask)

@@ -102,6 +102,7 @@ func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 
 type queueData struct {
 	Info    *queue.QueueInfo
+	Scaling *queue.Scaling
 	Chart   chart
 	State   queue.State
 	Tabs    []tab
@@ -149,7 +150,12 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	data := queueData{Info: info, Chart: newChart(h), State: q.State, After: q.After, Next: p.Next,
+	sc, err := d.insp.Scaling(r.Context(), q.Queue)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data := queueData{Info: info, Scaling: sc, Chart: newChart(h), State: q.State, After: q.After, Next: p.Next,
 		HasNext: len(p.Tasks) == q.Limit, Limit: q.Limit, TailMS: d.opts.TailInterval.Milliseconds()}
 	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
 		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateDone: info.Done}

@@ -212,13 +212,35 @@ func newHistoryView(h *queue.History) historyView {
 
 // workerView is a worker process as the API returns it.
 type workerView struct {
-	ID            string     `json:"id"`
-	LastHeartbeat *jsonTime  `json:"last_heartbeat,omitempty"`
-	Tasks         []taskView `json:"tasks"`
+	ID            string                     `json:"id"`
+	LastHeartbeat *jsonTime                  `json:"last_heartbeat,omitempty"`
+	Host          string                     `json:"host,omitempty"`
+	PID           int                        `json:"pid,omitempty"`
+	Started       *jsonTime                  `json:"started,omitempty"`
+	Queues        map[string]int             `json:"queues,omitempty"` // queue -> weight
+	Strict        bool                       `json:"strict_priority,omitempty"`
+	Concurrency   int                        `json:"concurrency,omitempty"`
+	Busy          int                        `json:"busy"`
+	Work          map[string]workerQueueView `json:"work,omitempty"`
+	Tasks         []taskView                 `json:"tasks"`
+}
+
+type workerQueueView struct {
+	Running         int     `json:"running"`
+	Done            int64   `json:"done"`
+	MeanHandlerSecs float64 `json:"mean_handler_seconds"`
 }
 
 func newWorkerView(w *queue.WorkerInfo) workerView {
-	v := workerView{ID: w.ID, LastHeartbeat: optTime(w.LastHeartbeat), Tasks: []taskView{}}
+	v := workerView{ID: w.ID, LastHeartbeat: optTime(w.LastHeartbeat), Tasks: []taskView{},
+		Host: w.Host, PID: w.PID, Started: optTime(w.Started), Queues: w.Queues, Strict: w.Strict,
+		Concurrency: w.Concurrency, Busy: w.Busy}
+	if len(w.Work) > 0 {
+		v.Work = make(map[string]workerQueueView, len(w.Work))
+		for q, wq := range w.Work {
+			v.Work[q] = workerQueueView{Running: wq.Running, Done: wq.Done, MeanHandlerSecs: wq.MeanHandlerTime.Seconds()}
+		}
+	}
 	for _, t := range w.Tasks {
 		v.Tasks = append(v.Tasks, newTaskView(t))
 	}

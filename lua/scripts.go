@@ -24,6 +24,7 @@ var (
 	GetTask      = registry["get_task"]
 	PurgePending = registry["purge_pending"]
 	ReadFeed     = registry["read_feed"]
+	RateSample   = registry["rate_sample"]
 
 	Pop       = registry["pop"]
 	Claim     = registry["claim"]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -31,6 +32,46 @@ type WorkerInfo struct {
 	// Tasks are the active tasks this worker leases, in order of lease
 	// expiry (at most 1000 per queue partition are read).
 	Tasks []*TaskInfo
+
+	// What the worker published with its last heartbeat; zero for a
+	// worker too old to publish it, or one that crashed.
+	Host        string
+	PID         int
+	Started     time.Time
+	Queues      map[string]int // queue -> weight
+	Strict      bool           // StrictPriority: weights are priorities
+	Concurrency int            // handler slots
+	Busy        int            // slots running a handler now: len(Tasks), as leased in Redis
+	// Work is the worker's work per queue it serves.
+	Work map[string]WorkerQueue
+}
+
+// WorkerQueue is one worker's work on one of its queues.
+type WorkerQueue struct {
+	Running int   // handlers running now
+	Done    int64 // handlers finished since the worker started
+	// MeanHandlerTime is the recent mean time a handler ran (a weighted
+	// mean over heartbeats); 0 before the first finished.
+	MeanHandlerTime time.Duration
+}
+
+// Serves reports whether w runs tasks of queue.
+func (w *WorkerInfo) Serves(queue string) bool {
+	_, ok := w.Queues[queue]
+	return ok
+}
+
+// setStatus fills in what the worker published.
+func (w *WorkerInfo) setStatus(st *wire.WorkerStatus) {
+	w.Host, w.PID, w.Queues, w.Strict, w.Concurrency = st.Host, st.PID, st.Queues, st.Strict, st.Concurrency
+	if st.Started > 0 {
+		w.Started = time.UnixMilli(st.Started)
+	}
+	w.Work = make(map[string]WorkerQueue, len(st.Work))
+	for q, qw := range st.Work {
+		w.Work[q] = WorkerQueue{Running: qw.Running, Done: qw.Done,
+			MeanHandlerTime: time.Duration(qw.MeanMS * float64(time.Millisecond))}
+	}
 }
 
 // Workers returns the worker processes with a heartbeat, newest first
@@ -47,12 +88,14 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 		cmd   *redis.Cmd
 	}
 	var beats *redis.ZSliceCmd
+	var statuses *redis.MapStringStringCmd
 	var cmds []partCmd
 	err = rcall.Do(ctx, i.rdb, func() error {
 		cmds = cmds[:0]
 		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 			beats = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Workers(i.cfg.Prefix),
 				Start: 0, Stop: maxWorkers - 1, Rev: true})
+			statuses = p.HGetAll(ctx, keys.WorkerStatus(i.cfg.Prefix))
 			for q, n := range reg {
 				for part := range n {
 					k := keys.For(i.cfg.Prefix, q, part)
@@ -70,6 +113,11 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 	byID := map[string]*WorkerInfo{}
 	for _, z := range beats.Val() {
 		w := &WorkerInfo{ID: fmt.Sprint(z.Member), LastHeartbeat: time.UnixMilli(int64(z.Score))}
+		if b, ok := statuses.Val()[w.ID]; ok {
+			if st, err := wire.DecodeWorkerStatus([]byte(b)); err == nil {
+				w.setStatus(st)
+			}
+		}
 		byID[w.ID] = w
 		out = append(out, w)
 	}
@@ -88,6 +136,9 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 			}
 			w.Tasks = append(w.Tasks, l.task)
 		}
+	}
+	for _, w := range byID {
+		w.Busy = len(w.Tasks)
 	}
 	sort.Slice(orphans, func(a, b int) bool { return orphans[a].ID < orphans[b].ID })
 	return append(out, orphans...), nil

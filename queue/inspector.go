@@ -111,8 +111,7 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, lua.Counts, []string{k.First(), k.Last(), k.Active(), k.Scheduled(),
-			k.Retry(), k.Dead(), k.Done(), k.Paused()}, k.ShardPrefix(), k.ParkedCount())
+		cmds[part] = p.Run(ctx, lua.Counts, countKeys(k), countArgs(k)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue info %q: %w", queue, err)
@@ -120,26 +119,41 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 	info := &QueueInfo{Queue: queue, Partitions: n}
 	now := time.Now()
 	for _, cmd := range cmds {
-		res, err := cmd.Slice()
-		if err != nil || len(res) < 9 {
-			return nil, fmt.Errorf("queue info %q: unexpected reply %v: %w", queue, res, err)
-		}
-		c := func(j int) int64 { v, _ := res[j].(int64); return v }
-		info.Pending += c(0)
-		info.Active += c(1)
-		info.Scheduled += c(2)
-		info.Retry += c(3)
-		info.Dead += c(4)
-		info.Done += c(5)
-		info.Paused = info.Paused || c(6) == 1
-		info.Waiting += c(8)
-		if head, _ := res[7].(string); head != "" {
-			if m, err := wire.DecodeMessage([]byte(head)); err == nil && m.EnqueuedAt > 0 {
-				info.Latency = max(info.Latency, now.Sub(time.UnixMilli(m.EnqueuedAt)))
-			}
+		if err := info.add(cmd, now); err != nil {
+			return nil, err
 		}
 	}
 	return info, nil
+}
+
+// countKeys are the KEYS of lua.Counts for partition k, and countArgs its ARGV.
+func countKeys(k keys.Partition) []string {
+	return []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()}
+}
+
+func countArgs(k keys.Partition) []any { return []any{k.ShardPrefix(), k.ParkedCount()} }
+
+// add adds one partition's lua.Counts reply to info.
+func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
+	res, err := cmd.Slice()
+	if err != nil || len(res) < 9 {
+		return fmt.Errorf("queue info %q: unexpected reply %v: %w", info.Queue, res, err)
+	}
+	c := func(j int) int64 { v, _ := res[j].(int64); return v }
+	info.Pending += c(0)
+	info.Active += c(1)
+	info.Scheduled += c(2)
+	info.Retry += c(3)
+	info.Dead += c(4)
+	info.Done += c(5)
+	info.Paused = info.Paused || c(6) == 1
+	info.Waiting += c(8)
+	if head, _ := res[7].(string); head != "" {
+		if m, err := wire.DecodeMessage([]byte(head)); err == nil && m.EnqueuedAt > 0 {
+			info.Latency = max(info.Latency, now.Sub(time.UnixMilli(m.EnqueuedAt)))
+		}
+	}
+	return nil
 }
 
 // GetTask returns what queue knows of the task id: its record when it has

@@ -60,8 +60,10 @@ func (s *Server) beat(ctx context.Context) error {
 		for _, p := range s.parts {
 			s.queueReap(ctx, pipe, p, stale)
 		}
+		s.publishStatus(ctx, pipe)
 		if len(stale) > 0 {
 			pipe.ZRem(ctx, keys.Workers(s.cfg.Prefix), toAny(stale)...)
+			pipe.HDel(ctx, keys.WorkerStatus(s.cfg.Prefix), stale...)
 		}
 		return nil
 	})

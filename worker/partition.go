@@ -28,6 +28,7 @@ type part struct {
 	// its outcome is written: a fetcher at the queue's concurrency limit
 	// waits for it (or idlePoll, for slots freed by other workers).
 	freed chan struct{}
+	work  *work // the queue's handler counts, shared by its partitions
 }
 
 // signalFreed wakes p's fetcher if it waits at the concurrency limit.

@@ -116,7 +116,9 @@ func (s *Server) run(p *part, l leased) {
 	if cause := context.Cause(s.handlerCtx); cause != nil {
 		cancel(cause) // stopTasks ran before this task joined the registry
 	}
+	began := time.Now()
 	err = s.handler.ProcessTask(ctx, t)
+	p.work.finished(time.Since(began))
 	s.running.remove(r)
 
 	switch {

@@ -48,7 +48,9 @@ type Server struct {
 	runners     *runners
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
-	unhandled   sync.Map // task types warned of as having no handler
+	unhandled   sync.Map         // task types warned of as having no handler
+	work        map[string]*work // per queue, for the published status
+	started     time.Time
 	// failingSince is when Redis calls began to fail (unix ns), 0 while
 	// they succeed
 	failingSince atomic.Int64
@@ -89,11 +91,15 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		}
 		return names[i] < names[j]
 	})
+	s.work = make(map[string]*work, len(names))
 	for _, q := range names {
 		sh := s.slots.newShare(cfg.Queues[q])
+		s.work[q] = &work{}
 		for i := range cfg.PartitionsOf(q) {
 			k := keys.For(cfg.Prefix, q, i)
-			s.parts = append(s.parts, newPart(k, q, i, len(s.parts), sh, cfg.ShardSize, cfg.WorkerID))
+			p := newPart(k, q, i, len(s.parts), sh, cfg.ShardSize, cfg.WorkerID)
+			p.work = s.work[q]
+			s.parts = append(s.parts, p)
 		}
 	}
 	return s, nil
@@ -118,6 +124,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.warnIfEvicting(ctx)
 	s.warnIfRetrying()
+	s.started = time.Now()
 	if _, err := s.touch(ctx, s.cfg.WorkerID); err != nil {
 		return fmt.Errorf("worker start: %w", err)
 	}
@@ -240,7 +247,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	<-s.flusherDone
 	s.stopBg()
 	s.background.Wait()
-	if err := s.rdb.ZRem(context.Background(), keys.Workers(s.cfg.Prefix), s.cfg.WorkerID).Err(); err != nil {
+	if _, err := s.rdb.Pipelined(context.Background(), func(pipe redis.Pipeliner) error {
+		pipe.ZRem(context.Background(), keys.Workers(s.cfg.Prefix), s.cfg.WorkerID)
+		pipe.HDel(context.Background(), keys.WorkerStatus(s.cfg.Prefix), s.cfg.WorkerID)
+		return nil
+	}); err != nil {
 		s.log.Warn("could not unregister worker", "err", err)
 	}
 	s.runners.stop()

@@ -70,6 +70,10 @@ func (p Partition) Stats(kind string, minute int64) string {
 	return p.T + ":stats:" + kind + ":" + strconv.FormatInt(minute, 10)
 }
 
+// RateSamples is the list of "ms:count" samples of the feed's rank
+// counter that readers of the arrival rate keep (lua/rate_sample.lua).
+func (p Partition) RateSamples() string { return p.T + ":rate" }
+
 // Paused exists while the queue is paused.
 func (p Partition) Paused() string { return p.T + ":paused" }
 
@@ -78,6 +82,10 @@ func Queues(prefix string) string { return prefix + ":queues" }
 
 // Workers is the zset of live worker processes by heartbeat.
 func Workers(prefix string) string { return prefix + ":workers" }
+
+// WorkerStatus is the hash of worker ID -> wire.WorkerStatus, written with
+// each heartbeat and deleted with the worker's entry in Workers.
+func WorkerStatus(prefix string) string { return prefix + ":workers:status" }
 
 // Unique is the uniqueness lock of a unique key (its value is the task ID).
 func (p Partition) Unique(key string) string { return p.T + ":unique:" + key }

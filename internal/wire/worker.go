@@ -1,0 +1,42 @@
+package wire
+
+import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// WorkerStatus is what a worker process publishes with each heartbeat
+// (keys.WorkerStatus, a hash of worker ID -> this, msgpack): who it is,
+// what it serves and how busy it is. The dashboard's workers page and the
+// autoscaling figure read it.
+type WorkerStatus struct {
+	Host        string               `msgpack:"h"`
+	PID         int                  `msgpack:"p"`
+	Started     int64                `msgpack:"s"` // unix ms
+	Queues      map[string]int       `msgpack:"q"` // queue -> weight
+	Strict      bool                 `msgpack:"x"`
+	Concurrency int                  `msgpack:"c"`
+	Work        map[string]QueueWork `msgpack:"w"` // per queue
+}
+
+// QueueWork is one worker's work on one queue.
+type QueueWork struct {
+	Running int   `msgpack:"r"` // handlers running now
+	Done    int64 `msgpack:"d"` // handlers finished since the worker started
+	// MeanMS is the recent mean handler time in ms (an exponentially
+	// weighted mean over heartbeats), 0 before the first finished.
+	MeanMS float64 `msgpack:"m"`
+}
+
+// Encode returns s's msgpack bytes.
+func (s *WorkerStatus) Encode() ([]byte, error) { return msgpack.Marshal(s) }
+
+// DecodeWorkerStatus decodes what WorkerStatus.Encode wrote.
+func DecodeWorkerStatus(b []byte) (*WorkerStatus, error) {
+	var s WorkerStatus
+	if err := msgpack.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("decode worker status (%d bytes): %w", len(b), err)
+	}
+	return &s, nil
+}

@@ -1,0 +1,233 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
+)
+
+// Scaling is the autoscaling figure of one queue: how many worker
+// processes it needs, and the inputs that figure came from.
+//
+// The figure is Little's law plus a drain term. Handlers needed at once:
+//
+//	needed = ArrivalRate × MeanHandlerTime + Backlog × MeanHandlerTime / DrainTime
+//
+// (keep up with what arrives, and clear what waits within DrainTime), and
+//
+//	DesiredWorkers = ceil(needed / WorkerConcurrency)
+//
+// at least 1 while tasks wait or run, at most MaxWorkers when set. Before
+// any worker has reported a handler time the mean is unknown, and the
+// figure is 1 while there is work: one worker to learn it from.
+type Scaling struct {
+	Queue string `json:"queue"`
+	// DesiredWorkers is the figure: worker processes the queue needs.
+	DesiredWorkers int `json:"desiredWorkers"`
+	// NeededConcurrency is the handlers needed at once (before dividing by
+	// WorkerConcurrency).
+	NeededConcurrency float64 `json:"neededConcurrency"`
+
+	Backlog int64 `json:"backlog"` // tasks ready to run (pending)
+	Running int64 `json:"running"` // tasks running (active)
+	// ArrivalRate is the tasks enqueued per second over the last
+	// RateWindow; 0 until a second sample exists (the first read starts
+	// the samples).
+	ArrivalRate float64       `json:"arrivalRate"`
+	RateWindow  time.Duration `json:"-"`
+	// MeanHandlerTime is the recent mean time a handler of the queue ran,
+	// over the live workers that ran any (weighted by how many each ran);
+	// 0 when unknown.
+	MeanHandlerTime time.Duration `json:"-"`
+	// Workers is how many live workers serve the queue now, and
+	// WorkerConcurrency the handler slots of each (their mean, else
+	// ScaleConcurrency's value).
+	Workers           int           `json:"workers"`
+	WorkerConcurrency int           `json:"workerConcurrency"`
+	DrainTime         time.Duration `json:"-"`
+	MaxWorkers        int           `json:"maxWorkers,omitempty"`
+
+	// For JSON readers: the durations in seconds.
+	MeanHandlerSeconds float64 `json:"meanHandlerSeconds"`
+	DrainSeconds       float64 `json:"drainSeconds"`
+	RateWindowSeconds  float64 `json:"rateWindowSeconds"`
+}
+
+// Formula returns the figure's formula with this queue's inputs, for the
+// dashboard's queue page and logs.
+func (s *Scaling) Formula() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "needed = λ·S + B·S/T = %.2f/s × %v + %d × %v / %v = %.2f handlers; ",
+		s.ArrivalRate, s.MeanHandlerTime.Round(time.Microsecond), s.Backlog,
+		s.MeanHandlerTime.Round(time.Microsecond), s.DrainTime, s.NeededConcurrency)
+	fmt.Fprintf(&b, "desired = ceil(needed / C) = ceil(%.2f / %d) → %d worker",
+		s.NeededConcurrency, s.WorkerConcurrency, s.DesiredWorkers)
+	if s.DesiredWorkers != 1 {
+		b.WriteString("s")
+	}
+	if s.MeanHandlerTime == 0 && s.Backlog+s.Running > 0 {
+		b.WriteString(" (handler time unknown yet: one worker to learn it)")
+	}
+	if s.MaxWorkers > 0 {
+		fmt.Fprintf(&b, ", at most %d", s.MaxWorkers)
+	}
+	return b.String()
+}
+
+// ScalingOption sets an input of Inspector.Scaling.
+type ScalingOption func(*scalingOptions)
+
+type scalingOptions struct {
+	drain       time.Duration
+	window      time.Duration
+	concurrency int
+	max         int
+}
+
+// DefaultDrainTime is how soon Scaling plans to clear a backlog unless
+// ScaleDrainTime says otherwise.
+const DefaultDrainTime = time.Minute
+
+// ScaleDrainTime sets how soon the backlog should be cleared (T in the
+// formula). Defaults to DefaultDrainTime.
+func ScaleDrainTime(d time.Duration) ScalingOption {
+	return func(o *scalingOptions) { o.drain = d }
+}
+
+// ScaleRateWindow sets over how long the arrival rate is measured.
+// Defaults to one minute.
+func ScaleRateWindow(d time.Duration) ScalingOption {
+	return func(o *scalingOptions) { o.window = d }
+}
+
+// ScaleConcurrency sets the handler slots of one worker (C in the
+// formula) when no live worker serves the queue to read it from. Defaults
+// to 10, the worker's default Concurrency.
+func ScaleConcurrency(n int) ScalingOption {
+	return func(o *scalingOptions) { o.concurrency = n }
+}
+
+// ScaleMaxWorkers caps the figure.
+func ScaleMaxWorkers(n int) ScalingOption {
+	return func(o *scalingOptions) { o.max = n }
+}
+
+// Scaling returns queue's autoscaling figure (see Scaling) in two round
+// trips: the registry, then one pipeline with each partition's counts and
+// arrival-rate sample and the workers' heartbeats and statuses. The rate
+// samples are kept in Redis (a short list per partition), so every reader,
+// in any process, measures over the same window.
+func (i *Inspector) Scaling(ctx context.Context, queue string, opts ...ScalingOption) (*Scaling, error) {
+	o := scalingOptions{drain: DefaultDrainTime, window: time.Minute, concurrency: 10}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.drain <= 0 || o.window < time.Second || o.concurrency < 1 || o.max < 0 {
+		return nil, fmt.Errorf("%w: scaling drain %v (want > 0), window %v (want >= 1s), concurrency %d (want >= 1), max workers %d (want >= 0)",
+			ErrInvalidOption, o.drain, o.window, o.concurrency, o.max)
+	}
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]*redis.Cmd, n)
+	rates := make([]*redis.Cmd, n)
+	var beats *redis.ZSliceCmd
+	var statuses *redis.MapStringStringCmd
+	err = rcall.Do(ctx, i.rdb, func() error {
+		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+			for part := range n {
+				k := keys.For(i.cfg.Prefix, queue, part)
+				counts[part] = p.Run(ctx, lua.Counts, countKeys(k), countArgs(k)...)
+				rates[part] = p.Run(ctx, lua.RateSample, []string{keys.RankKey(k.Feed()), k.RateSamples()},
+					"", o.window.Milliseconds())
+			}
+			beats = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Workers(i.cfg.Prefix),
+				Start: 0, Stop: maxWorkers - 1, Rev: true})
+			statuses = p.HGetAll(ctx, keys.WorkerStatus(i.cfg.Prefix))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scaling of queue %q: %w", queue, err)
+	}
+	info := &QueueInfo{Queue: queue}
+	now := time.Now()
+	for _, cmd := range counts {
+		if err := info.add(cmd, now); err != nil {
+			return nil, err
+		}
+	}
+	sc := &Scaling{Queue: queue, Backlog: info.Pending, Running: info.Active, RateWindow: o.window,
+		DrainTime: o.drain, MaxWorkers: o.max, WorkerConcurrency: o.concurrency}
+	for _, cmd := range rates {
+		v, err := cmd.Int64Slice()
+		if err != nil || len(v) < 4 {
+			return nil, fmt.Errorf("scaling of queue %q: unexpected rate sample %v: %w", queue, v, err)
+		}
+		if span := v[0] - v[2]; span > 0 {
+			sc.ArrivalRate += float64(v[1]-v[3]) / (float64(span) / 1000)
+		}
+	}
+	sc.readWorkers(queue, beats.Val(), statuses.Val())
+	sc.compute()
+	return sc, nil
+}
+
+// readWorkers takes the live workers serving queue, their concurrency and
+// their handler times from the statuses they publish.
+func (sc *Scaling) readWorkers(queue string, beats []redis.Z, statuses map[string]string) {
+	var slots int
+	var done int64
+	var weighted float64
+	for _, z := range beats {
+		b, ok := statuses[fmt.Sprint(z.Member)]
+		if !ok {
+			continue
+		}
+		st, err := wire.DecodeWorkerStatus([]byte(b))
+		if err != nil {
+			continue
+		}
+		if _, serves := st.Queues[queue]; !serves {
+			continue
+		}
+		sc.Workers++
+		slots += st.Concurrency
+		if w := st.Work[queue]; w.MeanMS > 0 && w.Done > 0 {
+			done += w.Done
+			weighted += w.MeanMS * float64(w.Done)
+		}
+	}
+	if sc.Workers > 0 && slots > 0 {
+		sc.WorkerConcurrency = max(1, slots/sc.Workers)
+	}
+	if done > 0 {
+		sc.MeanHandlerTime = time.Duration(weighted / float64(done) * float64(time.Millisecond))
+	}
+}
+
+// compute applies the formula.
+func (sc *Scaling) compute() {
+	s := sc.MeanHandlerTime.Seconds()
+	sc.NeededConcurrency = sc.ArrivalRate*s + float64(sc.Backlog)*s/sc.DrainTime.Seconds()
+	sc.DesiredWorkers = int(math.Ceil(sc.NeededConcurrency/float64(sc.WorkerConcurrency) - 1e-9))
+	if sc.Backlog+sc.Running > 0 {
+		sc.DesiredWorkers = max(sc.DesiredWorkers, 1)
+	}
+	if sc.MaxWorkers > 0 {
+		sc.DesiredWorkers = min(sc.DesiredWorkers, sc.MaxWorkers)
+	}
+	sc.MeanHandlerSeconds = s
+	sc.DrainSeconds = sc.DrainTime.Seconds()
+	sc.RateWindowSeconds = sc.RateWindow.Seconds()
+}
