@@ -5,9 +5,27 @@ GO ?= go
 .DEFAULT_GOAL := test
 .PHONY: test check bench demo
 
-## test: static checks, then all tests with the race detector
+# What the tests and the demo need, checked before anything runs: a missing
+# program stops make at once with one line naming the package to install.
+GOALS := $(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))
+ifneq ($(filter test demo,$(GOALS)),)
+ifeq ($(shell command -v redis-server 2>/dev/null)$(if $(filter demo,$(GOALS)),$(REDIS_URL)$(SHARDQ_REDIS_URL)),)
+$(error $(firstword $(filter test demo,$(GOALS))) needs redis-server on PATH: apt-get install -y redis-server)
+endif
+endif
+# the browser the dashboard's browser test drives (Debian: chromium)
+CHROMIUM := $(firstword $(SHARDQ_CHROMIUM) $(foreach b,chromium chromium-browser google-chrome google-chrome-stable,$(shell command -v $(b) 2>/dev/null)))
+ifneq ($(filter test,$(GOALS)),)
+ifeq ($(CHROMIUM)$(SKIP_BROWSER),)
+$(error test needs Chromium for the dashboard's browser test: apt-get install -y chromium (or SKIP_BROWSER=1 make test to skip it))
+endif
+endif
+
+## test: static checks, then all tests with the race detector (SKIP_BROWSER=1:
+## without Chromium, the browser test skipped, as make says)
 test: check
-	$(GO) test -race -count=1 ./...
+	@if [ -n "$(SKIP_BROWSER)" ]; then echo "note: SKIP_BROWSER is set: the dashboard's browser test is skipped"; fi
+	SHARDQ_REQUIRE_BROWSER=$(if $(SKIP_BROWSER),,1) $(GO) test -race -count=1 ./...
 
 ## check: go.mod tidy, gofmt, go vet and staticcheck (tracked in go.mod as a tool)
 check:
@@ -29,6 +47,8 @@ check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## demo: run the shardq demo
+## demo: build shardq, then run its demo (it stays up until Ctrl-C; DEMO_FLAGS=--exit leaves when done)
 demo:
-	$(GO) run ./cmd/shardq demo
+	@echo "building bin/shardq (the first build compiles the dependencies: a minute or two)..."
+	@$(GO) build -o bin/shardq ./cmd/shardq
+	bin/shardq demo $(DEMO_FLAGS)

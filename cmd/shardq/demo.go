@@ -41,7 +41,7 @@ type demoFlags struct {
 	work        time.Duration
 	keep        bool
 	dashboard   string
-	stay        bool
+	exit        bool
 }
 
 func (c *demoCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -54,7 +54,7 @@ func (c *demoCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&f.work, "work", 2*time.Millisecond, "time each task pretends to work")
 	fs.BoolVar(&f.keep, "keep", false, "keep the demo's keys in Redis at the end")
 	fs.StringVar(&f.dashboard, "dashboard", "127.0.0.1:0", "serve the dashboard on this address (\"\" = none)")
-	fs.BoolVar(&f.stay, "stay", false, "keep the workers and dashboard running after the tasks finish, until Ctrl-C")
+	fs.BoolVar(&f.exit, "exit", false, "exit once the tasks finish, for scripts (default: the workers and dashboard stay up until Ctrl-C)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (c *demoCommand) run(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	d := &demo{m: m, f: f, rdb: rdb, cfg: queue.Config{Prefix: "shardq-demo-" + wire.NewID()[14:]}}
+	d := &demo{m: m, f: f, rdb: rdb, url: m.effectiveURL(f.redisURL, rdb), cfg: queue.Config{Prefix: "shardq-demo-" + wire.NewID()[14:]}}
 	if !f.keep {
 		defer d.cleanup()
 	}
@@ -77,6 +77,7 @@ type demo struct {
 	m         *Main
 	f         demoFlags
 	rdb       redis.UniversalClient
+	url       string // the Redis URL, password hidden
 	cfg       queue.Config
 	processed atomic.Int64
 	failed    atomic.Int64
@@ -104,6 +105,7 @@ func (d *demo) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
+	fmt.Fprintf(d.m.Stdout, "key prefix %s (keys are deleted on exit unless --keep)\n", d.cfg.Prefix)
 	start := time.Now()
 	if err := d.enqueue(ctx, client); err != nil {
 		return err
@@ -113,10 +115,15 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.watch(ctx, insp, start); err != nil {
 		return err
 	}
-	if d.f.stay && ctx.Err() == nil {
-		fmt.Fprintln(d.m.Stdout, "staying up: Ctrl-C to stop")
-		<-ctx.Done()
+	if d.f.exit || ctx.Err() != nil {
+		return nil
 	}
+	// The dashboard and workers stay up, so the URL printed above keeps
+	// answering and the queues can be inspected; Ctrl-C ends it all.
+	fmt.Fprintf(d.m.Stdout, "\nthe demo stays up: workers and dashboard keep running until Ctrl-C (--exit to leave when done)\n")
+	fmt.Fprintf(d.m.Stdout, "inspect its queues from another terminal:\n  %s stats --redis %s --prefix %s\n", d.m.self(), d.url, d.cfg.Prefix)
+	<-ctx.Done()
+	fmt.Fprintln(d.m.Stdout, "stopping: workers, dashboard, then the demo's keys")
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -125,11 +126,11 @@ func TestDemo(t *testing.T) {
 		}
 		doneSeen <- most
 	}()
-	code, out, errOut := run(t, map[string]string{"REDIS_URL": "redis://" + srv.Addr}, "demo", "-tasks", "400", "-work", "0")
+	code, out, errOut := run(t, map[string]string{"REDIS_URL": "redis://" + srv.Addr}, "demo", "-tasks", "400", "-work", "0", "-exit")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"dashboard on http://127.0.0.1:", "enqueued 400 tasks", "pending", "tasks/s", "all 400 tasks finished", "398 done, 2 dead"} {
+	for _, want := range []string{"dashboard on http://127.0.0.1:", "key prefix shardq-demo-", "enqueued 400 tasks", "pending", "tasks/s", "all 400 tasks finished", "398 done, 2 dead"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -149,8 +150,50 @@ func TestDemo(t *testing.T) {
 // redis-server and stops it on exit.
 func TestDemoPrivateRedis(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := run(t, nil, "demo", "-tasks", "50", "-work", "0", "-workers", "1")
+	code, out, errOut := run(t, nil, "demo", "-tasks", "50", "-work", "0", "-workers", "1", "-exit")
 	if code != exitOK || !strings.Contains(out, "started a private redis-server") || !strings.Contains(out, "all 50 tasks finished") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// TestDemoStaysUp: without --exit the demo keeps its dashboard answering
+// after the tasks finish (it once stopped 2.5s later), prints a stats
+// command that works when pasted, and stops, deleting its keys, at Ctrl-C.
+func TestDemoStaysUp(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := map[string]string{"REDIS_URL": "redis://" + srv.Addr}
+	p := startShardq(t, env, "demo", "-tasks", "50", "-work", "0", "-workers", "1")
+	waitUntil(t, 30*time.Second, "the demo to say it stays up", func() bool {
+		return strings.Contains(p.stdout.String(), "inspect its queues from another terminal:")
+	})
+	out := p.stdout.String()
+	_, rest, _ := strings.Cut(out, "dashboard on ")
+	dashURL, _, _ := strings.Cut(rest, "\n")
+	_, rest, _ = strings.Cut(out, "inspect its queues from another terminal:\n")
+	cmdLine, _, _ := strings.Cut(strings.TrimSpace(rest), "\n")
+	fields := strings.Fields(cmdLine)
+	if len(fields) < 2 || fields[0] != "shardq" || fields[1] != "stats" {
+		t.Fatalf("stats command %q in:\n%s", cmdLine, out)
+	}
+	time.Sleep(3 * time.Second) // past the 2.5s after which it once stopped
+	resp, err := http.Get(dashURL)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("dashboard %s after the tasks finished: %v %v", dashURL, resp, err)
+	}
+	resp.Body.Close()
+	// the printed command, pasted (the binary in-process)
+	code, stats, errOut := run(t, nil, fields[1:]...)
+	if code != exitOK || !strings.Contains(stats, "default") || !strings.Contains(stats, "50") {
+		t.Fatalf("%s: exit %d\n%s%s", cmdLine, code, stats, errOut)
+	}
+	if code := p.stop(t); code != exitOK {
+		t.Fatalf("demo exit %d after Ctrl-C\n%s", code, p.err.String())
+	}
+	if _, err := http.Get(dashURL); err == nil {
+		t.Fatal("the dashboard still answers after the demo stopped")
+	}
+	if n := srv.Client(t).DBSize(context.Background()).Val(); n != 0 {
+		t.Errorf("the demo left %d keys", n)
 	}
 }

@@ -24,6 +24,19 @@ const redisFlagHelp = "Redis URL (default $SHARDQ_REDIS_URL, then $REDIS_URL)"
 // has none.
 var errNoRedis = fmt.Errorf("%w: no Redis: pass --redis redis://host:port or set SHARDQ_REDIS_URL (or REDIS_URL)", errUsage)
 
+// effectiveURL is the Redis URL a command runs against, its password
+// hidden, for messages: the flag, the environment, or the private server
+// connect started.
+func (m *Main) effectiveURL(flagURL string, rdb redis.UniversalClient) string {
+	if url := cmp.Or(flagURL, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL")); url != "" {
+		return redactURL(url)
+	}
+	if c, ok := rdb.(*redis.Client); ok {
+		return "redis://" + c.Options().Addr
+	}
+	return ""
+}
+
 // connect returns a client for url, else $SHARDQ_REDIS_URL or $REDIS_URL.
 // With none of them and private set, it starts a private redis-server on a
 // free port, which the returned close function stops.

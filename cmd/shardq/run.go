@@ -23,6 +23,9 @@ const (
 type Main struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// Name is how the user ran shardq (os.Args[0]), for commands it
+	// prints ready to paste; "" = "shardq".
+	Name           string
 	connectTimeout time.Duration // 0 = connectTimeout (tests shorten it)
 }
 
@@ -35,6 +38,18 @@ type command interface {
 
 func (m *Main) commands() []command {
 	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
+}
+
+// self is the command that runs this binary again: its path when it was
+// run as a built binary, "go run ./cmd/shardq" from go run's temporary one.
+func (m *Main) self() string {
+	switch {
+	case m.Name == "":
+		return "shardq"
+	case strings.Contains(m.Name, "go-build"):
+		return "go run ./cmd/shardq"
+	}
+	return m.Name
 }
 
 // Run runs the subcommand named by args[0] and returns the exit code.
