@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/redisproc"
+	"github.com/shardq/shardq/queue"
 )
 
 // redisFlag is the --redis URL flag's help.
@@ -54,9 +55,19 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 		url = srv.URL()
 		fmt.Fprintf(log, "started a private redis-server at %s (stopped on exit)\n", srv.Addr)
 	}
-	opts, err := redis.ParseURL(url)
+	// queue.NewRedisClient: one server, redis+cluster:// or
+	// redis+sentinel://, without go-redis's resends (shardq's commands
+	// retry what is safe to retry themselves) and with context deadlines
+	// honoured (see internal/rcall)
+	rdb, err := queue.NewRedisClient(url)
+	var addr string
+	var tls bool
 	if err == nil {
-		err = checkPort(opts.Addr)
+		addr, tls = clientAddr(rdb)
+		err = checkPort(addr)
+		if err != nil {
+			_ = rdb.Close()
+		}
 	}
 	if err != nil {
 		if srv != nil {
@@ -64,15 +75,6 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 		}
 		return nil, nil, fmt.Errorf("%w: --redis %q: %v", errUsage, redactURL(url), err)
 	}
-	// shardq's own commands retry what is safe to retry themselves; a
-	// silent resend of a pop or an enqueue by go-redis is not.
-	if !strings.Contains(url, "max_retries") {
-		opts.MaxRetries = -1
-	}
-	// Let go-redis stop reads and writes at a context's deadline, so shardq
-	// need not watch each call from a second goroutine (see internal/rcall).
-	opts.ContextTimeoutEnabled = true
-	rdb := redis.NewClient(opts)
 	closeAll := func() {
 		_ = rdb.Close()
 		if srv != nil {
@@ -90,14 +92,29 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 		hint := ""
 		if pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 			hint = fmt.Sprintf(" (no answer within %v", wait)
-			if opts.TLSConfig != nil {
+			if tls {
 				hint += "; rediss:// asks for TLS: does that port serve it?"
 			}
 			hint += ")"
 		}
-		return nil, nil, fmt.Errorf("connect to %s: %w%s", opts.Addr, err, hint)
+		return nil, nil, fmt.Errorf("connect to %s: %w%s", addr, err, hint)
 	}
 	return rdb, closeAll, nil
+}
+
+// clientAddr is the (first) address rdb dials, for checks and messages,
+// and whether it asks for TLS.
+func clientAddr(rdb redis.UniversalClient) (string, bool) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		if c.Options().Network == "unix" || !strings.Contains(c.Options().Addr, ":") {
+			return "", false // a socket, or a Sentinel's failover client
+		}
+		return c.Options().Addr, c.Options().TLSConfig != nil
+	case *redis.ClusterClient:
+		return c.Options().Addrs[0], c.Options().TLSConfig != nil
+	}
+	return "", false
 }
 
 // connectTimeout bounds the first call to a Redis, made to check it.
@@ -115,6 +132,9 @@ func redactURL(s string) string {
 // checkPort rejects a port outside 1..65535, which would otherwise only
 // fail when dialled, as if Redis were down.
 func checkPort(addr string) error {
+	if addr == "" {
+		return nil
+	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err

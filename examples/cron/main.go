@@ -7,33 +7,26 @@
 //	go run ./examples/cron
 //
 // It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// redis://localhost:6379, with keys under the prefix "example-cron".
+// a private redis-server it starts and stops; its keys, under the prefix
+// "example-cron", are deleted at the end.
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
 
 func main() {
 	ctx := context.Background()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	opts.MaxRetries = -1              // a worker's client must not resend a pop whose reply was lost
-	opts.ContextTimeoutEnabled = true // go-redis stops a call at its context's deadline
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	r := exampleredis.Connect("example-cron") // $REDIS_URL, else a private redis-server
+	defer r.Close()                           // deletes the example's keys
+	rdb := r.Client
 	cfg := queue.Config{Prefix: "example-cron"}
 
 	// Every server carries the same schedules; specs are robfig/cron's,

@@ -8,12 +8,12 @@
 //	go run ./examples/dashboard-mount -serve 10m    # then open the printed URL
 //
 // It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// redis://localhost:6379, with keys under the prefix "example-dashboard".
+// a private redis-server it starts and stops; its keys, under the prefix
+// "example-dashboard", are deleted at the end.
 package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -21,13 +21,11 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/shardq/shardq/dashboard"
+	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -35,12 +33,9 @@ func main() {
 	serve := flag.Duration("serve", 0, "keep serving this long after the check")
 	flag.Parse()
 	ctx := context.Background()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	r := exampleredis.Connect("example-dashboard") // $REDIS_URL, else a private redis-server
+	defer r.Close()                                // deletes the example's keys
+	rdb := r.Client
 	cfg := queue.Config{Prefix: "example-dashboard"}
 
 	client, err := queue.NewClient(rdb, cfg)

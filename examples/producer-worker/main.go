@@ -5,12 +5,11 @@
 //	go run ./examples/producer-worker
 //
 // It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// redis://localhost:6379, with keys under the prefix "example-producer-
-// worker". Ctrl-C stops it early, gracefully.
+// a private redis-server it starts and stops; its keys, under the prefix
+// "example-producer-worker", are deleted at the end. Ctrl-C stops it early, gracefully.
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log"
@@ -19,8 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
@@ -34,14 +32,9 @@ type Resize struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts, err := redis.ParseURL(cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	opts.MaxRetries = -1              // a worker's client must not resend a pop whose reply was lost
-	opts.ContextTimeoutEnabled = true // go-redis stops a call at its context's deadline
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	r := exampleredis.Connect("example-producer-worker") // $REDIS_URL, else a private redis-server
+	defer r.Close()                                      // deletes the example's keys
+	rdb := r.Client
 	cfg := queue.Config{Prefix: "example-producer-worker"} // producers and workers must agree
 
 	// The worker: a handler per task type, decoding the payload for us.

@@ -12,11 +12,11 @@
 //	go run ./examples/webhook     # builds ./cmd/shardq; or set SHARDQ_BIN to a shardq binary
 //
 // It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// redis://localhost:6379, with keys under the prefix "example-webhook".
+// a private redis-server it starts and stops; its keys, under the prefix
+// "example-webhook", are deleted at the end.
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -31,8 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -44,13 +43,10 @@ type Notification struct {
 
 func main() {
 	ctx := context.Background()
-	redisURL := cmp.Or(os.Getenv("SHARDQ_REDIS_URL"), os.Getenv("REDIS_URL"), "redis://localhost:6379")
-	opts, err := redis.ParseURL(redisURL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	r := exampleredis.Connect("example-webhook") // $REDIS_URL, else a private redis-server
+	defer r.Close()                              // deletes the example's keys
+	rdb := r.Client
+	redisURL := r.URL
 	cfg := queue.Config{Prefix: "example-webhook"}
 
 	// The receiver: what a webhook endpoint sees.

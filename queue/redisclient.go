@@ -1,0 +1,109 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrInvalidRedisURL reports a Redis URL NewRedisClient cannot use.
+var ErrInvalidRedisURL = errors.New("queue: invalid Redis URL")
+
+// NewRedisClient returns a go-redis client for url, configured as shardq
+// needs it: commands are never resent after a lost reply (MaxRetries -1:
+// a resent enqueue could enqueue twice, a resent pop hides its tasks until
+// their lease expires), and a context's deadline bounds every call
+// (ContextTimeoutEnabled). Any other client works too, but Client, Worker
+// and Inspector warn of those two settings.
+//
+// The scheme picks the deployment:
+//
+//	redis://[user:password@]host:port[/db][?options]   one server (rediss:// for TLS)
+//	unix:///path/to/redis.sock[?db=N]                   one server on a Unix socket
+//	redis+cluster://host:port[?addr=host2:port2...]    Redis Cluster (rediss+cluster:// for TLS)
+//	redis+sentinel://host:port?master_name=mymaster[&addr=host2:port2...]
+//	                                                    Sentinel (rediss+sentinel:// for TLS)
+//
+// Options are go-redis's URL options (dial_timeout, pool_size,
+// max_retries to override the -1, ...). A URL it cannot use is
+// ErrInvalidRedisURL, the URL quoted with its password hidden.
+func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
+	bad := func(err error) error {
+		return fmt.Errorf("%w %q: %v", ErrInvalidRedisURL, redactURL(rawURL), err)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, bad(errors.New("does not parse"))
+	}
+	retries := !u.Query().Has("max_retries") // set by the caller: keep it
+	plain, mode, _ := strings.Cut(u.Scheme, "+")
+	if plain != "redis" && plain != "rediss" && (plain != "unix" || mode != "") {
+		return nil, bad(fmt.Errorf("scheme %q: want redis, rediss, unix, redis+cluster or redis+sentinel", u.Scheme))
+	}
+	u.Scheme = plain
+	switch mode {
+	case "":
+		o, err := redis.ParseURL(u.String())
+		if err != nil {
+			return nil, bad(err)
+		}
+		if retries {
+			o.MaxRetries = -1
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewClient(o), nil
+	case "cluster":
+		o, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, bad(err)
+		}
+		if retries {
+			o.MaxRetries = -1
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(o), nil
+	case "sentinel":
+		o, err := redis.ParseFailoverURL(u.String())
+		if err != nil {
+			return nil, bad(err)
+		}
+		if o.MasterName == "" {
+			return nil, bad(errors.New("no master_name: add ?master_name=<the name Sentinel monitors>"))
+		}
+		if retries {
+			o.MaxRetries = -1
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(o), nil
+	}
+	return nil, bad(fmt.Errorf("scheme %q: want redis, rediss, unix, redis+cluster or redis+sentinel", u.Scheme))
+}
+
+// NewRedisClientFromOptions returns a go-redis client for opts (one
+// server, Cluster or Sentinel, as redis.NewUniversalClient picks), with
+// the settings NewRedisClient explains: MaxRetries left at 0 (go-redis's
+// default of 3 resends) becomes -1, and ContextTimeoutEnabled is set.
+// opts is not modified.
+func NewRedisClientFromOptions(opts *redis.UniversalOptions) redis.UniversalClient {
+	o := *opts
+	if o.MaxRetries == 0 {
+		o.MaxRetries = -1
+	}
+	o.ContextTimeoutEnabled = true
+	return redis.NewUniversalClient(&o)
+}
+
+// redactURL hides a URL's password, for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			return "****" + s[i:] // unparsable, but it may hold a password
+		}
+		return s
+	}
+	return u.Redacted()
+}
