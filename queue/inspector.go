@@ -44,7 +44,10 @@ type QueueInfo struct {
 	Scheduled  int64
 	Retry      int64
 	Dead       int64
-	Done       int64
+	// Done counts the succeeded tasks still kept, those enqueued with a
+	// Retention that has not run out; a task without one leaves Redis as
+	// it succeeds. For how many were processed, use History.
+	Done int64
 	// Waiting counts pending tasks parked for their concurrency key's limit
 	// (not in Pending).
 	Waiting int64

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/lua"
 )
@@ -35,11 +36,8 @@ type Limits struct {
 }
 
 func (l Limits) validate(queue string) error {
-	if l.Concurrency < 0 || l.Rate < 0 || l.Per < 0 || l.KeyConcurrency < 0 {
-		return fmt.Errorf("%w: limits of %q: %+v: negative values", ErrInvalidOption, queue, l)
-	}
-	if l.Rate > 0 && l.Per > 0 && l.Per < time.Millisecond {
-		return fmt.Errorf("%w: limits of %q: Per %v, want >= 1ms", ErrInvalidOption, queue, l.Per)
+	if err := limits.Check(queue, limits.Values(l)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	return nil
 }
@@ -66,32 +64,13 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 		return err
 	}
 	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
-		WriteLimits(ctx, p, k.Limits(), l)
+		limits.Write(ctx, p, k.Limits(), limits.Values(l))
 	})
 	if err != nil {
 		return fmt.Errorf("set limits of %q: %w", queue, err)
 	}
 	return nil
 }
-
-// WriteLimits queues the write of l to the limits hash key on p. It is the
-// one place the stored layout is written (the worker's Config.Limits uses it).
-// No limits at all delete the hash: a dequeue that finds neither it nor a
-// paused flag skips reading them.
-func WriteLimits(ctx context.Context, p redis.Pipeliner, key string, l Limits) {
-	if l == (Limits{}) {
-		p.Del(ctx, key)
-		return
-	}
-	per := l.Per
-	if per <= 0 {
-		per = time.Second
-	}
-	p.HSet(ctx, key, "concurrency", l.Concurrency, "rate", l.Rate, "per", per.Milliseconds(), "keyconc", l.KeyConcurrency)
-}
-
-// ValidateLimits reports whether l can be stored for queue.
-func ValidateLimits(queue string, l Limits) error { return l.validate(queue) }
 
 // LimitInfo is a queue's limits and what holds and waits for them.
 type LimitInfo struct {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
@@ -109,7 +110,7 @@ func (c Config) validate() error {
 		}
 	}
 	for q, l := range c.Limits {
-		if err := queue.ValidateLimits(q, l); err != nil {
+		if err := limits.Check(q, limits.Values(l)); err != nil {
 			return fmt.Errorf("%w: Limits: %w", ErrInvalidConfig, err)
 		}
 	}

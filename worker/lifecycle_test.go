@@ -415,3 +415,21 @@ func TestWarnsOfEviction(t *testing.T) {
 		}
 	}
 }
+
+// TestStartContextBoundsStartUpOnly: cancelling the context given to Start
+// does not stop the server (as its godoc says); Shutdown does.
+func TestStartContextBoundsStartUpOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := newRecorder(nil)
+	s, err := NewServer(b.rdb, b.config(t, Config{}), rec)
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	must(t, s.Start(ctx))
+	cancel()
+	info := b.enqueue(t, queue.NewRawTask("t", nil))
+	waitFor(t, 10*time.Second, "the task to run after Start's context ended", func() bool { return rec.count(info.ID) == 1 })
+	sctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	must(t, s.Shutdown(sctx))
+}

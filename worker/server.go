@@ -16,9 +16,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/lua"
-	"github.com/shardq/shardq/queue"
 )
 
 // Server runs handlers for the tasks of its queues. Create it with
@@ -109,7 +109,9 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 func (s *Server) ID() string { return s.cfg.WorkerID }
 
 // Start checks Redis, loads the scripts, registers this worker and starts
-// fetching. It returns once fetching has begun.
+// fetching. It returns once fetching has begun. ctx bounds only the
+// start-up calls: the server keeps running after ctx is cancelled, until
+// Shutdown (Run is Start, then Shutdown when its ctx ends).
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -172,7 +174,7 @@ func (s *Server) register(ctx context.Context) error {
 		}
 		for q, l := range s.cfg.Limits {
 			for i := range s.cfg.PartitionsOf(q) {
-				queue.WriteLimits(ctx, p, keys.For(s.cfg.Prefix, q, i).Limits(), l)
+				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, i).Limits(), limits.Values(l))
 			}
 		}
 		return nil

@@ -1,0 +1,48 @@
+// Package limits is the stored layout of a queue's limits: the one place
+// that checks and writes them, for queue.Inspector.SetLimits and the
+// worker's Config.Limits. (It was public as queue.WriteLimits, which
+// handed users key plumbing they never call.)
+package limits
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Values are a queue's limits, field for field queue.Limits (which
+// converts to it).
+type Values struct {
+	Concurrency    int
+	Rate           int
+	Per            time.Duration
+	KeyConcurrency int
+}
+
+// Check reports what is wrong with v for queue, or nil.
+func Check(queue string, v Values) error {
+	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 {
+		return fmt.Errorf("limits of %q: %+v: negative values", queue, v)
+	}
+	if v.Rate > 0 && v.Per > 0 && v.Per < time.Millisecond {
+		return fmt.Errorf("limits of %q: Per %v, want >= 1ms", queue, v.Per)
+	}
+	return nil
+}
+
+// Write queues the write of v to the limits hash key on p. No limits at
+// all delete the hash: a dequeue that finds neither it nor a paused flag
+// skips reading them.
+func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
+	if v == (Values{}) {
+		p.Del(ctx, key)
+		return
+	}
+	per := v.Per
+	if per <= 0 {
+		per = time.Second
+	}
+	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency)
+}
