@@ -14,32 +14,38 @@ import (
 type actionDef struct {
 	name    string
 	pattern string
+	// home sends a form back to the overview: the action's page is gone
+	home bool
 	// do runs the action and returns how many tasks it changed.
 	do func(d *Dashboard, r *http.Request, q, id string) (int64, error)
 }
 
 var actions = []*actionDef{
-	{"pause", "/queues/{queue}/pause", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "pause", pattern: "/queues/{queue}/pause", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 		return 0, d.insp.PauseQueue(r.Context(), q)
 	}},
-	{"resume", "/queues/{queue}/resume", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "resume", pattern: "/queues/{queue}/resume", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 		return 0, d.insp.ResumeQueue(r.Context(), q)
 	}},
-	{"run-all", "/queues/{queue}/run-all", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "run-all", pattern: "/queues/{queue}/run-all", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 		return d.insp.RunAllTasks(r.Context(), q, queue.State(r.FormValue("state")))
 	}},
-	{"delete-all", "/queues/{queue}/delete-all", func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "delete-all", pattern: "/queues/{queue}/delete-all", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 		return d.insp.DeleteAllTasks(r.Context(), q, queue.State(r.FormValue("state")))
 	}},
-	{"run", "/queues/{queue}/tasks/{id}/run", func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+	{name: "run", pattern: "/queues/{queue}/tasks/{id}/run", do: func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
 		return 1, d.insp.RunTask(r.Context(), q, id)
 	}},
-	{"delete", "/queues/{queue}/tasks/{id}/delete", func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+	{name: "delete", pattern: "/queues/{queue}/tasks/{id}/delete", do: func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
 		return 1, d.insp.DeleteTask(r.Context(), q, id)
 	}},
-	{"cancel", "/queues/{queue}/tasks/{id}/cancel", func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+	{name: "cancel", pattern: "/queues/{queue}/tasks/{id}/cancel", do: func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
 		return 1, d.insp.CancelTask(r.Context(), q, id)
 	}},
+	{name: "delete-queue", pattern: "/queues/{queue}/delete-queue", home: true,
+		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+			return 0, d.insp.DeleteQueue(r.Context(), q, r.FormValue("force") == "1")
+		}},
 }
 
 // actionHandler serves a; ServeHTTP has checked read-only mode, origin
@@ -63,6 +69,9 @@ func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 		back, ok := safeReturn(r.FormValue("return"))
 		if !ok {
 			back = "/queues/" + url.PathEscape(q)
+		}
+		if a.home {
+			back = "/"
 		}
 		http.Redirect(w, r, d.base(r)+withFlash(back, a.name, n), http.StatusSeeOther)
 	})

@@ -22,8 +22,10 @@ func status(err error) int {
 	case errors.Is(err, errBadRequest), errors.Is(err, queue.ErrInvalidQueueName),
 		errors.Is(err, queue.ErrInvalidOption), errors.Is(err, queue.ErrInvalidMarker):
 		return http.StatusBadRequest
-	case errors.Is(err, queue.ErrTaskNotFound):
+	case errors.Is(err, queue.ErrTaskNotFound), errors.Is(err, queue.ErrQueueNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrQueueInUse):
+		return http.StatusConflict
 	case errors.Is(err, queue.ErrTaskState):
 		return http.StatusConflict
 	case errors.Is(err, queue.ErrMarkerNotFound):
@@ -44,7 +46,13 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSONError(w, code, err.Error())
 		return
 	}
-	d.render(w, r, code, "error", "Error", errorData{Status: code, StatusText: http.StatusText(code), Message: err.Error()})
+	data := errorData{Status: code, StatusText: http.StatusText(code), Message: err.Error()}
+	if errors.Is(err, queue.ErrQueueNotFound) {
+		// say which queues there are, instead of a page for a queue that is not
+		data.NoQueue = r.PathValue("queue")
+		data.Queues, _ = d.insp.Queues(r.Context())
+	}
+	d.render(w, r, code, "error", "Error", data)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

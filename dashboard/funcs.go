@@ -204,13 +204,14 @@ func timeOf(s queue.State, ti *queue.TaskInfo) time.Time {
 // by the action's name: fixed texts, so a link cannot make the dashboard
 // say something of its own.
 var flashes = map[string]string{
-	"pause":      "Queue paused: workers start none of its tasks until it is resumed.",
-	"resume":     "Queue resumed.",
-	"run":        "Task queued to run now.",
-	"run-all":    "%s tasks queued to run now.",
-	"delete":     "Task deleted.",
-	"delete-all": "%s tasks deleted.",
-	"cancel":     "Cancel requested: the worker running the task cancels it at its next heartbeat.",
+	"pause":        "Queue paused: workers start none of its tasks until it is resumed.",
+	"resume":       "Queue resumed.",
+	"run":          "Task queued to run now.",
+	"run-all":      "%s tasks queued to run now.",
+	"delete":       "Task deleted.",
+	"delete-all":   "%s tasks deleted.",
+	"cancel":       "Cancel requested: the worker running the task cancels it at its next heartbeat.",
+	"delete-queue": "Queue deleted, with all its keys.",
 }
 
 func flash(r *http.Request) string {

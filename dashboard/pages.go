@@ -46,6 +46,10 @@ type errorData struct {
 	Status     int
 	StatusText string
 	Message    string
+	// NoQueue is the queue asked for that does not exist, and Queues
+	// the ones that do.
+	NoQueue string
+	Queues  []string
 }
 
 // render executes a page into a buffer first, so a template error is a

@@ -25,7 +25,7 @@ type Client struct {
 	rdb        redis.UniversalClient
 	cfg        Config
 	rr         atomic.Uint64 // round-robin over partitions
-	registered sync.Map      // queue name -> partitions recorded in the registry
+	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
 }
 
 // NewClient returns a Client over rdb.
@@ -224,7 +224,7 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 		return fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
 	}
 	for q, n := range fresh {
-		c.registered.Store(q, n)
+		c.registered.Store(q, registration{n: n, at: time.Now()})
 	}
 	for i, g := range groups {
 		codes, err := cmds[i].Int64Slice()
@@ -256,8 +256,23 @@ func enqueueKeys(k keys.Partition) []string {
 // isRegistered reports whether queue's registry entry was written by this client.
 func (c *Client) isRegistered(queue string) bool {
 	v, ok := c.registered.Load(queue)
-	return ok && v.(int) == c.cfg.partitions(queue)
+	if !ok {
+		return false
+	}
+	r := v.(registration)
+	return r.n == c.cfg.partitions(queue) && time.Since(r.at) < registryRefresh
 }
+
+// registration is a queue's registry entry as this client wrote it.
+type registration struct {
+	n  int
+	at time.Time
+}
+
+// registryRefresh is how often a client writes a queue's registry entry
+// again as it enqueues: a queue deleted (Inspector.DeleteQueue) while a
+// producer still feeds it comes back to the queue list within it.
+const registryRefresh = time.Minute
 
 func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
 	plain := true

@@ -29,6 +29,15 @@ var (
 	ErrDuplicateTaskID = errors.New("queue: duplicate task ID")
 	// ErrDuplicateUniqueTask reports a unique task whose uniqueness lock is held by another task.
 	ErrDuplicateUniqueTask = errors.New("queue: duplicate unique task")
+	// ErrQueueNotFound reports a queue the registry does not know: nothing
+	// was ever enqueued to it, no worker serves it, or it was deleted.
+	ErrQueueNotFound = errors.New("queue: no such queue")
+	// ErrQueueNotEmpty reports a DeleteQueue without force of a queue that
+	// holds tasks.
+	ErrQueueNotEmpty = errors.New("queue: queue not empty")
+	// ErrQueueInUse reports a DeleteQueue without force of a queue that
+	// live workers serve.
+	ErrQueueInUse = errors.New("queue: queue in use")
 	// ErrTaskNotFound reports a task ID that no record and no recent feed entry knows.
 	ErrTaskNotFound = errors.New("queue: task not found")
 	// ErrMarkerNotFound reports a feed marker that has left the feed (trimmed or deleted).

@@ -89,7 +89,8 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 }
 
 // partitions returns the partition count of queue: the larger of the
-// registry's and the config's.
+// registry's and the config's. A queue the registry does not know (nothing
+// was ever enqueued to it and no worker serves it) is ErrQueueNotFound.
 func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueueName(queue); err != nil {
 		return 0, err
@@ -99,7 +100,10 @@ func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
 		v, err = i.rdb.HGet(ctx, keys.Queues(i.cfg.Prefix), queue).Result()
 		return err
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("%w: %q", ErrQueueNotFound, queue)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("read queue registry: %w", err)
 	}
 	n, _ := strconv.Atoi(v)

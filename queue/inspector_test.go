@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,10 +40,8 @@ func TestInspector(t *testing.T) {
 		if qi.Pending != 8 || qi.Latency < 20*time.Millisecond || qi.Latency > time.Minute || qi.Paused {
 			t.Fatalf("QueueInfo = %+v", qi)
 		}
-		empty, err := b.insp.QueueInfo(ctx, "never-used")
-		must(t, err)
-		if empty.Pending != 0 || empty.Latency != 0 {
-			t.Fatalf("empty QueueInfo = %+v", empty)
+		if _, err := b.insp.QueueInfo(ctx, "never-used"); !errors.Is(err, ErrQueueNotFound) || !strings.Contains(err.Error(), `"never-used"`) {
+			t.Fatalf("QueueInfo of a queue never used: %v, want ErrQueueNotFound naming it", err)
 		}
 	})
 

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -54,12 +55,21 @@ func ConcurrencyKey(key string) Option {
 	}
 }
 
-// SetLimits stores the limits of queue; workers apply them at their next dequeue.
+// SetLimits stores the limits of queue; workers apply them at their next
+// dequeue. Limits may come before the queue's first task or worker: a
+// queue the registry does not know yet is registered, with the partitions
+// the Inspector's Config gives it.
 func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error {
 	if err := l.validate(queue); err != nil {
 		return err
 	}
 	n, err := i.partitions(ctx, queue)
+	if errors.Is(err, ErrQueueNotFound) {
+		n = i.cfg.partitions(queue)
+		err = rcall.Do(ctx, i.rdb, func() error {
+			return i.rdb.HSetNX(ctx, keys.Queues(i.cfg.Prefix), queue, n).Err()
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -61,9 +61,9 @@ func TestPauseResume(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	rec := newRecorder(nil)
-	must(t, b.insp.PauseQueue(ctx, queue.DefaultQueue))
-	b.server(t, Config{}, rec)
+	b.server(t, Config{}, rec) // registers the queue: pausing an unknown one is refused
 	b.server(t, Config{}, rec) // every worker honours it
+	must(t, b.insp.PauseQueue(ctx, queue.DefaultQueue))
 	for range 5 {
 		b.enqueue(t, queue.NewRawTask("t", nil))
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -28,6 +29,10 @@ func TestScalingFollowsBacklog(t *testing.T) {
 		}
 		return sc
 	}
+	if _, err := b.insp.Scaling(ctx, queue.DefaultQueue); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Fatalf("a queue never used: %v, want ErrQueueNotFound", err)
+	}
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{})) // known, empty
 	if sc := scaling(); sc.DesiredWorkers != 0 || sc.Backlog != 0 {
 		t.Fatalf("idle queue: %+v, want 0 desired", sc)
 	}
