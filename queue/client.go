@@ -86,6 +86,7 @@ type pending struct {
 	index   int
 	info    *TaskInfo
 	msg     []byte
+	id      string    // stored form (info.ID is the public one)
 	at      int64     // unix ms, 0 = none
 	in      int64     // ms, 0 = none
 	due     time.Time // when a scheduled task is due, by this client's clock
@@ -143,7 +144,7 @@ func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, erro
 		return pending{}, err
 	}
 	m := wire.Message{
-		ID: o.taskID, Key: o.key, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
+		ID: wire.StoredID(o.taskID), Key: o.key, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
 		Timeout: o.timeout.Milliseconds(), Retention: o.retention.Milliseconds(), EnqueuedAt: now.UnixMilli(),
 	}
 	p := pending{}
@@ -176,7 +177,7 @@ func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, erro
 	if err != nil {
 		return pending{}, err
 	}
-	p.msg = b
+	p.msg, p.id = b, m.ID
 	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, m.ID, m.Unique, p.idClaim > 0), &m, nil)
 	return p, nil
 }
@@ -287,14 +288,14 @@ func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
 		args := make([]any, 0, 5+2*len(g.tasks))
 		args = append(args, k.T, "", c.cfg.ShardSize, c.cfg.FeedSize, 2)
 		for _, p := range g.tasks {
-			args = append(args, p.msg, p.info.ID)
+			args = append(args, p.msg, p.id)
 		}
 		return args
 	}
 	args := make([]any, 0, 5+7*len(g.tasks))
 	args = append(args, k.T, "", c.cfg.ShardSize, c.cfg.FeedSize, 7)
 	for _, p := range g.tasks {
-		args = append(args, p.msg, p.info.ID, p.at, p.in, p.unique, p.uttl, p.idClaim)
+		args = append(args, p.msg, p.id, p.at, p.in, p.unique, p.uttl, p.idClaim)
 	}
 	return args
 }

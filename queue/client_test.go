@@ -29,7 +29,7 @@ func TestEnqueue(t *testing.T) {
 		must(t, err)
 		info, err := b.client.Enqueue(ctx, task, In("mail"), MaxRetry(3), Timeout(time.Minute))
 		must(t, err)
-		if info.State != StatePending || info.Queue != "mail" || info.Type != "email:send" || len(info.ID) != 20 {
+		if info.State != StatePending || info.Queue != "mail" || info.Type != "email:send" || len(info.ID) != 36 {
 			t.Fatalf("info = %+v", info)
 		}
 		got, err := b.insp.GetTask(ctx, "mail", info.ID)

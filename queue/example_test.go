@@ -46,7 +46,7 @@ func ExampleClient_Enqueue() {
 	_, err = client.Enqueue(ctx, task, queue.In("{bad}"))
 	fmt.Println(err)
 	// Output:
-	// email email:send pending 20
+	// email email:send pending 36
 	// scheduled
 	// queue: invalid queue name "{bad}": contains '{'
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -73,7 +74,7 @@ func (i *Inspector) ReadFeed(ctx context.Context, q FeedQuery) (*FeedPage, error
 	}
 	var res any
 	err := rcall.Do(ctx, i.rdb, func() (err error) {
-		res, err = lua.ReadFeed.Run(ctx, i.rdb, []string{feedKey, k.Msg(), k.State(), k.FeedMsg()}, q.After, limit, string(order)).Result()
+		res, err = lua.ReadFeed.Run(ctx, i.rdb, []string{feedKey, k.Msg(), k.State(), k.FeedMsg()}, wire.StoredID(q.After), limit, string(order)).Result()
 		return err
 	})
 	if err != nil {
@@ -96,13 +97,13 @@ func parseFeedReply(q FeedQuery, res any) (*FeedPage, error) {
 		}
 		msg, hasMsg := flat[j+2].(string)
 		rec, _ := flat[j+3].(string)
-		ti := &TaskInfo{ID: id, Queue: q.Queue, Partition: q.Partition}
+		ti := &TaskInfo{ID: wire.PublicID(id), Queue: q.Queue, Partition: q.Partition}
 		if hasMsg { // nil: none left; "" is a message, if a malformed one
 			ti = taskFromReply(q.Queue, q.Partition, id, msg, rec)
 		}
 		ti.Rank = entries[0].Rank
 		page.Tasks = append(page.Tasks, ti)
-		page.Next = id
+		page.Next = wire.PublicID(id)
 	}
 	return page, nil
 }

@@ -22,6 +22,8 @@ const (
 
 // TaskInfo describes a task: what was enqueued and, where known, its state.
 type TaskInfo struct {
+	// ID is canonical UUIDv7 text for a generated ID (time-ordered; 16
+	// bytes in Redis), or the caller's TaskID as given.
 	ID        string
 	Queue     string
 	Partition int
@@ -80,7 +82,7 @@ func (ti *TaskInfo) PayloadValue() (any, error) {
 // newTaskInfo builds a TaskInfo from a message and, if any, its record.
 func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *TaskInfo {
 	ti := &TaskInfo{
-		ID: m.ID, Queue: queue, Partition: partition, Type: m.Type, Payload: m.Payload, Raw: m.Raw,
+		ID: wire.PublicID(m.ID), Queue: queue, Partition: partition, Type: m.Type, Payload: m.Payload, Raw: m.Raw,
 		State: StatePending, MaxRetry: m.MaxRetry, Timeout: time.Duration(m.Timeout) * time.Millisecond,
 		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
 		UniqueKey: m.Unique, ConcurrencyKey: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),

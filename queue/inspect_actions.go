@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -42,7 +43,7 @@ var runAction = &action{
 	args: func(i *Inspector, k keys.Partition, tasks []*TaskInfo) []any {
 		args := []any{k.ShardPrefix(), i.cfg.ShardSize}
 		for _, t := range tasks {
-			args = append(args, t.ID, t.MaxRetry)
+			args = append(args, wire.StoredID(t.ID), t.MaxRetry)
 		}
 		return args
 	},
@@ -58,7 +59,7 @@ var deleteAction = &action{
 	args: func(i *Inspector, k keys.Partition, tasks []*TaskInfo) []any {
 		args := []any{k.T}
 		for _, t := range tasks {
-			args = append(args, t.ID, t.UniqueKey)
+			args = append(args, wire.StoredID(t.ID), t.UniqueKey)
 		}
 		return args
 	},

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -29,7 +30,7 @@ func (i *Inspector) CancelTask(ctx context.Context, queue, id string) error {
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, lua.CancelTask, []string{k.Active(), k.Cancel()}, "", id, cancelKeep.Milliseconds())
+		cmds[part] = p.Run(ctx, lua.CancelTask, []string{k.Active(), k.Cancel()}, "", wire.StoredID(id), cancelKeep.Milliseconds())
 	})
 	if err != nil {
 		return fmt.Errorf("cancel task %q of %q: %w", id, queue, err)
@@ -51,7 +52,7 @@ func (i *Inspector) CancelRequested(ctx context.Context, queue, id string) (bool
 	}
 	cmds := make([]*redis.FloatCmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.ZScore(ctx, k.Cancel(), id)
+		cmds[part] = p.ZScore(ctx, k.Cancel(), wire.StoredID(id))
 	})
 	if err != nil {
 		return false, fmt.Errorf("read cancel request of %q in %q: %w", id, queue, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -143,7 +144,7 @@ func (i *Inspector) queueList(ctx context.Context, p *lua.Pipe, q TaskQuery, par
 		shard, index, id := "", "", ""
 		if after != "" {
 			f := strings.SplitN(after, ",", 3)
-			shard, index, id = f[0], f[1], f[2]
+			shard, index, id = f[0], f[1], wire.StoredID(f[2])
 		}
 		return p.Run(ctx, lua.ListPending, []string{k.First(), k.Last(), k.State()},
 			k.ShardPrefix(), shard, index, id, q.Limit)
@@ -151,6 +152,7 @@ func (i *Inspector) queueList(ctx context.Context, p *lua.Pipe, q TaskQuery, par
 	score, member := "", ""
 	if after != "" {
 		score, member, _ = strings.Cut(after, ",")
+		member = wire.StoredID(member)
 	}
 	order := "asc"
 	if q.Newest {
@@ -182,14 +184,14 @@ func parseListed(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 		score, _ := res[j+1].(string)
 		msg, hasMsg := res[j+2].(string)
 		rec, _ := res[j+3].(string)
-		ti := &TaskInfo{ID: id, Queue: q.Queue, Partition: part}
+		ti := &TaskInfo{ID: wire.PublicID(id), Queue: q.Queue, Partition: part}
 		if q.State != StateRecent {
 			ti.State = q.State // a set entry whose task has no message left
 		}
 		if hasMsg { // nil: none left; "" is a message, if a malformed one
 			ti = taskFromReply(q.Queue, part, id, msg, rec)
 		}
-		l := listed{task: ti, marker: score + "," + id}
+		l := listed{task: ti, marker: score + "," + wire.PublicID(id)}
 		switch q.State {
 		case StateRecent, StateDead, StateDone:
 			ti.Rank = int64(parseScore(score))
@@ -216,7 +218,7 @@ func parsePending(queue string, part int, res []any) ([]listed, error) {
 		rec, _ := res[j+4].(string)
 		ti := taskFromReply(queue, part, id, msg, rec)
 		ti.State = StatePending
-		out = append(out, listed{task: ti, marker: fmt.Sprintf("%d,%d,%s", shard, index, id),
+		out = append(out, listed{task: ti, marker: fmt.Sprintf("%d,%d,%s", shard, index, wire.PublicID(id)),
 			score: float64(ti.EnqueuedAt.UnixMilli())})
 	}
 	return out, nil

@@ -231,7 +231,7 @@ func TestListPendingNeverMisses(t *testing.T) {
 				if err != nil {
 					t.Error(err)
 				} else {
-					popped[m.ID] = true
+					popped[wire.PublicID(m.ID)] = true
 				}
 			}
 			mu.Unlock()

@@ -174,7 +174,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed()}, id)
+		cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed()}, wire.StoredID(id))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
@@ -189,7 +189,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 			continue // nil: not in this partition ("" is an empty, malformed message)
 		}
 		rec, _ := res[1].(string)
-		ti := taskFromReply(queue, part, id, msg, rec)
+		ti := taskFromReply(queue, part, wire.StoredID(id), msg, rec)
 		ti.Rank, _ = res[2].(int64)
 		ti.Rank = max(ti.Rank, 0)
 		return ti, nil

@@ -128,7 +128,9 @@ func UniqueKey(key string, ttl time.Duration) Option {
 // Enqueueing a second task with an ID still claimed (Config.IDTTL) to the
 // same queue fails with ErrDuplicateTaskID, which makes enqueueing with an
 // ID idempotent. IDs are claimed per queue: the same ID in another queue
-// is another task.
+// is another task. Any name works (UTF-8, no whitespace, braces or
+// control characters); the ID reads back exactly as given. Generated IDs
+// are UUIDv7s, shown as canonical UUID text and stored as their 16 bytes.
 func TaskID(id string) Option {
 	return func(o *options) error {
 		if err := validateTaskID(id); err != nil {

@@ -333,7 +333,7 @@ func (c *childWorker) inflight(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, m.ID)
+		ids = append(ids, wire.PublicID(m.ID))
 	}
 	return ids, nil
 }
@@ -351,7 +351,7 @@ func (c *childWorker) leased(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		if r.State == "active" && r.Worker == c.o.ID {
-			ids = append(ids, id)
+			ids = append(ids, wire.PublicID(id))
 		}
 	}
 	return ids, nil

@@ -95,7 +95,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
-		c.WorkerID = fmt.Sprintf("%s-%d-%s", cmp.Or(host, "host"), os.Getpid(), wire.NewID()[14:])
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", cmp.Or(host, "host"), os.Getpid(), wire.Nonce())
 	}
 	return c, c.validate()
 }

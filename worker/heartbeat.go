@@ -53,7 +53,7 @@ func (s *Server) beat(ctx context.Context) error {
 		for p, rs := range byPart {
 			args := []any{s.cfg.now(), s.cfg.Lease.Milliseconds()}
 			for _, r := range rs {
-				args = append(args, r.task.ID, r.task.token)
+				args = append(args, r.task.sid, r.task.token)
 			}
 			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State(), p.k.Cancel()}, args...)
 		}
@@ -79,10 +79,10 @@ func (s *Server) beat(ctx context.Context) error {
 				continue
 			}
 			switch {
-			case slices.Contains(lost, r.task.ID):
+			case slices.Contains(lost, r.task.sid):
 				s.log.Warn("lease lost; cancelling the handler", "task", r.task.ID, "queue", p.queue)
 				r.cancel(ErrLeaseLost)
-			case slices.Contains(cancelled, r.task.ID):
+			case slices.Contains(cancelled, r.task.sid):
 				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.task.ID, "queue", p.queue)
 				r.cancel(ErrCancelled)
 			}

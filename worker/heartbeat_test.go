@@ -32,7 +32,7 @@ func TestHeartbeatAfterAck(t *testing.T) {
 	s.hooks.beforeExtend = func() {
 		// the handler returns and its ack lands before the extend
 		s.running.remove(r)
-		if _, err := s.writeOnce([]outcome{{p: p, id: task.ID, token: task.token, kind: outcomeAck, delayMS: -1}}); err != nil {
+		if _, err := s.writeOnce([]outcome{{p: p, id: task.sid, token: task.token, kind: outcomeAck, delayMS: -1}}); err != nil {
 			t.Error(err)
 		}
 	}

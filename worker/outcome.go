@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -209,11 +210,11 @@ func (s *Server) warnStale(items []outcome, codes []any) {
 		if c, _ := codes[j].(int64); c == 0 {
 			if o.resent {
 				s.log.Info("outcome not written again: an earlier try whose reply was lost wrote it, or the task's lease was taken over",
-					"task", o.id, "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
+					"task", wire.PublicID(o.id), "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
 				continue
 			}
 			s.log.Warn("stale outcome rejected: the task's lease was taken over, another worker owns it",
-				"task", o.id, "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
+				"task", wire.PublicID(o.id), "queue", o.p.queue, "outcome", o.kind.String(), "token", o.token)
 		}
 	}
 }

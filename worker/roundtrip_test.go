@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
@@ -164,7 +165,7 @@ func TestDequeueCarriesOutcomes(t *testing.T) {
 		t.Fatalf("%d outcomes left in the outbox", n)
 	}
 	for _, l := range first {
-		info, err := b.insp.GetTask(ctx, "q", l.id)
+		info, err := b.insp.GetTask(ctx, "q", wire.PublicID(l.id))
 		if err != nil || info.State != queue.StateDone {
 			t.Fatalf("task %s after the carried ack: %+v, %v", l.id, info, err)
 		}
@@ -380,7 +381,7 @@ func TestDequeueAcksMixedBatch(t *testing.T) {
 	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	byID := map[string]leased{}
 	for _, l := range popN(t, s, p, len(specs)) {
-		byID[l.id] = l
+		byID[wire.PublicID(l.id)] = l
 	}
 	for i, id := range ids {
 		l, ok := byID[id]
@@ -395,10 +396,10 @@ func TestDequeueAcksMixedBatch(t *testing.T) {
 		if i == 2 {
 			unique = "u1"
 		}
-		s.finish(outcome{p: p, id: id, token: l.token, kind: outcomeAck, retentionMS: retention, unique: unique})
+		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck, retentionMS: retention, unique: unique})
 	}
 	// a stale ack: the token of a lease that is not the task's current one
-	s.finish(outcome{p: p, id: ids[0], token: byID[ids[0]].token + 7, kind: outcomeAck})
+	s.finish(outcome{p: p, id: byID[ids[0]].id, token: byID[ids[0]].token + 7, kind: outcomeAck})
 
 	hook := newTripHook()
 	b.rdb.AddHook(hook)
@@ -427,12 +428,13 @@ func TestDequeueAcksMixedBatch(t *testing.T) {
 		case !specs[i].kept && (err == nil && info.State != queue.StateDone):
 			t.Fatalf("task %d: %+v; want it gone", i, info)
 		}
-		inMsg := b.rdb.HExists(ctx, k.Msg(), id).Val()
-		inState := b.rdb.HExists(ctx, k.State(), id).Val()
+		sid := wire.StoredID(id) // the form Redis holds
+		inMsg := b.rdb.HExists(ctx, k.Msg(), sid).Val()
+		inState := b.rdb.HExists(ctx, k.State(), sid).Val()
 		if inMsg != specs[i].kept || inState != specs[i].kept {
 			t.Fatalf("task %d (kept %v): message stored %v, record stored %v", i, specs[i].kept, inMsg, inState)
 		}
-		if b.rdb.ZScore(ctx, k.Active(), id).Err() == nil {
+		if b.rdb.ZScore(ctx, k.Active(), sid).Err() == nil {
 			t.Fatalf("task %d still active", i)
 		}
 	}

@@ -126,9 +126,9 @@ func (s *Server) run(p *part, l leased) {
 		if s.hooks.beforeAck != nil {
 			s.hooks.beforeAck()
 		}
-		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique})
+		s.finish(outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique})
 	case errors.Is(context.Cause(ctx), ErrShutdown):
-		s.finish(outcome{p: p, id: t.ID, token: t.token, kind: outcomeRequeue})
+		s.finish(outcome{p: p, id: t.sid, token: t.token, kind: outcomeRequeue})
 	case errors.Is(context.Cause(ctx), ErrCancelled):
 		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("%w: %w", ErrCancelled, err))))
 	default:
@@ -173,7 +173,7 @@ func recovering(h Handler) Handler {
 // failure decides what a failed attempt leads to: a retry after a delay,
 // or dead (delay -1) when retries are spent or the handler said so.
 func (s *Server) failure(p *part, t *Task, err error) outcome {
-	o := outcome{p: p, id: t.ID, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: -1}
+	o := outcome{p: p, id: t.sid, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: -1}
 	var sn *snoozeError
 	if errors.As(err, &sn) {
 		o.delayMS, o.snooze = max(sn.delay, 0).Milliseconds(), 1
@@ -197,7 +197,7 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 		return nil, err
 	}
 	t := &Task{
-		ID: l.id, Type: m.Type, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
+		ID: wire.PublicID(l.id), sid: l.id, Type: m.Type, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
 		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
 		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique,
 	}

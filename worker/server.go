@@ -302,7 +302,7 @@ func (s *Server) requeueAbandoned() {
 	left := s.running.snapshot()
 	s.log.Warn("handlers ignored cancellation; requeueing their tasks", "tasks", len(left))
 	for _, r := range left {
-		s.finish(outcome{p: r.p, id: r.task.ID, token: r.task.token, kind: outcomeRequeue})
+		s.finish(outcome{p: r.p, id: r.task.sid, token: r.task.token, kind: outcomeRequeue})
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 // Task is a task as a handler sees it.
 type Task struct {
+	// ID is the task's ID as users see it: canonical UUIDv7 text for a
+	// generated ID, or the producer's queue.TaskID.
 	ID        string
 	Type      string
 	Queue     string
@@ -27,6 +29,7 @@ type Task struct {
 	// deadline); zero when neither was set.
 	Deadline time.Time
 
+	sid       string // the ID's stored form (wire.StoredID), for the scripts
 	token     int64
 	retention time.Duration
 	unique    string

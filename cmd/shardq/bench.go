@@ -118,7 +118,7 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	b := &bench{m: m, f: f, rdb: rdb, cfg: queue.Config{Prefix: "shardq-bench-" + wire.NewID()[14:]}}
+	b := &bench{m: m, f: f, rdb: rdb, cfg: queue.Config{Prefix: "shardq-bench-" + wire.Nonce()}}
 	defer b.cleanup()
 	return b.run(ctx)
 }

@@ -66,7 +66,7 @@ func (c *demoCommand) run(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	d := &demo{m: m, f: f, rdb: rdb, url: m.effectiveURL(f.redisURL, rdb), cfg: queue.Config{Prefix: "shardq-demo-" + wire.NewID()[14:]}}
+	d := &demo{m: m, f: f, rdb: rdb, url: m.effectiveURL(f.redisURL, rdb), cfg: queue.Config{Prefix: "shardq-demo-" + wire.Nonce()}}
 	if !f.keep {
 		defer d.cleanup()
 	}
@@ -203,7 +203,7 @@ func (d *demo) startWorkers(ctx context.Context) ([]*worker.Server, error) {
 	for i := range d.f.workers {
 		cfg := worker.Config{Config: d.cfg, Concurrency: d.f.concurrency, ShutdownTimeout: 5 * time.Second}
 		cfg.Logger = slog.New(slog.NewTextHandler(d.m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		cfg.WorkerID = fmt.Sprintf("demo-%d-%s", i+1, wire.NewID()[14:])
+		cfg.WorkerID = fmt.Sprintf("demo-%d-%s", i+1, wire.Nonce())
 		s, err := worker.NewServer(d.rdb, cfg, d.handler())
 		if err != nil {
 			return nil, err

@@ -3,26 +3,67 @@ package wire
 import (
 	"crypto/rand"
 	"encoding/base32"
-	"encoding/binary"
-	"time"
+
+	"github.com/google/uuid"
 )
 
-// idEncoding is base32 with the lowercase "extended hex" alphabet, which
-// keeps the byte order: IDs sort by creation time.
-var idEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+// Task IDs have two forms. The stored form is what messages, feeds and
+// scripts carry: a generated ID is its UUIDv7's 16 raw bytes (every
+// pending task carries its ID, so 16 bytes, not a 36-character text, is
+// memory saved per task). The public form is what users, logs, URLs and
+// the dashboard see: the canonical UUID text. A caller-chosen ID
+// (queue.TaskID) is stored as it is, except one that is exactly 16 bytes
+// long, which gets a 0x00 byte appended so it cannot pass for a packed
+// UUID; IDs hold no control characters, so the escape is unambiguous. A
+// caller's ID that is canonical lowercase UUID text is stored packed, like
+// a generated one, and shown as the same text. PublicID and StoredID are
+// each other's inverse.
 
-// NewID returns a new task ID: 20 characters holding 48 bits of unix
-// milliseconds then 52 random bits (the layout of a UUIDv7, shortened),
-// so IDs sort by creation time. Every pending task carries its ID, so the
-// 16 characters saved over a UUID string are 10% of a small task's memory.
-// A collision needs two IDs in the same millisecond with the same 52
-// random bits.
+// NewID returns a new task ID in its stored form: a UUIDv7 (unix
+// milliseconds, then random bits), so IDs sort by creation time.
 func NewID() string {
-	var b [13]byte
-	binary.BigEndian.PutUint64(b[0:8], uint64(time.Now().UnixMilli())<<16)
-	if _, err := rand.Read(b[6:13]); err != nil {
+	u, err := uuid.NewV7()
+	if err != nil {
 		panic("shardq: no randomness for task IDs: " + err.Error())
 	}
-	b[12] &= 0xf0 // 100 bits in all, the last 4 of 104 unused
-	return idEncoding.EncodeToString(b[:])[:20]
+	return string(u[:])
+}
+
+// PublicID returns the public form of a stored task ID.
+func PublicID(stored string) string {
+	switch {
+	case len(stored) == 16:
+		var u uuid.UUID
+		copy(u[:], stored)
+		return u.String()
+	case len(stored) == 17 && stored[16] == 0:
+		return stored[:16] // a caller's 16-byte ID, escaped
+	}
+	return stored
+}
+
+// StoredID returns the stored form of a public task ID.
+func StoredID(public string) string {
+	switch len(public) {
+	case 36:
+		if u, err := uuid.Parse(public); err == nil && u.String() == public {
+			return string(u[:])
+		}
+	case 16:
+		return public + "\x00"
+	}
+	return public
+}
+
+// nonceEncoding is lowercase base32, for names.
+var nonceEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+
+// Nonce returns 6 random lowercase characters (30 bits), to tell apart
+// worker IDs and key prefixes made on one host.
+func Nonce() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("shardq: no randomness: " + err.Error())
+	}
+	return nonceEncoding.EncodeToString(b[:])[:6]
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -67,23 +68,66 @@ func TestRecordDecodesScriptLayout(t *testing.T) {
 	}
 }
 
-func TestNewIDIsShortUniqueAndTimeOrdered(t *testing.T) {
+// TestNewID: generated IDs are UUIDv7s stored as 16 bytes, unique, and
+// sort by creation time in both forms.
+func TestNewID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
 		id := NewID()
-		if len(id) != 20 || seen[id] {
+		if len(id) != 16 || seen[id] {
 			t.Fatalf("id %q: length %d or duplicate", id, len(id))
 		}
 		seen[id] = true
+		u, err := uuid.Parse(PublicID(id))
+		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("public ID %q: %v, version %d", PublicID(id), err, u.Version())
+		}
 	}
 	// IDs made in different milliseconds sort by creation time.
-	var spaced []string
+	var spaced, public []string
 	for range 20 {
-		spaced = append(spaced, NewID())
+		id := NewID()
+		spaced, public = append(spaced, id), append(public, PublicID(id))
 		time.Sleep(1100 * time.Microsecond)
 	}
-	if !sort.StringsAreSorted(spaced) {
+	if !sort.StringsAreSorted(spaced) || !sort.StringsAreSorted(public) {
 		t.Fatal("ids made in sequence do not sort in creation order")
+	}
+}
+
+// TestIDForms: PublicID and StoredID are each other's inverse, for
+// generated IDs and for any ID a caller may choose, including a 16-byte
+// one (which must not pass for a packed UUID) and UUID text in other
+// spellings (kept as given).
+func TestIDForms(t *testing.T) {
+	gen := NewID()
+	for _, public := range []string{
+		PublicID(gen),
+		"order-42",
+		"exactly16bytes!!",                     // 16 bytes: escaped
+		"0123456789abcdef",                     // 16 hex characters
+		"123e4567-e89b-12d3-a456-426614174000", // canonical UUID text: packed
+		"123E4567-E89B-12D3-A456-426614174000", // upper case: kept as given
+		"{123e4567-e89b-12d3-a456-426614174000}",
+		"urn:uuid:123e4567-e89b-12d3-a456-426614174000",
+		"123e4567e89b12d3a456426614174000",
+		"héllo-wörld-ü",
+		"bad:da39a3ee5e6b4b0d3255bfef95601890afd80709",
+		"x",
+	} {
+		stored := StoredID(public)
+		if back := PublicID(stored); back != public {
+			t.Errorf("%q: stored %q reads back as %q", public, stored, back)
+		}
+		if len(public) == 16 && len(stored) == 16 {
+			t.Errorf("%q: a 16-byte caller ID stored unescaped, as if it were a UUID", public)
+		}
+	}
+	if len(StoredID("123e4567-e89b-12d3-a456-426614174000")) != 16 {
+		t.Error("canonical UUID text is not stored packed")
+	}
+	if n := Nonce(); len(n) != 6 || n == Nonce() {
+		t.Errorf("nonce %q", n)
 	}
 }
 
