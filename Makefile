@@ -25,7 +25,7 @@ endif
 ## without Chromium, the browser test skipped, as make says)
 test: check
 	@if [ -n "$(SKIP_BROWSER)" ]; then echo "note: SKIP_BROWSER is set: the dashboard's browser test is skipped"; fi
-	SHARDQ_REQUIRE_BROWSER=$(if $(SKIP_BROWSER),,1) $(GO) test -race -count=1 ./...
+	BROWSER_TEST_REQUIRED=$(if $(SKIP_BROWSER),,1) $(GO) test -race -count=1 ./...
 
 ## check: go.mod tidy, gofmt, go vet and staticcheck (tracked in go.mod as a tool)
 check:

@@ -21,7 +21,7 @@ import (
 func TestBrowser(t *testing.T) {
 	path := chromiumPath()
 	if path == "" {
-		if os.Getenv("SHARDQ_REQUIRE_BROWSER") != "" {
+		if os.Getenv("BROWSER_TEST_REQUIRED") != "" {
 			// make test checked for it; a browser that vanished since is a failure, not a skip
 			t.Fatal("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM)")
 		}
