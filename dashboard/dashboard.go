@@ -50,6 +50,11 @@ type Options struct {
 	TailInterval time.Duration
 	// Logger receives errors from Redis. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, is served at /metrics (a Prometheus handler, say
+	// promhttp.HandlerFor with a metrics.QueueCollector), behind the
+	// dashboard's authentication unless MetricsPublic is set.
+	Metrics       http.Handler
+	MetricsPublic bool
 }
 
 // BasicAuth is a user and password for HTTP basic authentication.
@@ -120,6 +125,9 @@ func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET /api/schedules", d.apiSchedules)
 	d.mux.HandleFunc("GET /api/limits", d.apiLimits)
 	d.mux.HandleFunc("GET /api/csrf", d.apiCSRF)
+	if d.opts.Metrics != nil {
+		d.mux.Handle("GET /metrics", d.opts.Metrics)
+	}
 
 	for _, a := range actions {
 		d.mux.Handle("POST "+a.pattern, d.actionHandler(a, false))
@@ -140,6 +148,10 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	if d.opts.Metrics != nil && d.opts.MetricsPublic && strings.TrimPrefix(r.URL.Path, d.opts.BasePath) == "/metrics" {
+		d.opts.Metrics.ServeHTTP(w, r) // a scraper without credentials, as configured
+		return
+	}
 	user, bearer, ok := d.authenticate(r)
 	if !ok {
 		d.challenge(w, r)

@@ -3,8 +3,10 @@
   KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:active  KEYS[4] T:scheduled
   KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:done  KEYS[8] T:paused
   ARGV[1] T:s: (shard key prefix)  ARGV[2] T:parked
+  ARGV[3] T:stats:done:total  ARGV[4] T:stats:failed:total
   Returns: {pending, active, scheduled, retry, dead, done, paused (0/1),
-  the oldest pending message or "", tasks parked for their key's limit} ]]
+  the oldest pending message or "", tasks parked for their key's limit,
+  tasks succeeded ever, attempts failed ever} ]]
 --@include sharded
 local first, last = shard_bounds(KEYS[1], KEYS[2])
 local head = ''
@@ -25,4 +27,6 @@ return {
   redis.call('EXISTS', KEYS[8]),
   head,
   tonumber(redis.call('GET', ARGV[2]) or 0),
+  tonumber(redis.call('GET', ARGV[3]) or 0),
+  tonumber(redis.call('GET', ARGV[4]) or 0),
 }

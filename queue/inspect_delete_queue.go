@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/internal/wire"
 )
 
 // DeleteQueue removes queue: every key of every partition (tasks in every
@@ -66,31 +66,17 @@ func (i *Inspector) DeleteQueue(ctx context.Context, queue string, force bool) e
 // servingWorkers returns the live workers whose status says they serve
 // queue.
 func (i *Inspector) servingWorkers(ctx context.Context, queue string) ([]string, error) {
-	var beats []redis.Z
-	var statuses map[string]string
-	err := rcall.Do(ctx, i.rdb, func() error {
-		var b *redis.ZSliceCmd
-		var s *redis.MapStringStringCmd
-		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			b = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Workers(i.cfg.Prefix), Start: 0, Stop: maxWorkers - 1})
-			s = p.HGetAll(ctx, keys.WorkerStatus(i.cfg.Prefix))
-			return nil
-		})
-		beats, statuses = b.Val(), s.Val()
-		return err
-	})
+	live, err := i.liveStatuses(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read workers: %w", err)
+		return nil, err
 	}
 	var out []string
-	for _, z := range beats {
-		id := fmt.Sprint(z.Member)
-		if st, err := wire.DecodeWorkerStatus([]byte(statuses[id])); err == nil {
-			if _, ok := st.Queues[queue]; ok {
-				out = append(out, id)
-			}
+	for id, st := range live {
+		if _, ok := st.Queues[queue]; ok {
+			out = append(out, id)
 		}
 	}
+	sort.Strings(out)
 	return out, nil
 }
 

@@ -143,3 +143,63 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 	sort.Slice(orphans, func(a, b int) bool { return orphans[a].ID < orphans[b].ID })
 	return append(out, orphans...), nil
 }
+
+// liveWindow is how recent a heartbeat must be for its worker to count as
+// live: twice the default lease. A worker that died stays in the
+// heartbeat set until another worker reaps it; with none left, nobody
+// does, and this window is what drops it.
+const liveWindow = time.Minute
+
+// alive reports whether a heartbeat (score: server ms) is within liveWindow.
+func alive(z redis.Z) bool {
+	return time.Since(time.UnixMilli(int64(z.Score))) < liveWindow
+}
+
+// LiveWorkers returns how many live workers serve each queue, from the
+// statuses their heartbeats publish, in one round trip. A worker too old
+// to publish a status is not counted.
+func (i *Inspector) LiveWorkers(ctx context.Context) (map[string]int, error) {
+	live, err := i.liveStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, st := range live {
+		for q := range st.Queues {
+			out[q]++
+		}
+	}
+	return out, nil
+}
+
+// liveStatuses returns the statuses of the workers with a heartbeat (at
+// most maxWorkers), by worker ID.
+func (i *Inspector) liveStatuses(ctx context.Context) (map[string]*wire.WorkerStatus, error) {
+	var beats []redis.Z
+	var statuses map[string]string
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var b *redis.ZSliceCmd
+		var s *redis.MapStringStringCmd
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			b = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Workers(i.cfg.Prefix), Start: 0, Stop: maxWorkers - 1, Rev: true})
+			s = p.HGetAll(ctx, keys.WorkerStatus(i.cfg.Prefix))
+			return nil
+		})
+		beats, statuses = b.Val(), s.Val()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read workers: %w", err)
+	}
+	out := make(map[string]*wire.WorkerStatus, len(beats))
+	for _, z := range beats {
+		if !alive(z) {
+			continue
+		}
+		id := fmt.Sprint(z.Member)
+		if st, err := wire.DecodeWorkerStatus([]byte(statuses[id])); err == nil && statuses[id] != "" {
+			out[id] = st
+		}
+	}
+	return out, nil
+}

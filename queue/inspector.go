@@ -52,6 +52,11 @@ type QueueInfo struct {
 	// (not in Pending).
 	Waiting int64
 	Paused  bool
+	// Succeeded counts the tasks that succeeded since the queue began, and
+	// Failed the attempts that failed (retried or dead): monotonic, for
+	// Prometheus's _total counters and rates (History has them per minute).
+	Succeeded int64
+	Failed    int64
 	// Latency is the age of the oldest pending task (0 when none is pending).
 	Latency time.Duration
 }
@@ -138,7 +143,9 @@ func countKeys(k keys.Partition) []string {
 	return []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()}
 }
 
-func countArgs(k keys.Partition) []any { return []any{k.ShardPrefix(), k.ParkedCount()} }
+func countArgs(k keys.Partition) []any {
+	return []any{k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed")}
+}
 
 // add adds one partition's lua.Counts reply to info.
 func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
@@ -155,6 +162,10 @@ func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
 	info.Done += c(5)
 	info.Paused = info.Paused || c(6) == 1
 	info.Waiting += c(8)
+	if len(res) >= 11 {
+		info.Succeeded += c(9)
+		info.Failed += c(10)
+	}
 	if head, _ := res[7].(string); head != "" {
 		if m, err := wire.DecodeMessage([]byte(head)); err == nil && m.EnqueuedAt > 0 {
 			info.Latency = max(info.Latency, now.Sub(time.UnixMilli(m.EnqueuedAt)))

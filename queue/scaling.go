@@ -191,7 +191,7 @@ func (sc *Scaling) readWorkers(queue string, beats []redis.Z, statuses map[strin
 	var weighted float64
 	for _, z := range beats {
 		b, ok := statuses[fmt.Sprint(z.Member)]
-		if !ok {
+		if !ok || !alive(z) {
 			continue
 		}
 		st, err := wire.DecodeWorkerStatus([]byte(b))

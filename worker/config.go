@@ -66,6 +66,9 @@ type Config struct {
 	Schedules []Schedule
 	// Middleware wraps the handler; the first runs outermost.
 	Middleware []Middleware
+	// Observer, when set, is told of every handler's run, lost leases and
+	// failed Redis calls: in-process metrics (metrics.NewWorkerMetrics).
+	Observer Observer
 	// WorkerID names this process in Redis. Defaults to host-pid-random.
 	WorkerID string
 	// Clock, if set, replaces the Redis server's clock in every script

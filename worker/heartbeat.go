@@ -81,6 +81,9 @@ func (s *Server) beat(ctx context.Context) error {
 			switch {
 			case slices.Contains(lost, r.task.sid):
 				s.log.Warn("lease lost; cancelling the handler", "task", r.task.ID, "queue", p.queue)
+				if s.cfg.Observer != nil {
+					s.cfg.Observer.LeaseLost(p.queue)
+				}
 				r.cancel(ErrLeaseLost)
 			case slices.Contains(cancelled, r.task.sid):
 				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.task.ID, "queue", p.queue)

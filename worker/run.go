@@ -116,21 +116,27 @@ func (s *Server) run(p *part, l leased) {
 	if cause := context.Cause(s.handlerCtx); cause != nil {
 		cancel(cause) // stopTasks ran before this task joined the registry
 	}
+	obs := s.cfg.Observer
+	if obs != nil {
+		obs.HandlerStarted(t.Queue, t.Type)
+	}
 	began := time.Now()
 	err = s.handler.ProcessTask(ctx, t)
-	p.work.finished(time.Since(began))
+	took := time.Since(began)
+	p.work.finished(took)
 	s.running.remove(r)
 
+	var o outcome
 	switch {
 	case err == nil:
 		if s.hooks.beforeAck != nil {
 			s.hooks.beforeAck()
 		}
-		s.finish(outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique})
+		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique}
 	case errors.Is(context.Cause(ctx), ErrShutdown):
-		s.finish(outcome{p: p, id: t.sid, token: t.token, kind: outcomeRequeue})
+		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeRequeue}
 	case errors.Is(context.Cause(ctx), ErrCancelled):
-		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("%w: %w", ErrCancelled, err))))
+		o = s.failure(p, t, SkipRetry(fmt.Errorf("%w: %w", ErrCancelled, err)))
 	default:
 		var sn *snoozeError
 		if s.cfg.ErrorHandler != nil && !errors.As(err, &sn) {
@@ -139,8 +145,13 @@ func (s *Server) run(p *part, l leased) {
 		if errors.Is(err, ErrUnknownType) {
 			s.warnUnhandled(t)
 		}
-		s.finish(s.failure(p, t, err))
+		o = s.failure(p, t, err)
 	}
+	if obs != nil {
+		var pe *PanicError
+		obs.HandlerFinished(HandlerEvent{Queue: t.Queue, Type: t.Type, Duration: took, Result: resultOf(o), Panicked: errors.As(err, &pe)})
+	}
+	s.finish(o)
 }
 
 // warnUnhandled logs, once per task type, that a task came with no

@@ -323,6 +323,9 @@ func (s *Server) logRedisError(step string, err error) {
 		return
 	}
 	s.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.RedisError(step)
+	}
 	s.log.Warn("redis call failed; retrying", "step", step, "err", err)
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/shardq/shardq/dashboard"
 	"github.com/shardq/shardq/queue"
 )
@@ -30,6 +32,7 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	readOnly := fs.Bool("read-only", false, "hide and refuse every action")
 	basic := fs.String("basic-auth", "", "require HTTP basic auth: user:password (default $SHARDQ_DASHBOARD_BASIC_AUTH)")
 	token := fs.String("token", "", "require this bearer token (default $SHARDQ_DASHBOARD_TOKEN)")
+	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics (Prometheus) without the dashboard's authentication")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -51,6 +54,8 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+	opts.Metrics = promhttp.HandlerFor(metricsRegistry(insp), promhttp.HandlerOpts{})
+	opts.MetricsPublic = *publicMetrics
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardq/shardq/metrics"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
@@ -104,6 +105,7 @@ type workerFlags struct {
 	retryExitCode   int
 	retryIn         time.Duration
 	logLevel        string
+	metricsAddr     string
 }
 
 func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -111,6 +113,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet(c)
 	fs.StringVar(&f.redisURL, "redis", "", redisFlagHelp)
 	fs.StringVar(&f.prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`addr`/metrics (queues, and this worker's handlers)")
 	fs.StringVar(&f.queues, "queues", queue.DefaultQueue, "`list` of queues to run, with weights: name[:weight],...")
 	fs.BoolVar(&f.strict, "strict", false, "strict priority: always the heaviest queue with work first")
 	fs.IntVar(&f.concurrency, "concurrency", 10, "tasks run at once")
@@ -149,6 +152,19 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer closeRedis()
+	if f.metricsAddr != "" {
+		insp, err := queue.NewInspector(rdb, cfg.Config)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		reg := metricsRegistry(insp)
+		cfg.Observer = metrics.NewWorkerMetrics(reg)
+		stop, err := serveMetrics(f.metricsAddr, reg, m.Stdout)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		defer stop()
+	}
 	srv, err := worker.NewServer(rdb, cfg, mux)
 	if err != nil {
 		if errors.Is(err, worker.ErrInvalidConfig) || errors.Is(err, queue.ErrInvalidConfig) {

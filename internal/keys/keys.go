@@ -70,6 +70,10 @@ func (p Partition) Stats(kind string, minute int64) string {
 	return p.T + ":stats:" + kind + ":" + strconv.FormatInt(minute, 10)
 }
 
+// StatsTotal is the counter of kind ("done", "failed") since the queue
+// began; stats.lua writes it with the per-minute ones.
+func (p Partition) StatsTotal(kind string) string { return p.T + ":stats:" + kind + ":total" }
+
 // RateSamples is the list of "ms:count" samples of the feed's rank
 // counter that readers of the arrival rate keep (lua/rate_sample.lua).
 func (p Partition) RateSamples() string { return p.T + ":rate" }

@@ -1,0 +1,22 @@
+// Package metrics exposes shardq to Prometheus, with the ecosystem's own
+// client library (github.com/prometheus/client_golang).
+//
+// NewQueueCollector reads queue state from Redis on every scrape: tasks per
+// state, latency, paused, processed and failed totals, live workers, limit
+// holders and waiters, and the autoscaling figure, in a bounded number of
+// round trips per queue whatever the queue sizes. Register it wherever
+// /metrics is served: any process with a Redis client will do.
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(metrics.NewQueueCollector(insp))
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// NewWorkerMetrics is a worker.Observer with in-process metrics of the
+// worker it is given to (worker.Config.Observer): handler durations by
+// queue and task type, tasks in flight, results (retries, dead), panics,
+// lost leases and failed Redis calls.
+//
+// The shardq binary serves both: shardq worker --metrics-addr, and
+// shardq dashboard at /metrics. docs/grafana and docs/prometheus hold a
+// dashboard and alert rules built on these series.
+package metrics

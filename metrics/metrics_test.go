@@ -1,0 +1,351 @@
+package metrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/metrics"
+	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
+)
+
+// gather returns every sample of reg as "name{label=value,...}" -> value.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			sort.Strings(labels)
+			key := f.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.Gauge != nil:
+				out[key] = m.GetGauge().GetValue()
+			case m.Counter != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				out[key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// TestQueueCollector: a scrape reports what the queues hold, with known
+// counts made by a real worker.
+func TestQueueCollector(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	cfg := queue.Config{Prefix: redistest.Prefix(t)}
+	client, err := queue.NewClient(rdb, cfg)
+	must(t, err)
+	insp, err := queue.NewInspector(rdb, cfg)
+	must(t, err)
+	enq := func(n int, typ string, opts ...queue.Option) {
+		for range n {
+			_, err := client.Enqueue(ctx, queue.NewRawTask(typ, nil), opts...)
+			must(t, err)
+		}
+	}
+	release := make(chan struct{})
+	mux := worker.NewMux()
+	mux.HandleFunc("ok", func(context.Context, *worker.Task) error { return nil })
+	mux.HandleFunc("die", func(context.Context, *worker.Task) error { return worker.SkipRetry(errors.New("no")) })
+	mux.HandleFunc("block", func(ctx context.Context, _ *worker.Task) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	w, err := worker.NewServer(rdb, worker.Config{Config: cfg, Queues: map[string]int{"work": 1}, Concurrency: 4}, mux)
+	must(t, err)
+	must(t, w.Start(ctx))
+	t.Cleanup(func() {
+		close(release)
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Shutdown(sctx)
+	})
+	enq(5, "ok", queue.In("work"), queue.Retention(time.Hour))
+	enq(2, "die", queue.In("work"))
+	enq(1, "block", queue.In("work"))
+	enq(3, "ok", queue.In("work"), queue.ProcessIn(time.Hour))
+	enq(4, "ok", queue.In("idle")) // no worker serves it
+	must(t, insp.PauseQueue(ctx, "idle"))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		qi, err := insp.QueueInfo(ctx, "work")
+		must(t, err)
+		if qi.Done == 5 && qi.Dead == 2 && qi.Active == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not settle: %+v", qi)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // some latency for "idle"
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewQueueCollector(insp))
+	got := gather(t, reg)
+	want := map[string]float64{
+		`shardq_queue_tasks{queue=work,state=done}`:      5,
+		`shardq_queue_tasks{queue=work,state=dead}`:      2,
+		`shardq_queue_tasks{queue=work,state=active}`:    1,
+		`shardq_queue_tasks{queue=work,state=scheduled}`: 3,
+		`shardq_queue_tasks{queue=work,state=pending}`:   0,
+		`shardq_queue_tasks{queue=idle,state=pending}`:   4,
+		`shardq_queue_paused{queue=idle}`:                1,
+		`shardq_queue_paused{queue=work}`:                0,
+		`shardq_tasks_processed_total{queue=work}`:       7,
+		`shardq_tasks_failed_total{queue=work}`:          2,
+		`shardq_workers{queue=work}`:                     1,
+		`shardq_workers{queue=idle}`:                     0,
+		`shardq_limit_holders{queue=work}`:               1,
+		`shardq_limit_waiters{queue=work}`:               0,
+		`shardq_queue_desired_workers{queue=work}`:       1,
+		`shardq_up{}`:                  1,
+		`shardq_scrape_errors_total{}`: 0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if l := got[`shardq_queue_latency_seconds{queue=idle}`]; l < 0.02 || l > 60 {
+		t.Errorf("latency of idle = %v, want the age of its oldest pending task", l)
+	}
+
+	// Redis gone: shardq_up 0 and the failure counted, no panic
+	srv.Kill(t)
+	down := prometheus.NewRegistry()
+	c := metrics.NewQueueCollector(insp, metrics.WithTimeout(2*time.Second))
+	down.MustRegister(c)
+	got = gather(t, down)
+	if got[`shardq_up{}`] != 0 || got[`shardq_scrape_errors_total{}`] != 1 {
+		t.Fatalf("with Redis down: up %v, errors %v", got[`shardq_up{}`], got[`shardq_scrape_errors_total{}`])
+	}
+}
+
+// TestQueueCollectorAtScale: a scrape over 1,000,000 pending tasks costs
+// a bounded number of round trips, counted with a go-redis hook.
+func TestQueueCollectorAtScale(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	cfg := queue.Config{Prefix: redistest.Prefix(t), FeedSize: 1000}
+	client, err := queue.NewClient(rdb, cfg)
+	must(t, err)
+	const total, batch = 1_000_000, 25_000
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tasks := make([]*queue.Task, batch)
+			for j := range tasks {
+				tasks[j] = queue.NewRawTask("t", []byte("p"))
+			}
+			for n := p * batch; n < total; n += 4 * batch {
+				if _, err := client.EnqueueBatch(ctx, tasks, queue.In("big")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	counted := srv.Client(t)
+	hook := &roundTrips{}
+	counted.AddHook(hook)
+	insp, err := queue.NewInspector(counted, cfg)
+	must(t, err)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewQueueCollector(insp))
+	gather(t, reg) // loads the scripts: a cold cache costs one EVAL each
+	hook.n.Store(0)
+	got := gather(t, reg)
+	if got[`shardq_queue_tasks{queue=big,state=pending}`] != total {
+		t.Fatalf("pending = %v, want %d", got[`shardq_queue_tasks{queue=big,state=pending}`], total)
+	}
+	// registry, QueueInfo (registry + counts), workers, Scaling (registry + pipeline)
+	if n := hook.n.Load(); n > 6 {
+		t.Fatalf("a scrape over %d pending tasks took %d round trips, want <= 6", total, n)
+	}
+}
+
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name != "hello" && name != "client" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestWorkerMetrics: the observer counts a worker's handler runs by
+// result, their durations, panics, and in-flight handlers.
+func TestWorkerMetrics(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	cfg := queue.Config{Prefix: redistest.Prefix(t)}
+	client, err := queue.NewClient(rdb, cfg)
+	must(t, err)
+	reg := prometheus.NewRegistry()
+	obs := metrics.NewWorkerMetrics(reg)
+	var done atomic.Int64
+	mux := worker.NewMux()
+	mux.HandleFunc("ok", func(context.Context, *worker.Task) error { done.Add(1); return nil })
+	mux.HandleFunc("flaky", func(_ context.Context, t *worker.Task) error {
+		done.Add(1)
+		if t.Attempt == 1 {
+			return errors.New("once")
+		}
+		return nil
+	})
+	mux.HandleFunc("panic", func(context.Context, *worker.Task) error { done.Add(1); panic("boom") })
+	w, err := worker.NewServer(rdb, worker.Config{Config: cfg, Observer: obs, ForwardInterval: 20 * time.Millisecond,
+		RetryDelay: func(int, error, *worker.Task) time.Duration { return 0 }}, mux)
+	must(t, err)
+	must(t, w.Start(ctx))
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Shutdown(sctx)
+	}()
+	for _, typ := range []string{"ok", "ok", "flaky", "panic"} {
+		_, err := client.Enqueue(ctx, queue.NewRawTask(typ, nil), queue.MaxRetry(0))
+		must(t, err)
+	}
+	for end := time.Now().Add(15 * time.Second); done.Load() < 4; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d handler runs", done.Load())
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the last HandlerFinished
+	got := gather(t, reg)
+	for k, v := range map[string]float64{
+		`shardq_handler_results_total{queue=default,result=done,type=ok}`:    2,
+		`shardq_handler_results_total{queue=default,result=dead,type=flaky}`: 1, // MaxRetry(0): dead
+		`shardq_handler_results_total{queue=default,result=dead,type=panic}`: 1,
+		`shardq_handler_panics_total{queue=default,type=panic}`:              1,
+		`shardq_handler_duration_seconds{queue=default,type=ok}`:             2,
+		`shardq_tasks_in_flight{queue=default}`:                              0,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+// TestDocsReferenceRealMetrics: every shardq_* series the Grafana
+// dashboard and the alert rules in docs/ name is one this package exports.
+func TestDocsReferenceRealMetrics(t *testing.T) {
+	t.Parallel()
+	names := map[string]bool{}
+	reg := prometheus.NewRegistry()
+	metrics.NewWorkerMetrics(reg)
+	ch := make(chan *prometheus.Desc, 64)
+	metrics.NewQueueCollector(nil).Describe(ch)
+	close(ch)
+	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	for d := range ch {
+		names[fq.FindStringSubmatch(d.String())[1]] = true
+	}
+	// the worker's vectors appear once they have a child: describe them instead
+	wch := make(chan *prometheus.Desc, 64)
+	go func() { reg.Describe(wch); close(wch) }()
+	for d := range wch {
+		names[fq.FindStringSubmatch(d.String())[1]] = true
+	}
+	if len(names) < 14 {
+		t.Fatalf("only %d metric names: %v", len(names), names)
+	}
+	series := regexp.MustCompile(`shardq_[a-z_]+`)
+	check := func(file, text string) int {
+		n := 0
+		for _, s := range series.FindAllString(text, -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(s, "_bucket"), "_sum"), "_count")
+			if !names[s] && !names[base] {
+				t.Errorf("%s names %s, which package metrics does not export", file, s)
+			}
+			n++
+		}
+		return n
+	}
+	raw, err := os.ReadFile("../docs/grafana/shardq.json")
+	must(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	must(t, json.Unmarshal(raw, &dash))
+	exprs := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs += check("docs/grafana/shardq.json ("+p.Title+")", tg.Expr)
+		}
+	}
+	rules, err := os.ReadFile("../docs/prometheus/alerts.yml")
+	must(t, err)
+	var alerts []string
+	for _, line := range strings.Split(string(rules), "\n") {
+		if e, ok := strings.CutPrefix(strings.TrimSpace(line), "expr:"); ok {
+			alerts = append(alerts, e)
+			check("docs/prometheus/alerts.yml", e)
+		}
+	}
+	if exprs < 10 || len(alerts) < 4 {
+		t.Fatalf("%d dashboard series, %d alert expressions: the files did not parse as expected", exprs, len(alerts))
+	}
+	for _, name := range []string{"ShardqBacklogGrowing", "ShardqLatencyHigh", "ShardqNoWorkers", "ShardqDeadTasksRising"} {
+		if !strings.Contains(string(rules), "alert: "+name) {
+			t.Errorf("alerts.yml lacks %s", name)
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

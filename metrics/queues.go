@@ -1,0 +1,127 @@
+package metrics
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// QueueCollector is a prometheus.Collector over every queue of one key
+// prefix (the Inspector's Config.Prefix), read from Redis at each scrape.
+type QueueCollector struct {
+	insp    *queue.Inspector
+	timeout time.Duration
+	scaling bool
+	errors  atomic.Int64
+
+	tasks, latency, paused, processed, failed, workers,
+	limitHolders, limitWaiters, desired, up, scrapeErrors *prometheus.Desc
+}
+
+// QueueOption sets a QueueCollector's behaviour.
+type QueueOption func(*QueueCollector)
+
+// WithTimeout bounds each scrape's Redis reads (default 10s). A scrape
+// that runs out reports shardq_up 0 and counts in
+// shardq_scrape_errors_total.
+func WithTimeout(d time.Duration) QueueOption {
+	return func(c *QueueCollector) { c.timeout = d }
+}
+
+// WithoutScaling leaves out shardq_queue_desired_workers, which costs two
+// more round trips per queue.
+func WithoutScaling() QueueOption {
+	return func(c *QueueCollector) { c.scaling = false }
+}
+
+// NewQueueCollector returns the collector of insp's queues.
+func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollector {
+	q := []string{"queue"}
+	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true,
+		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, done, waiting: parked for their concurrency key).",
+			[]string{"queue", "state"}, nil),
+		latency: prometheus.NewDesc("shardq_queue_latency_seconds", "Age of the oldest pending task (0 when none is pending).", q, nil),
+		paused:  prometheus.NewDesc("shardq_queue_paused", "1 while the queue is paused.", q, nil),
+		processed: prometheus.NewDesc("shardq_tasks_processed_total", "Tasks processed since the queue began: succeeded plus failed attempts.",
+			q, nil),
+		failed:       prometheus.NewDesc("shardq_tasks_failed_total", "Attempts that failed since the queue began (retried or dead).", q, nil),
+		workers:      prometheus.NewDesc("shardq_workers", "Live worker processes serving the queue.", q, nil),
+		limitHolders: prometheus.NewDesc("shardq_limit_holders", "Tasks holding a slot of the queue's concurrency limit (its running tasks).", q, nil),
+		limitWaiters: prometheus.NewDesc("shardq_limit_waiters", "Tasks waiting for their concurrency key's limit.", q, nil),
+		desired: prometheus.NewDesc("shardq_queue_desired_workers", "Worker processes the queue needs now (queue.Inspector.Scaling; docs/autoscaling.md).",
+			q, nil),
+		up:           prometheus.NewDesc("shardq_up", "1 when the last scrape read Redis, else 0.", nil, nil),
+		scrapeErrors: prometheus.NewDesc("shardq_scrape_errors_total", "Scrapes that failed to read Redis.", nil, nil),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Describe sends every metric's description.
+func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tasks, c.latency, c.paused, c.processed, c.failed, c.workers,
+		c.limitHolders, c.limitWaiters, c.desired, c.up, c.scrapeErrors} {
+		ch <- d
+	}
+}
+
+// Collect reads the queues and sends their metrics. A Redis failure sends
+// shardq_up 0 and whatever was read before it.
+func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	err := c.collect(ctx, ch)
+	up := 1.0
+	if err != nil {
+		up = 0
+		c.errors.Add(1)
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(c.scrapeErrors, prometheus.CounterValue, float64(c.errors.Load()))
+}
+
+func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
+	infos, err := c.insp.QueueInfos(ctx)
+	if err != nil {
+		return err
+	}
+	live, err := c.insp.LiveWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, qi := range infos {
+		q := qi.Queue
+		for state, n := range map[string]int64{"pending": qi.Pending, "active": qi.Active, "scheduled": qi.Scheduled,
+			"retry": qi.Retry, "dead": qi.Dead, "done": qi.Done, "waiting": qi.Waiting} {
+			gauge(c.tasks, float64(n), q, state)
+		}
+		gauge(c.latency, qi.Latency.Seconds(), q)
+		paused := 0.0
+		if qi.Paused {
+			paused = 1
+		}
+		gauge(c.paused, paused, q)
+		ch <- prometheus.MustNewConstMetric(c.processed, prometheus.CounterValue, float64(qi.Succeeded+qi.Failed), q)
+		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(qi.Failed), q)
+		gauge(c.workers, float64(live[q]), q)
+		gauge(c.limitHolders, float64(qi.Active), q)
+		gauge(c.limitWaiters, float64(qi.Waiting), q)
+		if c.scaling {
+			sc, err := c.insp.Scaling(ctx, q)
+			if err != nil {
+				return err
+			}
+			gauge(c.desired, float64(sc.DesiredWorkers), q)
+		}
+	}
+	return nil
+}

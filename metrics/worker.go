@@ -1,0 +1,68 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardq/shardq/worker"
+)
+
+// WorkerMetrics is a worker.Observer that keeps in-process Prometheus
+// metrics of the worker it is given to (worker.Config.Observer).
+type WorkerMetrics struct {
+	duration  *prometheus.HistogramVec
+	inFlight  *prometheus.GaugeVec
+	results   *prometheus.CounterVec
+	panics    *prometheus.CounterVec
+	leaseLost *prometheus.CounterVec
+	redisErrs *prometheus.CounterVec
+}
+
+// NewWorkerMetrics returns worker metrics registered with reg.
+func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
+	m := &WorkerMetrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "shardq_handler_duration_seconds",
+			Help:    "Time a handler ran, by queue and task type.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"queue", "type"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shardq_tasks_in_flight", Help: "Handlers running in this process, by queue.",
+		}, []string{"queue"}),
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardq_handler_results_total",
+			Help: "Handler runs in this process by queue, task type and result (done, retry, dead, snoozed, requeued).",
+		}, []string{"queue", "type", "result"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardq_handler_panics_total", Help: "Handlers that panicked in this process, by queue and task type.",
+		}, []string{"queue", "type"}),
+		leaseLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardq_lease_lost_total", Help: "Running tasks whose lease this process lost (it stalled past it), by queue.",
+		}, []string{"queue"}),
+		redisErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardq_redis_errors_total", Help: "Redis calls of this worker that failed (and were retried), by step.",
+		}, []string{"step"}),
+	}
+	reg.MustRegister(m.duration, m.inFlight, m.results, m.panics, m.leaseLost, m.redisErrs)
+	return m
+}
+
+// HandlerStarted counts a handler in flight.
+func (m *WorkerMetrics) HandlerStarted(queue, _ string) { m.inFlight.WithLabelValues(queue).Inc() }
+
+// HandlerFinished records a handler's run.
+func (m *WorkerMetrics) HandlerFinished(e worker.HandlerEvent) {
+	m.inFlight.WithLabelValues(e.Queue).Dec()
+	m.duration.WithLabelValues(e.Queue, e.Type).Observe(e.Duration.Seconds())
+	m.results.WithLabelValues(e.Queue, e.Type, e.Result.String()).Inc()
+	if e.Panicked {
+		m.panics.WithLabelValues(e.Queue, e.Type).Inc()
+	}
+}
+
+// LeaseLost counts a lost lease.
+func (m *WorkerMetrics) LeaseLost(queue string) { m.leaseLost.WithLabelValues(queue).Inc() }
+
+// RedisError counts a failed Redis call.
+func (m *WorkerMetrics) RedisError(step string) { m.redisErrs.WithLabelValues(step).Inc() }
+
+var _ worker.Observer = (*WorkerMetrics)(nil)
