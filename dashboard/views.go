@@ -46,25 +46,26 @@ type taskView struct {
 	// stored: "msgpack", "json" or "text" (raw bytes that are JSON or
 	// UTF-8 text), "base64" (other raw bytes, or msgpack that did not
 	// decode: then PayloadError says why).
-	Payload         any       `json:"payload"`
-	PayloadEncoding string    `json:"payload_encoding,omitempty"`
-	PayloadError    string    `json:"payload_error,omitempty"`
-	Malformed       bool      `json:"malformed,omitempty"`
-	MaxRetry        int       `json:"max_retry"`
-	Attempts        int       `json:"attempts"`
-	TimeoutMS       int64     `json:"timeout_ms,omitempty"`
-	RetentionMS     int64     `json:"retention_ms,omitempty"`
-	UniqueKey       string    `json:"unique_key,omitempty"`
-	ConcurrencyKey  string    `json:"concurrency_key,omitempty"`
-	Deadline        *jsonTime `json:"deadline,omitempty"`
-	EnqueuedAt      *jsonTime `json:"enqueued_at,omitempty"`
-	NextProcessAt   *jsonTime `json:"next_process_at,omitempty"`
-	StartedAt       *jsonTime `json:"started_at,omitempty"`
-	FinishedAt      *jsonTime `json:"finished_at,omitempty"`
-	LastFailedAt    *jsonTime `json:"last_failed_at,omitempty"`
-	LastError       string    `json:"last_error,omitempty"`
-	Worker          string    `json:"worker,omitempty"`
-	Rank            int64     `json:"rank,omitempty"`
+	Payload         any               `json:"payload"`
+	PayloadEncoding string            `json:"payload_encoding,omitempty"`
+	PayloadError    string            `json:"payload_error,omitempty"`
+	Malformed       bool              `json:"malformed,omitempty"`
+	MaxRetry        int               `json:"max_retry"`
+	Attempts        int               `json:"attempts"`
+	TimeoutMS       int64             `json:"timeout_ms,omitempty"`
+	RetentionMS     int64             `json:"retention_ms,omitempty"`
+	UniqueKey       string            `json:"unique_key,omitempty"`
+	ConcurrencyKey  string            `json:"concurrency_key,omitempty"`
+	Headers         map[string]string `json:"headers,omitempty"`
+	Deadline        *jsonTime         `json:"deadline,omitempty"`
+	EnqueuedAt      *jsonTime         `json:"enqueued_at,omitempty"`
+	NextProcessAt   *jsonTime         `json:"next_process_at,omitempty"`
+	StartedAt       *jsonTime         `json:"started_at,omitempty"`
+	FinishedAt      *jsonTime         `json:"finished_at,omitempty"`
+	LastFailedAt    *jsonTime         `json:"last_failed_at,omitempty"`
+	LastError       string            `json:"last_error,omitempty"`
+	Worker          string            `json:"worker,omitempty"`
+	Rank            int64             `json:"rank,omitempty"`
 }
 
 // jsonTime is a time in RFC 3339 with milliseconds, UTC.
@@ -86,7 +87,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 	v := taskView{
 		ID: ti.ID, Queue: ti.Queue, Partition: ti.Partition, Type: ti.Type, State: string(ti.State),
 		Malformed: ti.Malformed, MaxRetry: ti.MaxRetry, Attempts: ti.Attempts,
-		TimeoutMS: ti.Timeout.Milliseconds(), RetentionMS: ti.Retention.Milliseconds(), UniqueKey: ti.UniqueKey, ConcurrencyKey: ti.ConcurrencyKey,
+		TimeoutMS: ti.Timeout.Milliseconds(), RetentionMS: ti.Retention.Milliseconds(), UniqueKey: ti.UniqueKey, ConcurrencyKey: ti.ConcurrencyKey, Headers: ti.Headers,
 		Deadline: optTime(ti.Deadline), EnqueuedAt: optTime(ti.EnqueuedAt), NextProcessAt: optTime(ti.NextProcessAt),
 		StartedAt: optTime(ti.StartedAt), FinishedAt: optTime(ti.FinishedAt), LastFailedAt: optTime(ti.LastFailedAt),
 		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,

@@ -64,7 +64,11 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*TaskInfo, error) {
 	infos := make([]*TaskInfo, len(tasks))
 	errs := make([]error, len(tasks))
-	groups, failed := c.prepare(tasks, opts, infos, errs)
+	var ctxHeaders map[string]string
+	if c.cfg.ContextHeaders != nil {
+		ctxHeaders = c.cfg.ContextHeaders(ctx)
+	}
+	groups, failed := c.prepare(tasks, opts, ctxHeaders, infos, errs)
 	if len(groups) > 0 {
 		if err := c.send(ctx, groups, infos, errs); err != nil {
 			return nil, err
@@ -103,13 +107,13 @@ type group struct {
 }
 
 // prepare validates and encodes every task, grouping them by partition.
-func (c *Client) prepare(tasks []*Task, opts []Option, infos []*TaskInfo, errs []error) ([]*group, bool) {
+func (c *Client) prepare(tasks []*Task, opts []Option, ctxHeaders map[string]string, infos []*TaskInfo, errs []error) ([]*group, bool) {
 	byKey := map[keys.Partition]*group{}
 	var order []*group
 	failed := false
 	now := time.Now()
 	for i, t := range tasks {
-		p, err := c.build(t, opts, now)
+		p, err := c.build(t, opts, ctxHeaders, now)
 		if err != nil {
 			errs[i] = err
 			failed = true
@@ -129,7 +133,7 @@ func (c *Client) prepare(tasks []*Task, opts []Option, infos []*TaskInfo, errs [
 }
 
 // build validates one task and encodes its message.
-func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, error) {
+func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string, now time.Time) (pending, error) {
 	if t == nil {
 		return pending{}, fmt.Errorf("%w: nil task", ErrInvalidTask)
 	}
@@ -146,6 +150,20 @@ func (c *Client) build(t *Task, callOpts []Option, now time.Time) (pending, erro
 	m := wire.Message{
 		ID: wire.StoredID(o.taskID), Key: o.key, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
 		Timeout: o.timeout.Milliseconds(), Retention: o.retention.Milliseconds(), EnqueuedAt: now.UnixMilli(),
+	}
+	if len(ctxHeaders) > 0 {
+		m.Headers = make(map[string]string, len(ctxHeaders)+len(o.headers))
+		for k, v := range ctxHeaders {
+			if k != "" && v != "" {
+				m.Headers[k] = v
+			}
+		}
+	}
+	for k, v := range o.headers {
+		if m.Headers == nil {
+			m.Headers = make(map[string]string, len(o.headers))
+		}
+		m.Headers[k] = v
 	}
 	p := pending{}
 	if m.ID == "" {

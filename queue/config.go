@@ -2,6 +2,7 @@ package queue
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -25,6 +26,11 @@ type Config struct {
 	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed.
 	// Defaults to 24h.
 	IDTTL time.Duration
+	// ContextHeaders, when set, is called at each Enqueue and EnqueueBatch
+	// with the call's context; the headers it returns go into every task
+	// of the call (the task's own Header options win for the same key).
+	// tracing.ContextHeaders injects the current trace context this way.
+	ContextHeaders func(ctx context.Context) map[string]string
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger
 }

@@ -44,6 +44,8 @@ type TaskInfo struct {
 	UniqueKey string
 	// ConcurrencyKey is the task's key for Limits.KeyConcurrency.
 	ConcurrencyKey string
+	// Headers are the task's headers (Header, Config.ContextHeaders).
+	Headers map[string]string
 
 	EnqueuedAt    time.Time
 	NextProcessAt time.Time // when a scheduled or retrying task is due
@@ -82,7 +84,7 @@ func (ti *TaskInfo) PayloadValue() (any, error) {
 // newTaskInfo builds a TaskInfo from a message and, if any, its record.
 func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *TaskInfo {
 	ti := &TaskInfo{
-		ID: wire.PublicID(m.ID), Queue: queue, Partition: partition, Type: m.Type, Payload: m.Payload, Raw: m.Raw,
+		ID: wire.PublicID(m.ID), Queue: queue, Partition: partition, Type: m.Type, Payload: m.Payload, Raw: m.Raw, Headers: m.Headers,
 		State: StatePending, MaxRetry: m.MaxRetry, Timeout: time.Duration(m.Timeout) * time.Millisecond,
 		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
 		UniqueKey: m.Unique, ConcurrencyKey: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),

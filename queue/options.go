@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -26,6 +27,7 @@ type options struct {
 	taskID    string
 	retention time.Duration
 	key       string
+	headers   map[string]string
 }
 
 func defaultOptions() options {
@@ -149,6 +151,47 @@ func Retention(d time.Duration) Option {
 			return fmt.Errorf("%w: Retention(%v), want >= 0", ErrInvalidOption, d)
 		}
 		o.retention = d
+		return nil
+	}
+}
+
+// MaxHeadersSize bounds a task's headers, keys and values together, in
+// bytes: they are for small things (a trace context, a tenant), carried in
+// every message.
+const MaxHeadersSize = 4096
+
+// Header sets one of the task's headers: a small string the handler reads
+// in Task.Headers and GetTask and the dashboard show, such as a trace
+// context (package tracing) or a tenant. Later options win for the same
+// key; a task's own options are applied before the call's. An empty value
+// deletes the key.
+func Header(key, value string) Option {
+	return Headers(map[string]string{key: value})
+}
+
+// Headers sets several headers at once, as Header does for each.
+func Headers(h map[string]string) Option {
+	return func(o *options) error {
+		for k, v := range h {
+			if k == "" || strings.ContainsAny(k, "\x00\r\n") {
+				return fmt.Errorf("%w: header key %q: empty or with a control character", ErrInvalidOption, k)
+			}
+			if o.headers == nil {
+				o.headers = map[string]string{}
+			}
+			if v == "" {
+				delete(o.headers, k)
+				continue
+			}
+			o.headers[k] = v
+		}
+		size := 0
+		for k, v := range o.headers {
+			size += len(k) + len(v)
+		}
+		if size > MaxHeadersSize {
+			return fmt.Errorf("%w: headers of %d bytes, at most %d", ErrInvalidOption, size, MaxHeadersSize)
+		}
 		return nil
 	}
 }

@@ -25,6 +25,9 @@ type Task struct {
 	EnqueuedAt time.Time
 	// StartedAt is when this attempt was leased, by the Redis server's clock.
 	StartedAt time.Time
+	// Headers are the headers the producer set (queue.Header,
+	// queue.Config.ContextHeaders); nil when none.
+	Headers map[string]string
 	// Deadline is when the handler's context ends (the task's timeout or
 	// deadline); zero when neither was set.
 	Deadline time.Time

@@ -3,13 +3,18 @@ package wire
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // appendMessage appends m's msgpack array to b. It writes what
 // EncodeMsgpack writes (shortest forms), without an encoder or buffer
 // growth: enqueue encodes every task, so this path is worth its 40 lines.
 func appendMessage(b []byte, m *Message) []byte {
-	b = append(b, 0x9b) // fixarray of 11
+	if len(m.Headers) > 0 {
+		b = append(b, 0x9c) // fixarray of 12: the headers last
+	} else {
+		b = append(b, 0x9b) // fixarray of 11
+	}
 	b = appendString(b, m.ID)
 	b = appendString(b, m.Key)
 	b = appendString(b, m.Type)
@@ -24,7 +29,31 @@ func appendMessage(b []byte, m *Message) []byte {
 	b = appendInt(b, m.Deadline)
 	b = appendInt(b, m.Retention)
 	b = appendString(b, m.Unique)
-	return appendInt(b, m.EnqueuedAt)
+	b = appendInt(b, m.EnqueuedAt)
+	if len(m.Headers) == 0 {
+		return b
+	}
+	switch n := len(m.Headers); {
+	case n < 16:
+		b = append(b, 0x80|byte(n))
+	case n <= math.MaxUint16:
+		b = binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
+	}
+	for _, k := range sortedKeys(m.Headers) { // sorted: one encoding per message
+		b = appendString(appendString(b, k), m.Headers[k])
+	}
+	return b
+}
+
+func sortedKeys(h map[string]string) []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func appendString(b []byte, s string) []byte {

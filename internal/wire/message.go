@@ -24,17 +24,25 @@ type Message struct {
 	Retention  int64 // ms to keep the task after success; 0 = not kept
 	Unique     string
 	EnqueuedAt int64 // unix ms
+	// Headers are the task's small string map (trace context, tenant,
+	// ...). Encoded as a 12th element only when there are any, so a task
+	// without headers costs not a byte more.
+	Headers map[string]string
 }
 
 // fields lists the message's fields in wire order.
 func (m *Message) fields() []any {
-	return []any{&m.ID, &m.Key, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt}
+	return []any{&m.ID, &m.Key, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt, &m.Headers}
 }
 
 // EncodeMsgpack writes the message as an array, integers in their
 // shortest form.
 func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
-	_ = e.EncodeArrayLen(11)
+	if len(m.Headers) > 0 {
+		_ = e.EncodeArrayLen(12)
+	} else {
+		_ = e.EncodeArrayLen(11)
+	}
 	_ = e.EncodeString(m.ID)
 	_ = e.EncodeString(m.Key)
 	_ = e.EncodeString(m.Type)
@@ -45,7 +53,16 @@ func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
 	_ = e.EncodeInt(m.Deadline)
 	_ = e.EncodeInt(m.Retention)
 	_ = e.EncodeString(m.Unique)
-	return e.EncodeInt(m.EnqueuedAt)
+	if len(m.Headers) == 0 {
+		return e.EncodeInt(m.EnqueuedAt)
+	}
+	_ = e.EncodeInt(m.EnqueuedAt)
+	_ = e.EncodeMapLen(len(m.Headers))
+	for _, k := range sortedKeys(m.Headers) {
+		_ = e.EncodeString(k)
+		_ = e.EncodeString(m.Headers[k])
+	}
+	return nil
 }
 
 // DecodeMsgpack reads a message array of any length: missing trailing
@@ -57,6 +74,9 @@ func (m *Message) DecodeMsgpack(d *msgpack.Decoder) error {
 // Encode returns the message's msgpack bytes.
 func (m *Message) Encode() ([]byte, error) {
 	size := 40 + len(m.ID) + len(m.Key) + len(m.Type) + len(m.Payload) + len(m.Unique)
+	for k, v := range m.Headers {
+		size += 10 + len(k) + len(v)
+	}
 	return appendMessage(make([]byte, 0, size), m), nil
 }
 
