@@ -2,12 +2,14 @@ package dashboard
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/shardq/shardq/queue"
 )
@@ -204,6 +206,9 @@ type taskData struct {
 	PayloadEncoding string
 	PayloadError    string
 	CancelRequested bool
+	// Result is the task's result as text, base64 when ResultBinary.
+	Result       string
+	ResultBinary bool
 }
 
 func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -213,6 +218,13 @@ func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := taskData{Task: ti}
+	if ti.HasResult {
+		if utf8.Valid(ti.Result) {
+			data.Result = string(ti.Result)
+		} else {
+			data.Result, data.ResultBinary = base64.StdEncoding.EncodeToString(ti.Result), true
+		}
+	}
 	v, enc, perr := payloadJSON(ti)
 	data.Payload, data.PayloadEncoding, data.PayloadError = prettyJSON(v), enc, perr
 	if ti.State == queue.StateActive {

@@ -88,6 +88,12 @@ func (e *env) fill() {
 		}
 	})
 	mux.HandleFunc("ok", func(context.Context, *worker.Task) error { return nil })
+	mux.HandleFunc("report", func(ctx context.Context, t *worker.Task) error {
+		if err := t.SetProgress(ctx, 60, "halfway <b>there</b>"); err != nil {
+			return err
+		}
+		return t.SetResult(ctx, []byte(`{"thumbnails": 3}`))
+	})
 	// a client of its own, so the worker's calls are not counted
 	srv, err := worker.NewServer(e.redis.Client(t), worker.Config{Config: e.cfg,
 		Queues: map[string]int{e.q: 1}, Concurrency: 20, WorkerID: e.worker,

@@ -57,15 +57,20 @@ type taskView struct {
 	UniqueKey       string            `json:"unique_key,omitempty"`
 	ConcurrencyKey  string            `json:"concurrency_key,omitempty"`
 	Headers         map[string]string `json:"headers,omitempty"`
-	Deadline        *jsonTime         `json:"deadline,omitempty"`
-	EnqueuedAt      *jsonTime         `json:"enqueued_at,omitempty"`
-	NextProcessAt   *jsonTime         `json:"next_process_at,omitempty"`
-	StartedAt       *jsonTime         `json:"started_at,omitempty"`
-	FinishedAt      *jsonTime         `json:"finished_at,omitempty"`
-	LastFailedAt    *jsonTime         `json:"last_failed_at,omitempty"`
-	LastError       string            `json:"last_error,omitempty"`
-	Worker          string            `json:"worker,omitempty"`
-	Rank            int64             `json:"rank,omitempty"`
+	// Progress is the handler's last report; Result what it wrote: text
+	// when it is UTF-8, else ResultBase64.
+	Progress      *progressView `json:"progress,omitempty"`
+	Result        *string       `json:"result,omitempty"`
+	ResultBase64  string        `json:"result_base64,omitempty"`
+	Deadline      *jsonTime     `json:"deadline,omitempty"`
+	EnqueuedAt    *jsonTime     `json:"enqueued_at,omitempty"`
+	NextProcessAt *jsonTime     `json:"next_process_at,omitempty"`
+	StartedAt     *jsonTime     `json:"started_at,omitempty"`
+	FinishedAt    *jsonTime     `json:"finished_at,omitempty"`
+	LastFailedAt  *jsonTime     `json:"last_failed_at,omitempty"`
+	LastError     string        `json:"last_error,omitempty"`
+	Worker        string        `json:"worker,omitempty"`
+	Rank          int64         `json:"rank,omitempty"`
 }
 
 // jsonTime is a time in RFC 3339 with milliseconds, UTC.
@@ -91,6 +96,17 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 		Deadline: optTime(ti.Deadline), EnqueuedAt: optTime(ti.EnqueuedAt), NextProcessAt: optTime(ti.NextProcessAt),
 		StartedAt: optTime(ti.StartedAt), FinishedAt: optTime(ti.FinishedAt), LastFailedAt: optTime(ti.LastFailedAt),
 		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,
+	}
+	if p := ti.Progress; p != nil {
+		v.Progress = &progressView{Percent: p.Percent, Message: p.Message, At: optTime(p.At)}
+	}
+	if ti.HasResult {
+		if utf8.Valid(ti.Result) {
+			r := string(ti.Result)
+			v.Result = &r
+		} else {
+			v.ResultBase64 = base64.StdEncoding.EncodeToString(ti.Result)
+		}
 	}
 	if ti.Type != "" || len(ti.Payload) > 0 {
 		v.Payload, v.PayloadEncoding, v.PayloadError = payloadJSON(ti)
@@ -246,4 +262,10 @@ func newWorkerView(w *queue.WorkerInfo) workerView {
 		v.Tasks = append(v.Tasks, newTaskView(t))
 	}
 	return v
+}
+
+type progressView struct {
+	Percent int       `json:"percent"`
+	Message string    `json:"message,omitempty"`
+	At      *jsonTime `json:"at,omitempty"`
 }

@@ -23,6 +23,8 @@ for i = 2, #ARGV, 2 do
     redis.call('HDEL', KEYS[5], id)
     redis.call('HDEL', KEYS[6], id)
     redis.call('HDEL', KEYS[7], id)
+    redis.call('HDEL', T .. ':progress', id)
+    redis.call('HDEL', T .. ':result', id)
   end
   codes[#codes + 1] = which and 1 or 0
 end

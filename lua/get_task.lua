@@ -1,8 +1,10 @@
 #!lua flags=no-writes,allow-oom
 --[[ get_task: everything one queue partition T holds about a task.
   KEYS[1] T:msg  KEYS[2] T:state  KEYS[3] T:feed:msg  KEYS[4] T:feed
+  KEYS[5] T:progress  KEYS[6] T:result
   ARGV[1] task ID
-  Returns: {message or nil, record or "", feed rank or -1}; the message comes
+  Returns: {message or nil, record or "", feed rank or -1, progress or nil,
+  result or nil}; the message comes
   from T:msg when the task has a record, else from the recent feed (a pending
   task). nil, not "", says there is none: an empty element pushed by a foreign
   client is a message too, dead as malformed, and must be found ]]
@@ -10,4 +12,5 @@ local id = ARGV[1]
 local msg = redis.call('HGET', KEYS[1], id) or redis.call('HGET', KEYS[3], id)
 local rec = redis.call('HGET', KEYS[2], id) or ''
 local rank = redis.call('ZSCORE', KEYS[4], id)
-return {msg, rec, rank and tonumber(rank) or -1}
+return {msg, rec, rank and tonumber(rank) or -1,
+  redis.call('HGET', KEYS[5], id), redis.call('HGET', KEYS[6], id)}

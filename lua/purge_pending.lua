@@ -24,5 +24,6 @@ for _, m in ipairs(msgs) do
   redis.call('HDEL', KEYS[3], id)
   redis.call('HDEL', KEYS[4], id)
   redis.call('HDEL', KEYS[5], id)
+  redis.call('HDEL', T .. ':progress', id)
 end
 return #msgs

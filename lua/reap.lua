@@ -35,5 +35,7 @@ for _, id in ipairs(gone) do
   redis.call('ZREM', KEYS[7], id)
   redis.call('HDEL', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', T .. ':progress', id)
+  redis.call('HDEL', T .. ':result', id)
 end
 return {requeued, returned, #gone}

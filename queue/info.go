@@ -46,6 +46,14 @@ type TaskInfo struct {
 	ConcurrencyKey string
 	// Headers are the task's headers (Header, Config.ContextHeaders).
 	Headers map[string]string
+	// Progress is the last progress its handler reported
+	// (worker.Task.SetProgress); nil when none. GetTask reads it.
+	Progress *Progress
+	// Result is what its handler wrote (worker.Task.SetResult), kept with
+	// the task for its Retention; HasResult tells an empty result from
+	// none. GetTask and WaitResult read it.
+	Result    []byte
+	HasResult bool
 
 	EnqueuedAt    time.Time
 	NextProcessAt time.Time // when a scheduled or retrying task is due
@@ -108,4 +116,11 @@ func msTime(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// Progress is a running task's progress, as its handler last reported it.
+type Progress struct {
+	Percent int    // 0 to 100
+	Message string // short, for people
+	At      time.Time
 }

@@ -185,7 +185,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed()}, wire.StoredID(id))
+		cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result()}, wire.StoredID(id))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
@@ -203,6 +203,16 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 		ti := taskFromReply(queue, part, wire.StoredID(id), msg, rec)
 		ti.Rank, _ = res[2].(int64)
 		ti.Rank = max(ti.Rank, 0)
+		if len(res) >= 5 {
+			if s, ok := res[3].(string); ok {
+				if pr, err := wire.DecodeProgress([]byte(s)); err == nil {
+					ti.Progress = &Progress{Percent: pr.Percent, Message: pr.Message, At: time.UnixMilli(pr.At)}
+				}
+			}
+			if s, ok := res[4].(string); ok {
+				ti.Result, ti.HasResult = []byte(s), true
+			}
+		}
 		return ti, nil
 	}
 	return nil, fmt.Errorf("%w: %q in queue %q", ErrTaskNotFound, id, queue)

@@ -78,6 +78,10 @@ const (
 	// and completes as record does: the parent sees concurrency across
 	// processes.
 	handleGauge = "gauge"
+	// handleProgress reports 40% ("working"); on a task's first attempt
+	// it then dies (SIGKILL), on later ones it writes a result naming the
+	// attempt and returns nil.
+	handleProgress = "progress"
 )
 
 // gaugeScript adds a running task and keeps the peak of all running at once.
@@ -159,7 +163,7 @@ func childOptsFromEnv() (childOpts, error) {
 	switch o.Handler {
 	case "":
 		o.Handler = handleRecord
-	case handleRecord, handleWaitLease, handleGated, handleGauge:
+	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress:
 	default:
 		errs = append(errs, fmt.Errorf("unknown handler %q", o.Handler))
 	}
@@ -375,6 +379,15 @@ func (c *childWorker) handle(ctx context.Context, t *Task) error {
 			return c.rdb.Set(ctx, c.k.crashTask(c.pid), t.ID, 0).Err()
 		})
 		c.die()
+	}
+	if c.o.Handler == handleProgress {
+		if err := t.SetProgress(ctx, 40, "working"); err != nil {
+			return err
+		}
+		if t.Attempt == 1 {
+			c.die()
+		}
+		return t.SetResult(ctx, []byte(fmt.Sprintf("result of attempt %d", t.Attempt)))
 	}
 	if c.o.Handler == handleWaitLease {
 		cause := "none: the context did not end within 15s"

@@ -208,7 +208,7 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 		return nil, err
 	}
 	t := &Task{
-		ID: wire.PublicID(l.id), sid: l.id, Type: m.Type, Headers: m.Headers, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
+		ID: wire.PublicID(l.id), sid: l.id, srv: s, part: p, Type: m.Type, Headers: m.Headers, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
 		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
 		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique,
 	}

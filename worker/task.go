@@ -33,6 +33,9 @@ type Task struct {
 	Deadline time.Time
 
 	sid       string // the ID's stored form (wire.StoredID), for the scripts
+	srv       *Server
+	part      *part
+	report    report // SetProgress's throttle
 	token     int64
 	retention time.Duration
 	unique    string

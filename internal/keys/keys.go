@@ -74,6 +74,14 @@ func (p Partition) Stats(kind string, minute int64) string {
 // began; stats.lua writes it with the per-minute ones.
 func (p Partition) StatsTotal(kind string) string { return p.T + ":stats:" + kind + ":total" }
 
+// Progress is the hash id -> a running task's last reported progress
+// (wire.Progress), kept while the task is.
+func (p Partition) Progress() string { return p.T + ":progress" }
+
+// Result is the hash id -> the result a task's handler wrote, kept with
+// the task for its retention.
+func (p Partition) Result() string { return p.T + ":result" }
+
 // RateSamples is the list of "ms:count" samples of the feed's rank
 // counter that readers of the arrival rate keep (lua/rate_sample.lua).
 func (p Partition) RateSamples() string { return p.T + ":rate" }

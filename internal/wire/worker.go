@@ -40,3 +40,19 @@ func DecodeWorkerStatus(b []byte) (*WorkerStatus, error) {
 	}
 	return &s, nil
 }
+
+// Progress is a task's progress as its handler reports it (keys.Progress).
+type Progress struct {
+	Percent int    `msgpack:"p"`
+	Message string `msgpack:"m"`
+	At      int64  `msgpack:"t"` // unix ms
+}
+
+// DecodeProgress decodes what msgpack.Marshal wrote of a Progress.
+func DecodeProgress(b []byte) (*Progress, error) {
+	var p Progress
+	if err := msgpack.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("decode progress (%d bytes): %w", len(b), err)
+	}
+	return &p, nil
+}

@@ -1,0 +1,90 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// Errors of SetProgress and SetResult.
+var (
+	// ErrResultTooLarge reports a result over the queue's
+	// Config.MaxPayloadSize: results are capped as payloads are.
+	ErrResultTooLarge = errors.New("worker: result too large")
+	// ErrInvalidProgress reports a percent outside 0..100 or a message
+	// over MaxProgressMessage bytes.
+	ErrInvalidProgress = errors.New("worker: invalid progress")
+	// ErrNotRunning reports SetProgress or SetResult on a Task that is not
+	// one a Server handed to its handler.
+	ErrNotRunning = errors.New("worker: not a running task")
+)
+
+// ProgressInterval is the least time between two progress writes of one
+// task: a chatty handler does not flood Redis.
+const ProgressInterval = time.Second
+
+// MaxProgressMessage bounds a progress message, in bytes.
+const MaxProgressMessage = 200
+
+// report is the state a running task keeps for SetProgress.
+type report struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// SetProgress reports how far the task's handler is: a percent (0 to 100)
+// and a short message, shown by queue.Inspector.GetTask, the dashboard's
+// task page and its API. Writes are throttled to one per ProgressInterval:
+// a report within the interval of the last one written is dropped
+// (returning nil), except 100, which is always written. Progress stays
+// with the task while it is kept; a worker that dies mid-task leaves its
+// last report, and the next attempt overwrites it.
+func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
+	if percent < 0 || percent > 100 || len(msg) > MaxProgressMessage {
+		return fmt.Errorf("%w: %d%% %q: want 0..100 and at most %d bytes", ErrInvalidProgress, percent, msg, MaxProgressMessage)
+	}
+	if t.srv == nil {
+		return fmt.Errorf("%w: task %s", ErrNotRunning, t.ID)
+	}
+	t.report.mu.Lock()
+	now := time.Now()
+	if percent < 100 && !t.report.last.IsZero() && now.Sub(t.report.last) < ProgressInterval {
+		t.report.mu.Unlock()
+		return nil
+	}
+	t.report.last = now
+	t.report.mu.Unlock()
+	b, err := msgpack.Marshal(&wire.Progress{Percent: percent, Message: msg, At: now.UnixMilli()})
+	if err != nil {
+		return err
+	}
+	if err := t.srv.rdb.HSet(ctx, t.part.k.Progress(), t.sid, b).Err(); err != nil {
+		return fmt.Errorf("worker: progress of task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// SetResult writes the task's result, for queue.Inspector.GetTask and
+// WaitResult, the dashboard and its API. It is capped like payloads
+// (queue.Config.MaxPayloadSize; ErrResultTooLarge, nothing written) and
+// kept with the task for its Retention: enqueue with queue.Retention to
+// read it after the task finished. A later call replaces it; an attempt
+// that fails after writing it leaves it for the next attempt to replace.
+func (t *Task) SetResult(ctx context.Context, b []byte) error {
+	if t.srv == nil {
+		return fmt.Errorf("%w: task %s", ErrNotRunning, t.ID)
+	}
+	if limit := t.srv.cfg.MaxPayloadSize; len(b) > limit {
+		return fmt.Errorf("%w: task %s result is %d bytes, limit %d", ErrResultTooLarge, t.ID, len(b), limit)
+	}
+	if err := t.srv.rdb.HSet(ctx, t.part.k.Result(), t.sid, b).Err(); err != nil {
+		return fmt.Errorf("worker: result of task %s: %w", t.ID, err)
+	}
+	return nil
+}
