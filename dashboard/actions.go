@@ -1,6 +1,9 @@
 package dashboard
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -42,6 +45,7 @@ var actions = []*actionDef{
 	{name: "cancel", pattern: "/queues/{queue}/tasks/{id}/cancel", do: func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
 		return 1, d.insp.CancelTask(r.Context(), q, id)
 	}},
+	{name: "bulk", pattern: "/queues/{queue}/bulk", do: bulkAction},
 	{name: "delete-queue", pattern: "/queues/{queue}/delete-queue", home: true,
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 			return 0, d.insp.DeleteQueue(r.Context(), q, r.FormValue("force") == "1")
@@ -99,4 +103,42 @@ func withFlash(path, action string, n int64) string {
 	v.Set("n", strconv.FormatInt(n, 10))
 	u.RawQuery = v.Encode()
 	return u.String()
+}
+
+// maxBulk bounds how many tasks one bulk action names.
+const maxBulk = 500
+
+// bulkAction runs or deletes the tasks a form or API call names (id, any
+// number of times; action run or delete) and returns how many it changed.
+// A task that left its state meanwhile is skipped; the first other error
+// stops it.
+func bulkAction(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	if err := r.ParseForm(); err != nil {
+		return 0, fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	ids := r.Form["id"]
+	if len(ids) == 0 || len(ids) > maxBulk {
+		return 0, fmt.Errorf("%w: %d task IDs, want 1..%d", errBadRequest, len(ids), maxBulk)
+	}
+	var act func(ctx context.Context, queue, id string) error
+	switch r.FormValue("action") {
+	case "run":
+		act = d.insp.RunTask
+	case "delete":
+		act = d.insp.DeleteTask
+	default:
+		return 0, fmt.Errorf("%w: action %q, want run or delete", errBadRequest, r.FormValue("action"))
+	}
+	var n int64
+	for _, id := range ids {
+		err := act(r.Context(), q, id)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, queue.ErrTaskState), errors.Is(err, queue.ErrTaskNotFound):
+		default:
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -28,7 +28,7 @@ func TestBrowser(t *testing.T) {
 		t.Skip("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM): the browser test did not run")
 	}
 	t.Parallel()
-	e := setup(t, dashboard.Options{TailInterval: 200 * time.Millisecond})
+	e := setup(t, dashboard.Options{TailInterval: 200 * time.Millisecond, RefreshInterval: 300 * time.Millisecond})
 	must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{Concurrency: 10, Rate: 600, Per: time.Minute}))
 	page := startBrowser(t, path)
 	base := e.srv.URL + "/dash"
@@ -126,6 +126,49 @@ func TestBrowser(t *testing.T) {
 		b.eval(fmt.Sprintf(`(function(){ var f = document.querySelector("form.find");
 			f.queue.value = %q; f.id.value = %q; f.submit(); return true })()`, e.q, e.retry[0]))
 		b.waitFor("the task page", `location.pathname.endsWith("/tasks/`+e.retry[0]+`")`)
+	})
+
+	t.Run("AutoRefreshAndAlarm", func(t *testing.T) {
+		b := page.in(t)
+		b.navigate(base + "/")
+		b.waitFor("the overview", `document.getElementById("auto-refresh")`)
+		b.eval(`document.body.dataset.loaded = "1"; true`) // gone if the page reloads
+		e.enqueue(2, "ok", queue.In("arrivals"))           // a queue no worker serves
+		b.waitFor("the new queue's row, refreshed in place",
+			`document.querySelector('tr[data-queue="arrivals"]') && document.body.dataset.loaded === "1"`)
+		b.waitFor("its no-workers alarm", `document.querySelector('[data-alarm="no-workers"][data-queue="arrivals"]')`)
+		b.screenshot("overview-alarm")
+		// paused: nothing changes on the page
+		b.click("#auto-refresh")
+		b.eval(`document.body.dataset.refreshed = "paused"; true`)
+		e.enqueue(1, "ok", queue.In("unseen"))
+		time.Sleep(time.Second)
+		if got := b.eval(`!!document.querySelector('tr[data-queue="unseen"]') || document.body.dataset.refreshed !== "paused"`); got != false {
+			t.Fatal("the page refreshed while paused")
+		}
+		b.click("#auto-refresh")
+		b.waitFor("the refresh to resume", `document.querySelector('tr[data-queue="unseen"]')`)
+	})
+
+	t.Run("BulkRetry", func(t *testing.T) {
+		b := page.in(t)
+		b.navigate(base + "/queues/" + e.q + "?state=dead")
+		b.waitFor("the dead tab", `document.getElementById("bulk")`)
+		picked := []string{e.dead[3], e.dead[4]}
+		for _, id := range picked {
+			b.click(`input.select[value="` + id + `"]`)
+		}
+		if n := b.eval(`document.getElementById("selected-count").textContent`); n != "2 selected" {
+			t.Fatalf("count %v", n)
+		}
+		b.click(`button[data-bulk="run"]`)
+		b.waitFor("the page after the bulk retry", `location.search.includes("done=bulk")`)
+		b.waitFor("both tasks to leave the dead tab",
+			`!document.querySelector('tr[data-id="`+picked[0]+`"]') && !document.querySelector('tr[data-id="`+picked[1]+`"]')`)
+		if msg := b.eval(`document.querySelector(".flash").textContent`); msg != "2 tasks changed." {
+			t.Fatalf("flash %q", msg)
+		}
+		b.screenshot("queue-dead-after-bulk")
 	})
 
 	if d := page.dialogsSeen(); len(d) > 0 {

@@ -45,6 +45,9 @@ type Options struct {
 	Limits LimitSource
 	// PageSize is how many tasks a page lists. Defaults to 50.
 	PageSize int
+	// RefreshInterval is how often the overview and queue pages refresh
+	// their counts, chart and alarms (pausable on the page). Defaults to 5s.
+	RefreshInterval time.Duration
 	// TailInterval is how often the live tail of recent tasks polls.
 	// Defaults to 2s.
 	TailInterval time.Duration
@@ -84,6 +87,7 @@ func New(insp *queue.Inspector, opts Options) *Dashboard {
 	opts.PageSize = cmp.Or(opts.PageSize, 50)
 	opts.PageSize = min(max(opts.PageSize, 1), queue.MaxPageSize)
 	opts.TailInterval = cmp.Or(opts.TailInterval, 2*time.Second)
+	opts.RefreshInterval = cmp.Or(opts.RefreshInterval, 5*time.Second)
 	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")
 	if opts.Schedules == nil {
 		opts.Schedules = InspectorSchedules(insp)

@@ -15,11 +15,15 @@ import (
 // funcs are the helpers templates use. Everything they return is plain
 // text, escaped by html/template like any other value.
 var funcs = template.FuncMap{
-	"link":      link,
-	"ago":       ago,
-	"when":      when,
-	"iso":       iso,
-	"dur":       dur,
+	"link": link,
+	"ago":  ago,
+	"when": when,
+	"iso":  iso,
+	"dur":  dur,
+	"selectable": func(s queue.State) bool {
+		return s == queue.StateScheduled || s == queue.StateRetry || s == queue.StateDead || s == queue.StateDone
+	},
+	"ms":        func(n int64) time.Duration { return time.Duration(n) * time.Millisecond },
 	"num":       num,
 	"actions":   taskActions,
 	"bulk":      bulkActions,
@@ -212,6 +216,7 @@ var flashes = map[string]string{
 	"delete-all":   "%s tasks deleted.",
 	"cancel":       "Cancel requested: the worker running the task cancels it at its next heartbeat.",
 	"delete-queue": "Queue deleted, with all its keys.",
+	"bulk":         "%s tasks changed.",
 }
 
 func flash(r *http.Request) string {

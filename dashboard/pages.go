@@ -71,9 +71,11 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, code int, nam
 }
 
 type overviewData struct {
-	Queues []*queue.QueueInfo
-	Total  queue.QueueInfo
-	Chart  chart
+	Queues  []*queue.QueueInfo
+	Total   queue.QueueInfo
+	Chart   chart
+	Alarms  []alarm
+	Refresh int64 // ms between refreshes of the page's live parts
 }
 
 func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +94,12 @@ func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	data := overviewData{Queues: qs, Chart: newChart(h)}
+	alarms, err := d.alarms(r.Context(), qs)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data := overviewData{Queues: qs, Chart: newChart(h), Alarms: alarms, Refresh: d.opts.RefreshInterval.Milliseconds()}
 	for _, qi := range qs {
 		t := &data.Total
 		t.Pending += qi.Pending
@@ -118,10 +125,11 @@ type queueData struct {
 	HasNext bool
 	// Tail is set on the first page of the recent feed: the live tail
 	// reads oldest first after Newer, every TailMS.
-	Tail   bool
-	Newer  string
-	TailMS int64
-	Limit  int
+	Tail    bool
+	Newer   string
+	TailMS  int64
+	Limit   int
+	Refresh int64 // ms between refreshes of the page's live parts
 }
 
 type tab struct {
@@ -162,7 +170,8 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := queueData{Info: info, Scaling: sc, Chart: newChart(h), State: q.State, After: q.After, Next: p.Next,
-		HasNext: len(p.Tasks) == q.Limit, Limit: q.Limit, TailMS: d.opts.TailInterval.Milliseconds()}
+		HasNext: len(p.Tasks) == q.Limit, Limit: q.Limit, TailMS: d.opts.TailInterval.Milliseconds(),
+		Refresh: d.opts.RefreshInterval.Milliseconds()}
 	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
 		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateDone: info.Done}
 	for _, s := range tabs {

@@ -10,6 +10,68 @@
     });
   });
 
+  // Auto-refresh: the overview and queue pages re-read themselves every
+  // few seconds and swap in their live parts ([data-live]): counts, chart,
+  // alarms, tabs. The checkbox pauses it (remembered across pages); it
+  // also waits while the tab is hidden or a row is selected for a bulk
+  // action, so nothing the operator is doing is swept away.
+  (function () {
+    var box = document.getElementById("auto-refresh");
+    if (!box) return;
+    var interval = parseInt(box.dataset.interval, 10) || 5000;
+    var key = "shardq.autoRefresh";
+    try { box.checked = window.localStorage.getItem(key) !== "off"; } catch (e) {}
+    box.addEventListener("change", function () {
+      try { window.localStorage.setItem(key, box.checked ? "on" : "off"); } catch (e) {}
+    });
+    var busy = false;
+    function refresh() {
+      if (busy || !box.checked || document.hidden) return;
+      if (document.querySelector("input.select:checked")) return;
+      busy = true;
+      fetch(location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+        .then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var fresh = {};
+          doc.querySelectorAll("[data-live]").forEach(function (el) { fresh[el.dataset.live] = el; });
+          document.querySelectorAll("[data-live]").forEach(function (el) {
+            var f = fresh[el.dataset.live];
+            if (f) el.innerHTML = f.innerHTML;
+          });
+          document.body.dataset.refreshed = String(Date.now());
+        })
+        .catch(function () {})
+        .then(function () { busy = false; });
+    }
+    window.setInterval(refresh, interval);
+  })();
+
+  // Bulk actions: a checkbox per row (in the bulk form by its form
+  // attribute, so the page works without this); here: select all, the
+  // count, and a confirmation before deleting.
+  (function () {
+    var bar = document.getElementById("bulk");
+    if (!bar) return;
+    var all = document.getElementById("select-all");
+    function update() {
+      var n = document.querySelectorAll("input.select:checked").length;
+      bar.querySelectorAll("button").forEach(function (b) { b.disabled = n === 0; });
+      var c = document.getElementById("selected-count");
+      if (c) c.textContent = n ? n + " selected" : "";
+    }
+    document.querySelectorAll("input.select").forEach(function (cb) { cb.addEventListener("change", update); });
+    if (all) all.addEventListener("change", function () {
+      document.querySelectorAll("input.select").forEach(function (cb) { cb.checked = all.checked; });
+      update();
+    });
+    bar.addEventListener("submit", function (e) {
+      var action = e.submitter ? e.submitter.value : "";
+      if (action === "delete" && !window.confirm("Delete the selected tasks?")) e.preventDefault();
+    });
+    update();
+  })();
+
   // Live tail: poll the recent feed oldest first after the newest marker
   // seen. The API's markers never skip an entry, so reading until a short
   // page after each tick shows every task enqueued since the page loaded.
