@@ -171,6 +171,19 @@ func TestBrowser(t *testing.T) {
 		b.screenshot("queue-dead-after-bulk")
 	})
 
+	t.Run("Search", func(t *testing.T) {
+		b := page.in(t)
+		b.navigate(base + "/search")
+		b.waitFor("the search form", `document.getElementById("search")`)
+		b.eval(fmt.Sprintf(`(function(){ var f = document.getElementById("search");
+			f.queue.value = %q; f.state.value = "retry"; f.error.value = "smtp"; f.submit(); return true })()`, e.q))
+		b.waitFor("the results", `document.getElementById("results")`)
+		if n := b.eval(`document.querySelectorAll("#results tbody tr[data-id]").length`); n != float64(len(e.retry)) {
+			t.Fatalf("%v results", n)
+		}
+		b.screenshot("search")
+	})
+
 	if d := page.dialogsSeen(); len(d) > 0 {
 		t.Fatalf("JavaScript dialogs opened: %q", d)
 	}

@@ -117,6 +117,8 @@ func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET /schedules", d.schedulesPage)
 	d.mux.HandleFunc("GET /limits", d.limitsPage)
 	d.mux.HandleFunc("GET /find", d.findPage)
+	d.mux.HandleFunc("GET /search", d.searchPage)
+	d.mux.HandleFunc("GET /api/queues/{queue}/search", d.apiSearch)
 
 	d.mux.HandleFunc("GET /api/queues", d.apiQueues)
 	d.mux.HandleFunc("GET /api/queues/{queue}", d.apiQueue)

@@ -25,6 +25,7 @@ var funcs = template.FuncMap{
 	},
 	"ms":        func(n int64) time.Duration { return time.Duration(n) * time.Millisecond },
 	"num":       num,
+	"int64":     func(n int) int64 { return int64(n) },
 	"actions":   taskActions,
 	"bulk":      bulkActions,
 	"timeOf":    timeOf,

@@ -1,0 +1,87 @@
+package dashboard
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// searchData is the search page's form and results.
+type searchData struct {
+	Queues   []string
+	Query    queue.SearchQuery
+	Searched bool
+	Result   *queue.SearchResult
+	Scan     int
+	States   []queue.State
+}
+
+// searchQuery reads a search from the request's query.
+func searchQuery(r *http.Request) (queue.SearchQuery, error) {
+	v := r.URL.Query()
+	q := queue.SearchQuery{Queue: strings.TrimSpace(cmpOrQ(r.PathValue("queue"), v.Get("queue"))),
+		State: queue.State(v.Get("state")), Type: strings.TrimSpace(v.Get("type")), Error: strings.TrimSpace(v.Get("error")),
+		IDPrefix: strings.TrimSpace(v.Get("id")), After: v.Get("after")}
+	for name, dst := range map[string]*int{"limit": &q.Limit, "scan": &q.Scan} {
+		if s := v.Get(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return q, fmt.Errorf("%w: %s=%q: want a positive number", errBadRequest, name, s)
+			}
+			*dst = n
+		}
+	}
+	return q, nil
+}
+
+func cmpOrQ(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// searchPage finds tasks by type, error text or ID prefix, a bounded scan
+// per request, with a link to search further back.
+func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request) {
+	q, err := searchQuery(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data := searchData{Query: q, Scan: queue.DefaultSearchScan,
+		States: []queue.State{queue.StateRecent, queue.StateDead, queue.StateRetry, queue.StateDone, queue.StateScheduled, queue.StateActive, queue.StatePending}}
+	data.Queues, _ = d.insp.Queues(r.Context())
+	if q.Queue != "" && (q.Type != "" || q.Error != "" || q.IDPrefix != "") {
+		if data.Result, err = d.insp.Search(r.Context(), q); err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		data.Searched = true
+	}
+	d.render(w, r, http.StatusOK, "search", "Search tasks", data)
+}
+
+// apiSearch is the search as JSON.
+func (d *Dashboard) apiSearch(w http.ResponseWriter, r *http.Request) {
+	q, err := searchQuery(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	res, err := d.insp.Search(r.Context(), q)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := map[string]any{"tasks": []taskView{}, "scanned": res.Scanned, "next": res.Next}
+	tasks := make([]taskView, 0, len(res.Tasks))
+	for _, ti := range res.Tasks {
+		tasks = append(tasks, newTaskView(ti))
+	}
+	out["tasks"] = tasks
+	writeJSON(w, http.StatusOK, out)
+}
