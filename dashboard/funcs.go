@@ -152,6 +152,8 @@ func taskActions(ti *queue.TaskInfo) []formAction {
 		return []formAction{{Path: "delete", Label: "Delete", Danger: true}}
 	case queue.StateActive:
 		return []formAction{{Path: "cancel", Label: "Cancel", Danger: true}}
+	case queue.StatePending:
+		return []formAction{{Path: "delete", Label: "Delete", Danger: true}}
 	}
 	return nil
 }

@@ -66,6 +66,18 @@ func TestBulkActions(t *testing.T) {
 			t.Errorf("%v: %d, want 400", bad, r.code)
 		}
 	}
+	// one pending task, by ID: gone from the counts and the pending tab
+	before := e.info().Pending
+	if r := e.do(http.MethodPost, "/api/queues/"+e.q+"/tasks/"+e.pending[1]+"/delete", nil, "X-CSRF-Token", tok); r.code != 200 {
+		t.Fatalf("delete a pending task: %d %s", r.code, r.body)
+	}
+	if after := e.info().Pending; after != before-1 {
+		t.Fatalf("pending %d after deleting one of %d", after, before)
+	}
+	if tab := e.get("/queues/" + e.q + "?state=pending"); strings.Contains(tab.body, `data-id="`+e.pending[1]+`"`) ||
+		!strings.Contains(tab.body, `data-action="delete"`) {
+		t.Fatal("the pending tab still lists the deleted task, or offers no Delete")
+	}
 	// the page: a checkbox per row in the bulk form
 	page := e.get("/queues/" + e.q + "?state=dead")
 	if !strings.Contains(page.body, `form="bulk"`) || !strings.Contains(page.body, `id="bulk"`) {

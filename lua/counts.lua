@@ -4,6 +4,7 @@
   KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:done  KEYS[8] T:paused
   ARGV[1] T:s: (shard key prefix)  ARGV[2] T:parked
   ARGV[3] T:stats:done:total  ARGV[4] T:stats:failed:total
+  ARGV[5] T:tomb (pending tasks deleted, not yet reached: not counted)
   Returns: {pending, active, scheduled, retry, dead, done, paused (0/1),
   the oldest pending message or "", tasks parked for their key's limit,
   tasks succeeded ever, attempts failed ever} ]]
@@ -18,7 +19,7 @@ for n = first, last do
   if head ~= '' then break end
 end
 return {
-  sharded_len(KEYS[1], KEYS[2], ARGV[1]),
+  math.max(0, sharded_len(KEYS[1], KEYS[2], ARGV[1]) - (ARGV[5] and redis.call('SCARD', ARGV[5]) or 0)),
   redis.call('ZCARD', KEYS[3]),
   redis.call('ZCARD', KEYS[4]),
   redis.call('ZCARD', KEYS[5]),

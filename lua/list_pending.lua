@@ -15,6 +15,10 @@
 --@include sharded
 --@include msgid
 local prefix, limit = ARGV[1], tonumber(ARGV[5])
+-- pending tasks deleted by ID wait in T:tomb until a dequeue drops them:
+-- not listed meanwhile
+local tomb = string.sub(prefix, 1, -4) .. ':tomb'
+if redis.call('EXISTS', tomb) == 0 then tomb = nil end
 local first, last = shard_bounds(KEYS[1], KEYS[2])
 local shard, index = first, 0
 if ARGV[2] ~= '' then
@@ -46,7 +50,7 @@ while n < limit and shard <= last and visits <= limit + 2 do
   local want = limit - n
   local got = redis.call('LRANGE', prefix .. shard, index, index + want - 1)
   for k, v in ipairs(got) do
-    if v ~= DUMMY then
+    if v ~= DUMMY and not (tomb and redis.call('SISMEMBER', tomb, (msg_head(v))) == 1) then
       local id = msg_head(v)
       out[#out + 1] = shard
       out[#out + 1] = index + k - 1

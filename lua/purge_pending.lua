@@ -25,5 +25,6 @@ for _, m in ipairs(msgs) do
   redis.call('HDEL', KEYS[4], id)
   redis.call('HDEL', KEYS[5], id)
   redis.call('HDEL', T .. ':progress', id)
+  redis.call('SREM', T .. ':tomb', id)
 end
 return #msgs

@@ -25,6 +25,7 @@ var (
 	PurgePending = registry["purge_pending"]
 	ReadFeed     = registry["read_feed"]
 	RateSample   = registry["rate_sample"]
+	TombPending  = registry["tomb_pending"]
 
 	Pop       = registry["pop"]
 	Claim     = registry["claim"]

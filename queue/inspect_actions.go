@@ -82,10 +82,40 @@ func (i *Inspector) RunAllTasks(ctx context.Context, queue string, state State) 
 	return i.actAll(ctx, runAction, queue, state)
 }
 
-// DeleteTask deletes a scheduled, retrying, dead or done task, releasing
-// its uniqueness lock. Pending and active tasks are ErrTaskState.
+// DeleteTask deletes a pending, scheduled, retrying, dead or done task,
+// releasing its uniqueness lock. An active task is ErrTaskState (cancel
+// it instead).
+//
+// A pending task is an element of a list with no index by ID, so it is
+// not searched for: its ID goes into a small set (T:tomb), it leaves the
+// counts and listings at once, and the worker dequeue that reaches it
+// drops it instead of running it. The cost is one EXISTS per dequeue call
+// while no deletion waits, and one SREM per task popped while some do
+// (BenchmarkProcess, concurrency 16, interleaved with the build before, 3
+// rounds: median 83.8k against 81.7k tasks/s: no measurable cost). A
+// pending task is found by ID while it is in the queue's recent feed
+// (Config.FeedSize per partition), as GetTask finds it.
 func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) error {
-	return i.actOne(ctx, deleteAction, queue, id)
+	ti, err := i.GetTask(ctx, queue, id)
+	if err != nil {
+		return err
+	}
+	if ti.State != StatePending {
+		return i.actOne(ctx, deleteAction, queue, id)
+	}
+	k := keys.For(i.cfg.Prefix, queue, ti.Partition)
+	var n int64
+	err = rcall.Do(ctx, i.rdb, func() (err error) {
+		n, err = lua.TombPending.Run(ctx, i.rdb, []string{k.Tomb(), k.State(), k.Active(), k.FeedMsg()}, k.T, wire.StoredID(id)).Int64()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete pending task %q of %q: %w", id, queue, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: delete task %q of %q: it is no longer pending", ErrTaskState, id, queue)
+	}
+	return nil
 }
 
 // DeleteAllTasks deletes every task of queue in state (StatePending,
@@ -95,8 +125,8 @@ func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) error {
 // For StatePending it empties the backlog from the head, at most as many
 // tasks as were pending when it began, so producers that keep enqueueing
 // cannot keep it going; tasks a worker is taking at that moment, and tasks
-// waiting for their concurrency key, still run. (A single pending task
-// cannot be deleted: a list has no index by ID.)
+// waiting for their concurrency key, still run. (DeleteTask deletes a
+// single pending task.)
 func (i *Inspector) DeleteAllTasks(ctx context.Context, queue string, state State) (int64, error) {
 	if state == StatePending {
 		return i.purgePending(ctx, queue)

@@ -144,7 +144,7 @@ func countKeys(k keys.Partition) []string {
 }
 
 func countArgs(k keys.Partition) []any {
-	return []any{k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed")}
+	return []any{k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed"), k.Tomb()}
 }
 
 // add adds one partition's lua.Counts reply to info.

@@ -82,6 +82,10 @@ func (p Partition) Progress() string { return p.T + ":progress" }
 // the task for its retention.
 func (p Partition) Result() string { return p.T + ":result" }
 
+// Tomb is the set of IDs of pending tasks deleted (Inspector.DeleteTask)
+// that the dequeue has not reached yet: it drops them as it does.
+func (p Partition) Tomb() string { return p.T + ":tomb" }
+
 // RateSamples is the list of "ms:count" samples of the feed's rank
 // counter that readers of the arrival rate keep (lua/rate_sample.lua).
 func (p Partition) RateSamples() string { return p.T + ":rate" }

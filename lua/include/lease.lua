@@ -62,9 +62,27 @@ end
 -- {messages}, {index, attempt, token, id, ...}}, status 0, or 4 when every
 -- message was parked (look again at once).
 local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
+  -- tasks deleted while pending (tomb_pending.lua) are dropped as they are
+  -- reached; with none, the common case, this costs one EXISTS
+  local dropped = 0
+  if #msgs > 0 and redis.call('EXISTS', T .. ':tomb') == 1 then
+    local live = {}
+    for _, m in ipairs(msgs) do
+      local id = msg_head(m)
+      if redis.call('SREM', T .. ':tomb', id) == 1 then
+        dropped = dropped + 1
+        redis.call('HDEL', T .. ':state', id)
+        redis.call('HDEL', T .. ':msg', id)
+        redis.call('HDEL', T .. ':progress', id)
+      else
+        live[#live + 1] = m
+      end
+    end
+    msgs = live
+  end
   local keep, parked = park_over_limit(T, msgs, lim.keyconc)
   local status = 0
-  if #keep == 0 and parked > 0 then status = 4 end
+  if #keep == 0 and (parked > 0 or dropped > 0) then status = 4 end
   local leased, extra = lease_tasks(T, keep, now, now + lease, worker, lim.rate)
   return {status, aux, now, codes, leased, extra}
 end
