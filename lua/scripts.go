@@ -38,6 +38,11 @@ var (
 	Forward   = registry["forward"]
 	Heartbeat = registry["heartbeat"]
 	CronMark  = registry["cron_mark"]
+
+	QuotaLock   = registry["quota_lock"]
+	QuotaReport = registry["quota_report"]
+	QuotaSet    = registry["quota_set"]
+	QuotaCommit = registry["quota_commit"]
 )
 
 // Scripts of the standalone primitives.

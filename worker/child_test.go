@@ -52,6 +52,7 @@ const (
 	envHandler     = "SHARDQ_CHILD_HANDLER"     // handler behaviour
 	envMaxRetries  = "SHARDQ_CHILD_MAX_RETRIES" // go-redis MaxRetries; 0 = its default, -1 = none
 	envSchedule    = "SHARDQ_CHILD_SCHEDULE"    // "" or "spec|missed": a schedule named "tick" enqueueing onto Queue+"-cron"
+	envPartitions  = "SHARDQ_CHILD_PARTITIONS"  // the queue's partitions; 0 = 1
 )
 
 // Crash points: the child SIGKILLs itself at the Nth occurrence of one.
@@ -101,6 +102,7 @@ type childOpts struct {
 	Handler                 string
 	MaxRetries              int
 	Schedule                string
+	Partitions              int
 }
 
 func (o childOpts) env() []string {
@@ -119,6 +121,7 @@ func (o childOpts) env() []string {
 		envHandler + "=" + o.Handler,
 		envMaxRetries + "=" + strconv.Itoa(o.MaxRetries),
 		envSchedule + "=" + o.Schedule,
+		envPartitions + "=" + strconv.Itoa(o.Partitions),
 	}
 }
 
@@ -148,6 +151,7 @@ func childOptsFromEnv() (childOpts, error) {
 		return d
 	}
 	o.Concurrency, o.CrashAt, o.MaxRetries = num(envConcurrency), num(envCrashAt), num(envMaxRetries)
+	o.Partitions = num(envPartitions)
 	o.Lease, o.Heartbeat, o.Sleep = dur(envLease), dur(envHeartbeat), dur(envSleep)
 	if o.Addr == "" || o.Prefix == "" || o.Queue == "" || o.ID == "" {
 		errs = append(errs, fmt.Errorf("%s, %s, %s and %s are required", envAddr, envPrefix, envQueue, envID))
@@ -235,7 +239,7 @@ func childMain() int {
 	defer rdb.Close()
 	c := &childWorker{o: o, rdb: rdb, k: recKeys{o.Prefix}, part: keys.For(o.Prefix, o.Queue, 0), pid: os.Getpid(), log: log}
 	s, err := NewServer(rdb, Config{
-		Config:          queue.Config{Prefix: o.Prefix, Logger: log},
+		Config:          queue.Config{Prefix: o.Prefix, Logger: log, Partitions: childPartitions(o)},
 		Queues:          map[string]int{o.Queue: 1},
 		Concurrency:     o.Concurrency,
 		Lease:           o.Lease,
@@ -679,4 +683,12 @@ func childSchedules(o childOpts) []Schedule {
 		sc.Missed = MissedRunOnce
 	}
 	return []Schedule{sc}
+}
+
+// childPartitions is the queue.Config.Partitions of a child's queue.
+func childPartitions(o childOpts) map[string]int {
+	if o.Partitions <= 1 {
+		return nil
+	}
+	return map[string]int{o.Queue: o.Partitions}
 }
