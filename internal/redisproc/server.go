@@ -81,7 +81,10 @@ func start(cfg *config, dir string) (*Server, error) {
 		return nil, fmt.Errorf("redisproc: directory %q: %w", dir, err)
 	}
 
-	for attempt := 1; ; attempt++ {
+	if cfg.sentinelConf != "" {
+		err = os.WriteFile(filepath.Join(s.Dir, sentinelFile), []byte(cfg.sentinelConf), 0o644)
+	}
+	for attempt := 1; err == nil; attempt++ {
 		if err = s.pickPorts(cfg.cluster); err != nil {
 			break
 		}
