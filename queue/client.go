@@ -46,6 +46,9 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
 	var be *BatchError
 	if errors.As(err, &be) {
+		if errors.Is(be.Errs[0], ErrNotReplicated) {
+			return infos[0], be.Errs[0] // enqueued: its info is good
+		}
 		return nil, be.Errs[0]
 	}
 	if err != nil {
@@ -221,6 +224,9 @@ func (c *Client) partitionFor(queue, id, unique string, chosenID bool) int {
 
 // send runs one enqueue script per group, in one pipeline, bounded by ctx.
 func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
+	if c.cfg.WaitReplicas > 0 {
+		return c.sendReplicated(ctx, groups, infos, errs)
+	}
 	cmds := make([]*redis.Cmd, len(groups))
 	var fresh map[string]int
 	err := rcall.Do(ctx, c.rdb, func() error {
@@ -246,22 +252,30 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 		c.registered.Store(q, registration{n: n, at: time.Now()})
 	}
 	for i, g := range groups {
-		codes, err := cmds[i].Int64Slice()
-		if err != nil {
-			return fmt.Errorf("enqueue %q: %w", g.queue, err)
+		if err := collect(g, cmds[i], infos, errs); err != nil {
+			return err
 		}
-		for j, p := range g.tasks {
-			switch codes[j] {
-			case 0:
-				infos[p.index] = p.info
-			case 1:
-				p.info.State, p.info.NextProcessAt = StateScheduled, p.due
-				infos[p.index] = p.info
-			case -1:
-				errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
-			case -2:
-				errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
-			}
+	}
+	return nil
+}
+
+// collect reads the reply of g's enqueue script into infos and errs.
+func collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []error) error {
+	codes, err := cmd.Int64Slice()
+	if err != nil {
+		return fmt.Errorf("enqueue %q: %w", g.queue, err)
+	}
+	for j, p := range g.tasks {
+		switch codes[j] {
+		case 0:
+			infos[p.index] = p.info
+		case 1:
+			p.info.State, p.info.NextProcessAt = StateScheduled, p.due
+			infos[p.index] = p.info
+		case -1:
+			errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
+		case -2:
+			errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
 		}
 	}
 	return nil

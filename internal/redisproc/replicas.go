@@ -194,29 +194,44 @@ func nodeHealthy(ctx context.Context, s *Server) (bool, string, string) {
 }
 
 // MasterOf returns the running node that serves slot as master, asking the
-// running nodes; nil when none claims it.
+// running nodes (CLUSTER SHARDS) until one names a master it knows.
 func (c *Cluster) MasterOf(ctx context.Context, slot int) (*Server, error) {
 	var errs []error
 	for _, s := range c.Running() {
 		rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-		slots, err := rdb.ClusterSlots(ctx).Result()
+		shards, err := rdb.ClusterShards(ctx).Result()
 		_ = rdb.Close()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for _, r := range slots {
-			if slot < int(r.Start) || slot > int(r.End) || len(r.Nodes) == 0 {
+		if m := c.masterIn(shards, slot); m != nil {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("redisproc: no running node names a master for slot %d: %w", slot, errors.Join(errs...))
+}
+
+// masterIn returns the online master that shards name for slot, or nil.
+func (c *Cluster) masterIn(shards []redis.ClusterShard, slot int) *Server {
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if slot < int(r.Start) || slot > int(r.End) {
 				continue
 			}
-			for _, n := range c.All() {
-				if n.Addr == r.Nodes[0].Addr {
-					return n, nil
+			for _, n := range sh.Nodes {
+				if n.Role != "master" || n.Health != "online" {
+					continue
+				}
+				for _, s := range c.All() {
+					if s.Port == int(n.Port) {
+						return s
+					}
 				}
 			}
 		}
 	}
-	return nil, fmt.Errorf("redisproc: no running node names a master for slot %d: %w", slot, errors.Join(errs...))
+	return nil
 }
 
 // ReplicaOf returns the running node that replicates master, or nil.
