@@ -246,6 +246,7 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 		})
 	})
 	if err != nil {
+		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
 		return fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
 	}
 	for q, n := range fresh {

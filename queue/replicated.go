@@ -32,6 +32,7 @@ func (c *Client) sendReplicated(ctx context.Context, groups []*group, infos []*T
 			return err
 		})
 		if err != nil {
+			rcall.Reroute(c.rdb, err)
 			return fmt.Errorf("enqueue %q: %w", g.queue, redisError(err))
 		}
 		if err := collect(g, cmd, infos, errs); err != nil {
