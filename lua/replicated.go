@@ -83,12 +83,12 @@ func RunReplicated(ctx context.Context, c redis.UniversalClient, s *Script, keys
 				return cmd, 0, err
 			}
 			asking = true
-		case refused(msg):
+		case IsRefused(err):
 			if cluster {
 				cc.ReloadState(ctx)
 				node = nil
 			}
-			if err := sleepCtx(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
+			if err := SleepCtx(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
 				return cmd, 0, err
 			}
 		default:
@@ -112,8 +112,15 @@ func masterAt(ctx context.Context, cc *redis.ClusterClient, addr string) *redis.
 	return found
 }
 
-// refused reports a server error meaning "not now, and nothing ran".
-func refused(msg string) bool {
+// IsRefused reports an error the server answered meaning "not now, and
+// nothing ran": TRYAGAIN (a multi-key call while its slot migrates),
+// CLUSTERDOWN, READONLY, LOADING, MASTERDOWN. Sending the call again is
+// safe.
+func IsRefused(err error) bool {
+	if err == nil || !isRedisError(err) {
+		return false
+	}
+	msg := err.Error()
 	for _, p := range []string{"TRYAGAIN ", "CLUSTERDOWN ", "READONLY ", "LOADING ", "MASTERDOWN "} {
 		if strings.HasPrefix(msg, p) {
 			return true
@@ -129,8 +136,8 @@ func isRedisError(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// sleepCtx waits d or until ctx ends, and returns ctx's error then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepCtx waits d or until ctx ends, and returns ctx's error then.
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

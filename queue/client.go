@@ -223,10 +223,36 @@ func (c *Client) partitionFor(queue, id, unique string, chosenID bool) int {
 }
 
 // send runs one enqueue script per group, in one pipeline, bounded by ctx.
+// Groups Redis refused without running them (TRYAGAIN while their slot
+// migrates, CLUSTERDOWN during a failover) are sent again, a few times
+// with a short wait; a group whose reply was lost is never resent.
 func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
 	if c.cfg.WaitReplicas > 0 {
 		return c.sendReplicated(ctx, groups, infos, errs)
 	}
+	for attempt := 1; ; attempt++ {
+		refused, err := c.sendOnce(ctx, groups, infos, errs)
+		if err == nil || len(refused) == 0 || attempt == refusedAttempts {
+			return err
+		}
+		if serr := lua.SleepCtx(ctx, time.Duration(attempt)*refusedWait); serr != nil {
+			return err
+		}
+		groups = refused
+	}
+}
+
+// refusedAttempts and refusedWait bound how often and how patiently send
+// retries the groups Redis refused.
+const (
+	refusedAttempts = 6
+	refusedWait     = 50 * time.Millisecond
+)
+
+// sendOnce is one round trip of send. When it fails and every failed
+// group was refused unrun (lua.IsRefused), it returns those groups, the
+// others' results collected.
+func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) ([]*group, error) {
 	cmds := make([]*redis.Cmd, len(groups))
 	var fresh map[string]int
 	err := rcall.Do(ctx, c.rdb, func() error {
@@ -247,17 +273,47 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 	})
 	if err != nil {
 		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
-		return fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
+		err = fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
+		if ctx.Err() != nil {
+			return nil, err // the call may still be running: cmds are its
+		}
+		return c.splitRefused(groups, cmds, infos, errs, err)
 	}
 	for q, n := range fresh {
 		c.registered.Store(q, registration{n: n, at: time.Now()})
 	}
 	for i, g := range groups {
 		if err := collect(g, cmds[i], infos, errs); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// splitRefused sorts the groups of a failed round trip: the results of
+// those that ran are collected, those Redis refused unrun are returned for
+// another try. When any other failed (its outcome unknown), it returns
+// none and err.
+func (c *Client) splitRefused(groups []*group, cmds []*redis.Cmd, infos []*TaskInfo, errs []error, err error) ([]*group, error) {
+	var refused []*group
+	for i, cmd := range cmds {
+		switch {
+		case cmd == nil:
+			return nil, err
+		case lua.IsRefused(cmd.Err()):
+			refused = append(refused, groups[i])
+		case cmd.Err() != nil:
+			return nil, err
+		}
+	}
+	for i, g := range groups {
+		if cmds[i].Err() == nil {
+			if cerr := collect(g, cmds[i], infos, errs); cerr != nil {
+				return nil, cerr
+			}
+		}
+	}
+	return refused, err
 }
 
 // collect reads the reply of g's enqueue script into infos and errs.

@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -72,6 +74,7 @@ type ledger struct {
 	part    map[string]int       // task ID -> partition
 	notRepl int                  // enqueues that returned ErrNotReplicated
 	failed  int                  // enqueues that returned another error
+	errs    map[string]int       // their messages, counted
 	runs    map[string]int       // task ID -> handler runs
 	okAt    map[int][]time.Time  // partition -> enqueues answered after mark (ErrNotReplicated too)
 	ranAt   map[int][]time.Time  // partition -> handler runs after mark
@@ -81,7 +84,7 @@ type ledger struct {
 
 func newLedger() *ledger {
 	return &ledger{start: time.Now(), acked: map[string]time.Time{},
-		part: map[string]int{}, runs: map[string]int{}, okAt: map[int][]time.Time{}, ranAt: map[int][]time.Time{}}
+		part: map[string]int{}, errs: map[string]int{}, runs: map[string]int{}, okAt: map[int][]time.Time{}, ranAt: map[int][]time.Time{}}
 }
 
 // enqueued records one Enqueue's outcome.
@@ -104,6 +107,7 @@ func (l *ledger) enqueued(info *queue.TaskInfo, err error) {
 	default:
 		l.failed++
 		l.lastErr = now
+		l.errs[err.Error()]++
 	}
 }
 
@@ -171,6 +175,7 @@ func (l *ledger) setMark() {
 // figures are what a failure cost, as the README reports them.
 type figures struct {
 	acked, notRepl, failed, lost, twice int
+	errs                                map[string]int
 	// producers and workers: from the failure until the end of the
 	// longest silence after it in the enqueues answered, and the tasks
 	// run, on the affected partitions (the slowest of them); -1 when
@@ -182,7 +187,7 @@ type figures struct {
 func (l *ledger) figures(affected map[int]bool) figures {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f := figures{acked: len(l.acked), notRepl: l.notRepl, failed: l.failed}
+	f := figures{acked: len(l.acked), notRepl: l.notRepl, failed: l.failed, errs: maps.Clone(l.errs)}
 	for id := range l.acked {
 		if l.runs[id] == 0 {
 			f.lost++
@@ -255,4 +260,69 @@ func produce(ctx context.Context, client *queue.Client, q string, producers, lim
 		}
 	}()
 	return done
+}
+
+// errClasses counts the errors of the cluster's kinds (MOVED, ASK,
+// TRYAGAIN, CLUSTERDOWN, READONLY, UNBLOCKED, connection errors) that a
+// client's nodes answered, before go-redis or shardq acted on them: a hook
+// on every node client (ClusterClient.OnNewNode).
+type errClasses struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// watchErrors installs a counter on every node client of rdb.
+func watchErrors(rdb *redis.ClusterClient) *errClasses {
+	e := &errClasses{n: map[string]int{}}
+	rdb.OnNewNode(func(c *redis.Client) { c.AddHook(e) })
+	return e
+}
+
+func (e *errClasses) note(cmd redis.Cmder) {
+	err := cmd.Err()
+	if err == nil || errors.Is(err, redis.Nil) || cmd.Name() == "client" || cmd.Name() == "hello" {
+		return // go-redis's handshake tries commands Redis 7.0 lacks
+	}
+	class := "connection"
+	var re redis.Error
+	if errors.As(err, &re) {
+		class, _, _ = strings.Cut(re.Error(), " ")
+	}
+	e.mu.Lock()
+	e.n[class]++
+	e.mu.Unlock()
+}
+
+// get returns how many errors of class were seen.
+func (e *errClasses) get(class string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[class]
+}
+
+// String lists the counts.
+func (e *errClasses) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fmt.Sprint(e.n)
+}
+
+func (e *errClasses) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (e *errClasses) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		e.note(cmd)
+		return err
+	}
+}
+
+func (e *errClasses) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			e.note(c)
+		}
+		return err
+	}
 }

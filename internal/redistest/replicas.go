@@ -105,6 +105,18 @@ func (c *Cluster) Slot(t testing.TB, key string) int {
 	return 0
 }
 
+// MigrateSlot moves slot from the master from to the master to while
+// clients run, batch keys per MIGRATE with pause between batches. See
+// [redisproc.Cluster.MigrateSlot].
+func (c *Cluster) MigrateSlot(t testing.TB, slot int, from, to *Server, batch int, pause time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), healthyWait)
+	defer cancel()
+	if err := c.proc.MigrateSlot(ctx, slot, from.proc, to.proc, batch, pause); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Sentinel is a master, a replica and three Sentinels owned by a test.
 type Sentinel struct {
 	// Data holds the master (Data[0] at the start) and its replica.
