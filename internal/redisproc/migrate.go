@@ -84,4 +84,3 @@ func (c *Cluster) mastersBut(ctx context.Context, a, b *Server) []*Server {
 	}
 	return out
 }
-
