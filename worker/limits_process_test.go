@@ -22,7 +22,7 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := redistest.Prefix(t)
-	k := recKeys{prefix}
+	k := recKeysFor(prefix)
 	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
 	must(t, err)
 	client, err := queue.NewClient(rdb, queue.Config{Prefix: prefix})
