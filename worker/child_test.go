@@ -244,9 +244,9 @@ type childWorker struct {
 	rdb   redis.UniversalClient
 	k     recKeys
 	parts []keys.Partition
-	pid  int
-	log  *slog.Logger
-	hits atomic.Int64 // occurrences of the crash point so far
+	pid   int
+	log   *slog.Logger
+	hits  atomic.Int64 // occurrences of the crash point so far
 }
 
 // childMain runs the child worker until SIGTERM, then shuts it down
