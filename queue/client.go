@@ -46,6 +46,9 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
 	var be *BatchError
 	if errors.As(err, &be) {
+		if errors.Is(be.Errs[0], ErrNotReplicated) {
+			return infos[0], be.Errs[0] // enqueued: its info is good
+		}
 		return nil, be.Errs[0]
 	}
 	if err != nil {
@@ -225,7 +228,36 @@ func (c *Client) partitionFor(queue, id, concKey, unique string, chosenID bool) 
 }
 
 // send runs one enqueue script per group, in one pipeline, bounded by ctx.
+// Groups Redis refused without running them (TRYAGAIN while their slot
+// migrates, CLUSTERDOWN during a failover) are sent again, a few times
+// with a short wait; a group whose reply was lost is never resent.
 func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
+	if c.cfg.WaitReplicas > 0 {
+		return c.sendReplicated(ctx, groups, infos, errs)
+	}
+	for attempt := 1; ; attempt++ {
+		refused, err := c.sendOnce(ctx, groups, infos, errs)
+		if err == nil || len(refused) == 0 || attempt == refusedAttempts {
+			return err
+		}
+		if serr := lua.SleepCtx(ctx, time.Duration(attempt)*refusedWait); serr != nil {
+			return err
+		}
+		groups = refused
+	}
+}
+
+// refusedAttempts and refusedWait bound how often and how patiently send
+// retries the groups Redis refused.
+const (
+	refusedAttempts = 6
+	refusedWait     = 50 * time.Millisecond
+)
+
+// sendOnce is one round trip of send. When it fails and every failed
+// group was refused unrun (lua.IsRefused), it returns those groups, the
+// others' results collected.
+func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) ([]*group, error) {
 	cmds := make([]*redis.Cmd, len(groups))
 	var fresh map[string]int
 	err := rcall.Do(ctx, c.rdb, func() error {
@@ -245,28 +277,67 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
+		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
+		err = fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
+		if ctx.Err() != nil {
+			return nil, err // the call may still be running: cmds are its
+		}
+		return c.splitRefused(groups, cmds, infos, errs, err)
 	}
 	for q, n := range fresh {
 		c.registered.Store(q, registration{n: n, at: time.Now()})
 	}
 	for i, g := range groups {
-		codes, err := cmds[i].Int64Slice()
-		if err != nil {
-			return fmt.Errorf("enqueue %q: %w", g.queue, err)
+		if err := collect(g, cmds[i], infos, errs); err != nil {
+			return nil, err
 		}
-		for j, p := range g.tasks {
-			switch codes[j] {
-			case 0:
-				infos[p.index] = p.info
-			case 1:
-				p.info.State, p.info.NextProcessAt = StateScheduled, p.due
-				infos[p.index] = p.info
-			case -1:
-				errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
-			case -2:
-				errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
+	}
+	return nil, nil
+}
+
+// splitRefused sorts the groups of a failed round trip: the results of
+// those that ran are collected, those Redis refused unrun are returned for
+// another try. When any other failed (its outcome unknown), it returns
+// none and err.
+func (c *Client) splitRefused(groups []*group, cmds []*redis.Cmd, infos []*TaskInfo, errs []error, err error) ([]*group, error) {
+	var refused []*group
+	for i, cmd := range cmds {
+		switch {
+		case cmd == nil:
+			return nil, err
+		case lua.IsRefused(cmd.Err()):
+			refused = append(refused, groups[i])
+		case cmd.Err() != nil:
+			return nil, err
+		}
+	}
+	for i, g := range groups {
+		if cmds[i].Err() == nil {
+			if cerr := collect(g, cmds[i], infos, errs); cerr != nil {
+				return nil, cerr
 			}
+		}
+	}
+	return refused, err
+}
+
+// collect reads the reply of g's enqueue script into infos and errs.
+func collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []error) error {
+	codes, err := cmd.Int64Slice()
+	if err != nil {
+		return fmt.Errorf("enqueue %q: %w", g.queue, err)
+	}
+	for j, p := range g.tasks {
+		switch codes[j] {
+		case 0:
+			infos[p.index] = p.info
+		case 1:
+			p.info.State, p.info.NextProcessAt = StateScheduled, p.due
+			infos[p.index] = p.info
+		case -1:
+			errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
+		case -2:
+			errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
 		}
 	}
 	return nil

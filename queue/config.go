@@ -31,6 +31,19 @@ type Config struct {
 	// of the call (the task's own Header options win for the same key).
 	// tracing.ContextHeaders injects the current trace context this way.
 	ContextHeaders func(ctx context.Context) map[string]string
+	// WaitReplicas, when above zero, makes Enqueue, EnqueueBatch and a
+	// worker's acks return only once that many replicas have the write
+	// (Redis WAIT on the connection that ran the script), or fail with
+	// ErrNotReplicated after WaitTimeout: the write happened on the master
+	// but may be lost if it fails now. It narrows, but does not close, the
+	// window in which a failover loses acknowledged writes: WAIT is not
+	// strong consistency (see the README). Each call costs one round trip
+	// per partition, and the time the replicas take. Defaults to 0: writes
+	// return once the master has them.
+	WaitReplicas int
+	// WaitTimeout bounds how long a write waits for WaitReplicas replicas.
+	// Defaults to 1s.
+	WaitTimeout time.Duration
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -42,6 +55,7 @@ const (
 	DefaultShardSize      = 1000
 	DefaultFeedSize       = 10_000
 	DefaultIDTTL          = 24 * time.Hour
+	DefaultWaitTimeout    = time.Second
 	maxShardSize          = 7000 // what one Lua unpack takes
 	maxPartitions         = 1024
 )
@@ -54,6 +68,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.ShardSize = cmp.Or(c.ShardSize, DefaultShardSize)
 	c.FeedSize = cmp.Or(c.FeedSize, DefaultFeedSize)
 	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
+	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -69,6 +84,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: FeedSize %d, want > 0", ErrInvalidConfig, c.FeedSize)
 	case c.IDTTL < 0:
 		return c, fmt.Errorf("%w: IDTTL %v, want > 0", ErrInvalidConfig, c.IDTTL)
+	case c.WaitReplicas < 0:
+		return c, fmt.Errorf("%w: WaitReplicas %d, want >= 0", ErrInvalidConfig, c.WaitReplicas)
+	case c.WaitTimeout < time.Millisecond:
+		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", ErrInvalidConfig, c.WaitTimeout)
 	}
 	for q, n := range c.Partitions {
 		if err := ValidateQueueName(q); err != nil {

@@ -45,6 +45,12 @@ var (
 	// ErrRedisOutOfMemory reports that Redis refused a write at its maxmemory
 	// limit. Nothing was enqueued; workers keep draining the queue.
 	ErrRedisOutOfMemory = errors.New("queue: redis is out of memory (maxmemory reached)")
+	// ErrNotReplicated reports a write (an enqueue, a worker's ack) that
+	// the master made but fewer than Config.WaitReplicas replicas
+	// acknowledged within Config.WaitTimeout: it stands unless the master
+	// fails before a replica has it. Enqueue returns the task's info with
+	// it; do not enqueue again without a TaskID, or the task runs twice.
+	ErrNotReplicated = errors.New("queue: write not confirmed by replicas")
 )
 
 // BatchError reports the tasks of an EnqueueBatch that were not enqueued;

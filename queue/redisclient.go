@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/rcall"
 )
 
 // ErrInvalidRedisURL reports a Redis URL NewRedisClient cannot use.
@@ -64,7 +66,10 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 			o.MaxRetries = -1
 		}
 		o.ContextTimeoutEnabled = true
-		return redis.NewClusterClient(o), nil
+		cc := redis.NewClusterClient(o)
+		// a dead master's slots are re-read at once, not after a minute
+		cc.AddHook(rcall.RerouteHook{Client: cc})
+		return cc, nil
 	case "sentinel":
 		o, err := redis.ParseFailoverURL(u.String())
 		if err != nil {

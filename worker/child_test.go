@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
@@ -39,7 +41,8 @@ const childEnv = "SHARDQ_TEST_CHILD"
 
 // The child's configuration, one environment variable each.
 const (
-	envAddr        = "SHARDQ_CHILD_ADDR"        // Redis address
+	envAddr        = "SHARDQ_CHILD_ADDR"        // Redis address; on a cluster, its nodes' addresses, comma-separated
+	envPartitions  = "SHARDQ_CHILD_PARTITIONS"  // the queue's partitions (queue.Config.Partitions); 0 = 1
 	envPrefix      = "SHARDQ_CHILD_PREFIX"      // key prefix (queue.Config.Prefix and the records)
 	envQueue       = "SHARDQ_CHILD_QUEUE"       // the one queue it runs
 	envID          = "SHARDQ_CHILD_ID"          // worker ID
@@ -52,7 +55,7 @@ const (
 	envHandler     = "SHARDQ_CHILD_HANDLER"     // handler behaviour
 	envMaxRetries  = "SHARDQ_CHILD_MAX_RETRIES" // go-redis MaxRetries; 0 = its default, -1 = none
 	envSchedule    = "SHARDQ_CHILD_SCHEDULE"    // "" or "spec|missed": a schedule named "tick" enqueueing onto Queue+"-cron"
-	envPartitions  = "SHARDQ_CHILD_PARTITIONS"  // the queue's partitions; 0 = 1
+	envCluster     = "SHARDQ_CHILD_CLUSTER"     // "true": Addr lists the nodes of a Redis Cluster
 )
 
 // Crash points: the child SIGKILLs itself at the Nth occurrence of one.
@@ -102,7 +105,11 @@ type childOpts struct {
 	Handler                 string
 	MaxRetries              int
 	Schedule                string
-	Partitions              int
+	// Partitions is the queue's partition count; 0 means 1. With more
+	// than one, Addr is a cluster's node list (see clusterKind).
+	Partitions int
+	// Cluster: Addr lists a cluster's nodes, comma-separated.
+	Cluster bool
 }
 
 func (o childOpts) env() []string {
@@ -122,6 +129,7 @@ func (o childOpts) env() []string {
 		envMaxRetries + "=" + strconv.Itoa(o.MaxRetries),
 		envSchedule + "=" + o.Schedule,
 		envPartitions + "=" + strconv.Itoa(o.Partitions),
+		envCluster + "=" + strconv.FormatBool(o.Cluster),
 	}
 }
 
@@ -152,6 +160,7 @@ func childOptsFromEnv() (childOpts, error) {
 	}
 	o.Concurrency, o.CrashAt, o.MaxRetries = num(envConcurrency), num(envCrashAt), num(envMaxRetries)
 	o.Partitions = num(envPartitions)
+	o.Cluster = os.Getenv(envCluster) == "true"
 	o.Lease, o.Heartbeat, o.Sleep = dur(envLease), dur(envHeartbeat), dur(envSleep)
 	if o.Addr == "" || o.Prefix == "" || o.Queue == "" || o.ID == "" {
 		errs = append(errs, fmt.Errorf("%s, %s, %s and %s are required", envAddr, envPrefix, envQueue, envID))
@@ -175,8 +184,22 @@ func childOptsFromEnv() (childOpts, error) {
 }
 
 // recKeys names what child handlers record in Redis, under the test's
-// prefix (outside every queue partition's keys).
+// prefix (outside every queue partition's keys), in one cluster slot.
 type recKeys struct{ p string }
+
+// recKeysFor returns the record keys of the test with prefix: one hash
+// tag, so a transaction or script over them works on a cluster too.
+func recKeysFor(prefix string) recKeys { return recKeys{"{" + prefix + ":rec}"} }
+
+// client returns the child's Redis client: one server, or a cluster.
+func (o childOpts) client() redis.UniversalClient {
+	if o.Cluster {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(o.Addr, ","), MaxRetries: o.MaxRetries})
+		cc.AddHook(rcall.RerouteHook{Client: cc})
+		return cc
+	}
+	return redis.NewClient(&redis.Options{Addr: o.Addr, MaxRetries: o.MaxRetries})
+}
 
 // started is the set of task IDs whose handler started in process pid.
 func (k recKeys) started(pid int) string { return k.p + ":started:" + strconv.Itoa(pid) }
@@ -217,13 +240,13 @@ func (k recKeys) ready(id string) string { return k.p + ":ready:" + id }
 
 // childWorker is the state of the child program.
 type childWorker struct {
-	o    childOpts
-	rdb  *redis.Client
-	k    recKeys
-	part keys.Partition
-	pid  int
-	log  *slog.Logger
-	hits atomic.Int64 // occurrences of the crash point so far
+	o     childOpts
+	rdb   redis.UniversalClient
+	k     recKeys
+	parts []keys.Partition
+	pid   int
+	log   *slog.Logger
+	hits  atomic.Int64 // occurrences of the crash point so far
 }
 
 // childMain runs the child worker until SIGTERM, then shuts it down
@@ -235,11 +258,14 @@ func childMain() int {
 		log.Error("child: bad configuration", "err", err)
 		return 2
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: o.Addr, MaxRetries: o.MaxRetries})
+	rdb := o.client()
 	defer rdb.Close()
-	c := &childWorker{o: o, rdb: rdb, k: recKeys{o.Prefix}, part: keys.For(o.Prefix, o.Queue, 0), pid: os.Getpid(), log: log}
+	c := &childWorker{o: o, rdb: rdb, k: recKeysFor(o.Prefix), pid: os.Getpid(), log: log}
+	for i := range max(o.Partitions, 1) {
+		c.parts = append(c.parts, keys.For(o.Prefix, o.Queue, i))
+	}
 	s, err := NewServer(rdb, Config{
-		Config:          queue.Config{Prefix: o.Prefix, Logger: log, Partitions: childPartitions(o)},
+		Config:          queue.Config{Prefix: o.Prefix, Logger: log, Partitions: map[string]int{o.Queue: max(o.Partitions, 1)}},
 		Queues:          map[string]int{o.Queue: 1},
 		Concurrency:     o.Concurrency,
 		Lease:           o.Lease,
@@ -326,11 +352,15 @@ func (c *childWorker) recordHeld(list func(context.Context) ([]string, error)) {
 	}
 }
 
-// inflight lists the tasks in this worker's in-flight list.
+// inflight lists the tasks in this worker's in-flight lists.
 func (c *childWorker) inflight(ctx context.Context) ([]string, error) {
-	items, err := c.rdb.LRange(ctx, c.part.Inflight(c.o.ID), 0, -1).Result()
-	if err != nil {
-		return nil, err
+	var items []string
+	for _, part := range c.parts {
+		its, err := c.rdb.LRange(ctx, part.Inflight(c.o.ID), 0, -1).Result()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, its...)
 	}
 	var ids []string
 	for _, it := range items {
@@ -348,9 +378,13 @@ func (c *childWorker) inflight(ctx context.Context) ([]string, error) {
 
 // leased lists the tasks leased to this worker.
 func (c *childWorker) leased(ctx context.Context) ([]string, error) {
-	recs, err := c.rdb.HGetAll(ctx, c.part.State()).Result()
-	if err != nil {
-		return nil, err
+	recs := map[string]string{}
+	for _, part := range c.parts {
+		m, err := c.rdb.HGetAll(ctx, part.State()).Result()
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(recs, m)
 	}
 	var ids []string
 	for id, raw := range recs {
@@ -501,9 +535,9 @@ func startChild(t *testing.T, name string, o childOpts) *child {
 }
 
 // waitReady waits until the child's worker has started.
-func (c *child) waitReady(t *testing.T, rdb *redis.Client) {
+func (c *child) waitReady(t *testing.T, rdb redis.UniversalClient) {
 	t.Helper()
-	key := recKeys{c.opts.Prefix}.ready(c.opts.ID)
+	key := recKeysFor(c.opts.Prefix).ready(c.opts.ID)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if pid, err := rdb.Get(context.Background(), key).Int(); err == nil && pid == c.pid {
@@ -646,7 +680,7 @@ func (s *childOutput) String() string {
 // --- reading the records ---
 
 // hashInts reads a hash of counters.
-func hashInts(t *testing.T, rdb *redis.Client, key string) map[string]int {
+func hashInts(t *testing.T, rdb redis.UniversalClient, key string) map[string]int {
 	t.Helper()
 	raw, err := rdb.HGetAll(context.Background(), key).Result()
 	must(t, err)
@@ -660,7 +694,7 @@ func hashInts(t *testing.T, rdb *redis.Client, key string) map[string]int {
 }
 
 // members reads a set.
-func members(t *testing.T, rdb *redis.Client, key string) map[string]bool {
+func members(t *testing.T, rdb redis.UniversalClient, key string) map[string]bool {
 	t.Helper()
 	ids, err := rdb.SMembers(context.Background(), key).Result()
 	must(t, err)
@@ -683,12 +717,4 @@ func childSchedules(o childOpts) []Schedule {
 		sc.Missed = MissedRunOnce
 	}
 	return []Schedule{sc}
-}
-
-// childPartitions is the queue.Config.Partitions of a child's queue.
-func childPartitions(o childOpts) map[string]int {
-	if o.Partitions <= 1 {
-		return nil
-	}
-	return map[string]int{o.Queue: o.Partitions}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -16,24 +17,40 @@ import (
 // instant of DESIGN.md's crash-safety table while a healthy worker runs,
 // and checks that no task is lost and that a task runs twice only where a
 // killed worker's handler had started it.
+//
+// It runs on one Redis server and on a Redis Cluster of 3 masters with a
+// replica each, with a queue of 3 partitions, one on each master.
 func TestCrashSafety(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck} {
-		t.Run(point, func(t *testing.T) {
-			t.Parallel()
-			testCrashPoint(t, point)
-		})
-	}
+	points := []string{crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck}
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		for _, point := range points {
+			t.Run(point, func(t *testing.T) {
+				t.Parallel()
+				testCrashPoint(t, point, singleRig(t, "crash"))
+			})
+		}
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		cl := redistest.StartClusterWithReplicas(t, 3) // shared: each subtest has its own prefix
+		for _, point := range points {
+			t.Run(point, func(t *testing.T) {
+				t.Parallel()
+				testCrashPoint(t, point, clusterRig(t, cl))
+			})
+		}
+	})
 }
 
-func testCrashPoint(t *testing.T, point string) {
+func testCrashPoint(t *testing.T, point string, b *rig) {
 	const total = 200
-	const qname = "crash"
-	b := setup(t)
+	qname := b.queue
 	ctx := context.Background()
-	k := recKeys{b.qcfg.Prefix}
-	base := childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: qname,
-		Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond, Sleep: 20 * time.Millisecond}
+	k := recKeysFor(b.qcfg.Prefix)
+	base := b.base
+	base.Lease, base.Heartbeat, base.Sleep = 2*time.Second, 400*time.Millisecond, 20*time.Millisecond
 
 	var ids []string
 	enqueue := func(n int) {
@@ -199,7 +216,8 @@ func testCrashPoint(t *testing.T, point string) {
 	h.stop(t)
 }
 
-// TestStalledWorkerLosesLease freezes a worker (SIGSTOP) past its lease
+// TestStalledWorkerLosesLease (on one server, and on a cluster with a
+// 3-partition queue) freezes a worker (SIGSTOP) past its lease
 // while it runs a task: another worker's reaper requeues the expired lease
 // and that worker runs the task. When the frozen worker resumes, its
 // handler's context is cancelled with ErrLeaseLost, and the "success" it
@@ -217,24 +235,29 @@ func TestStalledWorkerLosesLease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			testStalledWorker(t, tc.resumeMidRerun)
+			testStalledWorker(t, tc.resumeMidRerun, singleRig(t, "stall"))
 		})
 	}
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		cl := redistest.StartClusterWithReplicas(t, 3)
+		testStalledWorker(t, true, clusterRig(t, cl))
+	})
 }
 
-func testStalledWorker(t *testing.T, resumeMidRerun bool) {
-	const qname = "stall"
-	b := setup(t)
+func testStalledWorker(t *testing.T, resumeMidRerun bool, b *rig) {
+	qname := b.queue
 	ctx := context.Background()
-	k := recKeys{b.qcfg.Prefix}
-	base := childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: qname,
-		Lease: time.Second, Heartbeat: 300 * time.Millisecond}
+	k := recKeysFor(b.qcfg.Prefix)
+	base := b.base
+	base.Lease, base.Heartbeat = time.Second, 300*time.Millisecond
 
 	ao := base
 	ao.Concurrency, ao.Handler = 1, handleWaitLease
 	a := startChild(t, "stalled", ao)
 	a.waitReady(t, b.rdb)
-	info := b.enqueue(t, queue.NewRawTask("stall", []byte("x")), queue.In(qname))
+	info, err := b.client.Enqueue(ctx, queue.NewRawTask("stall", []byte("x")), queue.In(qname))
+	must(t, err)
 	id := info.ID
 	waitFor(t, 10*time.Second, "the first worker to start the task", func() bool {
 		return b.rdb.SIsMember(ctx, k.started(a.pid), id).Val()

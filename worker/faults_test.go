@@ -32,7 +32,7 @@ func TestRedisRestartWithAOF(t *testing.T) {
 	const qname = "aof"
 	b := setup(t, redistest.WithAOF())
 	ctx := context.Background()
-	k := recKeys{b.qcfg.Prefix}
+	k := recKeysFor(b.qcfg.Prefix)
 
 	o := childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: qname, Concurrency: 4,
 		Lease: 4 * time.Second, Heartbeat: 500 * time.Millisecond, Sleep: 50 * time.Millisecond}

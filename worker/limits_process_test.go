@@ -22,7 +22,7 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := redistest.Prefix(t)
-	k := recKeys{prefix}
+	k := recKeysFor(prefix)
 	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
 	must(t, err)
 	client, err := queue.NewClient(rdb, queue.Config{Prefix: prefix})
@@ -109,7 +109,7 @@ func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := redistest.Prefix(t)
-	k := recKeys{prefix}
+	k := recKeysFor(prefix)
 	cfg := queue.Config{Prefix: prefix, Partitions: map[string]int{"fleet": 4}}
 	insp, err := queue.NewInspector(rdb, cfg)
 	must(t, err)

@@ -335,6 +335,7 @@ func (s *Server) logRedisError(step string, err error) {
 		return
 	}
 	s.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+	rcall.Reroute(s.rdb, err) // a cluster's slot map may be stale
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.RedisError(step)
 	}

@@ -22,8 +22,11 @@ const (
 // Call [Cluster.Close] when done with it.
 type Cluster struct {
 	// Nodes are the masters; node i serves the i-th equal share of the
-	// 16384 slots.
+	// 16384 slots at the start.
 	Nodes []*Server
+	// Replicas are the replicas of [StartClusterWithReplicas]: replica i
+	// follows master i at the start. Empty for [StartCluster].
+	Replicas []*Server
 }
 
 // StartCluster starts n (at least 3) redis-server nodes in cluster mode, each
@@ -172,10 +175,19 @@ func slotMap(shards []redis.ClusterShard) string {
 	return strings.Join(lines, "; ")
 }
 
-// Addrs returns the nodes' addresses ("127.0.0.1:port").
+// sortedCopy returns a sorted copy of ss.
+func sortedCopy(ss []string) []string {
+	out := append([]string{}, ss...)
+	sort.Strings(out)
+	return out
+}
+
+// Addrs returns the nodes' addresses ("127.0.0.1:port"): the masters,
+// then the replicas, as seeds for a cluster client.
 func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.Nodes))
-	for i, s := range c.Nodes {
+	all := c.All()
+	addrs := make([]string, len(all))
+	for i, s := range all {
 		addrs[i] = s.Addr
 	}
 	return addrs
@@ -185,7 +197,7 @@ func (c *Cluster) Addrs() []string {
 // joined. Like Server.Close it is idempotent.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, s := range c.Nodes {
+	for _, s := range c.All() {
 		errs = append(errs, s.Close())
 	}
 	return errors.Join(errs...)

@@ -15,6 +15,10 @@ type config struct {
 	dir       string
 	cluster   bool
 	extra     []string
+	// sentinelConf, when set, starts a Sentinel instead of a data node,
+	// with this text as its config file (sentinelFile in Dir, written once:
+	// Sentinel rewrites it as it learns).
+	sentinelConf string
 }
 
 // WithAOF turns persistence on: appendonly yes with appendfsync always, so
@@ -59,15 +63,23 @@ func newConfig(opts []Option) *config {
 // args returns the redis-server command line for a server in dir (an
 // absolute path).
 func (c *config) args(dir string, port, busPort int) []string {
-	a := []string{
+	var a []string
+	if c.sentinelConf != "" {
+		// the file comes first; Sentinel rewrites it as it learns
+		a = append(a, filepath.Join(dir, sentinelFile), "--sentinel")
+	}
+	a = append(a,
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--protected-mode", "no",
 		"--daemonize", "no",
 		"--dir", dir,
 		"--logfile", filepath.Join(dir, logName),
-		"--save", "",
+	)
+	if c.sentinelConf != "" {
+		return append(a, c.extra...)
 	}
+	a = append(a, "--save", "")
 	if c.aof {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
 	} else {

@@ -81,6 +81,12 @@ func start(cfg *config, dir string) (*Server, error) {
 		return nil, fmt.Errorf("redisproc: directory %q: %w", dir, err)
 	}
 
+	if cfg.sentinelConf != "" {
+		if err := os.WriteFile(filepath.Join(s.Dir, sentinelFile), []byte(cfg.sentinelConf), 0o644); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("redisproc: writing the Sentinel's config: %w", err)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		if err = s.pickPorts(cfg.cluster); err != nil {
 			break

@@ -11,8 +11,13 @@ import (
 // Cluster is a Redis Cluster of master nodes owned by a test.
 type Cluster struct {
 	// Nodes are the masters; node i serves the i-th equal share of the
-	// 16384 slots.
+	// 16384 slots at the start.
 	Nodes []*Server
+	// Replicas are the replicas of [StartClusterWithReplicas]: replica i
+	// follows master i at the start.
+	Replicas []*Server
+
+	proc *redisproc.Cluster
 }
 
 // StartCluster starts n (at least 3) redis-server nodes in cluster mode, each
@@ -32,21 +37,12 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 		fatal(t, err)
 	}
 	t.Cleanup(func() { _ = pc.Close() })
-	c := &Cluster{Nodes: make([]*Server, len(pc.Nodes))}
-	for i, p := range pc.Nodes {
-		c.Nodes[i] = wrap(p)
-	}
-	return c
+	return wrapCluster(pc)
 }
 
-// Addrs returns the nodes' addresses ("127.0.0.1:port").
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.Nodes))
-	for i, s := range c.Nodes {
-		addrs[i] = s.Addr
-	}
-	return addrs
-}
+// Addrs returns the nodes' addresses ("127.0.0.1:port"): masters, then
+// replicas.
+func (c *Cluster) Addrs() []string { return c.proc.Addrs() }
 
 // Client returns a new go-redis cluster client seeded with all nodes, closed
 // in t.Cleanup.

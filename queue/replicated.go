@@ -1,0 +1,72 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/lua"
+)
+
+// sendReplicated is send under Config.WaitReplicas: each group's enqueue
+// script and a WAIT run on the master of its partition, one round trip per
+// partition, in order. Tasks whose write fewer replicas acknowledged in
+// time get ErrNotReplicated in errs, and their infos, since they were
+// enqueued.
+func (c *Client) sendReplicated(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
+	if err := c.registerAlone(ctx, groups); err != nil {
+		return fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
+	}
+	for _, g := range groups {
+		k := keys.For(c.cfg.Prefix, g.queue, g.partition)
+		var cmd *redis.Cmd
+		var acked int
+		err := rcall.Do(ctx, c.rdb, func() error {
+			var err error
+			cmd, acked, err = lua.RunReplicated(ctx, c.rdb, lua.Enqueue, enqueueKeys(k),
+				c.cfg.WaitReplicas, c.cfg.WaitTimeout, c.enqueueArgs(k, g)...)
+			return err
+		})
+		if err != nil {
+			rcall.Reroute(c.rdb, err)
+			return fmt.Errorf("enqueue %q: %w", g.queue, redisError(err))
+		}
+		if err := collect(g, cmd, infos, errs); err != nil {
+			return err
+		}
+		if acked >= c.cfg.WaitReplicas {
+			continue
+		}
+		for _, p := range g.tasks {
+			if errs[p.index] == nil {
+				errs[p.index] = fmt.Errorf("%w: task %q in queue %q partition %d: %d of %d replicas within %v",
+					ErrNotReplicated, p.info.ID, g.queue, g.partition, acked, c.cfg.WaitReplicas, c.cfg.WaitTimeout)
+			}
+		}
+	}
+	return nil
+}
+
+// registerAlone writes the registry entries of the groups' queues that this
+// client has not written lately, in one call of their own: under
+// WaitReplicas the enqueue scripts go to their partitions' masters.
+func (c *Client) registerAlone(ctx context.Context, groups []*group) error {
+	var fresh map[string]int
+	err := rcall.Do(ctx, c.rdb, func() error {
+		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
+			fresh = c.register(ctx, p, groups)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for q, n := range fresh {
+		c.registered.Store(q, registration{n: n, at: time.Now()})
+	}
+	return nil
+}
