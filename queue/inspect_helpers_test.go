@@ -32,7 +32,11 @@ type ibundle struct {
 func isetup(t *testing.T, cfg queue.Config) *ibundle {
 	t.Helper()
 	srv := redistest.Start(t)
-	rdb := srv.Client(t)
+	// a client that never resends a call whose reply was lost: on a loaded
+	// machine a large EnqueueBatch can outlast the read timeout, and a
+	// resent one enqueues twice (as queue.NewRedisClient sets it)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: 30 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
 	calls := &callCounter{}
 	rdb.AddHook(calls)
 	if cfg.Prefix == "" {
