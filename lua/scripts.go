@@ -38,6 +38,13 @@ var (
 	Forward   = registry["forward"]
 	Heartbeat = registry["heartbeat"]
 	CronMark  = registry["cron_mark"]
+
+	FlowNotify   = registry["flow_notify"]
+	FlowBatchNew = registry["flow_batch_new"]
+	FlowAdd      = registry["flow_add"]
+	FlowClose    = registry["flow_close"]
+	FlowChainNew = registry["flow_chain_new"]
+	FlowOutDue   = registry["flow_out_due"]
 )
 
 // Scripts of the standalone primitives.

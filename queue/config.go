@@ -26,6 +26,10 @@ type Config struct {
 	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed.
 	// Defaults to 24h.
 	IDTTL time.Duration
+	// FlowRetention is how long a finished chain's or batch's bookkeeping
+	// stays readable (Inspector.GetBatch, GetChain) before it expires.
+	// Defaults to 24h.
+	FlowRetention time.Duration
 	// ContextHeaders, when set, is called at each Enqueue and EnqueueBatch
 	// with the call's context; the headers it returns go into every task
 	// of the call (the task's own Header options win for the same key).
@@ -42,6 +46,7 @@ const (
 	DefaultShardSize      = 1000
 	DefaultFeedSize       = 10_000
 	DefaultIDTTL          = 24 * time.Hour
+	DefaultFlowRetention  = 24 * time.Hour
 	maxShardSize          = 7000 // what one Lua unpack takes
 	maxPartitions         = 1024
 )
@@ -54,6 +59,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.ShardSize = cmp.Or(c.ShardSize, DefaultShardSize)
 	c.FeedSize = cmp.Or(c.FeedSize, DefaultFeedSize)
 	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
+	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -69,6 +75,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: FeedSize %d, want > 0", ErrInvalidConfig, c.FeedSize)
 	case c.IDTTL < 0:
 		return c, fmt.Errorf("%w: IDTTL %v, want > 0", ErrInvalidConfig, c.IDTTL)
+	case c.FlowRetention < 0:
+		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", ErrInvalidConfig, c.FlowRetention)
 	}
 	for q, n := range c.Partitions {
 		if err := ValidateQueueName(q); err != nil {
