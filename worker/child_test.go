@@ -52,6 +52,7 @@ const (
 	envHandler     = "SHARDQ_CHILD_HANDLER"     // handler behaviour
 	envMaxRetries  = "SHARDQ_CHILD_MAX_RETRIES" // go-redis MaxRetries; 0 = its default, -1 = none
 	envSchedule    = "SHARDQ_CHILD_SCHEDULE"    // "" or "spec|missed": a schedule named "tick" enqueueing onto Queue+"-cron"
+	envPartitions  = "SHARDQ_CHILD_PARTITIONS"  // the queue's partitions; 0 = 1
 )
 
 // Crash points: the child SIGKILLs itself at the Nth occurrence of one.
@@ -78,6 +79,10 @@ const (
 	// and completes as record does: the parent sees concurrency across
 	// processes.
 	handleGauge = "gauge"
+	// handleFlow returns nil at once for batch members, and records the
+	// start and completion (as record does) of tasks whose type begins
+	// with "cb": a batch's callbacks, counted in every process.
+	handleFlow = "flow"
 	// handleProgress reports 40% ("working"); on a task's first attempt
 	// it then dies (SIGKILL), on later ones it writes a result naming the
 	// attempt and returns nil.
@@ -101,6 +106,7 @@ type childOpts struct {
 	Handler                 string
 	MaxRetries              int
 	Schedule                string
+	Partitions              int
 }
 
 func (o childOpts) env() []string {
@@ -119,6 +125,7 @@ func (o childOpts) env() []string {
 		envHandler + "=" + o.Handler,
 		envMaxRetries + "=" + strconv.Itoa(o.MaxRetries),
 		envSchedule + "=" + o.Schedule,
+		envPartitions + "=" + strconv.Itoa(o.Partitions),
 	}
 }
 
@@ -148,6 +155,7 @@ func childOptsFromEnv() (childOpts, error) {
 		return d
 	}
 	o.Concurrency, o.CrashAt, o.MaxRetries = num(envConcurrency), num(envCrashAt), num(envMaxRetries)
+	o.Partitions = num(envPartitions)
 	o.Lease, o.Heartbeat, o.Sleep = dur(envLease), dur(envHeartbeat), dur(envSleep)
 	if o.Addr == "" || o.Prefix == "" || o.Queue == "" || o.ID == "" {
 		errs = append(errs, fmt.Errorf("%s, %s, %s and %s are required", envAddr, envPrefix, envQueue, envID))
@@ -163,7 +171,7 @@ func childOptsFromEnv() (childOpts, error) {
 	switch o.Handler {
 	case "":
 		o.Handler = handleRecord
-	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress:
+	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress, handleFlow:
 	default:
 		errs = append(errs, fmt.Errorf("unknown handler %q", o.Handler))
 	}
@@ -235,7 +243,7 @@ func childMain() int {
 	defer rdb.Close()
 	c := &childWorker{o: o, rdb: rdb, k: recKeys{o.Prefix}, part: keys.For(o.Prefix, o.Queue, 0), pid: os.Getpid(), log: log}
 	s, err := NewServer(rdb, Config{
-		Config:          queue.Config{Prefix: o.Prefix, Logger: log},
+		Config:          queue.Config{Prefix: o.Prefix, Logger: log, Partitions: map[string]int{o.Queue: max(1, o.Partitions)}},
 		Queues:          map[string]int{o.Queue: 1},
 		Concurrency:     o.Concurrency,
 		Lease:           o.Lease,
@@ -363,6 +371,9 @@ func (c *childWorker) leased(ctx context.Context) ([]string, error) {
 
 // handle is the child's handler.
 func (c *childWorker) handle(ctx context.Context, t *Task) error {
+	if c.o.Handler == handleFlow && !strings.HasPrefix(t.Type, "cb") {
+		return nil
+	}
 	err := c.retry(ctx, func(ctx context.Context) error {
 		_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.SAdd(ctx, c.k.started(c.pid), t.ID)

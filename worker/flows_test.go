@@ -10,8 +10,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -420,5 +425,81 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	must(t, err)
 	if n != 0 {
 		t.Fatal("a rejected chain enqueued a task")
+	}
+}
+
+// TestFlowDuplicateNotifications: notifications delivered again (the same
+// entries forwarded twice, by the sweep and by hand; a stale "dead" after
+// success) and acks resent change nothing: no count moves, no callback or
+// link is enqueued again.
+func TestFlowDuplicateNotifications(t *testing.T) {
+	t.Parallel()
+	r := singleRig(t)
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		return task.SetResult(ctx, []byte("r"))
+	}))
+	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("cb", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In("cb"))))
+	must(t, err)
+	infos, err := b.Add(ctx, queue.NewRawTask("m", nil, queue.In("fa")), queue.NewRawTask("m", nil, queue.In("fa")))
+	must(t, err)
+	must(t, b.Close(ctx))
+	ch, err := r.client.EnqueueChain(ctx, queue.NewRawTask("l1", nil, queue.In("fa")), queue.NewRawTask("l2", nil, queue.In("fb")))
+	must(t, err)
+	waitFor(t, 30*time.Second, "callbacks and the chain", func() bool {
+		ci, err := r.insp.GetChain(ctx, ch.ID)
+		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && ci.State == queue.ChainDone
+	})
+	before, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+
+	// the notifications again, several times each, with a stale "dead"
+	env := &flow.Env{RDB: r.rdb, Prefix: r.qcfg.Prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
+	bh, chh := keys.HomeOf(b.ID()), keys.HomeOf(ch.ID)
+	var notes []any
+	for _, in := range infos {
+		ref := wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()
+		for _, outcome := range []string{"s", "s", "d"} {
+			n, err := msgpack.Marshal([]any{ref, wire.StoredID(in.ID), outcome, "", "late"})
+			must(t, err)
+			notes = append(notes, n)
+		}
+	}
+	l1, err := msgpack.Marshal([]any{wire.FlowRef{Kind: 'c', Home: chh, ID: ch.ID, Link: 1}.String(), wire.StoredID(ch.TaskIDs[0]), "s", "r", ""})
+	must(t, err)
+	notes = append(notes, l1, l1)
+	list := keys.For(r.qcfg.Prefix, "fa", 0).Notify()
+	for range 2 {
+		must(t, r.rdb.RPush(ctx, list, notes...).Err())
+		_, _, err := env.Forward(ctx, []string{list})
+		must(t, err)
+	}
+	// and a resent ack of a finished member: refused, no notification
+	k := keys.For(r.qcfg.Prefix, "fa", infos[0].Partition)
+	codes, err := lua.Ack.Run(ctx, r.rdb, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+		k.T, "", 1000, 1000, 5, wire.StoredID(infos[0].ID), 1, 0, "", wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()).Int64Slice()
+	must(t, err)
+	if codes[0] != 0 || r.rdb.LLen(ctx, k.Notify()).Val() != 0 {
+		t.Fatalf("resent ack: codes %v, notify list %d long", codes, r.rdb.LLen(ctx, k.Notify()).Val())
+	}
+	time.Sleep(500 * time.Millisecond) // a sweep or two
+	after, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if *after != *before {
+		t.Fatalf("batch changed by duplicates:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if log.count("cb") != 1 || log.count("cb-complete") != 1 || log.count("l2") != 1 {
+		t.Fatalf("runs after duplicates: %v", log.order())
+	}
+	for h := range keys.FlowPartitions {
+		if n := r.rdb.ZCard(ctx, keys.Home(r.qcfg.Prefix, h).Out()).Val(); n != 0 {
+			t.Fatalf("home %d outbox holds %d entries", h, n)
+		}
+	}
+	if n := r.rdb.LLen(ctx, list).Val(); n != 0 {
+		t.Fatalf("notification list holds %d entries", n)
 	}
 }
