@@ -45,6 +45,11 @@ var (
 	FlowClose    = registry["flow_close"]
 	FlowChainNew = registry["flow_chain_new"]
 	FlowOutDue   = registry["flow_out_due"]
+
+	QuotaLock   = registry["quota_lock"]
+	QuotaReport = registry["quota_report"]
+	QuotaSet    = registry["quota_set"]
+	QuotaCommit = registry["quota_commit"]
 )
 
 // Scripts of the standalone primitives.

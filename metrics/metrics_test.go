@@ -156,7 +156,10 @@ func TestQueueCollector(t *testing.T) {
 func TestQueueCollectorAtScale(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	rdb := srv.Client(t)
+	// a client that never resends: on a loaded machine a 25,000-task call
+	// may outlast the default read timeout, and a resent one enqueues twice
+	rdb := queue.NewRedisClientFromOptions(&redis.UniversalOptions{Addrs: []string{srv.Addr}, ReadTimeout: 30 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
 	cfg := queue.Config{Prefix: redistest.Prefix(t), FeedSize: 1000}
 	client, err := queue.NewClient(rdb, cfg)

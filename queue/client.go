@@ -197,18 +197,23 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		return pending{}, err
 	}
 	p.msg, p.id = b, m.ID
-	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, m.ID, m.Unique, p.idClaim > 0), &m, nil)
+	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, m.ID, m.Key, m.Unique, p.idClaim > 0), &m, nil)
 	return p, nil
 }
 
-// partitionFor picks a task's partition: by its unique key or chosen ID
-// when it has one, so duplicates meet in one script; round-robin otherwise.
-func (c *Client) partitionFor(queue, id, unique string, chosenID bool) int {
+// partitionFor picks a task's partition: by its concurrency key when it
+// has one, so every task of a key meets the key's limit in one partition;
+// else by its unique key or chosen ID, so duplicates meet in one script;
+// round-robin otherwise.
+func (c *Client) partitionFor(queue, id, concKey, unique string, chosenID bool) int {
 	n := c.cfg.partitions(queue)
 	if n == 1 {
 		return 0
 	}
-	key := unique
+	key := concKey
+	if key == "" {
+		key = unique
+	}
 	if key == "" && chosenID {
 		key = id
 	}

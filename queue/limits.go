@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,8 +20,10 @@ import (
 // dequeue, atomically in Redis and across every worker process, so a task
 // never holds a worker slot while it waits for a limit. They are stored in
 // Redis and read at every dequeue: SetLimits takes effect at once, with no
-// restart. On a queue with several partitions each partition enforces them
-// on its own.
+// restart. On a queue of several partitions they hold across all of them:
+// concurrency and rate are split into per-partition quotas that workers
+// move to where the tasks wait (within about a second), and the tasks of a
+// concurrency key all go to one partition.
 type Limits struct {
 	// Concurrency is how many tasks of the queue may run at once (0 = no
 	// limit). A crashed worker's slots come back when their leases expire.
@@ -44,7 +47,9 @@ func (l Limits) validate(queue string) error {
 }
 
 // ConcurrencyKey gives the task a key (a tenant, a customer, an API
-// account) for the queue's Limits.KeyConcurrency.
+// account) for the queue's Limits.KeyConcurrency. On a queue of several
+// partitions the key also picks the task's partition, so every task of a
+// key meets the key's limit in one place.
 func ConcurrencyKey(key string) Option {
 	return func(o *options) error {
 		if err := checkName(key); err != nil {
@@ -73,9 +78,15 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 	if err != nil {
 		return err
 	}
-	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
-		limits.Write(ctx, p, k.Limits(), limits.Values(l))
-	})
+	if n > 1 {
+		err = rcall.Do(ctx, i.rdb, func() error {
+			return limits.WriteFleetWide(ctx, i.rdb, i.cfg.Prefix, queue, n, i.cfg.ShardSize, limits.Values(l))
+		})
+	} else {
+		err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
+			limits.Write(ctx, p, k.Limits(), limits.Values(l))
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("set limits of %q: %w", queue, err)
 	}
@@ -92,8 +103,11 @@ type LimitInfo struct {
 	Started int64
 	// Waiting is the number of tasks parked for their key's limit.
 	Waiting int64
-	// Keys holds, for up to 1,000 keys, how many of their tasks run and wait.
+	// Keys holds, for up to 1,000 keys a partition, how many of their tasks run and wait.
 	Keys map[string]KeyInfo
+	// Quotas is, on a queue of several partitions, each partition's share
+	// of the concurrency and rate limits now.
+	Quotas []PartitionQuota
 }
 
 // KeyInfo is what runs and waits for one concurrency key.
@@ -102,65 +116,117 @@ type KeyInfo struct {
 	Waiting int64
 }
 
-// LimitInfo returns queue's limits and their holders (partition 0; queues
-// with more partitions enforce limits per partition).
+// LimitInfo returns queue's limits and their holders, summed over its
+// partitions (one pipelined round trip, with one for the server's time).
+// On a queue of several partitions, Quotas shows how the concurrency and
+// rate limits are split between them now.
 func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, error) {
 	if err := ValidateQueueName(queue); err != nil {
 		return nil, err
 	}
-	k := keys.For(i.cfg.Prefix, queue, 0)
-	var lim map[string]string
-	var running, started int64
-	var parked string
-	var active, waiting map[string]string
-	err := rcall.Do(ctx, i.rdb, func() error {
+	n, err := i.partitions(ctx, queue)
+	if errors.Is(err, ErrQueueNotFound) {
+		n, err = i.cfg.partitions(queue), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("limit info of %q: %w", queue, err)
+	}
+	type partCmds struct {
+		lim           *redis.MapStringStringCmd
+		running       *redis.IntCmd
+		started       *redis.IntCmd
+		parked        *redis.StringCmd
+		active, waits *redis.ScanCmd
+	}
+	cmds := make([]partCmds, n)
+	var home *redis.MapStringStringCmd
+	err = rcall.Do(ctx, i.rdb, func() error {
 		now, err := i.rdb.Time(ctx).Result()
 		if err != nil {
 			return err
 		}
+		// the rate window is per's; a partition without one counts 1s
+		lim0, err := i.rdb.HGet(ctx, keys.For(i.cfg.Prefix, queue, 0).Limits(), "per").Int64()
+		if err != nil && err != redis.Nil {
+			return err
+		}
+		per := cmp.Or(lim0, 1000)
 		pipe := i.rdb.Pipeline()
-		l := pipe.HGetAll(ctx, k.Limits())
-		r := pipe.ZCard(ctx, k.Active())
-		s := pipe.ZCount(ctx, k.RateLog(), "-inf", "+inf")
-		pk := pipe.Get(ctx, k.ParkedCount())
-		a := pipe.HScan(ctx, k.KeyActive(), 0, "", 1000)
-		w := pipe.HScan(ctx, k.KeyWaiting(), 0, "", 1000)
+		for part := range n {
+			k := keys.For(i.cfg.Prefix, queue, part)
+			cmds[part] = partCmds{
+				lim:     pipe.HGetAll(ctx, k.Limits()),
+				running: pipe.ZCard(ctx, k.Active()),
+				started: pipe.ZCount(ctx, k.RateLog(), strconv.FormatInt(now.UnixMilli()-per, 10), "+inf"),
+				parked:  pipe.Get(ctx, k.ParkedCount()),
+				active:  pipe.HScan(ctx, k.KeyActive(), 0, "", 1000),
+				waits:   pipe.HScan(ctx, k.KeyWaiting(), 0, "", 1000),
+			}
+		}
+		if n > 1 {
+			home = pipe.HGetAll(ctx, keys.QuotaFor(i.cfg.Prefix, queue).Quota())
+		}
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 			return err
 		}
-		lim, running, parked = l.Val(), r.Val(), pk.Val()
-		av, _ := a.Val()
-		wv, _ := w.Val()
-		active, waiting = pairs(av), pairs(wv)
-		if per, _ := strconv.ParseInt(lim["per"], 10, 64); per > 0 {
-			started, err = i.rdb.ZCount(ctx, k.RateLog(), strconv.FormatInt(now.UnixMilli()-per, 10), "+inf").Result()
-		} else {
-			started = s.Val()
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("limit info of %q: %w", queue, err)
 	}
-	info := &LimitInfo{Queue: queue, Running: running, Started: started, Keys: map[string]KeyInfo{}}
+	info := &LimitInfo{Queue: queue, Keys: map[string]KeyInfo{}}
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	lim := cmds[0].lim.Val()
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
 		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"])}
+	if home != nil {
+		h := home.Val()
+		info.Limits.Concurrency, info.Limits.Rate = atoi(h["conc"]), atoi(h["rate"])
+	}
 	if info.Limits.Rate == 0 {
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
 	}
-	info.Waiting, _ = strconv.ParseInt(parked, 10, 64)
-	for key, v := range active {
-		ki := info.Keys[key]
-		ki.Running, _ = strconv.ParseInt(v, 10, 64)
-		info.Keys[key] = ki
-	}
-	for key, v := range waiting {
-		ki := info.Keys[key]
-		ki.Waiting, _ = strconv.ParseInt(v, 10, 64)
-		info.Keys[key] = ki
+	for part, c := range cmds {
+		info.Running += c.running.Val()
+		info.Started += c.started.Val()
+		w, _ := strconv.ParseInt(c.parked.Val(), 10, 64)
+		info.Waiting += w
+		av, _ := c.active.Val()
+		wv, _ := c.waits.Val()
+		for key, v := range pairs(av) {
+			ki := info.Keys[key]
+			x, _ := strconv.ParseInt(v, 10, 64)
+			ki.Running += x
+			info.Keys[key] = ki
+		}
+		for key, v := range pairs(wv) {
+			ki := info.Keys[key]
+			x, _ := strconv.ParseInt(v, 10, 64)
+			ki.Waiting += x
+			info.Keys[key] = ki
+		}
+		if n > 1 {
+			l := c.lim.Val()
+			q := PartitionQuota{Partition: part, Concurrency: -1, Rate: -1}
+			if v, ok := l["cq"]; ok {
+				q.Concurrency = atoi(v)
+			}
+			if v, ok := l["rq"]; ok {
+				q.Rate = atoi(v)
+			}
+			info.Quotas = append(info.Quotas, q)
+		}
 	}
 	return info, nil
+}
+
+// PartitionQuota is one partition's share of its queue's fleet-wide
+// limits: how many of the queue's tasks may run there at once, and start
+// there per Per; -1 where that kind is not limited.
+type PartitionQuota struct {
+	Partition   int
+	Concurrency int
+	Rate        int
 }
 
 // pairs turns an HSCAN page [field, value, ...] into a map.

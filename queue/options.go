@@ -102,6 +102,8 @@ func ProcessIn(d time.Duration) Option {
 
 // Unique rejects, with ErrDuplicateUniqueTask, any task with the same queue,
 // type and payload enqueued within ttl while this one has not succeeded.
+// On a queue of several partitions a task with a ConcurrencyKey is placed
+// by its key, so there duplicates are found among tasks of the same key.
 func Unique(ttl time.Duration) Option {
 	return func(o *options) error {
 		if ttl < time.Millisecond {
@@ -131,7 +133,9 @@ func UniqueKey(key string, ttl time.Duration) Option {
 // Enqueueing a second task with an ID still claimed (Config.IDTTL) to the
 // same queue fails with ErrDuplicateTaskID, which makes enqueueing with an
 // ID idempotent. IDs are claimed per queue: the same ID in another queue
-// is another task. Any name works (UTF-8, no whitespace, braces or
+// is another task (and on a queue of several partitions, tasks with a
+// ConcurrencyKey claim IDs among tasks of the same key, since the key
+// places them). Any name works (UTF-8, no whitespace, braces or
 // control characters); the ID reads back exactly as given. Generated IDs
 // are UUIDv7s, shown as canonical UUID text and stored as their 16 bytes.
 func TaskID(id string) Option {

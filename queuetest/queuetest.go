@@ -3,7 +3,8 @@
 // (or a given URL), assertions on what was enqueued, and Drain, which runs
 // due tasks through the user's own handler until the queues are idle,
 // moving a controllable clock forward so scheduled tasks and retries with
-// backoff run at once, in order.
+// backoff run at once, in order, and Advance, which lets time pass on that
+// clock with cron schedules ticking (Schedule).
 //
 //	func TestSignup(t *testing.T) {
 //		env := queuetest.New(t)
@@ -46,6 +47,8 @@ type Env struct {
 	Inspector *queue.Inspector
 	Config    queue.Config
 	Clock     *Clock
+
+	sched *worker.Scheduler // Schedule's, for Advance
 }
 
 // Option sets up an Env.
@@ -201,12 +204,12 @@ next:
 	return nil
 }
 
-// DrainResult says what Drain ran.
+// DrainResult says what Drain or Advance ran.
 type DrainResult struct {
 	// Runs counts handler runs (attempts), Done the tasks that succeeded,
 	// Dead those that went to dead.
 	Runs, Done, Dead int
-	// Advanced is how far Drain moved the clock.
+	// Advanced is how far the clock moved.
 	Advanced time.Duration
 }
 
@@ -218,9 +221,51 @@ const MaxAdvance = 30 * 24 * time.Hour
 // worker that uses the Env's clock, until nothing is pending or running
 // and nothing is due within MaxAdvance: whenever only future tasks are
 // left (scheduled, or retrying after their backoff), it moves the clock to
-// the earliest, so they run at once, in order. It fails t on a Redis error
-// or when the queues do not settle within a minute of real time.
+// the earliest, so they run at once, in order. Cron schedules do not tick
+// in Drain (they never settle): Advance runs them. It fails t on a Redis
+// error or when the queues do not settle within a minute of real time.
 func (e *Env) Drain(t testing.TB, h worker.Handler, queues ...string) DrainResult {
+	t.Helper()
+	return e.run(t, h, queues, e.Clock.Now().Add(MaxAdvance), false)
+}
+
+// Advance moves the Env's clock forward by d as if that much time passed
+// with a worker running h on queues (default: the queues of the Env's
+// schedules, or "default"): each cron tick of the schedules given to
+// Schedule fires at its time, and tasks run as they become due (scheduled,
+// retrying, enqueued by a tick), all in time order, without sleeping. At
+// the end the clock reads d later than at the start, and nothing due by
+// then is left pending or running. It fails t like Drain.
+func (e *Env) Advance(t testing.TB, h worker.Handler, d time.Duration, queues ...string) DrainResult {
+	t.Helper()
+	if d < 0 {
+		t.Fatalf("queuetest: Advance by %v: want a duration >= 0", d)
+	}
+	if len(queues) == 0 && e.sched != nil {
+		queues = e.sched.Queues()
+	}
+	return e.run(t, h, queues, e.Clock.Now().Add(d), true)
+}
+
+// Schedule sets the cron schedules Advance fires, on the Env's clock (the
+// last call wins). A bad schedule fails t with the worker's error.
+func (e *Env) Schedule(t testing.TB, schedules ...worker.Schedule) {
+	t.Helper()
+	s, err := worker.NewScheduler(e.Redis, worker.SchedulerConfig{Config: e.Config, Schedules: schedules, Clock: e.Clock.Now})
+	if err != nil {
+		t.Fatalf("queuetest: %v", err)
+	}
+	// the first tick records where each schedule starts: the clock's now
+	if err := s.Tick(context.Background()); err != nil {
+		t.Fatalf("queuetest: %v", err)
+	}
+	e.sched = s
+}
+
+// run is Drain and Advance: it runs queues' tasks through h until they are
+// idle, moving the clock to each next event (a due task, and with ticks a
+// cron tick) up to limit; with exact, it ends with the clock at limit.
+func (e *Env) run(t testing.TB, h worker.Handler, queues []string, limit time.Time, ticks bool) DrainResult {
 	t.Helper()
 	if len(queues) == 0 {
 		queues = []string{queue.DefaultQueue}
@@ -254,6 +299,10 @@ func (e *Env) Drain(t testing.TB, h worker.Handler, queues ...string) DrainResul
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
+	sched := e.sched
+	if !ticks {
+		sched = nil
+	}
 	deadline := time.Now().Add(time.Minute)
 	for idle := 0; idle < 3; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -271,15 +320,29 @@ func (e *Env) Drain(t testing.TB, h worker.Handler, queues ...string) DrainResul
 				}
 			}
 		}
+		tick := time.Time{}
+		if sched != nil {
+			tick = sched.Next()
+		}
 		switch {
 		case busy:
 			idle = 0
-		case !next.IsZero() && next.Sub(start) <= MaxAdvance:
+		case !tick.IsZero() && !tick.After(limit) && (next.IsZero() || !tick.After(next)):
+			// a cron tick comes first: run it at its time
+			e.Clock.advanceTo(tick)
+			if err := sched.Tick(ctx); err != nil {
+				t.Fatalf("queuetest: cron tick at %v: %v", tick, err)
+			}
+			idle = 0
+		case !next.IsZero() && !next.After(limit):
 			e.Clock.advanceTo(next)
 			idle = 0
 		default:
 			idle++ // quiet three times in a row: settled
 		}
+	}
+	if ticks {
+		e.Clock.advanceTo(limit)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -95,3 +95,99 @@ func TestDrainDeadTask(t *testing.T) {
 		t.Fatalf("drain: %+v, want 4 runs and one dead", res)
 	}
 }
+
+// TestNightlyReport is written as a user would test a nightly cron job:
+// two days pass on the test clock, and the report runs at 03:00 UTC each
+// night, in order, without sleeping.
+func TestNightlyReport(t *testing.T) {
+	env := queuetest.New(t)
+	// start at noon, so the first night's 03:00 is 15 hours ahead
+	now := env.Clock.Now().UTC()
+	env.Clock.Advance(time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC).Add(24 * time.Hour).Sub(now))
+	env.Schedule(t, worker.Schedule{
+		Name: "nightly-report",
+		Spec: "0 3 * * *",
+		Task: queue.NewRawTask("report:nightly", nil),
+	}, worker.Schedule{
+		Spec:    "@every 6h",
+		Task:    queue.NewRawTask("cache:warm", nil),
+		Options: []queue.Option{queue.In("maintenance")},
+	})
+
+	var reports []time.Time
+	warms := 0
+	mux := worker.NewMux()
+	mux.HandleFunc("report:nightly", func(ctx context.Context, task *worker.Task) error {
+		reports = append(reports, env.Clock.Now())
+		if len(reports) == 1 && task.Attempt == 1 {
+			return errors.New("warehouse not ready") // the first night's report retries
+		}
+		return nil
+	})
+	mux.HandleFunc("cache:warm", func(context.Context, *worker.Task) error { warms++; return nil })
+
+	start := env.Clock.Now()
+	res := env.Advance(t, mux, 48*time.Hour)
+	if got := env.Clock.Now().Sub(start); got != 48*time.Hour {
+		t.Fatalf("the clock moved %v, want exactly 48h", got)
+	}
+	// two nights, the first one's report run twice (a retry after its backoff)
+	if res.Done != 2+8 || res.Runs != 3+8 || res.Dead != 0 {
+		t.Fatalf("advance: %+v, want 2 reports (one retried once) and 8 cache warms done", res)
+	}
+	if warms != 8 {
+		t.Fatalf("cache warmed %d times in 48h of @every 6h, want 8", warms)
+	}
+	if len(reports) != 3 {
+		t.Fatalf("report ran %d times, want 3", len(reports))
+	}
+	for i, at := range []time.Time{reports[0], reports[2]} {
+		want := time.Date(start.Year(), start.Month(), start.Day()+1+i, 3, 0, 0, 0, time.UTC)
+		if at.Before(want) || at.Sub(want) > time.Minute {
+			t.Fatalf("night %d's report ran at %v, want at %v", i+1, at, want)
+		}
+	}
+	if !reports[1].After(reports[0]) || reports[1].After(reports[2]) {
+		t.Fatalf("the retry ran at %v, want between the two nights (%v, %v)", reports[1], reports[0], reports[2])
+	}
+	infos, err := env.Inspector.Schedules(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 {
+		t.Fatalf("Schedules: %d, want both recorded", len(infos))
+	}
+}
+
+// TestAdvanceBadInput: a negative duration and a bad schedule fail the
+// test with a clear message rather than running anything.
+func TestAdvanceBadInput(t *testing.T) {
+	env := queuetest.New(t)
+	for name, f := range map[string]func(tb testing.TB){
+		"negative": func(tb testing.TB) { env.Advance(tb, worker.NewMux(), -time.Second) },
+		"bad spec": func(tb testing.TB) {
+			env.Schedule(tb, worker.Schedule{Spec: "every tuesday", Task: queue.NewRawTask("x", nil)})
+		},
+	} {
+		ft := &fatalT{TB: t}
+		func() {
+			defer func() { _ = recover() }()
+			f(ft)
+		}()
+		if ft.msg == "" {
+			t.Fatalf("%s: the test did not fail", name)
+		}
+	}
+}
+
+// fatalT records a Fatalf instead of ending the test.
+type fatalT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalT) Helper() {}
+func (f *fatalT) Fatalf(format string, args ...any) {
+	f.msg = format
+	panic("fatal")
+}

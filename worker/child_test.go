@@ -243,7 +243,7 @@ func childMain() int {
 	defer rdb.Close()
 	c := &childWorker{o: o, rdb: rdb, k: recKeys{o.Prefix}, part: keys.For(o.Prefix, o.Queue, 0), pid: os.Getpid(), log: log}
 	s, err := NewServer(rdb, Config{
-		Config:          queue.Config{Prefix: o.Prefix, Logger: log, Partitions: map[string]int{o.Queue: max(1, o.Partitions)}},
+		Config:          queue.Config{Prefix: o.Prefix, Logger: log, Partitions: childPartitions(o)},
 		Queues:          map[string]int{o.Queue: 1},
 		Concurrency:     o.Concurrency,
 		Lease:           o.Lease,
@@ -690,4 +690,12 @@ func childSchedules(o childOpts) []Schedule {
 		sc.Missed = MissedRunOnce
 	}
 	return []Schedule{sc}
+}
+
+// childPartitions is the queue.Config.Partitions of a child's queue.
+func childPartitions(o childOpts) map[string]int {
+	if o.Partitions <= 1 {
+		return nil
+	}
+	return map[string]int{o.Queue: o.Partitions}
 }

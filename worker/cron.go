@@ -93,6 +93,7 @@ type Scheduler struct {
 	stop   context.CancelFunc
 	done   sync.WaitGroup
 	mu     sync.Mutex
+	loaded bool // cursors read from Redis (by Start or the first Tick)
 }
 
 type scheduled struct {
@@ -183,8 +184,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if s.stop != nil {
 		return fmt.Errorf("%w: Start on a scheduler already started", ErrServerState)
 	}
-	if err := s.loadCursors(ctx); err != nil {
-		return fmt.Errorf("scheduler start: %w", err)
+	if !s.loaded {
+		if err := s.loadCursors(ctx); err != nil {
+			return fmt.Errorf("scheduler start: %w", err)
+		}
 	}
 	run, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -222,7 +225,68 @@ func (s *Scheduler) loadCursors(ctx context.Context) error {
 			p.cursor = time.UnixMilli(info.Last)
 		}
 	}
+	s.loaded = true
 	return nil
+}
+
+// Tick enqueues, once, what is due at the scheduler's clock now, as the
+// running scheduler does on its own: the tick that is on time, and a
+// missed one under MissedRunOnce. It is for tests that move a clock of
+// their own (SchedulerConfig.Clock) and call Tick at each time Next
+// reports, instead of Start: the loop Start runs sleeps in real time.
+// Like Start, the first Tick reads where each schedule left off (a new
+// schedule starts at the clock's now, so that Tick enqueues nothing for
+// it). Tick on a started scheduler is ErrServerState.
+func (s *Scheduler) Tick(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return fmt.Errorf("%w: Tick on a started scheduler", ErrServerState)
+	}
+	if !s.loaded {
+		if err := s.loadCursors(ctx); err != nil {
+			return fmt.Errorf("scheduler tick: %w", err)
+		}
+	}
+	now := s.cfg.Clock()
+	for _, p := range s.scheds {
+		if err := s.tick(ctx, p, now); err != nil {
+			return fmt.Errorf("schedule %q: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// Next returns the earliest next tick of the scheduler's schedules after
+// where each left off (after the clock's now for a scheduler that has not
+// read that yet); zero when it has no schedules.
+func (s *Scheduler) Next() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next time.Time
+	for _, p := range s.scheds {
+		from := p.cursor
+		if !s.loaded {
+			from = s.cfg.Clock()
+		}
+		if t := p.next(from); next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	return next
+}
+
+// Queues returns the queues the scheduler's schedules enqueue into, each once.
+func (s *Scheduler) Queues() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range s.scheds {
+		if !seen[p.queue] {
+			seen[p.queue] = true
+			out = append(out, p.queue)
+		}
+	}
+	return out
 }
 
 func (s *Scheduler) loop(ctx context.Context) {

@@ -175,3 +175,40 @@ func TestServerRunsSchedules(t *testing.T) {
 		t.Fatalf("scheduled task ID %q", rec.tasks[0].ID)
 	}
 }
+
+// TestCronTickOnATestClock: a scheduler on a clock the test moves ticks
+// when Tick is called at the times Next reports, each tick once, and Tick
+// refuses to run beside Start's loop.
+func TestCronTickOnATestClock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)
+	clock := func() time.Time { return now }
+	cfg := SchedulerConfig{Config: b.qcfg, Clock: clock, Schedules: []Schedule{
+		{Name: "minutely", Spec: "* * * * *", Task: queue.NewRawTask("m", nil), Options: []queue.Option{queue.In("cron")}},
+	}}
+	cfg.Logger = testLogger(t)
+	s, err := NewScheduler(b.rdb, cfg)
+	must(t, err)
+	if got := s.Queues(); len(got) != 1 || got[0] != "cron" {
+		t.Fatalf("Queues = %v", got)
+	}
+	must(t, s.Tick(context.Background())) // records the start: nothing due
+	for i := range 3 {
+		next := s.Next()
+		if want := time.Date(2030, 1, 1, 0, 1+i, 0, 0, time.UTC); !next.Equal(want) {
+			t.Fatalf("Next = %v, want %v", next, want)
+		}
+		now = next
+		must(t, s.Tick(context.Background()))
+		must(t, s.Tick(context.Background())) // twice at one time: still one task
+	}
+	if ticks := cronTicks(t, b, "cron"); len(ticks) != 3 {
+		t.Fatalf("%d ticks enqueued, want 3: %v", len(ticks), ticks)
+	}
+	must(t, s.Start(context.Background()))
+	if err := s.Tick(context.Background()); !errors.Is(err, ErrServerState) {
+		t.Fatalf("Tick on a started scheduler: %v, want ErrServerState", err)
+	}
+	must(t, s.Shutdown(context.Background()))
+}

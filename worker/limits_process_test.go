@@ -97,3 +97,83 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d of 80 tasks completed", len(completions))
 	}
 }
+
+// TestFleetWideLimitAcrossPartitions: a queue of 4 partitions with a
+// concurrency limit of 3 for the whole queue, three worker processes and
+// one of them killed with SIGKILL mid-run: the most handlers ever running
+// at once is 3, and it is reached. Then every task goes to one partition
+// (one concurrency key): the quotas move there and 3 run at once again.
+func TestFleetWideLimitAcrossPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	prefix := redistest.Prefix(t)
+	k := recKeys{prefix}
+	cfg := queue.Config{Prefix: prefix, Partitions: map[string]int{"fleet": 4}}
+	insp, err := queue.NewInspector(rdb, cfg)
+	must(t, err)
+	client, err := queue.NewClient(rdb, cfg)
+	must(t, err)
+	must(t, insp.SetLimits(ctx, "fleet", queue.Limits{Concurrency: 3}))
+	opts := childOpts{Addr: srv.Addr, Prefix: prefix, Queue: "fleet", Partitions: 4, Concurrency: 4,
+		Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond, Sleep: 100 * time.Millisecond, Handler: handleGauge}
+	var kids []*child
+	for i := range 3 {
+		kids = append(kids, startChild(t, "w"+strconv.Itoa(i), opts))
+	}
+	for _, c := range kids {
+		c.waitReady(t, rdb)
+	}
+	enqueue := func(n int, opts ...queue.Option) {
+		tasks := make([]*queue.Task, n)
+		for i := range tasks {
+			tasks[i] = queue.NewRawTask("t", nil)
+		}
+		_, err := client.EnqueueBatch(ctx, tasks, append(opts, queue.In("fleet"))...)
+		must(t, err)
+	}
+	peak := func() int { n, _ := rdb.Get(ctx, k.peak()).Int(); return n }
+	drained := func() bool {
+		qi, err := insp.QueueInfo(ctx, "fleet")
+		return err == nil && qi.Pending == 0 && qi.Active == 0
+	}
+
+	enqueue(120)
+	waitFor(t, 15*time.Second, "three running at once", func() bool { return peak() == 3 })
+	victim := kids[1]
+	victim.signal(t, syscall.SIGKILL)
+	if !victim.waitExit(5 * time.Second) {
+		t.Fatal("the victim did not die")
+	}
+	// its handlers run no more: forget them (their slots stay taken in
+	// Redis until their leases expire)
+	running, _ := rdb.HGetAll(ctx, k.running()).Result()
+	for task, pid := range running {
+		if pid == strconv.Itoa(victim.pid) {
+			rdb.HDel(ctx, k.running(), task)
+		}
+	}
+	waitFor(t, 60*time.Second, "every task", drained)
+	if p := peak(); p > 3 {
+		t.Fatalf("peak %d handlers at once over 4 partitions, fleet-wide limit 3", p)
+	}
+
+	// all the work in one partition: the quotas follow it
+	must(t, rdb.Set(ctx, k.peak(), 0, 0).Err())
+	enqueue(60, queue.ConcurrencyKey("one-tenant"))
+	waitFor(t, 15*time.Second, "three running at once in one partition", func() bool { return peak() == 3 })
+	li, err := insp.LimitInfo(ctx, "fleet")
+	must(t, err)
+	if li.Limits.Concurrency != 3 || len(li.Quotas) != 4 {
+		t.Fatalf("LimitInfo = %+v, want the limit 3 and 4 partitions' quotas", li)
+	}
+	waitFor(t, 60*time.Second, "every task of the one partition", drained)
+	if p := peak(); p > 3 {
+		t.Fatalf("peak %d with all tasks in one partition, limit 3", p)
+	}
+	completions := hashInts(t, rdb, k.completions())
+	if len(completions) != 180 {
+		t.Fatalf("%d of 180 tasks completed", len(completions))
+	}
+}

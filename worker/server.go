@@ -156,10 +156,11 @@ func (s *Server) Start(ctx context.Context) error {
 	fetch, stopFetch := context.WithCancel(context.Background())
 	s.stopBg, s.stopFetch = stopBg, stopFetch
 	go s.flush(s.stopFlusher)
-	s.background.Add(3)
+	s.background.Add(4)
 	go func() { defer s.background.Done(); s.heartbeat(bg) }()
 	go func() { defer s.background.Done(); s.forward(bg) }()
 	go func() { defer s.background.Done(); s.sweepFlows(bg) }()
+	go func() { defer s.background.Done(); s.rebalanceQuotas(bg) }()
 	for _, p := range s.parts {
 		s.fetchers.Add(1)
 		go func() { defer s.fetchers.Done(); s.fetch(fetch, p) }()
@@ -176,13 +177,24 @@ func (s *Server) register(ctx context.Context) error {
 			p.HSet(ctx, keys.Queues(s.cfg.Prefix), q, s.cfg.PartitionsOf(q))
 		}
 		for q, l := range s.cfg.Limits {
-			for i := range s.cfg.PartitionsOf(q) {
-				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, i).Limits(), limits.Values(l))
+			if s.cfg.PartitionsOf(q) == 1 {
+				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, 0).Limits(), limits.Values(l))
 			}
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// a partitioned queue's limits are fleet-wide: quotas per partition
+	for q, l := range s.cfg.Limits {
+		if n := s.cfg.PartitionsOf(q); n > 1 {
+			if err := limits.WriteFleetWide(ctx, s.rdb, s.cfg.Prefix, q, n, s.cfg.ShardSize, limits.Values(l)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // warnIfEvicting logs a warning when Redis may evict keys: an evicted

@@ -32,6 +32,8 @@
       fetch(location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
         .then(function (html) {
+          // paused while the read was on its way: the operator asked for a still page
+          if (!box.checked) return;
           var doc = new DOMParser().parseFromString(html, "text/html");
           var fresh = {};
           doc.querySelectorAll("[data-live]").forEach(function (el) { fresh[el.dataset.live] = el; });

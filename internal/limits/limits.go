@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/quota"
 )
 
 // Values are a queue's limits, field for field queue.Limits (which
@@ -45,4 +48,34 @@ func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
 		per = time.Second
 	}
 	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency)
+}
+
+// WriteFleetWide sets the limits of a queue of n partitions so that they
+// hold across all of them: concurrency and rate as quotas the partitions
+// share (internal/quota), the rate's window and the key limit on each
+// partition (a concurrency key's tasks all go to one partition, so the key
+// limit is fleet-wide as it is).
+func WriteFleetWide(ctx context.Context, rdb redis.UniversalClient, prefix, queue string, n, shardSize int, v Values) error {
+	q := quota.Queue{Prefix: prefix, Name: queue, Partitions: n, ShardSize: shardSize}
+	if err := quota.Set(ctx, rdb, q, quota.Limits{Concurrency: v.Concurrency, Rate: v.Rate, Per: v.Per}); err != nil {
+		return err
+	}
+	per := v.Per
+	if per <= 0 {
+		per = time.Second
+	}
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			k := keys.For(prefix, queue, i).Limits()
+			if v == (Values{}) {
+				// quota.Set removed the quotas: nothing is left to read
+				p.Del(ctx, k)
+				continue
+			}
+			// the full limits stay at 0 here: the quotas (cq, rq) rule
+			p.HSet(ctx, k, "concurrency", 0, "rate", 0, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency)
+		}
+		return nil
+	})
+	return err
 }

@@ -5,9 +5,20 @@
 -- dequeue: concurrency (tasks running at once: the fair semaphore over
 -- T:active), rate and per (task starts per period, counted in T:ratelog),
 -- keyconc (tasks of one concurrency key running at once). 0 = none.
+--
+-- A queue of several partitions with a concurrency or rate limit keeps the
+-- limit fleet-wide: its capacity is split into per-partition quotas (cq,
+-- rq), moved to where the demand is by quota rebalances (quota_*.lua). A
+-- quota may be 0: nothing may start here now. It returns concurrency and
+-- rate as -1 for no limit, since 0 is a limit then.
 local function limits_get(T)
-  local v = redis.call('HMGET', T .. ':limits', 'concurrency', 'rate', 'per', 'keyconc')
-  return tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 1000, tonumber(v[4]) or 0
+  local v = redis.call('HMGET', T .. ':limits', 'concurrency', 'rate', 'per', 'keyconc', 'cq', 'rq')
+  local conc, rate = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+  if conc <= 0 then conc = -1 end
+  if rate <= 0 then rate = -1 end
+  if v[5] then conc = tonumber(v[5]) end
+  if v[6] then rate = tonumber(v[6]) end
+  return conc, rate, tonumber(v[3]) or 1000, tonumber(v[4]) or 0
 end
 
 -- key_release: a task of key stopped running. Count it down and, when
@@ -98,8 +109,8 @@ local NO_LIMITS = {conc = 0, rate = 0, keyconc = 0}
 -- it read, for the rest of the call.
 local function dequeue_room(T, n, now, size)
   local conc, rate, per, keyconc = limits_get(T)
-  local lim = {conc = conc, rate = rate, keyconc = keyconc}
-  if conc > 0 then
+  local lim = {conc = math.max(conc, 0), rate = math.max(rate, 0), keyconc = keyconc}
+  if conc >= 0 then
     local active = T .. ':active'
     if redis.call('ZCARD', active) >= conc then
       -- a crashed holder's slot comes back with its lease, at once
@@ -108,6 +119,7 @@ local function dequeue_room(T, n, now, size)
     n = math.min(n, conc - redis.call('ZCARD', active))
     if n <= 0 then return 0, 2, 0, lim end
   end
+  if rate == 0 then return 0, 3, math.min(per, 250), lim end -- a rate quota of 0: look again soon
   if rate > 0 then
     local room, wait = rate_room(T, rate, per, now)
     if room == 0 then return 0, 3, wait, lim end
