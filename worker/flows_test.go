@@ -503,3 +503,47 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 		t.Fatalf("notification list holds %d entries", n)
 	}
 }
+
+// TestBatchDeletedMembers: members deleted by an operator (a pending one
+// by ID, the retrying ones all at once, a backlog purged) count as dead to their batch, which
+// finishes: the complete callback runs, the success callback does not.
+func TestBatchDeletedMembers(t *testing.T) {
+	t.Parallel()
+	r := singleRig(t)
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if task.Type == "flaky" {
+			return RetryIn(time.Hour, errors.New("later"))
+		}
+		return nil
+	}))
+	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In("cb"))))
+	must(t, err)
+	// "idle" and "idle2" have no worker: their members stay pending until deleted
+	infos, err := b.Add(ctx, queue.NewRawTask("ok", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")),
+		queue.NewRawTask("waits", nil, queue.In("idle")), queue.NewRawTask("waits", nil, queue.In("idle2")))
+	must(t, err)
+	must(t, b.Close(ctx))
+	waitFor(t, 30*time.Second, "the flaky member to retry", func() bool {
+		ti, err := r.insp.GetTask(ctx, "fb", infos[1].ID)
+		return err == nil && ti.State == queue.StateRetry
+	})
+	must(t, r.insp.DeleteTask(ctx, "idle", infos[2].ID))
+	n, err := r.insp.DeleteAllTasks(ctx, "fb", queue.StateRetry)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("deleted %d retrying tasks, want 1", n)
+	}
+	if n, err = r.insp.DeleteAllTasks(ctx, "idle2", queue.StatePending); err != nil || n != 1 {
+		t.Fatalf("purged %d pending tasks (%v), want 1", n, err)
+	}
+	waitFor(t, 30*time.Second, "the complete callback", func() bool { return log.count("cb-complete") == 1 })
+	bi, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if bi.Succeeded != 1 || bi.Dead != 3 || !bi.Finished || log.count("cb-success") != 0 {
+		t.Fatalf("batch after deletions: %+v, runs %v", bi, log.order())
+	}
+}
