@@ -195,6 +195,10 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 	if ci.StoppedAt != 2 || !strings.Contains(ci.StopError, "boom in two") || ci.Links[1].State != queue.LinkDead || ci.Links[2].State != queue.LinkWaiting {
 		t.Fatalf("stopped chain: %+v", ci)
 	}
+	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(ch.ID))
+	if ttl := r.rdb.PTTL(ctx, home.Chain(ch.ID)).Val(); ttl <= 0 || ttl > r.qcfg.FlowRetention && r.qcfg.FlowRetention > 0 {
+		t.Fatalf("a stopped chain's TTL is %v, want its retention", ttl)
+	}
 	ti, err := r.insp.GetTask(ctx, "fb", ch.TaskIDs[1])
 	must(t, err)
 	if ti.State != queue.StateDead || ti.Flow == nil || ti.Flow.ChainID != ch.ID || ti.Flow.Link != 2 {
@@ -349,6 +353,17 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 			if _, err := b.Add(ctx, kids...); err != nil {
 				return err
 			}
+			// and a nested batch of its own, the batch closed already
+			child, err := b.NewBatch(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := child.Add(ctx, queue.NewRawTask("kid", nil, queue.In("fa"))); err != nil {
+				return err
+			}
+			if err := child.Close(ctx); err != nil {
+				return err
+			}
 		}
 		if task.Type == "kid" {
 			time.Sleep(10 * time.Millisecond)
@@ -366,12 +381,12 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 	}
 	close(closed)
 	waitFor(t, 30*time.Second, "the callback", func() bool { return log.count("done") == 1 })
-	if log.count("kid") != 5 {
-		t.Fatalf("the callback ran after %d of 5 kids: %v", log.count("kid"), log.order())
+	if log.count("kid") != 6 {
+		t.Fatalf("the callback ran after %d of 6 kids: %v", log.count("kid"), log.order())
 	}
 	bi, err := r.insp.GetBatch(ctx, b.ID())
 	must(t, err)
-	if bi.Total != 7 || bi.Succeeded != 7 {
+	if bi.Total != 8 || bi.Succeeded != 8 {
 		t.Fatalf("batch info: %+v", bi)
 	}
 }
