@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
@@ -222,4 +223,27 @@ func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, 
 	}
 	slices.SortStableFunc(out, func(a, b FlowSummary) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out[:min(len(out), limit)], nil
+}
+
+// forwardFlowsAfter forwards, after a deletion that succeeded (*err nil),
+// the flow notifications of queue's partitions: a deleted flow task is
+// dead to its flow (the delete scripts write that in T:notify), and the
+// queue may have no worker to forward it. Failing here loses nothing: the
+// notifications wait for the next forwarder.
+func (i *Inspector) forwardFlowsAfter(ctx context.Context, queue string, err *error) {
+	if *err != nil {
+		return
+	}
+	env := &flow.Env{RDB: i.rdb, Prefix: i.cfg.Prefix, ShardSize: i.cfg.ShardSize, FeedSize: i.cfg.FeedSize, IDTTL: i.cfg.IDTTL}
+	lists := make([]string, i.cfg.partitions(queue))
+	for n := range lists {
+		lists[n] = keys.For(i.cfg.Prefix, queue, n).Notify()
+	}
+	_ = rcall.Do(ctx, i.rdb, func() error {
+		_, due, err := env.Forward(ctx, lists)
+		if err == nil && len(due) > 0 {
+			_, err = env.Deliver(ctx, due)
+		}
+		return err
+	})
 }

@@ -100,6 +100,17 @@ func (b *Batch) ID() string { return b.id }
 // NewBatch creates an open batch. Add tasks to it, then Close it: its
 // callbacks are enqueued exactly once when its members have finished.
 func (c *Client) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
+	return c.newBatch(ctx, false, opts)
+}
+
+// NewBatch creates a batch nested in b (as ParentBatch(b.ID()) does): the
+// child counts as one member of b. From a member's handle (AsMember,
+// worker.Task.Batch) it works after b was closed, as Add does.
+func (b *Batch) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
+	return b.c.newBatch(ctx, b.member, append(opts[:len(opts):len(opts)], ParentBatch(b.id)))
+}
+
+func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) (*Batch, error) {
 	var o batchOptions
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -125,7 +136,7 @@ func (c *Client) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, err
 		}
 		args = append(args, d.ID, enc)
 	}
-	args = append(args, "0")
+	args = append(args, boolArg(member))
 	code, err := c.runFlow(ctx, lua.FlowBatchNew, h.Batch(id), args)
 	if err != nil {
 		return nil, fmt.Errorf("new batch: %w", err)
@@ -177,7 +188,9 @@ func (b *Batch) AsMember() *Batch {
 // deliver what it left after a grace of 15s). Each task gets a generated
 // ID (a TaskID option is refused: a member's ID is the batch's business).
 // Add after Close is ErrBatchClosed (except from a member: AsMember),
-// after the batch finished ErrBatchFinished.
+// after the batch finished ErrBatchFinished. Any other error leaves the
+// outcome unknown, as for EnqueueBatch: adding again may add twice.
+// Tasks are registered a thousand per script call.
 func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
 	c := b.c
 	ref := wire.FlowRef{Kind: 'b', Home: b.home, ID: b.id}.String()
@@ -193,10 +206,7 @@ func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
 		ds = append(ds, d)
 	}
 	h := keys.Home(c.cfg.Prefix, b.home)
-	member := "0"
-	if b.member {
-		member = "1"
-	}
+	member := boolArg(b.member)
 	env := c.flowEnv()
 	for from := 0; from < len(ds); from += maxAddStep {
 		step := ds[from:min(len(ds), from+maxAddStep)]
@@ -349,4 +359,11 @@ func (c *Client) runFlow(ctx context.Context, s *lua.Script, key string, args []
 // flowEnv returns what the flow package needs of this client.
 func (c *Client) flowEnv() *flow.Env {
 	return &flow.Env{RDB: c.rdb, Prefix: c.cfg.Prefix, ShardSize: c.cfg.ShardSize, FeedSize: c.cfg.FeedSize, IDTTL: c.cfg.IDTTL}
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -43,11 +43,11 @@ func (s *Server) newFlows() *flows {
 	return f
 }
 
-// flowsWritten kicks the flow loop when any of the written outcomes
-// belongs to a flow.
+// flowsWritten kicks the flow loop when any of the written outcomes is a
+// flow task's success or death (a retry tells its flow nothing).
 func (s *Server) flowsWritten(os []outcome) {
 	for i := range os {
-		if os[i].flow != "" {
+		if o := &os[i]; o.flow != "" && (o.kind == outcomeAck || (o.kind == outcomeFail && o.delayMS < 0 && o.snooze == 0)) {
 			select {
 			case s.flows.kick <- struct{}{}:
 			default:

@@ -195,6 +195,10 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 	if ci.StoppedAt != 2 || !strings.Contains(ci.StopError, "boom in two") || ci.Links[1].State != queue.LinkDead || ci.Links[2].State != queue.LinkWaiting {
 		t.Fatalf("stopped chain: %+v", ci)
 	}
+	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(ch.ID))
+	if ttl := r.rdb.PTTL(ctx, home.Chain(ch.ID)).Val(); ttl <= 0 || ttl > r.qcfg.FlowRetention && r.qcfg.FlowRetention > 0 {
+		t.Fatalf("a stopped chain's TTL is %v, want its retention", ttl)
+	}
 	ti, err := r.insp.GetTask(ctx, "fb", ch.TaskIDs[1])
 	must(t, err)
 	if ti.State != queue.StateDead || ti.Flow == nil || ti.Flow.ChainID != ch.ID || ti.Flow.Link != 2 {
@@ -349,6 +353,17 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 			if _, err := b.Add(ctx, kids...); err != nil {
 				return err
 			}
+			// and a nested batch of its own, the batch closed already
+			child, err := b.NewBatch(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := child.Add(ctx, queue.NewRawTask("kid", nil, queue.In("fa"))); err != nil {
+				return err
+			}
+			if err := child.Close(ctx); err != nil {
+				return err
+			}
 		}
 		if task.Type == "kid" {
 			time.Sleep(10 * time.Millisecond)
@@ -366,12 +381,12 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 	}
 	close(closed)
 	waitFor(t, 30*time.Second, "the callback", func() bool { return log.count("done") == 1 })
-	if log.count("kid") != 5 {
-		t.Fatalf("the callback ran after %d of 5 kids: %v", log.count("kid"), log.order())
+	if log.count("kid") != 6 {
+		t.Fatalf("the callback ran after %d of 6 kids: %v", log.count("kid"), log.order())
 	}
 	bi, err := r.insp.GetBatch(ctx, b.ID())
 	must(t, err)
-	if bi.Total != 7 || bi.Succeeded != 7 {
+	if bi.Total != 8 || bi.Succeeded != 8 {
 		t.Fatalf("batch info: %+v", bi)
 	}
 }
@@ -501,5 +516,49 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	}
 	if n := r.rdb.LLen(ctx, list).Val(); n != 0 {
 		t.Fatalf("notification list holds %d entries", n)
+	}
+}
+
+// TestBatchDeletedMembers: members deleted by an operator (a pending one
+// by ID, the retrying ones all at once, a backlog purged) count as dead to their batch, which
+// finishes: the complete callback runs, the success callback does not.
+func TestBatchDeletedMembers(t *testing.T) {
+	t.Parallel()
+	r := singleRig(t)
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if task.Type == "flaky" {
+			return RetryIn(time.Hour, errors.New("later"))
+		}
+		return nil
+	}))
+	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In("cb"))))
+	must(t, err)
+	// "idle" and "idle2" have no worker: their members stay pending until deleted
+	infos, err := b.Add(ctx, queue.NewRawTask("ok", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")),
+		queue.NewRawTask("waits", nil, queue.In("idle")), queue.NewRawTask("waits", nil, queue.In("idle2")))
+	must(t, err)
+	must(t, b.Close(ctx))
+	waitFor(t, 30*time.Second, "the flaky member to retry", func() bool {
+		ti, err := r.insp.GetTask(ctx, "fb", infos[1].ID)
+		return err == nil && ti.State == queue.StateRetry
+	})
+	must(t, r.insp.DeleteTask(ctx, "idle", infos[2].ID))
+	n, err := r.insp.DeleteAllTasks(ctx, "fb", queue.StateRetry)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("deleted %d retrying tasks, want 1", n)
+	}
+	if n, err = r.insp.DeleteAllTasks(ctx, "idle2", queue.StatePending); err != nil || n != 1 {
+		t.Fatalf("purged %d pending tasks (%v), want 1", n, err)
+	}
+	waitFor(t, 30*time.Second, "the complete callback", func() bool { return log.count("cb-complete") == 1 })
+	bi, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if bi.Succeeded != 1 || bi.Dead != 3 || !bi.Finished || log.count("cb-success") != 0 {
+		t.Fatalf("batch after deletions: %+v, runs %v", bi, log.order())
 	}
 }

@@ -120,8 +120,13 @@ local function chain_apply(H, cid, k, outcome, result, err, now)
   redis.call('HSET', ck, 's:' .. k, outcome)
   if outcome == 'd' then
     redis.call('HSET', ck, 'state', 'stopped', 'stop_link', k, 'stop_err', err, 'stopped_at', now)
+    -- a stopped chain is kept for the retention, for its dead link to be
+    -- retried; one never retried expires then
+    local ret = tonumber(redis.call('HGET', ck, 'ret'))
+    if ret > 0 then redis.call('PEXPIRE', ck, ret) end
     return true
   end
+  redis.call('PERSIST', ck) -- it runs again (a retried link succeeded)
   if result and result ~= '' then redis.call('HSET', ck, 'r:' .. k, result) end
   local n = tonumber(redis.call('HGET', ck, 'n'))
   if k < n then
