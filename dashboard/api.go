@@ -22,7 +22,8 @@ func status(err error) int {
 	case errors.Is(err, errBadRequest), errors.Is(err, queue.ErrInvalidQueueName),
 		errors.Is(err, queue.ErrInvalidOption), errors.Is(err, queue.ErrInvalidMarker):
 		return http.StatusBadRequest
-	case errors.Is(err, queue.ErrTaskNotFound), errors.Is(err, queue.ErrQueueNotFound):
+	case errors.Is(err, queue.ErrTaskNotFound), errors.Is(err, queue.ErrQueueNotFound),
+		errors.Is(err, queue.ErrBatchNotFound), errors.Is(err, queue.ErrChainNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrQueueInUse):
 		return http.StatusConflict

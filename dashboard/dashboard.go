@@ -118,6 +118,12 @@ func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET /limits", d.limitsPage)
 	d.mux.HandleFunc("GET /find", d.findPage)
 	d.mux.HandleFunc("GET /search", d.searchPage)
+	d.mux.HandleFunc("GET /flows", d.flowsPage)
+	d.mux.HandleFunc("GET /batches/{id}", d.batchPage)
+	d.mux.HandleFunc("GET /chains/{id}", d.chainPage)
+	d.mux.HandleFunc("GET /api/flows", d.apiFlows)
+	d.mux.HandleFunc("GET /api/batches/{id}", d.apiBatch)
+	d.mux.HandleFunc("GET /api/chains/{id}", d.apiChain)
 	d.mux.HandleFunc("GET /api/queues/{queue}/search", d.apiSearch)
 
 	d.mux.HandleFunc("GET /api/queues", d.apiQueues)

@@ -57,6 +57,8 @@ type taskView struct {
 	UniqueKey       string            `json:"unique_key,omitempty"`
 	ConcurrencyKey  string            `json:"concurrency_key,omitempty"`
 	Headers         map[string]string `json:"headers,omitempty"`
+	// Flow is the batch or chain the task belongs to.
+	Flow *flowView `json:"flow,omitempty"`
 	// Progress is the handler's last report; Result what it wrote: text
 	// when it is UTF-8, else ResultBase64.
 	Progress      *progressView `json:"progress,omitempty"`
@@ -96,6 +98,9 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 		Deadline: optTime(ti.Deadline), EnqueuedAt: optTime(ti.EnqueuedAt), NextProcessAt: optTime(ti.NextProcessAt),
 		StartedAt: optTime(ti.StartedAt), FinishedAt: optTime(ti.FinishedAt), LastFailedAt: optTime(ti.LastFailedAt),
 		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,
+	}
+	if f := ti.Flow; f != nil {
+		v.Flow = &flowView{BatchID: f.BatchID, ChainID: f.ChainID, Link: f.Link}
 	}
 	if p := ti.Progress; p != nil {
 		v.Progress = &progressView{Percent: p.Percent, Message: p.Message, At: optTime(p.At)}
@@ -268,4 +273,11 @@ type progressView struct {
 	Percent int       `json:"percent"`
 	Message string    `json:"message,omitempty"`
 	At      *jsonTime `json:"at,omitempty"`
+}
+
+// flowView names the batch, or the chain and link, a task belongs to.
+type flowView struct {
+	BatchID string `json:"batch_id,omitempty"`
+	ChainID string `json:"chain_id,omitempty"`
+	Link    int    `json:"link,omitempty"`
 }

@@ -5,9 +5,11 @@
   ARGV[1] T  ARGV[2..] pairs: task ID, its unique key ("" = none)
   The task's message and record go; its entry in the recent feed stays, as
   for any task that left. A uniqueness lock the task holds is released.
-  Pending and active tasks are not touched.
+  Pending and active tasks are not touched. A flow task's flow is told it
+  is dead (include/flowmsg.lua).
   Returns: one code per task: 1 deleted, 0 not in those states ]]
 --@include taskset
+--@include flowmsg
 local T = ARGV[1]
 local sets = {KEYS[1], KEYS[2], KEYS[3], KEYS[4]}
 local codes = {}
@@ -18,6 +20,7 @@ for i = 2, #ARGV, 2 do
     if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
       redis.call('DEL', T .. ':unique:' .. unique)
     end
+    flow_deleted(T, id, redis.call('HGET', KEYS[5], id))
     redis.call('ZREM', key, id)
     redis.call('ZREM', KEYS[8], id)
     redis.call('HDEL', KEYS[5], id)

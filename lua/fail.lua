@@ -6,13 +6,15 @@
   ARGV[4] shard size  ARGV[5..] five fields per task: id, token, error text,
     retry delay (ms; -1 = dead), snooze (1: back after the delay without
     counting the attempt or recording an error)
-  Only the token of the current lease counts, as in ack. Trimming the dead
+  Only the token of the current lease counts, as in ack. A flow task that
+  goes dead is reported in T:notify (wire.FlowNote), as ack reports success. Trimming the dead
   feed deletes the records of the tasks it drops.
   Returns: one code per task: 1 retry, 2 dead, 3 snoozed, 0 stale token ]]
 --@include time
 --@include limits
 --@include feed
 --@include stats
+--@include flowmsg
 local now = now_ms(ARGV[2])
 local codes, held = {}, {}
 for i = 5, #ARGV, 5 do
@@ -38,6 +40,10 @@ for k, r in ipairs(held) do
       r[1], r[8], r[9] = 'dead', now, 0
       dead[#dead + 1] = id
       codes[k] = 2
+      local flow = msg_flow(redis.call('HGET', KEYS[2], id))
+      if flow ~= '' then
+        redis.call('RPUSH', ARGV[1] .. ':notify', cmsgpack.pack({flow, id, 'd', '', err}))
+      end
     else
       r[5], r[6] = err, now
       r[1], r[9] = 'retry', now + delay

@@ -6,13 +6,14 @@
   ARGV[1] T  ARGV[2] n
   Each task's message goes with its list item; a record and message copy
   it kept from an earlier attempt go too, and so does a uniqueness lock it
-  holds. Its entry in the recent feed stays, as for any task that left.
+  holds. Its entry in the recent feed stays, as for any task that left. A
+  flow task's flow is told it is dead (include/flowmsg.lua).
   Tasks a worker has already moved to its in-flight list, and tasks parked
   for their concurrency key, are not pending here and are not touched.
   Runs when Redis is out of memory: deleting is how a full Redis recovers.
   Returns: how many tasks were deleted ]]
 --@include sharded
---@include msgfields
+--@include flowmsg
 local T = ARGV[1]
 local msgs = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', tonumber(ARGV[2]), true)
 for _, m in ipairs(msgs) do
@@ -26,5 +27,6 @@ for _, m in ipairs(msgs) do
   redis.call('HDEL', KEYS[5], id)
   redis.call('HDEL', T .. ':progress', id)
   redis.call('SREM', T .. ':tomb', id)
+  flow_deleted(T, id, m)
 end
 return #msgs

@@ -39,6 +39,13 @@ var (
 	Heartbeat = registry["heartbeat"]
 	CronMark  = registry["cron_mark"]
 
+	FlowNotify   = registry["flow_notify"]
+	FlowBatchNew = registry["flow_batch_new"]
+	FlowAdd      = registry["flow_add"]
+	FlowClose    = registry["flow_close"]
+	FlowChainNew = registry["flow_chain_new"]
+	FlowOutDue   = registry["flow_out_due"]
+
 	QuotaLock   = registry["quota_lock"]
 	QuotaReport = registry["quota_report"]
 	QuotaSet    = registry["quota_set"]

@@ -3,13 +3,14 @@
   element somewhere in the sharded list, which has no index by ID, so it is
   not searched for: its ID goes into T:tomb, and the dequeue that reaches it
   drops it instead of leasing it (include/lease.lua, dequeue_reply). Its
-  recent-feed copy goes now, and its uniqueness lock.
+  recent-feed copy goes now, and its uniqueness lock; a flow task's flow
+  is told now that it is dead (include/flowmsg.lua).
   KEYS[1] T:tomb  KEYS[2] T:state  KEYS[3] T:active  KEYS[4] T:feed:msg
   ARGV[1] T  ARGV[2] task ID
   Returns: 1 marked for deletion, 0 not pending (running, finished,
   scheduled or retrying, already deleted, or not in the recent feed) ]]
 --@include record
---@include msgfields
+--@include flowmsg
 local T, id = ARGV[1], ARGV[2]
 local copy = redis.call('HGET', KEYS[4], id)
 if not copy or redis.call('ZSCORE', KEYS[3], id) then return 0 end
@@ -20,6 +21,7 @@ local unique = msg_unique(copy)
 if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
   redis.call('DEL', T .. ':unique:' .. unique)
 end
+flow_deleted(T, id, copy)
 redis.call('HDEL', KEYS[4], id)
 -- a record and message copy kept from an earlier attempt go now too
 redis.call('HDEL', KEYS[2], id)

@@ -153,6 +153,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 	m := wire.Message{
 		ID: wire.StoredID(o.taskID), Key: o.key, Type: t.typ, Payload: t.payload, Raw: t.raw, MaxRetry: o.maxRetry,
 		Timeout: o.timeout.Milliseconds(), Retention: o.retention.Milliseconds(), EnqueuedAt: now.UnixMilli(),
+		Flow: o.flow,
 	}
 	if len(ctxHeaders) > 0 {
 		m.Headers = make(map[string]string, len(ctxHeaders)+len(o.headers))

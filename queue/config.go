@@ -26,6 +26,10 @@ type Config struct {
 	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed.
 	// Defaults to 24h.
 	IDTTL time.Duration
+	// FlowRetention is how long a finished chain's or batch's bookkeeping
+	// stays readable (Inspector.GetBatch, GetChain) before it expires.
+	// Defaults to 24h.
+	FlowRetention time.Duration
 	// ContextHeaders, when set, is called at each Enqueue and EnqueueBatch
 	// with the call's context; the headers it returns go into every task
 	// of the call (the task's own Header options win for the same key).
@@ -56,6 +60,7 @@ const (
 	DefaultFeedSize       = 10_000
 	DefaultIDTTL          = 24 * time.Hour
 	DefaultWaitTimeout    = time.Second
+	DefaultFlowRetention  = 24 * time.Hour
 	maxShardSize          = 7000 // what one Lua unpack takes
 	maxPartitions         = 1024
 )
@@ -69,6 +74,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.FeedSize = cmp.Or(c.FeedSize, DefaultFeedSize)
 	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
 	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
+	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -88,6 +94,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: WaitReplicas %d, want >= 0", ErrInvalidConfig, c.WaitReplicas)
 	case c.WaitTimeout < time.Millisecond:
 		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", ErrInvalidConfig, c.WaitTimeout)
+	case c.FlowRetention < 0:
+		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", ErrInvalidConfig, c.FlowRetention)
 	}
 	for q, n := range c.Partitions {
 		if err := ValidateQueueName(q); err != nil {

@@ -51,6 +51,16 @@ var (
 	// fails before a replica has it. Enqueue returns the task's info with
 	// it; do not enqueue again without a TaskID, or the task runs twice.
 	ErrNotReplicated = errors.New("queue: write not confirmed by replicas")
+	// ErrBatchNotFound reports a batch ID no flow home knows: never
+	// created, or finished longer ago than Config.FlowRetention.
+	ErrBatchNotFound = errors.New("queue: batch not found")
+	// ErrChainNotFound reports a chain ID no flow home knows.
+	ErrChainNotFound = errors.New("queue: chain not found")
+	// ErrBatchFinished reports an Add to a batch whose members have all
+	// finished and whose callbacks went out.
+	ErrBatchFinished = errors.New("queue: batch finished")
+	// ErrBatchClosed reports an Add from outside a closed batch.
+	ErrBatchClosed = errors.New("queue: batch closed")
 )
 
 // BatchError reports the tasks of an EnqueueBatch that were not enqueued;

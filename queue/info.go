@@ -63,6 +63,9 @@ type TaskInfo struct {
 	LastError     string
 	Worker        string
 
+	// Flow is the chain or batch the task belongs to; nil when none.
+	Flow *TaskFlow
+
 	// Rank is the task's rank in the feed it was read from, or in the
 	// recent-tasks feed; 0 when it has left the feed.
 	Rank int64
@@ -97,6 +100,7 @@ func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *
 		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
 		UniqueKey: m.Unique, ConcurrencyKey: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),
 	}
+	ti.Flow = flowOf(m.Flow)
 	if r != nil {
 		ti.State = State(r.State)
 		ti.Attempts = r.Attempts

@@ -95,7 +95,8 @@ func (i *Inspector) RunAllTasks(ctx context.Context, queue string, state State) 
 // rounds: median 83.8k against 81.7k tasks/s: no measurable cost). A
 // pending task is found by ID while it is in the queue's recent feed
 // (Config.FeedSize per partition), as GetTask finds it.
-func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) error {
+func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) (err error) {
+	defer i.forwardFlowsAfter(ctx, queue, &err)
 	ti, err := i.GetTask(ctx, queue, id)
 	if err != nil {
 		return err
@@ -127,7 +128,8 @@ func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) error {
 // cannot keep it going; tasks a worker is taking at that moment, and tasks
 // waiting for their concurrency key, still run. (DeleteTask deletes a
 // single pending task.)
-func (i *Inspector) DeleteAllTasks(ctx context.Context, queue string, state State) (int64, error) {
+func (i *Inspector) DeleteAllTasks(ctx context.Context, queue string, state State) (_ int64, err error) {
+	defer i.forwardFlowsAfter(ctx, queue, &err)
 	if state == StatePending {
 		return i.purgePending(ctx, queue)
 	}

@@ -3,6 +3,7 @@ package queuetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -190,4 +191,60 @@ func (f *fatalT) Helper() {}
 func (f *fatalT) Fatalf(format string, args ...any) {
 	f.msg = format
 	panic("fatal")
+}
+
+// TestBatchCallback is written as a user would test code that fans out
+// work as a batch: the export's parts run (one retries after a backoff),
+// and Drain returns once the batch's callback has run, exactly once,
+// without sleeping.
+func TestBatchCallback(t *testing.T) {
+	env := queuetest.New(t, queuetest.WithConfig(queue.Config{Partitions: map[string]int{"exports": 4}}))
+	ctx := context.Background()
+	// the code under test: one part per month, and a callback that zips them
+	exportYear := func(ctx context.Context) (string, error) {
+		b, err := env.Client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("export:zip", nil, queue.In("exports"))))
+		if err != nil {
+			return "", err
+		}
+		var parts []*queue.Task
+		for m := 1; m <= 12; m++ {
+			parts = append(parts, queue.NewRawTask("export:month", []byte{byte(m)}, queue.In("exports")))
+		}
+		if _, err := b.Add(ctx, parts...); err != nil {
+			return "", err
+		}
+		return b.ID(), b.Close(ctx)
+	}
+	id, err := exportYear(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	months, zips := 0, 0
+	mux := worker.NewMux()
+	mux.HandleFunc("export:month", func(ctx context.Context, task *worker.Task) error {
+		if task.Payload[0] == 6 && task.Attempt == 1 {
+			return errors.New("June's data not ready") // retried after its backoff
+		}
+		months++
+		return nil
+	})
+	mux.HandleFunc("export:zip", func(context.Context, *worker.Task) error {
+		if months != 12 {
+			return fmt.Errorf("zip ran after %d of 12 months", months)
+		}
+		zips++
+		return nil
+	})
+	res := env.Drain(t, mux, "exports")
+	if zips != 1 || res.Dead != 0 || res.Done != 13 {
+		t.Fatalf("drain: %+v, zip ran %d times: want the 12 months, then the zip once", res, zips)
+	}
+	bi, err := env.Inspector.GetBatch(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bi.Finished || bi.Succeeded != 12 || bi.SuccessFiredAt.IsZero() {
+		t.Fatalf("batch after the drain: %+v", bi)
+	}
 }

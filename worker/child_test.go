@@ -82,6 +82,10 @@ const (
 	// and completes as record does: the parent sees concurrency across
 	// processes.
 	handleGauge = "gauge"
+	// handleFlow returns nil at once for batch members, and records the
+	// start and completion (as record does) of tasks whose type begins
+	// with "cb": a batch's callbacks, counted in every process.
+	handleFlow = "flow"
 	// handleProgress reports 40% ("working"); on a task's first attempt
 	// it then dies (SIGKILL), on later ones it writes a result naming the
 	// attempt and returns nil.
@@ -176,7 +180,7 @@ func childOptsFromEnv() (childOpts, error) {
 	switch o.Handler {
 	case "":
 		o.Handler = handleRecord
-	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress:
+	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress, handleFlow:
 	default:
 		errs = append(errs, fmt.Errorf("unknown handler %q", o.Handler))
 	}
@@ -401,6 +405,9 @@ func (c *childWorker) leased(ctx context.Context) ([]string, error) {
 
 // handle is the child's handler.
 func (c *childWorker) handle(ctx context.Context, t *Task) error {
+	if c.o.Handler == handleFlow && !strings.HasPrefix(t.Type, "cb") {
+		return nil
+	}
 	err := c.retry(ctx, func(ctx context.Context) error {
 		_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.SAdd(ctx, c.k.started(c.pid), t.ID)

@@ -47,6 +47,11 @@ type Config struct {
 	// waits to be moved to its queue (tasks known to be due sooner are
 	// moved on time). Defaults to 500ms.
 	ForwardInterval time.Duration
+	// FlowSweep is how often this server forwards its partitions' flow
+	// notifications and delivers due flow tasks (callbacks, next links,
+	// members a dead producer left) of every flow home, besides doing so
+	// right after it acked a flow task. Defaults to 1s.
+	FlowSweep time.Duration
 	// BatchSize bounds how many tasks one pop leases. Defaults to Concurrency, at most 100.
 	BatchSize int
 	// DoneSize and DeadSize cap each partition's done and dead feeds.
@@ -90,6 +95,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.Heartbeat = cmp.Or(c.Heartbeat, c.Lease/3)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
 	c.ForwardInterval = cmp.Or(c.ForwardInterval, 500*time.Millisecond)
+	c.FlowSweep = cmp.Or(c.FlowSweep, time.Second)
 	c.BatchSize = cmp.Or(c.BatchSize, min(c.Concurrency, 100))
 	c.DoneSize = cmp.Or(c.DoneSize, 10_000)
 	c.DeadSize = cmp.Or(c.DeadSize, 10_000)

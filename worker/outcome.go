@@ -30,9 +30,12 @@ type outcome struct {
 	// its own so the script call's argument can point at it
 	retentionMS int64
 	unique      string
-	err         string
-	delayMS     int64 // fail: ms to wait before the retry; -1 = dead
-	snooze      int64 // fail: 1 = back after the delay, the attempt not counted
+	// flow is the task's flow ref ("" = none): an ack passes it to the
+	// script, which reports the success to the flow (include/acks.lua)
+	flow    string
+	err     string
+	delayMS int64 // fail: ms to wait before the retry; -1 = dead
+	snooze  int64 // fail: 1 = back after the delay, the attempt not counted
 	// resent: an earlier try to write it failed, and may have run all
 	// the same (its reply was lost), so a stale code is no news
 	resent bool
@@ -193,6 +196,7 @@ func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
 			continue
 		}
 		s.warnStale(g.items, codes)
+		s.flowsWritten(g.items)
 		// their concurrency-limit holds are released now; whichever round
 		// trip carried them, a fetcher waiting at the limit looks again
 		g.p.signalFreed()
@@ -250,25 +254,31 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kin
 
 // appendAcks appends the acks as ack (and pop and claim) read them: the
 // number of fields per task, then id and token and, unless every task has
-// retention 0 and no unique key (then 2 fields do), retention (ms) and
-// unique key.
+// retention 0, no unique key and no flow (then 2 fields do), retention (ms)
+// and unique key, and the flow ref when any task has one (5 fields).
 func appendAcks(args []any, os []outcome) []any {
 	if len(os) == 0 {
 		return args
 	}
 	width := 2
 	for i := range os {
+		if os[i].flow != "" {
+			width = 5
+			break
+		}
 		if os[i].retentionMS != 0 || os[i].unique != "" {
 			width = 4
-			break
 		}
 	}
 	args = append(args, width)
 	for i := range os {
 		o := &os[i]
 		args = append(args, &o.id, &o.token)
-		if width == 4 {
+		if width >= 4 {
 			args = append(args, &o.retentionMS, &o.unique)
+		}
+		if width == 5 {
+			args = append(args, &o.flow)
 		}
 	}
 	return args

@@ -116,6 +116,7 @@ func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (po
 		return r, err
 	}
 	s.warnStale(acks, r.codes)
+	s.flowsWritten(acks)
 	return r, nil
 }
 

@@ -132,7 +132,7 @@ func (s *Server) run(p *part, l leased) {
 		if s.hooks.beforeAck != nil {
 			s.hooks.beforeAck()
 		}
-		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique}
+		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique, flow: t.flow}
 	case errors.Is(context.Cause(ctx), ErrShutdown):
 		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeRequeue}
 	case errors.Is(context.Cause(ctx), ErrCancelled):
@@ -184,7 +184,7 @@ func recovering(h Handler) Handler {
 // failure decides what a failed attempt leads to: a retry after a delay,
 // or dead (delay -1) when retries are spent or the handler said so.
 func (s *Server) failure(p *part, t *Task, err error) outcome {
-	o := outcome{p: p, id: t.sid, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: -1}
+	o := outcome{p: p, id: t.sid, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: -1, flow: t.flow}
 	var sn *snoozeError
 	if errors.As(err, &sn) {
 		o.delayMS, o.snooze = max(sn.delay, 0).Milliseconds(), 1
@@ -210,7 +210,7 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 	t := &Task{
 		ID: wire.PublicID(l.id), sid: l.id, srv: s, part: p, Type: m.Type, Headers: m.Headers, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
 		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
-		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique,
+		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique, flow: m.Flow,
 	}
 	if m.Timeout > 0 {
 		t.Deadline = time.Now().Add(time.Duration(m.Timeout) * time.Millisecond)

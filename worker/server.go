@@ -54,6 +54,7 @@ type Server struct {
 	// failingSince is when Redis calls began to fail (unix ns), 0 while
 	// they succeed
 	failingSince atomic.Int64
+	flows        *flows // chains' and batches' forwarding (flows.go)
 }
 
 // NewServer returns a Server that runs h for tasks of cfg.Queues.
@@ -146,6 +147,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.state = 1
 	s.outbox = newOutbox()
+	s.flows = s.newFlows()
 	s.runners = newRunners(s.runJob)
 	s.stopFlusher = make(chan struct{})
 	s.flusherDone = make(chan struct{})
@@ -154,9 +156,10 @@ func (s *Server) Start(ctx context.Context) error {
 	fetch, stopFetch := context.WithCancel(context.Background())
 	s.stopBg, s.stopFetch = stopBg, stopFetch
 	go s.flush(s.stopFlusher)
-	s.background.Add(3)
+	s.background.Add(4)
 	go func() { defer s.background.Done(); s.heartbeat(bg) }()
 	go func() { defer s.background.Done(); s.forward(bg) }()
+	go func() { defer s.background.Done(); s.sweepFlows(bg) }()
 	go func() { defer s.background.Done(); s.rebalanceQuotas(bg) }()
 	for _, p := range s.parts {
 		s.fetchers.Add(1)

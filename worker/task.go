@@ -39,6 +39,7 @@ type Task struct {
 	token     int64
 	retention time.Duration
 	unique    string
+	flow      string // wire.FlowRef text; "" = none
 }
 
 // Decode decodes the payload into v: msgpack by msgpack tags, as

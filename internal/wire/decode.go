@@ -10,7 +10,7 @@ import "math"
 // Over a string (a message as go-redis returns it) the string fields are
 // substrings of it, not copies.
 func decodeFast[T string | []byte](b T, m *Message) bool {
-	if len(b) == 0 || (b[0] != 0x9b && b[0] != 0x9c) {
+	if len(b) == 0 || b[0] < 0x9b || b[0] > 0x9d {
 		return false
 	}
 	r := reader[T]{b: b, i: 1, ok: true}
@@ -26,7 +26,8 @@ func decodeFast[T string | []byte](b T, m *Message) bool {
 	m.Unique = r.str()
 	m.EnqueuedAt = r.int()
 	m.Headers = nil
-	if b[0] == 0x9c {
+	m.Flow = ""
+	if b[0] >= 0x9c {
 		n := r.length(r.byte1(), 0x80, 0x0f, 0xc1, 0xde, 0xdf) // 0xc1: no map8 in msgpack
 		if r.ok && n > 0 {
 			m.Headers = make(map[string]string, n)
@@ -35,6 +36,9 @@ func decodeFast[T string | []byte](b T, m *Message) bool {
 				m.Headers[k] = r.str()
 			}
 		}
+	}
+	if b[0] == 0x9d {
+		m.Flow = r.str()
 	}
 	return r.ok && r.i == len(b)
 }

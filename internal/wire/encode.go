@@ -10,7 +10,9 @@ import (
 // EncodeMsgpack writes (shortest forms), without an encoder or buffer
 // growth: enqueue encodes every task, so this path is worth its 40 lines.
 func appendMessage(b []byte, m *Message) []byte {
-	if len(m.Headers) > 0 {
+	if m.Flow != "" {
+		b = append(b, 0x9d) // fixarray of 13: headers (maybe empty), flow
+	} else if len(m.Headers) > 0 {
 		b = append(b, 0x9c) // fixarray of 12: the headers last
 	} else {
 		b = append(b, 0x9b) // fixarray of 11
@@ -30,7 +32,7 @@ func appendMessage(b []byte, m *Message) []byte {
 	b = appendInt(b, m.Retention)
 	b = appendString(b, m.Unique)
 	b = appendInt(b, m.EnqueuedAt)
-	if len(m.Headers) == 0 {
+	if len(m.Headers) == 0 && m.Flow == "" {
 		return b
 	}
 	switch n := len(m.Headers); {
@@ -43,6 +45,9 @@ func appendMessage(b []byte, m *Message) []byte {
 	}
 	for _, k := range sortedKeys(m.Headers) { // sorted: one encoding per message
 		b = appendString(appendString(b, k), m.Headers[k])
+	}
+	if m.Flow != "" {
+		b = appendString(b, m.Flow)
 	}
 	return b
 }

@@ -28,17 +28,23 @@ type Message struct {
 	// ...). Encoded as a 12th element only when there are any, so a task
 	// without headers costs not a byte more.
 	Headers map[string]string
+	// Flow is the task's place in a chain or batch (FlowRef's text; ""
+	// = none), a 13th element written only when set: the worker passes it
+	// to the ack, so only flow tasks pay for flow bookkeeping.
+	Flow string
 }
 
 // fields lists the message's fields in wire order.
 func (m *Message) fields() []any {
-	return []any{&m.ID, &m.Key, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt, &m.Headers}
+	return []any{&m.ID, &m.Key, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt, &m.Headers, &m.Flow}
 }
 
 // EncodeMsgpack writes the message as an array, integers in their
 // shortest form.
 func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
-	if len(m.Headers) > 0 {
+	if m.Flow != "" {
+		_ = e.EncodeArrayLen(13)
+	} else if len(m.Headers) > 0 {
 		_ = e.EncodeArrayLen(12)
 	} else {
 		_ = e.EncodeArrayLen(11)
@@ -53,7 +59,7 @@ func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
 	_ = e.EncodeInt(m.Deadline)
 	_ = e.EncodeInt(m.Retention)
 	_ = e.EncodeString(m.Unique)
-	if len(m.Headers) == 0 {
+	if len(m.Headers) == 0 && m.Flow == "" {
 		return e.EncodeInt(m.EnqueuedAt)
 	}
 	_ = e.EncodeInt(m.EnqueuedAt)
@@ -61,6 +67,9 @@ func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
 	for _, k := range sortedKeys(m.Headers) {
 		_ = e.EncodeString(k)
 		_ = e.EncodeString(m.Headers[k])
+	}
+	if m.Flow != "" {
+		return e.EncodeString(m.Flow)
 	}
 	return nil
 }
@@ -73,7 +82,7 @@ func (m *Message) DecodeMsgpack(d *msgpack.Decoder) error {
 
 // Encode returns the message's msgpack bytes.
 func (m *Message) Encode() ([]byte, error) {
-	size := 40 + len(m.ID) + len(m.Key) + len(m.Type) + len(m.Payload) + len(m.Unique)
+	size := 40 + len(m.ID) + len(m.Key) + len(m.Type) + len(m.Payload) + len(m.Unique) + len(m.Flow)
 	for k, v := range m.Headers {
 		size += 10 + len(k) + len(v)
 	}

@@ -3,10 +3,13 @@
 --@include feed
 --@include stats
 -- ack_tasks finishes the tasks of partition T that succeeded, given in
--- argv from index from on: the number of fields per task, 2 or 4, then
+-- argv from index from on: the number of fields per task, 2, 4 or 5, then
 -- the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
--- unique key ("" = none); 2 stands for retention 0 and no unique key, the
--- common case, in half the arguments. A task is finished only under the token of
+-- unique key ("" = none), and with 5 the task's flow ref ("" = none: see
+-- wire.FlowRef); 2 stands for retention 0, no unique key and no flow, the
+-- common case, in half the arguments. A flow task's success is appended to
+-- T:notify (wire.FlowNote, with a chain link's result), atomically with
+-- its ack; workers forward it to the flow's home (flow_notify.lua). A task is finished only under the token of
 -- its current lease: a stale token (the lease was lost and the task handed
 -- to another worker) changes nothing. Tasks with a retention stay in the
 -- done feed until it passes (or the feed's cap trims them); the others
@@ -28,6 +31,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local unpacked = {}
   local done, nd = {}, 0
   local gone, kept, keptStates, expiries -- set once a task is kept
+  local notes -- flow notifications, set with the first
   for k = 1, n do
     local raw, code = raws[k], 0
     if raw then
@@ -43,7 +47,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
         nd = nd + 1
         done[nd] = id
         if r[10] and r[10] ~= '' then key_release(T, r[10], size) end
-        local retention = width == 4 and tonumber(argv[i + 2]) or 0
+        local retention = width >= 4 and tonumber(argv[i + 2]) or 0
         if retention > 0 then
           if not kept then
             kept, keptStates, expiries, gone = {}, {}, {}, {}
@@ -59,7 +63,16 @@ local function ack_tasks(T, now, argv, from, cap, size)
         elseif gone then
           gone[#gone + 1] = id
         end
-        local unique = width == 4 and argv[i + 3] or ''
+        local flow = width == 5 and argv[i + 4] or ''
+        if flow ~= '' then
+          local result = ''
+          if string.byte(flow, 1) == 99 then -- 'c': a chain link passes its result on
+            result = redis.call('HGET', T .. ':result', id) or ''
+          end
+          notes = notes or {}
+          notes[#notes + 1] = cmsgpack.pack({flow, id, 's', result, ''})
+        end
+        local unique = width >= 4 and argv[i + 3] or ''
         if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
           redis.call('DEL', T .. ':unique:' .. unique)
         end
@@ -68,6 +81,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
     codes[k] = code
   end
   if nd == 0 then return codes end
+  if notes then redis.call('RPUSH', T .. ':notify', unpack(notes)) end
   gone = gone or done -- none kept: every acked task is gone
   redis.call('ZREM', T .. ':active', unpack(done))
   redis.call('HDEL', T .. ':feed:msg', unpack(done))

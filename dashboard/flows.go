@@ -1,0 +1,187 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// maxFlows bounds the flows page and /api/flows: one read per flow home
+// for the list, then one per flow shown.
+const maxFlows = 100
+
+// flowRow is one chain or batch on the flows page and in /api/flows.
+type flowRow struct {
+	Kind      string    `json:"kind"`
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	// Batch or Chain is its progress (nil when it expired meanwhile).
+	Batch *batchView `json:"batch,omitempty"`
+	Chain *chainView `json:"chain,omitempty"`
+}
+
+// batchView is a batch as the API returns it.
+type batchView struct {
+	ID          string `json:"id"`
+	Description string `json:"description,omitempty"`
+	Parent      string `json:"parent,omitempty"`
+	Total       int    `json:"total"`
+	Pending     int    `json:"pending"`
+	Succeeded   int    `json:"succeeded"`
+	Dead        int    `json:"dead"`
+	Closed      bool   `json:"closed"`
+	Finished    bool   `json:"finished"`
+	// Percent is the share of members finished, succeeded or dead.
+	Percent         int        `json:"percent"`
+	OnSuccess       string     `json:"on_success,omitempty"`
+	OnComplete      string     `json:"on_complete,omitempty"`
+	SuccessFiredAt  *time.Time `json:"success_fired_at,omitempty"`
+	CompleteFiredAt *time.Time `json:"complete_fired_at,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+}
+
+func newBatchView(b *queue.BatchInfo) *batchView {
+	v := &batchView{ID: b.ID, Description: b.Description, Parent: b.Parent, Total: b.Total, Pending: b.Pending,
+		Succeeded: b.Succeeded, Dead: b.Dead, Closed: b.Closed, Finished: b.Finished, OnSuccess: b.OnSuccess,
+		OnComplete: b.OnComplete, SuccessFiredAt: timePtr(b.SuccessFiredAt), CompleteFiredAt: timePtr(b.CompleteFiredAt),
+		CreatedAt: b.CreatedAt, FinishedAt: timePtr(b.FinishedAt)}
+	if b.Total > 0 {
+		v.Percent = (b.Succeeded + b.Dead) * 100 / b.Total
+	}
+	return v
+}
+
+// chainView is a chain as the API returns it.
+type chainView struct {
+	ID    string     `json:"id"`
+	State string     `json:"state"`
+	Links []linkView `json:"links"`
+	// Current is the link running or next (from 1).
+	Current    int        `json:"current"`
+	StoppedAt  int        `json:"stopped_at,omitempty"`
+	StopError  string     `json:"stop_error,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// linkView is one link of a chain.
+type linkView struct {
+	N      int    `json:"n"`
+	TaskID string `json:"task_id"`
+	Queue  string `json:"queue"`
+	Type   string `json:"type"`
+	State  string `json:"state"`
+}
+
+func newChainView(c *queue.ChainInfo) *chainView {
+	v := &chainView{ID: c.ID, State: string(c.State), Current: c.Current, StoppedAt: c.StoppedAt,
+		StopError: c.StopError, CreatedAt: c.CreatedAt, FinishedAt: timePtr(c.FinishedAt)}
+	for i, l := range c.Links {
+		v.Links = append(v.Links, linkView{N: i + 1, TaskID: l.TaskID, Queue: l.Queue, Type: l.Type, State: string(l.State)})
+	}
+	return v
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// flowRows reads the newest flows and each one's progress.
+func (d *Dashboard) flowRows(r *http.Request) ([]flowRow, error) {
+	limit := d.opts.PageSize
+	if n, err := strconv.Atoi(r.FormValue("limit")); err == nil && n > 0 {
+		limit = min(n, maxFlows)
+	}
+	recent, err := d.insp.RecentFlows(r.Context(), limit)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]flowRow, 0, len(recent))
+	for _, f := range recent {
+		row := flowRow{Kind: f.Kind, ID: f.ID, CreatedAt: f.CreatedAt}
+		if f.Kind == "chain" {
+			c, err := d.insp.GetChain(r.Context(), f.ID)
+			if err == nil {
+				row.Chain = newChainView(c)
+			} else if !errorsIsNotFound(err) {
+				return nil, err
+			}
+		} else {
+			b, err := d.insp.GetBatch(r.Context(), f.ID)
+			if err == nil {
+				row.Batch = newBatchView(b)
+			} else if !errorsIsNotFound(err) {
+				return nil, err
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func (d *Dashboard) flowsPage(w http.ResponseWriter, r *http.Request) {
+	rows, err := d.flowRows(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "flows", "Chains and batches", rows)
+}
+
+func (d *Dashboard) apiFlows(w http.ResponseWriter, r *http.Request) {
+	rows, err := d.flowRows(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"flows": rows})
+}
+
+func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request) {
+	b, err := d.insp.GetBatch(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "batch", "Batch "+b.ID, newBatchView(b))
+}
+
+func (d *Dashboard) apiBatch(w http.ResponseWriter, r *http.Request) {
+	b, err := d.insp.GetBatch(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newBatchView(b))
+}
+
+func (d *Dashboard) chainPage(w http.ResponseWriter, r *http.Request) {
+	c, err := d.insp.GetChain(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "chain", "Chain "+c.ID, newChainView(c))
+}
+
+func (d *Dashboard) apiChain(w http.ResponseWriter, r *http.Request) {
+	c, err := d.insp.GetChain(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newChainView(c))
+}
+
+// errorsIsNotFound: a flow listed as recent whose record expired since
+// (its retention ended) is shown without progress, not an error.
+func errorsIsNotFound(err error) bool {
+	return errors.Is(err, queue.ErrBatchNotFound) || errors.Is(err, queue.ErrChainNotFound)
+}

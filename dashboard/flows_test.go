@@ -1,0 +1,249 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/dashboard"
+	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
+)
+
+// flowEnv is a Redis with one finished batch (3 members succeeded, 2
+// dead, both callbacks) and one chain stopped at its dead middle link,
+// made by a real worker, and the dashboard over it.
+type flowEnv struct {
+	*env
+	batch, chain string
+	links        []string
+	// recovered makes the "die" handler succeed: an operator fixed the cause
+	recovered atomic.Bool
+}
+
+func setupFlows(t *testing.T) *flowEnv {
+	t.Helper()
+	e := &flowEnv{env: newEnv(t)}
+	mux := worker.NewMux()
+	mux.HandleFunc("ok", func(context.Context, *worker.Task) error { return nil })
+	mux.HandleFunc("die", func(context.Context, *worker.Task) error {
+		if e.recovered.Load() {
+			return nil
+		}
+		return worker.SkipRetry(errors.New(`card declined <b>twice</b>`))
+	})
+	srv, err := worker.NewServer(e.redis.Client(t), worker.Config{Config: e.cfg,
+		Queues: map[string]int{"emails": 1, "billing": 1}, Concurrency: 8, FlowSweep: 100 * time.Millisecond}, mux)
+	must(t, err)
+	must(t, srv.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	b, err := e.client.NewBatch(e.ctx, queue.Description(`nightly <script>alert(1)</script> mailing`),
+		queue.OnSuccess(queue.NewRawTask("ok", nil, queue.In("emails"))),
+		queue.OnComplete(queue.NewRawTask("ok", nil, queue.In("emails"))))
+	must(t, err)
+	_, err = b.Add(e.ctx, queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("ok", nil, queue.In("emails")),
+		queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("die", nil, queue.In("emails")),
+		queue.NewRawTask("die", nil, queue.In("emails")))
+	must(t, err)
+	must(t, b.Close(e.ctx))
+	e.batch = b.ID()
+	ch, err := e.client.EnqueueChain(e.ctx, queue.NewRawTask("ok", nil, queue.In("billing")),
+		queue.NewRawTask("die", nil, queue.In("billing")), queue.NewRawTask("ok", nil, queue.In("emails")))
+	must(t, err)
+	e.chain, e.links = ch.ID, ch.TaskIDs
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bi, err1 := e.insp.GetBatch(e.ctx, e.batch)
+		ci, err2 := e.insp.GetChain(e.ctx, e.chain)
+		if err1 == nil && err2 == nil && bi.Finished && ci.State == queue.ChainStopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch and the chain did not settle: %+v %v / %+v %v", bi, err1, ci, err2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.serve(dashboard.Options{})
+	return e
+}
+
+// TestFlowPagesAndAPI: the flows list, the batch page and the chain page
+// and their JSON, as an operator reads them; a task's page names its
+// flow; unknown IDs are 404s; text from users is escaped; the list costs a
+// bounded number of Redis calls.
+func TestFlowPagesAndAPI(t *testing.T) {
+	t.Parallel()
+	e := setupFlows(t)
+
+	var list struct {
+		Flows []struct {
+			Kind  string
+			ID    string
+			Batch *struct {
+				Total, Succeeded, Dead, Pending, Percent int
+				Finished                                 bool
+			}
+			Chain *struct {
+				State     string
+				StoppedAt int `json:"stopped_at"`
+			}
+		}
+	}
+	e.calls.roundTrips.Store(0)
+	r := e.get("/api/flows")
+	r.json(t, &list)
+	if r.code != 200 || len(list.Flows) != 2 {
+		t.Fatalf("/api/flows: %d %s", r.code, r.body)
+	}
+	if n := e.calls.roundTrips.Load(); n > 4 {
+		t.Fatalf("/api/flows cost %d Redis calls for 2 flows, want one pipeline for the list and one read each", n)
+	}
+	for _, f := range list.Flows {
+		switch f.Kind {
+		case "batch":
+			if f.ID != e.batch || f.Batch == nil || f.Batch.Total != 5 || f.Batch.Succeeded != 3 || f.Batch.Dead != 2 ||
+				f.Batch.Pending != 0 || f.Batch.Percent != 100 || !f.Batch.Finished {
+				t.Fatalf("batch in the list: %+v %+v", f, f.Batch)
+			}
+		case "chain":
+			if f.ID != e.chain || f.Chain == nil || f.Chain.State != "stopped" || f.Chain.StoppedAt != 2 {
+				t.Fatalf("chain in the list: %+v %+v", f, f.Chain)
+			}
+		default:
+			t.Fatalf("flow kind %q", f.Kind)
+		}
+	}
+
+	var batch struct {
+		Description      string
+		OnSuccess        string     `json:"on_success"`
+		OnComplete       string     `json:"on_complete"`
+		CompleteFiredAt  *time.Time `json:"complete_fired_at"`
+		SuccessFiredAt   *time.Time `json:"success_fired_at"`
+		Closed, Finished bool
+	}
+	r = e.get("/api/batches/" + e.batch)
+	r.json(t, &batch)
+	if r.code != 200 || !batch.Closed || !batch.Finished || batch.CompleteFiredAt == nil || batch.SuccessFiredAt != nil ||
+		batch.OnSuccess == "" || batch.OnComplete == "" || !strings.Contains(batch.Description, "<script>") {
+		t.Fatalf("/api/batches: %d %s", r.code, r.body)
+	}
+
+	var chain struct {
+		State     string
+		StopError string `json:"stop_error"`
+		Links     []struct {
+			N                  int
+			TaskID             string `json:"task_id"`
+			Queue, Type, State string
+		}
+	}
+	r = e.get("/api/chains/" + e.chain)
+	r.json(t, &chain)
+	if r.code != 200 || len(chain.Links) != 3 || chain.Links[1].State != "dead" || chain.Links[2].State != "waiting" ||
+		chain.Links[0].TaskID != e.links[0] || chain.Links[1].Queue != "billing" || !strings.Contains(chain.StopError, "declined") {
+		t.Fatalf("/api/chains: %d %s", r.code, r.body)
+	}
+
+	// the pages
+	page := e.get("/flows")
+	if page.code != 200 || !strings.Contains(page.body, "/dash/batches/"+e.batch) || !strings.Contains(page.body, "/dash/chains/"+e.chain) {
+		t.Fatalf("/flows: %d %s", page.code, page.body)
+	}
+	page = e.get("/batches/" + e.batch)
+	if page.code != 200 || !strings.Contains(page.body, `data-count="dead">2<`) || !strings.Contains(page.body, `data-count="succeeded">3<`) {
+		t.Fatalf("batch page: %d %s", page.code, page.body)
+	}
+	if strings.Contains(page.body, "<script>alert(1)") || !strings.Contains(page.body, "&lt;script&gt;alert(1)") {
+		t.Fatal("the batch's description is not escaped on its page")
+	}
+	page = e.get("/chains/" + e.chain)
+	if page.code != 200 || !strings.Contains(page.body, `id="chain-stop"`) || strings.Contains(page.body, "<b>twice</b>") ||
+		!strings.Contains(page.body, "/dash/queues/billing/tasks/"+e.links[1]) {
+		t.Fatalf("chain page: %d %s", page.code, page.body)
+	}
+	// the dead link's page names its chain and offers the retry that resumes it
+	page = e.get("/queues/billing/tasks/" + e.links[1])
+	if page.code != 200 || !strings.Contains(page.body, "link 2 of") || !strings.Contains(page.body, "/dash/chains/"+e.chain) ||
+		!strings.Contains(page.body, `data-action="run"`) {
+		t.Fatalf("dead link's task page: %d %s", page.code, page.body)
+	}
+	var task struct {
+		Flow struct {
+			ChainID string `json:"chain_id"`
+			Link    int
+		}
+	}
+	r = e.get("/api/queues/billing/tasks/" + e.links[1])
+	r.json(t, &task)
+	if task.Flow.ChainID != e.chain || task.Flow.Link != 2 {
+		t.Fatalf("task JSON's flow: %s", r.body)
+	}
+
+	// unknown IDs
+	for _, path := range []string{"/batches/nope", "/chains/nope", "/api/batches/nope", "/api/chains/nope"} {
+		if r := e.get(path); r.code != 404 {
+			t.Fatalf("%s: %d, want 404", path, r.code)
+		}
+	}
+}
+
+// TestBrowserFlows: an operator in Chromium opens the flows page, follows
+// the stopped chain to its dead link, retries it there, and watches the
+// chain resume and finish; the batch page shows its progress.
+func TestBrowserFlows(t *testing.T) {
+	path := chromiumPath()
+	if path == "" {
+		if os.Getenv("BROWSER_TEST_REQUIRED") != "" {
+			t.Fatal("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM)")
+		}
+		t.Skip("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM): the browser test did not run")
+	}
+	t.Parallel()
+	e := setupFlows(t)
+	b := startBrowser(t, path).in(t)
+	base := e.srv.URL + "/dash"
+
+	b.navigate(base + "/flows")
+	b.waitFor("the flows table", `document.querySelectorAll("table.flows tr.flow").length === 2`)
+	b.screenshot("flows")
+	b.click(`a[href$="/batches/` + e.batch + `"]`)
+	b.waitFor("the batch page", `document.querySelector('#batch-counts [data-count="dead"]')`)
+	if got := b.eval(`document.querySelector('#batch-counts [data-count="succeeded"]').textContent`); got != "3" {
+		t.Fatalf("batch page: %v succeeded, want 3", got)
+	}
+	if got := b.eval(`document.querySelector("#batch-progress progress").value`); got != float64(100) {
+		t.Fatalf("batch progress %v, want 100", got)
+	}
+	b.screenshot("batch")
+
+	b.navigate(base + "/chains/" + e.chain)
+	b.waitFor("the stopped chain", `document.getElementById("chain-stop")`)
+	b.screenshot("chain-stopped")
+	b.click(`tr.link.dead a.id`)
+	b.waitFor("the dead link's page", `document.querySelector('button[data-action="run"]')`)
+	e.recovered.Store(true) // the operator fixed the card problem
+	b.click(`button[data-action="run"]`)
+	b.waitFor("the page after the retry", `location.search.includes("done=run")`)
+	b.navigate(base + "/chains/" + e.chain)
+	deadline := time.Now().Add(30 * time.Second)
+	for b.eval(`document.getElementById("chain-state").textContent`) != "done" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the chain did not finish after the retry: %v", b.eval(`document.body.innerText`))
+		}
+		time.Sleep(100 * time.Millisecond)
+		b.navigate(base + "/chains/" + e.chain)
+	}
+	if n := b.eval(`document.querySelectorAll("tr.link.succeeded").length`); n != float64(3) {
+		t.Fatalf("%v links succeeded, want 3", n)
+	}
+	b.screenshot("chain-done")
+}

@@ -1,0 +1,120 @@
+// Command batch resizes a photo album as a batch: one task per photo over
+// a queue of 4 partitions, a callback when every photo is done (publish
+// the album) and one when every task has finished, whatever happened
+// (notify the owner). One photo turns out to be a burst of three: its
+// task adds three more tasks to the batch from inside its handler, after
+// the producer closed it, and the callbacks wait for them. One photo is
+// corrupt and goes dead, so "publish" never runs and "notify" does, once.
+// It prints the batch's progress as GetBatch sees it.
+//
+//	go run ./examples/batch
+//
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL, else a private redis-server it
+// starts and stops; its keys, under "example-batch", are deleted at the end.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardq/shardq/examples/internal/exampleredis"
+	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
+)
+
+func main() {
+	ctx := context.Background()
+	r := exampleredis.Connect("example-batch")
+	defer r.Close()
+	rdb := r.Client
+	cfg := queue.Config{Prefix: "example-batch", Partitions: map[string]int{"images": 4}}
+
+	var published, notified atomic.Int64
+	mux := worker.NewMux()
+	mux.HandleFunc("photo:resize", func(ctx context.Context, t *worker.Task) error {
+		switch string(t.Payload) {
+		case "IMG_0007.jpg":
+			return worker.SkipRetry(errors.New("IMG_0007.jpg: not a JPEG"))
+		case "BURST_0012":
+			// a burst: three more photos join the batch, from inside it
+			var more []*queue.Task
+			for i := 1; i <= 3; i++ {
+				more = append(more, queue.NewRawTask("photo:resize", fmt.Appendf(nil, "BURST_0012_%d.jpg", i), queue.In("images")))
+			}
+			_, err := t.Batch().Add(ctx, more...)
+			return err
+		}
+		time.Sleep(5 * time.Millisecond) // resizing
+		return nil
+	})
+	mux.HandleFunc("album:publish", func(context.Context, *worker.Task) error { published.Add(1); return nil })
+	mux.HandleFunc("album:notify", func(context.Context, *worker.Task) error { notified.Add(1); return nil })
+	srv, err := worker.NewServer(rdb, worker.Config{Config: cfg,
+		Queues: map[string]int{"images": 3, "albums": 1}, Concurrency: 8}, mux)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Shutdown(ctx)
+
+	client, err := queue.NewClient(rdb, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	insp, err := queue.NewInspector(rdb, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := client.NewBatch(ctx, queue.Description("album: Lisbon 2026"),
+		queue.OnSuccess(queue.NewRawTask("album:publish", nil, queue.In("albums"))),
+		queue.OnComplete(queue.NewRawTask("album:notify", nil, queue.In("albums"))))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var photos []*queue.Task
+	for i := 1; i <= 40; i++ {
+		name := fmt.Sprintf("IMG_%04d.jpg", i)
+		if i == 12 {
+			name = "BURST_0012"
+		}
+		photos = append(photos, queue.NewRawTask("photo:resize", []byte(name), queue.In("images")))
+	}
+	if _, err := b.Add(ctx, photos...); err != nil {
+		log.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil { // no more from outside; the burst still adds
+		log.Fatal(err)
+	}
+	fmt.Println("batch", b.ID(), "of 40 photos, closed")
+
+	start, last := time.Now(), ""
+	for {
+		bi, err := insp.GetBatch(ctx, b.ID())
+		if err != nil {
+			log.Fatal(err)
+		}
+		now := fmt.Sprintf("%d members: %d pending, %d succeeded, %d dead", bi.Total, bi.Pending, bi.Succeeded, bi.Dead)
+		if now != last {
+			fmt.Printf("%4.1fs  %s\n", time.Since(start).Seconds(), now)
+			last = now
+		}
+		if bi.Finished && notified.Load() == 1 {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			log.Fatal("the batch did not finish within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // a second enqueue of a callback would run by now
+	fmt.Printf("album:publish ran %d times (a photo died), album:notify ran %d time\n", published.Load(), notified.Load())
+	if published.Load() != 0 || notified.Load() != 1 {
+		log.Fatal("callbacks did not run as promised")
+	}
+}

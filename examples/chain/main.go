@@ -1,0 +1,121 @@
+// Command chain runs an order through three steps as a chain: charge the
+// card, then write the invoice (which reads the charge's result), then
+// email the receipt, each in its own queue, each only after the one
+// before it succeeded. The invoice step fails for good the first time (a
+// missing tax rate); the chain stops there, and the program retries the
+// dead link through the Inspector, as an operator would from the
+// dashboard, and the chain resumes and finishes. It prints the chain's
+// links as GetChain sees them at each change.
+//
+//	go run ./examples/chain
+//
+// It uses $SHARDQ_REDIS_URL or $REDIS_URL, else a private redis-server it
+// starts and stops; its keys, under "example-chain", are deleted at the end.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardq/shardq/examples/internal/exampleredis"
+	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
+)
+
+func main() {
+	ctx := context.Background()
+	r := exampleredis.Connect("example-chain")
+	defer r.Close()
+	rdb := r.Client
+	cfg := queue.Config{Prefix: "example-chain"}
+
+	var taxRateLoaded atomic.Bool // the operator's fix, made before the retry
+	mux := worker.NewMux()
+	mux.HandleFunc("card:charge", func(ctx context.Context, t *worker.Task) error {
+		return t.SetResult(ctx, []byte("ch_42: 19.90 EUR")) // the next link reads it
+	})
+	mux.HandleFunc("invoice:write", func(ctx context.Context, t *worker.Task) error {
+		charge, err := t.PreviousResult(ctx)
+		if err != nil {
+			return err
+		}
+		if !taxRateLoaded.Load() {
+			return worker.SkipRetry(errors.New("no tax rate for country FR"))
+		}
+		return t.SetResult(ctx, []byte("invoice INV-7 for "+string(charge)))
+	})
+	mux.HandleFunc("email:receipt", func(ctx context.Context, t *worker.Task) error {
+		invoice, err := t.PreviousResult(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("        receipt sent: %s\n", invoice)
+		return nil
+	})
+	srv, err := worker.NewServer(rdb, worker.Config{Config: cfg,
+		Queues: map[string]int{"payments": 2, "billing": 1, "emails": 1}}, mux)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Shutdown(ctx)
+
+	client, err := queue.NewClient(rdb, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	insp, err := queue.NewInspector(rdb, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	chain, err := client.EnqueueChain(ctx,
+		queue.NewRawTask("card:charge", []byte(`{"order": 7}`), queue.In("payments")),
+		queue.NewRawTask("invoice:write", []byte(`{"order": 7}`), queue.In("billing")),
+		queue.NewRawTask("email:receipt", []byte(`{"order": 7}`), queue.In("emails")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("chain", chain.ID)
+
+	start, last := time.Now(), ""
+	show := func() *queue.ChainInfo {
+		ci, err := insp.GetChain(ctx, chain.ID)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var links []string
+		for _, l := range ci.Links {
+			links = append(links, fmt.Sprintf("%s:%s", l.Type, l.State))
+		}
+		now := fmt.Sprintf("%-8s %s", ci.State, strings.Join(links, "  "))
+		if ci.State == queue.ChainStopped {
+			now += fmt.Sprintf("\n        stopped at link %d: %s", ci.StoppedAt, ci.StopError)
+		}
+		if now != last {
+			fmt.Printf("%4.1fs  %s\n", time.Since(start).Seconds(), now)
+			last = now
+		}
+		return ci
+	}
+	for ci := show(); ci.State != queue.ChainDone; ci = show() {
+		if time.Since(start) > 30*time.Second {
+			log.Fatal("the chain did not finish within 30s")
+		}
+		if ci.State == queue.ChainStopped {
+			taxRateLoaded.Store(true)
+			dead := ci.Links[ci.StoppedAt-1]
+			fmt.Printf("        tax rate loaded; retrying %s (%s)\n", dead.Type, dead.TaskID)
+			if err := insp.RunTask(ctx, dead.Queue, dead.TaskID); err != nil {
+				log.Fatal(err)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

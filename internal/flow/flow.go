@@ -1,0 +1,278 @@
+// Package flow moves chains' and batches' bookkeeping between queue
+// partitions and flow homes: it forwards the outcome notifications that
+// ack and fail scripts write (T:notify) to their homes (flow_notify.lua),
+// and delivers the homes' outboxes (H:out) into queue partitions. The
+// queue package's Client and the worker's sweep both use it.
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
+)
+
+// Env is what delivery and forwarding need to know.
+type Env struct {
+	RDB       redis.UniversalClient
+	Prefix    string
+	ShardSize int
+	FeedSize  int
+	IDTTL     time.Duration
+	// Now returns the time scripts use ("" = the Redis server's clock).
+	Now func() string
+}
+
+// MaxStep bounds the entries one home or list gives per call.
+const MaxStep = 500
+
+func (e *Env) now() string {
+	if e.Now == nil {
+		return ""
+	}
+	return e.Now()
+}
+
+// delivered is one outbox entry read from a home.
+type delivered struct {
+	home int
+	id   string
+	d    *wire.Delivery // nil: gone or undecodable, only to remove
+}
+
+// Deliver enqueues the due entries of the given homes' outboxes into their
+// queue partitions, then removes them from the outboxes. Each task is
+// enqueued under its fixed ID with an ID claim, so an entry delivered twice
+// (a crash before the removal, two sweepers at once) is enqueued once. It
+// returns how many entries it delivered; an error leaves the entries for
+// the next try. Each step is one round trip.
+func (e *Env) Deliver(ctx context.Context, homes []int) (int, error) {
+	if len(homes) == 0 {
+		return 0, nil
+	}
+	cmds := make([]*redis.Cmd, len(homes))
+	err := lua.Pipelined(ctx, e.RDB, func(p *lua.Pipe) error {
+		for i, n := range homes {
+			h := keys.Home(e.Prefix, n)
+			cmds[i] = p.Run(ctx, lua.FlowOutDue, []string{h.Out(), h.OutMsg()}, e.now(), MaxStep)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read flow outboxes: %w", err)
+	}
+	var all []delivered
+	for i, cmd := range cmds {
+		vals, err := cmd.Slice()
+		if err != nil {
+			return 0, fmt.Errorf("read flow outbox %d: %w", homes[i], err)
+		}
+		for j := 0; j+1 < len(vals); j += 2 {
+			id, _ := vals[j].(string)
+			x := delivered{home: homes[i], id: id}
+			if s, ok := vals[j+1].(string); ok {
+				x.d, _ = wire.DecodeDelivery([]byte(s)) // undecodable: removed, it can never be delivered
+			}
+			all = append(all, x)
+		}
+	}
+	return len(all), e.deliver(ctx, all)
+}
+
+// DeliverEntries delivers outbox entries of home that the caller itself
+// just put there (a batch's new members, a chain's first link), without
+// waiting for them to be due, then removes them.
+func (e *Env) DeliverEntries(ctx context.Context, home int, ds []*wire.Delivery) error {
+	all := make([]delivered, len(ds))
+	for i, d := range ds {
+		all[i] = delivered{home: home, id: d.ID, d: d}
+	}
+	return e.deliver(ctx, all)
+}
+
+func (e *Env) deliver(ctx context.Context, all []delivered) error {
+	if len(all) == 0 {
+		return nil
+	}
+	if err := e.enqueue(ctx, all); err != nil {
+		return err
+	}
+	return e.remove(ctx, all)
+}
+
+// enqueue sends the deliveries, one enqueue call per queue partition, in
+// one round trip. A duplicate ID means an earlier delivery ran: success.
+func (e *Env) enqueue(ctx context.Context, all []delivered) error {
+	type group struct {
+		k    keys.Partition
+		args []any
+	}
+	var order []*group
+	byKey := map[keys.Partition]*group{}
+	queues := map[string]int{}
+	for _, x := range all {
+		if x.d == nil {
+			continue
+		}
+		k := keys.For(e.Prefix, x.d.Queue, x.d.Partition)
+		g := byKey[k]
+		if g == nil {
+			g = &group{k: k, args: []any{k.T, e.now(), e.ShardSize, e.FeedSize, 7}}
+			byKey[k] = g
+			order = append(order, g)
+		}
+		g.args = append(g.args, x.d.Msg, x.d.ID, x.d.At, x.d.In, x.d.Unique, x.d.UniqueTTL, e.IDTTL.Milliseconds())
+		queues[x.d.Queue] = max(1, x.d.Partitions)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	cmds := make([]*redis.Cmd, len(order))
+	err := lua.Pipelined(ctx, e.RDB, func(p *lua.Pipe) error {
+		for q, n := range queues {
+			p.HSet(ctx, keys.Queues(e.Prefix), q, n)
+		}
+		for i, g := range order {
+			k := g.k
+			cmds[i] = p.Run(ctx, lua.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State()}, g.args...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("deliver flow tasks: %w", err)
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("deliver flow tasks: %w", err)
+		}
+	}
+	return nil
+}
+
+// remove deletes delivered entries from their outboxes.
+func (e *Env) remove(ctx context.Context, all []delivered) error {
+	byHome := map[int][]any{}
+	for _, x := range all {
+		byHome[x.home] = append(byHome[x.home], x.id)
+	}
+	_, err := e.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, ids := range byHome {
+			h := keys.Home(e.Prefix, n)
+			p.ZRem(ctx, h.Out(), ids...)
+			p.HDel(ctx, h.OutMsg(), anyStrings(ids)...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remove delivered flow tasks: %w", err)
+	}
+	return nil
+}
+
+func anyStrings(v []any) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i], _ = x.(string)
+	}
+	return out
+}
+
+// Forward moves the notifications waiting in the given T:notify lists to
+// their homes: one flow_notify call per home, all in one round trip, then,
+// once the homes answered, the forwarded entries leave their lists (LREM by
+// value, so concurrent forwarders never remove what they did not forward;
+// a crash in between forwards them again, which changes nothing). It
+// returns how many entries it read and the homes whose outboxes have
+// entries due.
+func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
+	if len(lists) == 0 {
+		return 0, nil, nil
+	}
+	reads := make([]*redis.StringSliceCmd, len(lists))
+	_, err := e.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, l := range lists {
+			reads[i] = p.LRange(ctx, l, 0, MaxStep-1)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("read flow notifications: %w", err)
+	}
+	notes := map[int][]any{} // home -> notifications
+	seen := map[string]bool{}
+	type entry struct {
+		list, val string
+		home      int // -1: undecodable, only to remove
+	}
+	var entries []entry
+	for i, r := range reads {
+		for _, v := range r.Val() {
+			home := -1
+			if n, err := wire.DecodeFlowNote([]byte(v)); err == nil {
+				if ref, err := wire.ParseFlowRef(n.Ref); err == nil && ref.Home >= 0 && ref.Home < keys.FlowPartitions {
+					home = ref.Home
+				}
+			}
+			entries = append(entries, entry{lists[i], v, home})
+			if home >= 0 && !seen[v] {
+				seen[v] = true
+				notes[home] = append(notes[home], v)
+			}
+		}
+	}
+	if len(entries) == 0 {
+		return 0, nil, nil
+	}
+	homes := make([]int, 0, len(notes))
+	cmds := make([]*redis.Cmd, 0, len(notes))
+	err = lua.Pipelined(ctx, e.RDB, func(p *lua.Pipe) error {
+		for n, vs := range notes {
+			h := keys.Home(e.Prefix, n)
+			homes = append(homes, n)
+			cmds = append(cmds, p.Run(ctx, lua.FlowNotify, []string{h.Out()}, append([]any{h.H, e.now()}, vs...)...))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("forward flow notifications: %w", err)
+	}
+	var due []int
+	failed := map[int]bool{}
+	var first error
+	for i, c := range cmds {
+		res, err := c.Int64Slice()
+		if err != nil || len(res) != 2 {
+			failed[homes[i]] = true
+			first = firstErr(first, fmt.Errorf("forward flow notifications to home %d: %w", homes[i], errors.Join(err, c.Err())))
+			continue
+		}
+		if res[1] > 0 {
+			due = append(due, homes[i])
+		}
+	}
+	_, err = e.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, x := range entries {
+			if x.home < 0 || !failed[x.home] {
+				p.LRem(ctx, x.list, 1, x.val)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, due, fmt.Errorf("remove forwarded flow notifications: %w", err)
+	}
+	return len(entries), due, first
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

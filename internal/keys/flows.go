@@ -1,0 +1,57 @@
+package keys
+
+import (
+	"hash/fnv"
+	"strconv"
+)
+
+// FlowPartitions is how many flow homes there are: every chain and batch
+// lives in one of them (HomeOf), so every flow script touches one slot and
+// a worker sweeps all homes without SCAN. Changing it moves every flow:
+// it is a constant of the stored layout.
+const FlowPartitions = 16
+
+// FlowHome is the key space of one flow home, hash tag {<prefix>:flows:<n>}.
+type FlowHome struct {
+	H string // "{prefix:flows:n}"
+	N int
+}
+
+// Home returns flow home n under prefix.
+func Home(prefix string, n int) FlowHome {
+	return FlowHome{H: "{" + prefix + ":flows:" + strconv.Itoa(n) + "}", N: n}
+}
+
+// HomeOf returns the home number of the flow with ID id: FNV-1a of the ID
+// modulo FlowPartitions.
+func HomeOf(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % FlowPartitions)
+}
+
+// Out is the zset entry ID -> visible-at (ms) of the home's delivery
+// outbox: tasks (members, next links, callbacks) to enqueue into their
+// queues. OutMsg holds the entries.
+func (h FlowHome) Out() string { return h.H + ":out" }
+
+// OutMsg is the hash entry ID -> delivery (wire.Delivery) of Out's entries.
+func (h FlowHome) OutMsg() string { return h.H + ":outmsg" }
+
+// Batch is the hash of batch id's counters, flags and callbacks.
+func (h FlowHome) Batch(id string) string { return h.H + ":b:" + id }
+
+// Members is the hash member -> state ("p", "s", "d") of batch id.
+func (h FlowHome) Members(id string) string { return h.H + ":bm:" + id }
+
+// Chain is the hash of chain id: its links, their states and results,
+// where it stopped.
+func (h FlowHome) Chain(id string) string { return h.H + ":c:" + id }
+
+// Recent is the zset "b:<id>" or "c:<id>" -> creation time (ms) of the
+// home's newest flows, capped.
+func (h FlowHome) Recent() string { return h.H + ":recent" }
+
+// Notify is the list of flow notifications (wire.FlowNote) written by the
+// partition's ack and fail scripts, waiting to be forwarded to their homes.
+func (p Partition) Notify() string { return p.T + ":notify" }

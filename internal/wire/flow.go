@@ -1,0 +1,109 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// FlowRef is a task's place in a flow, carried in its message (Message.Flow)
+// so the worker knows at ack time, without a read, that the outcome must
+// be reported, and where: "b<home>:<batch id>" for a batch member,
+// "c<home>:<chain id>:<link>" for a chain link (links count from 1).
+// lua/include/flowhome.lua parses the same text.
+type FlowRef struct {
+	Kind byte // 'b' batch, 'c' chain
+	Home int
+	ID   string
+	Link int // chains only
+}
+
+// String returns the ref's stored text.
+func (r FlowRef) String() string {
+	s := string(r.Kind) + strconv.Itoa(r.Home) + ":" + r.ID
+	if r.Kind == 'c' {
+		s += ":" + strconv.Itoa(r.Link)
+	}
+	return s
+}
+
+// ParseFlowRef parses a ref's stored text.
+func ParseFlowRef(s string) (FlowRef, error) {
+	bad := fmt.Errorf("bad flow ref %q", s)
+	if len(s) < 4 || (s[0] != 'b' && s[0] != 'c') {
+		return FlowRef{}, bad
+	}
+	head, rest, ok := strings.Cut(s[1:], ":")
+	home, err := strconv.Atoi(head)
+	if !ok || err != nil || rest == "" {
+		return FlowRef{}, bad
+	}
+	r := FlowRef{Kind: s[0], Home: home, ID: rest}
+	if r.Kind == 'c' {
+		i := strings.LastIndexByte(rest, ':')
+		if i <= 0 {
+			return FlowRef{}, bad
+		}
+		if r.Link, err = strconv.Atoi(rest[i+1:]); err != nil || r.Link < 1 {
+			return FlowRef{}, bad
+		}
+		r.ID = rest[:i]
+	}
+	return r, nil
+}
+
+// Delivery is one entry of a flow home's outbox: a task to enqueue into
+// its queue partition under its fixed ID (the ID claim makes a second
+// delivery a no-op). Encoded as a msgpack array; Lua copies it unread.
+type Delivery struct {
+	Queue      string
+	Partition  int
+	Partitions int // the queue's partition count, for the queue registry
+	ID         string
+	Msg        []byte
+	At, In     int64 // ProcessAt (unix ms), ProcessIn (ms); 0 = none
+	Unique     string
+	UniqueTTL  int64 // ms
+}
+
+// EncodeDelivery returns d's stored bytes.
+func EncodeDelivery(d *Delivery) ([]byte, error) {
+	return msgpack.Marshal([]any{d.Queue, d.Partition, d.Partitions, d.ID, d.Msg, d.At, d.In, d.Unique, d.UniqueTTL})
+}
+
+// DecodeDelivery reads a stored delivery.
+func DecodeDelivery(b []byte) (*Delivery, error) {
+	var d Delivery
+	if err := decodeArray(msgpack.NewDecoder(bytes.NewReader(b)), []any{&d.Queue, &d.Partition, &d.Partitions, &d.ID, &d.Msg, &d.At, &d.In, &d.Unique, &d.UniqueTTL}); err != nil {
+		return nil, fmt.Errorf("decode flow delivery (%d bytes): %w", len(b), err)
+	}
+	if d.Queue == "" || d.ID == "" || len(d.Msg) == 0 {
+		return nil, fmt.Errorf("decode flow delivery (%d bytes): missing queue, id or message", len(b))
+	}
+	return &d, nil
+}
+
+// FlowNote is a flow task's outcome on its way to the flow's home, as
+// the ack and fail scripts write it (cmsgpack): {ref, member, outcome ("s"
+// succeeded, "d" dead), result, error}.
+type FlowNote struct {
+	Ref     string
+	Member  string
+	Outcome string
+	Result  []byte
+	Err     string
+}
+
+// DecodeFlowNote reads a stored notification.
+func DecodeFlowNote(b []byte) (*FlowNote, error) {
+	var n FlowNote
+	var res string
+	if err := decodeArray(msgpack.NewDecoder(bytes.NewReader(b)), []any{&n.Ref, &n.Member, &n.Outcome, &res, &n.Err}); err != nil {
+		return nil, fmt.Errorf("decode flow notification (%d bytes): %w", len(b), err)
+	}
+	n.Result = []byte(res)
+	return &n, nil
+}

@@ -1,0 +1,33 @@
+#!lua
+--[[ flow_add: register tasks as members of batch id and put them into
+  the home's outbox, before they are delivered: a member is registered
+  before it can run, and a producer that dies after this call loses
+  nothing (sweepers deliver the outbox once the grace has passed).
+  KEYS[1] H:b:<id>
+  ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] batch ID
+  ARGV[4] grace (ms) before sweepers deliver  ARGV[5] 1 when the caller is
+  a task of the batch (it may add after Close)
+  ARGV[6..] pairs: task ID, its delivery (wire.Delivery)
+  Returns: how many members are new, -1 batch not found, -2 finished,
+  -3 closed ]]
+--@include time
+--@include flowhome
+local H, id = ARGV[1], ARGV[3]
+local now = now_ms(ARGV[2])
+local f = redis.call('HMGET', KEYS[1], 'closed', 'finished')
+if not f[1] then return -1 end
+if f[2] ~= '0' then return -2 end
+if f[1] == '1' and ARGV[5] ~= '1' then return -3 end
+local mk, fresh = H .. ':bm:' .. id, 0
+local at = now + tonumber(ARGV[4])
+for i = 6, #ARGV, 2 do
+  if redis.call('HSETNX', mk, ARGV[i], 'p') == 1 then
+    fresh = fresh + 1
+    flow_out_put(H, ARGV[i], ARGV[i + 1], at)
+  end
+end
+if fresh > 0 then
+  redis.call('HINCRBY', KEYS[1], 'total', fresh)
+  redis.call('HINCRBY', KEYS[1], 'pending', fresh)
+end
+return fresh

@@ -1,0 +1,17 @@
+#!lua flags=allow-oom
+--[[ flow_notify: apply a batch of flow notifications at their home H.
+  KEYS[1] H:out
+  ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3..] notifications
+    (wire.FlowNote, as ack and fail write them into T:notify)
+  Idempotent: every notification moves one task's state (see
+  include/flowhome.lua), so one delivered twice changes nothing.
+  Returns: {state changes, outbox entries due now} ]]
+--@include time
+--@include flowhome
+local H = ARGV[1]
+local now = now_ms(ARGV[2])
+local changed = 0
+for i = 3, #ARGV do
+  if flow_apply(H, ARGV[i], now) then changed = changed + 1 end
+end
+return {changed, flow_due(H, now)}

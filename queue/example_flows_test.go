@@ -1,0 +1,94 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
+)
+
+func ExampleClient_NewBatch() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	ctx := context.Background()
+
+	done := make(chan string, 1)
+	mux := worker.NewMux()
+	mux.HandleFunc("resize", func(ctx context.Context, t *worker.Task) error { return nil })
+	mux.HandleFunc("album:ready", func(ctx context.Context, t *worker.Task) error {
+		// a callback carries its batch's ID
+		done <- fmt.Sprintf("album ready (callback of a batch: %t)", t.Flow().BatchID != "")
+		return nil
+	})
+	server, _ := worker.NewServer(rdb, worker.Config{}, mux)
+	_ = server.Start(ctx)
+	defer server.Shutdown(ctx)
+
+	client, _ := queue.NewClient(rdb, queue.Config{})
+	batch, err := client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("album:ready", nil)),
+		queue.Description("resize the album's photos"))
+	if err != nil {
+		panic(err)
+	}
+	for _, photo := range []string{"a.jpg", "b.jpg", "c.jpg"} {
+		if _, err := batch.Add(ctx, queue.NewRawTask("resize", []byte(photo))); err != nil {
+			panic(err)
+		}
+	}
+	_ = batch.Close(ctx) // no more adds from outside; the callback follows the last member
+	fmt.Println(<-done)
+
+	insp, _ := queue.NewInspector(rdb, queue.Config{})
+	info, _ := insp.GetBatch(ctx, batch.ID())
+	fmt.Println(info.Total, info.Succeeded, info.Finished)
+	// Output:
+	// album ready (callback of a batch: true)
+	// 3 3 true
+}
+
+func ExampleClient_EnqueueChain() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	ctx := context.Background()
+
+	out := make(chan string, 3)
+	step := func(ctx context.Context, t *worker.Task) error {
+		prev, err := t.PreviousResult(ctx)
+		if err != nil {
+			return err
+		}
+		out <- fmt.Sprintf("%s after %q", t.Type, prev)
+		return t.SetResult(ctx, []byte(t.Type+" done"))
+	}
+	mux := worker.NewMux()
+	for _, typ := range []string{"fetch", "parse", "store"} {
+		mux.HandleFunc(typ, step)
+	}
+	server, _ := worker.NewServer(rdb, worker.Config{}, mux)
+	_ = server.Start(ctx)
+	defer server.Shutdown(ctx)
+
+	client, _ := queue.NewClient(rdb, queue.Config{})
+	chain, err := client.EnqueueChain(ctx, queue.NewRawTask("fetch", nil),
+		queue.NewRawTask("parse", nil), queue.NewRawTask("store", nil, queue.MaxRetry(3)))
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		fmt.Println(<-out)
+	}
+	insp, _ := queue.NewInspector(rdb, queue.Config{})
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if info, _ := insp.GetChain(ctx, chain.ID); info.State == queue.ChainDone {
+			fmt.Println(info.State, len(info.Links))
+			break
+		}
+	}
+	// Output:
+	// fetch after ""
+	// parse after "fetch done"
+	// store after "parse done"
+	// done 3
+}

@@ -1,0 +1,249 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// TaskFlow is the flow a task belongs to: a batch (BatchID) or a chain
+// (ChainID and the task's link, from 1).
+type TaskFlow struct {
+	BatchID string
+	ChainID string
+	Link    int
+}
+
+// flowOf reads a message's flow ref; nil when it has none.
+func flowOf(ref string) *TaskFlow {
+	if ref == "" {
+		return nil
+	}
+	r, err := wire.ParseFlowRef(ref)
+	if err != nil {
+		return nil
+	}
+	if r.Kind == 'b' {
+		return &TaskFlow{BatchID: r.ID}
+	}
+	return &TaskFlow{ChainID: r.ID, Link: r.Link}
+}
+
+// BatchInfo is a batch's progress, as its home keeps it.
+type BatchInfo struct {
+	ID          string
+	Description string
+	// Parent is the batch this one is a member of; "" when none.
+	Parent string
+	// Total members, and how many are pending (not finished), succeeded
+	// and dead. A dead member retried to success moves from Dead to
+	// Succeeded.
+	Total, Pending, Succeeded, Dead int
+	Closed                          bool
+	// Finished: closed and nothing pending; the callbacks went out.
+	Finished bool
+	// OnSuccess and OnComplete are the callbacks' task IDs ("" = none), and
+	// when each was put out for delivery (zero = not yet).
+	OnSuccess, OnComplete           string
+	SuccessFiredAt, CompleteFiredAt time.Time
+	CreatedAt, FinishedAt           time.Time
+}
+
+// ChainState is where a chain is.
+type ChainState string
+
+// Chain states.
+const (
+	ChainRunning ChainState = "running" // a link is enqueued or running
+	ChainStopped ChainState = "stopped" // a link went dead; retrying it resumes the chain
+	ChainDone    ChainState = "done"    // every link succeeded
+)
+
+// LinkState is where one link of a chain is.
+type LinkState string
+
+// Link states.
+const (
+	LinkWaiting   LinkState = "waiting"   // not enqueued yet
+	LinkEnqueued  LinkState = "enqueued"  // enqueued: pending, running or retrying
+	LinkSucceeded LinkState = "succeeded" // done
+	LinkDead      LinkState = "dead"      // the chain stopped here
+)
+
+// ChainLink is one link of a chain.
+type ChainLink struct {
+	TaskID string
+	Queue  string
+	Type   string
+	State  LinkState
+}
+
+// ChainInfo is a chain's progress, as its home keeps it.
+type ChainInfo struct {
+	ID    string
+	State ChainState
+	Links []ChainLink
+	// Current is the link running or next (from 1); the last when done.
+	Current int
+	// StoppedAt is the link where the chain stopped (from 1; 0 when it
+	// did not), StopError the error it died with.
+	StoppedAt int
+	StopError string
+	CreatedAt time.Time
+	// FinishedAt is when the last link succeeded.
+	FinishedAt time.Time
+}
+
+// GetBatch returns batch id's progress, in one round trip.
+func (i *Inspector) GetBatch(ctx context.Context, id string) (*BatchInfo, error) {
+	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
+	var f map[string]string
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var err error
+		f, err = i.rdb.HGetAll(ctx, h.Batch(id)).Result()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get batch %s: %w", id, err)
+	}
+	if len(f) == 0 {
+		return nil, fmt.Errorf("batch %s: %w", id, ErrBatchNotFound)
+	}
+	b := &BatchInfo{
+		ID: id, Description: f["desc"], Parent: f["parent"],
+		Total: atoi(f["total"]), Pending: atoi(f["pending"]), Succeeded: atoi(f["succeeded"]), Dead: atoi(f["dead"]),
+		Closed: f["closed"] == "1", CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
+		SuccessFiredAt: msTime(int64(atoi(f["cbs_fired"]))), CompleteFiredAt: msTime(int64(atoi(f["cbc_fired"]))),
+	}
+	b.Finished = !b.FinishedAt.IsZero()
+	if f["cbs_id"] != "" {
+		b.OnSuccess = wire.PublicID(f["cbs_id"])
+	}
+	if f["cbc_id"] != "" {
+		b.OnComplete = wire.PublicID(f["cbc_id"])
+	}
+	return b, nil
+}
+
+// GetChain returns chain id's progress, in one round trip.
+func (i *Inspector) GetChain(ctx context.Context, id string) (*ChainInfo, error) {
+	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
+	var f map[string]string
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var err error
+		f, err = i.rdb.HGetAll(ctx, h.Chain(id)).Result()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get chain %s: %w", id, err)
+	}
+	if len(f) == 0 {
+		return nil, fmt.Errorf("chain %s: %w", id, ErrChainNotFound)
+	}
+	c := &ChainInfo{
+		ID: id, State: ChainState(f["state"]), Current: atoi(f["cur"]),
+		StoppedAt: atoi(f["stop_link"]), StopError: f["stop_err"],
+		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
+	}
+	for k := 1; k <= atoi(f["n"]); k++ {
+		n := strconv.Itoa(k)
+		c.Links = append(c.Links, ChainLink{
+			TaskID: wire.PublicID(f["i:"+n]), Queue: f["q:"+n], Type: f["t:"+n], State: linkState(f["s:"+n]),
+		})
+	}
+	return c, nil
+}
+
+func linkState(s string) LinkState {
+	switch s {
+	case "p":
+		return LinkEnqueued
+	case "s":
+		return LinkSucceeded
+	case "d":
+		return LinkDead
+	}
+	return LinkWaiting
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// FlowSummary names one recent chain or batch.
+type FlowSummary struct {
+	Kind      string // "batch" or "chain"
+	ID        string
+	CreatedAt time.Time
+}
+
+// RecentFlows returns up to limit of the newest chains and batches, newest
+// first, in one round trip (one read per flow home, pipelined). Each home
+// keeps its newest 1,000.
+func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.ZSliceCmd, keys.FlowPartitions)
+	err := rcall.Do(ctx, i.rdb, func() error {
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for n := range keys.FlowPartitions {
+				cmds[n] = p.ZRevRangeWithScores(ctx, keys.Home(i.cfg.Prefix, n).Recent(), 0, int64(limit-1))
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recent flows: %w", err)
+	}
+	var out []FlowSummary
+	for _, c := range cmds {
+		for _, z := range c.Val() {
+			m, _ := z.Member.(string)
+			if len(m) < 3 {
+				continue
+			}
+			kind := "batch"
+			if m[0] == 'c' {
+				kind = "chain"
+			}
+			out = append(out, FlowSummary{Kind: kind, ID: m[2:], CreatedAt: time.UnixMilli(int64(z.Score))})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b FlowSummary) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out[:min(len(out), limit)], nil
+}
+
+// forwardFlowsAfter forwards, after a deletion that succeeded (*err nil),
+// the flow notifications of queue's partitions: a deleted flow task is
+// dead to its flow (the delete scripts write that in T:notify), and the
+// queue may have no worker to forward it. Failing here loses nothing: the
+// notifications wait for the next forwarder.
+func (i *Inspector) forwardFlowsAfter(ctx context.Context, queue string, err *error) {
+	if *err != nil {
+		return
+	}
+	env := &flow.Env{RDB: i.rdb, Prefix: i.cfg.Prefix, ShardSize: i.cfg.ShardSize, FeedSize: i.cfg.FeedSize, IDTTL: i.cfg.IDTTL}
+	lists := make([]string, i.cfg.partitions(queue))
+	for n := range lists {
+		lists[n] = keys.For(i.cfg.Prefix, queue, n).Notify()
+	}
+	_ = rcall.Do(ctx, i.rdb, func() error {
+		_, due, err := env.Forward(ctx, lists)
+		if err == nil && len(due) > 0 {
+			_, err = env.Deliver(ctx, due)
+		}
+		return err
+	})
+}

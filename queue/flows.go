@@ -1,0 +1,369 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
+)
+
+// flowGrace is how long a flow's tasks wait in their home's outbox before
+// workers' sweeps deliver them: the producer that put them there delivers
+// them at once, so sweepers step in only for a producer that died.
+const flowGrace = 15 * time.Second
+
+// maxAddStep bounds the tasks one registration script call carries.
+const maxAddStep = 1000
+
+// BatchOption configures NewBatch.
+type BatchOption func(*batchOptions) error
+
+type batchOptions struct {
+	desc                string
+	parent              string
+	onSuccess, onComple *callback
+}
+
+type callback struct {
+	task *Task
+	opts []Option
+}
+
+// OnSuccess sets the task enqueued, once, when every member of the batch
+// succeeded (after Close). Dead members retried later to success fire it
+// then. opts apply over the task's own options.
+func OnSuccess(t *Task, opts ...Option) BatchOption {
+	return func(b *batchOptions) error {
+		if t == nil {
+			return fmt.Errorf("%w: nil OnSuccess task", ErrInvalidTask)
+		}
+		b.onSuccess = &callback{t, opts}
+		return nil
+	}
+}
+
+// OnComplete sets the task enqueued, once, when every member of the batch
+// finished (after Close), succeeded or dead. When every member succeeded
+// both OnComplete and OnSuccess fire, as in Sidekiq.
+func OnComplete(t *Task, opts ...Option) BatchOption {
+	return func(b *batchOptions) error {
+		if t == nil {
+			return fmt.Errorf("%w: nil OnComplete task", ErrInvalidTask)
+		}
+		b.onComple = &callback{t, opts}
+		return nil
+	}
+}
+
+// Description sets a batch's description, for people (BatchInfo).
+func Description(s string) BatchOption {
+	return func(b *batchOptions) error {
+		if len(s) > 1000 {
+			return fmt.Errorf("%w: batch description of %d bytes, limit 1000", ErrInvalidOption, len(s))
+		}
+		b.desc = s
+		return nil
+	}
+}
+
+// ParentBatch makes the new batch one member of the batch id: the parent
+// counts it as succeeded when every member of the child succeeded, else as
+// dead, once the child finished. Parent and child live in one flow home.
+func ParentBatch(id string) BatchOption {
+	return func(b *batchOptions) error {
+		if _, err := uuid.Parse(id); err != nil {
+			return fmt.Errorf("%w: parent batch ID %q", ErrBatchNotFound, id)
+		}
+		b.parent = id
+		return nil
+	}
+}
+
+// Batch is a group of tasks with callbacks; see Client.NewBatch.
+type Batch struct {
+	c      *Client
+	id     string
+	home   int
+	member bool // a handle of one of the batch's own tasks: may add after Close
+}
+
+// ID returns the batch's ID.
+func (b *Batch) ID() string { return b.id }
+
+// NewBatch creates an open batch. Add tasks to it, then Close it: its
+// callbacks are enqueued exactly once when its members have finished.
+func (c *Client) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
+	return c.newBatch(ctx, false, opts)
+}
+
+// NewBatch creates a batch nested in b (as ParentBatch(b.ID()) does): the
+// child counts as one member of b. From a member's handle (AsMember,
+// worker.Task.Batch) it works after b was closed, as Add does.
+func (b *Batch) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
+	return b.c.newBatch(ctx, b.member, append(opts[:len(opts):len(opts)], ParentBatch(b.id)))
+}
+
+func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) (*Batch, error) {
+	var o batchOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	id := newFlowID(o.parent)
+	b := &Batch{c: c, id: id, home: keys.HomeOf(id)}
+	h := keys.Home(c.cfg.Prefix, b.home)
+	args := []any{h.H, "", id, o.desc, o.parent, c.cfg.FlowRetention.Milliseconds()}
+	for _, cb := range []*callback{o.onSuccess, o.onComple} {
+		if cb == nil {
+			args = append(args, "", "")
+			continue
+		}
+		d, err := c.delivery(cb.task, cb.opts, wire.FlowRef{Kind: 'b', Home: b.home, ID: id}.String(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("batch callback: %w", err)
+		}
+		enc, err := wire.EncodeDelivery(d)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, d.ID, enc)
+	}
+	args = append(args, boolArg(member))
+	code, err := c.runFlow(ctx, lua.FlowBatchNew, h.Batch(id), args)
+	if err != nil {
+		return nil, fmt.Errorf("new batch: %w", err)
+	}
+	switch code {
+	case -1:
+		return nil, fmt.Errorf("new batch: ID %s taken", id) // a UUIDv7 collision: never
+	case -2:
+		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchNotFound)
+	case -3:
+		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchFinished)
+	case -4:
+		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchClosed)
+	}
+	return b, nil
+}
+
+// newFlowID returns a new UUIDv7 text; with a parent batch, one whose home
+// is the parent's, so the child is created and registered in one script.
+func newFlowID(parent string) string {
+	for {
+		id := uuid.Must(uuid.NewV7()).String()
+		if parent == "" || keys.HomeOf(id) == keys.HomeOf(parent) {
+			return id
+		}
+	}
+}
+
+// OpenBatch returns a handle to the batch id, created earlier (perhaps by
+// another process), to Add to it or Close it. Nothing is read: an unknown
+// ID is ErrBatchNotFound at the first call.
+func (c *Client) OpenBatch(id string) *Batch {
+	return &Batch{c: c, id: id, home: keys.HomeOf(id)}
+}
+
+// AsMember returns a handle of b for use by a task that is itself a
+// member of the batch: its Adds are allowed after Close, since the batch
+// cannot finish while the adding task has not. worker.Task.Batch returns
+// such a handle.
+func (b *Batch) AsMember() *Batch {
+	m := *b
+	m.member = true
+	return &m
+}
+
+// Add adds tasks to the batch and enqueues them. They are registered at
+// the batch's home before they are enqueued, so none can finish before it
+// counts; a producer that dies after registering loses nothing (workers
+// deliver what it left after a grace of 15s). Each task gets a generated
+// ID (a TaskID option is refused: a member's ID is the batch's business).
+// Add after Close is ErrBatchClosed (except from a member: AsMember),
+// after the batch finished ErrBatchFinished. Any other error leaves the
+// outcome unknown, as for EnqueueBatch: adding again may add twice.
+// Tasks are registered a thousand per script call.
+func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
+	c := b.c
+	ref := wire.FlowRef{Kind: 'b', Home: b.home, ID: b.id}.String()
+	infos := make([]*TaskInfo, 0, len(tasks))
+	ds := make([]*wire.Delivery, 0, len(tasks))
+	for i, t := range tasks {
+		info := &TaskInfo{}
+		d, err := c.delivery(t, nil, ref, info)
+		if err != nil {
+			return nil, fmt.Errorf("batch %s: task %d: %w", b.id, i, err)
+		}
+		infos = append(infos, info)
+		ds = append(ds, d)
+	}
+	h := keys.Home(c.cfg.Prefix, b.home)
+	member := boolArg(b.member)
+	env := c.flowEnv()
+	for from := 0; from < len(ds); from += maxAddStep {
+		step := ds[from:min(len(ds), from+maxAddStep)]
+		args := []any{h.H, "", b.id, flowGrace.Milliseconds(), member}
+		for _, d := range step {
+			enc, err := wire.EncodeDelivery(d)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, d.ID, enc)
+		}
+		code, err := c.runFlow(ctx, lua.FlowAdd, h.Batch(b.id), args)
+		if err != nil {
+			return nil, fmt.Errorf("batch %s: add: %w", b.id, err)
+		}
+		if err := batchCode(b.id, code); err != nil {
+			return nil, err
+		}
+		if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, b.home, step) }); err != nil {
+			// registered: workers deliver them after the grace
+			return nil, fmt.Errorf("batch %s: enqueue members (registered; workers deliver them later): %w", b.id, err)
+		}
+	}
+	return infos, nil
+}
+
+func batchCode(id string, code int64) error {
+	switch code {
+	case -1:
+		return fmt.Errorf("batch %s: %w", id, ErrBatchNotFound)
+	case -2:
+		return fmt.Errorf("batch %s: %w", id, ErrBatchFinished)
+	case -3:
+		return fmt.Errorf("batch %s: %w", id, ErrBatchClosed)
+	}
+	return nil
+}
+
+// Close closes the batch to Adds from outside it. Once every member has
+// finished (at once when all have), its callbacks are enqueued. Closing
+// twice is harmless.
+func (b *Batch) Close(ctx context.Context) error {
+	c := b.c
+	h := keys.Home(c.cfg.Prefix, b.home)
+	code, err := c.runFlow(ctx, lua.FlowClose, h.Batch(b.id), []any{h.H, "", b.id})
+	if err != nil {
+		return fmt.Errorf("batch %s: close: %w", b.id, err)
+	}
+	if code == -1 {
+		return fmt.Errorf("batch %s: %w", b.id, ErrBatchNotFound)
+	}
+	if code > 0 {
+		// callbacks due: deliver them now; workers' sweeps would otherwise
+		env := c.flowEnv()
+		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{b.home}); return err })
+	}
+	return nil
+}
+
+// Chain is an enqueued chain: its ID and its links' task IDs, in order.
+type Chain struct {
+	ID      string
+	TaskIDs []string
+}
+
+// EnqueueChain enqueues tasks as a chain: each runs only after the one
+// before it succeeded (worker.Task.PreviousResult reads that one's
+// result); a link that goes dead stops the chain there until it is
+// retried. Each task's own options give its queue and the rest (a TaskID
+// is refused: links get generated IDs). The chain is registered at its
+// home with every link and its first link enqueued; nothing is written
+// when any link is invalid.
+func (c *Client) EnqueueChain(ctx context.Context, tasks ...*Task) (*Chain, error) {
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("%w: empty chain", ErrInvalidTask)
+	}
+	id := newFlowID("")
+	home := keys.HomeOf(id)
+	h := keys.Home(c.cfg.Prefix, home)
+	ch := &Chain{ID: id}
+	args := []any{h.H, "", id, c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds()}
+	var first *wire.Delivery
+	for k, t := range tasks {
+		ref := wire.FlowRef{Kind: 'c', Home: home, ID: id, Link: k + 1}.String()
+		info := &TaskInfo{}
+		d, err := c.delivery(t, nil, ref, info)
+		if err != nil {
+			return nil, fmt.Errorf("chain link %d: %w", k+1, err)
+		}
+		enc, err := wire.EncodeDelivery(d)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			first = d
+		}
+		ch.TaskIDs = append(ch.TaskIDs, info.ID)
+		args = append(args, d.ID, info.Queue, info.Type, enc)
+	}
+	code, err := c.runFlow(ctx, lua.FlowChainNew, h.Chain(id), args)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue chain: %w", err)
+	}
+	if code == -1 {
+		return nil, fmt.Errorf("enqueue chain: ID %s taken", id)
+	}
+	env := c.flowEnv()
+	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, home, []*wire.Delivery{first}) }); err != nil {
+		return ch, fmt.Errorf("chain %s: enqueue first link (registered; workers deliver it later): %w", id, err)
+	}
+	return ch, nil
+}
+
+// delivery builds task t (with call options opts) as a flow task under a
+// generated ID: ref is its flow ref (a callback carries its batch's). info, when
+// not nil, receives the task's info.
+func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*wire.Delivery, error) {
+	if t != nil {
+		if o, err := resolveOptions(t.opts, opts); err == nil && o.taskID != "" {
+			return nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", ErrInvalidOption, o.taskID)
+		}
+	}
+	id := wire.NewID()
+	all := append(opts[:len(opts):len(opts)], TaskID(wire.PublicID(id)), func(o *options) error { o.flow = ref; return nil })
+	p, err := c.build(t, all, nil, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if info != nil {
+		*info = *p.info
+	}
+	return &wire.Delivery{
+		Queue: p.info.Queue, Partition: p.info.Partition, Partitions: c.cfg.partitions(p.info.Queue),
+		ID: p.id, Msg: p.msg, At: p.at, In: p.in, Unique: p.unique, UniqueTTL: p.uttl,
+	}, nil
+}
+
+// runFlow runs a flow script with key (its home's hash tag) and args and
+// returns its integer reply.
+func (c *Client) runFlow(ctx context.Context, s *lua.Script, key string, args []any) (int64, error) {
+	var code int64
+	err := rcall.Do(ctx, c.rdb, func() error {
+		var err error
+		code, err = s.Run(ctx, c.rdb, []string{key}, args...).Int64()
+		return err
+	})
+	return code, redisError(err)
+}
+
+// flowEnv returns what the flow package needs of this client.
+func (c *Client) flowEnv() *flow.Env {
+	return &flow.Env{RDB: c.rdb, Prefix: c.cfg.Prefix, ShardSize: c.cfg.ShardSize, FeedSize: c.cfg.FeedSize, IDTTL: c.cfg.IDTTL}
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,167 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/queue"
+)
+
+// flows is a server's part in chains and batches: it forwards the
+// notifications its partitions' ack and fail scripts wrote (T:notify) to
+// the flows' homes, and delivers the homes' due outbox entries (next
+// links, callbacks) into their queues. It does both right after it wrote
+// a flow task's outcome, for low latency, and every FlowSweep for all
+// homes, so what a killed worker left behind is picked up by the others.
+type flows struct {
+	env    *flow.Env
+	lists  []string      // this server's partitions' T:notify lists
+	kick   chan struct{} // one token: a flow outcome was written
+	client *queue.Client // for Task.Batch
+}
+
+func (s *Server) newFlows() *flows {
+	f := &flows{
+		env: &flow.Env{RDB: s.rdb, Prefix: s.cfg.Prefix, ShardSize: s.cfg.ShardSize,
+			FeedSize: s.cfg.FeedSize, IDTTL: s.cfg.IDTTL},
+		kick: make(chan struct{}, 1),
+	}
+	if s.cfg.Clock != nil {
+		f.env.Now = s.cfg.now
+	}
+	for _, p := range s.parts {
+		f.lists = append(f.lists, p.k.Notify())
+	}
+	f.client, _ = queue.NewClient(s.rdb, s.cfg.Config) // cfg was validated by NewServer
+	return f
+}
+
+// flowsWritten kicks the flow loop when any of the written outcomes is a
+// flow task's success or death (a retry tells its flow nothing).
+func (s *Server) flowsWritten(os []outcome) {
+	for i := range os {
+		if o := &os[i]; o.flow != "" && (o.kind == outcomeAck || (o.kind == outcomeFail && o.delayMS < 0 && o.snooze == 0)) {
+			select {
+			case s.flows.kick <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+}
+
+// maxFlowRounds bounds the forwarding rounds of one kick: a busy batch
+// keeps its notification lists full, and the sweep comes back anyway.
+const maxFlowRounds = 20
+
+// sweepFlows runs until ctx ends: at a kick it forwards this server's
+// notifications and delivers what became due; every FlowSweep it also
+// delivers the due entries of every flow home.
+func (s *Server) sweepFlows(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.FlowSweep)
+	defer tick.Stop()
+	homes := make([]int, keys.FlowPartitions)
+	for i := range homes {
+		homes[i] = i
+	}
+	for {
+		var all bool
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.flows.kick:
+		case <-tick.C:
+			all = true
+		}
+		if err := s.flowStep(ctx, all, homes); err != nil && ctx.Err() == nil {
+			s.logRedisError("flows", err)
+		}
+	}
+}
+
+// flowStep forwards notifications (up to maxFlowRounds rounds while the
+// lists give some) and delivers the due entries of the homes they made
+// due, or of every home when all is set.
+func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
+	f := s.flows
+	due := map[int]bool{}
+	var errs error
+	for range maxFlowRounds {
+		n, got, err := f.env.Forward(ctx, f.lists)
+		errs = errors.Join(errs, err)
+		for _, h := range got {
+			due[h] = true
+		}
+		if err != nil || n < flow.MaxStep {
+			break
+		}
+	}
+	if all {
+		for _, h := range homes {
+			due[h] = true
+		}
+	}
+	list := make([]int, 0, len(due))
+	for h := range due {
+		list = append(list, h)
+	}
+	for range maxFlowRounds {
+		n, err := f.env.Deliver(ctx, list)
+		if err != nil {
+			return errors.Join(errs, err)
+		}
+		if n < flow.MaxStep {
+			break
+		}
+	}
+	return errs
+}
+
+// Flow returns the chain or batch the task belongs to; nil when none.
+func (t *Task) Flow() *queue.TaskFlow {
+	r, err := wire.ParseFlowRef(t.flow)
+	if t.flow == "" || err != nil {
+		return nil
+	}
+	if r.Kind == 'b' {
+		return &queue.TaskFlow{BatchID: r.ID}
+	}
+	return &queue.TaskFlow{ChainID: r.ID, Link: r.Link}
+}
+
+// Batch returns a handle to the batch the task is a member of, to add
+// tasks to it (allowed after Close: the batch cannot finish while this
+// task has not), or nil when the task is in no batch.
+func (t *Task) Batch() *queue.Batch {
+	f := t.Flow()
+	if f == nil || f.BatchID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
+		return nil
+	}
+	return t.srv.flows.client.OpenBatch(f.BatchID).AsMember()
+}
+
+// PreviousResult returns the result the previous link of the task's chain
+// wrote (SetResult), or nil when the task is no chain link, is the first,
+// or the previous link wrote none.
+func (t *Task) PreviousResult(ctx context.Context) ([]byte, error) {
+	r, err := wire.ParseFlowRef(t.flow)
+	if t.flow == "" || err != nil || r.Kind != 'c' || r.Link < 2 {
+		return nil, nil
+	}
+	h := keys.Home(t.srv.cfg.Prefix, r.Home)
+	b, err := t.srv.rdb.HGet(ctx, h.Chain(r.ID), fmt.Sprintf("r:%d", r.Link-1)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker: task %s: previous result: %w", t.ID, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,127 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/queue"
+)
+
+// TestBatchKilledWorkers: a 10,000-task batch over 4 partitions, run by
+// worker processes that are SIGKILLed while producers add and while the
+// members run. Every member is counted once, each callback is enqueued
+// exactly once and runs at least once: more than once only where a killed
+// worker had started it. Nothing is left in the outboxes.
+func TestBatchKilledWorkers(t *testing.T) {
+	t.Parallel()
+	const total, step, qname = 10_000, 1000, "flowkill"
+	b := setup(t)
+	ctx := context.Background()
+	qcfg := b.qcfg
+	qcfg.Partitions = map[string]int{qname: 4}
+	client, err := queue.NewClient(b.rdb, qcfg)
+	must(t, err)
+	insp, err := queue.NewInspector(b.rdb, qcfg)
+	must(t, err)
+	k := recKeys{qcfg.Prefix}
+	base := childOpts{Addr: b.srv.Addr, Prefix: qcfg.Prefix, Queue: qname, Partitions: 4, Handler: handleFlow,
+		Concurrency: 8, Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond}
+
+	var live, killed []*child
+	spawn := func() {
+		c := startChild(t, fmt.Sprintf("w%d", len(live)+len(killed)), base)
+		c.waitReady(t, b.rdb)
+		live = append(live, c)
+	}
+	kill := func() {
+		c := live[0]
+		live = live[1:]
+		c.signal(t, syscall.SIGKILL)
+		if !c.waitExit(10 * time.Second) {
+			t.Fatalf("child %s survived SIGKILL", c.name)
+		}
+		killed = append(killed, c)
+		spawn()
+	}
+	for range 3 {
+		spawn()
+	}
+
+	batch, err := client.NewBatch(ctx,
+		queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In(qname))),
+		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In(qname))))
+	must(t, err)
+	for i := 0; i < total; i += step {
+		tasks := make([]*queue.Task, step)
+		for j := range tasks {
+			tasks[j] = queue.NewRawTask("member", []byte(strconv.Itoa(i+j)), queue.In(qname))
+		}
+		_, err := batch.Add(ctx, tasks...)
+		must(t, err)
+		if i/step%4 == 1 {
+			kill() // while members are added and running
+		}
+	}
+	must(t, batch.Close(ctx))
+
+	// more kills while the members run, then wait for the callbacks
+	deadline := time.Now().Add(90 * time.Second)
+	var bi *queue.BatchInfo
+	for kills := 0; ; {
+		bi, err = insp.GetBatch(ctx, batch.ID())
+		must(t, err)
+		if bi.Finished && completions(t, b, k, bi.OnSuccess) > 0 && completions(t, b, k, bi.OnComplete) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch not finished with both callbacks run after 90s: %+v", bi)
+		}
+		if kills < 3 && !bi.Finished {
+			kill()
+			kills++
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	if bi.Total != total || bi.Succeeded != total || bi.Dead != 0 || bi.Pending != 0 {
+		t.Fatalf("batch counts: %+v", bi)
+	}
+	t.Logf("batch of %d finished with %d workers killed", total, len(killed))
+	for _, cb := range []string{bi.OnSuccess, bi.OnComplete} {
+		starts, err := b.rdb.HGet(ctx, k.starts(), cb).Int()
+		must(t, err)
+		if starts == 1 {
+			continue
+		}
+		startedByKilled := 0
+		for _, c := range killed {
+			if ok, _ := b.rdb.SIsMember(ctx, k.started(c.pid), cb).Result(); ok {
+				startedByKilled++
+			}
+		}
+		if starts != 1+startedByKilled {
+			t.Fatalf("callback %s started %d times; killed workers had started it %d times", cb, starts, startedByKilled)
+		}
+	}
+	// the outboxes and notification lists empty out
+	waitFor(t, 20*time.Second, "flow outboxes and notification lists to empty", func() bool {
+		n := int64(0)
+		for h := range keys.FlowPartitions {
+			n += b.rdb.ZCard(ctx, keys.Home(qcfg.Prefix, h).Out()).Val()
+		}
+		for p := range 4 {
+			n += b.rdb.LLen(ctx, keys.For(qcfg.Prefix, qname, p).Notify()).Val()
+		}
+		return n == 0
+	})
+}
+
+func completions(t *testing.T, b *bundle, k recKeys, id string) int {
+	t.Helper()
+	n, _ := b.rdb.HGet(context.Background(), k.completions(), id).Int()
+	return n
+}

@@ -1,0 +1,564 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/queue"
+)
+
+// flowRig is a Redis (single or cluster) with a client, an inspector and
+// queues of several partitions, for the chain and batch tests.
+type flowRig struct {
+	rdb    redis.UniversalClient
+	qcfg   queue.Config
+	client *queue.Client
+	insp   *queue.Inspector
+}
+
+func newFlowRig(t *testing.T, rdb redis.UniversalClient) *flowRig {
+	t.Helper()
+	qcfg := queue.Config{Prefix: redistest.Prefix(t), Partitions: map[string]int{"fa": 4, "fb": 2}}
+	client, err := queue.NewClient(rdb, qcfg)
+	must(t, err)
+	insp, err := queue.NewInspector(rdb, qcfg)
+	must(t, err)
+	return &flowRig{rdb: rdb, qcfg: qcfg, client: client, insp: insp}
+}
+
+func singleFlowRig(t *testing.T) *flowRig {
+	srv := redistest.Start(t)
+	return newFlowRig(t, srv.Client(t))
+}
+
+// server starts a worker on the rig's queues, stopped at the test's end.
+func (r *flowRig) server(t *testing.T, h Handler) *Server {
+	t.Helper()
+	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1, "fb": 1, "cb": 1}, Concurrency: 8,
+		ForwardInterval: 50 * time.Millisecond, FlowSweep: 100 * time.Millisecond}
+	cfg.Logger = testLogger(t)
+	s, err := NewServer(r.rdb, cfg, h)
+	must(t, err)
+	must(t, s.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	return s
+}
+
+// runLog records handler runs by task type, in order.
+type runLog struct {
+	mu   sync.Mutex
+	runs []string
+	by   map[string]int
+}
+
+func (l *runLog) add(typ string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by == nil {
+		l.by = map[string]int{}
+	}
+	l.runs = append(l.runs, typ)
+	l.by[typ]++
+}
+
+func (l *runLog) count(typ string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.by[typ]
+}
+
+func (l *runLog) order() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.runs...)
+}
+
+func TestChain(t *testing.T) {
+	t.Parallel()
+	t.Run("Single", func(t *testing.T) { t.Parallel(); testChainRuns(t, singleFlowRig(t)) })
+	t.Run("DeadLinkResumes", func(t *testing.T) { t.Parallel(); testChainDeadLinkResumes(t, singleFlowRig(t)) })
+}
+
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	t.Run("Callbacks", func(t *testing.T) { t.Parallel(); testBatchCallbacks(t, singleFlowRig(t)) })
+	t.Run("Nested", func(t *testing.T) { t.Parallel(); testBatchNested(t, singleFlowRig(t)) })
+	t.Run("AddFromInside", func(t *testing.T) { t.Parallel(); testBatchAddFromInside(t, singleFlowRig(t)) })
+	t.Run("BadInput", func(t *testing.T) { t.Parallel(); testFlowBadInput(t, singleFlowRig(t)) })
+}
+
+// TestFlowsOnCluster: the chain and batch tests on a three-master
+// cluster, queues of several partitions spread over the masters.
+func TestFlowsOnCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	rdb := cl.Client(t)
+	t.Run("Chain", func(t *testing.T) { testChainRuns(t, newFlowRig(t, rdb)) })
+	t.Run("ChainDeadLinkResumes", func(t *testing.T) { testChainDeadLinkResumes(t, newFlowRig(t, rdb)) })
+	t.Run("BatchCallbacks", func(t *testing.T) { testBatchCallbacks(t, newFlowRig(t, rdb)) })
+	t.Run("BatchNested", func(t *testing.T) { testBatchNested(t, newFlowRig(t, rdb)) })
+	t.Run("BatchAddFromInside", func(t *testing.T) { testBatchAddFromInside(t, newFlowRig(t, rdb)) })
+}
+
+// testChainRuns: a 3-link chain across two queues runs in order, each link
+// reading the previous link's result.
+func testChainRuns(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	var mu sync.Mutex
+	got := map[string]string{}
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		prev, err := task.PreviousResult(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		got[task.Type] = string(prev)
+		mu.Unlock()
+		log.add(task.Type)
+		return task.SetResult(ctx, []byte("from "+task.Type))
+	}))
+	ch, err := r.client.EnqueueChain(ctx,
+		queue.NewRawTask("one", nil, queue.In("fa")),
+		queue.NewRawTask("two", nil, queue.In("fb")),
+		queue.NewRawTask("three", nil, queue.In("fa")))
+	must(t, err)
+	if len(ch.TaskIDs) != 3 {
+		t.Fatalf("chain task IDs: %v", ch.TaskIDs)
+	}
+	waitFor(t, 30*time.Second, "the chain to finish", func() bool {
+		ci, err := r.insp.GetChain(ctx, ch.ID)
+		return err == nil && ci.State == queue.ChainDone
+	})
+	if o := strings.Join(log.order(), ","); o != "one,two,three" {
+		t.Fatalf("links ran as %s, want one,two,three", o)
+	}
+	mu.Lock()
+	if got["one"] != "" || got["two"] != "from one" || got["three"] != "from two" {
+		t.Fatalf("previous results: %q", got)
+	}
+	mu.Unlock()
+	ci, err := r.insp.GetChain(ctx, ch.ID)
+	must(t, err)
+	for k, l := range ci.Links {
+		if l.State != queue.LinkSucceeded || l.TaskID != ch.TaskIDs[k] {
+			t.Fatalf("link %d: %+v", k+1, l)
+		}
+	}
+	if ci.Links[1].Queue != "fb" || ci.Links[2].Type != "three" || ci.FinishedAt.IsZero() {
+		t.Fatalf("chain info: %+v", ci)
+	}
+}
+
+// testChainDeadLinkResumes: the middle link dies, the chain stops there
+// (GetChain says where and why); retrying the link through the Inspector
+// resumes the chain to its end.
+func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	var fail sync.Map
+	fail.Store("two", true)
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if _, ok := fail.Load(task.Type); ok {
+			return SkipRetry(errors.New("boom in two"))
+		}
+		return nil
+	}))
+	ch, err := r.client.EnqueueChain(ctx,
+		queue.NewRawTask("one", nil, queue.In("fa")),
+		queue.NewRawTask("two", nil, queue.In("fb")),
+		queue.NewRawTask("three", nil, queue.In("fa")))
+	must(t, err)
+	var ci *queue.ChainInfo
+	waitFor(t, 30*time.Second, "the chain to stop", func() bool {
+		ci, err = r.insp.GetChain(ctx, ch.ID)
+		return err == nil && ci.State == queue.ChainStopped
+	})
+	if ci.StoppedAt != 2 || !strings.Contains(ci.StopError, "boom in two") || ci.Links[1].State != queue.LinkDead || ci.Links[2].State != queue.LinkWaiting {
+		t.Fatalf("stopped chain: %+v", ci)
+	}
+	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(ch.ID))
+	if ttl := r.rdb.PTTL(ctx, home.Chain(ch.ID)).Val(); ttl <= 0 || ttl > r.qcfg.FlowRetention && r.qcfg.FlowRetention > 0 {
+		t.Fatalf("a stopped chain's TTL is %v, want its retention", ttl)
+	}
+	ti, err := r.insp.GetTask(ctx, "fb", ch.TaskIDs[1])
+	must(t, err)
+	if ti.State != queue.StateDead || ti.Flow == nil || ti.Flow.ChainID != ch.ID || ti.Flow.Link != 2 {
+		t.Fatalf("dead link's task info: state %s flow %+v", ti.State, ti.Flow)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := log.count("three"); n != 0 {
+		t.Fatalf("link three ran %d times while the chain was stopped", n)
+	}
+	fail.Delete("two")
+	must(t, r.insp.RunTask(ctx, "fb", ch.TaskIDs[1]))
+	waitFor(t, 30*time.Second, "the chain to resume and finish", func() bool {
+		ci, err = r.insp.GetChain(ctx, ch.ID)
+		return err == nil && ci.State == queue.ChainDone
+	})
+	if ci.StoppedAt != 0 || ci.StopError != "" || log.count("three") != 1 || log.count("two") != 2 {
+		t.Fatalf("resumed chain: %+v, runs %v", ci, log.order())
+	}
+}
+
+// testBatchCallbacks: a batch over 4 partitions with a success and a
+// complete callback; each callback runs once, after every member.
+func testBatchCallbacks(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	var members sync.Map
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if task.Type == "member" {
+			members.Store(task.ID, true)
+			if task.Flow() == nil || task.Flow().BatchID == "" {
+				return SkipRetry(errors.New("member without its batch"))
+			}
+		}
+		return nil
+	}))
+	b, err := r.client.NewBatch(ctx,
+		queue.OnSuccess(queue.NewRawTask("on-success", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("on-complete", nil, queue.In("cb"))),
+		queue.Description("forty members"))
+	must(t, err)
+	var tasks []*queue.Task
+	for i := range 40 {
+		tasks = append(tasks, queue.NewRawTask("member", []byte(fmt.Sprint(i)), queue.In("fa")))
+	}
+	infos, err := b.Add(ctx, tasks[:20]...)
+	must(t, err)
+	more, err := b.Add(ctx, tasks[20:]...)
+	must(t, err)
+	parts := map[int]bool{}
+	for _, in := range append(infos, more...) {
+		parts[in.Partition] = true
+	}
+	if len(parts) != 4 {
+		t.Fatalf("members in partitions %v, want all 4", parts)
+	}
+	waitFor(t, 30*time.Second, "the members to run", func() bool { return log.count("member") == 40 })
+	time.Sleep(300 * time.Millisecond) // not closed: no callback may run
+	if log.count("on-success")+log.count("on-complete") != 0 {
+		t.Fatalf("a callback ran before Close: %v", log.order())
+	}
+	must(t, b.Close(ctx))
+	waitFor(t, 30*time.Second, "both callbacks", func() bool {
+		return log.count("on-success") == 1 && log.count("on-complete") == 1
+	})
+	time.Sleep(300 * time.Millisecond)
+	if log.count("on-success") != 1 || log.count("on-complete") != 1 {
+		t.Fatalf("callbacks ran %d and %d times", log.count("on-success"), log.count("on-complete"))
+	}
+	bi, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if bi.Total != 40 || bi.Succeeded != 40 || bi.Pending != 0 || bi.Dead != 0 || !bi.Closed || !bi.Finished ||
+		bi.SuccessFiredAt.IsZero() || bi.CompleteFiredAt.IsZero() || bi.Description != "forty members" {
+		t.Fatalf("batch info: %+v", bi)
+	}
+	if _, err := b.Add(ctx, queue.NewRawTask("member", nil, queue.In("fa"))); !errors.Is(err, queue.ErrBatchFinished) {
+		t.Fatalf("Add to a finished batch: %v, want ErrBatchFinished", err)
+	}
+	recent, err := r.insp.RecentFlows(ctx, 10)
+	must(t, err)
+	if len(recent) == 0 || recent[0].ID != b.ID() || recent[0].Kind != "batch" {
+		t.Fatalf("recent flows: %+v", recent)
+	}
+}
+
+// testBatchNested: a child batch counts as one member of its parent; the
+// parent's callback runs after the child's.
+func testBatchNested(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if task.Type == "child-member" {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	}))
+	parent, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("parent-done", nil, queue.In("cb"))))
+	must(t, err)
+	_, err = parent.Add(ctx, queue.NewRawTask("parent-member", nil, queue.In("fa")))
+	must(t, err)
+	child, err := r.client.NewBatch(ctx, queue.ParentBatch(parent.ID()),
+		queue.OnSuccess(queue.NewRawTask("child-done", nil, queue.In("cb"))))
+	must(t, err)
+	_, err = child.Add(ctx, queue.NewRawTask("child-member", nil, queue.In("fb")), queue.NewRawTask("child-member", nil, queue.In("fa")))
+	must(t, err)
+	must(t, parent.Close(ctx))
+	bi, err := r.insp.GetBatch(ctx, parent.ID())
+	must(t, err)
+	if bi.Total != 2 {
+		t.Fatalf("parent total %d, want 2 (one task, one child batch)", bi.Total)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if log.count("parent-done") != 0 {
+		t.Fatal("the parent finished while its child batch was open")
+	}
+	must(t, child.Close(ctx))
+	waitFor(t, 30*time.Second, "the parent's callback", func() bool { return log.count("parent-done") == 1 })
+	o := strings.Join(log.order(), ",")
+	if strings.Index(o, "child-done") > strings.Index(o, "parent-done") || log.count("child-done") != 1 {
+		t.Fatalf("runs %s: the child's callback must come first, once", o)
+	}
+	ci, err := r.insp.GetBatch(ctx, child.ID())
+	must(t, err)
+	if ci.Parent != parent.ID() || ci.Succeeded != 2 {
+		t.Fatalf("child info: %+v", ci)
+	}
+	bi, err = r.insp.GetBatch(ctx, parent.ID())
+	must(t, err)
+	if bi.Succeeded != 2 || !bi.Finished {
+		t.Fatalf("parent info: %+v", bi)
+	}
+}
+
+// testBatchAddFromInside: tasks added to an open batch, and from inside
+// one of its own running tasks after Close; the callback waits for them.
+func testBatchAddFromInside(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	closed := make(chan struct{})
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if task.Type == "spawner" {
+			<-closed
+			b := task.Batch()
+			if b == nil {
+				return SkipRetry(errors.New("no batch"))
+			}
+			var kids []*queue.Task
+			for range 5 {
+				kids = append(kids, queue.NewRawTask("kid", nil, queue.In("fb")))
+			}
+			if _, err := b.Add(ctx, kids...); err != nil {
+				return err
+			}
+			// and a nested batch of its own, the batch closed already
+			child, err := b.NewBatch(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := child.Add(ctx, queue.NewRawTask("kid", nil, queue.In("fa"))); err != nil {
+				return err
+			}
+			if err := child.Close(ctx); err != nil {
+				return err
+			}
+		}
+		if task.Type == "kid" {
+			time.Sleep(10 * time.Millisecond)
+		}
+		log.add(task.Type)
+		return nil
+	}))
+	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("done", nil, queue.In("cb"))))
+	must(t, err)
+	_, err = b.Add(ctx, queue.NewRawTask("spawner", nil, queue.In("fa")), queue.NewRawTask("plain", nil, queue.In("fa")))
+	must(t, err)
+	must(t, b.Close(ctx))
+	if _, err := b.Add(ctx, queue.NewRawTask("late", nil, queue.In("fa"))); !errors.Is(err, queue.ErrBatchClosed) {
+		t.Fatalf("Add from outside after Close: %v, want ErrBatchClosed", err)
+	}
+	close(closed)
+	waitFor(t, 30*time.Second, "the callback", func() bool { return log.count("done") == 1 })
+	if log.count("kid") != 6 {
+		t.Fatalf("the callback ran after %d of 6 kids: %v", log.count("kid"), log.order())
+	}
+	bi, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if bi.Total != 8 || bi.Succeeded != 8 {
+		t.Fatalf("batch info: %+v", bi)
+	}
+}
+
+// testFlowBadInput: unknown IDs, empty chains, invalid links and
+// callbacks are clear errors that write nothing.
+func testFlowBadInput(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	if _, err := r.insp.GetBatch(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, queue.ErrBatchNotFound) {
+		t.Fatalf("GetBatch of an unknown ID: %v", err)
+	}
+	if _, err := r.insp.GetChain(ctx, "nope"); !errors.Is(err, queue.ErrChainNotFound) {
+		t.Fatalf("GetChain of an unknown ID: %v", err)
+	}
+	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").Add(ctx, queue.NewRawTask("x", nil)); !errors.Is(err, queue.ErrBatchNotFound) {
+		t.Fatalf("Add to an unknown batch: %v", err)
+	}
+	if err := r.client.OpenBatch("nope").Close(ctx); !errors.Is(err, queue.ErrBatchNotFound) {
+		t.Fatalf("Close of an unknown batch: %v", err)
+	}
+	if _, err := r.client.NewBatch(ctx, queue.ParentBatch("0190a0a0-0000-7000-8000-000000000000")); !errors.Is(err, queue.ErrBatchNotFound) {
+		t.Fatalf("NewBatch under an unknown parent: %v", err)
+	}
+	if _, err := r.client.EnqueueChain(ctx); !errors.Is(err, queue.ErrInvalidTask) {
+		t.Fatalf("empty chain: %v", err)
+	}
+	_, err := r.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil), queue.NewRawTask("bad", nil, queue.MaxRetry(-1)))
+	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), "link 2") {
+		t.Fatalf("chain with an invalid link: %v", err)
+	}
+	_, err = r.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil, queue.TaskID("mine")))
+	if !errors.Is(err, queue.ErrInvalidOption) {
+		t.Fatalf("chain link with a TaskID: %v", err)
+	}
+	_, err = r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("", nil)))
+	if !errors.Is(err, queue.ErrInvalidTask) {
+		t.Fatalf("callback without a type: %v", err)
+	}
+	b, err := r.client.NewBatch(ctx)
+	must(t, err)
+	if _, err := b.Add(ctx, queue.NewRawTask("ok", nil), nil); !errors.Is(err, queue.ErrInvalidTask) {
+		t.Fatalf("Add of a nil task: %v", err)
+	}
+	bi, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if bi.Total != 0 {
+		t.Fatalf("a rejected Add registered %d members", bi.Total)
+	}
+	// nothing was written for the rejected chains: no queue holds a task
+	n, err := r.rdb.Exists(ctx, "{"+r.qcfg.Prefix+":default:0}:feed").Result()
+	must(t, err)
+	if n != 0 {
+		t.Fatal("a rejected chain enqueued a task")
+	}
+}
+
+// TestFlowDuplicateNotifications: notifications delivered again (the same
+// entries forwarded twice, by the sweep and by hand; a stale "dead" after
+// success) and acks resent change nothing: no count moves, no callback or
+// link is enqueued again.
+func TestFlowDuplicateNotifications(t *testing.T) {
+	t.Parallel()
+	r := singleFlowRig(t)
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		return task.SetResult(ctx, []byte("r"))
+	}))
+	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("cb", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In("cb"))))
+	must(t, err)
+	infos, err := b.Add(ctx, queue.NewRawTask("m", nil, queue.In("fa")), queue.NewRawTask("m", nil, queue.In("fa")))
+	must(t, err)
+	must(t, b.Close(ctx))
+	ch, err := r.client.EnqueueChain(ctx, queue.NewRawTask("l1", nil, queue.In("fa")), queue.NewRawTask("l2", nil, queue.In("fb")))
+	must(t, err)
+	waitFor(t, 30*time.Second, "callbacks and the chain", func() bool {
+		ci, err := r.insp.GetChain(ctx, ch.ID)
+		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && ci.State == queue.ChainDone
+	})
+	before, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+
+	// the notifications again, several times each, with a stale "dead"
+	env := &flow.Env{RDB: r.rdb, Prefix: r.qcfg.Prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
+	bh, chh := keys.HomeOf(b.ID()), keys.HomeOf(ch.ID)
+	var notes []any
+	for _, in := range infos {
+		ref := wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()
+		for _, outcome := range []string{"s", "s", "d"} {
+			n, err := msgpack.Marshal([]any{ref, wire.StoredID(in.ID), outcome, "", "late"})
+			must(t, err)
+			notes = append(notes, n)
+		}
+	}
+	l1, err := msgpack.Marshal([]any{wire.FlowRef{Kind: 'c', Home: chh, ID: ch.ID, Link: 1}.String(), wire.StoredID(ch.TaskIDs[0]), "s", "r", ""})
+	must(t, err)
+	notes = append(notes, l1, l1)
+	list := keys.For(r.qcfg.Prefix, "fa", 0).Notify()
+	for range 2 {
+		must(t, r.rdb.RPush(ctx, list, notes...).Err())
+		_, _, err := env.Forward(ctx, []string{list})
+		must(t, err)
+	}
+	// and a resent ack of a finished member: refused, no notification
+	k := keys.For(r.qcfg.Prefix, "fa", infos[0].Partition)
+	codes, err := lua.Ack.Run(ctx, r.rdb, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+		k.T, "", 1000, 1000, 5, wire.StoredID(infos[0].ID), 1, 0, "", wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()).Int64Slice()
+	must(t, err)
+	if codes[0] != 0 || r.rdb.LLen(ctx, k.Notify()).Val() != 0 {
+		t.Fatalf("resent ack: codes %v, notify list %d long", codes, r.rdb.LLen(ctx, k.Notify()).Val())
+	}
+	time.Sleep(500 * time.Millisecond) // a sweep or two
+	after, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if *after != *before {
+		t.Fatalf("batch changed by duplicates:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if log.count("cb") != 1 || log.count("cb-complete") != 1 || log.count("l2") != 1 {
+		t.Fatalf("runs after duplicates: %v", log.order())
+	}
+	for h := range keys.FlowPartitions {
+		if n := r.rdb.ZCard(ctx, keys.Home(r.qcfg.Prefix, h).Out()).Val(); n != 0 {
+			t.Fatalf("home %d outbox holds %d entries", h, n)
+		}
+	}
+	if n := r.rdb.LLen(ctx, list).Val(); n != 0 {
+		t.Fatalf("notification list holds %d entries", n)
+	}
+}
+
+// TestBatchDeletedMembers: members deleted by an operator (a pending one
+// by ID, the retrying ones all at once, a backlog purged) count as dead to their batch, which
+// finishes: the complete callback runs, the success callback does not.
+func TestBatchDeletedMembers(t *testing.T) {
+	t.Parallel()
+	r := singleFlowRig(t)
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if task.Type == "flaky" {
+			return RetryIn(time.Hour, errors.New("later"))
+		}
+		return nil
+	}))
+	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In("cb"))))
+	must(t, err)
+	// "idle" and "idle2" have no worker: their members stay pending until deleted
+	infos, err := b.Add(ctx, queue.NewRawTask("ok", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")),
+		queue.NewRawTask("waits", nil, queue.In("idle")), queue.NewRawTask("waits", nil, queue.In("idle2")))
+	must(t, err)
+	must(t, b.Close(ctx))
+	waitFor(t, 30*time.Second, "the flaky member to retry", func() bool {
+		ti, err := r.insp.GetTask(ctx, "fb", infos[1].ID)
+		return err == nil && ti.State == queue.StateRetry
+	})
+	must(t, r.insp.DeleteTask(ctx, "idle", infos[2].ID))
+	n, err := r.insp.DeleteAllTasks(ctx, "fb", queue.StateRetry)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("deleted %d retrying tasks, want 1", n)
+	}
+	if n, err = r.insp.DeleteAllTasks(ctx, "idle2", queue.StatePending); err != nil || n != 1 {
+		t.Fatalf("purged %d pending tasks (%v), want 1", n, err)
+	}
+	waitFor(t, 30*time.Second, "the complete callback", func() bool { return log.count("cb-complete") == 1 })
+	bi, err := r.insp.GetBatch(ctx, b.ID())
+	must(t, err)
+	if bi.Succeeded != 1 || bi.Dead != 3 || !bi.Finished || log.count("cb-success") != 0 {
+		t.Fatalf("batch after deletions: %+v, runs %v", bi, log.order())
+	}
+}
