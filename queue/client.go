@@ -26,6 +26,7 @@ type Client struct {
 	cfg        Config
 	rr         atomic.Uint64 // round-robin over partitions
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
+	depth      sync.Map      // queue name -> depthEntry: its MaxDepth, and when learned
 }
 
 // NewClient returns a Client over rdb.
@@ -73,6 +74,9 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		if err := c.send(ctx, groups, infos, errs); err != nil {
 			return nil, err
 		}
+		if err := c.waitForRoom(ctx, groups, infos, errs); err != nil {
+			return nil, err
+		}
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -97,6 +101,7 @@ type pending struct {
 	unique  string
 	uttl    int64
 	idClaim int64
+	wait    bool // WaitForRoom: a full queue is waited for, not an error
 }
 
 // group is the tasks of one queue partition: one script call.
@@ -104,6 +109,8 @@ type group struct {
 	queue     string
 	partition int
 	tasks     []pending
+	capped    bool  // sent with enqueue_capped.lua
+	max       int64 // the queue's MaxDepth, when capped
 }
 
 // prepare validates and encodes every task, grouping them by partition.
@@ -165,7 +172,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		}
 		m.Headers[k] = v
 	}
-	p := pending{}
+	p := pending{wait: o.waitRoom}
 	if m.ID == "" {
 		m.ID = wire.NewID()
 	} else {
@@ -227,14 +234,16 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 		if len(groups) == 1 && c.isRegistered(groups[0].queue) {
 			// the common single call: a plain EVALSHA, no pipeline to build
 			k := keys.For(c.cfg.Prefix, groups[0].queue, groups[0].partition)
-			cmds[0] = lua.Enqueue.Run(ctx, c.rdb, enqueueKeys(k), c.enqueueArgs(k, groups[0])...)
+			script, args := c.enqueueScript(k, groups[0])
+			cmds[0] = script.Run(ctx, c.rdb, enqueueKeys(k), args...)
 			return cmds[0].Err()
 		}
 		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
 			fresh = c.register(ctx, p, groups)
 			for i, g := range groups {
 				k := keys.For(c.cfg.Prefix, g.queue, g.partition)
-				cmds[i] = p.Run(ctx, lua.Enqueue, enqueueKeys(k), c.enqueueArgs(k, g)...)
+				script, args := c.enqueueScript(k, g)
+				cmds[i] = p.Run(ctx, script, enqueueKeys(k), args...)
 			}
 			return nil
 		})
@@ -247,6 +256,9 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 	}
 	for i, g := range groups {
 		codes, err := cmds[i].Int64Slice()
+		if err == nil {
+			codes, err = c.learnDepth(g, codes)
+		}
 		if err != nil {
 			return fmt.Errorf("enqueue %q: %w", g.queue, err)
 		}
@@ -261,6 +273,8 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 				errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
 			case -2:
 				errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
+			case codeQueueFull:
+				errs[p.index] = g.queueFull()
 			}
 		}
 	}

@@ -34,6 +34,18 @@ type Limits struct {
 	// a worker slot, while tasks of other keys run: a busy key cannot
 	// starve the others.
 	KeyConcurrency int
+	// MaxDepth caps how many tasks may wait in the queue (pending, parked
+	// for a key's limit, scheduled and retrying; 0 = no cap). An enqueue
+	// over it fails with ErrQueueFull, or waits for room with WaitForRoom.
+	// The check is atomic with the push, so concurrent producers never pass
+	// it; a running task that comes back (a retry, an expired lease) is
+	// never refused, so the depth can pass it by at most the tasks running.
+	// On a queue with several partitions each partition holds its share
+	// (MaxDepth / partitions, the remainder to the first ones), so a queue
+	// whose tasks spread unevenly can refuse a task before the total
+	// reaches MaxDepth. Producers cache for a second that a queue has no
+	// MaxDepth, so a new one applies to them within a second.
+	MaxDepth int
 }
 
 func (l Limits) validate(queue string) error {
@@ -145,7 +157,8 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	info := &LimitInfo{Queue: queue, Running: running, Started: started, Keys: map[string]KeyInfo{}}
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
-		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"])}
+		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"]),
+		MaxDepth: atoi(lim["maxdepth"])}
 	if info.Limits.Rate == 0 {
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
 	}

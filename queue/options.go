@@ -28,6 +28,7 @@ type options struct {
 	retention time.Duration
 	key       string
 	headers   map[string]string
+	waitRoom  bool
 }
 
 func defaultOptions() options {

@@ -30,9 +30,9 @@ type Config struct {
 	StrictPriority bool
 	// Concurrency is how many handlers run at once in this process. Defaults to 10.
 	Concurrency int
-	// Limits are the queues' limits (concurrency, rate, per key), written
-	// to Redis at Start; Inspector.SetLimits changes them later without a
-	// restart, until a server starts with other values.
+	// Limits are the queues' limits (concurrency, rate, per key, maximum
+	// depth), written to Redis at Start; Inspector.SetLimits changes them
+	// later without a restart, until a server starts with other values.
 	Limits map[string]queue.Limits
 	// Lease is how long a task stays leased without a heartbeat; a worker
 	// that dies loses its tasks to others after this. Defaults to 30s.

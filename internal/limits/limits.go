@@ -19,11 +19,12 @@ type Values struct {
 	Rate           int
 	Per            time.Duration
 	KeyConcurrency int
+	MaxDepth       int
 }
 
 // Check reports what is wrong with v for queue, or nil.
 func Check(queue string, v Values) error {
-	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 {
+	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 || v.MaxDepth < 0 {
 		return fmt.Errorf("limits of %q: %+v: negative values", queue, v)
 	}
 	if v.Rate > 0 && v.Per > 0 && v.Per < time.Millisecond {
@@ -44,5 +45,5 @@ func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
 	if per <= 0 {
 		per = time.Second
 	}
-	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency)
+	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency, "maxdepth", v.MaxDepth)
 }
