@@ -46,6 +46,12 @@ type Limits struct {
 	// reaches MaxDepth. Producers cache for a second that a queue has no
 	// MaxDepth, so a new one applies to them within a second.
 	MaxDepth int
+	// KeyRate is how many tasks with the same ConcurrencyKey may start per
+	// Per (0 = no limit): no window of length Per holds more starts of one
+	// key. A task over it waits as a scheduled task, due when its key may
+	// start one more (the parked tasks of a key come due Per/KeyRate
+	// apart), holding no worker slot, while tasks of other keys run.
+	KeyRate int
 }
 
 func (l Limits) validate(queue string) error {
@@ -158,8 +164,8 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
 		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"]),
-		MaxDepth: atoi(lim["maxdepth"])}
-	if info.Limits.Rate == 0 {
+		MaxDepth: atoi(lim["maxdepth"]), KeyRate: atoi(lim["keyrate"])}
+	if info.Limits.Rate == 0 && info.Limits.KeyRate == 0 {
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
 	}
 	info.Waiting, _ = strconv.ParseInt(parked, 10, 64)
