@@ -11,8 +11,12 @@ import (
 // WaitForRoom makes Enqueue and EnqueueBatch wait, within their context,
 // for room in a queue at its Limits.MaxDepth instead of failing with
 // ErrQueueFull. The client polls with a backoff of up to
-// MaxRoomPoll between tries. When the context ends first, the task's error
-// wraps both ErrQueueFull and the context's error.
+// MaxRoomPoll between tries. When the context ends while the client
+// sleeps between tries, the task's error wraps both ErrQueueFull and the
+// context's error; when it ends (or Redis fails) during a try, that try's
+// outcome is unknown, and the task's error wraps the context's (or
+// Redis's) error alone: with TaskID, enqueueing it again is safe. Either
+// way the batch's other tasks keep their results.
 func WaitForRoom() Option {
 	return func(o *options) error {
 		o.waitRoom = true
@@ -31,13 +35,13 @@ const (
 
 // waitForRoom sends again, until ctx ends, the tasks that asked to wait
 // and were refused for a full queue: one round trip per try for all of
-// them. It returns an error only when the outcome of a try is unknown.
-func (c *Client) waitForRoom(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
+// them. A try that fails leaves only its own tasks' outcome unknown.
+func (c *Client) waitForRoom(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) {
 	delay := minRoomPoll
 	for {
 		waiting := refusedWaiting(groups, errs)
 		if len(waiting) == 0 {
-			return nil
+			return
 		}
 		t := time.NewTimer(delay/2 + rand.N(delay/2+1)) // jittered: waiting producers spread out
 		select {
@@ -48,7 +52,7 @@ func (c *Client) waitForRoom(ctx context.Context, groups []*group, infos []*Task
 					errs[p.index] = fmt.Errorf("%w (waited for room: %w)", errs[p.index], context.Cause(ctx))
 				}
 			}
-			return nil
+			return
 		case <-t.C:
 		}
 		delay = min(2*delay, MaxRoomPoll)
@@ -58,7 +62,12 @@ func (c *Client) waitForRoom(ctx context.Context, groups []*group, infos []*Task
 			}
 		}
 		if err := c.send(ctx, waiting, infos, errs); err != nil {
-			return err
+			for _, g := range waiting {
+				for _, p := range g.tasks {
+					errs[p.index] = fmt.Errorf("waiting for room in %q, a try's outcome is unknown: %w", g.queue, err)
+				}
+			}
+			return
 		}
 	}
 }

@@ -74,9 +74,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		if err := c.send(ctx, groups, infos, errs); err != nil {
 			return nil, err
 		}
-		if err := c.waitForRoom(ctx, groups, infos, errs); err != nil {
-			return nil, err
-		}
+		c.waitForRoom(ctx, groups, infos, errs)
 	}
 	for _, err := range errs {
 		if err != nil {

@@ -150,6 +150,9 @@ func (e *enqueuer) explainLine(err error) error {
 	if errors.Is(err, queue.ErrQueueFull) {
 		return errors.New(e.full())
 	}
+	if e.f.wait > 0 && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s; --wait ended a try midway, so it may be enqueued after all", e.full())
+	}
 	return err
 }
 

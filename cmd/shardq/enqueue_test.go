@@ -277,7 +277,7 @@ func TestEnqueueFullQueue(t *testing.T) {
 		t.Fatalf("full queue: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	code, _, errOut = run(t, env, "enqueue", "--queue", "small", "--type", "x", "--payload", "3", "--wait", "300ms")
-	if code != exitFailure || !strings.Contains(errOut, `queue "small" is full (at its MaxDepth) and no room came within --wait 300ms`) {
+	if code != exitFailure || !strings.Contains(errOut, `queue "small" is full (at its MaxDepth) and no room came within --wait 300ms`) || strings.Contains(errOut, "deadline") {
 		t.Fatalf("full queue with --wait: exit %d, stderr %q", code, errOut)
 	}
 	code, _, errOut = run(t, env, "enqueue", "--queue", "small", "--type", "x", "--lines", "--file", writeFile(t, "l", "a\nb\n"))
