@@ -12,6 +12,11 @@ import (
 // into a script: "--@include sharded" inlines include/sharded.lua.
 const includeDirective = "--@include "
 
+// scriptDirective inlines another top-level script, without its shebang
+// line, so a variant can wrap a script's whole body in a function and run
+// it unchanged: "--@script enqueue" inlines enqueue.lua.
+const scriptDirective = "--@script "
+
 // Resolve returns the source of the script name (without ".lua") from fsys
 // with every include directive replaced by the named file under include/.
 // A file included twice is inlined once; a missing include or an include
@@ -49,10 +54,19 @@ func (r *resolver) inline(b *strings.Builder, file string, stack []string) error
 	stack = append(stack, file)
 	sc := bufio.NewScanner(strings.NewReader(string(src)))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
+	for n := 0; sc.Scan(); n++ {
 		line := sc.Text()
+		if n == 0 && len(stack) > 1 && strings.HasPrefix(line, "#!") {
+			continue // only the outermost script's flags count, and only on its first line
+		}
 		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), includeDirective); ok {
 			if err := r.inline(b, path.Join("include", strings.TrimSpace(inc)+".lua"), stack); err != nil {
+				return err
+			}
+			continue
+		}
+		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), scriptDirective); ok {
+			if err := r.inline(b, path.Clean(strings.TrimSpace(inc)+".lua"), stack); err != nil {
 				return err
 			}
 			continue

@@ -51,6 +51,21 @@ func TestResolve(t *testing.T) {
 			t.Fatalf("cycle error %q does not name the chain", err)
 		}
 	})
+	t.Run("ScriptInlinedWithoutItsShebang", func(t *testing.T) {
+		fsys := fstest.MapFS{
+			"base.lua":      {Data: []byte("#!lua flags=no-writes\n--@include c\nreturn c\n")},
+			"wrap.lua":      {Data: []byte("#!lua\n--@include c\nlocal function f()\n--@script base\nend\nreturn f()\n")},
+			"include/c.lua": {Data: []byte("local c = 3\n")},
+		}
+		src, err := Resolve(fsys, "wrap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "#!lua\nlocal c = 3\nlocal function f()\nreturn c\nend\nreturn f()\n"
+		if src != want {
+			t.Fatalf("resolved source:\n%s\nwant:\n%s", src, want)
+		}
+	})
 	t.Run("MissingScriptFails", func(t *testing.T) {
 		if _, err := Resolve(fsys, "absent"); err == nil {
 			t.Fatal("resolving a missing script succeeded")

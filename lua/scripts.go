@@ -19,13 +19,14 @@ var registry = mustResolveAll(files)
 
 // Scripts run by the queue and the worker. Each file's header is its contract.
 var (
-	Enqueue      = registry["enqueue"]
-	Counts       = registry["counts"]
-	GetTask      = registry["get_task"]
-	PurgePending = registry["purge_pending"]
-	ReadFeed     = registry["read_feed"]
-	RateSample   = registry["rate_sample"]
-	TombPending  = registry["tomb_pending"]
+	Enqueue       = registry["enqueue"]
+	EnqueueCapped = registry["enqueue_capped"]
+	Counts        = registry["counts"]
+	GetTask       = registry["get_task"]
+	PurgePending  = registry["purge_pending"]
+	ReadFeed      = registry["read_feed"]
+	RateSample    = registry["rate_sample"]
+	TombPending   = registry["tomb_pending"]
 
 	Pop       = registry["pop"]
 	Claim     = registry["claim"]

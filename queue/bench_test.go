@@ -41,6 +41,41 @@ func BenchmarkEnqueue(b *testing.B) {
 	}
 }
 
+// BenchmarkEnqueueMaxDepth measures single Enqueue calls from 16
+// producers into a queue whose MaxDepth is never reached: every call runs
+// enqueue_capped.lua, which reads the limit and the depth before the push.
+// Compare with BenchmarkEnqueue/producers=16 (no MaxDepth: the plain
+// script, after the first call).
+func BenchmarkEnqueueMaxDepth(b *testing.B) {
+	bd := setupTB(b, Config{})
+	bb := benchBundle{client: bd.client}
+	ctx := context.Background()
+	if err := bd.insp.SetLimits(ctx, DefaultQueue, Limits{MaxDepth: 1 << 30}); err != nil {
+		b.Fatal(err)
+	}
+	payload := make([]byte, 100)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for p := range 16 {
+		n := b.N / 16
+		if p == 0 {
+			n += b.N % 16
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				if _, err := bb.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}
+
 // BenchmarkEnqueueDeadline measures single Enqueue calls under a context
 // with a deadline, from a client with and without ContextTimeoutEnabled:
 // without it, every call is watched from a second goroutine (rcall.Do),

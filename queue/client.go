@@ -26,6 +26,7 @@ type Client struct {
 	cfg        Config
 	rr         atomic.Uint64 // round-robin over partitions
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
+	depth      sync.Map      // queue name -> depthEntry: its MaxDepth, and when learned
 }
 
 // NewClient returns a Client over rdb.
@@ -76,6 +77,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		if err := c.send(ctx, groups, infos, errs); err != nil {
 			return nil, err
 		}
+		c.waitForRoom(ctx, groups, infos, errs)
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -100,6 +102,7 @@ type pending struct {
 	unique  string
 	uttl    int64
 	idClaim int64
+	wait    bool // WaitForRoom: a full queue is waited for, not an error
 }
 
 // group is the tasks of one queue partition: one script call.
@@ -107,6 +110,8 @@ type group struct {
 	queue     string
 	partition int
 	tasks     []pending
+	capped    bool  // sent with enqueue_capped.lua
+	max       int64 // the queue's MaxDepth, when capped
 }
 
 // prepare validates and encodes every task, grouping them by partition.
@@ -169,7 +174,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		}
 		m.Headers[k] = v
 	}
-	p := pending{}
+	p := pending{wait: o.waitRoom}
 	if m.ID == "" {
 		m.ID = wire.NewID()
 	} else {
@@ -265,14 +270,16 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 		if len(groups) == 1 && c.isRegistered(groups[0].queue) {
 			// the common single call: a plain EVALSHA, no pipeline to build
 			k := keys.For(c.cfg.Prefix, groups[0].queue, groups[0].partition)
-			cmds[0] = lua.Enqueue.Run(ctx, c.rdb, enqueueKeys(k), c.enqueueArgs(k, groups[0])...)
+			script, args := c.enqueueScript(k, groups[0])
+			cmds[0] = script.Run(ctx, c.rdb, enqueueKeys(k), args...)
 			return cmds[0].Err()
 		}
 		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
 			fresh = c.register(ctx, p, groups)
 			for i, g := range groups {
 				k := keys.For(c.cfg.Prefix, g.queue, g.partition)
-				cmds[i] = p.Run(ctx, lua.Enqueue, enqueueKeys(k), c.enqueueArgs(k, g)...)
+				script, args := c.enqueueScript(k, g)
+				cmds[i] = p.Run(ctx, script, enqueueKeys(k), args...)
 			}
 			return nil
 		})
@@ -289,7 +296,7 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 		c.registered.Store(q, registration{n: n, at: time.Now()})
 	}
 	for i, g := range groups {
-		if err := collect(g, cmds[i], infos, errs); err != nil {
+		if err := c.collect(g, cmds[i], infos, errs); err != nil {
 			return nil, err
 		}
 	}
@@ -314,7 +321,7 @@ func (c *Client) splitRefused(groups []*group, cmds []*redis.Cmd, infos []*TaskI
 	}
 	for i, g := range groups {
 		if cmds[i].Err() == nil {
-			if cerr := collect(g, cmds[i], infos, errs); cerr != nil {
+			if cerr := c.collect(g, cmds[i], infos, errs); cerr != nil {
 				return nil, cerr
 			}
 		}
@@ -323,8 +330,11 @@ func (c *Client) splitRefused(groups []*group, cmds []*redis.Cmd, infos []*TaskI
 }
 
 // collect reads the reply of g's enqueue script into infos and errs.
-func collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []error) error {
+func (c *Client) collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []error) error {
 	codes, err := cmd.Int64Slice()
+	if err == nil {
+		codes, err = c.learnDepth(g, codes)
+	}
 	if err != nil {
 		return fmt.Errorf("enqueue %q: %w", g.queue, err)
 	}
@@ -339,6 +349,8 @@ func collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []error) error {
 			errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
 		case -2:
 			errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
+		case codeQueueFull:
+			errs[p.index] = g.queueFull()
 		}
 	}
 	return nil

@@ -42,6 +42,9 @@ var (
 	ErrTaskNotFound = errors.New("queue: task not found")
 	// ErrMarkerNotFound reports a feed marker that has left the feed (trimmed or deleted).
 	ErrMarkerNotFound = errors.New("queue: feed marker not found")
+	// ErrQueueFull reports a task refused because its queue holds
+	// Limits.MaxDepth tasks waiting. Nothing of the task was written.
+	ErrQueueFull = errors.New("queue: queue full")
 	// ErrRedisOutOfMemory reports that Redis refused a write at its maxmemory
 	// limit. Nothing was enqueued; workers keep draining the queue.
 	ErrRedisOutOfMemory = errors.New("queue: redis is out of memory (maxmemory reached)")

@@ -37,6 +37,24 @@ type Limits struct {
 	// a worker slot, while tasks of other keys run: a busy key cannot
 	// starve the others.
 	KeyConcurrency int
+	// MaxDepth caps how many tasks may wait in the queue (pending, parked
+	// for a key's limit, scheduled and retrying; 0 = no cap). An enqueue
+	// over it fails with ErrQueueFull, or waits for room with WaitForRoom.
+	// The check is atomic with the push, so concurrent producers never pass
+	// it; a running task that comes back (a retry, an expired lease) is
+	// never refused, so the depth can pass it by at most the tasks running.
+	// On a queue with several partitions each partition holds its share
+	// (MaxDepth / partitions, the remainder to the first ones), so a queue
+	// whose tasks spread unevenly can refuse a task before the total
+	// reaches MaxDepth. Producers cache for a second that a queue has no
+	// MaxDepth, so a new one applies to them within a second.
+	MaxDepth int
+	// KeyRate is how many tasks with the same ConcurrencyKey may start per
+	// Per (0 = no limit): no window of length Per holds more starts of one
+	// key. A task over it waits as a scheduled task, due when its key may
+	// start one more (the parked tasks of a key come due Per/KeyRate
+	// apart), holding no worker slot, while tasks of other keys run.
+	KeyRate int
 }
 
 func (l Limits) validate(queue string) error {
@@ -178,12 +196,13 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	lim := cmds[0].lim.Val()
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
-		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"])}
+		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"]),
+		MaxDepth: atoi(lim["maxdepth"]), KeyRate: atoi(lim["keyrate"])}
 	if home != nil {
 		h := home.Val()
 		info.Limits.Concurrency, info.Limits.Rate = atoi(h["conc"]), atoi(h["rate"])
 	}
-	if info.Limits.Rate == 0 {
+	if info.Limits.Rate == 0 && info.Limits.KeyRate == 0 {
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
 	}
 	for part, c := range cmds {

@@ -29,6 +29,7 @@ type options struct {
 	key       string
 	headers   map[string]string
 	flow      string // wire.FlowRef text: set by Batch.Add and EnqueueChain only
+	waitRoom  bool
 }
 
 func defaultOptions() options {

@@ -27,15 +27,16 @@ func (c *Client) sendReplicated(ctx context.Context, groups []*group, infos []*T
 		var acked int
 		err := rcall.Do(ctx, c.rdb, func() error {
 			var err error
-			cmd, acked, err = lua.RunReplicated(ctx, c.rdb, lua.Enqueue, enqueueKeys(k),
-				c.cfg.WaitReplicas, c.cfg.WaitTimeout, c.enqueueArgs(k, g)...)
+			script, args := c.enqueueScript(k, g)
+			cmd, acked, err = lua.RunReplicated(ctx, c.rdb, script, enqueueKeys(k),
+				c.cfg.WaitReplicas, c.cfg.WaitTimeout, args...)
 			return err
 		})
 		if err != nil {
 			rcall.Reroute(c.rdb, err)
 			return fmt.Errorf("enqueue %q: %w", g.queue, redisError(err))
 		}
-		if err := collect(g, cmd, infos, errs); err != nil {
+		if err := c.collect(g, cmd, infos, errs); err != nil {
 			return err
 		}
 		if acked >= c.cfg.WaitReplicas {

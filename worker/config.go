@@ -28,11 +28,26 @@ type Config struct {
 	// queue first. Defaults to {"default": 1}.
 	Queues         map[string]int
 	StrictPriority bool
+	// QueuePatterns maps patterns of queue names (path.Match syntax:
+	// "tenant:*", "img-?"; a * does not cross a /) to a weight. The server
+	// also runs every queue of the registry (where producers record a queue
+	// at its first enqueue) that a pattern matches and Queues does not name,
+	// looking every QueueRefresh: a new matching queue starts being served
+	// without a restart, and one deleted (Inspector.DeleteQueue) stops being
+	// served once its running tasks finish. Each matched queue runs with
+	// the weight of its pattern (the highest, if several match), so matched
+	// queues with a backlog share the slots equally. A pattern that matches
+	// nothing leaves the server idle. With QueuePatterns set, Queues has no
+	// default.
+	QueuePatterns map[string]int
+	// QueueRefresh is how often the registry is read for QueuePatterns:
+	// one HGETALL. Defaults to 2s.
+	QueueRefresh time.Duration
 	// Concurrency is how many handlers run at once in this process. Defaults to 10.
 	Concurrency int
-	// Limits are the queues' limits (concurrency, rate, per key), written
-	// to Redis at Start; Inspector.SetLimits changes them later without a
-	// restart, until a server starts with other values.
+	// Limits are the queues' limits (concurrency, rate, per key, maximum
+	// depth), written to Redis at Start; Inspector.SetLimits changes them
+	// later without a restart, until a server starts with other values.
 	Limits map[string]queue.Limits
 	// Lease is how long a task stays leased without a heartbeat; a worker
 	// that dies loses its tasks to others after this. Defaults to 30s.
@@ -87,9 +102,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Config, err = c.Config.Normalize(); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err) // both sentinels match
 	}
-	if len(c.Queues) == 0 {
+	if len(c.Queues) == 0 && len(c.QueuePatterns) == 0 {
 		c.Queues = map[string]int{queue.DefaultQueue: 1}
 	}
+	c.QueueRefresh = cmp.Or(c.QueueRefresh, 2*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 10)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
 	c.Heartbeat = cmp.Or(c.Heartbeat, c.Lease/3)
@@ -118,6 +134,9 @@ func (c Config) validate() error {
 			return fmt.Errorf("%w: Queues[%q] weight %d, want >= 1", ErrInvalidConfig, q, w)
 		}
 	}
+	if err := checkPatterns(c.QueuePatterns); err != nil {
+		return err
+	}
 	for q, l := range c.Limits {
 		if err := limits.Check(q, limits.Values(l)); err != nil {
 			return fmt.Errorf("%w: Limits: %w", ErrInvalidConfig, err)
@@ -132,6 +151,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Heartbeat %v, want > 0 and below Lease %v", ErrInvalidConfig, c.Heartbeat, c.Lease)
 	case c.ShutdownTimeout < 0, c.ForwardInterval < 0:
 		return fmt.Errorf("%w: negative ShutdownTimeout or ForwardInterval", ErrInvalidConfig)
+	case c.QueueRefresh < 10*time.Millisecond:
+		return fmt.Errorf("%w: QueueRefresh %v, want >= 10ms", ErrInvalidConfig, c.QueueRefresh)
 	case c.BatchSize < 1 || c.BatchSize > 1000:
 		return fmt.Errorf("%w: BatchSize %d, want 1..1000", ErrInvalidConfig, c.BatchSize)
 	}

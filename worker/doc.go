@@ -16,7 +16,9 @@
 // call; an idle fetcher blocks on its queue in one-second slices, so a task
 // enqueued to an idle worker starts within a round trip. Free handler slots
 // go to the queues in proportion to their weights, or to the heaviest
-// first with Config.StrictPriority.
+// first with Config.StrictPriority. Config.QueuePatterns ("tenant:*")
+// serves, besides, every queue whose name matches, as producers create
+// them, without a restart.
 //
 // Every task runs under a lease with a fencing token: a worker that stalls
 // or dies loses its tasks to others when the lease expires, and its late

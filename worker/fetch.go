@@ -138,7 +138,7 @@ func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
 	if !s.cfg.StrictPriority {
 		return n
 	}
-	for _, h := range s.parts {
+	for _, h := range s.partList() {
 		if n == 0 || h.share.weight <= p.share.weight {
 			break
 		}

@@ -22,7 +22,6 @@ import (
 // homes, so what a killed worker left behind is picked up by the others.
 type flows struct {
 	env    *flow.Env
-	lists  []string      // this server's partitions' T:notify lists
 	kick   chan struct{} // one token: a flow outcome was written
 	client *queue.Client // for Task.Batch
 }
@@ -35,9 +34,6 @@ func (s *Server) newFlows() *flows {
 	}
 	if s.cfg.Clock != nil {
 		f.env.Now = s.cfg.now
-	}
-	for _, p := range s.parts {
-		f.lists = append(f.lists, p.k.Notify())
 	}
 	f.client, _ = queue.NewClient(s.rdb, s.cfg.Config) // cfg was validated by NewServer
 	return f
@@ -91,10 +87,15 @@ func (s *Server) sweepFlows(ctx context.Context) {
 // due, or of every home when all is set.
 func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 	f := s.flows
+	// the partitions served now: QueuePatterns add and remove queues
+	var lists []string
+	for _, p := range s.partList() {
+		lists = append(lists, p.k.Notify())
+	}
 	due := map[int]bool{}
 	var errs error
 	for range maxFlowRounds {
-		n, got, err := f.env.Forward(ctx, f.lists)
+		n, got, err := f.env.Forward(ctx, lists)
 		errs = errors.Join(errs, err)
 		for _, h := range got {
 			due[h] = true

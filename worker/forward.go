@@ -31,9 +31,13 @@ func (s *Server) forward(ctx context.Context) {
 
 // forwardOnce runs one pass and returns how long to sleep.
 func (s *Server) forwardOnce(ctx context.Context) (time.Duration, error) {
-	cmds := make([]*redis.Cmd, len(s.parts))
+	parts := s.partList()
+	if len(parts) == 0 {
+		return s.cfg.ForwardInterval, nil // QueuePatterns matched nothing yet
+	}
+	cmds := make([]*redis.Cmd, len(parts))
 	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
-		for i, p := range s.parts {
+		for i, p := range parts {
 			k := p.k
 			cmds[i] = pipe.Run(ctx, lua.Forward, []string{k.Scheduled(), k.Retry(), k.Msg(), k.State(), k.First(), k.Last()},
 				k.ShardPrefix(), s.cfg.now(), s.cfg.ShardSize, 1000)

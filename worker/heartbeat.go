@@ -57,7 +57,7 @@ func (s *Server) beat(ctx context.Context) error {
 			}
 			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State(), p.k.Cancel()}, args...)
 		}
-		for _, p := range s.parts {
+		for _, p := range s.partList() {
 			s.queueReap(ctx, pipe, p, stale)
 		}
 		s.publishStatus(ctx, pipe)

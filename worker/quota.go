@@ -17,19 +17,15 @@ const quotaInterval = 500 * time.Millisecond
 // this server runs split where their demand is (internal/quota). A queue
 // without such limits costs one script call an interval.
 func (s *Server) rebalanceQuotas(ctx context.Context) {
-	var qs []quota.Queue
-	for q := range s.cfg.Queues {
-		if n := s.cfg.PartitionsOf(q); n > 1 {
-			qs = append(qs, quota.Queue{Prefix: s.cfg.Prefix, Name: q, Partitions: n, ShardSize: s.cfg.ShardSize})
-		}
-	}
-	if len(qs) == 0 {
-		return
-	}
 	for ctx.Err() == nil {
-		for _, q := range qs {
-			q.Now = s.cfg.now()
-			if _, err := quota.Rebalance(ctx, s.rdb, q); err != nil && ctx.Err() == nil {
+		// the queues served now: QueuePatterns add and remove queues
+		for q := range s.servedQueues() {
+			n := s.cfg.PartitionsOf(q)
+			if n <= 1 {
+				continue
+			}
+			qq := quota.Queue{Prefix: s.cfg.Prefix, Name: q, Partitions: n, ShardSize: s.cfg.ShardSize, Now: s.cfg.now()}
+			if _, err := quota.Rebalance(ctx, s.rdb, qq); err != nil && ctx.Err() == nil {
 				s.logRedisError("rebalance quotas", err)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +28,6 @@ type Server struct {
 	cfg     Config
 	handler Handler
 	log     *slog.Logger
-	parts   []*part
 	slots   *slots
 	running registry
 	hooks   hooks
@@ -48,9 +46,16 @@ type Server struct {
 	runners     *runners
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
-	unhandled   sync.Map         // task types warned of as having no handler
-	work        map[string]*work // per queue, for the published status
+	unhandled   sync.Map // task types warned of as having no handler
 	started     time.Time
+	// pmu guards parts (replaced, never changed in place: a reader may
+	// keep the slice it got), work and nextOrd, which QueuePatterns change
+	// while the server runs
+	pmu     sync.RWMutex
+	parts   []*part          // heaviest queue first
+	work    map[string]*work // per queue, for the published status
+	nextOrd int
+	dyn     *dynamic // nil without QueuePatterns
 	// failingSince is when Redis calls began to fail (unix ns), 0 while
 	// they succeed
 	failingSince atomic.Int64
@@ -81,29 +86,53 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 			return nil, err
 		}
 	}
-	// heaviest queues first, so popHigher walks them in priority order
-	names := make([]string, 0, len(cfg.Queues))
-	for q := range cfg.Queues {
-		names = append(names, q)
+	s.work = make(map[string]*work, len(cfg.Queues))
+	for _, q := range slices.Sorted(maps.Keys(cfg.Queues)) {
+		s.addQueue(q, cfg.Queues[q], cfg.PartitionsOf(q))
 	}
-	sort.Slice(names, func(i, j int) bool {
-		if wi, wj := cfg.Queues[names[i]], cfg.Queues[names[j]]; wi != wj {
-			return wi > wj
-		}
-		return names[i] < names[j]
-	})
-	s.work = make(map[string]*work, len(names))
-	for _, q := range names {
-		sh := s.slots.newShare(cfg.Queues[q])
-		s.work[q] = &work{}
-		for i := range cfg.PartitionsOf(q) {
-			k := keys.For(cfg.Prefix, q, i)
-			p := newPart(k, q, i, len(s.parts), sh, cfg.ShardSize, cfg.WorkerID)
-			p.work = s.work[q]
-			s.parts = append(s.parts, p)
-		}
+	if len(cfg.QueuePatterns) > 0 {
+		s.dyn = &dynamic{queues: map[string]*served{}}
 	}
 	return s, nil
+}
+
+// addQueue adds the partitions of queue q, run with weight, to s.parts,
+// keeping the heaviest queues first so that popHigher walks them in
+// priority order, and returns them.
+func (s *Server) addQueue(q string, weight, partitions int) []*part {
+	sh := s.slots.newShare(weight)
+	w := &work{}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	added := make([]*part, partitions)
+	for i := range added {
+		added[i] = newPart(keys.For(s.cfg.Prefix, q, i), q, i, s.nextOrd, sh, s.cfg.ShardSize, s.cfg.WorkerID)
+		added[i].work = w
+		s.nextOrd++
+	}
+	s.work[q] = w
+	parts := append(slices.Clone(s.parts), added...)
+	slices.SortStableFunc(parts, func(a, b *part) int { return b.share.weight - a.share.weight })
+	s.parts = parts
+	return added
+}
+
+// removeQueue takes queue q's partitions out of s.parts and its share out
+// of the slots' draw.
+func (s *Server) removeQueue(q string, sh *share) {
+	s.pmu.Lock()
+	s.parts = slices.DeleteFunc(slices.Clone(s.parts), func(p *part) bool { return p.queue == q })
+	delete(s.work, q)
+	s.pmu.Unlock()
+	s.slots.dropShare(sh)
+}
+
+// partList returns the partitions the server runs now; the caller must
+// not change the slice.
+func (s *Server) partList() []*part {
+	s.pmu.RLock()
+	defer s.pmu.RUnlock()
+	return s.parts
 }
 
 // ID returns the worker ID this server uses in Redis.
@@ -161,11 +190,16 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() { defer s.background.Done(); s.forward(bg) }()
 	go func() { defer s.background.Done(); s.sweepFlows(bg) }()
 	go func() { defer s.background.Done(); s.rebalanceQuotas(bg) }()
-	for _, p := range s.parts {
+	for _, p := range s.partList() {
 		s.fetchers.Add(1)
 		go func() { defer s.fetchers.Done(); s.fetch(fetch, p) }()
 	}
-	s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "concurrency", s.cfg.Concurrency)
+	if s.dyn != nil {
+		// counted with the fetchers, which it starts: Shutdown waits for both
+		s.fetchers.Add(1)
+		go func() { defer s.fetchers.Done(); s.discover(fetch) }()
+	}
+	s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "patterns", queueList(s.cfg.QueuePatterns), "concurrency", s.cfg.Concurrency)
 	return nil
 }
 
@@ -287,10 +321,14 @@ func (s *Server) Run(ctx context.Context) error {
 
 // giveBackInflight returns anything a last blocking move left in this
 // worker's in-flight lists to the head of its queue.
-func (s *Server) giveBackInflight() {
+func (s *Server) giveBackInflight() { s.giveBack(s.partList()) }
+
+// giveBack returns what this worker's in-flight lists of parts hold to
+// the head of their queues.
+func (s *Server) giveBack(parts []*part) {
 	ctx := context.Background()
 	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
-		for _, p := range s.parts {
+		for _, p := range parts {
 			k := p.k
 			pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()},
 				k.T, s.cfg.now(), s.cfg.ShardSize, 0, s.cfg.WorkerID)
@@ -365,4 +403,16 @@ func queueList(queues map[string]int) string {
 		names[i] = fmt.Sprintf("%s:%d", q, queues[q])
 	}
 	return strings.Join(names, ",")
+}
+
+// servedQueues returns the queues the server runs now, with their
+// weights: Config.Queues and those QueuePatterns matched.
+func (s *Server) servedQueues() map[string]int {
+	s.pmu.RLock()
+	defer s.pmu.RUnlock()
+	out := make(map[string]int, len(s.work))
+	for _, p := range s.parts {
+		out[p.queue] = p.share.weight
+	}
+	return out
 }

@@ -71,6 +71,19 @@ func (s *slots) newShare(weight int) *share {
 	return sh
 }
 
+// dropShare takes a queue that is no longer run out of the draw.
+func (s *slots) dropShare(sh *share) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.shares {
+		if x == sh {
+			s.shares = append(s.shares[:i], s.shares[i+1:]...)
+			break
+		}
+	}
+	s.grant() // a slot held for it goes to the others
+}
+
 // backlogged records whether a fetcher of sh found a backlog: its last
 // pop filled every slot it had (was is what it recorded before). Slots
 // held for sh go to the others once no fetcher of sh has one.

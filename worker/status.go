@@ -56,12 +56,14 @@ func (w *work) sample() wire.QueueWork {
 func (s *Server) status() ([]byte, error) {
 	host, _ := os.Hostname()
 	st := wire.WorkerStatus{Host: host, PID: os.Getpid(), Started: s.started.UnixMilli(),
-		Queues: s.cfg.Queues, Strict: s.cfg.StrictPriority, Concurrency: s.cfg.Concurrency,
-		Work: make(map[string]wire.QueueWork, len(s.work))}
+		Queues: s.servedQueues(), Strict: s.cfg.StrictPriority, Concurrency: s.cfg.Concurrency}
 	running := map[string]int{}
 	for _, r := range s.running.snapshot() {
 		running[r.p.queue]++
 	}
+	s.pmu.RLock()
+	defer s.pmu.RUnlock()
+	st.Work = make(map[string]wire.QueueWork, len(s.work))
 	for q, w := range s.work {
 		qw := w.sample()
 		qw.Running = running[q]

@@ -20,7 +20,8 @@ import (
 //
 // It prints each task's ID and state ("01J... pending"). Exit codes: 0
 // when every task was enqueued; 1 for Redis errors and rejected tasks
-// (a duplicate task ID or unique task: the message names it), and with
+// (a duplicate task ID or unique task, a queue at its MaxDepth: the
+// message names it), and with
 // --lines for any rejected line (the others are enqueued); 2 for bad flags
 // or input (no type, a bad queue name, invalid JSON with --json).
 type enqueueCommand struct{}
@@ -41,11 +42,15 @@ struct is an error, never a handler called with empty fields.
 in batches of up to 500 per Redis round trip; each task's options are the
 flags'. Rejected lines are reported on stderr, the others enqueued.
 
+A queue at its MaxDepth (queue.Limits) refuses tasks; --wait waits up to
+that long for room (workers draining it) before giving up.
+
 Prints "ID STATE" for every task enqueued (STATE is pending or scheduled).`
 
 const enqueueExitCodes = `Exit codes:
   0  every task enqueued
-  1  a Redis error, or a task rejected (duplicate --id or --unique task);
+  1  a Redis error, or a task rejected (duplicate --id or --unique task,
+     the queue full at its MaxDepth, after --wait);
      with --lines, any line rejected (invalid JSON with --json, a duplicate):
      each is reported on stderr and the other lines are enqueued
   2  bad flags or input (no --type, a bad queue name, invalid JSON with --json)`
@@ -67,6 +72,7 @@ type enqueueFlags struct {
 	unique   time.Duration
 	timeout  time.Duration
 	lines    bool
+	wait     time.Duration
 }
 
 func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -85,6 +91,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.DurationVar(&f.unique, "unique", 0, "reject the task while one with the same type and payload is queued, for this `ttl`")
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")
 	fs.BoolVar(&f.lines, "lines", false, "one task per line of stdin (or --file)")
+	fs.DurationVar(&f.wait, "wait", 0, "when the queue is full (its MaxDepth), wait up to this `long` for room")
 	describe(fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -110,8 +117,8 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 		return nil, usageErr("--payload is the payload: it cannot be used with --lines or --file")
 	case f.lines && f.id != "":
 		return nil, usageErr("--id names one task: it cannot be used with --lines")
-	case f.delay < 0 || f.unique < 0 || f.timeout < 0:
-		return nil, usageErr("--delay, --unique and --timeout cannot be negative")
+	case f.delay < 0 || f.unique < 0 || f.timeout < 0 || f.wait < 0:
+		return nil, usageErr("--delay, --unique, --timeout and --wait cannot be negative")
 	}
 	if _, err := (queue.Config{Prefix: f.prefix}).Normalize(); err != nil {
 		return nil, fmt.Errorf("%w: --prefix: %v", errUsage, err)
@@ -128,6 +135,9 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 	}
 	if f.timeout > 0 {
 		opts = append(opts, queue.Timeout(f.timeout))
+	}
+	if f.wait > 0 {
+		opts = append(opts, queue.WaitForRoom())
 	}
 	if _, err := queue.NewRawTask(f.typ, nil).QueueName(opts...); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
@@ -193,7 +203,9 @@ func (e *enqueuer) one(ctx context.Context, fromFlag bool) error {
 		return err
 	}
 	defer closeRedis()
-	info, err := client.Enqueue(ctx, task, e.opts...)
+	wctx, cancel := e.waitContext(ctx)
+	defer cancel()
+	info, err := client.Enqueue(wctx, task, e.opts...)
 	if err != nil {
 		return e.explain(err)
 	}
@@ -227,9 +239,32 @@ func (e *enqueuer) explain(err error) error {
 		return fmt.Errorf("not enqueued: task ID %q was already enqueued to queue %q (IDs stay claimed for 24h)", e.f.id, e.f.queue)
 	case errors.Is(err, queue.ErrDuplicateUniqueTask):
 		return fmt.Errorf("not enqueued: a %q task with the same payload is already in queue %q (--unique %v)", e.f.typ, e.f.queue, e.f.unique)
+	case errors.Is(err, queue.ErrQueueFull):
+		return fmt.Errorf("not enqueued: %s", e.full())
+	case e.f.wait > 0 && errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s; --wait ended a try midway, so the task may be enqueued after all", e.full())
 	case errors.Is(err, queue.ErrInvalidTask), errors.Is(err, queue.ErrInvalidOption),
 		errors.Is(err, queue.ErrPayloadTooLarge), errors.Is(err, queue.ErrInvalidQueueName):
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return err
+}
+
+// waitContext bounds a WaitForRoom enqueue by --wait.
+func (e *enqueuer) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.f.wait <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, e.f.wait, errWaitedForRoom)
+}
+
+// errWaitedForRoom is the cause of a --wait that ran out.
+var errWaitedForRoom = errors.New("--wait ran out")
+
+// full says that the queue is at its MaxDepth, and what to do.
+func (e *enqueuer) full() string {
+	if e.f.wait > 0 {
+		return fmt.Sprintf("queue %q is full (at its MaxDepth) and no room came within --wait %v", e.f.queue, e.f.wait)
+	}
+	return fmt.Sprintf("queue %q is full (at its MaxDepth): retry later, pass --wait to wait for room, or raise its limit", e.f.queue)
 }

@@ -125,7 +125,9 @@ func (e *enqueuer) send(ctx context.Context, client *queue.Client, batch []line,
 	if len(tasks) == 0 {
 		return nil
 	}
-	infos, err := client.EnqueueBatch(ctx, tasks, e.opts...)
+	wctx, cancel := e.waitContext(ctx) // --wait bounds each batch's wait for room
+	defer cancel()
+	infos, err := client.EnqueueBatch(wctx, tasks, e.opts...)
 	var be *queue.BatchError
 	if err != nil && !errors.As(err, &be) {
 		return err
@@ -144,6 +146,12 @@ func (e *enqueuer) send(ctx context.Context, client *queue.Client, batch []line,
 func (e *enqueuer) explainLine(err error) error {
 	if errors.Is(err, queue.ErrDuplicateUniqueTask) {
 		return fmt.Errorf("a %q task with the same payload is already in queue %q (--unique %v)", e.f.typ, e.f.queue, e.f.unique)
+	}
+	if errors.Is(err, queue.ErrQueueFull) {
+		return errors.New(e.full())
+	}
+	if e.f.wait > 0 && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s; --wait ended a try midway, so it may be enqueued after all", e.full())
 	}
 	return err
 }

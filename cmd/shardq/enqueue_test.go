@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/queue"
 )
 
 // enqueued parses "ID STATE" lines.
@@ -253,5 +254,47 @@ func TestEnqueueWarnsOfEviction(t *testing.T) {
 	safe := redistest.Start(t)
 	if code, _, errOut := run(t, redisEnv(safe), "enqueue", "--type", "t", "--payload", "x"); code != exitOK || errOut != "" {
 		t.Fatalf("noeviction: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestEnqueueFullQueue: a queue at its MaxDepth refuses the task with a
+// message that says so and what to do; --wait waits for room, and gives
+// up when none comes.
+func TestEnqueueFullQueue(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+	insp := inspector(t, srv)
+	ctx := context.Background()
+	if err := insp.SetLimits(ctx, "small", queue.Limits{MaxDepth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, env, "enqueue", "--queue", "small", "--type", "x", "--payload", "1"); code != exitOK {
+		t.Fatalf("first task: exit %d, stderr %q", code, errOut)
+	}
+	code, out, errOut := run(t, env, "enqueue", "--queue", "small", "--type", "x", "--payload", "2")
+	if code != exitFailure || out != "" || !strings.Contains(errOut, `not enqueued: queue "small" is full (at its MaxDepth): retry later, pass --wait`) {
+		t.Fatalf("full queue: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = run(t, env, "enqueue", "--queue", "small", "--type", "x", "--payload", "3", "--wait", "300ms")
+	if code != exitFailure || !strings.Contains(errOut, `queue "small" is full (at its MaxDepth) and no room came within --wait 300ms`) || strings.Contains(errOut, "deadline") {
+		t.Fatalf("full queue with --wait: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = run(t, env, "enqueue", "--queue", "small", "--type", "x", "--lines", "--file", writeFile(t, "l", "a\nb\n"))
+	if code != exitFailure || !strings.Contains(errOut, `line 1: not enqueued: queue "small" is full`) || !strings.Contains(errOut, "2 of 2 lines not enqueued") {
+		t.Fatalf("full queue with --lines: exit %d, stderr %q", code, errOut)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		if _, err := insp.DeleteAllTasks(ctx, "small", queue.StatePending); err != nil {
+			t.Error(err)
+		}
+	}()
+	code, out, errOut = run(t, env, "enqueue", "--queue", "small", "--type", "x", "--payload", "4", "--wait", "1m")
+	if code != exitOK || len(enqueued(t, out)) != 1 {
+		t.Fatalf("--wait with room made: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := run(t, env, "enqueue", "--type", "x", "--payload", "1", "--wait", "-1s"); code != exitUsage || !strings.Contains(errOut, "cannot be negative") {
+		t.Fatalf("--wait -1s: exit %d, stderr %q", code, errOut)
 	}
 }

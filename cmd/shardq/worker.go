@@ -114,7 +114,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&f.redisURL, "redis", "", redisFlagHelp)
 	fs.StringVar(&f.prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`addr`/metrics (queues, and this worker's handlers)")
-	fs.StringVar(&f.queues, "queues", queue.DefaultQueue, "`list` of queues to run, with weights: name[:weight],...")
+	fs.StringVar(&f.queues, "queues", queue.DefaultQueue, "`list` of queues to run, with weights: name[:weight],...; a pattern ('tenant:*=1') runs every queue it matches, as they appear")
 	fs.BoolVar(&f.strict, "strict", false, "strict priority: always the heaviest queue with work first")
 	fs.IntVar(&f.concurrency, "concurrency", 10, "tasks run at once")
 	fs.Var(&f.handlers, "handler", "a handler `spec`: TYPE=exec:COMMAND ARGS... or TYPE=http:URL (repeatable)")
@@ -205,6 +205,7 @@ func (f *workerFlags) settings(set map[string]bool) (worker.Config, map[string]h
 		}
 		cfg.Queues = q
 	}
+	cfg.Queues, cfg.QueuePatterns = splitPatterns(cfg.Queues)
 	if _, err := cfg.Config.Normalize(); err != nil {
 		return cfg, nil, "", fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}

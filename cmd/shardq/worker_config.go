@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ import (
 //	{
 //	  "redis": "redis://localhost:6379/0",
 //	  "prefix": "shardq",
-//	  "queues": {"email": 3, "default": 1},
+//	  "queues": {"email": 3, "default": 1, "tenant:*": 1},
 //	  "strict_priority": false,
 //	  "concurrency": 20,
 //	  "shutdown_timeout": "30s",
@@ -199,7 +200,10 @@ func splitArgs(s string) ([]string, error) {
 	return args, nil
 }
 
-// parseQueues parses --queues 'name[:weight],...'.
+// parseQueues parses --queues 'name[:weight],...', where a name may be a
+// pattern ('tenant:*'), and the weight may follow '=' as well
+// ('tenant:*=2'): a ':' is taken for the weight's only when a number
+// follows it, since queue names may hold colons.
 func parseQueues(s string) (map[string]int, error) {
 	out := map[string]int{}
 	for item := range strings.SplitSeq(s, ",") {
@@ -207,7 +211,7 @@ func parseQueues(s string) (map[string]int, error) {
 		if item == "" {
 			continue
 		}
-		name, w, hasWeight := strings.Cut(item, ":")
+		name, w, hasWeight := cutWeight(item)
 		weight := 1
 		if hasWeight {
 			n, err := strconv.Atoi(w)
@@ -216,7 +220,7 @@ func parseQueues(s string) (map[string]int, error) {
 			}
 			weight = n
 		}
-		if err := queue.ValidateQueueName(name); err != nil {
+		if err := checkQueueOrPattern(name); err != nil {
 			return nil, fmt.Errorf("--queues: %v", err)
 		}
 		out[name] = weight
@@ -240,7 +244,7 @@ func readWorkerFile(path string) (*workerFile, error) {
 		return nil, fmt.Errorf("config %s: %v", path, err)
 	}
 	for q, w := range f.Queues {
-		if err := queue.ValidateQueueName(q); err != nil {
+		if err := checkQueueOrPattern(q); err != nil {
 			return nil, fmt.Errorf("config %s: %v", path, err)
 		}
 		if w < 1 {
@@ -264,4 +268,51 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = duration(v)
 	return nil
+}
+
+// cutWeight splits "name=weight", or "name:weight" when a number (or a
+// sign) follows the last colon.
+func cutWeight(item string) (name, weight string, ok bool) {
+	if i := strings.LastIndex(item, "="); i >= 0 {
+		return item[:i], item[i+1:], true
+	}
+	if i := strings.LastIndex(item, ":"); i >= 0 {
+		if w := item[i+1:]; w != "" && strings.Trim(w, "-+0123456789") == "" {
+			return item[:i], w, true
+		}
+	}
+	return item, "", false
+}
+
+// isPattern reports whether a --queues name is a pattern (path.Match
+// syntax) that worker.Config.QueuePatterns takes.
+func isPattern(name string) bool { return strings.ContainsAny(name, "*?[") }
+
+// checkQueueOrPattern checks a queue name, or a pattern's syntax.
+func checkQueueOrPattern(name string) error {
+	if !isPattern(name) {
+		return queue.ValidateQueueName(name)
+	}
+	if _, err := path.Match(name, ""); err != nil || strings.ContainsAny(name, "{} \t") {
+		return fmt.Errorf("queue pattern %q: want path.Match syntax, without braces or whitespace", name)
+	}
+	return nil
+}
+
+// splitPatterns separates the patterns of a queues map from its names.
+func splitPatterns(all map[string]int) (queues, patterns map[string]int) {
+	for q, w := range all {
+		if isPattern(q) {
+			if patterns == nil {
+				patterns = map[string]int{}
+			}
+			patterns[q] = w
+			continue
+		}
+		if queues == nil {
+			queues = map[string]int{}
+		}
+		queues[q] = w
+	}
+	return queues, patterns
 }

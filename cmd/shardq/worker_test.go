@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,6 +34,8 @@ func TestWorkerBadInput(t *testing.T) {
 		{"HandlerURL", env, []string{"--handler", "t=http:localhost:80/x"}, exitUsage, "want http:// or https://"},
 		{"QueueName", env, []string{ok, "--queues", "good,bad name"}, exitUsage, "invalid queue name"},
 		{"QueueWeight", env, []string{ok, "--queues", "a:0"}, exitUsage, `weight "0" of "a"`},
+		{"QueuePattern", env, []string{ok, "--queues", "tenant:[=1"}, exitUsage, `queue pattern "tenant:["`},
+		{"QueuePatternWeight", env, []string{ok, "--queues", "tenant:*=x"}, exitUsage, `weight "x" of "tenant:*"`},
 		{"Concurrency", env, []string{ok, "--concurrency", "0"}, exitUsage, "--concurrency 0"},
 		{"RetryExitCode", env, []string{ok, "--retry-exit-code", "0"}, exitUsage, "retry exit code 0"},
 		{"LogLevel", env, []string{ok, "--log-level", "loud"}, exitUsage, "--log-level"},
@@ -453,5 +456,34 @@ func TestWorkerConfigFile(t *testing.T) {
 	}
 	if code := p.stop(t); code != exitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, p.err.String())
+	}
+}
+
+// TestWorkerQueuePatterns: --queues takes patterns, and the worker runs
+// the matching queues that appear after it started.
+func TestWorkerQueuePatterns(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	insp := inspector(t, srv)
+	startShardq(t, redisEnv(srv), "worker", "--queues", "tenant:*=2,jobs", "--handler", "cat=exec:cat")
+	keep := []queue.Option{queue.Retention(time.Hour)}
+	a := enqueueAll(t, srv, []byte("a"), append(keep, queue.In("tenant:a")), "cat")
+	b := enqueueAll(t, srv, []byte("b"), append(keep, queue.In("tenant:b:eu")), "cat")
+	j := enqueueAll(t, srv, []byte("j"), append(keep, queue.In("jobs")), "cat")
+	waitState(t, insp, "tenant:a", a["cat"], queue.StateDone)
+	waitState(t, insp, "tenant:b:eu", b["cat"], queue.StateDone)
+	waitState(t, insp, "jobs", j["cat"], queue.StateDone)
+}
+
+func TestParseQueues(t *testing.T) {
+	t.Parallel()
+	got, err := parseQueues("email:3, default, tenant:*=2, a:b, img-?")
+	want := map[string]int{"email": 3, "default": 1, "tenant:*": 2, "a:b": 1, "img-?": 1}
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("parseQueues = %v, %v; want %v", got, err, want)
+	}
+	queues, patterns := splitPatterns(got)
+	if len(queues) != 3 || !maps.Equal(patterns, map[string]int{"tenant:*": 2, "img-?": 1}) {
+		t.Fatalf("split into %v and %v", queues, patterns)
 	}
 }

@@ -22,14 +22,16 @@ type Values struct {
 	Rate           int
 	Per            time.Duration
 	KeyConcurrency int
+	MaxDepth       int
+	KeyRate        int
 }
 
 // Check reports what is wrong with v for queue, or nil.
 func Check(queue string, v Values) error {
-	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 {
+	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 || v.MaxDepth < 0 || v.KeyRate < 0 {
 		return fmt.Errorf("limits of %q: %+v: negative values", queue, v)
 	}
-	if v.Rate > 0 && v.Per > 0 && v.Per < time.Millisecond {
+	if (v.Rate > 0 || v.KeyRate > 0) && v.Per > 0 && v.Per < time.Millisecond {
 		return fmt.Errorf("limits of %q: Per %v, want >= 1ms", queue, v.Per)
 	}
 	return nil
@@ -47,7 +49,7 @@ func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
 	if per <= 0 {
 		per = time.Second
 	}
-	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency)
+	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency, "maxdepth", v.MaxDepth, "keyrate", v.KeyRate)
 }
 
 // WriteFleetWide sets the limits of a queue of n partitions so that they
@@ -73,7 +75,8 @@ func WriteFleetWide(ctx context.Context, rdb redis.UniversalClient, prefix, queu
 				continue
 			}
 			// the full limits stay at 0 here: the quotas (cq, rq) rule
-			p.HSet(ctx, k, "concurrency", 0, "rate", 0, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency)
+			p.HSet(ctx, k, "concurrency", 0, "rate", 0, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency,
+				"maxdepth", v.MaxDepth, "keyrate", v.KeyRate)
 		}
 		return nil
 	})

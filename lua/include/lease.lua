@@ -1,4 +1,5 @@
 --@include limits
+--@include keyrate
 -- lease_tasks leases each message until deadline: its record becomes
 -- active with one more attempt, a new fencing token and its concurrency
 -- key; its message moves to T:msg, its ID to T:active, its key's running
@@ -57,7 +58,7 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   return leased, extra
 end
 
--- dequeue_reply parks the messages over their key's limit, leases the
+-- dequeue_reply parks the messages over their key's limits, leases the
 -- rest and returns pop's and claim's reply: {status, aux, now, codes,
 -- {messages}, {index, attempt, token, id, ...}}, status 0, or 4 when every
 -- message was parked (look again at once).
@@ -81,6 +82,9 @@ local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
     msgs = live
   end
   local keep, parked = park_over_limit(T, msgs, lim.keyconc)
+  local rated
+  keep, rated = keyrate_park(T, keep, lim.keyrate, lim.per, now)
+  parked = parked + rated
   local status = 0
   if #keep == 0 and (parked > 0 or dropped > 0) then status = 4 end
   local leased, extra = lease_tasks(T, keep, now, now + lease, worker, lim.rate)

@@ -4,7 +4,9 @@
 -- Limits of a partition T, kept in T:limits so a change applies at the next
 -- dequeue: concurrency (tasks running at once: the fair semaphore over
 -- T:active), rate and per (task starts per period, counted in T:ratelog),
--- keyconc (tasks of one concurrency key running at once). 0 = none.
+-- keyconc (tasks of one concurrency key running at once), keyrate (task
+-- starts of one concurrency key per period, see include/keyrate.lua).
+-- 0 = none.
 --
 -- A queue of several partitions with a concurrency or rate limit keeps the
 -- limit fleet-wide: its capacity is split into per-partition quotas (cq,
@@ -12,13 +14,13 @@
 -- quota may be 0: nothing may start here now. It returns concurrency and
 -- rate as -1 for no limit, since 0 is a limit then.
 local function limits_get(T)
-  local v = redis.call('HMGET', T .. ':limits', 'concurrency', 'rate', 'per', 'keyconc', 'cq', 'rq')
+  local v = redis.call('HMGET', T .. ':limits', 'concurrency', 'rate', 'per', 'keyconc', 'keyrate', 'cq', 'rq')
   local conc, rate = tonumber(v[1]) or 0, tonumber(v[2]) or 0
   if conc <= 0 then conc = -1 end
   if rate <= 0 then rate = -1 end
-  if v[5] then conc = tonumber(v[5]) end
-  if v[6] then rate = tonumber(v[6]) end
-  return conc, rate, tonumber(v[3]) or 1000, tonumber(v[4]) or 0
+  if v[6] then conc = tonumber(v[6]) end
+  if v[7] then rate = tonumber(v[7]) end
+  return conc, rate, tonumber(v[3]) or 1000, tonumber(v[4]) or 0, tonumber(v[5]) or 0
 end
 
 -- key_release: a task of key stopped running. Count it down and, when
@@ -101,15 +103,15 @@ local function rate_room(T, rate, per, now)
 end
 
 -- NO_LIMITS is what dequeue_room's callers use when T has no limits hash.
-local NO_LIMITS = {conc = 0, rate = 0, keyconc = 0}
+local NO_LIMITS = {conc = 0, rate = 0, keyconc = 0, keyrate = 0, per = 1000}
 
 -- dequeue_room applies the partition's limits to a wish for n tasks. It
 -- returns how many may start, a status when none may (2 at the
 -- concurrency limit, 3 at the rate limit), the ms to wait, and the limits
 -- it read, for the rest of the call.
 local function dequeue_room(T, n, now, size)
-  local conc, rate, per, keyconc = limits_get(T)
-  local lim = {conc = math.max(conc, 0), rate = math.max(rate, 0), keyconc = keyconc}
+  local conc, rate, per, keyconc, keyrate = limits_get(T)
+  local lim = {conc = math.max(conc, 0), rate = math.max(rate, 0), keyconc = keyconc, keyrate = keyrate, per = per}
   if conc >= 0 then
     local active = T .. ':active'
     if redis.call('ZCARD', active) >= conc then

@@ -1,0 +1,100 @@
+package worker
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/queue"
+)
+
+// dynamic is the queues Config.QueuePatterns matched: what discover
+// serves now. Only discover's goroutine touches it.
+type dynamic struct {
+	queues map[string]*served
+}
+
+// served is one queue a pattern matched, and its fetchers.
+type served struct {
+	parts    []*part
+	stop     context.CancelFunc
+	fetchers sync.WaitGroup
+}
+
+// discover reads the queue registry every QueueRefresh until ctx ends,
+// and starts and stops serving the queues that QueuePatterns match. A
+// failed read changes nothing: the queues served go on being served.
+func (s *Server) discover(ctx context.Context) {
+	for {
+		if err := s.refreshQueues(ctx); err != nil && ctx.Err() == nil {
+			s.logRedisError("read queue registry", err)
+		}
+		select {
+		case <-ctx.Done():
+			return // the fetchers end with ctx too
+		case <-time.After(s.cfg.QueueRefresh):
+		}
+	}
+}
+
+// refreshQueues is one look at the registry: one HGETALL.
+func (s *Server) refreshQueues(ctx context.Context) error {
+	raw, err := s.rdb.HGetAll(ctx, keys.Queues(s.cfg.Prefix)).Result()
+	if err != nil {
+		return err
+	}
+	for q, sv := range s.dyn.queues {
+		if _, ok := raw[q]; !ok {
+			s.stopServing(q, sv)
+		}
+	}
+	for q, v := range raw {
+		if _, ok := s.dyn.queues[q]; ok {
+			continue
+		}
+		weight, ok := s.cfg.matchWeight(q)
+		if !ok || queue.ValidateQueueName(q) != nil {
+			continue
+		}
+		n := s.cfg.PartitionsOf(q)
+		if _, configured := s.cfg.Partitions[q]; !configured {
+			// the producers' count, as they recorded it
+			if r, err := strconv.Atoi(v); err == nil && r >= 1 {
+				n = r
+			}
+		}
+		s.startServing(ctx, q, weight, n)
+	}
+	return nil
+}
+
+// startServing starts fetchers on the n partitions of queue q.
+func (s *Server) startServing(ctx context.Context, q string, weight, n int) {
+	qctx, stop := context.WithCancel(ctx)
+	sv := &served{parts: s.addQueue(q, weight, n), stop: stop}
+	s.dyn.queues[q] = sv
+	for _, p := range sv.parts {
+		s.fetchers.Add(1) // discover holds one: legal while Shutdown waits
+		sv.fetchers.Add(1)
+		go func() {
+			defer s.fetchers.Done()
+			defer sv.fetchers.Done()
+			s.fetch(qctx, p)
+		}()
+	}
+	s.log.Info("serving a queue matched by QueuePatterns", "queue", q, "weight", weight, "partitions", n)
+}
+
+// stopServing stops the fetchers of queue q, which left the registry
+// (deleted), and gives back what their last blocking move took. Its
+// running tasks finish, and are acked, as usual.
+func (s *Server) stopServing(q string, sv *served) {
+	sv.stop()
+	sv.fetchers.Wait() // each ends within its one-second slice
+	s.giveBack(sv.parts)
+	s.removeQueue(q, sv.parts[0].share)
+	delete(s.dyn.queues, q)
+	s.log.Info("stopped serving a queue no longer in the registry", "queue", q)
+}
