@@ -19,14 +19,7 @@ import (
 // found on PATH (Debian: apt-get install -y chromium) or at
 // $SHARDQ_CHROMIUM.
 func TestBrowser(t *testing.T) {
-	path := chromiumPath()
-	if path == "" {
-		if os.Getenv("BROWSER_TEST_REQUIRED") != "" {
-			// make test checked for it; a browser that vanished since is a failure, not a skip
-			t.Fatal("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM)")
-		}
-		t.Skip("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM): the browser test did not run")
-	}
+	path := requireChromium(t)
 	t.Parallel()
 	e := setup(t, dashboard.Options{TailInterval: 200 * time.Millisecond, RefreshInterval: 300 * time.Millisecond})
 	must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{Concurrency: 10, Rate: 600, Per: time.Minute}))
@@ -188,4 +181,19 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("JavaScript dialogs opened: %q", d)
 	}
 	t.Logf("screenshots in %s", page.shots)
+}
+
+// requireChromium returns the path of Chromium, or skips the test without
+// it; under make test (BROWSER_TEST_REQUIRED) a missing one fails it.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		if os.Getenv("BROWSER_TEST_REQUIRED") != "" {
+			// make test checked for it; a browser that vanished since is a failure, not a skip
+			t.Fatal("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM)")
+		}
+		t.Skip("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM): the browser test did not run")
+	}
+	return path
 }

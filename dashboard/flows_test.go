@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -200,13 +199,7 @@ func TestFlowPagesAndAPI(t *testing.T) {
 // the stopped chain to its dead link, retries it there, and watches the
 // chain resume and finish; the batch page shows its progress.
 func TestBrowserFlows(t *testing.T) {
-	path := chromiumPath()
-	if path == "" {
-		if os.Getenv("BROWSER_TEST_REQUIRED") != "" {
-			t.Fatal("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM)")
-		}
-		t.Skip("chromium not found on PATH (apt-get install -y chromium, or set SHARDQ_CHROMIUM): the browser test did not run")
-	}
+	path := requireChromium(t)
 	t.Parallel()
 	e := setupFlows(t)
 	b := startBrowser(t, path).in(t)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
 )
@@ -63,18 +65,8 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 		}
 		return false
 	})
-	victim.signal(t, syscall.SIGKILL)
 	killed := time.Now()
-	if !victim.waitExit(5 * time.Second) {
-		t.Fatal("the victim did not die")
-	}
-	// its handlers run no more: forget them (the slot stays taken in Redis)
-	running, _ := rdb.HGetAll(ctx, k.running()).Result()
-	for task, pid := range running {
-		if pid == strconv.Itoa(victim.pid) {
-			rdb.HDel(ctx, k.running(), task)
-		}
-	}
+	killGauged(t, rdb, k, victim)
 	// until the lease expires, the live handlers stay below the limit
 	for time.Since(killed) < lease-400*time.Millisecond {
 		if n := rdb.HLen(ctx, k.running()).Val(); n >= 3 {
@@ -141,19 +133,7 @@ func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 
 	enqueue(120)
 	waitFor(t, 15*time.Second, "three running at once", func() bool { return peak() == 3 })
-	victim := kids[1]
-	victim.signal(t, syscall.SIGKILL)
-	if !victim.waitExit(5 * time.Second) {
-		t.Fatal("the victim did not die")
-	}
-	// its handlers run no more: forget them (their slots stay taken in
-	// Redis until their leases expire)
-	running, _ := rdb.HGetAll(ctx, k.running()).Result()
-	for task, pid := range running {
-		if pid == strconv.Itoa(victim.pid) {
-			rdb.HDel(ctx, k.running(), task)
-		}
-	}
+	killGauged(t, rdb, k, kids[1])
 	waitFor(t, 60*time.Second, "every task", drained)
 	if p := peak(); p > 3 {
 		t.Fatalf("peak %d handlers at once over 4 partitions, fleet-wide limit 3", p)
@@ -175,5 +155,23 @@ func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 	completions := hashInts(t, rdb, k.completions())
 	if len(completions) != 180 {
 		t.Fatalf("%d of 180 tasks completed", len(completions))
+	}
+}
+
+// killGauged kills a child running the gauge handler with SIGKILL and
+// forgets its handlers in the gauge, since they run no more (their slots
+// stay taken in Redis until their leases expire).
+func killGauged(t *testing.T, rdb redis.UniversalClient, k recKeys, victim *child) {
+	t.Helper()
+	victim.signal(t, syscall.SIGKILL)
+	if !victim.waitExit(5 * time.Second) {
+		t.Fatal("the victim did not die")
+	}
+	ctx := context.Background()
+	running, _ := rdb.HGetAll(ctx, k.running()).Result()
+	for task, pid := range running {
+		if pid == strconv.Itoa(victim.pid) {
+			rdb.HDel(ctx, k.running(), task)
+		}
 	}
 }
