@@ -195,7 +195,11 @@ func (s *Server) Start(ctx context.Context) error {
 		s.fetchers.Add(1)
 		go func() { defer s.fetchers.Done(); s.discover(fetch) }()
 	}
-	s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "patterns", queueList(s.cfg.QueuePatterns), "concurrency", s.cfg.Concurrency)
+	if len(s.cfg.QueuePatterns) > 0 {
+		s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "patterns", queueList(s.cfg.QueuePatterns), "concurrency", s.cfg.Concurrency)
+	} else {
+		s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "concurrency", s.cfg.Concurrency)
+	}
 	return nil
 }
 
