@@ -241,11 +241,15 @@ func TestMaxDepth(t *testing.T) {
 	t.Run("LimitInfoShowsIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7, KeyRate: 3}))
+		for _, o := range []Option{In("q"), ProcessIn(time.Hour)} {
+			_, err := b.client.Enqueue(ctx, NewRawTask("t", nil), In("q"), o)
+			must(t, err)
+		}
 		li, err := b.insp.LimitInfo(ctx, "q")
 		must(t, err)
-		if li.Limits.MaxDepth != 7 {
-			t.Fatalf("LimitInfo MaxDepth = %d, want 7", li.Limits.MaxDepth)
+		if li.Limits.MaxDepth != 7 || li.Limits.KeyRate != 3 || li.Limits.Per != time.Second || li.Depth != 2 {
+			t.Fatalf("LimitInfo = %+v, want MaxDepth 7, KeyRate 3 per second, depth 2", li)
 		}
 	})
 }

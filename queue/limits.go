@@ -112,6 +112,10 @@ type LimitInfo struct {
 	Waiting int64
 	// Keys holds, for up to 1,000 keys, how many of their tasks run and wait.
 	Keys map[string]KeyInfo
+	// Depth is, with a MaxDepth, the tasks waiting in the queue as MaxDepth
+	// counts them (pending, parked, scheduled, retrying), over every
+	// partition; 0 without one.
+	Depth int64
 }
 
 // KeyInfo is what runs and waits for one concurrency key.
@@ -169,6 +173,13 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
 	}
 	info.Waiting, _ = strconv.ParseInt(parked, 10, 64)
+	if info.Limits.MaxDepth > 0 {
+		qi, err := i.QueueInfo(ctx, queue)
+		if err != nil {
+			return nil, fmt.Errorf("limit info of %q: %w", queue, err)
+		}
+		info.Depth = qi.Pending + qi.Waiting + qi.Scheduled + qi.Retry
+	}
 	for key, v := range active {
 		ki := info.Keys[key]
 		ki.Running, _ = strconv.ParseInt(v, 10, 64)
