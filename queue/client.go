@@ -109,6 +109,7 @@ type group struct {
 	tasks     []pending
 	capped    bool  // sent with enqueue_capped.lua
 	max       int64 // the queue's MaxDepth, when capped
+	keyMax    int64 // its KeyMaxDepth, when capped
 }
 
 // prepare validates and encodes every task, grouping them by partition.
@@ -273,6 +274,8 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 				errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
 			case codeQueueFull:
 				errs[p.index] = g.queueFull()
+			case codeKeyFull:
+				errs[p.index] = g.keyFull(p.info.ConcurrencyKey)
 			}
 		}
 	}

@@ -52,6 +52,14 @@ type Limits struct {
 	// start one more (the parked tasks of a key come due Per/KeyRate
 	// apart), holding no worker slot, while tasks of other keys run.
 	KeyRate int
+	// KeyMaxDepth caps how many tasks of one ConcurrencyKey may wait in
+	// the queue, enqueued and never started (0 = no cap): an enqueue over
+	// it fails with ErrQueueFull, as over MaxDepth, while other keys' tasks
+	// get in. Checked atomically with the push, per partition (each
+	// partition holds up to KeyMaxDepth of a key). The counts are kept only
+	// while the limit is set, so tasks enqueued before it was set are not
+	// counted.
+	KeyMaxDepth int
 }
 
 func (l Limits) validate(queue string) error {
@@ -92,7 +100,7 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 		return err
 	}
 	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
-		limits.Write(ctx, p, k.Limits(), limits.Values(l))
+		limits.Write(ctx, p, k, limits.Values(l))
 	})
 	if err != nil {
 		return fmt.Errorf("set limits of %q: %w", queue, err)
@@ -168,7 +176,7 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
 		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"]),
-		MaxDepth: atoi(lim["maxdepth"]), KeyRate: atoi(lim["keyrate"])}
+		MaxDepth: atoi(lim["maxdepth"]), KeyRate: atoi(lim["keyrate"]), KeyMaxDepth: atoi(lim["keymaxdepth"])}
 	if info.Limits.Rate == 0 && info.Limits.KeyRate == 0 {
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
 	}

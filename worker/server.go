@@ -212,7 +212,7 @@ func (s *Server) register(ctx context.Context) error {
 		}
 		for q, l := range s.cfg.Limits {
 			for i := range s.cfg.PartitionsOf(q) {
-				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, i).Limits(), limits.Values(l))
+				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, i), limits.Values(l))
 			}
 		}
 		return nil

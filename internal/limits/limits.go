@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
 )
 
 // Values are a queue's limits, field for field queue.Limits (which
@@ -21,11 +23,12 @@ type Values struct {
 	KeyConcurrency int
 	MaxDepth       int
 	KeyRate        int
+	KeyMaxDepth    int
 }
 
 // Check reports what is wrong with v for queue, or nil.
 func Check(queue string, v Values) error {
-	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 || v.MaxDepth < 0 || v.KeyRate < 0 {
+	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 || v.MaxDepth < 0 || v.KeyRate < 0 || v.KeyMaxDepth < 0 {
 		return fmt.Errorf("limits of %q: %+v: negative values", queue, v)
 	}
 	if (v.Rate > 0 || v.KeyRate > 0) && v.Per > 0 && v.Per < time.Millisecond {
@@ -34,10 +37,15 @@ func Check(queue string, v Values) error {
 	return nil
 }
 
-// Write queues the write of v to the limits hash key on p. No limits at
-// all delete the hash: a dequeue that finds neither it nor a paused flag
-// skips reading them.
-func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
+// Write queues the write of v to partition k's limits hash on p. No
+// limits at all delete the hash: a dequeue that finds neither it nor a
+// paused flag skips reading them. Without a KeyMaxDepth the per-key
+// depths are deleted: they are kept only while the limit is.
+func Write(ctx context.Context, p redis.Pipeliner, k keys.Partition, v Values) {
+	if v.KeyMaxDepth == 0 {
+		p.Del(ctx, k.KeyDepth())
+	}
+	key := k.Limits()
 	if v == (Values{}) {
 		p.Del(ctx, key)
 		return
@@ -46,5 +54,5 @@ func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
 	if per <= 0 {
 		per = time.Second
 	}
-	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency, "maxdepth", v.MaxDepth, "keyrate", v.KeyRate)
+	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency, "maxdepth", v.MaxDepth, "keyrate", v.KeyRate, "keymaxdepth", v.KeyMaxDepth)
 }
