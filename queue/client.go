@@ -26,7 +26,7 @@ type Client struct {
 	cfg        Config
 	rr         atomic.Uint64 // round-robin over partitions
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
-	depth      sync.Map      // queue name -> depthEntry: its MaxDepth, and when learned
+	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and KeyMaxDepth, and when learned
 }
 
 // NewClient returns a Client over rdb.
