@@ -190,6 +190,24 @@ func TestAPIReads(t *testing.T) {
 			v.Limits[1].Kind != "rate" || v.Limits[1].PerMS != 60_000 {
 			t.Fatalf("limits %+v", v)
 		}
+		qi, err := e.insp.QueueInfo(e.ctx, e.q)
+		must(t, err)
+		must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{MaxDepth: 1000, KeyRate: 5, KeyMaxDepth: 9}))
+		var w struct {
+			Limits []struct {
+				Kind    string
+				Max     int64
+				Waiting int64
+				PerMS   int64 `json:"per_ms"`
+			}
+		}
+		e.get("/api/limits").json(t, &w)
+		if len(w.Limits) != 3 || w.Limits[0].Kind != "depth" || w.Limits[0].Max != 1000 ||
+			w.Limits[0].Waiting != qi.Pending+qi.Waiting+qi.Scheduled+qi.Retry ||
+			w.Limits[1].Kind != "key depth" || w.Limits[1].Max != 9 ||
+			w.Limits[2].Kind != "key rate" || w.Limits[2].Max != 5 || w.Limits[2].PerMS != 1000 {
+			t.Fatalf("depth and key rate limits %+v, queue %+v", w, qi)
+		}
 		must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{}))
 	})
 

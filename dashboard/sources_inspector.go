@@ -60,6 +60,16 @@ func limitRows(li *queue.LimitInfo) []Limit {
 		out = append(out, Limit{Name: li.Queue, Queue: li.Queue, Kind: "rate", Max: int64(l.Rate),
 			Per: max(l.Per, time.Second), Running: li.Started})
 	}
+	if l.MaxDepth > 0 {
+		out = append(out, Limit{Name: li.Queue, Queue: li.Queue, Kind: "depth", Max: int64(l.MaxDepth), Waiting: li.Depth})
+	}
+	if l.KeyMaxDepth > 0 {
+		out = append(out, Limit{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key depth", Max: int64(l.KeyMaxDepth)})
+	}
+	if l.KeyRate > 0 {
+		out = append(out, Limit{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key rate", Max: int64(l.KeyRate),
+			Per: max(l.Per, time.Second)})
+	}
 	if l.KeyConcurrency > 0 {
 		keys := make([]string, 0, len(li.Keys))
 		for k := range li.Keys {

@@ -10,6 +10,9 @@
   Returns: one code per task: 1 deleted, 0 not in those states ]]
 --@include taskset
 --@include flowmsg
+--@include msgid
+--@include record
+--@include keydepth
 local T = ARGV[1]
 local sets = {KEYS[1], KEYS[2], KEYS[3], KEYS[4]}
 local codes = {}
@@ -19,6 +22,14 @@ for i = 2, #ARGV, 2 do
   if which then
     if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
       redis.call('DEL', T .. ':unique:' .. unique)
+    end
+    if which == 1 then
+      -- a scheduled task that never ran leaves its key's depth
+      local m = redis.call('HGET', KEYS[5], id)
+      if m and record_get(KEYS[6], id)[2] == 0 then
+        local _, k = msg_head(m)
+        keydepth_down(T, k, 1)
+      end
     end
     flow_deleted(T, id, redis.call('HGET', KEYS[5], id))
     redis.call('ZREM', key, id)

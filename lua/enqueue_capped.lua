@@ -1,41 +1,77 @@
 #!lua
 --[[ enqueue_capped: enqueue.lua for a queue that may have a maximum depth
-  (Limits.MaxDepth, the field maxdepth of T:limits): the same call, with the
-  depth checked in the same script as the push, so concurrent producers
-  never take the queue past it. Producers use it while they know, or have
-  not checked lately, that the queue has a maximum; enqueue.lua otherwise.
+  (Limits.MaxDepth, maxdepth in T:limits) or a maximum per concurrency key
+  (Limits.KeyMaxDepth, keymaxdepth): the same call, with the depths checked
+  in the same script as the push, so concurrent producers never pass them.
+  Producers use it while they know, or have not checked lately, that the
+  queue has a maximum; enqueue.lua otherwise.
   KEYS: enqueue.lua's.
   ARGV[1] this partition's number  ARGV[2] the queue's partition count
   ARGV[3..] enqueue.lua's ARGV, unchanged: its first five are the header
     (T is the first, the shard size the third, the fields per task the
     fifth), then the tasks.
-  Returns: enqueue.lua's code for each task, -3 for a task refused because
-  the partition is at its share of the maximum (the tasks are admitted in
-  order while there is room; a refused task changes nothing), then one more
-  element: the queue's maximum depth (0 = none), which the producer caches.
-  An admitted task that enqueue.lua then rejects (a duplicate) still took
-  its place in this call's count: the check errs towards refusing. ]]
+  Returns: enqueue.lua's code for each task; -3 for a task refused because
+  the partition is at its share of MaxDepth, -4 because its key is at
+  KeyMaxDepth (a refused task changes nothing; the tasks are admitted in
+  order while there is room); then two more elements: the queue's MaxDepth
+  and KeyMaxDepth (0 = none), which the producer caches. An admitted task
+  that enqueue.lua then rejects (a duplicate) still took its place in this
+  call's count: the check errs towards refusing. ]]
 --@include depth
+--@include msgid
 local HEADER = 5
 local part, parts = tonumber(ARGV[1]), tonumber(ARGV[2])
 local T, size, F = ARGV[3], tonumber(ARGV[5]), tonumber(ARGV[7])
-local ntasks = (#ARGV - 2 - HEADER) / F
-local max = depth_max(T)
-local admit = ntasks
-if max > 0 then
-  admit = math.min(ntasks, math.max(0, depth_share(max, part, parts) - depth_of(T, size)))
+local FIRST = 3 + HEADER
+local ntasks = (#ARGV - FIRST + 1) / F
+local lim = redis.call('HMGET', T .. ':limits', 'maxdepth', 'keymaxdepth')
+local max, keymax = tonumber(lim[1]) or 0, tonumber(lim[2]) or 0
+local room = ntasks
+if max > 0 then room = math.max(0, depth_share(max, part, parts) - depth_of(T, size)) end
+
+-- admission, in order: no writes yet
+local codes, admitted, keyof, keyn = {}, {}, {}, {}
+for k = 1, ntasks do
+  local key, n = '', 0
+  if keymax > 0 then
+    local _
+    _, key = msg_head(ARGV[FIRST + (k - 1) * F])
+    if key ~= '' then
+      n = keyn[key] or tonumber(redis.call('HGET', T .. ':kdepth', key) or 0)
+      keyn[key] = n
+    end
+  end
+  if room <= 0 then
+    codes[k] = -3
+  elseif key ~= '' and n >= keymax then
+    codes[k] = -4
+  else
+    room = room - 1
+    if key ~= '' then keyn[key] = n + 1 end
+    admitted[#admitted + 1], keyof[#admitted + 1] = k, key
+  end
 end
-local codes = {}
-if admit > 0 then
+
+if #admitted > 0 then
   -- enqueue.lua's body runs as it is, seeing only the admitted tasks
   local args = {}
-  for i = 3, 2 + HEADER + admit * F do args[#args + 1] = ARGV[i] end
+  for i = 3, FIRST - 1 do args[#args + 1] = ARGV[i] end
+  for _, k in ipairs(admitted) do
+    local at = FIRST + (k - 1) * F
+    for i = at, at + F - 1 do args[#args + 1] = ARGV[i] end
+  end
   local ARGV = args
   local function enqueue()
 --@script enqueue
   end
-  codes = enqueue()
+  local got = enqueue()
+  for j, k in ipairs(admitted) do
+    codes[k] = got[j]
+    if got[j] >= 0 and keyof[j] ~= '' then
+      redis.call('HINCRBY', T .. ':kdepth', keyof[j], 1)
+    end
+  end
 end
-for k = admit + 1, ntasks do codes[k] = -3 end
 codes[ntasks + 1] = max
+codes[ntasks + 2] = keymax
 return codes

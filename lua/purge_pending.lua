@@ -14,10 +14,13 @@
   Returns: how many tasks were deleted ]]
 --@include sharded
 --@include flowmsg
+--@include record
+--@include keydepth
 local T = ARGV[1]
 local msgs = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', tonumber(ARGV[2]), true)
 for _, m in ipairs(msgs) do
-  local id = msg_head(m)
+  local id, key = msg_head(m)
+  if key ~= '' and record_get(KEYS[4], id)[2] == 0 then keydepth_down(T, key, 1) end
   local unique = msg_unique(m)
   if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
     redis.call('DEL', T .. ':unique:' .. unique)

@@ -26,7 +26,7 @@ type Client struct {
 	cfg        Config
 	rr         atomic.Uint64 // round-robin over partitions
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
-	depth      sync.Map      // queue name -> depthEntry: its MaxDepth, and when learned
+	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and KeyMaxDepth, and when learned
 }
 
 // NewClient returns a Client over rdb.
@@ -112,6 +112,7 @@ type group struct {
 	tasks     []pending
 	capped    bool  // sent with enqueue_capped.lua
 	max       int64 // the queue's MaxDepth, when capped
+	keyMax    int64 // its KeyMaxDepth, when capped
 }
 
 // prepare validates and encodes every task, grouping them by partition.
@@ -351,6 +352,8 @@ func (c *Client) collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []err
 			errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
 		case codeQueueFull:
 			errs[p.index] = g.queueFull()
+		case codeKeyFull:
+			errs[p.index] = g.keyFull(p.info.ConcurrencyKey)
 		}
 	}
 	return nil

@@ -14,25 +14,30 @@ import (
 // the queue's MaxDepth: learning it costs no round trip of its own.
 const depthCacheTTL = time.Second
 
-// codeQueueFull is enqueue_capped.lua's code for a task refused because
-// its partition is at its share of MaxDepth.
-const codeQueueFull = -3
+// enqueue_capped.lua's codes for a task refused because its partition is
+// at its share of MaxDepth, or its key at KeyMaxDepth.
+const (
+	codeQueueFull = -3
+	codeKeyFull   = -4
+)
 
-// depthEntry is what a producer last learned of a queue's MaxDepth.
+// depthEntry is what a producer last learned of a queue's MaxDepth and
+// KeyMaxDepth.
 type depthEntry struct {
-	max int64
-	at  time.Time
+	max, keyMax int64
+	at          time.Time
 }
 
 // capped reports whether queue's enqueue must check its depth: it has a
-// MaxDepth, or this client has not looked for one within depthCacheTTL.
+// MaxDepth or KeyMaxDepth, or this client has not looked for them within
+// depthCacheTTL.
 func (c *Client) capped(queue string) bool {
 	v, ok := c.depth.Load(queue)
 	if !ok {
 		return true
 	}
 	e := v.(depthEntry)
-	return e.max > 0 || time.Since(e.at) >= depthCacheTTL
+	return e.max > 0 || e.keyMax > 0 || time.Since(e.at) >= depthCacheTTL
 }
 
 // enqueueScript returns the script and ARGV that enqueue g on partition
@@ -45,21 +50,27 @@ func (c *Client) enqueueScript(k keys.Partition, g *group) (*lua.Script, []any) 
 	return lua.EnqueueCapped, append([]any{g.partition, c.cfg.partitions(g.queue)}, args...)
 }
 
-// learnDepth takes the MaxDepth off a checked group's reply and caches
-// it, returning the per-task codes.
+// learnDepth takes the MaxDepth and KeyMaxDepth off a checked group's
+// reply and caches them, returning the per-task codes.
 func (c *Client) learnDepth(g *group, codes []int64) ([]int64, error) {
 	if !g.capped {
 		return codes, nil
 	}
-	if len(codes) != len(g.tasks)+1 {
-		return nil, fmt.Errorf("enqueue %q: %d replies for %d tasks", g.queue, len(codes), len(g.tasks))
+	n := len(g.tasks)
+	if len(codes) != n+2 {
+		return nil, fmt.Errorf("enqueue %q: %d replies for %d tasks", g.queue, len(codes), n)
 	}
-	g.max = codes[len(codes)-1]
-	c.depth.Store(g.queue, depthEntry{max: g.max, at: time.Now()})
-	return codes[:len(g.tasks)], nil
+	g.max, g.keyMax = codes[n], codes[n+1]
+	c.depth.Store(g.queue, depthEntry{max: g.max, keyMax: g.keyMax, at: time.Now()})
+	return codes[:n], nil
 }
 
 // queueFull is the error of a task refused by g's partition.
 func (g *group) queueFull() error {
 	return fmt.Errorf("%w: %q has MaxDepth %d (partition %d holds its share)", ErrQueueFull, g.queue, g.max, g.partition)
+}
+
+// keyFull is the error of a task of key refused by g's partition.
+func (g *group) keyFull(key string) error {
+	return fmt.Errorf("%w: key %q of %q has KeyMaxDepth %d (in partition %d)", ErrQueueFull, key, g.queue, g.keyMax, g.partition)
 }

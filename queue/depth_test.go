@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/lua"
 )
@@ -241,11 +242,15 @@ func TestMaxDepth(t *testing.T) {
 	t.Run("LimitInfoShowsIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7, KeyRate: 3}))
+		for _, o := range []Option{In("q"), ProcessIn(time.Hour)} {
+			_, err := b.client.Enqueue(ctx, NewRawTask("t", nil), In("q"), o)
+			must(t, err)
+		}
 		li, err := b.insp.LimitInfo(ctx, "q")
 		must(t, err)
-		if li.Limits.MaxDepth != 7 {
-			t.Fatalf("LimitInfo MaxDepth = %d, want 7", li.Limits.MaxDepth)
+		if li.Limits.MaxDepth != 7 || li.Limits.KeyRate != 3 || li.Limits.Per != time.Second || li.Depth != 2 {
+			t.Fatalf("LimitInfo = %+v, want MaxDepth 7, KeyRate 3 per second, depth 2", li)
 		}
 	})
 }
@@ -329,4 +334,110 @@ func TestMaxDepthOnCluster(t *testing.T) {
 	if n != 100 || qi.Pending != 100 {
 		t.Fatalf("%d enqueued, %d pending; want 100 of MaxDepth 100", n, qi.Pending)
 	}
+}
+
+func TestKeyMaxDepth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	keyed := func(key string, opts ...Option) *Task {
+		return NewRawTask("t", nil, append([]Option{In("q"), ConcurrencyKey(key)}, opts...)...)
+	}
+
+	t.Run("KeyOverItIsRefusedOthersGetIn", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 2}))
+		_, err := b.client.EnqueueBatch(ctx, []*Task{keyed("a"), keyed("a", ProcessIn(time.Hour))})
+		must(t, err)
+		_, err = b.client.Enqueue(ctx, keyed("a"))
+		if !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), `key "a" of "q" has KeyMaxDepth 2`) {
+			t.Fatalf("third task of key a: %v, want ErrQueueFull naming the key", err)
+		}
+		infos, err := b.client.EnqueueBatch(ctx, []*Task{keyed("a"), keyed("b"), NewRawTask("t", nil, In("q")), keyed("b"), keyed("b")})
+		var be *BatchError
+		if !errors.As(err, &be) || !errors.Is(be.Errs[0], ErrQueueFull) || !errors.Is(be.Errs[4], ErrQueueFull) ||
+			infos[1] == nil || infos[2] == nil || infos[3] == nil {
+			t.Fatalf("mixed batch: %v", err)
+		}
+		// deleting a's scheduled task, and purging the pending ones, counts
+		// them out
+		_, err = b.insp.DeleteAllTasks(ctx, "q", StateScheduled)
+		must(t, err)
+		_, err = b.client.Enqueue(ctx, keyed("a"))
+		must(t, err)
+		_, err = b.insp.DeleteAllTasks(ctx, "q", StatePending)
+		must(t, err)
+		_, err = b.client.EnqueueBatch(ctx, []*Task{keyed("a"), keyed("a"), keyed("b"), keyed("b")})
+		must(t, err)
+	})
+
+	t.Run("NeverExceededBy16Producers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 50}))
+		var ok, full atomic.Int64
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 10 {
+					_, err := b.client.Enqueue(ctx, keyed("hot"))
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case errors.Is(err, ErrQueueFull):
+						full.Add(1)
+					default:
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() != 50 || full.Load() != 110 {
+			t.Fatalf("%d enqueued, %d refused; want 50 and 110", ok.Load(), full.Load())
+		}
+	})
+
+	t.Run("CountsGoWithTheLimit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 1}))
+		_, err := b.client.Enqueue(ctx, keyed("a"))
+		must(t, err)
+		must(t, b.insp.SetLimits(ctx, "q", Limits{}))
+		if n := b.rdb.Exists(ctx, keys.For(b.cfg.Prefix, "q", 0).KeyDepth()).Val(); n != 0 {
+			t.Fatal("the per-key depths outlive KeyMaxDepth")
+		}
+		// set again: what was enqueued before is not counted
+		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 1}))
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			// the client may still believe there is no limit for a second:
+			// a plain enqueue is not counted, so wait for the first refusal
+			_, err := b.client.Enqueue(ctx, keyed("a"))
+			if errors.Is(err, ErrQueueFull) {
+				break
+			}
+			must(t, err)
+			if time.Now().After(deadline) {
+				t.Fatal("KeyMaxDepth not applied")
+			}
+		}
+		qi, err := b.insp.QueueInfo(ctx, "q")
+		must(t, err)
+		if qi.Pending < 2 {
+			t.Fatalf("pending %d: the task from before the limit was counted", qi.Pending)
+		}
+	})
+
+	t.Run("BadValueRefused", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		if err := b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: -1}); !errors.Is(err, ErrInvalidOption) {
+			t.Fatalf("KeyMaxDepth -1: %v, want ErrInvalidOption", err)
+		}
+	})
 }

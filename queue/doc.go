@@ -13,6 +13,12 @@
 // A pending task costs one element of a sharded Redis list (its message)
 // and no key of its own. Errors callers branch on are sentinels
 // (ErrInvalidQueueName, ErrPayloadTooLarge, ErrDuplicateTaskID,
-// ErrDuplicateUniqueTask, ErrRedisOutOfMemory, ...) matched with errors.Is.
-// Every call returns within its context, even when Redis hangs.
+// ErrDuplicateUniqueTask, ErrQueueFull, ErrRedisOutOfMemory, ...) matched
+// with errors.Is. Every call returns within its context, even when Redis
+// hangs.
+//
+// Limits (Inspector.SetLimits) bound how tasks start, and how many may
+// wait: a queue at its Limits.MaxDepth, or a key at its KeyMaxDepth,
+// refuses new tasks with ErrQueueFull, or makes the producer wait for room
+// with WaitForRoom.
 package queue

@@ -43,7 +43,8 @@ var (
 	// ErrMarkerNotFound reports a feed marker that has left the feed (trimmed or deleted).
 	ErrMarkerNotFound = errors.New("queue: feed marker not found")
 	// ErrQueueFull reports a task refused because its queue holds
-	// Limits.MaxDepth tasks waiting. Nothing of the task was written.
+	// Limits.MaxDepth tasks waiting, or its concurrency key
+	// Limits.KeyMaxDepth. Nothing of the task was written.
 	ErrQueueFull = errors.New("queue: queue full")
 	// ErrRedisOutOfMemory reports that Redis refused a write at its maxmemory
 	// limit. Nothing was enqueued; workers keep draining the queue.

@@ -55,6 +55,14 @@ type Limits struct {
 	// start one more (the parked tasks of a key come due Per/KeyRate
 	// apart), holding no worker slot, while tasks of other keys run.
 	KeyRate int
+	// KeyMaxDepth caps how many tasks of one ConcurrencyKey may wait in
+	// the queue, enqueued and never started (0 = no cap): an enqueue over
+	// it fails with ErrQueueFull, as over MaxDepth, while other keys' tasks
+	// get in. Checked atomically with the push, per partition (each
+	// partition holds up to KeyMaxDepth of a key). The counts are kept only
+	// while the limit is set, so tasks enqueued before it was set are not
+	// counted.
+	KeyMaxDepth int
 }
 
 func (l Limits) validate(queue string) error {
@@ -102,7 +110,7 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 		})
 	} else {
 		err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
-			limits.Write(ctx, p, k.Limits(), limits.Values(l))
+			limits.Write(ctx, p, k, limits.Values(l))
 		})
 	}
 	if err != nil {
@@ -126,6 +134,10 @@ type LimitInfo struct {
 	// Quotas is, on a queue of several partitions, each partition's share
 	// of the concurrency and rate limits now.
 	Quotas []PartitionQuota
+	// Depth is, with a MaxDepth, the tasks waiting in the queue as MaxDepth
+	// counts them (pending, parked, scheduled, retrying), over every
+	// partition; 0 without one.
+	Depth int64
 }
 
 // KeyInfo is what runs and waits for one concurrency key.
@@ -197,13 +209,20 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	lim := cmds[0].lim.Val()
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
 		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"]),
-		MaxDepth: atoi(lim["maxdepth"]), KeyRate: atoi(lim["keyrate"])}
+		MaxDepth: atoi(lim["maxdepth"]), KeyRate: atoi(lim["keyrate"]), KeyMaxDepth: atoi(lim["keymaxdepth"])}
 	if home != nil {
 		h := home.Val()
 		info.Limits.Concurrency, info.Limits.Rate = atoi(h["conc"]), atoi(h["rate"])
 	}
 	if info.Limits.Rate == 0 && info.Limits.KeyRate == 0 {
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
+	}
+	if info.Limits.MaxDepth > 0 {
+		qi, err := i.QueueInfo(ctx, queue)
+		if err != nil {
+			return nil, fmt.Errorf("limit info of %q: %w", queue, err)
+		}
+		info.Depth = qi.Pending + qi.Waiting + qi.Scheduled + qi.Retry
 	}
 	for part, c := range cmds {
 		info.Running += c.running.Val()

@@ -199,7 +199,11 @@ func (s *Server) Start(ctx context.Context) error {
 		s.fetchers.Add(1)
 		go func() { defer s.fetchers.Done(); s.discover(fetch) }()
 	}
-	s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "patterns", queueList(s.cfg.QueuePatterns), "concurrency", s.cfg.Concurrency)
+	if len(s.cfg.QueuePatterns) > 0 {
+		s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "patterns", queueList(s.cfg.QueuePatterns), "concurrency", s.cfg.Concurrency)
+	} else {
+		s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "concurrency", s.cfg.Concurrency)
+	}
 	return nil
 }
 
@@ -212,7 +216,7 @@ func (s *Server) register(ctx context.Context) error {
 		}
 		for q, l := range s.cfg.Limits {
 			if s.cfg.PartitionsOf(q) == 1 {
-				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, 0).Limits(), limits.Values(l))
+				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, 0), limits.Values(l))
 			}
 		}
 		return nil

@@ -72,6 +72,11 @@ http: POST with Content-Type application/octet-stream (application/json with
   other 4xx               dead at once
   5xx, network errors     failed: retried with backoff
 
+--queues names queues with weights ('email:3,default'); a pattern in it
+('tenant:*=1', path.Match syntax, weight after '=' or ':') runs every queue
+it matches as producers create them, looking every 2s, and stops running
+one deleted; each matched queue gets the pattern's weight.
+
 --config FILE is JSON; flags given on the command line win over it (and
 $SHARDQ_REDIS_URL and $REDIS_URL over its "redis"):
   {"redis": "redis://localhost:6379", "prefix": "shardq", "queues": {"email": 3, "default": 1},

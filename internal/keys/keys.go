@@ -132,6 +132,10 @@ func (p Partition) Parked(key string) string { return p.T + ":k:" + key }
 // ParkedCount counts the tasks parked for their key's limit, all keys together.
 func (p Partition) ParkedCount() string { return p.T + ":parked" }
 
+// KeyDepth is the hash concurrency key -> its tasks enqueued and never
+// started, kept while the queue has a KeyMaxDepth.
+func (p Partition) KeyDepth() string { return p.T + ":kdepth" }
+
 // Cancel is the zset id -> when a cancel was asked (ms) of active tasks
 // whose handlers an operator asked to cancel; the worker's heartbeat reads it.
 func (p Partition) Cancel() string { return p.T + ":cancel" }

@@ -24,11 +24,12 @@ type Values struct {
 	KeyConcurrency int
 	MaxDepth       int
 	KeyRate        int
+	KeyMaxDepth    int
 }
 
 // Check reports what is wrong with v for queue, or nil.
 func Check(queue string, v Values) error {
-	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 || v.MaxDepth < 0 || v.KeyRate < 0 {
+	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 || v.MaxDepth < 0 || v.KeyRate < 0 || v.KeyMaxDepth < 0 {
 		return fmt.Errorf("limits of %q: %+v: negative values", queue, v)
 	}
 	if (v.Rate > 0 || v.KeyRate > 0) && v.Per > 0 && v.Per < time.Millisecond {
@@ -37,10 +38,15 @@ func Check(queue string, v Values) error {
 	return nil
 }
 
-// Write queues the write of v to the limits hash key on p. No limits at
-// all delete the hash: a dequeue that finds neither it nor a paused flag
-// skips reading them.
-func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
+// Write queues the write of v to partition k's limits hash on p. No
+// limits at all delete the hash: a dequeue that finds neither it nor a
+// paused flag skips reading them. Without a KeyMaxDepth the per-key
+// depths are deleted: they are kept only while the limit is.
+func Write(ctx context.Context, p redis.Pipeliner, k keys.Partition, v Values) {
+	if v.KeyMaxDepth == 0 {
+		p.Del(ctx, k.KeyDepth())
+	}
+	key := k.Limits()
 	if v == (Values{}) {
 		p.Del(ctx, key)
 		return
@@ -49,7 +55,7 @@ func Write(ctx context.Context, p redis.Pipeliner, key string, v Values) {
 	if per <= 0 {
 		per = time.Second
 	}
-	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency, "maxdepth", v.MaxDepth, "keyrate", v.KeyRate)
+	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency, "maxdepth", v.MaxDepth, "keyrate", v.KeyRate, "keymaxdepth", v.KeyMaxDepth)
 }
 
 // WriteFleetWide sets the limits of a queue of n partitions so that they
@@ -68,7 +74,11 @@ func WriteFleetWide(ctx context.Context, rdb redis.UniversalClient, prefix, queu
 	}
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
-			k := keys.For(prefix, queue, i).Limits()
+			part := keys.For(prefix, queue, i)
+			if v.KeyMaxDepth == 0 {
+				p.Del(ctx, part.KeyDepth())
+			}
+			k := part.Limits()
 			if v == (Values{}) {
 				// quota.Set removed the quotas: nothing is left to read
 				p.Del(ctx, k)
@@ -76,7 +86,7 @@ func WriteFleetWide(ctx context.Context, rdb redis.UniversalClient, prefix, queu
 			}
 			// the full limits stay at 0 here: the quotas (cq, rq) rule
 			p.HSet(ctx, k, "concurrency", 0, "rate", 0, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency,
-				"maxdepth", v.MaxDepth, "keyrate", v.KeyRate)
+				"maxdepth", v.MaxDepth, "keyrate", v.KeyRate, "keymaxdepth", v.KeyMaxDepth)
 		}
 		return nil
 	})

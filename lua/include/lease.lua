@@ -1,5 +1,6 @@
 --@include limits
 --@include keyrate
+--@include keydepth
 -- lease_tasks leases each message until deadline: its record becomes
 -- active with one more attempt, a new fencing token and its concurrency
 -- key; its message moves to T:msg, its ID to T:active, its key's running
@@ -19,6 +20,9 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local dl = string.format('%d', deadline)
   local ids, keys, bad = {}, {}, {}
   for i = 1, n do ids[i], keys[i], bad[i] = msg_head(msgs[i]) end
+  -- KeyMaxDepth counts keyed tasks until their first start: one EXISTS a
+  -- batch tells whether any is counted
+  local counted = redis.call('EXISTS', T .. ':kdepth') == 1
   local raws = redis.call('HMGET', statek, unpack(ids))
   -- every first lease without a concurrency key gets the same record:
   -- packed once per batch
@@ -33,6 +37,7 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
       rec, attempt, token = fresh, 1, 1
     else
       local r = record_decode(raws[i])
+      if r[2] == 0 and counted then keydepth_down(T, key, 1) end -- its first start
       r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
       rec, attempt, token = cmsgpack.pack(r), r[2], r[3]
       if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
@@ -72,6 +77,9 @@ local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
       local id = msg_head(m)
       if redis.call('SREM', T .. ':tomb', id) == 1 then
         dropped = dropped + 1
+        local _, key = msg_head(m)
+        local r = record_get(T .. ':state', id)
+        if r[2] == 0 then keydepth_down(T, key, 1) end
         redis.call('HDEL', T .. ':state', id)
         redis.call('HDEL', T .. ':msg', id)
         redis.call('HDEL', T .. ':progress', id)
