@@ -62,8 +62,10 @@ func (s *Server) flowsWritten(os []outcome) {
 const maxFlowRounds = 20
 
 // sweepFlows runs until ctx ends: at a kick it forwards this server's
-// notifications and delivers what became due; every FlowSweep it also
-// delivers the due entries of every flow home.
+// notifications and delivers what became due; every FlowSweep it does so
+// too, and one server per interval (keys.FlowSweep) delivers the due
+// entries of every flow home: callbacks and next links a killed worker
+// did not deliver, members a dead producer left.
 func (s *Server) sweepFlows(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.FlowSweep)
 	defer tick.Stop()
@@ -88,7 +90,8 @@ func (s *Server) sweepFlows(ctx context.Context) {
 
 // flowStep forwards notifications (up to maxFlowRounds rounds while the
 // lists give some) and delivers the due entries of the homes they made
-// due, or of every home when all is set.
+// due, and, when all is set and this server holds the interval's sweep
+// lease, of every home.
 func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 	f := s.flows
 	due := map[int]bool{}
@@ -104,8 +107,13 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 		}
 	}
 	if all {
-		for _, h := range homes {
-			due[h] = true
+		// one sweeper per interval is enough: the others skip the homes
+		took, err := s.rdb.SetNX(ctx, keys.FlowSweep(s.cfg.Prefix), s.cfg.WorkerID, s.cfg.FlowSweep).Result()
+		errs = errors.Join(errs, err)
+		if took {
+			for _, h := range homes {
+				due[h] = true
+			}
 		}
 	}
 	list := make([]int, 0, len(due))

@@ -182,9 +182,10 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 		}
 		return nil
 	}))
+	// the dying link has headers: fail.lua finds its flow ref past them
 	ch, err := r.client.EnqueueChain(ctx,
 		queue.NewRawTask("one", nil, queue.In("fa")),
-		queue.NewRawTask("two", nil, queue.In("fb")),
+		queue.NewRawTask("two", nil, queue.In("fb"), queue.Header("tenant", "acme"), queue.Header("trace", "x")),
 		queue.NewRawTask("three", nil, queue.In("fa")))
 	must(t, err)
 	var ci *queue.ChainInfo
