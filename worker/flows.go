@@ -48,6 +48,9 @@ func (s *Server) newFlows() *flows {
 func (s *Server) flowsWritten(os []outcome) {
 	for i := range os {
 		if o := &os[i]; o.flow != "" && (o.kind == outcomeAck || (o.kind == outcomeFail && o.delayMS < 0 && o.snooze == 0)) {
+			if s.hooks.afterFlowOutcome != nil {
+				s.hooks.afterFlowOutcome()
+			}
 			select {
 			case s.flows.kick <- struct{}{}:
 			default:
@@ -105,6 +108,9 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 		if err != nil || n < flow.MaxStep {
 			break
 		}
+	}
+	if len(due) > 0 && s.hooks.beforeFlowDeliver != nil {
+		s.hooks.beforeFlowDeliver()
 	}
 	if all {
 		// one sweeper per interval is enough: the others skip the homes
