@@ -269,8 +269,11 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	if log.count("on-success") != 1 || log.count("on-complete") != 1 {
 		t.Fatalf("callbacks ran %d and %d times", log.count("on-success"), log.count("on-complete"))
 	}
-	bi, err := r.insp.GetBatch(ctx, b.ID())
-	must(t, err)
+	var bi *queue.BatchInfo
+	waitFor(t, 10*time.Second, "the callbacks' outcomes", func() bool {
+		bi, err = r.insp.GetBatch(ctx, b.ID())
+		return err == nil && bi.SuccessState == queue.LinkSucceeded && bi.CompleteState == queue.LinkSucceeded
+	})
 	if bi.Total != 40 || bi.Succeeded != 40 || bi.Pending != 0 || bi.Dead != 0 || !bi.Closed || !bi.Finished ||
 		bi.SuccessFiredAt.IsZero() || bi.CompleteFiredAt.IsZero() || bi.Description != "forty members" {
 		t.Fatalf("batch info: %+v", bi)
