@@ -272,7 +272,7 @@ func (e *Env) Drain(t testing.TB, h worker.Handler, queues ...string) DrainResul
 			}
 		}
 		switch {
-		case busy:
+		case busy || e.flowBusy(t, queues):
 			idle = 0
 		case !next.IsZero() && next.Sub(start) <= MaxAdvance:
 			e.Clock.advanceTo(next)
