@@ -102,6 +102,62 @@ func TestBatch(t *testing.T) {
 	t.Run("Nested", func(t *testing.T) { t.Parallel(); testBatchNested(t, singleRig(t)) })
 	t.Run("AddFromInside", func(t *testing.T) { t.Parallel(); testBatchAddFromInside(t, singleRig(t)) })
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); testFlowBadInput(t, singleRig(t)) })
+	t.Run("DeadMemberRetried", func(t *testing.T) { t.Parallel(); testBatchDeadMemberRetried(t, singleRig(t)) })
+}
+
+// testBatchDeadMemberRetried: a member dies; the batch completes (the
+// complete callback runs, the success one does not) and its parent is told
+// it failed; the dead member retried through the Inspector succeeds, and
+// then the success callback runs, and the parent's after it.
+func testBatchDeadMemberRetried(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	var fail sync.Map
+	fail.Store("flaky", true)
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if _, ok := fail.Load(task.Type); ok {
+			return SkipRetry(errors.New("flaky failed"))
+		}
+		return nil
+	}))
+	parent, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("parent-ok", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("parent-complete", nil, queue.In("cb"))))
+	must(t, err)
+	child, err := parent.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("ok", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("complete", nil, queue.In("cb"))))
+	must(t, err)
+	infos, err := child.Add(ctx, queue.NewRawTask("fine", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")))
+	must(t, err)
+	must(t, child.Close(ctx))
+	must(t, parent.Close(ctx))
+	waitFor(t, 30*time.Second, "both complete callbacks", func() bool {
+		return log.count("complete") == 1 && log.count("parent-complete") == 1
+	})
+	bi, err := r.insp.GetBatch(ctx, child.ID())
+	must(t, err)
+	pi, err := r.insp.GetBatch(ctx, parent.ID())
+	must(t, err)
+	if bi.Dead != 1 || bi.Succeeded != 1 || !bi.Finished || bi.SuccessState != queue.LinkWaiting ||
+		pi.Dead != 1 || log.count("ok")+log.count("parent-ok") != 0 {
+		t.Fatalf("after the death: child %+v, parent %+v, runs %v", bi, pi, log.order())
+	}
+	fail.Delete("flaky")
+	must(t, r.insp.RunTask(ctx, "fb", infos[1].ID))
+	waitFor(t, 30*time.Second, "both success callbacks", func() bool {
+		return log.count("ok") == 1 && log.count("parent-ok") == 1
+	})
+	o := strings.Join(log.order(), ",")
+	if strings.Index(o, ",ok") > strings.Index(o, "parent-ok") || log.count("complete") != 1 || log.count("parent-complete") != 1 {
+		t.Fatalf("runs %s", o)
+	}
+	bi, err = r.insp.GetBatch(ctx, child.ID())
+	must(t, err)
+	pi, err = r.insp.GetBatch(ctx, parent.ID())
+	must(t, err)
+	if bi.Dead != 0 || bi.Succeeded != 2 || pi.Dead != 0 || pi.Succeeded != 1 {
+		t.Fatalf("after the retry: child %+v, parent %+v", bi, pi)
+	}
 }
 
 // TestFlowsOnCluster: the chain and batch tests on a three-master
