@@ -132,6 +132,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Heartbeat %v, want > 0 and below Lease %v", ErrInvalidConfig, c.Heartbeat, c.Lease)
 	case c.ShutdownTimeout < 0, c.ForwardInterval < 0:
 		return fmt.Errorf("%w: negative ShutdownTimeout or ForwardInterval", ErrInvalidConfig)
+	case c.FlowSweep < time.Millisecond:
+		return fmt.Errorf("%w: FlowSweep %v, want >= 1ms", ErrInvalidConfig, c.FlowSweep)
 	case c.BatchSize < 1 || c.BatchSize > 1000:
 		return fmt.Errorf("%w: BatchSize %d, want 1..1000", ErrInvalidConfig, c.BatchSize)
 	}
