@@ -481,6 +481,10 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	if !errors.Is(err, queue.ErrInvalidOption) {
 		t.Fatalf("chain link with a TaskID: %v", err)
 	}
+	_, err = r.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil), queue.NewRawTask("once", nil, queue.Unique(time.Hour)))
+	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), "link 2") {
+		t.Fatalf("chain link with Unique: %v", err)
+	}
 	_, err = r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("", nil)))
 	if !errors.Is(err, queue.ErrInvalidTask) {
 		t.Fatalf("callback without a type: %v", err)
