@@ -532,8 +532,11 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 		ci, err := r.insp.GetChain(ctx, ch.ID)
 		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && ci.State == queue.ChainDone
 	})
-	before, err := r.insp.GetBatch(ctx, b.ID())
-	must(t, err)
+	var before *queue.BatchInfo
+	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch", func() bool {
+		before, err = r.insp.GetBatch(ctx, b.ID())
+		return err == nil && before.SuccessState == queue.LinkSucceeded && before.CompleteState == queue.LinkSucceeded
+	})
 
 	// the notifications again, several times each, with a stale "dead"
 	env := &flow.Env{RDB: r.rdb, Prefix: r.qcfg.Prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
