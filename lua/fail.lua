@@ -7,8 +7,8 @@
     retry delay (ms; -1 = dead), snooze (1: back after the delay without
     counting the attempt or recording an error)
   Only the token of the current lease counts, as in ack. A flow task that
-  goes dead is reported in T:notify (wire.FlowNote), as ack reports success. Trimming the dead
-  feed deletes the records of the tasks it drops.
+  goes dead is reported in T:notify (wire.FlowNote), as ack reports
+  success. Trimming the dead feed deletes the records of the tasks it drops.
   Returns: one code per task: 1 retry, 2 dead, 3 snoozed, 0 stale token ]]
 --@include time
 --@include limits

@@ -20,13 +20,17 @@ if f[2] ~= '0' then return -2 end
 if f[1] == '1' and ARGV[5] ~= '1' then return -3 end
 local mk, fresh = H .. ':bm:' .. id, 0
 local at = now + tonumber(ARGV[4])
+local outs, msgs = {}, {}
 for i = 6, #ARGV, 2 do
   if redis.call('HSETNX', mk, ARGV[i], 'p') == 1 then
     fresh = fresh + 1
-    flow_out_put(H, ARGV[i], ARGV[i + 1], at)
+    outs[#outs + 1], outs[#outs + 2] = at, ARGV[i]
+    msgs[#msgs + 1], msgs[#msgs + 2] = ARGV[i], ARGV[i + 1]
   end
 end
 if fresh > 0 then
+  redis.call('ZADD', H .. ':out', unpack(outs))
+  redis.call('HSET', H .. ':outmsg', unpack(msgs))
   redis.call('HINCRBY', KEYS[1], 'total', fresh)
   redis.call('HINCRBY', KEYS[1], 'pending', fresh)
 end

@@ -55,7 +55,10 @@ type BatchInfo struct {
 	// when each was put out for delivery (zero = not yet).
 	OnSuccess, OnComplete           string
 	SuccessFiredAt, CompleteFiredAt time.Time
-	CreatedAt, FinishedAt           time.Time
+	// SuccessState and CompleteState say where each callback is: waiting
+	// (not fired), enqueued, succeeded or dead ("" when there is none).
+	SuccessState, CompleteState LinkState
+	CreatedAt, FinishedAt       time.Time
 }
 
 // ChainState is where a chain is.
@@ -127,9 +130,11 @@ func (i *Inspector) GetBatch(ctx context.Context, id string) (*BatchInfo, error)
 	b.Finished = !b.FinishedAt.IsZero()
 	if f["cbs_id"] != "" {
 		b.OnSuccess = wire.PublicID(f["cbs_id"])
+		b.SuccessState = callbackState(f["cbs_fired"], f["cbs_done"])
 	}
 	if f["cbc_id"] != "" {
 		b.OnComplete = wire.PublicID(f["cbc_id"])
+		b.CompleteState = callbackState(f["cbc_fired"], f["cbc_done"])
 	}
 	return b, nil
 }
@@ -161,6 +166,17 @@ func (i *Inspector) GetChain(ctx context.Context, id string) (*ChainInfo, error)
 		})
 	}
 	return c, nil
+}
+
+// callbackState reads a callback's fired time and outcome ("", "s", "d").
+func callbackState(fired, done string) LinkState {
+	switch {
+	case done != "":
+		return linkState(done)
+	case fired != "" && fired != "0":
+		return LinkEnqueued
+	}
+	return LinkWaiting
 }
 
 func linkState(s string) LinkState {

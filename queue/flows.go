@@ -186,7 +186,8 @@ func (b *Batch) AsMember() *Batch {
 // the batch's home before they are enqueued, so none can finish before it
 // counts; a producer that dies after registering loses nothing (workers
 // deliver what it left after a grace of 15s). Each task gets a generated
-// ID (a TaskID option is refused: a member's ID is the batch's business).
+// ID; TaskID and Unique are refused (a member's ID is the batch's
+// business, and a duplicate refused would never finish).
 // Add after Close is ErrBatchClosed (except from a member: AsMember),
 // after the batch finished ErrBatchFinished. Any other error leaves the
 // outcome unknown, as for EnqueueBatch: adding again may add twice.
@@ -275,10 +276,11 @@ type Chain struct {
 // EnqueueChain enqueues tasks as a chain: each runs only after the one
 // before it succeeded (worker.Task.PreviousResult reads that one's
 // result); a link that goes dead stops the chain there until it is
-// retried. Each task's own options give its queue and the rest (a TaskID
-// is refused: links get generated IDs). The chain is registered at its
-// home with every link and its first link enqueued; nothing is written
-// when any link is invalid.
+// retried. Each task's own options give its queue and the rest; TaskID
+// and Unique are refused (links get generated IDs, and a duplicate refused
+// would stop the chain). The chain is registered at its home with every
+// link and its first link enqueued; nothing is written when any link is
+// invalid.
 func (c *Client) EnqueueChain(ctx context.Context, tasks ...*Task) (*Chain, error) {
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("%w: empty chain", ErrInvalidTask)
@@ -325,8 +327,16 @@ func (c *Client) EnqueueChain(ctx context.Context, tasks ...*Task) (*Chain, erro
 // not nil, receives the task's info.
 func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*wire.Delivery, error) {
 	if t != nil {
-		if o, err := resolveOptions(t.opts, opts); err == nil && o.taskID != "" {
+		o, err := resolveOptions(t.opts, opts)
+		switch {
+		case err != nil:
+			return nil, err
+		case o.taskID != "":
 			return nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", ErrInvalidOption, o.taskID)
+		case o.unique > 0:
+			// a unique task refused at delivery would never run, and its
+			// batch or chain never finish
+			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or chain", ErrInvalidOption, t.typ)
 		}
 	}
 	id := wire.NewID()

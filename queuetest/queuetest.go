@@ -29,7 +29,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redisproc"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
@@ -310,7 +309,7 @@ func (e *Env) run(t testing.TB, h worker.Handler, queues []string, limit time.Ti
 		if time.Now().After(deadline) {
 			t.Fatalf("queuetest: queues %v did not settle within a minute", queues)
 		}
-		busy, next := e.flowsInFlight(t, queues), time.Time{}
+		busy, next := false, time.Time{}
 		for _, q := range queues {
 			qi := e.info(t, q)
 			if qi.Pending+qi.Active > 0 {
@@ -327,7 +326,7 @@ func (e *Env) run(t testing.TB, h worker.Handler, queues []string, limit time.Ti
 			tick = sched.Next()
 		}
 		switch {
-		case busy:
+		case busy || e.flowBusy(t, queues):
 			idle = 0
 		case !tick.IsZero() && !tick.After(limit) && (next.IsZero() || !tick.After(next)):
 			// a cron tick comes first: run it at its time
@@ -393,34 +392,4 @@ func (e *Env) nextDue(t testing.TB, q string, s queue.State) time.Time {
 		return time.Time{}
 	}
 	return p.Tasks[0].NextProcessAt
-}
-
-// flowsInFlight reports whether a batch's or chain's bookkeeping is under
-// way: outcomes of the queues' tasks not yet forwarded to their flow's
-// home, or callbacks and next links not yet enqueued. Drain waits for
-// them, so a batch's callback runs before it returns.
-func (e *Env) flowsInFlight(t testing.TB, queues []string) bool {
-	t.Helper()
-	ctx := context.Background()
-	var cmds []*redis.IntCmd
-	_, err := e.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, q := range queues {
-			for n := range e.Config.PartitionsOf(q) {
-				cmds = append(cmds, p.LLen(ctx, keys.For(e.Config.Prefix, q, n).Notify()))
-			}
-		}
-		for n := range keys.FlowPartitions {
-			cmds = append(cmds, p.ZCard(ctx, keys.Home(e.Config.Prefix, n).Out()))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("queuetest: %v", err)
-	}
-	for _, c := range cmds {
-		if c.Val() > 0 {
-			return true
-		}
-	}
-	return false
 }

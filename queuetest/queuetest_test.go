@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,5 +247,52 @@ func TestBatchCallback(t *testing.T) {
 	}
 	if !bi.Finished || bi.Succeeded != 12 || bi.SuccessFiredAt.IsZero() {
 		t.Fatalf("batch after the drain: %+v", bi)
+	}
+}
+
+// TestAlbumBatchCallback is written as a user would: the code under test
+// resizes an album's photos in a batch whose success callback publishes
+// the album; one Drain runs the members and then the callback, once.
+func TestAlbumBatchCallback(t *testing.T) {
+	env := queuetest.New(t)
+	ctx := context.Background()
+	publish, err := queue.NewTask("album:publish", Welcome{To: "album-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := env.Client.NewBatch(ctx, queue.OnSuccess(publish))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		if _, err := batch.Add(ctx, queue.NewRawTask("photo:resize", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // Drain runs handlers concurrently
+	var resized, published int
+	res := env.Drain(t, worker.HandlerFunc(func(ctx context.Context, task *worker.Task) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch task.Type {
+		case "photo:resize":
+			resized++
+		case "album:publish":
+			if resized != 12 {
+				t.Errorf("published after %d of 12 photos", resized)
+			}
+			published++
+		}
+		return nil
+	}))
+	if resized != 12 || published != 1 || res.Done != 13 {
+		t.Fatalf("resized %d, published %d, drain %+v", resized, published, res)
+	}
+	info, err := env.Inspector.GetBatch(ctx, batch.ID())
+	if err != nil || !info.Finished || info.Succeeded != 12 {
+		t.Fatalf("batch: %+v, %v", info, err)
 	}
 }

@@ -64,6 +64,11 @@ const (
 	crashAfterClaim = "after-claim" // tasks leased; no handler started for them
 	crashMidHandler = "mid-handler" // inside a handler, after it recorded its start
 	crashBeforeAck  = "before-ack"  // a handler returned nil; its ack is not written
+	// a flow task's ack or death is written, not forwarded to its flow
+	crashAfterFlowOutcome = "after-flow-outcome"
+	// notifications were forwarded and made callbacks or next links due;
+	// they are not delivered
+	crashBeforeFlowDeliver = "before-flow-deliver"
 )
 
 // Handler behaviours.
@@ -170,7 +175,7 @@ func childOptsFromEnv() (childOpts, error) {
 		errs = append(errs, fmt.Errorf("%s, %s, %s and %s are required", envAddr, envPrefix, envQueue, envID))
 	}
 	switch o.Crash {
-	case "", crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck:
+	case "", crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck, crashAfterFlowOutcome, crashBeforeFlowDeliver:
 	default:
 		errs = append(errs, fmt.Errorf("unknown crash point %q", o.Crash))
 	}
@@ -299,6 +304,18 @@ func childMain() int {
 		}
 	case crashBeforeAck:
 		s.hooks.beforeAck = func() {
+			if c.hit() {
+				c.die()
+			}
+		}
+	case crashAfterFlowOutcome:
+		s.hooks.afterFlowOutcome = func() {
+			if c.hit() {
+				c.die()
+			}
+		}
+	case crashBeforeFlowDeliver:
+		s.hooks.beforeFlowDeliver = func() {
 			if c.hit() {
 				c.die()
 			}

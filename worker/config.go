@@ -153,6 +153,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: negative ShutdownTimeout or ForwardInterval", ErrInvalidConfig)
 	case c.QueueRefresh < 10*time.Millisecond:
 		return fmt.Errorf("%w: QueueRefresh %v, want >= 10ms", ErrInvalidConfig, c.QueueRefresh)
+	case c.FlowSweep < time.Millisecond:
+		return fmt.Errorf("%w: FlowSweep %v, want >= 1ms", ErrInvalidConfig, c.FlowSweep)
 	case c.BatchSize < 1 || c.BatchSize > 1000:
 		return fmt.Errorf("%w: BatchSize %d, want 1..1000", ErrInvalidConfig, c.BatchSize)
 	}

@@ -33,4 +33,11 @@
 // live in Redis and apply at dequeue; Semaphore bounds work spanning
 // queues; Config.Schedules enqueue periodic tasks, exactly once per tick
 // however many servers carry them.
+//
+// A server also keeps chains and batches (queue.Client.EnqueueChain,
+// queue.Client.NewBatch) moving: a flow task's success or death is
+// recorded with its ack or failure and forwarded to its flow, which sends
+// the next link or the callbacks. In a handler, Task.PreviousResult reads
+// the previous link's result and Task.Batch adds tasks to the task's own
+// batch.
 package worker

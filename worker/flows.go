@@ -44,6 +44,9 @@ func (s *Server) newFlows() *flows {
 func (s *Server) flowsWritten(os []outcome) {
 	for i := range os {
 		if o := &os[i]; o.flow != "" && (o.kind == outcomeAck || (o.kind == outcomeFail && o.delayMS < 0 && o.snooze == 0)) {
+			if s.hooks.afterFlowOutcome != nil {
+				s.hooks.afterFlowOutcome()
+			}
 			select {
 			case s.flows.kick <- struct{}{}:
 			default:
@@ -58,8 +61,10 @@ func (s *Server) flowsWritten(os []outcome) {
 const maxFlowRounds = 20
 
 // sweepFlows runs until ctx ends: at a kick it forwards this server's
-// notifications and delivers what became due; every FlowSweep it also
-// delivers the due entries of every flow home.
+// notifications and delivers what became due; every FlowSweep it does so
+// too, and one server per interval (keys.FlowSweep) delivers the due
+// entries of every flow home: callbacks and next links a killed worker
+// did not deliver, members a dead producer left.
 func (s *Server) sweepFlows(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.FlowSweep)
 	defer tick.Stop()
@@ -84,7 +89,8 @@ func (s *Server) sweepFlows(ctx context.Context) {
 
 // flowStep forwards notifications (up to maxFlowRounds rounds while the
 // lists give some) and delivers the due entries of the homes they made
-// due, or of every home when all is set.
+// due, and, when all is set and this server holds the interval's sweep
+// lease, of every home.
 func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 	f := s.flows
 	// the partitions served now: QueuePatterns add and remove queues
@@ -104,9 +110,17 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 			break
 		}
 	}
+	if len(due) > 0 && s.hooks.beforeFlowDeliver != nil {
+		s.hooks.beforeFlowDeliver()
+	}
 	if all {
-		for _, h := range homes {
-			due[h] = true
+		// one sweeper per interval is enough: the others skip the homes
+		took, err := s.rdb.SetNX(ctx, keys.FlowSweep(s.cfg.Prefix), s.cfg.WorkerID, s.cfg.FlowSweep).Result()
+		errs = errors.Join(errs, err)
+		if took {
+			for _, h := range homes {
+				due[h] = true
+			}
 		}
 	}
 	list := make([]int, 0, len(due))

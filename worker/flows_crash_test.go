@@ -32,25 +32,57 @@ func TestBatchKilledWorkers(t *testing.T) {
 	base := childOpts{Addr: b.srv.Addr, Prefix: qcfg.Prefix, Queue: qname, Partitions: 4, Handler: handleFlow,
 		Concurrency: 8, Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond}
 
+	// Workers die three ways: SIGKILLed by the test while members are
+	// added and run; by themselves right after writing a flow task's ack,
+	// before forwarding it (one worker, at its 20th write); by themselves after
+	// forwarding notifications that made the callbacks due, before
+	// delivering them (every other worker, at the first time: whoever
+	// forwards the last members' outcomes). A worker that died before
+	// delivering is replaced by one without a crash point; the sweeps of
+	// the others finish its work.
 	var live, killed []*child
-	spawn := func() {
-		c := startChild(t, fmt.Sprintf("w%d", len(live)+len(killed)), base)
+	seq := 0
+	spawn := func(crash string, at int) {
+		o := base
+		o.Crash, o.CrashAt = crash, at
+		seq++
+		c := startChild(t, fmt.Sprintf("w%d", seq), o)
 		c.waitReady(t, b.rdb)
 		live = append(live, c)
 	}
+	selfCrashed := map[string]int{}
+	reap := func() { // replace the workers that died by themselves
+		for i := 0; i < len(live); i++ {
+			if c := live[i]; c.exited() {
+				live = append(live[:i], live[i+1:]...)
+				i--
+				killed = append(killed, c)
+				selfCrashed[c.opts.Crash]++
+				if c.opts.Crash == crashAfterFlowOutcome {
+					spawn(crashBeforeFlowDeliver, 1) // so whoever sees the callbacks due first dies
+				} else {
+					spawn("", 0)
+				}
+			}
+		}
+	}
 	kill := func() {
-		c := live[0]
-		live = live[1:]
+		i := 0
+		if live[0].opts.Crash == crashAfterFlowOutcome {
+			i = 1 // it is to die by itself
+		}
+		c := live[i]
+		live = append(live[:i:i], live[i+1:]...)
 		c.signal(t, syscall.SIGKILL)
 		if !c.waitExit(10 * time.Second) {
 			t.Fatalf("child %s survived SIGKILL", c.name)
 		}
 		killed = append(killed, c)
-		spawn()
+		spawn(crashBeforeFlowDeliver, 1)
 	}
-	for range 3 {
-		spawn()
-	}
+	spawn(crashBeforeFlowDeliver, 1)
+	spawn(crashBeforeFlowDeliver, 1)
+	spawn(crashAfterFlowOutcome, 20)
 
 	batch, err := client.NewBatch(ctx,
 		queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In(qname))),
@@ -64,8 +96,9 @@ func TestBatchKilledWorkers(t *testing.T) {
 		_, err := batch.Add(ctx, tasks...)
 		must(t, err)
 		if i/step%4 == 1 {
-			kill() // while members are added and running
+			kill() // while members are added and run
 		}
+		reap()
 	}
 	must(t, batch.Close(ctx))
 
@@ -73,6 +106,7 @@ func TestBatchKilledWorkers(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	var bi *queue.BatchInfo
 	for kills := 0; ; {
+		reap()
 		bi, err = insp.GetBatch(ctx, batch.ID())
 		must(t, err)
 		if bi.Finished && completions(t, b, k, bi.OnSuccess) > 0 && completions(t, b, k, bi.OnComplete) > 0 {
@@ -81,16 +115,25 @@ func TestBatchKilledWorkers(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("batch not finished with both callbacks run after 90s: %+v", bi)
 		}
-		if kills < 3 && !bi.Finished {
+		if kills < 2 && !bi.Finished {
 			kill()
 			kills++
 		}
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
+	}
+	reap()
+	t.Logf("batch of %d finished; %d workers died: %d killed by the test, %d after a flow ack, %d before delivering callbacks",
+		total, len(killed), len(killed)-selfCrashed[crashAfterFlowOutcome]-selfCrashed[crashBeforeFlowDeliver],
+		selfCrashed[crashAfterFlowOutcome], selfCrashed[crashBeforeFlowDeliver])
+	if selfCrashed[crashAfterFlowOutcome] == 0 {
+		t.Error("no worker died between writing a flow ack and forwarding it")
+	}
+	if selfCrashed[crashBeforeFlowDeliver] == 0 {
+		t.Error("no worker died between forwarding the last outcomes and delivering the callbacks")
 	}
 	if bi.Total != total || bi.Succeeded != total || bi.Dead != 0 || bi.Pending != 0 {
 		t.Fatalf("batch counts: %+v", bi)
 	}
-	t.Logf("batch of %d finished with %d workers killed", total, len(killed))
 	for _, cb := range []string{bi.OnSuccess, bi.OnComplete} {
 		starts, err := b.rdb.HGet(ctx, k.starts(), cb).Int()
 		must(t, err)
@@ -103,7 +146,7 @@ func TestBatchKilledWorkers(t *testing.T) {
 				startedByKilled++
 			}
 		}
-		if starts != 1+startedByKilled {
+		if starts > 1+startedByKilled {
 			t.Fatalf("callback %s started %d times; killed workers had started it %d times", cb, starts, startedByKilled)
 		}
 	}
@@ -124,4 +167,85 @@ func completions(t *testing.T, b *bundle, k recKeys, id string) int {
 	t.Helper()
 	n, _ := b.rdb.HGet(context.Background(), k.completions(), id).Int()
 	return n
+}
+
+// TestChainKilledWorkers: a 30-link chain over 4 partitions while worker
+// processes die right after forwarding a link's success, before
+// delivering the next link (each at a different link), and right after
+// writing a link's ack, before forwarding it. The chain finishes; each
+// link is enqueued once: it ran more than once only where a killed worker
+// had started it.
+func TestChainKilledWorkers(t *testing.T) {
+	t.Parallel()
+	const links, qname = 30, "chainkill"
+	b := setup(t)
+	ctx := context.Background()
+	qcfg := b.qcfg
+	qcfg.Partitions = map[string]int{qname: 4}
+	client, err := queue.NewClient(b.rdb, qcfg)
+	must(t, err)
+	insp, err := queue.NewInspector(b.rdb, qcfg)
+	must(t, err)
+	k := recKeys{qcfg.Prefix}
+	base := childOpts{Addr: b.srv.Addr, Prefix: qcfg.Prefix, Queue: qname, Partitions: 4, Handler: handleFlow,
+		Concurrency: 4, Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond}
+	var live, died []*child
+	seq := 0
+	spawn := func(crash string, at int) {
+		o := base
+		o.Crash, o.CrashAt = crash, at
+		seq++
+		c := startChild(t, fmt.Sprintf("c%d", seq), o)
+		c.waitReady(t, b.rdb)
+		live = append(live, c)
+	}
+	spawn(crashBeforeFlowDeliver, 3)
+	spawn(crashBeforeFlowDeliver, 5)
+	spawn(crashAfterFlowOutcome, 4)
+
+	tasks := make([]*queue.Task, links)
+	for i := range tasks {
+		tasks[i] = queue.NewRawTask("cb-link", []byte(strconv.Itoa(i)), queue.In(qname))
+	}
+	ch, err := client.EnqueueChain(ctx, tasks...)
+	must(t, err)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		for i := 0; i < len(live); i++ { // replace the dead
+			if c := live[i]; c.exited() {
+				live = append(live[:i], live[i+1:]...)
+				i--
+				died = append(died, c)
+				spawn("", 0)
+			}
+		}
+		ci, err := insp.GetChain(ctx, ch.ID)
+		must(t, err)
+		if ci.State == queue.ChainDone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chain not done after 90s: %+v", ci)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(died) < 3 {
+		t.Fatalf("only %d of 3 workers died at their crash points", len(died))
+	}
+	for i, id := range ch.TaskIDs {
+		starts, _ := b.rdb.HGet(ctx, k.starts(), id).Int()
+		byDead := 0
+		for _, c := range died {
+			if ok, _ := b.rdb.SIsMember(ctx, k.started(c.pid), id).Result(); ok {
+				byDead++
+			}
+		}
+		if starts < 1 || starts > 1+byDead {
+			t.Fatalf("link %d started %d times; dead workers had started it %d times", i+1, starts, byDead)
+		}
+		if completions(t, b, k, id) < 1 {
+			t.Fatalf("link %d never completed", i+1)
+		}
+	}
+	t.Logf("chain of %d links done; %d workers died at crash points", links, len(died))
 }

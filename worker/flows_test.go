@@ -102,6 +102,62 @@ func TestBatch(t *testing.T) {
 	t.Run("Nested", func(t *testing.T) { t.Parallel(); testBatchNested(t, singleFlowRig(t)) })
 	t.Run("AddFromInside", func(t *testing.T) { t.Parallel(); testBatchAddFromInside(t, singleFlowRig(t)) })
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); testFlowBadInput(t, singleFlowRig(t)) })
+	t.Run("DeadMemberRetried", func(t *testing.T) { t.Parallel(); testBatchDeadMemberRetried(t, singleFlowRig(t)) })
+}
+
+// testBatchDeadMemberRetried: a member dies; the batch completes (the
+// complete callback runs, the success one does not) and its parent is told
+// it failed; the dead member retried through the Inspector succeeds, and
+// then the success callback runs, and the parent's after it.
+func testBatchDeadMemberRetried(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	var fail sync.Map
+	fail.Store("flaky", true)
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if _, ok := fail.Load(task.Type); ok {
+			return SkipRetry(errors.New("flaky failed"))
+		}
+		return nil
+	}))
+	parent, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("parent-ok", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("parent-complete", nil, queue.In("cb"))))
+	must(t, err)
+	child, err := parent.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("ok", nil, queue.In("cb"))),
+		queue.OnComplete(queue.NewRawTask("complete", nil, queue.In("cb"))))
+	must(t, err)
+	infos, err := child.Add(ctx, queue.NewRawTask("fine", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")))
+	must(t, err)
+	must(t, child.Close(ctx))
+	must(t, parent.Close(ctx))
+	waitFor(t, 30*time.Second, "both complete callbacks", func() bool {
+		return log.count("complete") == 1 && log.count("parent-complete") == 1
+	})
+	bi, err := r.insp.GetBatch(ctx, child.ID())
+	must(t, err)
+	pi, err := r.insp.GetBatch(ctx, parent.ID())
+	must(t, err)
+	if bi.Dead != 1 || bi.Succeeded != 1 || !bi.Finished || bi.SuccessState != queue.LinkWaiting ||
+		pi.Dead != 1 || log.count("ok")+log.count("parent-ok") != 0 {
+		t.Fatalf("after the death: child %+v, parent %+v, runs %v", bi, pi, log.order())
+	}
+	fail.Delete("flaky")
+	must(t, r.insp.RunTask(ctx, "fb", infos[1].ID))
+	waitFor(t, 30*time.Second, "both success callbacks", func() bool {
+		return log.count("ok") == 1 && log.count("parent-ok") == 1
+	})
+	o := strings.Join(log.order(), ",")
+	if strings.Index(o, ",ok") > strings.Index(o, "parent-ok") || log.count("complete") != 1 || log.count("parent-complete") != 1 {
+		t.Fatalf("runs %s", o)
+	}
+	bi, err = r.insp.GetBatch(ctx, child.ID())
+	must(t, err)
+	pi, err = r.insp.GetBatch(ctx, parent.ID())
+	must(t, err)
+	if bi.Dead != 0 || bi.Succeeded != 2 || pi.Dead != 0 || pi.Succeeded != 1 {
+		t.Fatalf("after the retry: child %+v, parent %+v", bi, pi)
+	}
 }
 
 // TestFlowsOnCluster: the chain and batch tests on a three-master
@@ -182,9 +238,10 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 		}
 		return nil
 	}))
+	// the dying link has headers: fail.lua finds its flow ref past them
 	ch, err := r.client.EnqueueChain(ctx,
 		queue.NewRawTask("one", nil, queue.In("fa")),
-		queue.NewRawTask("two", nil, queue.In("fb")),
+		queue.NewRawTask("two", nil, queue.In("fb"), queue.Header("tenant", "acme"), queue.Header("trace", "x")),
 		queue.NewRawTask("three", nil, queue.In("fa")))
 	must(t, err)
 	var ci *queue.ChainInfo
@@ -268,8 +325,11 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	if log.count("on-success") != 1 || log.count("on-complete") != 1 {
 		t.Fatalf("callbacks ran %d and %d times", log.count("on-success"), log.count("on-complete"))
 	}
-	bi, err := r.insp.GetBatch(ctx, b.ID())
-	must(t, err)
+	var bi *queue.BatchInfo
+	waitFor(t, 10*time.Second, "the callbacks' outcomes", func() bool {
+		bi, err = r.insp.GetBatch(ctx, b.ID())
+		return err == nil && bi.SuccessState == queue.LinkSucceeded && bi.CompleteState == queue.LinkSucceeded
+	})
 	if bi.Total != 40 || bi.Succeeded != 40 || bi.Pending != 0 || bi.Dead != 0 || !bi.Closed || !bi.Finished ||
 		bi.SuccessFiredAt.IsZero() || bi.CompleteFiredAt.IsZero() || bi.Description != "forty members" {
 		t.Fatalf("batch info: %+v", bi)
@@ -421,6 +481,10 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	if !errors.Is(err, queue.ErrInvalidOption) {
 		t.Fatalf("chain link with a TaskID: %v", err)
 	}
+	_, err = r.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil), queue.NewRawTask("once", nil, queue.Unique(time.Hour)))
+	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), "link 2") {
+		t.Fatalf("chain link with Unique: %v", err)
+	}
 	_, err = r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("", nil)))
 	if !errors.Is(err, queue.ErrInvalidTask) {
 		t.Fatalf("callback without a type: %v", err)
@@ -468,8 +532,11 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 		ci, err := r.insp.GetChain(ctx, ch.ID)
 		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && ci.State == queue.ChainDone
 	})
-	before, err := r.insp.GetBatch(ctx, b.ID())
-	must(t, err)
+	var before *queue.BatchInfo
+	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch", func() bool {
+		before, err = r.insp.GetBatch(ctx, b.ID())
+		return err == nil && before.SuccessState == queue.LinkSucceeded && before.CompleteState == queue.LinkSucceeded
+	})
 
 	// the notifications again, several times each, with a stale "dead"
 	env := &flow.Env{RDB: r.rdb, Prefix: r.qcfg.Prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}

@@ -10,4 +10,10 @@ type hooks struct {
 	// a heartbeat took its list of running tasks; their leases are not
 	// extended yet
 	beforeExtend func()
+	// a flow task's outcome was written (its notification is in T:notify);
+	// it is not forwarded yet
+	afterFlowOutcome func()
+	// notifications were forwarded and made outbox entries due (next
+	// links, callbacks); they are not delivered yet
+	beforeFlowDeliver func()
 }

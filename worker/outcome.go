@@ -30,15 +30,15 @@ type outcome struct {
 	// its own so the script call's argument can point at it
 	retentionMS int64
 	unique      string
-	// flow is the task's flow ref ("" = none): an ack passes it to the
-	// script, which reports the success to the flow (include/acks.lua)
-	flow    string
-	err     string
-	delayMS int64 // fail: ms to wait before the retry; -1 = dead
-	snooze  int64 // fail: 1 = back after the delay, the attempt not counted
+	err         string
+	delayMS     int64 // fail: ms to wait before the retry; -1 = dead
+	snooze      int64 // fail: 1 = back after the delay, the attempt not counted
 	// resent: an earlier try to write it failed, and may have run all
 	// the same (its reply was lost), so a stale code is no news
 	resent bool
+	// flow is the task's flow ref ("" = none): an ack passes it to the
+	// script, which reports the success to the flow (include/acks.lua)
+	flow string
 }
 
 // markResent flags outcomes whose write is to be tried again and returns

@@ -55,3 +55,8 @@ func (h FlowHome) Recent() string { return h.H + ":recent" }
 // Notify is the list of flow notifications (wire.FlowNote) written by the
 // partition's ack and fail scripts, waiting to be forwarded to their homes.
 func (p Partition) Notify() string { return p.T + ":notify" }
+
+// FlowSweep is the lease (SET NX, one FlowSweep interval) of the worker
+// that sweeps every flow home's outbox this interval: one sweeper is
+// enough, whatever the number of workers.
+func FlowSweep(prefix string) string { return prefix + ":flows:sweep" }

@@ -7,11 +7,12 @@
 -- the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
 -- unique key ("" = none), and with 5 the task's flow ref ("" = none: see
 -- wire.FlowRef); 2 stands for retention 0, no unique key and no flow, the
--- common case, in half the arguments. A flow task's success is appended to
--- T:notify (wire.FlowNote, with a chain link's result), atomically with
--- its ack; workers forward it to the flow's home (flow_notify.lua). A task is finished only under the token of
--- its current lease: a stale token (the lease was lost and the task handed
--- to another worker) changes nothing. Tasks with a retention stay in the
+-- common case, in half the arguments. A flow task's success is appended
+-- to T:notify (wire.FlowNote, with a chain link's result), atomically
+-- with its ack; workers forward it to the flow's home (flow_notify.lua).
+-- A task is finished only under the token of its current lease: a stale
+-- token (the lease was lost and the task handed to another worker)
+-- changes nothing. Tasks with a retention stay in the
 -- done feed until it passes (or the feed's cap trims them); the others
 -- leave no record. It returns one code per task: 1 acked, 0 stale token or
 -- already finished. ack runs it alone; pop and claim run it first, so a
@@ -63,9 +64,8 @@ local function ack_tasks(T, now, argv, from, cap, size)
         elseif gone then
           gone[#gone + 1] = id
         end
-        local flow = width == 5 and argv[i + 4] or ''
-        if flow ~= '' then
-          local result = ''
+        if width == 5 and argv[i + 4] ~= '' then
+          local flow, result = argv[i + 4], ''
           if string.byte(flow, 1) == 99 then -- 'c': a chain link passes its result on
             result = redis.call('HGET', T .. ':result', id) or ''
           end

@@ -42,10 +42,12 @@ local batch_apply -- defined below; batch_check and it call each other
 -- children's.
 local function batch_check(H, bid, now)
   local bk = H .. ':b:' .. bid
+  -- most calls (a member of a running batch finished) stop here
+  local open = redis.call('HMGET', bk, 'closed', 'pending')
+  if open[1] ~= '1' or tonumber(open[2]) > 0 then return end
   local f = redis.call('HMGET', bk, 'closed', 'pending', 'total', 'succeeded', 'finished',
     'cbs', 'cbs_fired', 'cbc', 'cbc_fired', 'parent', 'told', 'ret', 'cbs_id', 'cbc_id',
     'cbs_done', 'cbc_done')
-  if f[1] ~= '1' or tonumber(f[2]) > 0 then return end
   local all_ok = tonumber(f[4]) == tonumber(f[3])
   if f[5] == '0' then redis.call('HSET', bk, 'finished', now) end
   local cbc_out, cbs_out = f[9] ~= '0', f[7] ~= '0'
