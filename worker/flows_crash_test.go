@@ -186,7 +186,7 @@ func TestChainKilledWorkers(t *testing.T) {
 	must(t, err)
 	insp, err := queue.NewInspector(b.rdb, qcfg)
 	must(t, err)
-	k := recKeys{qcfg.Prefix}
+	k := recKeysFor(qcfg.Prefix)
 	base := childOpts{Addr: b.srv.Addr, Prefix: qcfg.Prefix, Queue: qname, Partitions: 4, Handler: handleFlow,
 		Concurrency: 4, Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond}
 	var live, died []*child
