@@ -12,9 +12,24 @@ end
 -- sharded_push adds items at one end (left when left is true) so that, read
 -- from that end, they come out in the order given. It rolls to a new shard
 -- whenever the end shard is full and returns the new length of that end shard.
+-- A tail push that fills its shard moves the tail pointer on at once, so the
+-- tail shard always has room and one item (a single enqueue) costs GET and
+-- RPUSH, not a length check before it.
 local function sharded_push(first_key, last_key, prefix, size, items, left)
   local ptr_key = left and first_key or last_key
   local n = tonumber(redis.call('GET', ptr_key) or 0)
+  if not left and #items == 1 then
+    local len = redis.call('RPUSH', prefix .. n, items[1])
+    if len > size then
+      -- the shard was full (a head push filled it): the item goes on to the next
+      redis.call('RPOP', prefix .. n)
+      n = n + 1
+      redis.call('SET', ptr_key, n)
+      len = redis.call('RPUSH', prefix .. n, items[1])
+    end
+    if len >= size then redis.call('SET', ptr_key, n + 1) end
+    return len
+  end
   local cmd = left and 'LPUSH' or 'RPUSH'
   local step = left and -1 or 1
   local seq = items
@@ -34,6 +49,7 @@ local function sharded_push(first_key, last_key, prefix, size, items, left)
     len = redis.call(cmd, prefix .. n, unpack(seq, i, j))
     i = j + 1
   end
+  if not left and len >= size then redis.call('SET', ptr_key, n + 1) end
   return len
 end
 
