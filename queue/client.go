@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -26,6 +25,8 @@ type Client struct {
 	cfg        Config
 	rr         atomic.Uint64 // round-robin over partitions
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
+	prepMu     sync.RWMutex
+	prep       map[partKey]*lua.Prepared // the plain single enqueue's call, per partition
 }
 
 // NewClient returns a Client over rdb.
@@ -43,15 +44,71 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 // Enqueue adds task in one Redis round trip and returns its info. opts
 // override the task's own options.
 func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*TaskInfo, error) {
-	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
-	var be *BatchError
-	if errors.As(err, &be) {
-		return nil, be.Errs[0]
+	var ctxHeaders map[string]string
+	if c.cfg.ContextHeaders != nil {
+		ctxHeaders = c.cfg.ContextHeaders(ctx)
 	}
+	p, err := c.build(task, opts, ctxHeaders, time.Now())
 	if err != nil {
 		return nil, err
 	}
+	if p.plain() && c.isRegistered(p.info.Queue) {
+		return c.sendPlain(ctx, &p)
+	}
+	infos, errs := make([]*TaskInfo, 1), make([]error, 1)
+	g := &group{queue: p.info.Queue, partition: p.info.Partition, tasks: []pending{p}}
+	if err := c.send(ctx, []*group{g}, infos, errs); err != nil {
+		return nil, err
+	}
+	if errs[0] != nil {
+		return nil, errs[0]
+	}
 	return infos[0], nil
+}
+
+// sendPlain is the common single Enqueue: a plain task to a registered
+// queue, one EVALSHA whose keys and fixed arguments were boxed once per
+// partition (prepared), not at every call.
+func (c *Client) sendPlain(ctx context.Context, p *pending) (*TaskInfo, error) {
+	call := c.prepared(p.info.Queue, p.info.Partition)
+	var cmd *redis.Cmd
+	err := rcall.Do(ctx, c.rdb, func() error {
+		cmd = call.Run(ctx, c.rdb, p.msg, p.id)
+		return cmd.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
+	}
+	if codes, err := cmd.Int64Slice(); err != nil || len(codes) != 1 || codes[0] != 0 {
+		return nil, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
+	}
+	return p.info, nil
+}
+
+// partKey names one queue partition in the prepared-call cache.
+type partKey struct {
+	queue     string
+	partition int
+}
+
+// prepared returns the plain enqueue call of one partition, made once.
+func (c *Client) prepared(queue string, partition int) *lua.Prepared {
+	pk := partKey{queue, partition}
+	c.prepMu.RLock()
+	call := c.prep[pk]
+	c.prepMu.RUnlock()
+	if call != nil {
+		return call
+	}
+	k := keys.For(c.cfg.Prefix, queue, partition)
+	call = lua.Enqueue.Prepare(enqueueKeys(k), k.T, "", c.cfg.ShardSize, c.cfg.FeedSize, 2)
+	c.prepMu.Lock()
+	if c.prep == nil {
+		c.prep = map[partKey]*lua.Prepared{}
+	}
+	c.prep[pk] = call
+	c.prepMu.Unlock()
+	return call
 }
 
 // EnqueueBatch adds tasks with one script call per queue partition, all in
@@ -168,6 +225,8 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 	p := pending{}
 	if m.ID == "" {
 		m.ID = wire.NewID()
+		// the ID's own millisecond: then the message need not carry it
+		m.EnqueuedAt, _ = wire.IDTime(m.ID)
 	} else {
 		p.idClaim = c.cfg.IDTTL.Milliseconds()
 	}
@@ -293,10 +352,16 @@ type registration struct {
 // producer still feeds it comes back to the queue list within it.
 const registryRefresh = time.Minute
 
+// plain reports whether the task takes the script's short layout: pending
+// now, a generated ID, not unique.
+func (p *pending) plain() bool {
+	return p.at == 0 && p.in == 0 && p.unique == "" && p.idClaim == 0
+}
+
 func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
 	plain := true
-	for _, p := range g.tasks {
-		if p.at != 0 || p.in != 0 || p.unique != "" || p.idClaim != 0 {
+	for i := range g.tasks {
+		if !g.tasks[i].plain() {
 			plain = false
 			break
 		}
