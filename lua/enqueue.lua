@@ -12,10 +12,11 @@
   Returns: one code per task: 0 pending, 1 scheduled, -1 duplicate task ID,
   -2 duplicate unique task. Every check runs before the first write, so a
   rejected task changes nothing and the others are enqueued. ]]
---@include time
+-- Only what the plain path needs is included before it: every definition
+-- is a statement run at each call, so the checked path's own (time,
+-- record) come after the plain path has returned.
 --@include sharded
 --@include feed
---@include record
 --@include pendingref
 local T = ARGV[1]
 local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -72,6 +73,9 @@ if F == 2 then
   end
   return codes
 end
+
+--@include time
+--@include record
 
 local now = now_ms(ARGV[2])
 
