@@ -16,7 +16,9 @@ type asynqSystem struct {
 }
 
 func newAsynq(addr string) (system, error) {
-	opt := asynq.RedisClientOpt{Addr: addr}
+	// long timeouts: on a contended machine a 3 s read timeout (the
+	// default) ends a fill of a million tasks half way
+	opt := asynq.RedisClientOpt{Addr: addr, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	return &asynqSystem{opt: opt, c: asynq.NewClient(opt), insp: asynq.NewInspector(opt)}, nil
 }
 

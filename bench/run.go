@@ -17,6 +17,10 @@ import (
 // workloads in the order a round runs them.
 var workloads = []string{"enqueue", "process", "latency", "memory"}
 
+// workloadFigure is the figure a workload's failure is reported on.
+// (memory reports its own, per size).
+var workloadFigure = map[string]string{"enqueue": figEnqRate, "process": figProcRate, "latency": figLatP99}
+
 // systemMakers build each system under test, fresh for every measurement.
 var systemMakers = []func(addr string) (system, error){newShardq, newAsynq, newGocraft}
 
@@ -78,7 +82,16 @@ func run(ctx context.Context, o options, out, progressW io.Writer) error {
 				i := (k + round) % len(systemMakers)
 				progress("round %d/%d: %s: %s", round+1, o.rounds, w, names[i])
 				if err := measureOne(ctx, st, systemMakers[i], srv.Addr, w, sz, res); err != nil {
-					return fmt.Errorf("round %d, %s, %s: %w", round+1, w, names[i], err)
+					if ctx.Err() != nil {
+						return fmt.Errorf("round %d, %s, %s: %w", round+1, w, names[i], err)
+					}
+					// one system's failure (a timeout on a contended
+					// machine) costs its figure of this round, not the run
+					res.fail(workloadFigure[w], names[i], err)
+					progress("  %s: %s failed: %v", w, names[i], err)
+					if err := st.rdb.FlushAll(ctx).Err(); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -146,6 +159,10 @@ func measureOne(ctx context.Context, st stats, mk func(string) (system, error), 
 				}
 			}
 			b, err := measureMemory(ctx, st, sys, n, sz.payload)
+			if err != nil && ctx.Err() == nil {
+				res.fail(figMemory(n), name, err) // this size's figure, not the run
+				continue
+			}
 			if err != nil {
 				return err
 			}
