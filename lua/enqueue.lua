@@ -47,7 +47,8 @@ if F == 2 then
   -- T:feed:msg (but for a task with a concurrency key, which may be parked
   -- away from the shards): readers find a pending one in its shard through
   -- the feed rank and T:feed:shards (include/pendingref.lua), written only
-  -- when the push rolls to a new shard. One task: GET, RPUSH, INCRBY, ZADD.
+  -- when the push rolls to a new shard. One task onto a backlog: GET, RPUSH,
+  -- INCRBY, ZADD.
   local codes, pending, members, copies = {}, {}, {}, {}
   for i = FIRST, #ARGV, 2 do
     codes[#codes + 1] = 0
@@ -58,10 +59,18 @@ if F == 2 then
       copies[#copies + 1] = ARGV[i]
     end
   end
+  local _, rolls, empty = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false)
+  if empty and not msg_keyed(pending[1]) then
+    -- into an empty shard: a blocked worker's move may take it into its
+    -- in-flight list, out of every shard, until its claim; the copy covers
+    -- that moment (the ack deletes it). Later items of the shard are only
+    -- ever taken by an atomic pop or claim.
+    copies[#copies + 1] = members[1]
+    copies[#copies + 1] = pending[1]
+  end
   for j = 1, #copies, 1000 do
     redis.call('HSET', KEYS[5], unpack(copies, j, math.min(#copies, j + 999)))
   end
-  local _, rolls = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false)
   local first, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
   pending_index(T, first, rolls)
   if #trimmed > 0 then

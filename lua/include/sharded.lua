@@ -16,11 +16,12 @@ end
 -- tail shard always has room and one item (a single enqueue) costs GET and
 -- RPUSH, not a length check before it. A tail push also returns its rolls,
 -- {i, n, ...}: from item i on (#items + 1: the next push) items go to shard
--- n; none in the common case.
+-- n; none in the common case; and whether the first item went into an empty
+-- shard (where a blocked reader's move may take it).
 local function sharded_push(first_key, last_key, prefix, size, items, left)
   local ptr_key = left and first_key or last_key
   local n = tonumber(redis.call('GET', ptr_key) or 0)
-  local rolls = {}
+  local rolls, empty = {}, false
   if not left and #items == 1 then
     local len = redis.call('RPUSH', prefix .. n, items[1])
     if len > size then
@@ -35,7 +36,7 @@ local function sharded_push(first_key, last_key, prefix, size, items, left)
       redis.call('SET', ptr_key, n + 1)
       rolls[#rolls + 1], rolls[#rolls + 2] = 2, n + 1
     end
-    return len, rolls
+    return len, rolls, len == 1
   end
   local cmd = left and 'LPUSH' or 'RPUSH'
   local step = left and -1 or 1
@@ -47,6 +48,7 @@ local function sharded_push(first_key, last_key, prefix, size, items, left)
   local i, len = 1, 0
   while i <= #seq do
     local room = size - redis.call('LLEN', prefix .. n)
+    if i == 1 then empty = room == size end
     if room <= 0 then
       n = n + step
       redis.call('SET', ptr_key, n)
@@ -61,7 +63,7 @@ local function sharded_push(first_key, last_key, prefix, size, items, left)
     redis.call('SET', ptr_key, n + 1)
     rolls[#rolls + 1], rolls[#rolls + 2] = #seq + 1, n + 1
   end
-  return len, rolls
+  return len, rolls, empty
 end
 
 -- sharded_pop removes up to count items from one end, moving the end pointer
