@@ -12,10 +12,12 @@
   Returns: one code per task: 0 pending, 1 scheduled, -1 duplicate task ID,
   -2 duplicate unique task. Every check runs before the first write, so a
   rejected task changes nothing and the others are enqueued. ]]
---@include time
+-- Only what the plain path needs is included before it: every definition
+-- is a statement run at each call, so the checked path's own (time,
+-- record) come after the plain path has returned.
 --@include sharded
 --@include feed
---@include record
+--@include pendingref
 local T = ARGV[1]
 local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local F, FIRST = tonumber(ARGV[5]), 6
@@ -41,16 +43,48 @@ end
 
 if F == 2 then
   -- plain tasks: nothing to check, nothing scheduled; the common case
-  -- skips the per-task options entirely
-  local codes, pending, members = {}, {}, {}
+  -- skips the per-task options entirely. Their messages are not copied into
+  -- T:feed:msg (but for a task with a concurrency key, which may be parked
+  -- away from the shards): readers find a pending one in its shard through
+  -- the feed rank and T:feed:shards (include/pendingref.lua), written only
+  -- when the push rolls to a new shard. One task onto a backlog: GET, RPUSH,
+  -- INCRBY, ZADD.
+  local codes, pending, members, copies = {}, {}, {}, {}
   for i = FIRST, #ARGV, 2 do
     codes[#codes + 1] = 0
     pending[#pending + 1] = ARGV[i]
     members[#members + 1] = ARGV[i + 1]
+    if msg_keyed(ARGV[i]) then
+      copies[#copies + 1] = ARGV[i + 1]
+      copies[#copies + 1] = ARGV[i]
+    end
   end
-  finish(pending, members, pending) -- every member is pending: same messages
+  local _, rolls, empty = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false)
+  if empty and not msg_keyed(pending[1]) then
+    -- into an empty shard: a blocked worker's move may take it into its
+    -- in-flight list, out of every shard, until its claim; the copy covers
+    -- that moment (the ack deletes it). Later items of the shard are only
+    -- ever taken by an atomic pop or claim.
+    copies[#copies + 1] = members[1]
+    copies[#copies + 1] = pending[1]
+  end
+  for j = 1, #copies, 1000 do
+    redis.call('HSET', KEYS[5], unpack(copies, j, math.min(#copies, j + 999)))
+  end
+  local first, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
+  pending_index(T, first, rolls)
+  if #trimmed > 0 then
+    -- copies the checked path made go with their feed entries
+    for j = 1, #trimmed, 1000 do
+      redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
+    end
+    pending_index_trim(T, KEYS[3])
+  end
   return codes
 end
+
+--@include time
+--@include record
 
 local now = now_ms(ARGV[2])
 

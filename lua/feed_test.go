@@ -83,6 +83,42 @@ func TestFeed(t *testing.T) {
 		}
 	})
 
+	t.Run("LargeCapTrimsEveryStepAppends", func(t *testing.T) {
+		// cap 1024: trimmed once per 64 ranks, so between trims the feed
+		// holds at most cap+63, and a trim leaves exactly cap
+		f := &Feed{Key: "{" + redistest.Prefix(t) + "}:feed", Cap: 1024}
+		var all []string
+		for i := range 1024 {
+			all = append(all, fmt.Sprint(i))
+		}
+		_, _, err := f.Append(ctx, rdb, all...)
+		must(t, err)
+		maxSeen := int64(0)
+		var trimmedAll []string
+		for i := range 200 {
+			_, trimmed, err := f.Append(ctx, rdb, fmt.Sprint("n", i))
+			must(t, err)
+			trimmedAll = append(trimmedAll, trimmed...)
+			n := rdb.ZCard(ctx, f.Key).Val()
+			maxSeen = max(maxSeen, n)
+			if len(trimmed) > 0 && n != 1024 {
+				t.Fatalf("after a trim the feed holds %d, want 1024", n)
+			}
+		}
+		if maxSeen > 1024+63 {
+			t.Fatalf("the feed grew to %d, want at most cap+63", maxSeen)
+		}
+		// 1224 appended, 1024 kept: the oldest 200 or fewer went, oldest first
+		if n := rdb.ZCard(ctx, f.Key).Val(); int(n)+len(trimmedAll) != 1224 {
+			t.Fatalf("%d kept + %d trimmed, want 1224", n, len(trimmedAll))
+		}
+		for i, m := range trimmedAll {
+			if m != fmt.Sprint(i) {
+				t.Fatalf("trimmed[%d] = %q, want the oldest first", i, m)
+			}
+		}
+	})
+
 	t.Run("BadLimit", func(t *testing.T) {
 		f := &Feed{Key: "{x}:feed"}
 		if _, err := f.Read(ctx, rdb, "", 0, Oldest); !errors.Is(err, ErrInvalidArgument) {

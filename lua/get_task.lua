@@ -5,12 +5,18 @@
   ARGV[1] task ID
   Returns: {message or nil, record or "", feed rank or -1, progress or nil,
   result or nil}; the message comes
-  from T:msg when the task has a record, else from the recent feed (a pending
-  task). nil, not "", says there is none: an empty element pushed by a foreign
+  from T:msg when the task has a record, else from the recent feed's copy or,
+  for a plain task still pending, its shard (include/pendingref.lua). nil, not "", says there is none: an empty element pushed by a foreign
   client is a message too, dead as malformed, and must be found ]]
+--@include pendingref
 local id = ARGV[1]
 local msg = redis.call('HGET', KEYS[1], id) or redis.call('HGET', KEYS[3], id)
 local rec = redis.call('HGET', KEYS[2], id) or ''
 local rank = redis.call('ZSCORE', KEYS[4], id)
+if not msg and rank then
+  -- a plain task still pending: its message is only in its shard
+  local T = string.sub(KEYS[1], 1, -5) -- T:msg less ':msg'
+  msg = pending_lookup(T, {id}, {rank})[id] or false
+end
 return {msg, rec, rank and tonumber(rank) or -1,
   redis.call('HGET', KEYS[5], id), redis.call('HGET', KEYS[6], id)}

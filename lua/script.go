@@ -46,3 +46,43 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 	}
 	return cmd
 }
+
+// Processor runs one command: every go-redis client.
+type Processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// Prepared is a script call's fixed part (the command, the keys and the
+// leading arguments) with every value already boxed, for a hot caller that
+// runs the same call again and again with a few arguments more: go-redis
+// would otherwise box each key and argument anew at every call.
+type Prepared struct {
+	script *Script
+	args   []any // "evalsha", hash, number of keys, keys..., leading args...
+}
+
+// Prepare returns s's call with keys and the leading args fixed.
+func (s *Script) Prepare(keys []string, args ...any) *Prepared {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", s.hash, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return &Prepared{script: s, args: append(a, args...)}
+}
+
+// Run runs the prepared call with more arguments after the fixed ones,
+// loading the script (EVAL) when Redis does not have it, as Script.Run does.
+func (p *Prepared) Run(ctx context.Context, c Processor, more ...any) *redis.Cmd {
+	args := make([]any, len(p.args), len(p.args)+len(more))
+	copy(args, p.args)
+	args = append(args, more...)
+	cmd := redis.NewCmd(ctx, args...)
+	_ = c.Process(ctx, cmd)
+	if IsNoScript(cmd.Err()) {
+		args[0], args[1] = "eval", p.script.src
+		cmd = redis.NewCmd(ctx, args...)
+		_ = c.Process(ctx, cmd)
+	}
+	return cmd
+}

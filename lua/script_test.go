@@ -32,6 +32,22 @@ func TestScriptCacheFlush(t *testing.T) {
 		}
 	})
 
+	t.Run("PreparedCall", func(t *testing.T) {
+		// the same call, its keys and leading arguments boxed once, run
+		// before and after a flush, and with different trailing items
+		call := shardedPush.Prepare(l.keys(), l.prefix(), l.size(), "R")
+		must(t, call.Run(ctx, rdb, "p1").Err())
+		must(t, rdb.ScriptFlush(ctx).Err())
+		n, err := call.Run(ctx, rdb, "p2", "p3").Int64()
+		if err != nil || n != 2 {
+			t.Fatalf("prepared call after flush = %d, %v; want 2 items pushed", n, err)
+		}
+		got, err := l.Pop(ctx, rdb, Left, 5)
+		if err != nil || fmt.Sprint(got) != "[p1 p2 p3]" {
+			t.Fatalf("Pop after prepared pushes = %v, %v", got, err)
+		}
+	})
+
 	t.Run("BeforePipeline", func(t *testing.T) {
 		must(t, rdb.ScriptFlush(ctx).Err())
 		var cmds []*redis.Cmd

@@ -65,6 +65,35 @@ func TestShardedList(t *testing.T) {
 		}
 	})
 
+	t.Run("SingleTailPushesNeverOverfillAShard", func(t *testing.T) {
+		t.Parallel()
+		s := setupList(t, 3)
+		// one item at a time, as single enqueues push: the push that fills
+		// a shard moves the tail pointer on
+		for i := range 7 {
+			must(t, s.list.Push(ctx, s.rdb, Right, fmt.Sprint(i)))
+		}
+		for shard, want := range []int64{3, 3, 1} {
+			if n := s.rdb.LLen(ctx, s.list.ShardKey(int64(shard))).Val(); n != want {
+				t.Fatalf("shard %d holds %d, want %d", shard, n, want)
+			}
+		}
+		// a head push that fills the tail shard (first == last): the next
+		// single tail push goes on to a new shard, never a fourth item
+		s2 := setupList(t, 3)
+		must(t, s2.list.Push(ctx, s2.rdb, Right, "c"))
+		must(t, s2.list.Push(ctx, s2.rdb, Left, "a", "b"))
+		must(t, s2.list.Push(ctx, s2.rdb, Right, "d"))
+		if n := s2.rdb.LLen(ctx, s2.list.ShardKey(0)).Val(); n != 3 {
+			t.Fatalf("shard 0 holds %d, want 3", n)
+		}
+		got, err := s2.list.Pop(ctx, s2.rdb, Left, 10)
+		must(t, err)
+		if strings.Join(got, "") != "abcd" {
+			t.Fatalf("popped %v, want a b c d", got)
+		}
+	})
+
 	t.Run("BothEnds", func(t *testing.T) {
 		t.Parallel()
 		s := setupList(t, 2)

@@ -11,8 +11,15 @@
   scheduled or retrying, already deleted, or not in the recent feed) ]]
 --@include record
 --@include flowmsg
+--@include msgfields
+--@include pendingref
 local T, id = ARGV[1], ARGV[2]
 local copy = redis.call('HGET', KEYS[4], id)
+if not copy then
+  -- a plain task has no copy: still pending when its shard holds it
+  local rank = redis.call('ZSCORE', T .. ':feed', id)
+  if rank then copy = pending_lookup(T, {id}, {rank})[id] end
+end
 if not copy or redis.call('ZSCORE', KEYS[3], id) then return 0 end
 local r, has = record_get(KEYS[2], id)
 if has and r[1] ~= 'pending' then return 0 end

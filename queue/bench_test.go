@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,4 +147,55 @@ func BenchmarkBareEvalSha(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkEnqueueCommands measures single Enqueue calls from one producer
+// and counts the Redis commands each costs with INFO commandstats deltas
+// on the private server: the EVALSHA and every command its script runs
+// ("cmds/op"); "round-trips/op" counts what the client sent (a go-redis
+// hook). Its -benchmem figures are the client's allocations per Enqueue.
+func BenchmarkEnqueueCommands(b *testing.B) {
+	bb := setupTB(b, Config{})
+	ctx := context.Background()
+	payload := make([]byte, 100)
+	// warm: the script loaded, the queue registered
+	if _, err := bb.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
+		b.Fatal(err)
+	}
+	calls0 := commandCalls(b, bb.rdb)
+	sent0 := bb.hook.roundTrips.Load()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bb.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(commandCalls(b, bb.rdb)-calls0)/float64(b.N), "cmds/op")
+	b.ReportMetric(float64(bb.hook.roundTrips.Load()-sent0)/float64(b.N), "round-trips/op")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// commandCalls sums the calls of every command in INFO commandstats,
+// those run inside scripts included, less INFO's own.
+func commandCalls(tb testing.TB, rdb *redis.Client) int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(k, "cmdstat_") || k == "cmdstat_info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			tb.Fatalf("commandstats line %q: %v", line, err)
+		}
+		total += n
+	}
+	return total
 }

@@ -27,6 +27,8 @@ type Client struct {
 	rr         atomic.Uint64 // round-robin over partitions
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
 	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and KeyMaxDepth, and when learned
+	prepMu     sync.RWMutex
+	prep       map[partKey]*lua.Prepared // the plain single enqueue's call, per partition
 }
 
 // NewClient returns a Client over rdb.
@@ -44,6 +46,23 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 // Enqueue adds task in one Redis round trip and returns its info. opts
 // override the task's own options.
 func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*TaskInfo, error) {
+	var ctxHeaders map[string]string
+	if c.cfg.ContextHeaders != nil {
+		ctxHeaders = c.cfg.ContextHeaders(ctx)
+	}
+	p, err := c.build(task, opts, ctxHeaders, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	// the common case takes the short path: a plain task, no replicas to
+	// wait for, a queue known to have no MaxDepth and to be registered
+	if p.plain() && !p.wait && c.cfg.WaitReplicas == 0 && !c.capped(p.info.Queue) && c.isRegistered(p.info.Queue) {
+		info, refused, err := c.sendPlain(ctx, &p)
+		if !refused {
+			return info, err
+		}
+		// refused unrun (a slot migrating, a failover): the general path retries
+	}
 	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
 	var be *BatchError
 	if errors.As(err, &be) {
@@ -56,6 +75,57 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 		return nil, err
 	}
 	return infos[0], nil
+}
+
+// sendPlain is the common single Enqueue: a plain task to a registered
+// queue, one EVALSHA whose keys and fixed arguments were boxed once per
+// partition (prepared), not at every call.
+// It reports refused when Redis refused the call without running it
+// (lua.IsRefused), so the caller may send it again.
+func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, refused bool, err error) {
+	call := c.prepared(p.info.Queue, p.info.Partition)
+	var cmd *redis.Cmd
+	err = rcall.Do(ctx, c.rdb, func() error {
+		cmd = call.Run(ctx, c.rdb, p.msg, p.id)
+		return cmd.Err()
+	})
+	if err != nil {
+		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
+		if ctx.Err() == nil && lua.IsRefused(err) {
+			return nil, true, err
+		}
+		return nil, false, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
+	}
+	if codes, err := cmd.Int64Slice(); err != nil || len(codes) != 1 || codes[0] != 0 {
+		return nil, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
+	}
+	return p.info, false, nil
+}
+
+// partKey names one queue partition in the prepared-call cache.
+type partKey struct {
+	queue     string
+	partition int
+}
+
+// prepared returns the plain enqueue call of one partition, made once.
+func (c *Client) prepared(queue string, partition int) *lua.Prepared {
+	pk := partKey{queue, partition}
+	c.prepMu.RLock()
+	call := c.prep[pk]
+	c.prepMu.RUnlock()
+	if call != nil {
+		return call
+	}
+	k := keys.For(c.cfg.Prefix, queue, partition)
+	call = lua.Enqueue.Prepare(enqueueKeys(k), k.T, "", c.cfg.ShardSize, c.cfg.FeedSize, 2)
+	c.prepMu.Lock()
+	if c.prep == nil {
+		c.prep = map[partKey]*lua.Prepared{}
+	}
+	c.prep[pk] = call
+	c.prepMu.Unlock()
+	return call
 }
 
 // EnqueueBatch adds tasks with one script call per queue partition, all in
@@ -178,6 +248,8 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 	p := pending{wait: o.waitRoom}
 	if m.ID == "" {
 		m.ID = wire.NewID()
+		// the ID's own millisecond: then the message need not carry it
+		m.EnqueuedAt, _ = wire.IDTime(m.ID)
 	} else {
 		p.idClaim = c.cfg.IDTTL.Milliseconds()
 	}
@@ -385,10 +457,16 @@ type registration struct {
 // producer still feeds it comes back to the queue list within it.
 const registryRefresh = time.Minute
 
+// plain reports whether the task takes the script's short layout: pending
+// now, a generated ID, not unique.
+func (p *pending) plain() bool {
+	return p.at == 0 && p.in == 0 && p.unique == "" && p.idClaim == 0
+}
+
 func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
 	plain := true
-	for _, p := range g.tasks {
-		if p.at != 0 || p.in != 0 || p.unique != "" || p.idClaim != 0 {
+	for i := range g.tasks {
+		if !g.tasks[i].plain() {
 			plain = false
 			break
 		}

@@ -383,16 +383,29 @@ func TestPendingTaskHasNoKeyOfItsOwn(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = NewRawTask("t", []byte("payload"))
 	}
-	_, err := b.client.EnqueueBatch(ctx, tasks)
+	infos, err := b.client.EnqueueBatch(ctx, tasks)
 	must(t, err)
-	// registry, first (never moved), last, 5 shards, feed, feed rank, feed messages
+	// registry, first (never moved), last, 5 shards, feed, feed rank, the
+	// feed's shard index
 	if n := b.rdb.DBSize(ctx).Val(); n > 10 {
 		keys, _ := b.rdb.Keys(ctx, "*").Result()
 		t.Fatalf("%d keys for 5000 pending tasks: %v", n, keys)
 	}
 	k := keys.For(b.cfg.Prefix, DefaultQueue, 0)
-	if n := b.rdb.HLen(ctx, k.FeedMsg()).Val(); n != 10 {
-		t.Fatalf("feed holds %d messages, cap 10: trimming must delete what it owned", n)
+	if n := b.rdb.HLen(ctx, k.FeedMsg()).Val(); n != 0 {
+		t.Fatalf("the feed holds %d message copies: a plain task's message is only in its shard", n)
+	}
+	// the feed's tasks are found in their shards, through the index, which
+	// keeps only what the feed's lowest rank needs
+	for _, info := range infos[len(infos)-10:] {
+		got, err := b.insp.GetTask(ctx, DefaultQueue, info.ID)
+		if err != nil || string(got.Payload) != "payload" || got.State != StatePending {
+			t.Fatalf("GetTask(%s) = %+v, %v", info.ID, got, err)
+		}
+	}
+	// shard 4 (where the feed's lowest rank is) and shard 5 (the next push)
+	if got := b.rdb.ZRange(ctx, k.FeedShards(), 0, -1).Val(); strings.Join(got, ",") != "4,5" {
+		t.Fatalf("the shard index holds shards %v, want 4 and 5", got)
 	}
 	if n := b.rdb.HLen(ctx, k.Msg()).Val(); n != 0 {
 		t.Fatalf("%d pending tasks have a record", n)
@@ -518,5 +531,107 @@ func TestEnqueueOnCluster(t *testing.T) {
 	must(t, err)
 	if fmt.Sprint(qs) != "[a b hot]" {
 		t.Fatalf("Queues = %v", qs)
+	}
+}
+
+// TestPendingFoundInItsShard: plain tasks leave no message copy, yet
+// GetTask, the recent feed and DeleteTask find each pending one in its
+// shard, across many shard rolls, single and batch enqueues, and tasks of
+// the checked path (which keep their copy) in between; a deleted one is no
+// longer found, and one that left pending is read from T:msg.
+func TestPendingFoundInItsShard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{ShardSize: 3, FeedSize: 100})
+	var ids []string
+	payloads := map[string]string{}
+	add := func(info *TaskInfo, p string) {
+		ids = append(ids, info.ID)
+		payloads[info.ID] = p
+	}
+	for i := range 20 {
+		p := fmt.Sprint("single-", i)
+		info, err := b.client.Enqueue(ctx, NewRawTask("t", []byte(p)))
+		must(t, err)
+		add(info, p)
+		if i == 10 {
+			// the checked path: a chosen ID, its own copy in T:feed:msg
+			info, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("chosen")), TaskID("chosen-1"))
+			must(t, err)
+			add(info, "chosen")
+		}
+	}
+	// a concurrency key: the task may be parked away from the shards, so
+	// it keeps its copy
+	keyed, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("keyed")), ConcurrencyKey("tenant-1"))
+	must(t, err)
+	add(keyed, "keyed")
+	k := keys.For(b.cfg.Prefix, DefaultQueue, 0)
+	// copies: the chosen ID's, the keyed task's, and a plain task's only when
+	// it was pushed into an empty shard (a blocked worker's move could take
+	// it out of every shard until its claim): at most one per shard
+	shards := len(b.rdb.Keys(ctx, k.T+":s:*").Val())
+	if n := len(b.rdb.HKeys(ctx, k.FeedMsg()).Val()); n < 2 || n > 2+shards {
+		t.Fatalf("T:feed:msg holds %d copies, want 2 and at most one per shard (%d shards)", n, shards)
+	}
+	batch := make([]*Task, 7)
+	for i := range batch {
+		batch[i] = NewRawTask("t", []byte(fmt.Sprint("batch-", i)))
+	}
+	infos, err := b.client.EnqueueBatch(ctx, batch)
+	must(t, err)
+	for i, info := range infos {
+		add(info, fmt.Sprint("batch-", i))
+	}
+	for _, id := range ids {
+		got, err := b.insp.GetTask(ctx, DefaultQueue, id)
+		if err != nil || string(got.Payload) != payloads[id] || got.State != StatePending {
+			t.Fatalf("GetTask(%s) = %+v, %v; want pending %q", id, got, err, payloads[id])
+		}
+	}
+	page, err := b.insp.ReadFeed(ctx, FeedQuery{Queue: DefaultQueue, Limit: 100})
+	must(t, err)
+	if len(page.Tasks) != len(ids) {
+		t.Fatalf("the recent feed holds %d tasks, want %d", len(page.Tasks), len(ids))
+	}
+	for i, ti := range page.Tasks {
+		if ti.ID != ids[i] || string(ti.Payload) != payloads[ti.ID] {
+			t.Fatalf("feed entry %d: %s %q, want %s %q", i, ti.ID, ti.Payload, ids[i], payloads[ids[i]])
+		}
+	}
+
+	// deleted by ID: the task still sits in its shard until a dequeue
+	// drops it, but no reader finds it
+	must(t, b.insp.DeleteTask(ctx, DefaultQueue, ids[5]))
+	if _, err := b.insp.GetTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrTaskNotFound) {
+		t.Fatalf("GetTask of a deleted pending task: err = %v, want ErrTaskNotFound", err)
+	}
+	if err := b.insp.DeleteTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrTaskNotFound) {
+		t.Fatalf("deleting it twice: err = %v, want ErrTaskNotFound", err)
+	}
+	page, err = b.insp.ReadFeed(ctx, FeedQuery{Queue: DefaultQueue, Limit: 100})
+	must(t, err)
+	for _, ti := range page.Tasks {
+		if ti.ID == ids[5] && ti.Payload != nil {
+			t.Fatalf("the feed still shows the deleted task's message %q", ti.Payload)
+		}
+	}
+}
+
+// TestPendingFoundWhileMovedToInFlight: a task pushed into an empty shard
+// may be moved out of every shard by a blocked worker's BLMOVE until its
+// claim; it keeps its copy, so GetTask finds it meanwhile.
+func TestPendingFoundWhileMovedToInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+	info, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("moving")))
+	must(t, err)
+	k := keys.For(b.cfg.Prefix, DefaultQueue, 0)
+	// what the blocking pop does: the head item into the worker's in-flight list
+	must(t, b.rdb.LMove(ctx, k.T+":s:0", k.T+":inflight:w1", "LEFT", "RIGHT").Err())
+	got, err := b.insp.GetTask(ctx, DefaultQueue, info.ID)
+	if err != nil || string(got.Payload) != "moving" {
+		t.Fatalf("GetTask while in flight = %+v, %v", got, err)
 	}
 }

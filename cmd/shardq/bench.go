@@ -51,6 +51,9 @@ type figure struct {
 	// Limit is the Redis limit the figure compares to (same unit), 0 = none.
 	Limit     float64 `json:"limit,omitempty"`
 	LimitName string  `json:"limit_name,omitempty"`
+	// limitOf names a limit known only at the end of the run (the median
+	// of the probes): "evalsha" or "rtt"; report fills Limit from it.
+	limitOf string
 	// Goal is the target the figure is checked against, nil = none.
 	Goal *goal `json:"-"`
 }
@@ -160,7 +163,11 @@ func (b *bench) run(ctx context.Context) error {
 			continue
 		}
 		b.progress("%s ...", s.part)
-		if err := s.fn(ctx); err != nil {
+		err := s.fn(ctx)
+		if err == nil && s.part != "limit" {
+			err = b.probeLimit(ctx, probeCalls)
+		}
+		if err != nil {
 			// Whatever call the deadline interrupted, the cause is the
 			// run's own bound. (go-redis's socket deadline can fire a
 			// moment before the context reports it.)
@@ -170,8 +177,23 @@ func (b *bench) run(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", s.part, err)
 		}
 	}
+	b.limitFigures()
+	b.resolveLimits()
 	b.report(b.m.Stdout)
 	return nil
+}
+
+// resolveLimits fills in the limits known only now: every ratio to the
+// unpipelined EVALSHA divides by the median of the run's probes.
+func (b *bench) resolveLimits() {
+	for i, f := range b.figures {
+		switch f.limitOf {
+		case "evalsha":
+			b.figures[i].Limit = b.limits.evalsha
+		case "rtt":
+			b.figures[i].Limit = b.limits.evalshaRTT
+		}
+	}
 }
 
 func (b *bench) add(f figure) {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -78,7 +81,7 @@ func (b *bench) measureEnqueue(ctx context.Context) error {
 			return err
 		}
 		b.add(figure{Name: fmt.Sprintf("Enqueue, %d producer(s)", producers), Value: n / time.Since(start).Seconds(), Unit: "tasks/s",
-			Limit: b.limits.evalsha, LimitName: "EVALSHA unpipelined", Goal: map[int]*goal{1: atLeast(0.5, true, ">= 50% of limit")}[producers]})
+			limitOf: "evalsha", LimitName: "EVALSHA unpipelined (median)", Goal: map[int]*goal{1: atLeast(0.5, true, ">= 50% of limit")}[producers]})
 	}
 	start := time.Now()
 	const n = 200_000
@@ -100,27 +103,38 @@ func (b *bench) measureProcess(ctx context.Context) error {
 	return nil
 }
 
-// processRun pre-fills the queue, then runs it dry with a no-op handler,
-// first pop to last ack, measuring Redis's CPU (INFO) and this process's
-// (rusage) per task.
+// processRun pre-fills the queue with tasks that carry their index, then
+// runs it dry with a no-op handler. The rate runs from the first handler
+// start to the last return; CPU (Redis's INFO, this process's rusage) from
+// the worker's start until nothing is left. The figures are added only
+// when every task ran exactly once and nothing is left pending, active,
+// retrying, scheduled or dead.
 func (b *bench) processRun(ctx context.Context, conc int) error {
 	c, insp, err := b.client()
 	if err != nil {
 		return err
 	}
 	q := fmt.Sprintf("process-%d", conc)
-	if err := b.fill(ctx, c, q, b.f.tasks); err != nil {
+	if err := b.fillIndexed(ctx, c, q, b.f.tasks); err != nil {
 		return err
 	}
-	var done atomic.Int64
+	n := b.f.tasks
+	counts := make([]atomic.Int32, n)
+	var first, last, done, foreign atomic.Int64
 	all := make(chan struct{})
-	n := int64(b.f.tasks)
 	cfg := worker.Config{Config: b.cfg, Queues: map[string]int{q: 1}, Concurrency: conc}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := worker.NewServer(b.rdb, cfg, worker.HandlerFunc(func(context.Context, *worker.Task) error {
-		if done.Add(1) == n {
+	srv, err := worker.NewServer(b.rdb, cfg, worker.HandlerFunc(func(_ context.Context, t *worker.Task) error {
+		first.CompareAndSwap(0, time.Now().UnixNano())
+		if i, ok := taskIndex(t.Payload); ok && i < n {
+			counts[i].Add(1)
+		} else {
+			foreign.Add(1)
+		}
+		if done.Add(1) == int64(n) {
 			close(all)
 		}
+		storeMax(&last, time.Now().UnixNano())
 		return nil
 	}))
 	if err != nil {
@@ -134,7 +148,6 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 		return err
 	}
 	selfCPU0 := selfCPU()
-	start := time.Now()
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
@@ -146,17 +159,10 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	for {
-		qi, err := insp.QueueInfo(ctx, q)
-		if err != nil {
-			return err
-		}
-		if qi.Active == 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	left, err := b.waitEmpty(ctx, insp, q)
+	if err != nil {
+		return err
 	}
-	elapsed := time.Since(start)
 	selfUS := float64((selfCPU() - selfCPU0).Microseconds()) / float64(n)
 	redisCPU1, err := redisCPU(ctx, b)
 	if err != nil {
@@ -164,10 +170,15 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 	}
 	redisUS := (redisCPU1 - redisCPU0) * 1e6 / float64(n)
 	stopWorker(srv)
+	// checked after the stop, so a late second run of a task counts too
+	if err := exactlyOnce(counts, foreign.Load(), left); err != nil {
+		return fmt.Errorf("concurrency %d: no figure: %w", conc, err)
+	}
 	var target *goal
 	if conc == 16 {
 		target = atLeast(50_000, false, ">= 50000")
 	}
+	elapsed := time.Duration(last.Load() - first.Load())
 	b.add(figure{Name: fmt.Sprintf("process, no-op handler, concurrency %d", conc), Value: float64(n) / elapsed.Seconds(), Unit: "tasks/s",
 		Limit: b.limits.lpopPipelined, LimitName: "LPOP pipelined", Goal: target})
 	if conc == 16 {
@@ -178,6 +189,84 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 	}
 	b.cleanup()
 	return nil
+}
+
+// errBenchCheck is a processing run whose tasks did not each run exactly
+// once, or that left tasks behind: its figures are not printed.
+var errBenchCheck = errors.New("exactly-once check failed")
+
+// exactlyOnce checks every task ran once, no foreign task ran and nothing
+// was left in the queue.
+func exactlyOnce(counts []atomic.Int32, foreign, left int64) error {
+	if foreign > 0 {
+		return fmt.Errorf("%w: %d handler calls for tasks the run did not enqueue", errBenchCheck, foreign)
+	}
+	if left > 0 {
+		return fmt.Errorf("%w: %d tasks left pending, active, retrying, scheduled or dead", errBenchCheck, left)
+	}
+	for i := range counts {
+		if c := counts[i].Load(); c != 1 {
+			return fmt.Errorf("%w: task %d ran %d times", errBenchCheck, i, c)
+		}
+	}
+	return nil
+}
+
+// waitEmpty polls until q has nothing pending, active, retrying, scheduled,
+// parked or dead, for at most 30 s, and returns what is left.
+func (b *bench) waitEmpty(ctx context.Context, insp *queue.Inspector, q string) (int64, error) {
+	end := time.Now().Add(30 * time.Second)
+	for {
+		qi, err := insp.QueueInfo(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		left := qi.Pending + qi.Active + qi.Retry + qi.Scheduled + qi.Waiting + qi.Dead
+		if left == 0 || time.Now().After(end) {
+			return left, nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// fillIndexed enqueues n tasks onto q in batches of 1000, each payload
+// opening with the task's index (8 bytes, big-endian).
+func (b *bench) fillIndexed(ctx context.Context, c *queue.Client, q string, n int) error {
+	for done := 0; done < n; done += 1000 {
+		batch := make([]*queue.Task, 0, 1000)
+		for i := done; i < min(n, done+1000); i++ {
+			batch = append(batch, queue.NewRawTask("bench", indexedPayload(i, b.f.payload)))
+		}
+		if _, err := c.EnqueueBatch(ctx, batch, queue.In(q)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexedPayload is a payload of size bytes (at least 8) opening with i.
+func indexedPayload(i, size int) []byte {
+	p := make([]byte, max(size, 8))
+	binary.BigEndian.PutUint64(p, uint64(i))
+	return p
+}
+
+// taskIndex reads the index indexedPayload wrote.
+func taskIndex(p []byte) (int, bool) {
+	if len(p) < 8 {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint64(p)), true
+}
+
+// storeMax raises v to x unless it is already higher.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
 }
 
 // redisCPU is Redis's CPU seconds so far (user + system, all threads).
@@ -197,21 +286,34 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// The steady latency run: open loop, several producers each on a fixed
+// schedule, a warm-up, then the measured window.
+const (
+	latencyRate      = 2000
+	latencyProducers = 4
+	latencyWarmUp    = 500 * time.Millisecond
+	latencyWindow    = 3 * time.Second
+)
+
 func (b *bench) measureLatency(ctx context.Context) error {
 	c, _, err := b.client()
 	if err != nil {
 		return err
 	}
-	// Each task carries its send time; the handler reports the latency
-	// into a buffer that holds every report, so handlers never wait on it.
-	const rate, seconds = 2000, 3
-	lats := make(chan time.Duration, rate*seconds+16)
+	interval := time.Second / latencyRate
+	total := int((latencyWarmUp + latencyWindow) / interval)
+	warm := int(latencyWarmUp / interval)
+	// Each task carries its index; its latency runs from its planned send
+	// time, so a send that is late (the producer held up) counts against
+	// it, as it would for the application waiting on it.
+	planned := make([]time.Time, total+4)
+	lats := make(chan beat, total+16)
 	cfg := worker.Config{Config: b.cfg, Queues: map[string]int{"latency": 1}, Concurrency: 16}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := worker.NewServer(b.rdb, cfg, worker.HandlerFunc(func(_ context.Context, t *worker.Task) error {
-		var sent int64
-		_, _ = fmt.Sscan(string(t.Payload), &sent)
-		lats <- time.Since(time.Unix(0, sent))
+		if i, ok := taskIndex(t.Payload); ok && i < len(planned) {
+			lats <- beat{i, time.Since(planned[i])}
+		}
 		return nil
 	}))
 	if err != nil {
@@ -221,65 +323,100 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		return err
 	}
 	defer stopWorker(srv)
-	send := func() error {
-		_, err := c.Enqueue(ctx, queue.NewRawTask("ping", []byte(fmt.Sprint(time.Now().UnixNano()))), queue.In("latency"))
+	send := func(i int) error {
+		_, err := c.Enqueue(ctx, queue.NewRawTask("ping", indexedPayload(i, b.f.payload)), queue.In("latency"))
 		return err
 	}
 	// recv waits for the next report, but never past the run's timeout.
-	recv := func() (time.Duration, error) {
+	recv := func() (beat, error) {
 		select {
 		case d := <-lats:
 			return d, nil
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return beat{}, ctx.Err()
 		}
 	}
 
-	// steady: 2,000 tasks/s for 3 s
-	tick := time.NewTicker(time.Second / rate)
-	for range rate * seconds {
-		<-tick.C
-		if err := send(); err != nil {
-			tick.Stop()
-			return err
-		}
+	t0 := time.Now().Add(10 * time.Millisecond)
+	for i := range total {
+		planned[i] = t0.Add(time.Duration(i) * interval)
 	}
-	tick.Stop()
-	lat := make([]time.Duration, 0, rate*seconds)
-	for range rate * seconds {
-		d, err := recv()
+	var late atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	lastSent := make([]time.Time, latencyProducers)
+	for p := range latencyProducers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := p; i < total; i += latencyProducers {
+				if d := time.Until(planned[i]); d > 0 {
+					sleepCtxBench(ctx, d)
+				} else if -d > interval && i >= warm {
+					late.Add(1)
+				}
+				if err := send(i); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+				lastSent[p] = time.Now()
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	lat := make([]time.Duration, 0, total-warm)
+	for range total {
+		r, err := recv()
 		if err != nil {
 			return err
 		}
-		lat = append(lat, d)
+		if r.i >= warm {
+			lat = append(lat, r.d)
+		}
+	}
+	end := slices.MaxFunc(lastSent, time.Time.Compare)
+	achieved := float64(total-warm) / end.Sub(planned[warm]).Seconds()
+	if n := late.Load(); n > 0 {
+		b.progress("    %d of %d beats were sent more than %s late", n, total-warm, interval)
 	}
 	b.addLatency("steady 2000/s", lat, atMost(2000, false, "<= 2ms"), nil)
+	b.add(figure{Name: "latency steady 2000/s, achieved rate", Value: achieved, Unit: "tasks/s", Limit: latencyRate, LimitName: "planned rate"})
+	b.add(figure{Name: "latency steady 2000/s, late beats", Value: float64(late.Load()), Unit: "beats"})
 
 	// after idle: each task sent after 2 s with nothing to do
 	var idle []time.Duration
-	for range 4 {
+	for k := range 4 {
 		sleepCtxBench(ctx, 2*time.Second)
-		if err := send(); err != nil {
+		planned[total+k] = time.Now()
+		if err := send(total + k); err != nil {
 			return err
 		}
-		d, err := recv()
+		r, err := recv()
 		if err != nil {
 			return err
 		}
-		idle = append(idle, d)
+		idle = append(idle, r.d)
 	}
 	b.addLatency("after 2s idle", idle, nil, atMost(5000, false, "<= 5ms"))
 	return nil
+}
+
+// beat is one latency task's report: its index and its latency.
+type beat struct {
+	i int
+	d time.Duration
 }
 
 // addLatency adds p50, p99 and max, with the goals given for p99 and max.
 func (b *bench) addLatency(what string, lat []time.Duration, p99, most *goal) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	us := func(d time.Duration) float64 { return float64(d.Microseconds()) }
-	rtt := b.limits.evalshaRTT
-	b.add(figure{Name: "latency " + what + ", p50", Value: us(lat[len(lat)/2]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip"})
-	b.add(figure{Name: "latency " + what + ", p99", Value: us(lat[len(lat)*99/100]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip", Goal: p99})
-	b.add(figure{Name: "latency " + what + ", max", Value: us(lat[len(lat)-1]), Unit: "µs", Limit: rtt, LimitName: "EVALSHA round trip", Goal: most})
+	b.add(figure{Name: "latency " + what + ", p50", Value: us(lat[len(lat)/2]), Unit: "µs", limitOf: "rtt", LimitName: "EVALSHA round trip (median)"})
+	b.add(figure{Name: "latency " + what + ", p99", Value: us(lat[len(lat)*99/100]), Unit: "µs", limitOf: "rtt", LimitName: "EVALSHA round trip (median)", Goal: p99})
+	b.add(figure{Name: "latency " + what + ", max", Value: us(lat[len(lat)-1]), Unit: "µs", limitOf: "rtt", LimitName: "EVALSHA round trip (median)", Goal: most})
 }
 
 // stopWorker shuts a bench worker down, waiting at most 10 s.

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shardq/shardq/internal/redistest"
@@ -57,12 +59,14 @@ func TestBench(t *testing.T) {
 	}
 	figs := benchLines(t, out)
 	want := []string{
-		"redis: EVALSHA unpipelined", "redis: EVALSHA pipelined (500)", "redis: RPUSH pipelined (500)",
+		"redis: EVALSHA unpipelined", "redis: EVALSHA unpipelined, slowest probe", "redis: EVALSHA unpipelined, fastest probe",
+		"redis: EVALSHA pipelined (500)", "redis: RPUSH pipelined (500)",
 		"redis: LPOP pipelined (500)", "redis: memory per list item",
 		"Enqueue, 1 producer(s)", "Enqueue, 16 producer(s)", "EnqueueBatch (1000 per batch)",
 		"process, no-op handler, concurrency 16", "process, no-op handler, concurrency 64",
 		"CPU per task: Redis", "CPU per task: client", "CPU per task: Redis + client",
 		"latency steady 2000/s, p50", "latency steady 2000/s, p99", "latency steady 2000/s, max",
+		"latency steady 2000/s, achieved rate", "latency steady 2000/s, late beats",
 		"latency after 2s idle, p50", "latency after 2s idle, p99", "latency after 2s idle, max",
 		"memory per pending task (100 B payload)",
 	}
@@ -72,7 +76,7 @@ func TestBench(t *testing.T) {
 			t.Errorf("no BENCH line for %q", name)
 			continue
 		}
-		if f.Value <= 0 {
+		if f.Value <= 0 && !(name == "latency steady 2000/s, late beats" && f.Value == 0) {
 			t.Errorf("%q: value %v, want a measured one", name, f.Value)
 		}
 		if !strings.Contains(out, "\n"+name+" ") {
@@ -128,6 +132,59 @@ func TestBench(t *testing.T) {
 	keys := rdb.Keys(ctx, "*").Val()
 	if len(keys) != 1 || keys[0] != "users:key" || rdb.Get(ctx, "users:key").Val() != "mine" {
 		t.Errorf("after the run the keys are %q, want only the user's", keys)
+	}
+}
+
+// TestBenchLimitProbes: the limit is probed before every part and after
+// the last, and the ratios divide by the probes' median.
+func TestBenchLimitProbes(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	code, out, errOut := run(t, nil, "bench", "--redis", "redis://"+srv.Addr, "--only", "enqueue,memory", "--mem-tasks", "1000")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// the first probe, then one after each of the two parts
+	if n := strings.Count(errOut, "limit probe "); n != 3 {
+		t.Errorf("%d limit probes, want 3:\n%s", n, errOut)
+	}
+	figs := benchLines(t, out)
+	med := figs["redis: EVALSHA unpipelined"]
+	lo, hi := figs["redis: EVALSHA unpipelined, slowest probe"], figs["redis: EVALSHA unpipelined, fastest probe"]
+	if med.LimitName != "median of 3 probes" || med.Value < lo.Value || med.Value > hi.Value {
+		t.Errorf("median %+v, slowest %v, fastest %v", med, lo.Value, hi.Value)
+	}
+	if e := figs["Enqueue, 1 producer(s)"]; e.Limit != med.Value {
+		t.Errorf("Enqueue's limit %v, want the probes' median %v", e.Limit, med.Value)
+	}
+}
+
+// TestExactlyOnce checks the processing run's check on each way to fail.
+func TestExactlyOnce(t *testing.T) {
+	t.Parallel()
+	counts := make([]atomic.Int32, 3)
+	for i := range counts {
+		counts[i].Store(1)
+	}
+	if err := exactlyOnce(counts, 0, 0); err != nil {
+		t.Fatalf("every task once: %v", err)
+	}
+	for _, c := range []struct {
+		name          string
+		set           int32
+		foreign, left int64
+		want          string
+	}{
+		{"Twice", 2, 0, 0, "task 1 ran 2 times"},
+		{"Never", 0, 0, 0, "task 1 ran 0 times"},
+		{"Foreign", 1, 1, 0, "1 handler calls for tasks the run did not enqueue"},
+		{"Left", 1, 0, 2, "2 tasks left pending"},
+	} {
+		counts[1].Store(c.set)
+		err := exactlyOnce(counts, c.foreign, c.left)
+		if !errors.Is(err, errBenchCheck) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want errBenchCheck saying %q", c.name, err, c.want)
+		}
 	}
 }
 

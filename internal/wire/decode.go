@@ -3,43 +3,55 @@ package wire
 import "math"
 
 // decodeFast reads a message in exactly the layout appendMessage writes
-// (eleven fields, shortest forms), straight from its bytes. It reports
+// (3 to 13 fields, shortest forms), straight from its bytes. It reports
 // false on anything else, and DecodeMessage then falls back to the general
 // decoder: every message a worker runs passes here, so it skips the
 // decoder's allocations.
 // Over a string (a message as go-redis returns it) the string fields are
 // substrings of it, not copies.
 func decodeFast[T string | []byte](b T, m *Message) bool {
-	if len(b) == 0 || b[0] < 0x9b || b[0] > 0x9d {
+	// a fixarray of 3 to 13 fields: what appendMessage writes
+	if len(b) == 0 || b[0] < 0x93 || b[0] > 0x9d {
 		return false
 	}
+	n := int(b[0] - 0x90)
 	r := reader[T]{b: b, i: 1, ok: true}
+	*m = Message{}
 	m.ID = r.str()
 	m.Key = r.str()
 	m.Type = r.str()
-	m.Payload = r.bin()
-	m.Raw = r.boolean()
-	m.MaxRetry = int(r.int())
-	m.Timeout = r.int()
-	m.Deadline = r.int()
-	m.Retention = r.int()
-	m.Unique = r.str()
-	m.EnqueuedAt = r.int()
-	m.Headers = nil
-	m.Flow = ""
-	if b[0] >= 0x9c {
-		n := r.length(r.byte1(), 0x80, 0x0f, 0xc1, 0xde, 0xdf) // 0xc1: no map8 in msgpack
-		if r.ok && n > 0 {
-			m.Headers = make(map[string]string, n)
-			for range n {
-				k := r.str()
-				m.Headers[k] = r.str()
+	for f := 4; f <= n && r.ok; f++ {
+		switch f {
+		case 4:
+			m.Payload = r.bin()
+		case 5:
+			m.Raw = r.boolean()
+		case 6:
+			m.MaxRetry = int(r.int())
+		case 7:
+			m.Timeout = r.int()
+		case 8:
+			m.Deadline = r.int()
+		case 9:
+			m.Retention = r.int()
+		case 10:
+			m.Unique = r.str()
+		case 11:
+			m.EnqueuedAt = r.int()
+		case 12:
+			k := r.length(r.byte1(), 0x80, 0x0f, 0xc1, 0xde, 0xdf) // 0xc1: no map8 in msgpack
+			if r.ok && k > 0 {
+				m.Headers = make(map[string]string, k)
+				for range k {
+					key := r.str()
+					m.Headers[key] = r.str()
+				}
 			}
+		case 13:
+			m.Flow = r.str()
 		}
 	}
-	if b[0] == 0x9d {
-		m.Flow = r.str()
-	}
+	m.deriveEnqueuedAt()
 	return r.ok && r.i == len(b)
 }
 

@@ -10,29 +10,36 @@ import (
 // EncodeMsgpack writes (shortest forms), without an encoder or buffer
 // growth: enqueue encodes every task, so this path is worth its 40 lines.
 func appendMessage(b []byte, m *Message) []byte {
-	if m.Flow != "" {
-		b = append(b, 0x9d) // fixarray of 13: headers (maybe empty), flow
-	} else if len(m.Headers) > 0 {
-		b = append(b, 0x9c) // fixarray of 12: the headers last
-	} else {
-		b = append(b, 0x9b) // fixarray of 11
-	}
+	n := m.fieldCount()
+	b = append(b, 0x90|byte(n)) // fixarray: at most 13 fields
 	b = appendString(b, m.ID)
 	b = appendString(b, m.Key)
 	b = appendString(b, m.Type)
-	b = appendBin(b, m.Payload)
-	if m.Raw {
-		b = append(b, 0xc3)
-	} else {
-		b = append(b, 0xc2)
+	for f := 4; f <= n; f++ {
+		switch f {
+		case 4:
+			b = appendBin(b, m.Payload)
+		case 5:
+			if m.Raw {
+				b = append(b, 0xc3)
+			} else {
+				b = append(b, 0xc2)
+			}
+		case 6:
+			b = appendInt(b, int64(m.MaxRetry))
+		case 7:
+			b = appendInt(b, m.Timeout)
+		case 8:
+			b = appendInt(b, m.Deadline)
+		case 9:
+			b = appendInt(b, m.Retention)
+		case 10:
+			b = appendString(b, m.Unique)
+		case 11:
+			b = appendInt(b, m.storedEnqueuedAt())
+		}
 	}
-	b = appendInt(b, int64(m.MaxRetry))
-	b = appendInt(b, m.Timeout)
-	b = appendInt(b, m.Deadline)
-	b = appendInt(b, m.Retention)
-	b = appendString(b, m.Unique)
-	b = appendInt(b, m.EnqueuedAt)
-	if len(m.Headers) == 0 && m.Flow == "" {
+	if n < 12 {
 		return b
 	}
 	switch n := len(m.Headers); {

@@ -29,6 +29,19 @@ func NewID() string {
 	return string(u[:])
 }
 
+// IDTime returns the unix millisecond a generated ID (a UUIDv7 in its 16
+// stored bytes) was made at, and false for any other ID.
+func IDTime(stored string) (int64, bool) {
+	if len(stored) != 16 || stored[6]>>4 != 7 || stored[8]&0xc0 != 0x80 {
+		return 0, false
+	}
+	var ms int64
+	for i := range 6 {
+		ms = ms<<8 | int64(stored[i])
+	}
+	return ms, true
+}
+
 // PublicID returns the public form of a stored task ID.
 func PublicID(stored string) string {
 	switch {

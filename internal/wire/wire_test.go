@@ -19,7 +19,7 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 	// The ID is the first element, right after the array header, and the
 	// key the second, as the scripts expect: each a fixstr header then bytes.
-	if b[0] != 0x9b || b[1] != 0xa0|byte(len(m.ID)) || string(b[2:2+len(m.ID)]) != m.ID ||
+	if b[0]&0xf0 != 0x90 || b[1] != 0xa0|byte(len(m.ID)) || string(b[2:2+len(m.ID)]) != m.ID ||
 		b[2+len(m.ID)] != 0xa0|byte(len(m.Key)) || string(b[3+len(m.ID):3+len(m.ID)+len(m.Key)]) != m.Key {
 		t.Fatalf("message does not open with [array, id]: % x", b[:4])
 	}
@@ -30,6 +30,52 @@ func TestMessageRoundTrip(t *testing.T) {
 	if got.ID != m.ID || got.Key != m.Key || got.Type != m.Type || string(got.Payload) != string(m.Payload) || got.MaxRetry != 5 ||
 		got.Timeout != 1000 || got.Deadline != 2000 || got.Retention != 3000 || got.Unique != "u" || got.EnqueuedAt != m.EnqueuedAt {
 		t.Fatalf("round trip: %+v, want %+v", got, m)
+	}
+}
+
+// TestMessageLeavesOutTrailingZeros: a plain task's message stops at its
+// last non-zero field, its EnqueuedAt read back from its UUIDv7 ID; an
+// EnqueuedAt the ID does not hold is written; the 11-field layout of older
+// builds still decodes, through both decoders.
+func TestMessageLeavesOutTrailingZeros(t *testing.T) {
+	id := NewID()
+	at, ok := IDTime(id)
+	if !ok || at < time.Now().Add(-time.Minute).UnixMilli() || at > time.Now().Add(time.Minute).UnixMilli() {
+		t.Fatalf("IDTime(NewID()) = %d, %v: want about now", at, ok)
+	}
+	plain := &Message{ID: id, Type: "bench", Payload: make([]byte, 100), Raw: true, MaxRetry: 25, Timeout: 1800000, EnqueuedAt: at}
+	b, _ := plain.Encode()
+	if b[0] != 0x97 {
+		t.Fatalf("plain task: array header %#x, want 7 fields (0x97)", b[0])
+	}
+	var viaBytes, viaMsgpack Message
+	if !decodeFast(b, &viaBytes) || viaBytes.EnqueuedAt != at || viaBytes.Timeout != 1800000 || viaBytes.Deadline != 0 {
+		t.Fatalf("fast decode: %+v", viaBytes)
+	}
+	if err := msgpack.Unmarshal(b, &viaMsgpack); err != nil || viaMsgpack.EnqueuedAt != at || viaMsgpack.MaxRetry != 25 {
+		t.Fatalf("decoder: %+v, %v", viaMsgpack, err)
+	}
+	if enc, _ := msgpack.Marshal(plain); string(enc) != string(b) {
+		t.Fatalf("EncodeMsgpack % x, Encode % x", enc, b)
+	}
+
+	other := *plain
+	other.EnqueuedAt = at + 5 // not the ID's millisecond: written out
+	b, _ = other.Encode()
+	if got, err := DecodeMessage(b); err != nil || b[0] != 0x9b || got.EnqueuedAt != at+5 {
+		t.Fatalf("EnqueuedAt apart from the ID: header %#x, %+v, %v", b[0], got, err)
+	}
+	caller := &Message{ID: "order-7", Type: "t"} // not a UUIDv7: nothing derived
+	b, _ = caller.Encode()
+	if got, err := DecodeMessage(b); err != nil || b[0] != 0x93 || got.EnqueuedAt != 0 {
+		t.Fatalf("caller ID: header %#x, %+v, %v", b[0], got, err)
+	}
+
+	// the layout of earlier builds: always 11 fields, EnqueuedAt written
+	old := mustMarshal(t, []any{id, "", "bench", []byte("p"), true, 25, 0, 0, 0, "", at - 1})
+	var fromOld Message
+	if !decodeFast(old, &fromOld) || fromOld.EnqueuedAt != at-1 || fromOld.MaxRetry != 25 {
+		t.Fatalf("an 11-field message: %+v", fromOld)
 	}
 }
 
@@ -199,11 +245,15 @@ func TestDecodeFastMatchesDecoder(t *testing.T) {
 			}
 		}
 	}
-	// laid out otherwise (a map, ints as int64): the fast path declines, the decoder still reads it
+	// a shorter array (ints as int64) is read by the fast path too, as the decoder reads it
 	other := mustMarshal(t, []any{"id1", "", "type1", []byte("p"), false, int64(3)})
 	var m Message
-	if decodeFast(other, &m) || decodeFast(string(other), &m) {
-		t.Fatal("fast path accepted a shorter array")
+	if !decodeFast(other, &m) || m.MaxRetry != 3 || string(m.Payload) != "p" {
+		t.Fatalf("fast path on a shorter array: %+v", m)
+	}
+	// laid out otherwise (a map): the fast path declines
+	if decodeFast(mustMarshal(t, map[string]int{"a": 1}), &m) {
+		t.Fatal("fast path accepted a map")
 	}
 	var fromStr Message
 	if err := DecodeMessageString(string(other), &fromStr); err != nil || fromStr.ID != "id1" || fromStr.MaxRetry != 3 {

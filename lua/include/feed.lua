@@ -4,15 +4,32 @@
 -- batch gets a contiguous run and no member is ever stored with a rank below
 -- one already visible: a reader that pages by marker never misses an entry.
 
+-- feed_trim_step is how many ranks pass between two trims of a feed of
+-- capacity cap: trimming costs four commands, so a busy feed trims once per
+-- step appends and holds at most cap + step - 1 members meanwhile. A small
+-- feed trims at every append, as before.
+local function feed_trim_step(cap)
+  return math.max(1, math.min(64, math.floor(cap / 16)))
+end
+
 -- feed_append adds members with consecutive ranks, trims the feed to its
--- newest cap members (cap 0 = unbounded) and returns the first rank given and
--- the list of trimmed members, so the caller can delete what they owned. A
--- missing rank counter restarts from the feed's highest rank (0 when the feed
--- is empty: no reader can hold a marker ranked above that).
+-- newest cap members (cap 0 = unbounded; see feed_trim_step for when) and
+-- returns the first rank given and the list of trimmed members, so the
+-- caller can delete what they owned. A missing rank counter restarts from
+-- the feed's highest rank (0 when the feed is empty: no reader can hold a
+-- marker ranked above that). The common append costs INCRBY and ZADD: the
+-- counter's absence shows in INCRBY's reply, not in a check before it.
 local function feed_append(feed_key, rank_key, members, cap)
   local n = #members
   if n == 0 then return 0, {} end
-  local last = safe_incrby(rank_key, n, zset_top_score(feed_key) or 0)
+  local last = redis.call('INCRBY', rank_key, n)
+  if last == n then
+    -- a new counter (or one at 0): ranks go on from the feed's top
+    local top = zset_top_score(feed_key)
+    if top and top > 0 then
+      last = redis.call('INCRBY', rank_key, top)
+    end
+  end
   local first = last - n + 1
   local zargs = {}
   for i = 1, n do
@@ -26,10 +43,13 @@ local function feed_append(feed_key, rank_key, members, cap)
   if #zargs > 0 then redis.call('ZADD', feed_key, unpack(zargs)) end
   local trimmed = {}
   if cap > 0 then
-    local over = redis.call('ZCARD', feed_key) - cap
-    if over > 0 then
-      trimmed = redis.call('ZRANGE', feed_key, 0, over - 1)
-      redis.call('ZREMRANGEBYRANK', feed_key, 0, over - 1)
+    local step = feed_trim_step(cap)
+    if math.floor(last / step) ~= math.floor((first - 1) / step) then
+      local over = redis.call('ZCARD', feed_key) - cap
+      if over > 0 then
+        trimmed = redis.call('ZRANGE', feed_key, 0, over - 1)
+        redis.call('ZREMRANGEBYRANK', feed_key, 0, over - 1)
+      end
     end
   end
   return first, trimmed

@@ -1,0 +1,44 @@
+// Command bench measures shardq beside its peers, asynq and gocraft/work,
+// with the same workloads and method, interleaved in one run on one private
+// redis-server it starts itself, and prints medians and ratios.
+//
+// It is its own module, so the library never depends on the peers:
+//
+//	cd bench && go run .           # three rounds, the full sizes
+//	cd bench && go run . -quick    # a scaled-down smoke run
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+func main() {
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "a scaled-down smoke run (one round, small sizes)")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every workload for every system, in a rotated order")
+	flag.DurationVar(&o.timeout, "timeout", 40*time.Minute, "stop the whole run after this long")
+	flag.StringVar(&o.only, "only", "", "comma-separated workloads: enqueue,process,latency,memory (default all)")
+	flag.Parse()
+	if err := run(context.Background(), o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are a run's settings.
+type options struct {
+	quick   bool
+	rounds  int
+	timeout time.Duration
+	only    string
+}
+
+// progressTo returns a printf to w.
+func progressTo(w io.Writer) func(string, ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The figures, in the order the report prints them.
+const (
+	figLimit      = "Redis limit: EVALSHA unpipelined, calls/s"
+	figEnqRate    = "Enqueue, 1 producer: tasks/s"
+	figEnqCmds    = "Enqueue: Redis commands per task"
+	figEnqRedis   = "Enqueue: Redis CPU per task, µs"
+	figEnqClient  = "Enqueue: client CPU per task, µs"
+	figEnqCPU     = "Enqueue: Redis + client CPU per task, µs"
+	figProcRate   = "Process, concurrency 16: tasks/s"
+	figProcRedis  = "Process: Redis CPU per task, µs"
+	figProcClient = "Process: client CPU per task, µs"
+	figProcCPU    = "Process: Redis + client CPU per task, µs"
+	figLatP50     = "Latency at 2000/s open loop: p50, µs"
+	figLatP99     = "Latency at 2000/s open loop: p99, µs"
+	figLatMax     = "Latency at 2000/s open loop: max, µs"
+	figLatRate    = "Latency run: achieved rate, tasks/s"
+	figLatLate    = "Latency run: late beats"
+)
+
+func figMemory(n int) string { return fmt.Sprintf("Memory per pending task at %d: bytes", n) }
+
+// results holds every round's value of every figure, per system.
+type results struct {
+	systems []string
+	order   []string
+	vals    map[string]map[string][]float64
+	fails   map[string]map[string][]string
+}
+
+func newResults(systems []string) *results {
+	return &results{systems: systems, vals: map[string]map[string][]float64{}, fails: map[string]map[string][]string{}}
+}
+
+func (r *results) note(fig string) {
+	if !slices.Contains(r.order, fig) {
+		r.order = append(r.order, fig)
+	}
+}
+
+func (r *results) add(fig, system string, v float64) {
+	r.note(fig)
+	if r.vals[fig] == nil {
+		r.vals[fig] = map[string][]float64{}
+	}
+	r.vals[fig][system] = append(r.vals[fig][system], v)
+}
+
+func (r *results) fail(fig, system string, err error) {
+	r.note(fig)
+	if r.fails[fig] == nil {
+		r.fails[fig] = map[string][]string{}
+	}
+	r.fails[fig][system] = append(r.fails[fig][system], err.Error())
+}
+
+func isCheck(err error) bool { return errors.Is(err, errCheck) }
+
+// median returns the median of vs (the mean of the middle two when even).
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// cell formats a median with its min-max over the rounds.
+func cell(vs []float64) string {
+	if len(vs) == 0 {
+		return "–"
+	}
+	m := median(vs)
+	if len(vs) == 1 {
+		return num(m)
+	}
+	return fmt.Sprintf("%s (%s–%s)", num(m), num(slices.Min(vs)), num(slices.Max(vs)))
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// report prints a Markdown table: each figure's median (min–max) per
+// system, and shardq's median over each peer's median.
+func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
+	fmt.Fprintf(w, "\nshardq and its peers, %d round(s), interleaved, one private redis-server %s; %s; %s\n",
+		o.rounds, redisVersion, machine(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "sizes: %d single enqueues, %d tasks processed at concurrency %d, memory at %v pending, latency %s warm-up + %s window at %d/s from %d producers; %d-byte payloads\n\n",
+		sz.enqueues, sz.process, sz.concurrency, sz.memory, sz.latWarm, sz.latWindow, latencyRate, latencyProducers, sz.payload)
+	head := "| figure | " + strings.Join(r.systems, " | ")
+	sep := "| --- |" + strings.Repeat(" --- |", len(r.systems))
+	for _, p := range r.systems[1:] {
+		head += " | " + r.systems[0] + " ÷ " + p
+		sep += " --- |"
+	}
+	fmt.Fprintln(w, head+" |")
+	fmt.Fprintln(w, sep)
+	for _, fig := range r.order {
+		if fig == figLimit {
+			fmt.Fprintf(w, "| %s | %s |%s\n", fig, cell(r.vals[fig]["redis"]), strings.Repeat(" |", 2*len(r.systems)-2))
+			continue
+		}
+		row := "| " + fig
+		for _, s := range r.systems {
+			if f := r.fails[fig][s]; len(f) > 0 {
+				row += " | no figure: " + f[0]
+				continue
+			}
+			row += " | " + cell(r.vals[fig][s])
+		}
+		for _, p := range r.systems[1:] {
+			a, b := r.vals[fig][r.systems[0]], r.vals[fig][p]
+			if len(a) == 0 || len(b) == 0 || median(b) == 0 || len(r.fails[fig][r.systems[0]])+len(r.fails[fig][p]) > 0 {
+				row += " | –"
+				continue
+			}
+			row += fmt.Sprintf(" | %.2f×", median(a)/median(b))
+		}
+		fmt.Fprintln(w, row+" |")
+	}
+	if lim := r.vals[figLimit]["redis"]; len(lim) > 0 {
+		l := median(lim)
+		fmt.Fprintf(w, "\nof Redis's limit (median of %d probes, interleaved):", len(lim))
+		for _, s := range r.systems {
+			if v := r.vals[figEnqRate][s]; len(v) > 0 {
+				fmt.Fprintf(w, " %s single Enqueue %.0f%%;", s, 100*median(v)/l)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	for _, fig := range r.order {
+		for _, s := range r.systems {
+			for _, f := range r.fails[fig][s] {
+				fmt.Fprintf(w, "check failed: %s, %s: %s\n", fig, s, f)
+			}
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/redisproc"
+)
+
+// workloads in the order a round runs them.
+var workloads = []string{"enqueue", "process", "latency", "memory"}
+
+// workloadFigure is the figure a workload's failure is reported on.
+// (memory reports its own, per size).
+var workloadFigure = map[string]string{"enqueue": figEnqRate, "process": figProcRate, "latency": figLatP99}
+
+// systemMakers build each system under test, fresh for every measurement.
+var systemMakers = []func(addr string) (system, error){newShardq, newAsynq, newGocraft}
+
+// run measures every workload for every system, o.rounds times, on one
+// private redis-server, and writes the table to out.
+func run(ctx context.Context, o options, out, progressW io.Writer) error {
+	sz := fullSizes
+	if o.quick {
+		sz, o.rounds = quickSizes, 1
+	}
+	if o.rounds < 1 || o.rounds > 10 {
+		return fmt.Errorf("-rounds %d: want 1 to 10", o.rounds)
+	}
+	want := map[string]bool{}
+	for _, w := range strings.Split(o.only, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			if !slices.Contains(workloads, w) {
+				return fmt.Errorf("-only: unknown workload %q (workloads: %s)", w, strings.Join(workloads, ","))
+			}
+			want[w] = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	progress := progressTo(progressW)
+
+	srv, err := redisproc.Start()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	st := stats{rdb: admin}
+	version, _ := admin.InfoMap(ctx, "server").Result()
+
+	var names []string
+	for _, mk := range systemMakers {
+		s, err := mk(srv.Addr)
+		if err != nil {
+			return err
+		}
+		names = append(names, s.name())
+		s.close()
+	}
+	res := newResults(names)
+	for round := range o.rounds {
+		for _, w := range workloads {
+			if len(want) > 0 && !want[w] {
+				continue
+			}
+			limit, err := st.probeLimit(ctx, sz.probeCalls)
+			if err != nil {
+				return err
+			}
+			res.add(figLimit, "redis", limit)
+			// rotate the systems' order each round, so none always runs first
+			for k := range systemMakers {
+				i := (k + round) % len(systemMakers)
+				progress("round %d/%d: %s: %s", round+1, o.rounds, w, names[i])
+				if err := measureOne(ctx, st, systemMakers[i], srv.Addr, w, sz, res); err != nil {
+					if ctx.Err() != nil {
+						return fmt.Errorf("round %d, %s, %s: %w", round+1, w, names[i], err)
+					}
+					// one system's failure (a timeout on a contended
+					// machine) costs its figure of this round, not the run
+					res.fail(workloadFigure[w], names[i], err)
+					progress("  %s: %s failed: %v", w, names[i], err)
+					if err := st.rdb.FlushAll(ctx).Err(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	report(out, res, sz, o, version["Server"]["redis_version"])
+	return nil
+}
+
+// measureOne runs workload w for one fresh system on an empty Redis and
+// records its figures; a failed check records why, not a figure.
+func measureOne(ctx context.Context, st stats, mk func(string) (system, error), addr, w string, sz sizes, res *results) error {
+	if err := st.rdb.FlushAll(ctx).Err(); err != nil {
+		return err
+	}
+	sys, err := mk(addr)
+	if err != nil {
+		return err
+	}
+	defer sys.close()
+	name := sys.name()
+	switch w {
+	case "enqueue":
+		r, err := measureEnqueue(ctx, st, sys, sz)
+		if err != nil {
+			return err
+		}
+		res.add(figEnqRate, name, r.rate)
+		res.add(figEnqCmds, name, r.cmdsPerTask)
+		res.add(figEnqRedis, name, r.redisUS)
+		res.add(figEnqClient, name, r.clientUS)
+		res.add(figEnqCPU, name, r.redisUS+r.clientUS)
+	case "process":
+		r, err := measureProcess(ctx, st, sys, sz)
+		if isCheck(err) {
+			res.fail(figProcRate, name, err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		res.add(figProcRate, name, r.rate)
+		res.add(figProcRedis, name, r.redisUS)
+		res.add(figProcClient, name, r.clientUS)
+		res.add(figProcCPU, name, r.redisUS+r.clientUS)
+	case "latency":
+		r, err := measureLatency(ctx, sys, sz)
+		if isCheck(err) {
+			res.fail(figLatP99, name, err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+		res.add(figLatP50, name, us(r.p50))
+		res.add(figLatP99, name, us(r.p99))
+		res.add(figLatMax, name, us(r.max))
+		res.add(figLatRate, name, r.achieved)
+		res.add(figLatLate, name, float64(r.late))
+	case "memory":
+		for k, n := range sz.memory {
+			if k > 0 {
+				if err := st.rdb.FlushAll(ctx).Err(); err != nil {
+					return err
+				}
+			}
+			b, err := measureMemory(ctx, st, sys, n, sz.payload)
+			if err != nil && ctx.Err() == nil {
+				res.fail(figMemory(n), name, err) // this size's figure, not the run
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			res.add(figMemory(n), name, b)
+		}
+	}
+	return st.rdb.FlushAll(ctx).Err()
+}
+
+// machine describes where the run ran, for the report's header.
+func machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
