@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
@@ -414,26 +415,48 @@ func TestRedisAtMemoryLimit(t *testing.T) {
 // ever running.)
 func TestStalledRedisLosesNoAttempt(t *testing.T) {
 	t.Parallel()
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		opts := b.srv.Options()
+		opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, -1
+		rdb := redis.NewClient(opts)
+		t.Cleanup(func() { _ = rdb.Close() })
+		r := &rig{rdb: b.rdb, client: b.client, insp: b.insp, qcfg: b.qcfg, queue: queue.DefaultQueue}
+		testStalledRedis(t, r, rdb, func() { b.srv.Pause(t) }, func() { b.srv.Resume(t) })
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		// no replicas: a frozen master is not failed over
+		cl := redistest.StartCluster(t, 3)
+		r := clusterRig(t, cl)
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(),
+			ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
+		rdb.AddHook(rcall.RerouteHook{Client: rdb})
+		t.Cleanup(func() { _ = rdb.Close() })
+		victim := cl.MasterOf(t, cl.Slot(t, keys.For(r.qcfg.Prefix, r.queue, 0).T))
+		testStalledRedis(t, r, rdb, func() { victim.Pause(t) }, func() { victim.Resume(t) })
+	})
+}
+
+// testStalledRedis runs TestStalledRedisLosesNoAttempt on b, the worker
+// reading through rdb (short timeouts, no retries), Redis frozen by pause.
+func testStalledRedis(t *testing.T, b *rig, rdb redis.UniversalClient, pause, resume func()) {
 	const total = 400
-	b := setup(t)
 	ctx := context.Background()
-	opts := b.srv.Options()
-	opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, -1
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
 	for i := 0; i < total; i += 100 {
 		tasks := make([]*queue.Task, 100)
 		for j := range tasks {
 			tasks[j] = queue.NewRawTask("t", []byte(fmt.Sprint(i+j)))
 		}
-		if _, err := b.client.EnqueueBatch(ctx, tasks, queue.MaxRetry(0)); err != nil {
+		if _, err := b.client.EnqueueBatch(ctx, tasks, queue.MaxRetry(0), queue.In(b.queue)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var mu sync.Mutex
 	ran := map[string]int{}
 	var logs syncBuffer
-	cfg := b.config(t, Config{Concurrency: 8, Lease: 30 * time.Second})
+	cfg := Config{Config: b.qcfg, Queues: map[string]int{b.queue: 1}, Concurrency: 8, Lease: 30 * time.Second}
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	s, err := NewServer(rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
 		mu.Lock()
@@ -454,16 +477,16 @@ func TestStalledRedisLosesNoAttempt(t *testing.T) {
 		defer mu.Unlock()
 		return len(ran) >= 40
 	})
-	b.srv.Pause(t)
+	pause()
 	time.Sleep(1500 * time.Millisecond) // several pops time out meanwhile
-	b.srv.Resume(t)
+	resume()
 
 	// well inside the 30 s lease: a task left to the reaper would not make it
 	waitFor(t, 15*time.Second, "every task done", func() bool {
-		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		qi, err := b.insp.QueueInfo(ctx, b.queue)
 		return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0
 	})
-	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	qi, err := b.insp.QueueInfo(ctx, b.queue)
 	must(t, err)
 	mu.Lock()
 	defer mu.Unlock()
