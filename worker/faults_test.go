@@ -27,16 +27,35 @@ import (
 // are blocked on the empty queue, and heartbeats and acks are due. One
 // worker's client has go-redis's default retries, which may hide a short
 // outage; the other's has none, so its own loops meet every failed call.
+//
+// On a cluster (3 masters, no replicas, so nothing fails over) the master
+// of one of the queue's 3 partitions is the one killed and restarted.
 func TestRedisRestartWithAOF(t *testing.T) {
 	t.Parallel()
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		b := singleRig(t, "aof", redistest.WithAOF())
+		srv := b.srv
+		testRedisRestart(t, b, srv)
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		cl := redistest.StartCluster(t, 3, redistest.WithAOF())
+		b := clusterRig(t, cl)
+		testRedisRestart(t, b, cl.MasterOf(t, cl.Slot(t, keys.For(b.qcfg.Prefix, b.queue, 0).T)))
+		cl.WaitHealthy(t)
+	})
+}
+
+// testRedisRestart runs TestRedisRestartWithAOF on b, killing srv.
+func testRedisRestart(t *testing.T, b *rig, srv *redistest.Server) {
 	const total = 300
-	const qname = "aof"
-	b := setup(t, redistest.WithAOF())
+	qname := b.queue
 	ctx := context.Background()
 	k := recKeysFor(b.qcfg.Prefix)
 
-	o := childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: qname, Concurrency: 4,
-		Lease: 4 * time.Second, Heartbeat: 500 * time.Millisecond, Sleep: 50 * time.Millisecond}
+	o := b.base
+	o.Concurrency, o.Lease, o.Heartbeat, o.Sleep = 4, 4*time.Second, 500*time.Millisecond, 50*time.Millisecond
 	noRetry := o
 	noRetry.MaxRetries = -1
 	children := []*child{startChild(t, "aof-retries", o), startChild(t, "aof-noretry", noRetry)}
@@ -79,9 +98,9 @@ func TestRedisRestartWithAOF(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "a third of the tasks to complete", func() bool { return completed() >= total/3 })
 	before := completed()
-	b.srv.Kill(t)
+	srv.Kill(t)
 	time.Sleep(time.Second)
-	b.srv.Restart(t)
+	srv.Restart(t)
 	after := completed()
 	if before >= total {
 		t.Fatalf("all %d tasks completed before Redis was killed: nothing shown", total)
@@ -332,10 +351,24 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 // TestRedisAtMemoryLimit fills Redis to maxmemory (noeviction) until
 // Enqueue fails with ErrRedisOutOfMemory; a worker started then still
 // runs, and drains the whole queue without losing a task.
+//
+// On a cluster every master has the limit; the queue's 3 partitions, one
+// on each master, fill in turn, and the first full one refuses.
 func TestRedisAtMemoryLimit(t *testing.T) {
 	t.Parallel()
-	const qname = "oom"
-	b := setup(t, redistest.WithMaxMemory(20<<20))
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		testMemoryLimit(t, singleRig(t, "oom", redistest.WithMaxMemory(20<<20)))
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		testMemoryLimit(t, clusterRig(t, redistest.StartCluster(t, 3, redistest.WithMaxMemory(20<<20))))
+	})
+}
+
+// testMemoryLimit runs TestRedisAtMemoryLimit on b.
+func testMemoryLimit(t *testing.T, b *rig) {
+	qname := b.queue
 	ctx := context.Background()
 	payload := []byte(strings.Repeat("x", 8<<10))
 
@@ -366,13 +399,34 @@ func TestRedisAtMemoryLimit(t *testing.T) {
 			return context.Cause(ctx)
 		}
 	})
-	b.server(t, Config{Queues: map[string]int{qname: 1}, Concurrency: 10,
-		Lease: 5 * time.Second, Heartbeat: 500 * time.Millisecond}, rec)
+	cfg := Config{Config: b.qcfg, Queues: map[string]int{qname: 1}, Concurrency: 10,
+		Lease: 5 * time.Second, Heartbeat: 500 * time.Millisecond}
+	cfg.Logger = testLogger(t)
+	s, err := NewServer(b.rdb, cfg, rec)
+	must(t, err)
+	must(t, s.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(sctx)
+	})
 
 	// Handlers hold their tasks until the gate opens: nothing was freed yet.
-	_, err := b.client.Enqueue(ctx, queue.NewRawTask("oom", payload), queue.In(qname))
-	if !errors.Is(err, queue.ErrRedisOutOfMemory) {
-		t.Fatalf("Enqueue right after the worker started: err = %v, want ErrRedisOutOfMemory", err)
+	// One enqueue per partition (round robin): the full one refuses.
+	refused := false
+	for range b.qcfg.PartitionsOf(qname) {
+		info, err := b.client.Enqueue(ctx, queue.NewRawTask("oom", payload), queue.In(qname))
+		switch {
+		case err == nil:
+			enqueued[info.ID] = true
+		case errors.Is(err, queue.ErrRedisOutOfMemory):
+			refused = true
+		default:
+			t.Fatalf("Enqueue right after the worker started: %v", err)
+		}
+	}
+	if !refused {
+		t.Fatalf("Enqueue right after the worker started: no partition refused, want ErrRedisOutOfMemory")
 	}
 	open()
 
