@@ -68,10 +68,8 @@ func spreadQueue(t *testing.T, cl *redistest.Cluster, prefix string, n int) (str
 // ledger records what producers were told and what handlers saw, for the
 // failover and migration tests.
 type ledger struct {
-	start   time.Time
 	mu      sync.Mutex
 	acked   map[string]time.Time // task ID -> when Enqueue returned nil
-	part    map[string]int       // task ID -> partition
 	notRepl int                  // enqueues that returned ErrNotReplicated
 	failed  int                  // enqueues that returned another error
 	errs    map[string]int       // their messages, counted
@@ -83,8 +81,7 @@ type ledger struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{start: time.Now(), acked: map[string]time.Time{},
-		part: map[string]int{}, errs: map[string]int{}, runs: map[string]int{}, okAt: map[int][]time.Time{}, ranAt: map[int][]time.Time{}}
+	return &ledger{acked: map[string]time.Time{}, errs: map[string]int{}, runs: map[string]int{}, okAt: map[int][]time.Time{}, ranAt: map[int][]time.Time{}}
 }
 
 // enqueued records one Enqueue's outcome.
@@ -94,13 +91,12 @@ func (l *ledger) enqueued(info *queue.TaskInfo, err error) {
 	defer l.mu.Unlock()
 	switch {
 	case err == nil:
-		l.acked[info.ID], l.part[info.ID] = now, info.Partition
+		l.acked[info.ID] = now
 		if !l.mark.IsZero() {
 			l.okAt[info.Partition] = append(l.okAt[info.Partition], now)
 		}
 	case info != nil: // ErrNotReplicated: enqueued, not acknowledged
 		l.notRepl++
-		l.part[info.ID] = info.Partition
 		if !l.mark.IsZero() {
 			l.okAt[info.Partition] = append(l.okAt[info.Partition], now)
 		}
