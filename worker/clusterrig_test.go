@@ -322,3 +322,30 @@ func (e *errClasses) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		return err
 	}
 }
+
+// waitDrained waits until q holds nothing pending, active, retrying or
+// scheduled. On a loaded machine the backlog the producers left may take
+// a while, so it fails only when the backlog stops shrinking for 30s (or
+// after 5 minutes in all), saying what is left.
+func waitDrained(t *testing.T, insp *queue.Inspector, q string, l *ledger) {
+	t.Helper()
+	const stall, limit = 30 * time.Second, 5 * time.Minute
+	start, best, progress := time.Now(), int64(-1), time.Now()
+	for {
+		qi, err := insp.QueueInfo(context.Background(), q)
+		if err == nil {
+			left := qi.Pending + qi.Active + qi.Retry + qi.Scheduled
+			if left == 0 {
+				return
+			}
+			if best < 0 || left < best {
+				best, progress = left, time.Now()
+			}
+		}
+		if time.Since(progress) > stall || time.Since(start) > limit {
+			t.Fatalf("queue %s did not drain (%v since it last shrank, %v in all): %+v, %v; %v",
+				q, time.Since(progress).Round(time.Second), time.Since(start).Round(time.Second), qi, err, l)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

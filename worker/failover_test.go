@@ -110,10 +110,7 @@ func failover(t *testing.T, waitReplicas, rounds int) figures {
 	}
 	stop()
 	<-done
-	waitFor(t, 60*time.Second, "the queue to drain", func() bool {
-		qi, err := insp.QueueInfo(context.Background(), q)
-		return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0
-	})
+	waitDrained(t, insp, q, l)
 	time.Sleep(500 * time.Millisecond) // the last handlers record their runs
 	f := l.figures(nil)
 	f.producers, f.workers = worst.producers, worst.workers
