@@ -23,7 +23,7 @@ type scriptCall struct {
 
 // Run queues an EVALSHA of s. Its result is in the returned Cmd after Pipelined returns.
 func (p *Pipe) Run(ctx context.Context, s *Script, keys []string, args ...any) *redis.Cmd {
-	cmd := p.EvalSha(ctx, s.hash, keys, args...)
+	cmd := call(ctx, p.Pipeliner, "evalsha", s.hash, keys, args)
 	p.calls = append(p.calls, scriptCall{script: s, keys: keys, args: args, cmd: cmd})
 	return cmd
 }
@@ -66,8 +66,8 @@ func (p *Pipe) rerunNoScript(ctx context.Context, c redis.Cmdable) {
 	// Exec's summary error adds nothing.
 	retry := c.Pipeline()
 	fresh := make([]*redis.Cmd, len(again))
-	for i, call := range again {
-		fresh[i] = retry.Eval(ctx, call.script.src, call.keys, call.args...)
+	for i, sc := range again {
+		fresh[i] = call(ctx, retry, "eval", sc.script.src, sc.keys, sc.args)
 	}
 	_, _ = retry.Exec(ctx)
 	for i, call := range again {

@@ -52,9 +52,9 @@ func RunReplicated(ctx context.Context, c redis.UniversalClient, s *Script, keys
 		}
 		var cmd *redis.Cmd
 		if eval {
-			cmd = pipe.Eval(ctx, s.src, keys, args...)
+			cmd = call(ctx, pipe, "eval", s.src, keys, args)
 		} else {
-			cmd = pipe.EvalSha(ctx, s.hash, keys, args...)
+			cmd = call(ctx, pipe, "evalsha", s.hash, keys, args)
 		}
 		wait := redis.NewIntCmd(ctx, "WAIT", replicas, timeout.Milliseconds())
 		_ = pipe.Process(ctx, wait)

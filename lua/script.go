@@ -40,9 +40,9 @@ func (s *Script) Load(ctx context.Context, c redis.Scripter) error {
 // not run, so the second call never runs it twice. Inside a pipeline use
 // Pipe.Run, which recovers after Exec.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	cmd := c.EvalSha(ctx, s.hash, keys, args...)
+	cmd := call(ctx, c, "evalsha", s.hash, keys, args)
 	if IsNoScript(cmd.Err()) {
-		return c.Eval(ctx, s.src, keys, args...)
+		return call(ctx, c, "eval", s.src, keys, args)
 	}
 	return cmd
 }
@@ -78,11 +78,43 @@ func (p *Prepared) Run(ctx context.Context, c Processor, more ...any) *redis.Cmd
 	copy(args, p.args)
 	args = append(args, more...)
 	cmd := redis.NewCmd(ctx, args...)
-	_ = c.Process(ctx, cmd)
+	_ = c.Process(ctx, noRetry{cmd})
 	if IsNoScript(cmd.Err()) {
 		args[0], args[1] = "eval", p.script.src
 		cmd = redis.NewCmd(ctx, args...)
-		_ = c.Process(ctx, cmd)
+		_ = c.Process(ctx, noRetry{cmd})
 	}
+	return cmd
+}
+
+// noRetry is a script call go-redis must never send again by itself. A
+// ClusterClient, whatever MaxRetries says, resends a command, or a whole
+// pipeline, after a timeout or a broken connection, when the first may
+// have run: a pop run twice hides the first one's tasks until their
+// leases expire, an enqueue run twice runs a task twice. go-redis asks
+// each command NoRetry before it resends; MOVED and ASK it still follows,
+// since the node that answered them ran nothing.
+type noRetry struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to resend the call.
+func (noRetry) NoRetry() bool { return true }
+
+// call sends EVAL or EVALSHA (name) of script on c, marked noRetry.
+func call(ctx context.Context, c redis.Scripter, name, script string, keys []string, args []any) *redis.Cmd {
+	p, ok := c.(Processor)
+	if !ok {
+		if name == "eval" {
+			return c.Eval(ctx, script, keys, args...)
+		}
+		return c.EvalSha(ctx, script, keys, args...)
+	}
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	_ = p.Process(ctx, noRetry{cmd})
 	return cmd
 }

@@ -153,7 +153,7 @@ func (l *ShardedList) BlockSlice(ctx context.Context, c redis.UniversalClient, s
 	// A plain pipeline, not Pipelined: the helper must run before the move,
 	// and rerunning it after the move would leave a dummy nobody takes.
 	pipe := c.Pipeline()
-	helper := pipe.EvalSha(ctx, shardedBlock.hash, append(l.keys(), src), shard, string(side))
+	helper := call(ctx, pipe, "evalsha", shardedBlock.hash, append(l.keys(), src), []any{shard, string(side)})
 	move := pipe.BLMove(ctx, src, dest, pos, "RIGHT", time.Second)
 	_, _ = pipe.Exec(ctx)
 	if err := helper.Err(); err != nil {

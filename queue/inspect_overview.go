@@ -2,37 +2,57 @@ package queue
 
 import (
 	"context"
-	"sync"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/lua"
 )
 
-// overviewParallel bounds how many queues QueueInfos reads at once.
-const overviewParallel = 16
-
-// QueueInfos returns the QueueInfo of every queue, sorted by name. Each
-// queue costs QueueInfo's two round trips, whatever its size; queues are
-// read concurrently.
+// QueueInfos returns the QueueInfo of every queue, sorted by name, in two
+// round trips whatever the number of queues and partitions: the registry,
+// then one pipeline of every partition's counts. On Redis Cluster that
+// pipeline is one round trip per master, sent to all masters at once
+// (go-redis splits a pipeline by node), not one per partition.
 func (i *Inspector) QueueInfos(ctx context.Context) ([]*QueueInfo, error) {
-	names, err := i.Queues(ctx)
+	reg, err := i.registry(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*QueueInfo, len(names))
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, overviewParallel)
-	var wg sync.WaitGroup
-	for j, q := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[j], errs[j] = i.QueueInfo(ctx, q)
-		}()
+	names := make([]string, 0, len(reg))
+	for q := range reg {
+		names = append(names, q)
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	sort.Strings(names)
+	out := make([]*QueueInfo, len(names))
+	cmds := make([][]*redis.Cmd, len(names))
+	err = rcall.Do(ctx, i.rdb, func() error {
+		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+			for j, q := range names {
+				n := max(reg[q], i.cfg.partitions(q))
+				out[j] = &QueueInfo{Queue: q, Partitions: n}
+				cmds[j] = make([]*redis.Cmd, n)
+				for part := range n {
+					k := keys.For(i.cfg.Prefix, q, part)
+					cmds[j][part] = p.Run(ctx, lua.Counts, countKeys(k), countArgs(k)...)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue infos: %w", err)
+	}
+	now := time.Now()
+	for j, info := range out {
+		for _, cmd := range cmds[j] {
+			if err := info.add(cmd, now); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil

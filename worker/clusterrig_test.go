@@ -68,10 +68,8 @@ func spreadQueue(t *testing.T, cl *redistest.Cluster, prefix string, n int) (str
 // ledger records what producers were told and what handlers saw, for the
 // failover and migration tests.
 type ledger struct {
-	start   time.Time
 	mu      sync.Mutex
 	acked   map[string]time.Time // task ID -> when Enqueue returned nil
-	part    map[string]int       // task ID -> partition
 	notRepl int                  // enqueues that returned ErrNotReplicated
 	failed  int                  // enqueues that returned another error
 	errs    map[string]int       // their messages, counted
@@ -83,8 +81,7 @@ type ledger struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{start: time.Now(), acked: map[string]time.Time{},
-		part: map[string]int{}, errs: map[string]int{}, runs: map[string]int{}, okAt: map[int][]time.Time{}, ranAt: map[int][]time.Time{}}
+	return &ledger{acked: map[string]time.Time{}, errs: map[string]int{}, runs: map[string]int{}, okAt: map[int][]time.Time{}, ranAt: map[int][]time.Time{}}
 }
 
 // enqueued records one Enqueue's outcome.
@@ -94,13 +91,12 @@ func (l *ledger) enqueued(info *queue.TaskInfo, err error) {
 	defer l.mu.Unlock()
 	switch {
 	case err == nil:
-		l.acked[info.ID], l.part[info.ID] = now, info.Partition
+		l.acked[info.ID] = now
 		if !l.mark.IsZero() {
 			l.okAt[info.Partition] = append(l.okAt[info.Partition], now)
 		}
 	case info != nil: // ErrNotReplicated: enqueued, not acknowledged
 		l.notRepl++
-		l.part[info.ID] = info.Partition
 		if !l.mark.IsZero() {
 			l.okAt[info.Partition] = append(l.okAt[info.Partition], now)
 		}
@@ -324,5 +320,32 @@ func (e *errClasses) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 			e.note(c)
 		}
 		return err
+	}
+}
+
+// waitDrained waits until q holds nothing pending, active, retrying or
+// scheduled. On a loaded machine the backlog the producers left may take
+// a while, so it fails only when the backlog stops shrinking for 30s (or
+// after 5 minutes in all), saying what is left.
+func waitDrained(t *testing.T, insp *queue.Inspector, q string, l *ledger) {
+	t.Helper()
+	const stall, limit = 30 * time.Second, 5 * time.Minute
+	start, best, progress := time.Now(), int64(-1), time.Now()
+	for {
+		qi, err := insp.QueueInfo(context.Background(), q)
+		if err == nil {
+			left := qi.Pending + qi.Active + qi.Retry + qi.Scheduled
+			if left == 0 {
+				return
+			}
+			if best < 0 || left < best {
+				best, progress = left, time.Now()
+			}
+		}
+		if time.Since(progress) > stall || time.Since(start) > limit {
+			t.Fatalf("queue %s did not drain (%v since it last shrank, %v in all): %+v, %v; %v",
+				q, time.Since(progress).Round(time.Second), time.Since(start).Round(time.Second), qi, err, l)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

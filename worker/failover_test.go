@@ -110,12 +110,70 @@ func failover(t *testing.T, waitReplicas, rounds int) figures {
 	}
 	stop()
 	<-done
-	waitFor(t, 60*time.Second, "the queue to drain", func() bool {
-		qi, err := insp.QueueInfo(context.Background(), q)
-		return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0
-	})
+	waitDrained(t, insp, q, l)
 	time.Sleep(500 * time.Millisecond) // the last handlers record their runs
 	f := l.figures(nil)
 	f.producers, f.workers = worst.producers, worst.workers
 	return f
+}
+
+// TestClusterManualFailover: a replica takes over from its master by
+// CLUSTER FAILOVER while the workers' fetchers block on the empty queue.
+// The old master, now a replica, ends the blocked pops with UNBLOCKED, and
+// answers the next calls with MOVED; the fetchers retry, follow the slot,
+// and run what is enqueued next, each task once.
+func TestClusterManualFailover(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartClusterWithReplicas(t, 3)
+	rdb := clusterClient(t, cl)
+	seen := watchErrors(rdb)
+	prefix := redistest.Prefix(t)
+	q, masters := spreadQueue(t, cl, prefix, 3)
+	qcfg := queue.Config{Prefix: prefix, Partitions: map[string]int{q: 3}}
+	client, err := queue.NewClient(rdb, qcfg)
+	must(t, err)
+	l := newLedger()
+	cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 4}
+	cfg.Logger = testLogger(t)
+	s, err := NewServer(rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
+		l.ran(task)
+		return nil
+	}))
+	must(t, err)
+	must(t, s.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	ctx := context.Background()
+	enqueue := func(n int) {
+		for range n {
+			info, err := client.Enqueue(ctx, queue.NewRawTask("t", nil), queue.In(q))
+			l.enqueued(info, err)
+			must(t, err)
+		}
+	}
+	ranAll := func() bool { f := l.figures(nil); return f.lost == 0 }
+	enqueue(30)
+	waitFor(t, 20*time.Second, "the first tasks to run", ranAll)
+	time.Sleep(1500 * time.Millisecond) // the fetchers block in their slices
+
+	replica := cl.ReplicaOf(t, masters[0])
+	rc := replica.Client(t)
+	must(t, rc.Do(ctx, "CLUSTER", "FAILOVER").Err())
+	waitFor(t, 30*time.Second, "the replica to take over", func() bool {
+		return cl.MasterOf(t, cl.Slot(t, keys.For(prefix, q, 0).T)) == replica
+	})
+	cl.WaitHealthy(t)
+	enqueue(30)
+	waitFor(t, 30*time.Second, "the tasks enqueued after the failover to run", ranAll)
+	f := l.figures(nil)
+	t.Logf("manual failover: %d tasks, %d ran twice; node errors seen: %v", f.acked, f.twice, seen)
+	if f.twice > 0 {
+		t.Errorf("%d tasks ran twice", f.twice)
+	}
+	if seen.get("UNBLOCKED")+seen.get("MOVED") == 0 {
+		t.Errorf("neither UNBLOCKED nor MOVED met: the failover was not shown to the fetchers (%v)", seen)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
@@ -26,16 +27,35 @@ import (
 // are blocked on the empty queue, and heartbeats and acks are due. One
 // worker's client has go-redis's default retries, which may hide a short
 // outage; the other's has none, so its own loops meet every failed call.
+//
+// On a cluster (3 masters, no replicas, so nothing fails over) the master
+// of one of the queue's 3 partitions is the one killed and restarted.
 func TestRedisRestartWithAOF(t *testing.T) {
 	t.Parallel()
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		b := singleRig(t, "aof", redistest.WithAOF())
+		srv := b.srv
+		testRedisRestart(t, b, srv)
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		cl := redistest.StartCluster(t, 3, redistest.WithAOF())
+		b := clusterRig(t, cl)
+		testRedisRestart(t, b, cl.MasterOf(t, cl.Slot(t, keys.For(b.qcfg.Prefix, b.queue, 0).T)))
+		cl.WaitHealthy(t)
+	})
+}
+
+// testRedisRestart runs TestRedisRestartWithAOF on b, killing srv.
+func testRedisRestart(t *testing.T, b *rig, srv *redistest.Server) {
 	const total = 300
-	const qname = "aof"
-	b := setup(t, redistest.WithAOF())
+	qname := b.queue
 	ctx := context.Background()
 	k := recKeysFor(b.qcfg.Prefix)
 
-	o := childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: qname, Concurrency: 4,
-		Lease: 4 * time.Second, Heartbeat: 500 * time.Millisecond, Sleep: 50 * time.Millisecond}
+	o := b.base
+	o.Concurrency, o.Lease, o.Heartbeat, o.Sleep = 4, 4*time.Second, 500*time.Millisecond, 50*time.Millisecond
 	noRetry := o
 	noRetry.MaxRetries = -1
 	children := []*child{startChild(t, "aof-retries", o), startChild(t, "aof-noretry", noRetry)}
@@ -78,9 +98,9 @@ func TestRedisRestartWithAOF(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "a third of the tasks to complete", func() bool { return completed() >= total/3 })
 	before := completed()
-	b.srv.Kill(t)
+	srv.Kill(t)
 	time.Sleep(time.Second)
-	b.srv.Restart(t)
+	srv.Restart(t)
 	after := completed()
 	if before >= total {
 		t.Fatalf("all %d tasks completed before Redis was killed: nothing shown", total)
@@ -331,10 +351,24 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 // TestRedisAtMemoryLimit fills Redis to maxmemory (noeviction) until
 // Enqueue fails with ErrRedisOutOfMemory; a worker started then still
 // runs, and drains the whole queue without losing a task.
+//
+// On a cluster every master has the limit; the queue's 3 partitions, one
+// on each master, fill in turn, and the first full one refuses.
 func TestRedisAtMemoryLimit(t *testing.T) {
 	t.Parallel()
-	const qname = "oom"
-	b := setup(t, redistest.WithMaxMemory(20<<20))
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		testMemoryLimit(t, singleRig(t, "oom", redistest.WithMaxMemory(20<<20)))
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		testMemoryLimit(t, clusterRig(t, redistest.StartCluster(t, 3, redistest.WithMaxMemory(20<<20))))
+	})
+}
+
+// testMemoryLimit runs TestRedisAtMemoryLimit on b.
+func testMemoryLimit(t *testing.T, b *rig) {
+	qname := b.queue
 	ctx := context.Background()
 	payload := []byte(strings.Repeat("x", 8<<10))
 
@@ -365,13 +399,34 @@ func TestRedisAtMemoryLimit(t *testing.T) {
 			return context.Cause(ctx)
 		}
 	})
-	b.server(t, Config{Queues: map[string]int{qname: 1}, Concurrency: 10,
-		Lease: 5 * time.Second, Heartbeat: 500 * time.Millisecond}, rec)
+	cfg := Config{Config: b.qcfg, Queues: map[string]int{qname: 1}, Concurrency: 10,
+		Lease: 5 * time.Second, Heartbeat: 500 * time.Millisecond}
+	cfg.Logger = testLogger(t)
+	s, err := NewServer(b.rdb, cfg, rec)
+	must(t, err)
+	must(t, s.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(sctx)
+	})
 
 	// Handlers hold their tasks until the gate opens: nothing was freed yet.
-	_, err := b.client.Enqueue(ctx, queue.NewRawTask("oom", payload), queue.In(qname))
-	if !errors.Is(err, queue.ErrRedisOutOfMemory) {
-		t.Fatalf("Enqueue right after the worker started: err = %v, want ErrRedisOutOfMemory", err)
+	// One enqueue per partition (round robin): the full one refuses.
+	refused := false
+	for range b.qcfg.PartitionsOf(qname) {
+		info, err := b.client.Enqueue(ctx, queue.NewRawTask("oom", payload), queue.In(qname))
+		switch {
+		case err == nil:
+			enqueued[info.ID] = true
+		case errors.Is(err, queue.ErrRedisOutOfMemory):
+			refused = true
+		default:
+			t.Fatalf("Enqueue right after the worker started: %v", err)
+		}
+	}
+	if !refused {
+		t.Fatalf("Enqueue right after the worker started: no partition refused, want ErrRedisOutOfMemory")
 	}
 	open()
 
@@ -414,26 +469,48 @@ func TestRedisAtMemoryLimit(t *testing.T) {
 // ever running.)
 func TestStalledRedisLosesNoAttempt(t *testing.T) {
 	t.Parallel()
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		opts := b.srv.Options()
+		opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, -1
+		rdb := redis.NewClient(opts)
+		t.Cleanup(func() { _ = rdb.Close() })
+		r := &rig{rdb: b.rdb, client: b.client, insp: b.insp, qcfg: b.qcfg, queue: queue.DefaultQueue}
+		testStalledRedis(t, r, rdb, func() { b.srv.Pause(t) }, func() { b.srv.Resume(t) })
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		// no replicas: a frozen master is not failed over
+		cl := redistest.StartCluster(t, 3)
+		r := clusterRig(t, cl)
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(),
+			ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
+		rdb.AddHook(rcall.RerouteHook{Client: rdb})
+		t.Cleanup(func() { _ = rdb.Close() })
+		victim := cl.MasterOf(t, cl.Slot(t, keys.For(r.qcfg.Prefix, r.queue, 0).T))
+		testStalledRedis(t, r, rdb, func() { victim.Pause(t) }, func() { victim.Resume(t) })
+	})
+}
+
+// testStalledRedis runs TestStalledRedisLosesNoAttempt on b, the worker
+// reading through rdb (short timeouts, no retries), Redis frozen by pause.
+func testStalledRedis(t *testing.T, b *rig, rdb redis.UniversalClient, pause, resume func()) {
 	const total = 400
-	b := setup(t)
 	ctx := context.Background()
-	opts := b.srv.Options()
-	opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, -1
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
 	for i := 0; i < total; i += 100 {
 		tasks := make([]*queue.Task, 100)
 		for j := range tasks {
 			tasks[j] = queue.NewRawTask("t", []byte(fmt.Sprint(i+j)))
 		}
-		if _, err := b.client.EnqueueBatch(ctx, tasks, queue.MaxRetry(0)); err != nil {
+		if _, err := b.client.EnqueueBatch(ctx, tasks, queue.MaxRetry(0), queue.In(b.queue)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var mu sync.Mutex
 	ran := map[string]int{}
 	var logs syncBuffer
-	cfg := b.config(t, Config{Concurrency: 8, Lease: 30 * time.Second})
+	cfg := Config{Config: b.qcfg, Queues: map[string]int{b.queue: 1}, Concurrency: 8, Lease: 30 * time.Second}
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	s, err := NewServer(rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
 		mu.Lock()
@@ -454,16 +531,16 @@ func TestStalledRedisLosesNoAttempt(t *testing.T) {
 		defer mu.Unlock()
 		return len(ran) >= 40
 	})
-	b.srv.Pause(t)
+	pause()
 	time.Sleep(1500 * time.Millisecond) // several pops time out meanwhile
-	b.srv.Resume(t)
+	resume()
 
 	// well inside the 30 s lease: a task left to the reaper would not make it
 	waitFor(t, 15*time.Second, "every task done", func() bool {
-		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		qi, err := b.insp.QueueInfo(ctx, b.queue)
 		return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0
 	})
-	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	qi, err := b.insp.QueueInfo(ctx, b.queue)
 	must(t, err)
 	mu.Lock()
 	defer mu.Unlock()

@@ -18,7 +18,9 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 	setBusy := func(b bool) {
 		if b != busy {
 			busy = b
-			s.outbox.carrying(b) // a busy fetcher carries the outcomes
+			if s.cfg.WaitReplicas == 0 { // else the flusher waits for replicas
+				s.outbox.carrying(b) // a busy fetcher carries the outcomes
+			}
 		}
 	}
 	defer setBusy(false)

@@ -21,13 +21,15 @@ type rig struct {
 	queue string
 	// base is the child workers' Redis, prefix and queue.
 	base childOpts
+	// srv is the server of a single-server rig.
+	srv *redistest.Server
 }
 
 // singleRig returns a rig on a server of its own, running queue q.
 func singleRig(t *testing.T, q string, opts ...redistest.Option) *rig {
 	t.Helper()
 	b := setup(t, opts...)
-	return &rig{rdb: b.rdb, client: b.client, insp: b.insp, qcfg: b.qcfg, queue: q,
+	return &rig{rdb: b.rdb, client: b.client, insp: b.insp, qcfg: b.qcfg, queue: q, srv: b.srv,
 		base: childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: q}}
 }
 

@@ -75,10 +75,7 @@ func TestClusterSlotMigration(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // tasks flow to and from the new master
 	stop()
 	<-done
-	waitFor(t, 60*time.Second, "the queue to drain", func() bool {
-		qi, err := insp.QueueInfo(context.Background(), q)
-		return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0
-	})
+	waitDrained(t, insp, q, l)
 	time.Sleep(500 * time.Millisecond)
 	f := l.figures(nil)
 	t.Logf("migration figures (%d slot move(s)): %d acknowledged, %d lost, %d ran twice, %d failed enqueues %v; node errors seen: %v",

@@ -138,6 +138,9 @@ func (s *Server) write(batch []outcome, stop <-chan struct{}) {
 // writeOnce sends batch in one round trip and returns the outcomes whose
 // script call failed, with the first error.
 func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
+	if s.cfg.WaitReplicas > 0 {
+		return s.writeReplicated(batch)
+	}
 	ctx := context.Background()
 	groups := groupOutcomes(batch)
 	_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
@@ -227,13 +230,19 @@ func (s *Server) warnStale(items []outcome, codes []any) {
 // partition and kind. Its arguments point into os, which stays untouched
 // until the call's reply is read: no value is boxed per task.
 func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kind outcomeKind, os []outcome) *redis.Cmd {
+	script, keys, args := s.outcomeCall(p, kind, os)
+	return pipe.Run(ctx, script, keys, args...)
+}
+
+// outcomeCall returns the script call that writes os (see queueOutcomes).
+func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*lua.Script, []string, []any) {
 	k := p.k
 	switch kind {
 	case outcomeAck:
 		args := make([]any, 0, 5+4*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
 		args = appendAcks(args, os)
-		return pipe.Run(ctx, lua.Ack, p.ackKeys, args...)
+		return lua.Ack, p.ackKeys, args
 	case outcomeFail:
 		args := make([]any, 0, 4+5*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DeadSize, s.cfg.ShardSize)
@@ -241,14 +250,14 @@ func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kin
 			o := &os[i]
 			args = append(args, &o.id, &o.token, &o.err, &o.delayMS, &o.snooze)
 		}
-		return pipe.Run(ctx, lua.Fail, p.failKeys, args...)
+		return lua.Fail, p.failKeys, args
 	default:
 		args := make([]any, 0, 2+2*len(os))
 		args = append(args, k.T, s.cfg.ShardSize)
 		for i := range os {
 			args = append(args, &os[i].id, &os[i].token)
 		}
-		return pipe.Run(ctx, lua.Requeue, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last()}, args...)
+		return lua.Requeue, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last()}, args
 	}
 }
 

@@ -84,7 +84,10 @@ type popReply struct {
 // pipeline. A busy worker pays one round trip, and one script call, per
 // batch. Outcomes whose write failed go back to the outbox.
 func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (popReply, error) {
-	carry := s.outbox.take(maxOutcomeBatch)
+	var carry []outcome
+	if s.cfg.WaitReplicas == 0 { // else the flusher writes them, waiting for replicas
+		carry = s.outbox.take(maxOutcomeBatch)
+	}
 	groups := groupOutcomes(carry)
 	var acks []outcome
 	for i, g := range groups {

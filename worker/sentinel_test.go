@@ -87,10 +87,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	stop()
 	<-done
-	waitFor(t, 60*time.Second, "the queue to drain", func() bool {
-		qi, err := insp.QueueInfo(context.Background(), "s")
-		return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0
-	})
+	waitDrained(t, insp, "s", l)
 	time.Sleep(500 * time.Millisecond)
 	f := l.figures(nil)
 	t.Logf("sentinel figures: %d acknowledged, %d lost, %d ran twice, %d failed enqueues %v; errors seen: %v",

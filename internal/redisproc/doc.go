@@ -20,7 +20,10 @@
 // [WithAOF] survives), [Server.Pause] and [Server.Resume] (a hung Redis).
 //
 // [StartCluster] starts a Redis Cluster of n masters, with slots assigned and
-// nodes joined from Go (redis-cli is not needed).
+// nodes joined from Go (redis-cli is not needed); [StartClusterWithReplicas]
+// gives each master a replica, for failover ([Cluster.MasterOf],
+// [Cluster.WaitHealthy], [Cluster.MigrateSlot]). [StartSentinel] starts a
+// master, a replica and three Sentinels.
 //
 // # Process lifetime
 //

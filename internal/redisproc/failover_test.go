@@ -2,6 +2,7 @@ package redisproc_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,5 +100,53 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("no failover: master %v, %v", m, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestMigrateSlot: a slot's keys move to another master and every node
+// names that master for it.
+func TestMigrateSlot(t *testing.T) {
+	t.Parallel()
+	c, err := redisproc.StartCluster(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer rdb.Close()
+	for i := range 25 {
+		if err := rdb.Set(ctx, fmt.Sprintf("{m}%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot := int(rdb.ClusterKeySlot(ctx, "{m}").Val())
+	from, err := c.MasterOf(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := c.Nodes[0]
+	if to == from {
+		to = c.Nodes[1]
+	}
+	if err := c.MigrateSlot(ctx, slot, from, to, 10, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := c.MasterOf(ctx, slot); err != nil || now != to {
+		t.Fatalf("slot %d served by %v (%v), want %s", slot, now, err, to.Addr)
+	}
+	tc := redis.NewClient(&redis.Options{Addr: to.Addr})
+	defer tc.Close()
+	if n := tc.ClusterCountKeysInSlot(ctx, slot).Val(); n != 25 {
+		t.Fatalf("%s holds %d keys of slot %d, want 25", to.Addr, n, slot)
+	}
+	for i := range 25 {
+		if v, err := rdb.Get(ctx, fmt.Sprintf("{m}%d", i)).Int(); err != nil || v != i {
+			t.Fatalf("GET {m}%d = %d, %v", i, v, err)
+		}
 	}
 }

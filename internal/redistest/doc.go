@@ -18,7 +18,9 @@
 // [WithAOF] survives), [Server.Pause] and [Server.Resume] (a hung Redis).
 //
 // [StartCluster] starts a Redis Cluster of n masters, with slots assigned and
-// nodes joined from Go (redis-cli is not needed).
+// nodes joined from Go (redis-cli is not needed); [StartClusterWithReplicas]
+// gives each master a replica, for failover tests. [StartSentinel] starts a
+// master, a replica and three Sentinels.
 //
 // If redis-server is not in PATH, [Start] fails the test with a one-line hint
 // on how to install it. Other failures report redisproc's error. The package
