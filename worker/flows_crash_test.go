@@ -8,29 +8,67 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
 )
 
-// TestBatchKilledWorkers: a 10,000-task batch over 4 partitions, run by
+// TestBatchKilledWorkers: a 10,000-task batch over 4 partitions (on one
+// server, and on a 3-master cluster with them spread over every master), run by
 // worker processes that are SIGKILLed while producers add and while the
 // members run. Every member is counted once, each callback is enqueued
 // exactly once and runs at least once: more than once only where a killed
 // worker had started it. Nothing is left in the outboxes.
 func TestBatchKilledWorkers(t *testing.T) {
 	t.Parallel()
-	const total, step, qname = 10_000, 1000, "flowkill"
-	b := setup(t)
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		testBatchKilledWorkers(t, flowKillRig(t, nil))
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		testBatchKilledWorkers(t, flowKillRig(t, redistest.StartCluster(t, 3)))
+	})
+}
+
+// flowKillRig is the Redis of a batch kill test: a server of its own, or
+// cluster cl with a queue of 4 partitions spread over every master.
+func flowKillRig(t *testing.T, cl *redistest.Cluster) *rig {
+	t.Helper()
+	if cl == nil {
+		r := singleRig(t, "flowkill")
+		r.qcfg.Partitions = map[string]int{r.queue: 4}
+		r.base.Partitions = 4
+		var err error
+		r.client, err = queue.NewClient(r.rdb, r.qcfg)
+		must(t, err)
+		r.insp, err = queue.NewInspector(r.rdb, r.qcfg)
+		must(t, err)
+		return r
+	}
+	r := clusterRig(t, cl)
+	q, _ := spreadQueue(t, cl, r.qcfg.Prefix, 4)
+	r.queue, r.base.Queue, r.base.Partitions = q, q, 4
+	r.qcfg.Partitions = map[string]int{q: 4}
+	var err error
+	r.client, err = queue.NewClient(r.rdb, r.qcfg)
+	must(t, err)
+	r.insp, err = queue.NewInspector(r.rdb, r.qcfg)
+	must(t, err)
+	return r
+}
+
+// testBatchKilledWorkers is TestBatchKilledWorkers on r.
+func testBatchKilledWorkers(t *testing.T, r *rig) {
+	const total, step = 10_000, 1000
+	qname := r.queue
 	ctx := context.Background()
-	qcfg := b.qcfg
-	qcfg.Partitions = map[string]int{qname: 4}
-	client, err := queue.NewClient(b.rdb, qcfg)
-	must(t, err)
-	insp, err := queue.NewInspector(b.rdb, qcfg)
-	must(t, err)
+	qcfg, client, insp := r.qcfg, r.client, r.insp
 	k := recKeysFor(qcfg.Prefix)
-	base := childOpts{Addr: b.srv.Addr, Prefix: qcfg.Prefix, Queue: qname, Partitions: 4, Handler: handleFlow,
-		Concurrency: 8, Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond}
+	base := r.base
+	base.Handler, base.Concurrency, base.Lease, base.Heartbeat = handleFlow, 8, 2*time.Second, 400*time.Millisecond
 
 	// Workers die three ways: SIGKILLed by the test while members are
 	// added and run; by themselves right after writing a flow task's ack,
@@ -47,7 +85,7 @@ func TestBatchKilledWorkers(t *testing.T) {
 		o.Crash, o.CrashAt = crash, at
 		seq++
 		c := startChild(t, fmt.Sprintf("w%d", seq), o)
-		c.waitReady(t, b.rdb)
+		c.waitReady(t, r.rdb)
 		live = append(live, c)
 	}
 	selfCrashed := map[string]int{}
@@ -109,7 +147,7 @@ func TestBatchKilledWorkers(t *testing.T) {
 		reap()
 		bi, err = insp.GetBatch(ctx, batch.ID())
 		must(t, err)
-		if bi.Finished && completions(t, b, k, bi.OnSuccess) > 0 && completions(t, b, k, bi.OnComplete) > 0 {
+		if bi.Finished && completions(t, r.rdb, k, bi.OnSuccess) > 0 && completions(t, r.rdb, k, bi.OnComplete) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -135,14 +173,14 @@ func TestBatchKilledWorkers(t *testing.T) {
 		t.Fatalf("batch counts: %+v", bi)
 	}
 	for _, cb := range []string{bi.OnSuccess, bi.OnComplete} {
-		starts, err := b.rdb.HGet(ctx, k.starts(), cb).Int()
+		starts, err := r.rdb.HGet(ctx, k.starts(), cb).Int()
 		must(t, err)
 		if starts == 1 {
 			continue
 		}
 		startedByKilled := 0
 		for _, c := range killed {
-			if ok, _ := b.rdb.SIsMember(ctx, k.started(c.pid), cb).Result(); ok {
+			if ok, _ := r.rdb.SIsMember(ctx, k.started(c.pid), cb).Result(); ok {
 				startedByKilled++
 			}
 		}
@@ -154,18 +192,19 @@ func TestBatchKilledWorkers(t *testing.T) {
 	waitFor(t, 20*time.Second, "flow outboxes and notification lists to empty", func() bool {
 		n := int64(0)
 		for h := range keys.FlowPartitions {
-			n += b.rdb.ZCard(ctx, keys.Home(qcfg.Prefix, h).Out()).Val()
+			n += r.rdb.ZCard(ctx, keys.Home(qcfg.Prefix, h).Out()).Val()
 		}
 		for p := range 4 {
-			n += b.rdb.LLen(ctx, keys.For(qcfg.Prefix, qname, p).Notify()).Val()
+			n += r.rdb.LLen(ctx, keys.For(qcfg.Prefix, qname, p).Notify()).Val()
 		}
 		return n == 0
 	})
 }
 
-func completions(t *testing.T, b *bundle, k recKeys, id string) int {
+// completions is how many times task id completed, as the children record.
+func completions(t *testing.T, rdb redis.UniversalClient, k recKeys, id string) int {
 	t.Helper()
-	n, _ := b.rdb.HGet(context.Background(), k.completions(), id).Int()
+	n, _ := rdb.HGet(context.Background(), k.completions(), id).Int()
 	return n
 }
 
@@ -243,7 +282,7 @@ func TestChainKilledWorkers(t *testing.T) {
 		if starts < 1 || starts > 1+byDead {
 			t.Fatalf("link %d started %d times; dead workers had started it %d times", i+1, starts, byDead)
 		}
-		if completions(t, b, k, id) < 1 {
+		if completions(t, b.rdb, k, id) < 1 {
 			t.Fatalf("link %d never completed", i+1)
 		}
 	}
