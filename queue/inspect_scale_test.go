@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
@@ -27,6 +29,16 @@ func TestInspectorAtScale(t *testing.T) {
 		}
 	}
 	b := isetup(t, queue.Config{FeedSize: 1000})
+	// The loading scripts (25,000 tasks each, four producers) queue up
+	// behind one another in Redis: on a loaded machine one waits longer
+	// than go-redis's default 3s read timeout, and a script call is never
+	// resent after a timeout, so the loader's client waits longer.
+	loadRDB := redis.NewClient(&redis.Options{Addr: b.srv.Addr, ReadTimeout: time.Minute})
+	t.Cleanup(func() { _ = loadRDB.Close() })
+	loader, err := queue.NewClient(loadRDB, b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	// producers in parallel: encoding is the client's work, Redis runs one script at a time
 	const batch = 25_000
@@ -45,7 +57,7 @@ func TestInspectorAtScale(t *testing.T) {
 				if n >= total {
 					opts = append(opts, queue.ProcessIn(time.Hour))
 				}
-				if _, err := b.client.EnqueueBatch(b.ctx, tasks[:min(batch, total+scheduled-n)], opts...); err != nil {
+				if _, err := loader.EnqueueBatch(b.ctx, tasks[:min(batch, total+scheduled-n)], opts...); err != nil {
 					t.Error(err)
 					return
 				}
