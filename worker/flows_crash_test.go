@@ -25,17 +25,18 @@ func TestBatchKilledWorkers(t *testing.T) {
 	t.Parallel()
 	t.Run("Single", func(t *testing.T) {
 		t.Parallel()
-		testBatchKilledWorkers(t, flowKillRig(t, nil))
+		testBatchKilledWorkers(t, fourPartitionRig(t, nil))
 	})
 	t.Run("Cluster", func(t *testing.T) {
 		t.Parallel()
-		testBatchKilledWorkers(t, flowKillRig(t, redistest.StartCluster(t, 3)))
+		testBatchKilledWorkers(t, fourPartitionRig(t, redistest.StartCluster(t, 3)))
 	})
 }
 
-// flowKillRig is the Redis of a batch kill test: a server of its own, or
-// cluster cl with a queue of 4 partitions spread over every master.
-func flowKillRig(t *testing.T, cl *redistest.Cluster) *rig {
+// fourPartitionRig is a process test's Redis with a queue of 4
+// partitions: a server of its own, or cluster cl with the 4 partitions
+// spread over every master.
+func fourPartitionRig(t *testing.T, cl *redistest.Cluster) *rig {
 	t.Helper()
 	if cl == nil {
 		r := singleRig(t, "flowkill")

@@ -90,26 +90,34 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 	}
 }
 
-// TestFleetWideLimitAcrossPartitions: a queue of 4 partitions with a
-// concurrency limit of 3 for the whole queue, three worker processes and
-// one of them killed with SIGKILL mid-run: the most handlers ever running
-// at once is 3, and it is reached. Then every task goes to one partition
-// (one concurrency key): the quotas move there and 3 run at once again.
+// TestFleetWideLimitAcrossPartitions: a queue of 4 partitions (on one
+// server, and on a 3-master cluster with them spread over every master)
+// with a concurrency limit of 3 for the whole queue, three worker
+// processes and one of them killed with SIGKILL mid-run: the most handlers
+// ever running at once is 3, and it is reached. Then every task goes to
+// one partition (one concurrency key): the quotas move there and 3 run at
+// once again.
 func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 	t.Parallel()
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		testFleetWideLimit(t, fourPartitionRig(t, nil))
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		testFleetWideLimit(t, fourPartitionRig(t, redistest.StartCluster(t, 3)))
+	})
+}
+
+// testFleetWideLimit is TestFleetWideLimitAcrossPartitions on r, a rig of
+// 4 partitions.
+func testFleetWideLimit(t *testing.T, r *rig) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	prefix := redistest.Prefix(t)
-	k := recKeysFor(prefix)
-	cfg := queue.Config{Prefix: prefix, Partitions: map[string]int{"fleet": 4}}
-	insp, err := queue.NewInspector(rdb, cfg)
-	must(t, err)
-	client, err := queue.NewClient(rdb, cfg)
-	must(t, err)
-	must(t, insp.SetLimits(ctx, "fleet", queue.Limits{Concurrency: 3}))
-	opts := childOpts{Addr: srv.Addr, Prefix: prefix, Queue: "fleet", Partitions: 4, Concurrency: 4,
-		Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond, Sleep: 100 * time.Millisecond, Handler: handleGauge}
+	rdb, insp, client, fleet := r.rdb, r.insp, r.client, r.queue
+	k := recKeysFor(r.qcfg.Prefix)
+	must(t, insp.SetLimits(ctx, fleet, queue.Limits{Concurrency: 3}))
+	opts := r.base
+	opts.Concurrency, opts.Lease, opts.Heartbeat, opts.Sleep, opts.Handler = 4, 2*time.Second, 400*time.Millisecond, 100*time.Millisecond, handleGauge
 	var kids []*child
 	for i := range 3 {
 		kids = append(kids, startChild(t, "w"+strconv.Itoa(i), opts))
@@ -122,12 +130,12 @@ func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 		for i := range tasks {
 			tasks[i] = queue.NewRawTask("t", nil)
 		}
-		_, err := client.EnqueueBatch(ctx, tasks, append(opts, queue.In("fleet"))...)
+		_, err := client.EnqueueBatch(ctx, tasks, append(opts, queue.In(fleet))...)
 		must(t, err)
 	}
 	peak := func() int { n, _ := rdb.Get(ctx, k.peak()).Int(); return n }
 	drained := func() bool {
-		qi, err := insp.QueueInfo(ctx, "fleet")
+		qi, err := insp.QueueInfo(ctx, fleet)
 		return err == nil && qi.Pending == 0 && qi.Active == 0
 	}
 
@@ -143,7 +151,7 @@ func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 	must(t, rdb.Set(ctx, k.peak(), 0, 0).Err())
 	enqueue(60, queue.ConcurrencyKey("one-tenant"))
 	waitFor(t, 15*time.Second, "three running at once in one partition", func() bool { return peak() == 3 })
-	li, err := insp.LimitInfo(ctx, "fleet")
+	li, err := insp.LimitInfo(ctx, fleet)
 	must(t, err)
 	if li.Limits.Concurrency != 3 || len(li.Quotas) != 4 {
 		t.Fatalf("LimitInfo = %+v, want the limit 3 and 4 partitions' quotas", li)
