@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,17 +117,20 @@ func TestNightlyReport(t *testing.T) {
 		Options: []queue.Option{queue.In("maintenance")},
 	})
 
+	var mu sync.Mutex // Advance's worker runs handlers concurrently
 	var reports []time.Time
 	warms := 0
 	mux := worker.NewMux()
 	mux.HandleFunc("report:nightly", func(ctx context.Context, task *worker.Task) error {
+		mu.Lock()
+		defer mu.Unlock()
 		reports = append(reports, env.Clock.Now())
 		if len(reports) == 1 && task.Attempt == 1 {
 			return errors.New("warehouse not ready") // the first night's report retries
 		}
 		return nil
 	})
-	mux.HandleFunc("cache:warm", func(context.Context, *worker.Task) error { warms++; return nil })
+	mux.HandleFunc("cache:warm", func(context.Context, *worker.Task) error { mu.Lock(); warms++; mu.Unlock(); return nil })
 
 	start := env.Clock.Now()
 	res := env.Advance(t, mux, 48*time.Hour)
@@ -221,25 +225,25 @@ func TestBatchCallback(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	months, zips := 0, 0
+	var months, zips atomic.Int64 // Drain's worker runs handlers concurrently
 	mux := worker.NewMux()
 	mux.HandleFunc("export:month", func(ctx context.Context, task *worker.Task) error {
 		if task.Payload[0] == 6 && task.Attempt == 1 {
 			return errors.New("June's data not ready") // retried after its backoff
 		}
-		months++
+		months.Add(1)
 		return nil
 	})
 	mux.HandleFunc("export:zip", func(context.Context, *worker.Task) error {
-		if months != 12 {
-			return fmt.Errorf("zip ran after %d of 12 months", months)
+		if n := months.Load(); n != 12 {
+			return fmt.Errorf("zip ran after %d of 12 months", n)
 		}
-		zips++
+		zips.Add(1)
 		return nil
 	})
 	res := env.Drain(t, mux, "exports")
-	if zips != 1 || res.Dead != 0 || res.Done != 13 {
-		t.Fatalf("drain: %+v, zip ran %d times: want the 12 months, then the zip once", res, zips)
+	if zips.Load() != 1 || res.Dead != 0 || res.Done != 13 {
+		t.Fatalf("drain: %+v, zip ran %d times: want the 12 months, then the zip once", res, zips.Load())
 	}
 	bi, err := env.Inspector.GetBatch(ctx, id)
 	if err != nil {
