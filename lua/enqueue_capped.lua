@@ -9,7 +9,8 @@
   ARGV[3..] enqueue.lua's ARGV, unchanged: its first five are the header
     (T is the first, the shard size the third, the fields per task the
     fifth), then the tasks.
-  Returns: enqueue.lua's code for each task, -3 for a task refused because
+  Returns: enqueue.lua's code for each task (-4 for all when the partition
+  is closed), -3 for a task refused because
   the partition is at its share of the maximum (the tasks are admitted in
   order while there is room; a refused task changes nothing), then one more
   element: the queue's maximum depth (0 = none), which the producer caches.
@@ -21,6 +22,13 @@ local part, parts = tonumber(ARGV[1]), tonumber(ARGV[2])
 local T, size, F = ARGV[3], tonumber(ARGV[5]), tonumber(ARGV[7])
 local ntasks = (#ARGV - 2 - HEADER) / F
 local max = depth_max(T)
+if redis.call('EXISTS', T .. ':closed') == 1 then
+  -- draining (see enqueue.lua): refused as closed, not as full
+  local codes = {}
+  for _ = 1, ntasks do codes[#codes + 1] = -4 end
+  codes[#codes + 1] = max
+  return codes
+end
 local admit = ntasks
 if max > 0 then
   admit = math.min(ntasks, math.max(0, depth_share(max, part, parts) - depth_of(T, size)))

@@ -1,0 +1,178 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/queue"
+)
+
+// produced is what a producer enqueued: each task's ID and partition, and
+// whether it was enqueued after the count was lowered.
+type produced struct {
+	mu      sync.Mutex
+	ids     []string
+	late    []int // partitions of tasks whose enqueue began after lowered was set
+	lowered time.Time
+}
+
+func (p *produced) add(infos []*queue.TaskInfo, began time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, in := range infos {
+		if in == nil {
+			continue
+		}
+		p.ids = append(p.ids, in.ID)
+		if !p.lowered.IsZero() && began.After(p.lowered) {
+			p.late = append(p.late, in.Partition)
+		}
+	}
+}
+
+// produceResizing enqueues small batches until stop closes, or at most max
+// tasks, or a minute: plain (round-robin) tasks and tasks with chosen IDs
+// (placed by hash) in turns.
+func produceResizing(t *testing.T, c *queue.Client, q string, out *produced, stop <-chan struct{}, tag string) {
+	const max = 6000
+	deadline := time.Now().Add(time.Minute)
+	for n := 0; n < max && time.Now().Before(deadline); n += 4 {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		tasks := make([]*queue.Task, 4)
+		for i := range tasks {
+			opts := []queue.Option{queue.In(q)}
+			if i%2 == 1 {
+				opts = append(opts, queue.TaskID(fmt.Sprintf("%s-%d", tag, n+i)))
+			}
+			tasks[i] = queue.NewRawTask("t", nil, opts...)
+		}
+		began := time.Now()
+		infos, err := c.EnqueueBatch(context.Background(), tasks)
+		if err != nil {
+			t.Errorf("enqueue: %v", err)
+			return
+		}
+		out.add(infos, began)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestResizePartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("OneToFourToTwoWhileRunning", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const q = "resize"
+		var mu sync.Mutex
+		parts := map[int]int{}
+		h := newRecorder(func(_ context.Context, task *Task) error {
+			mu.Lock()
+			parts[task.Partition]++
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			return nil
+		})
+		cfg := Config{Queues: map[string]int{q: 1}, Concurrency: 4, QueueRefresh: 100 * time.Millisecond}
+		servers := []*Server{b.server(t, cfg, h), b.server(t, cfg, h)}
+
+		out := &produced{}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range 2 {
+			c, err := queue.NewClient(b.rdb, b.qcfg) // a producer of its own, started before any resize
+			must(t, err)
+			wg.Add(1)
+			go func() { defer wg.Done(); produceResizing(t, c, q, out, stop, fmt.Sprint("p", i)) }()
+		}
+		defer func() { close(stop); wg.Wait() }()
+		waitFor(t, 20*time.Second, "tasks to run on the single partition", func() bool { return h.total() > 50 })
+
+		l, err := b.insp.SetPartitions(ctx, q, 4)
+		must(t, err)
+		if l != (queue.PartitionLayout{Route: 4, Serve: 4}) {
+			t.Fatalf("raising to 4: layout %+v", l)
+		}
+		waitFor(t, 30*time.Second, "tasks to run on partition 3, without a restart", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return parts[3] > 20
+		})
+		qi, err := b.insp.QueueInfo(ctx, q)
+		must(t, err)
+		if qi.Partitions != 4 {
+			t.Fatalf("QueueInfo.Partitions = %d after raising to 4", qi.Partitions)
+		}
+
+		out.mu.Lock()
+		out.lowered = time.Now()
+		out.mu.Unlock()
+		l, err = b.insp.SetPartitions(ctx, q, 2)
+		must(t, err)
+		if l != (queue.PartitionLayout{Route: 2, Serve: 4}) {
+			t.Fatalf("lowering to 2: layout %+v, want 2 routed and 4 served while 2 and 3 drain", l)
+		}
+		qi, err = b.insp.QueueInfo(ctx, q)
+		must(t, err)
+		if qi.Partitions != 4 {
+			t.Fatalf("QueueInfo.Partitions = %d while draining, want 4", qi.Partitions)
+		}
+		waitFor(t, 60*time.Second, "the drain to end", func() bool {
+			l, err := b.insp.Layout(ctx, q)
+			return err == nil && l == queue.PartitionLayout{Route: 2, Serve: 2}
+		})
+		time.Sleep(500 * time.Millisecond) // producers go on over the forgotten partitions
+		close(stop)
+		wg.Wait()
+		stop = make(chan struct{}) // for the deferred close
+
+		out.mu.Lock()
+		ids, late := out.ids, out.late
+		out.mu.Unlock()
+		t.Logf("%d tasks enqueued, %d after lowering; runs per partition %v", len(ids), len(late), parts)
+		for _, p := range late {
+			if p >= 2 {
+				t.Fatalf("a task enqueued after lowering went to partition %d", p)
+			}
+		}
+		waitFor(t, 60*time.Second, "every task to run", func() bool { return h.total() >= len(ids) })
+		time.Sleep(300 * time.Millisecond) // a second run would show now
+		for _, id := range ids {
+			if n := h.count(id); n != 1 {
+				t.Fatalf("task %s ran %d times, want once", id, n)
+			}
+		}
+		if h.total() != len(ids) {
+			t.Fatalf("%d runs for %d tasks", h.total(), len(ids))
+		}
+		qi, err = b.insp.QueueInfo(ctx, q)
+		must(t, err)
+		if qi.Partitions != 2 || qi.Pending+qi.Active+qi.Scheduled+qi.Retry+qi.Dead+qi.Waiting != 0 {
+			t.Fatalf("after the run: %+v, want 2 partitions holding nothing", qi)
+		}
+		for n := 2; n < 4; n++ {
+			k := keys.For(b.qcfg.Prefix, q, n)
+			res, err := lua.Counts.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()},
+				k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed"), k.Tomb()).Slice()
+			must(t, err)
+			for j := range 5 {
+				if res[j].(int64) != 0 {
+					t.Fatalf("forgotten partition %d holds %v", n, res)
+				}
+			}
+		}
+		for _, s := range servers {
+			waitFor(t, 10*time.Second, "the servers to stop serving partitions 2 and 3", func() bool { return s.widths()[q] == 2 })
+		}
+	})
+}
