@@ -114,11 +114,13 @@ func TestResizePartitions(t *testing.T) {
 			t.Fatalf("QueueInfo.Partitions = %d after raising to 4", qi.Partitions)
 		}
 
+		l, err = b.insp.SetPartitions(ctx, q, 2)
+		must(t, err)
+		// from here no enqueue may land on 2 or 3 (one that began before
+		// may have been routed there and accepted before the close)
 		out.mu.Lock()
 		out.lowered = time.Now()
 		out.mu.Unlock()
-		l, err = b.insp.SetPartitions(ctx, q, 2)
-		must(t, err)
 		if l != (queue.PartitionLayout{Route: 2, Serve: 4}) {
 			t.Fatalf("lowering to 2: layout %+v, want 2 routed and 4 served while 2 and 3 drain", l)
 		}
@@ -139,7 +141,9 @@ func TestResizePartitions(t *testing.T) {
 		out.mu.Lock()
 		ids, late := out.ids, out.late
 		out.mu.Unlock()
+		mu.Lock()
 		t.Logf("%d tasks enqueued, %d after lowering; runs per partition %v", len(ids), len(late), parts)
+		mu.Unlock()
 		for _, p := range late {
 			if p >= 2 {
 				t.Fatalf("a task enqueued after lowering went to partition %d", p)
@@ -174,5 +178,96 @@ func TestResizePartitions(t *testing.T) {
 		for _, s := range servers {
 			waitFor(t, 10*time.Second, "the servers to stop serving partitions 2 and 3", func() bool { return s.widths()[q] == 2 })
 		}
+	})
+
+	t.Run("DeadTaskHoldsTheDrainOpen", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const q = "resize"
+		_, err := b.insp.SetPartitions(ctx, q, 2)
+		must(t, err)
+		h := newRecorder(func(_ context.Context, task *Task) error {
+			if string(task.Payload) == "die" {
+				return SkipRetry(fmt.Errorf("on purpose"))
+			}
+			return nil
+		})
+		s := b.server(t, Config{Queues: map[string]int{q: 1}, QueueRefresh: 50 * time.Millisecond}, h)
+		c, err := queue.NewClient(b.rdb, b.qcfg)
+		must(t, err)
+		// a chosen ID that lands on partition 1 of 2
+		var dead *queue.TaskInfo
+		for i := 0; dead == nil || dead.Partition != 1; i++ {
+			dead, err = c.Enqueue(ctx, queue.NewRawTask("t", []byte("die")), queue.In(q), queue.TaskID(fmt.Sprint("dead-", i)))
+			must(t, err)
+		}
+		waitFor(t, 20*time.Second, "the task to go dead", func() bool {
+			qi, err := b.insp.QueueInfo(ctx, q)
+			return err == nil && qi.Dead >= 1 && qi.Pending == 0 && qi.Active == 0
+		})
+		_, err = b.insp.SetPartitions(ctx, q, 1)
+		must(t, err)
+		time.Sleep(2*drainConfirm + time.Second)
+		if l, err := b.insp.Layout(ctx, q); err != nil || l != (queue.PartitionLayout{Route: 1, Serve: 2}) {
+			t.Fatalf("with a dead task in partition 1: layout %+v, %v; want it still draining (1/2)", l, err)
+		}
+		qi, err := b.insp.QueueInfo(ctx, q)
+		must(t, err)
+		if qi.Dead < 1 || qi.Partitions != 2 {
+			t.Fatalf("QueueInfo while draining = %+v, want the dead task counted over 2 partitions", qi)
+		}
+		// the operator's retry runs it where it is (it fails again: delete it)
+		dq, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: q, State: queue.StateDead})
+		must(t, err)
+		for _, ti := range dq.Tasks {
+			must(t, b.insp.DeleteTask(ctx, q, ti.ID))
+		}
+		waitFor(t, 30*time.Second, "the drain to end once the dead task is gone", func() bool {
+			l, err := b.insp.Layout(ctx, q)
+			return err == nil && l == queue.PartitionLayout{Route: 1, Serve: 1}
+		})
+		waitFor(t, 10*time.Second, "the server to stop serving partition 1", func() bool { return s.widths()[q] == 1 })
+	})
+
+	t.Run("PatternMatchedQueueFollowsTheLayout", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const q = "tenant:a"
+		var mu sync.Mutex
+		parts := map[int]int{}
+		h := newRecorder(func(_ context.Context, task *Task) error {
+			mu.Lock()
+			parts[task.Partition]++
+			mu.Unlock()
+			return nil
+		})
+		s := b.server(t, Config{QueuePatterns: map[string]int{"tenant:*": 1}, QueueRefresh: 50 * time.Millisecond}, h)
+		b.enqueue(t, queue.NewRawTask("t", nil), queue.In(q))
+		waitFor(t, 20*time.Second, "the first task to run", func() bool { return h.total() == 1 })
+		_, err := b.insp.SetPartitions(ctx, q, 3)
+		must(t, err)
+		waitFor(t, 20*time.Second, "the server to serve 3 partitions", func() bool { return s.widths()[q] == 3 })
+		c, err := queue.NewClient(b.rdb, b.qcfg) // reads the layout at its first enqueue
+		must(t, err)
+		for range 30 {
+			_, err := c.Enqueue(ctx, queue.NewRawTask("t", nil), queue.In(q))
+			must(t, err)
+		}
+		waitFor(t, 20*time.Second, "every task to run", func() bool { return h.total() == 31 })
+		mu.Lock()
+		on2 := parts[2]
+		mu.Unlock()
+		if on2 == 0 {
+			t.Fatal("no task ran on partition 2")
+		}
+		_, err = b.insp.SetPartitions(ctx, q, 1)
+		must(t, err)
+		waitFor(t, 30*time.Second, "the drain to end and the server to serve 1", func() bool { return s.widths()[q] == 1 })
+		// deleting the queue still stops it (the served queue's parts are consistent)
+		must(t, b.insp.DeleteQueue(ctx, q, true))
+		waitFor(t, 20*time.Second, "the deleted queue to be dropped", func() bool {
+			_, ok := s.servedQueues()[q]
+			return !ok
+		})
 	})
 }
