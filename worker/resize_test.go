@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
@@ -73,111 +76,16 @@ func TestResizePartitions(t *testing.T) {
 	t.Run("OneToFourToTwoWhileRunning", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		const q = "resize"
-		var mu sync.Mutex
-		parts := map[int]int{}
-		h := newRecorder(func(_ context.Context, task *Task) error {
-			mu.Lock()
-			parts[task.Partition]++
-			mu.Unlock()
-			time.Sleep(time.Millisecond)
-			return nil
-		})
-		cfg := Config{Queues: map[string]int{q: 1}, Concurrency: 4, QueueRefresh: 100 * time.Millisecond}
-		servers := []*Server{b.server(t, cfg, h), b.server(t, cfg, h)}
+		resizeWhileRunning(t, b.rdb, b.qcfg, "resize")
+	})
 
-		out := &produced{}
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range 2 {
-			c, err := queue.NewClient(b.rdb, b.qcfg) // a producer of its own, started before any resize
-			must(t, err)
-			wg.Add(1)
-			go func() { defer wg.Done(); produceResizing(t, c, q, out, stop, fmt.Sprint("p", i)) }()
-		}
-		defer func() { close(stop); wg.Wait() }()
-		waitFor(t, 20*time.Second, "tasks to run on the single partition", func() bool { return h.total() > 50 })
-
-		l, err := b.insp.SetPartitions(ctx, q, 4)
-		must(t, err)
-		if l != (queue.PartitionLayout{Route: 4, Serve: 4}) {
-			t.Fatalf("raising to 4: layout %+v", l)
-		}
-		waitFor(t, 30*time.Second, "tasks to run on partition 3, without a restart", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return parts[3] > 20
-		})
-		qi, err := b.insp.QueueInfo(ctx, q)
-		must(t, err)
-		if qi.Partitions != 4 {
-			t.Fatalf("QueueInfo.Partitions = %d after raising to 4", qi.Partitions)
-		}
-
-		l, err = b.insp.SetPartitions(ctx, q, 2)
-		must(t, err)
-		// from here no enqueue may land on 2 or 3 (one that began before
-		// may have been routed there and accepted before the close)
-		out.mu.Lock()
-		out.lowered = time.Now()
-		out.mu.Unlock()
-		if l != (queue.PartitionLayout{Route: 2, Serve: 4}) {
-			t.Fatalf("lowering to 2: layout %+v, want 2 routed and 4 served while 2 and 3 drain", l)
-		}
-		qi, err = b.insp.QueueInfo(ctx, q)
-		must(t, err)
-		if qi.Partitions != 4 {
-			t.Fatalf("QueueInfo.Partitions = %d while draining, want 4", qi.Partitions)
-		}
-		waitFor(t, 60*time.Second, "the drain to end", func() bool {
-			l, err := b.insp.Layout(ctx, q)
-			return err == nil && l == queue.PartitionLayout{Route: 2, Serve: 2}
-		})
-		time.Sleep(500 * time.Millisecond) // producers go on over the forgotten partitions
-		close(stop)
-		wg.Wait()
-		stop = make(chan struct{}) // for the deferred close
-
-		out.mu.Lock()
-		ids, late := out.ids, out.late
-		out.mu.Unlock()
-		mu.Lock()
-		t.Logf("%d tasks enqueued, %d after lowering; runs per partition %v", len(ids), len(late), parts)
-		mu.Unlock()
-		for _, p := range late {
-			if p >= 2 {
-				t.Fatalf("a task enqueued after lowering went to partition %d", p)
-			}
-		}
-		waitFor(t, 60*time.Second, "every task to run", func() bool { return h.total() >= len(ids) })
-		time.Sleep(300 * time.Millisecond) // a second run would show now
-		for _, id := range ids {
-			if n := h.count(id); n != 1 {
-				t.Fatalf("task %s ran %d times, want once", id, n)
-			}
-		}
-		if h.total() != len(ids) {
-			t.Fatalf("%d runs for %d tasks", h.total(), len(ids))
-		}
-		qi, err = b.insp.QueueInfo(ctx, q)
-		must(t, err)
-		if qi.Partitions != 2 || qi.Pending+qi.Active+qi.Scheduled+qi.Retry+qi.Dead+qi.Waiting != 0 {
-			t.Fatalf("after the run: %+v, want 2 partitions holding nothing", qi)
-		}
-		for n := 2; n < 4; n++ {
-			k := keys.For(b.qcfg.Prefix, q, n)
-			res, err := lua.Counts.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()},
-				k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed"), k.Tomb()).Slice()
-			must(t, err)
-			for j := range 5 {
-				if res[j].(int64) != 0 {
-					t.Fatalf("forgotten partition %d holds %v", n, res)
-				}
-			}
-		}
-		for _, s := range servers {
-			waitFor(t, 10*time.Second, "the servers to stop serving partitions 2 and 3", func() bool { return s.widths()[q] == 2 })
-		}
+	t.Run("OneToFourToTwoOnCluster", func(t *testing.T) {
+		t.Parallel()
+		cl := redistest.StartCluster(t, 3)
+		rdb := clusterClient(t, cl)
+		qcfg := queue.Config{Prefix: redistest.Prefix(t)}
+		q, _ := spreadQueue(t, cl, qcfg.Prefix, 4) // partitions 0..3 over the 3 masters
+		resizeWhileRunning(t, rdb, qcfg, q)
 	})
 
 	t.Run("DeadTaskHoldsTheDrainOpen", func(t *testing.T) {
@@ -270,4 +178,131 @@ func TestResizePartitions(t *testing.T) {
 			return !ok
 		})
 	})
+}
+
+// resizeWhileRunning enqueues continuously from two producers while two
+// workers run queue q, and takes its partition count 1 -> 4 -> 2: the new
+// partitions receive tasks without a restart, none enqueued after the
+// lowering lands on a removed partition, every task runs exactly once, and
+// the removed partitions end empty and unserved.
+func resizeWhileRunning(t *testing.T, rdb redis.UniversalClient, qcfg queue.Config, q string) {
+	ctx := context.Background()
+	insp, err := queue.NewInspector(rdb, qcfg)
+	must(t, err)
+	start := func(cfg Config, h Handler) *Server {
+		cfg.Config, cfg.Logger = qcfg, testLogger(t)
+		s, err := NewServer(rdb, cfg, h)
+		must(t, err)
+		must(t, s.Start(ctx))
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Shutdown(sctx)
+		})
+		return s
+	}
+	var mu sync.Mutex
+	parts := map[int]int{}
+	h := newRecorder(func(_ context.Context, task *Task) error {
+		mu.Lock()
+		parts[task.Partition]++
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	cfg := Config{Queues: map[string]int{q: 1}, Concurrency: 4, QueueRefresh: 100 * time.Millisecond}
+	servers := []*Server{start(cfg, h), start(cfg, h)}
+
+	out := &produced{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 2 {
+		c, err := queue.NewClient(rdb, qcfg) // a producer of its own, started before any resize
+		must(t, err)
+		wg.Add(1)
+		go func() { defer wg.Done(); produceResizing(t, c, q, out, stop, fmt.Sprint("p", i)) }()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	waitFor(t, 20*time.Second, "tasks to run on the single partition", func() bool { return h.total() > 50 })
+
+	l, err := insp.SetPartitions(ctx, q, 4)
+	must(t, err)
+	if l != (queue.PartitionLayout{Route: 4, Serve: 4}) {
+		t.Fatalf("raising to 4: layout %+v", l)
+	}
+	waitFor(t, 30*time.Second, "tasks to run on partition 3, without a restart", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return parts[3] > 20
+	})
+	qi, err := insp.QueueInfo(ctx, q)
+	must(t, err)
+	if qi.Partitions != 4 {
+		t.Fatalf("QueueInfo.Partitions = %d after raising to 4", qi.Partitions)
+	}
+
+	l, err = insp.SetPartitions(ctx, q, 2)
+	must(t, err)
+	// from here no enqueue may land on 2 or 3 (one that began before
+	// may have been routed there and accepted before the close)
+	out.mu.Lock()
+	out.lowered = time.Now()
+	out.mu.Unlock()
+	if l != (queue.PartitionLayout{Route: 2, Serve: 4}) {
+		t.Fatalf("lowering to 2: layout %+v, want 2 routed and 4 served while 2 and 3 drain", l)
+	}
+	qi, err = insp.QueueInfo(ctx, q)
+	must(t, err)
+	if qi.Partitions != 4 {
+		t.Fatalf("QueueInfo.Partitions = %d while draining, want 4", qi.Partitions)
+	}
+	waitFor(t, 60*time.Second, "the drain to end", func() bool {
+		l, err := insp.Layout(ctx, q)
+		return err == nil && l == queue.PartitionLayout{Route: 2, Serve: 2}
+	})
+	time.Sleep(500 * time.Millisecond) // producers go on over the forgotten partitions
+	close(stop)
+	wg.Wait()
+	stop = make(chan struct{}) // for the deferred close
+
+	out.mu.Lock()
+	ids, late := out.ids, out.late
+	out.mu.Unlock()
+	mu.Lock()
+	t.Logf("%d tasks enqueued, %d after lowering; runs per partition %v", len(ids), len(late), parts)
+	mu.Unlock()
+	for _, p := range late {
+		if p >= 2 {
+			t.Fatalf("a task enqueued after lowering went to partition %d", p)
+		}
+	}
+	waitFor(t, 60*time.Second, "every task to run", func() bool { return h.total() >= len(ids) })
+	time.Sleep(300 * time.Millisecond) // a second run would show now
+	for _, id := range ids {
+		if n := h.count(id); n != 1 {
+			t.Fatalf("task %s ran %d times, want once", id, n)
+		}
+	}
+	if h.total() != len(ids) {
+		t.Fatalf("%d runs for %d tasks", h.total(), len(ids))
+	}
+	qi, err = insp.QueueInfo(ctx, q)
+	must(t, err)
+	if qi.Partitions != 2 || qi.Pending+qi.Active+qi.Scheduled+qi.Retry+qi.Dead+qi.Waiting != 0 {
+		t.Fatalf("after the run: %+v, want 2 partitions holding nothing", qi)
+	}
+	for n := 2; n < 4; n++ {
+		k := keys.For(qcfg.Prefix, q, n)
+		res, err := lua.Counts.Run(ctx, rdb, []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()},
+			k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed"), k.Tomb()).Slice()
+		must(t, err)
+		for j := range 5 {
+			if res[j].(int64) != 0 {
+				t.Fatalf("forgotten partition %d holds %v", n, res)
+			}
+		}
+	}
+	for _, s := range servers {
+		waitFor(t, 10*time.Second, "the servers to stop serving partitions 2 and 3", func() bool { return s.widths()[q] == 2 })
+	}
 }
