@@ -112,6 +112,10 @@ func (s *Server) growQueue(ctx context.Context, q string, from, to int) {
 	}
 	s.pmu.Lock()
 	i := slices.IndexFunc(s.parts, func(p *part) bool { return p.queue == q })
+	if i < 0 {
+		s.pmu.Unlock()
+		return // no longer served
+	}
 	first := s.parts[i]
 	added := make([]*part, 0, to-from)
 	for n := from; n < to; n++ {
