@@ -225,6 +225,7 @@ func resizeWhileRunning(t *testing.T, rdb redis.UniversalClient, qcfg queue.Conf
 	defer func() { close(stop); wg.Wait() }()
 	waitFor(t, 20*time.Second, "tasks to run on the single partition", func() bool { return h.total() > 50 })
 
+	raised := time.Now()
 	l, err := insp.SetPartitions(ctx, q, 4)
 	must(t, err)
 	if l != (queue.PartitionLayout{Route: 4, Serve: 4}) {
@@ -235,12 +236,14 @@ func resizeWhileRunning(t *testing.T, rdb redis.UniversalClient, qcfg queue.Conf
 		defer mu.Unlock()
 		return parts[3] > 20
 	})
+	t.Logf("raised to 4: partition 3 had run 20 tasks %v after SetPartitions", time.Since(raised).Round(time.Millisecond))
 	qi, err := insp.QueueInfo(ctx, q)
 	must(t, err)
 	if qi.Partitions != 4 {
 		t.Fatalf("QueueInfo.Partitions = %d after raising to 4", qi.Partitions)
 	}
 
+	lowered := time.Now()
 	l, err = insp.SetPartitions(ctx, q, 2)
 	must(t, err)
 	// from here no enqueue may land on 2 or 3 (one that began before
@@ -260,6 +263,7 @@ func resizeWhileRunning(t *testing.T, rdb redis.UniversalClient, qcfg queue.Conf
 		l, err := insp.Layout(ctx, q)
 		return err == nil && l == queue.PartitionLayout{Route: 2, Serve: 2}
 	})
+	t.Logf("lowered to 2: the drain ended %v after SetPartitions", time.Since(lowered).Round(time.Millisecond))
 	time.Sleep(500 * time.Millisecond) // producers go on over the forgotten partitions
 	close(stop)
 	wg.Wait()
