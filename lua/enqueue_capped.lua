@@ -10,7 +10,8 @@
   ARGV[3..] enqueue.lua's ARGV, unchanged: its first five are the header
     (T is the first, the shard size the third, the fields per task the
     fifth), then the tasks.
-  Returns: enqueue.lua's code for each task; -3 for a task refused because
+  Returns: enqueue.lua's code for each task (-5 for all when the partition
+  is closed: see enqueue.lua); -3 for a task refused because
   the partition is at its share of MaxDepth, -4 because its key is at
   KeyMaxDepth (a refused task changes nothing; the tasks are admitted in
   order while there is room); then two more elements: the queue's MaxDepth
@@ -26,6 +27,13 @@ local FIRST = 3 + HEADER
 local ntasks = (#ARGV - FIRST + 1) / F
 local lim = redis.call('HMGET', T .. ':limits', 'maxdepth', 'keymaxdepth')
 local max, keymax = tonumber(lim[1]) or 0, tonumber(lim[2]) or 0
+if redis.call('EXISTS', T .. ':closed') == 1 then
+  -- draining (see enqueue.lua): refused as closed, not as full
+  local codes = {}
+  for k = 1, ntasks do codes[k] = -5 end
+  codes[ntasks + 1], codes[ntasks + 2] = max, keymax
+  return codes
+end
 local room = ntasks
 if max > 0 then room = math.max(0, depth_share(max, part, parts) - depth_of(T, size)) end
 

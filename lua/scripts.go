@@ -51,6 +51,8 @@ var (
 	QuotaReport = registry["quota_report"]
 	QuotaSet    = registry["quota_set"]
 	QuotaCommit = registry["quota_commit"]
+
+	LayoutFinish = registry["layout_finish"]
 )
 
 // Scripts of the standalone primitives.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
@@ -29,6 +29,7 @@ type Client struct {
 	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and KeyMaxDepth, and when learned
 	prepMu     sync.RWMutex
 	prep       map[partKey]*lua.Prepared // the plain single enqueue's call, per partition
+	layouts    sync.Map                  // queue name -> layoutEntry: its partition layout, and when read
 }
 
 // NewClient returns a Client over rdb.
@@ -61,7 +62,8 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 		if !refused {
 			return info, err
 		}
-		// refused unrun (a slot migrating, a failover): the general path retries
+		// refused unrun (a slot migrating, a failover) or by a draining
+		// partition: the general path retries and routes again
 	}
 	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
 	var be *BatchError
@@ -96,7 +98,11 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 		}
 		return nil, false, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
 	}
-	if codes, err := cmd.Int64Slice(); err != nil || len(codes) != 1 || codes[0] != 0 {
+	codes, err := cmd.Int64Slice()
+	if err == nil && len(codes) == 1 && codes[0] == codeClosed {
+		return nil, true, nil // the partition drains: the general path routes again
+	}
+	if err != nil || len(codes) != 1 || codes[0] != 0 {
 		return nil, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
 	}
 	return p.info, false, nil
@@ -148,6 +154,9 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 			return nil, err
 		}
 		c.waitForRoom(ctx, groups, infos, errs)
+		if err := c.reroute(ctx, groups, infos, errs); err != nil {
+			return nil, err
+		}
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -172,7 +181,8 @@ type pending struct {
 	unique  string
 	uttl    int64
 	idClaim int64
-	wait    bool // WaitForRoom: a full queue is waited for, not an error
+	wait    bool   // WaitForRoom: a full queue is waited for, not an error
+	route   string // what picks its partition by hash ("" = round-robin)
 }
 
 // group is the tasks of one queue partition: one script call.
@@ -278,32 +288,38 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		return pending{}, err
 	}
 	p.msg, p.id = b, m.ID
-	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, m.ID, m.Key, m.Unique, p.idClaim > 0), &m, nil)
+	p.route = routeKey(m.ID, m.Key, m.Unique, p.idClaim > 0)
+	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, p.route), &m, nil)
 	return p, nil
 }
 
-// partitionFor picks a task's partition: by its concurrency key when it
+// routeKey is what places a task by hash: its concurrency key when it
 // has one, so every task of a key meets the key's limit in one partition;
-// else by its unique key or chosen ID, so duplicates meet in one script;
-// round-robin otherwise.
-func (c *Client) partitionFor(queue, id, concKey, unique string, chosenID bool) int {
-	n := c.cfg.partitions(queue)
+// else its unique key or chosen ID, so duplicates meet in one script;
+// "" (round-robin) otherwise.
+func routeKey(id, concKey, unique string, chosenID bool) string {
+	switch {
+	case concKey != "":
+		return concKey
+	case unique != "":
+		return unique
+	case chosenID:
+		return id
+	}
+	return ""
+}
+
+// partitionFor picks a partition of queue for a task placed by key
+// (routeKey), among the partitions producers route to now (routeCount).
+func (c *Client) partitionFor(queue, key string) int {
+	n := c.routeCount(queue)
 	if n == 1 {
 		return 0
-	}
-	key := concKey
-	if key == "" {
-		key = unique
-	}
-	if key == "" && chosenID {
-		key = id
 	}
 	if key == "" {
 		return int(c.rr.Add(1) % uint64(n))
 	}
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(n))
+	return layout.Pick(key, n)
 }
 
 // send runs one enqueue script per group, in one pipeline, bounded by ctx.
@@ -339,8 +355,9 @@ const (
 func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) ([]*group, error) {
 	cmds := make([]*redis.Cmd, len(groups))
 	var fresh map[string]int
+	var learn func()
 	err := rcall.Do(ctx, c.rdb, func() error {
-		if len(groups) == 1 && c.isRegistered(groups[0].queue) {
+		if len(groups) == 1 && c.isRegistered(groups[0].queue) && !c.layoutStale(groups[0].queue) {
 			// the common single call: a plain EVALSHA, no pipeline to build
 			k := keys.For(c.cfg.Prefix, groups[0].queue, groups[0].partition)
 			script, args := c.enqueueScript(k, groups[0])
@@ -349,6 +366,7 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 		}
 		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
 			fresh = c.register(ctx, p, groups)
+			learn = c.learnLayouts(ctx, p, groups)
 			for i, g := range groups {
 				k := keys.For(c.cfg.Prefix, g.queue, g.partition)
 				script, args := c.enqueueScript(k, g)
@@ -367,6 +385,9 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 	}
 	for q, n := range fresh {
 		c.registered.Store(q, registration{n: n, at: time.Now()})
+	}
+	if learn != nil {
+		learn()
 	}
 	for i, g := range groups {
 		if err := c.collect(g, cmds[i], infos, errs); err != nil {
@@ -426,6 +447,8 @@ func (c *Client) collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []err
 			errs[p.index] = g.queueFull()
 		case codeKeyFull:
 			errs[p.index] = g.keyFull(p.info.ConcurrencyKey)
+		case codeClosed:
+			errs[p.index] = fmt.Errorf("%w: partition %d of queue %q", ErrPartitionClosed, g.partition, g.queue)
 		}
 	}
 	return nil
@@ -443,7 +466,7 @@ func (c *Client) isRegistered(queue string) bool {
 		return false
 	}
 	r := v.(registration)
-	return r.n == c.cfg.partitions(queue) && time.Since(r.at) < registryRefresh
+	return r.n == c.routeCount(queue) && time.Since(r.at) < registryRefresh
 }
 
 // registration is a queue's registry entry as this client wrote it.
@@ -494,7 +517,7 @@ func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
 func (c *Client) register(ctx context.Context, p *lua.Pipe, groups []*group) map[string]int {
 	var fresh map[string]int
 	for _, g := range groups {
-		n := c.cfg.partitions(g.queue)
+		n := c.routeCount(g.queue)
 		if c.isRegistered(g.queue) {
 			continue
 		}

@@ -21,7 +21,10 @@ type Config struct {
 	FeedSize int
 	// Partitions spreads a queue over several partitions, each its own
 	// cluster slot. Producers and workers must agree; a count may grow but
-	// not shrink. Defaults to 1 per queue.
+	// not shrink. Once an operator sets a queue's count
+	// (Inspector.SetPartitions), the count stored in Redis rules instead,
+	// for every producer and worker, and may grow or shrink. Defaults to 1
+	// per queue.
 	Partitions map[string]int
 	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed.
 	// Defaults to 24h.

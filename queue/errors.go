@@ -55,6 +55,13 @@ var (
 	// fails before a replica has it. Enqueue returns the task's info with
 	// it; do not enqueue again without a TaskID, or the task runs twice.
 	ErrNotReplicated = errors.New("queue: write not confirmed by replicas")
+	// ErrPartitionClosed reports a task that found every partition it was
+	// routed to closed: its queue's partition count was being lowered
+	// (Inspector.SetPartitions) and the client's view of it stayed stale
+	// over several tries. Nothing of the task was written.
+	ErrPartitionClosed = errors.New("queue: partition closed")
+	// ErrInvalidPartitions reports a partition count out of range.
+	ErrInvalidPartitions = errors.New("queue: invalid partition count")
 	// ErrBatchNotFound reports a batch ID no flow home knows: never
 	// created, or finished longer ago than Config.FlowRetention.
 	ErrBatchNotFound = errors.New("queue: batch not found")

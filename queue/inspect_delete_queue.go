@@ -55,7 +55,12 @@ func (i *Inspector) DeleteQueue(ctx context.Context, queue string, force bool) e
 		}
 	}
 	err = rcall.Do(ctx, i.rdb, func() error {
-		return i.rdb.HDel(ctx, keys.Queues(i.cfg.Prefix), queue).Err()
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.HDel(ctx, keys.Queues(i.cfg.Prefix), queue)
+			p.HDel(ctx, keys.Layout(i.cfg.Prefix), queue) // a new queue of that name starts from its Config
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete queue %q from the registry: %w", queue, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
@@ -75,12 +76,23 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// registry reads queue name -> partitions.
+// registry reads queue name -> partitions: the partitions served (draining
+// ones included) of the queues whose layout an operator set, else the
+// count recorded by producers and workers. One round trip.
 func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
-	var raw map[string]string
-	err := rcall.Do(ctx, i.rdb, func() (err error) {
-		raw, err = i.rdb.HGetAll(ctx, keys.Queues(i.cfg.Prefix)).Result()
-		return err
+	var raw, lay map[string]string
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var reg, lcmd *redis.MapStringStringCmd
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			reg = p.HGetAll(ctx, keys.Queues(i.cfg.Prefix))
+			lcmd = p.HGetAll(ctx, keys.Layout(i.cfg.Prefix))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		raw, lay = reg.Val(), lcmd.Val()
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read queue registry: %w", err)
@@ -88,28 +100,47 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 	out := make(map[string]int, len(raw))
 	for q, v := range raw {
 		n, _ := strconv.Atoi(v)
+		if l, err := layout.Parse(lay[q]); err == nil {
+			n = l.Serve
+		}
 		out[q] = max(n, 1)
 	}
 	return out, nil
 }
 
-// partitions returns the partition count of queue: the larger of the
-// registry's and the config's. A queue the registry does not know (nothing
-// was ever enqueued to it and no worker serves it) is ErrQueueNotFound.
+// partitions returns the partition count of queue: the partitions served
+// (draining ones included) when an operator set its layout, else the
+// larger of the registry's and the config's. A queue the registry does not
+// know (nothing was ever enqueued to it and no worker serves it) is
+// ErrQueueNotFound. One round trip.
 func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueueName(queue); err != nil {
 		return 0, err
 	}
-	var v string
-	err := rcall.Do(ctx, i.rdb, func() (err error) {
-		v, err = i.rdb.HGet(ctx, keys.Queues(i.cfg.Prefix), queue).Result()
+	var reg, lay *redis.StringCmd
+	err := rcall.Do(ctx, i.rdb, func() error {
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			reg = p.HGet(ctx, keys.Queues(i.cfg.Prefix), queue)
+			lay = p.HGet(ctx, keys.Layout(i.cfg.Prefix), queue)
+			return nil
+		})
+		if errors.Is(err, redis.Nil) {
+			return nil // either may be absent: read each below
+		}
 		return err
 	})
+	if err != nil {
+		return 0, fmt.Errorf("read queue registry: %w", err)
+	}
+	v, err := reg.Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("%w: %q", ErrQueueNotFound, queue)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read queue registry: %w", err)
+	}
+	if l, err := layout.Parse(lay.Val()); err == nil {
+		return l.Serve, nil
 	}
 	n, _ := strconv.Atoi(v)
 	return max(n, i.cfg.partitions(queue)), nil

@@ -104,6 +104,13 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 	if err != nil {
 		return err
 	}
+	return i.writeLimits(ctx, queue, n, l)
+}
+
+// writeLimits writes l over queue's n partitions: fleet-wide quotas when
+// n > 1, else the limits themselves.
+func (i *Inspector) writeLimits(ctx context.Context, queue string, n int, l Limits) error {
+	var err error
 	if n > 1 {
 		err = rcall.Do(ctx, i.rdb, func() error {
 			return limits.WriteFleetWide(ctx, i.rdb, i.cfg.Prefix, queue, n, i.cfg.ShardSize, limits.Values(l))

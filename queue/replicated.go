@@ -52,19 +52,37 @@ func (c *Client) sendReplicated(ctx context.Context, groups []*group, infos []*T
 	return nil
 }
 
+// allRegistered reports whether this client wrote every group's registry entry lately.
+func (c *Client) allRegistered(groups []*group) bool {
+	for _, g := range groups {
+		if !c.isRegistered(g.queue) {
+			return false
+		}
+	}
+	return true
+}
+
 // registerAlone writes the registry entries of the groups' queues that this
-// client has not written lately, in one call of their own: under
+// client has not written lately, and reads their stale layouts, in one call of their own: under
 // WaitReplicas the enqueue scripts go to their partitions' masters.
 func (c *Client) registerAlone(ctx context.Context, groups []*group) error {
 	var fresh map[string]int
+	var learn func()
+	if len(c.staleLayouts(groups)) == 0 && c.allRegistered(groups) {
+		return nil
+	}
 	err := rcall.Do(ctx, c.rdb, func() error {
 		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
 			fresh = c.register(ctx, p, groups)
+			learn = c.learnLayouts(ctx, p, groups)
 			return nil
 		})
 	})
 	if err != nil {
 		return err
+	}
+	if learn != nil {
+		learn()
 	}
 	for q, n := range fresh {
 		c.registered.Store(q, registration{n: n, at: time.Now()})

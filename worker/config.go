@@ -40,8 +40,10 @@ type Config struct {
 	// nothing leaves the server idle. With QueuePatterns set, Queues has no
 	// default.
 	QueuePatterns map[string]int
-	// QueueRefresh is how often the registry is read for QueuePatterns:
-	// one HGETALL. Defaults to 2s.
+	// QueueRefresh is how often the registry is read for QueuePatterns,
+	// and the partition layouts operators set (queue.Inspector.
+	// SetPartitions) for every queue served: one HGETALL each. Defaults
+	// to 2s.
 	QueueRefresh time.Duration
 	// Concurrency is how many handlers run at once in this process. Defaults to 10.
 	Concurrency int

@@ -18,18 +18,25 @@ type dynamic struct {
 
 // served is one queue a pattern matched, and its fetchers.
 type served struct {
+	ctx      context.Context // what its fetchers run under
 	parts    []*part
 	stop     context.CancelFunc
 	fetchers sync.WaitGroup
 }
 
 // discover reads the queue registry every QueueRefresh until ctx ends,
-// and starts and stops serving the queues that QueuePatterns match. A
-// failed read changes nothing: the queues served go on being served.
+// and starts and stops serving the queues that QueuePatterns match; then
+// it follows the partition layouts operators set (resize.go). A failed
+// read changes nothing: the queues served go on being served.
 func (s *Server) discover(ctx context.Context) {
 	for {
-		if err := s.refreshQueues(ctx); err != nil && ctx.Err() == nil {
-			s.logRedisError("read queue registry", err)
+		if s.dyn != nil {
+			if err := s.refreshQueues(ctx); err != nil && ctx.Err() == nil {
+				s.logRedisError("read queue registry", err)
+			}
+		}
+		if err := s.followLayouts(ctx); err != nil && ctx.Err() == nil {
+			s.logRedisError("follow partition layouts", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -73,16 +80,10 @@ func (s *Server) refreshQueues(ctx context.Context) error {
 // startServing starts fetchers on the n partitions of queue q.
 func (s *Server) startServing(ctx context.Context, q string, weight, n int) {
 	qctx, stop := context.WithCancel(ctx)
-	sv := &served{parts: s.addQueue(q, weight, n), stop: stop}
+	sv := &served{ctx: qctx, parts: s.addQueue(q, weight, n), stop: stop}
 	s.dyn.queues[q] = sv
 	for _, p := range sv.parts {
-		s.fetchers.Add(1) // discover holds one: legal while Shutdown waits
-		sv.fetchers.Add(1)
-		go func() {
-			defer s.fetchers.Done()
-			defer sv.fetchers.Done()
-			s.fetch(qctx, p)
-		}()
+		s.runFetcher(qctx, p, &sv.fetchers) // discover holds one of s.fetchers: legal while Shutdown waits
 	}
 	s.log.Info("serving a queue matched by QueuePatterns", "queue", q, "weight", weight, "partitions", n)
 }

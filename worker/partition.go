@@ -29,6 +29,10 @@ type part struct {
 	// waits for it (or idlePoll, for slots freed by other workers).
 	freed chan struct{}
 	work  *work // the queue's handler counts, shared by its partitions
+	// stop cancels this partition's fetcher alone, and done is closed when
+	// it returned (runFetcher): a resize stops partitions one by one
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // signalFreed wakes p's fetcher if it waits at the concurrency limit.

@@ -19,9 +19,13 @@ const quotaInterval = 500 * time.Millisecond
 func (s *Server) rebalanceQuotas(ctx context.Context) {
 	for ctx.Err() == nil {
 		// the queues served now: QueuePatterns add and remove queues
+		widths := s.widths()
 		for q := range s.servedQueues() {
-			n := s.cfg.PartitionsOf(q)
-			if n <= 1 {
+			// the partitions served now, draining ones included: a resized
+			// queue's quotas follow its layout; one resized down to a
+			// single partition still takes its whole limit as its quota
+			n := widths[q]
+			if n < 1 || (n == 1 && !s.layoutSet(q)) {
 				continue
 			}
 			qq := quota.Queue{Prefix: s.cfg.Prefix, Name: q, Partitions: n, ShardSize: s.cfg.ShardSize, Now: s.cfg.now()}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/lua"
@@ -56,6 +57,11 @@ type Server struct {
 	work    map[string]*work // per queue, for the published status
 	nextOrd int
 	dyn     *dynamic // nil without QueuePatterns
+	// fetchCtx is what fetchers run under (set by Start); layouts the
+	// partition layouts last read (resize.go), lstate what the watcher keeps
+	fetchCtx context.Context
+	layouts  atomic.Pointer[map[string]layout.Layout]
+	lstate   layoutState
 	// failingSince is when Redis calls began to fail (unix ns), 0 while
 	// they succeed
 	failingSince atomic.Int64
@@ -79,6 +85,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
 		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
 		running: registry{all: map[*running]struct{}{}},
+		lstate:  layoutState{emptySince: map[string]drainLook{}},
 	}
 	if len(cfg.Schedules) > 0 {
 		scfg := SchedulerConfig{Config: cfg.Config, Schedules: cfg.Schedules, Clock: cfg.Clock}
@@ -190,15 +197,13 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() { defer s.background.Done(); s.forward(bg) }()
 	go func() { defer s.background.Done(); s.sweepFlows(bg) }()
 	go func() { defer s.background.Done(); s.rebalanceQuotas(bg) }()
+	s.fetchCtx = fetch
 	for _, p := range s.partList() {
-		s.fetchers.Add(1)
-		go func() { defer s.fetchers.Done(); s.fetch(fetch, p) }()
+		s.runFetcher(fetch, p, nil)
 	}
-	if s.dyn != nil {
-		// counted with the fetchers, which it starts: Shutdown waits for both
-		s.fetchers.Add(1)
-		go func() { defer s.fetchers.Done(); s.discover(fetch) }()
-	}
+	// counted with the fetchers, which it starts: Shutdown waits for both
+	s.fetchers.Add(1)
+	go func() { defer s.fetchers.Done(); s.discover(fetch) }()
 	if len(s.cfg.QueuePatterns) > 0 {
 		s.log.Info("worker started", "queues", queueList(s.cfg.Queues), "patterns", queueList(s.cfg.QueuePatterns), "concurrency", s.cfg.Concurrency)
 	} else {

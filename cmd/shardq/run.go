@@ -37,7 +37,7 @@ type command interface {
 }
 
 func (m *Main) commands() []command {
-	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
+	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &partitionsCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
 }
 
 // self is the command that runs this binary again: its path when it was

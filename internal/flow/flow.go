@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
@@ -108,10 +110,69 @@ func (e *Env) deliver(ctx context.Context, all []delivered) error {
 
 // enqueue sends the deliveries, one enqueue call per queue partition, in
 // one round trip. A duplicate ID means an earlier delivery ran: success.
+// Deliveries a closed partition refused (its queue's partition count was
+// lowered since they were built) are routed by the queue's layout and sent
+// once more; refused again, they stay in the outbox for the next sweep.
 func (e *Env) enqueue(ctx context.Context, all []delivered) error {
+	closed, err := e.enqueueOnce(ctx, all)
+	if err != nil || len(closed) == 0 {
+		return err
+	}
+	if err := e.reroute(ctx, closed); err != nil {
+		return err
+	}
+	if closed, err = e.enqueueOnce(ctx, closed); err != nil {
+		return err
+	}
+	if len(closed) > 0 {
+		return fmt.Errorf("deliver flow tasks: %d refused by closed partitions, kept for the next sweep", len(closed))
+	}
+	return nil
+}
+
+// codeClosed is enqueue.lua's code for a task sent to a closed partition.
+const codeClosed = -5
+
+// reroute moves deliveries to a partition their queue's layout routes to
+// now, placed by their chosen ID (or concurrency key) as a producer would.
+func (e *Env) reroute(ctx context.Context, closed []delivered) error {
+	var queues []string
+	for _, x := range closed {
+		if !slices.Contains(queues, x.d.Queue) {
+			queues = append(queues, x.d.Queue)
+		}
+	}
+	vals, err := e.RDB.HMGet(ctx, keys.Layout(e.Prefix), queues...).Result()
+	if err != nil {
+		return fmt.Errorf("deliver flow tasks: read partition layouts: %w", err)
+	}
+	for j, q := range queues {
+		v, _ := vals[j].(string)
+		l, err := layout.Parse(v)
+		if err != nil {
+			continue // no layout: the partition will open again, or an operator acts
+		}
+		for _, x := range closed {
+			if x.d.Queue != q || x.d.Partition < l.Route {
+				continue
+			}
+			key := x.d.ID
+			if m, err := wire.DecodeMessage(x.d.Msg); err == nil && m.Key != "" {
+				key = m.Key
+			}
+			x.d.Partition, x.d.Partitions = layout.Pick(key, l.Route), l.Route
+		}
+	}
+	return nil
+}
+
+// enqueueOnce is one round trip of enqueue; it returns the deliveries
+// that closed partitions refused.
+func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, error) {
 	type group struct {
-		k    keys.Partition
-		args []any
+		k       keys.Partition
+		args    []any
+		members []delivered
 	}
 	var order []*group
 	byKey := map[keys.Partition]*group{}
@@ -128,10 +189,11 @@ func (e *Env) enqueue(ctx context.Context, all []delivered) error {
 			order = append(order, g)
 		}
 		g.args = append(g.args, x.d.Msg, x.d.ID, x.d.At, x.d.In, x.d.Unique, x.d.UniqueTTL, e.IDTTL.Milliseconds())
+		g.members = append(g.members, x)
 		queues[x.d.Queue] = max(1, x.d.Partitions)
 	}
 	if len(order) == 0 {
-		return nil
+		return nil, nil
 	}
 	cmds := make([]*redis.Cmd, len(order))
 	err := lua.Pipelined(ctx, e.RDB, func(p *lua.Pipe) error {
@@ -145,14 +207,19 @@ func (e *Env) enqueue(ctx context.Context, all []delivered) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("deliver flow tasks: %w", err)
+		return nil, fmt.Errorf("deliver flow tasks: %w", err)
 	}
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return fmt.Errorf("deliver flow tasks: %w", err)
+	var closed []delivered
+	for i, c := range cmds {
+		codes, err := c.Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("deliver flow tasks: %w", err)
+		}
+		if slices.Contains(codes, codeClosed) {
+			closed = append(closed, order[i].members...)
 		}
 	}
-	return nil
+	return closed, nil
 }
 
 // remove deletes delivered entries from their outboxes.

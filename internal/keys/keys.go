@@ -102,6 +102,14 @@ func (p Partition) Paused() string { return p.T + ":paused" }
 // Queues is the registry of queue name -> partition count.
 func Queues(prefix string) string { return prefix + ":queues" }
 
+// Layout is the hash of queue name -> the partition layout an operator set
+// (Inspector.SetPartitions), "<route>/<serve>" (internal/layout).
+func Layout(prefix string) string { return prefix + ":layout" }
+
+// Closed exists while the partition is being drained after its queue's
+// partition count was lowered: enqueue refuses it.
+func (p Partition) Closed() string { return p.T + ":closed" }
+
 // Workers is the zset of live worker processes by heartbeat.
 func Workers(prefix string) string { return prefix + ":workers" }
 

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// partitionsCommand shows a queue's partition layout, or sets its count
+// online (queue.Inspector.SetPartitions). Exit codes: 0 shown or set; 1
+// Redis unreachable or no such queue; 2 bad flags, queue name or count.
+type partitionsCommand struct{}
+
+func (*partitionsCommand) name() string { return "partitions" }
+func (*partitionsCommand) summary() string {
+	return "show a queue's partitions, or change their count while it runs"
+}
+
+const partitionsDetails = `
+Prints "route/serve": producers send new tasks to partitions 0..route-1,
+workers serve 0..serve-1 (serve > route while the partitions a lower count
+removed still drain). --set changes the count without a restart: producers
+and workers follow within seconds; a lowered count's removed partitions take
+no new task at once and are forgotten once they hold nothing.`
+
+const partitionsExitCodes = `Exit codes:
+  0  shown or set
+  1  Redis unreachable, or no queue named --queue (without --set)
+  2  bad flags, queue name or count`
+
+func (c *partitionsCommand) run(ctx context.Context, m *Main, args []string) error {
+	var redisURL, prefix, name string
+	var set int
+	fs := m.flagSet(c)
+	fs.StringVar(&redisURL, "redis", "", redisFlagHelp)
+	fs.StringVar(&prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&name, "queue", "", "the queue (required)")
+	fs.IntVar(&set, "set", 0, "set the partition count to this (1..1024); 0 shows it")
+	describe(fs, c, "--queue NAME [--set N] [flags]", partitionsDetails, partitionsExitCodes)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if _, err := (queue.Config{Prefix: prefix}).Normalize(); err != nil {
+		return fmt.Errorf("%w: --prefix: %v", errUsage, err)
+	}
+	if name == "" {
+		return fmt.Errorf("%w: --queue is required", errUsage)
+	}
+	if err := queue.ValidateQueueName(name); err != nil {
+		return fmt.Errorf("%w: --queue: %v", errUsage, err)
+	}
+	if set < 0 || set > 1024 {
+		return fmt.Errorf("%w: --set %d, want 1..1024 (0 shows the count)", errUsage, set)
+	}
+	rdb, closeRedis, err := m.connect(ctx, redisURL, false, m.Stderr)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
+	if err != nil {
+		return err
+	}
+	var l queue.PartitionLayout
+	if set > 0 {
+		l, err = insp.SetPartitions(ctx, name, set)
+	} else {
+		l, err = insp.Layout(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "%s %d/%d\n", name, l.Route, l.Serve)
+	return nil
+}
