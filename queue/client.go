@@ -56,8 +56,10 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 		return nil, err
 	}
 	// the common case takes the short path: a plain task, no replicas to
-	// wait for, a queue known to have no MaxDepth and to be registered
-	if p.plain() && !p.wait && c.cfg.WaitReplicas == 0 && !c.capped(p.info.Queue) && c.isRegistered(p.info.Queue) {
+	// wait for, a queue known to have no MaxDepth, to be registered, and
+	// whose partition layout was read within LayoutRefresh
+	if p.plain() && !p.wait && c.cfg.WaitReplicas == 0 && !c.capped(p.info.Queue) && c.isRegistered(p.info.Queue) &&
+		!c.layoutStale(p.info.Queue) {
 		info, refused, err := c.sendPlain(ctx, &p)
 		if !refused {
 			return info, err

@@ -147,11 +147,13 @@ func TestInspectorOnCluster(t *testing.T) {
 	for addr, n := range perNode {
 		total += n
 		if n > 2 {
-			t.Errorf("QueueInfos sent %d round trips to %s, want at most 2 (registry, counts)", n, addr)
+			t.Errorf("QueueInfos sent %d round trips to %s, want at most 2 (registry or layout, counts)", n, addr)
 		}
 	}
-	if total > len(cl.Nodes)+1 {
-		t.Errorf("QueueInfos cost %d round trips (%v), want at most %d: one per master and the registry", total, perNode, len(cl.Nodes)+1)
+	// the registry and the partition layout are read in one pipeline, but
+	// their keys (prefix:queues, prefix:layout) may live on two masters
+	if total > len(cl.Nodes)+2 {
+		t.Errorf("QueueInfos cost %d round trips (%v), want at most %d: one per master for the counts, the registry and the layout", total, perNode, len(cl.Nodes)+2)
 	}
 	t.Logf("QueueInfos of 3 queues, 8 partitions on 3 masters: round trips per node %v", perNode)
 }
