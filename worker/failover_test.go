@@ -65,14 +65,7 @@ func failover(t *testing.T, waitReplicas, rounds int) figures {
 		cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 8,
 			Lease: 10 * time.Second, Heartbeat: time.Second}
 		cfg.Logger = testLogger(t)
-		s, err := NewServer(rdb, cfg, h)
-		must(t, err)
-		must(t, s.Start(context.Background()))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = s.Shutdown(ctx)
-		})
+		startServer(t, rdb, cfg, h)
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -135,17 +128,10 @@ func TestClusterManualFailover(t *testing.T) {
 	l := newLedger()
 	cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 4}
 	cfg.Logger = testLogger(t)
-	s, err := NewServer(rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
+	startServer(t, rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
 		l.ran(task)
 		return nil
 	}))
-	must(t, err)
-	must(t, s.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
 	ctx := context.Background()
 	enqueue := func(n int) {
 		for range n {

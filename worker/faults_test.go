@@ -210,14 +210,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 			Lease: 3 * time.Second, Heartbeat: 200 * time.Millisecond}
 		cfg.Config = qcfg
 		cfg.Logger = testLogger(t)
-		s, err := NewServer(rdb, cfg, h)
-		must(t, err)
-		must(t, s.Start(ctx))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = s.Shutdown(ctx)
-		})
+		startServer(t, rdb, cfg, h)
 	}
 
 	// The flusher empties the script cache every millisecond. While the

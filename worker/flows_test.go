@@ -50,15 +50,7 @@ func (r *flowRig) server(t *testing.T, h Handler) *Server {
 	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1, "fb": 1, "cb": 1}, Concurrency: 8,
 		ForwardInterval: 50 * time.Millisecond, FlowSweep: 100 * time.Millisecond}
 	cfg.Logger = testLogger(t)
-	s, err := NewServer(r.rdb, cfg, h)
-	must(t, err)
-	must(t, s.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	return s
+	return startServer(t, r.rdb, cfg, h)
 }
 
 // runLog records handler runs by task type, in order.

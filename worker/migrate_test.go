@@ -39,14 +39,7 @@ func TestClusterSlotMigration(t *testing.T) {
 	for range 2 {
 		cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 4, ForwardInterval: 100 * time.Millisecond}
 		cfg.Logger = testLogger(t)
-		s, err := NewServer(rdb, cfg, h)
-		must(t, err)
-		must(t, s.Start(context.Background()))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = s.Shutdown(ctx)
-		})
+		startServer(t, rdb, cfg, h)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()

@@ -50,15 +50,10 @@ func TestFleetWideLimitOnCluster(t *testing.T) {
 		done.Add(1)
 		return nil
 	})
-	var wg sync.WaitGroup
 	for range 3 {
 		cfg := Config{Config: qcfg, Queues: map[string]int{"fleet": 1}, Concurrency: 4}
 		cfg.Logger = testLogger(t)
-		s, err := NewServer(rdb, cfg, h)
-		must(t, err)
-		must(t, s.Start(ctx))
-		wg.Add(1)
-		t.Cleanup(func() { defer wg.Done(); _ = s.Shutdown(context.Background()) })
+		startServer(t, rdb, cfg, h)
 	}
 	enqueue := func(n int, opts ...queue.Option) {
 		tasks := make([]*queue.Task, n)
@@ -119,10 +114,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 	for range 2 {
 		cfg := Config{Config: qcfg, Queues: map[string]int{"fleet": 1}, Concurrency: 8}
 		cfg.Logger = testLogger(t)
-		s, err := NewServer(b.rdb, cfg, h)
-		must(t, err)
-		must(t, s.Start(ctx))
-		t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+		startServer(t, b.rdb, cfg, h)
 	}
 	var tasks []*queue.Task
 	for i := range 60 {

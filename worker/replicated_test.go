@@ -35,19 +35,12 @@ func TestWaitReplicasAcks(t *testing.T) {
 	cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 4}
 	cfg.WaitReplicas, cfg.WaitTimeout = 1, 200*time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	s, err := NewServer(rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
+	startServer(t, rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
 		mu.Lock()
 		runs[task.ID]++
 		mu.Unlock()
 		return nil
 	}))
-	must(t, err)
-	must(t, s.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
 	ctx := context.Background()
 	enqueue := func(n int) {
 		for range n {

@@ -43,14 +43,7 @@ func TestSentinelFailover(t *testing.T) {
 		cfg := Config{Config: qcfg, Queues: map[string]int{"s": 1}, Concurrency: 4,
 			Lease: 10 * time.Second, Heartbeat: time.Second}
 		cfg.Logger = testLogger(t)
-		s, err := NewServer(rdb, cfg, h)
-		must(t, err)
-		must(t, s.Start(context.Background()))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = s.Shutdown(ctx)
-		})
+		startServer(t, rdb, cfg, h)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()

@@ -43,7 +43,14 @@ func setup(t *testing.T, opts ...redistest.Option) *bundle {
 // the end of the test.
 func (b *bundle) server(t *testing.T, cfg Config, h Handler) *Server {
 	t.Helper()
-	s, err := NewServer(b.rdb, b.config(t, cfg), h)
+	return startServer(t, b.rdb, b.config(t, cfg), h)
+}
+
+// startServer starts a worker server on rdb and shuts it down (within
+// 10 s) at the end of the test.
+func startServer(t *testing.T, rdb redis.UniversalClient, cfg Config, h Handler) *Server {
+	t.Helper()
+	s, err := NewServer(rdb, cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}

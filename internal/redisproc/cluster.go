@@ -107,17 +107,24 @@ func (c *Cluster) join(ctx context.Context, clients []*redis.Client) error {
 // waitClusterReady polls until every node knows all nodes, reports
 // cluster_state:ok, and returns the same CLUSTER SHARDS map.
 func waitClusterReady(ctx context.Context, clients []*redis.Client) error {
-	var last string
+	if ok, why := pollUntil(ctx, 50*time.Millisecond, func() (bool, string) { return clusterReady(ctx, clients) }); !ok {
+		return fmt.Errorf("not ready after %v: %s", clusterTimeout, why)
+	}
+	return nil
+}
+
+// pollUntil calls check every interval until it holds (true) or ctx ends
+// (false, with check's last word on why not).
+func pollUntil(ctx context.Context, interval time.Duration, check func() (bool, string)) (bool, string) {
 	for {
-		ok, why := clusterReady(ctx, clients)
+		ok, why := check()
 		if ok {
-			return nil
+			return true, ""
 		}
-		last = why
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not ready after %v: %s", clusterTimeout, last)
-		case <-time.After(50 * time.Millisecond):
+			return false, why
+		case <-time.After(interval):
 		}
 	}
 }

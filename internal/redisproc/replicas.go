@@ -118,19 +118,10 @@ func (c *Cluster) Running() []*Server {
 // (its first sync done). Dead nodes may remain in the map as failed
 // replicas, so it also serves after a failover.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
-	var last string
-	for {
-		ok, why := c.healthy(ctx)
-		if ok {
-			return nil
-		}
-		last = why
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster not healthy: %s", last)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if ok, why := pollUntil(ctx, 50*time.Millisecond, func() (bool, string) { return c.healthy(ctx) }); !ok {
+		return fmt.Errorf("cluster not healthy: %s", why)
 	}
+	return nil
 }
 
 // healthy checks the running nodes once; when not healthy it says why.

@@ -136,19 +136,10 @@ func (st *Sentinel) Master(ctx context.Context) (*Server, error) {
 // WaitReady waits until every running Sentinel names the same running
 // master, knows 2 other Sentinels, and that master has a replica in sync.
 func (st *Sentinel) WaitReady(ctx context.Context) error {
-	var last string
-	for {
-		ok, why := st.ready(ctx)
-		if ok {
-			return nil
-		}
-		last = why
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready: %s", last)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if ok, why := pollUntil(ctx, 100*time.Millisecond, func() (bool, string) { return st.ready(ctx) }); !ok {
+		return fmt.Errorf("not ready: %s", why)
 	}
+	return nil
 }
 
 // ready checks the set-up once; when not ready it says why.
