@@ -11,7 +11,8 @@
 --@include time
 local now = now_ms(ARGV[1])
 local window = tonumber(ARGV[2])
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+-- a closed partition's counter reads "closed:<count>" (partition_state.lua)
+local count = tonumber(string.match(redis.call('GET', KEYS[1]) or '0', '(%d+)$')) or 0
 local samples = redis.call('LRANGE', KEYS[2], 0, -1)
 local newest = samples[1] and tonumber(string.match(samples[1], '^(%d+):'))
 -- a sample every tenth of a window is enough; more would only churn

@@ -19,14 +19,16 @@ var registry = mustResolveAll(files)
 
 // Scripts run by the queue and the worker. Each file's header is its contract.
 var (
-	Enqueue       = registry["enqueue"]
-	EnqueueCapped = registry["enqueue_capped"]
-	Counts        = registry["counts"]
-	GetTask       = registry["get_task"]
-	PurgePending  = registry["purge_pending"]
-	ReadFeed      = registry["read_feed"]
-	RateSample    = registry["rate_sample"]
-	TombPending   = registry["tomb_pending"]
+	Enqueue        = registry["enqueue"]
+	EnqueueOne     = registry["enqueue_one"]
+	EnqueueCapped  = registry["enqueue_capped"]
+	PartitionState = registry["partition_state"]
+	Counts         = registry["counts"]
+	GetTask        = registry["get_task"]
+	PurgePending   = registry["purge_pending"]
+	ReadFeed       = registry["read_feed"]
+	RateSample     = registry["rate_sample"]
+	TombPending    = registry["tomb_pending"]
 
 	Pop       = registry["pop"]
 	Claim     = registry["claim"]

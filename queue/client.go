@@ -28,8 +28,8 @@ type Client struct {
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
 	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and KeyMaxDepth, and when learned
 	prepMu     sync.RWMutex
-	prep       map[partKey]*lua.Prepared // the plain single enqueue's call, per partition
-	layouts    sync.Map                  // queue name -> layoutEntry: its partition layout, and when read
+	prep       map[partKey]*plainCall // the plain single enqueue's call, per partition
+	layouts    sync.Map               // queue name -> layoutEntry: its partition layout, and when read
 }
 
 // NewClient returns a Client over rdb.
@@ -82,15 +82,16 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 }
 
 // sendPlain is the common single Enqueue: a plain task to a registered
-// queue, one EVALSHA whose keys and fixed arguments were boxed once per
-// partition (prepared), not at every call.
-// It reports refused when Redis refused the call without running it
-// (lua.IsRefused), so the caller may send it again.
+// partition, by enqueue_one.lua with the partition's tail shard guessed
+// from the previous reply (three Redis commands). refused reports a call
+// Redis refused unrun, or a closed partition: the caller takes the general
+// path, which routes again.
 func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, refused bool, err error) {
-	call := c.prepared(p.info.Queue, p.info.Partition)
+	pc := c.prepared(p.info.Queue, p.info.Partition)
+	guess := pc.tail.Load()
 	var cmd *redis.Cmd
 	err = rcall.Do(ctx, c.rdb, func() error {
-		cmd = call.Run(ctx, c.rdb, p.msg, p.id)
+		cmd = pc.call.Run(ctx, c.rdb, guess, p.msg, p.id)
 		return cmd.Err()
 	})
 	if err != nil {
@@ -100,14 +101,40 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 		}
 		return nil, false, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
 	}
-	codes, err := cmd.Int64Slice()
-	if err == nil && len(codes) == 1 && codes[0] == codeClosed {
+	reply, err := cmd.Int64Slice()
+	if err == nil && len(reply) == 1 && reply[0] == codeClosed {
 		return nil, true, nil // the partition drains: the general path routes again
 	}
-	if err != nil || len(codes) != 1 || codes[0] != 0 {
+	if err != nil || len(reply) != 3 || reply[0] != 0 {
 		return nil, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
 	}
+	pc.learn(guess, reply[1], reply[2] == 1)
 	return p.info, false, nil
+}
+
+// plainCall is one partition's single plain enqueue: the prepared call and
+// the tail shard its replies named, which the next call guesses (-1 = none
+// yet). A wrong guess costs a command, never a task: see enqueue_one.lua.
+type plainCall struct {
+	call *lua.Prepared
+	tail atomic.Int64
+}
+
+// learn records the tail a reply named. A reply that used the guess only
+// moves the tail on (replies of concurrent calls arrive in any order); one
+// that read the tail itself corrects a guess that missed (the shard was gone
+// or full, say after the queue was deleted), unless a concurrent reply
+// moved the tail on since.
+func (pc *plainCall) learn(guess, tail int64, hit bool) {
+	for {
+		cur := pc.tail.Load()
+		if cur == tail || (hit || cur != guess) && cur > tail {
+			return
+		}
+		if pc.tail.CompareAndSwap(cur, tail) {
+			return
+		}
+	}
 }
 
 // partKey names one queue partition in the prepared-call cache.
@@ -117,23 +144,28 @@ type partKey struct {
 }
 
 // prepared returns the plain enqueue call of one partition, made once.
-func (c *Client) prepared(queue string, partition int) *lua.Prepared {
+func (c *Client) prepared(queue string, partition int) *plainCall {
 	pk := partKey{queue, partition}
 	c.prepMu.RLock()
-	call := c.prep[pk]
+	pc := c.prep[pk]
 	c.prepMu.RUnlock()
-	if call != nil {
-		return call
+	if pc != nil {
+		return pc
 	}
 	k := keys.For(c.cfg.Prefix, queue, partition)
-	call = lua.Enqueue.Prepare(enqueueKeys(k), k.T, "", c.cfg.ShardSize, c.cfg.FeedSize, 2)
 	c.prepMu.Lock()
-	if c.prep == nil {
-		c.prep = map[partKey]*lua.Prepared{}
+	defer c.prepMu.Unlock()
+	if pc = c.prep[pk]; pc != nil {
+		return pc
 	}
-	c.prep[pk] = call
-	c.prepMu.Unlock()
-	return call
+	pc = &plainCall{call: lua.EnqueueOne.Prepare([]string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg()},
+		k.T, c.cfg.ShardSize, c.cfg.FeedSize)}
+	pc.tail.Store(-1)
+	if c.prep == nil {
+		c.prep = map[partKey]*plainCall{}
+	}
+	c.prep[pk] = pc
+	return pc
 }
 
 // EnqueueBatch adds tasks with one script call per queue partition, all in

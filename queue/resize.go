@@ -10,6 +10,7 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/lua"
 )
 
 // PartitionLayout is a queue's partition layout as an operator set it
@@ -60,18 +61,17 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 	// close and open first: a producer that reads the new layout finds the
 	// partitions as it says, and one still on the old finds them refusing
 	err = rcall.Do(ctx, i.rdb, func() error {
-		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
 			for part := range l.Serve {
 				k := keys.For(i.cfg.Prefix, queue, part)
-				if part < n {
-					p.Del(ctx, k.Closed())
-				} else {
-					p.Set(ctx, k.Closed(), 1, 0)
+				state := "open"
+				if part >= n {
+					state = "close"
 				}
+				p.Run(ctx, lua.PartitionState, []string{k.Closed(), keys.RankKey(k.Feed())}, state)
 			}
 			return nil
 		})
-		return err
 	})
 	if err != nil {
 		return PartitionLayout{}, fmt.Errorf("set partitions of %q: %w", queue, err)

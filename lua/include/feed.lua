@@ -12,25 +12,25 @@ local function feed_trim_step(cap)
   return math.max(1, math.min(64, math.floor(cap / 16)))
 end
 
--- feed_append adds members with consecutive ranks, trims the feed to its
--- newest cap members (cap 0 = unbounded; see feed_trim_step for when) and
--- returns the first rank given and the list of trimmed members, so the
--- caller can delete what they owned. A missing rank counter restarts from
--- the feed's highest rank (0 when the feed is empty: no reader can hold a
--- marker ranked above that). The common append costs INCRBY and ZADD: the
--- counter's absence shows in INCRBY's reply, not in a check before it.
-local function feed_append(feed_key, rank_key, members, cap)
-  local n = #members
-  if n == 0 then return 0, {} end
-  local last = redis.call('INCRBY', rank_key, n)
+-- feed_resume takes the reply of an INCRBY by n of the rank counter and
+-- returns the last of the n ranks to give. A missing counter (or one at 0)
+-- restarts from the feed's highest rank (0 when the feed is empty: no reader
+-- can hold a marker ranked above that).
+local function feed_resume(feed_key, rank_key, last, n)
   if last == n then
-    -- a new counter (or one at 0): ranks go on from the feed's top
     local top = zset_top_score(feed_key)
     if top and top > 0 then
       last = redis.call('INCRBY', rank_key, top)
     end
   end
-  local first = last - n + 1
+  return last
+end
+
+-- feed_insert adds members ranked first, first + 1, ... (ranks the caller
+-- took from the counter) and trims the feed as feed_append says.
+local function feed_insert(feed_key, members, first, cap)
+  local n = #members
+  local last = first + n - 1
   local zargs = {}
   for i = 1, n do
     zargs[#zargs + 1] = first + i - 1
@@ -53,6 +53,19 @@ local function feed_append(feed_key, rank_key, members, cap)
     end
   end
   return first, trimmed
+end
+
+-- feed_append adds members with consecutive ranks, trims the feed to its
+-- newest cap members (cap 0 = unbounded; see feed_trim_step for when) and
+-- returns the first rank given and the list of trimmed members, so the
+-- caller can delete what they owned. The common append costs INCRBY and
+-- ZADD: the counter's absence shows in INCRBY's reply (feed_resume), not in
+-- a check before it.
+local function feed_append(feed_key, rank_key, members, cap)
+  local n = #members
+  if n == 0 then return 0, {} end
+  local last = feed_resume(feed_key, rank_key, redis.call('INCRBY', rank_key, n), n)
+  return feed_insert(feed_key, members, last - n + 1, cap)
 end
 
 -- feed_page returns up to limit {member, rank, ...} after the marker member

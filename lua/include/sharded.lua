@@ -16,8 +16,9 @@ end
 -- tail shard always has room and one item (a single enqueue) costs GET and
 -- RPUSH, not a length check before it. A tail push also returns its rolls,
 -- {i, n, ...}: from item i on (#items + 1: the next push) items go to shard
--- n; none in the common case; and whether the first item went into an empty
--- shard (where a blocked reader's move may take it).
+-- n; none in the common case; whether the first item went into an empty
+-- shard (where a blocked reader's move may take it); and the end pointer
+-- after the push (for a tail push, the shard the next item goes to).
 local function sharded_push(first_key, last_key, prefix, size, items, left)
   local ptr_key = left and first_key or last_key
   local n = tonumber(redis.call('GET', ptr_key) or 0)
@@ -33,10 +34,11 @@ local function sharded_push(first_key, last_key, prefix, size, items, left)
       len = redis.call('RPUSH', prefix .. n, items[1])
     end
     if len >= size then
-      redis.call('SET', ptr_key, n + 1)
-      rolls[#rolls + 1], rolls[#rolls + 2] = 2, n + 1
+      n = n + 1
+      redis.call('SET', ptr_key, n)
+      rolls[#rolls + 1], rolls[#rolls + 2] = 2, n
     end
-    return len, rolls, len == 1
+    return len, rolls, len == 1, n
   end
   local cmd = left and 'LPUSH' or 'RPUSH'
   local step = left and -1 or 1
@@ -60,10 +62,11 @@ local function sharded_push(first_key, last_key, prefix, size, items, left)
     i = j + 1
   end
   if not left and len >= size then
-    redis.call('SET', ptr_key, n + 1)
-    rolls[#rolls + 1], rolls[#rolls + 2] = #seq + 1, n + 1
+    n = n + 1
+    redis.call('SET', ptr_key, n)
+    rolls[#rolls + 1], rolls[#rolls + 2] = #seq + 1, n
   end
-  return len, rolls, empty
+  return len, rolls, empty, n
 end
 
 -- sharded_pop removes up to count items from one end, moving the end pointer

@@ -1,0 +1,79 @@
+#!lua
+--[[ enqueue_one: add one plain task (pending now, generated ID, not unique)
+  to queue partition T: the single Enqueue's call, three commands in the
+  common case (INCRBY, RPUSHX, ZADD) where enqueue.lua's plain path needs
+  five. enqueue.lua remains the call for batches and every other task.
+  KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:feed  KEYS[4] T:feed:rank
+  KEYS[5] T:feed:msg
+  ARGV[1] T, the partition's key prefix  ARGV[2] shard size  ARGV[3] feed cap
+  ARGV[4] the producer's guess of the tail shard (-1 = none): the tail this
+    call's previous reply named  ARGV[5] the message  ARGV[6] the task ID
+  Returns: {0, tail, hit}: enqueued; tail is the shard the next push goes
+  to, for the producer's next guess, and hit is 1 when the guess was used,
+  0 when the call read T:last. {-5}: the partition is closed (see
+  enqueue.lua) and nothing was written.
+
+  Why the guess is safe. The push is RPUSHX: it lands only in a shard that
+  exists, that is, holds items, so it is one of first..last, which every
+  reader walks. Every shard but the tail and the head was full when the tail
+  moved past it, so a push into one of them overflows the size: it is taken
+  back (RPOP) and the call goes the general way (GET T:last). A push into
+  the head shard that is not the tail (a stale guess while the head still
+  drains) is delivered before the tail's items, as a task given back to the
+  head is; readers look for it there (include/pendingref.lua). A guess into
+  a shard that is gone (emptied, or the queue deleted) pushes nothing. A
+  push that fills the tail moves T:last on, as sharded_push does; one that
+  fills the head, which is not the tail, leaves T:last alone.
+
+  Why no check for a closed partition. Closing a partition
+  (partition_state.lua) writes a marker into its rank counter that INCRBY
+  refuses, so the first command, run before any write, is the check. ]]
+--@include sharded
+--@include feed
+--@include pendingref
+local T, size, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local guess, msg, id = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+
+local rank = redis.pcall('INCRBY', KEYS[4], 1)
+if type(rank) == 'table' then
+  -- closed, or another refusal (out of memory): that one is the reply
+  if redis.call('EXISTS', T .. ':closed') == 1 then return {-5} end
+  return rank
+end
+rank = feed_resume(KEYS[3], KEYS[4], rank, 1)
+
+local len, rolls, empty, tail, hit = 0, {}, false, guess, 0
+if guess >= 0 then
+  len = redis.call('RPUSHX', T .. ':s:' .. guess, msg)
+  if len > size then
+    redis.call('RPOP', T .. ':s:' .. guess)
+    len = 0
+  end
+end
+if len > 0 then
+  hit = 1
+  if len >= size and tonumber(redis.call('GET', KEYS[2]) or 0) == guess then
+    -- the push filled the tail: the next goes to a new shard
+    tail = guess + 1
+    redis.call('SET', KEYS[2], tail)
+    rolls = {2, tail}
+  end
+else
+  len, rolls, empty, tail = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, {msg}, false)
+end
+
+if msg_keyed(msg) or empty then
+  -- as in enqueue.lua: a keyed task may be parked away from the shards, and
+  -- one pushed into an empty shard may sit in a blocked worker's in-flight
+  -- list until its claim
+  redis.call('HSET', KEYS[5], id, msg)
+end
+local _, trimmed = feed_insert(KEYS[3], {id}, rank, cap)
+pending_index(T, rank, rolls)
+if #trimmed > 0 then
+  for j = 1, #trimmed, 1000 do
+    redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
+  end
+  pending_index_trim(T, KEYS[3])
+end
+return {0, tail, hit}

@@ -1,0 +1,205 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/lua"
+)
+
+// TestEnqueueOne drives the single plain Enqueue (enqueue_one.lua) through
+// every kind of tail guess on a queue with shards of 4: right, stale into a
+// full shard, into a shard that is gone, into the head while it drains, and
+// one that fills the tail.
+func TestEnqueueOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{ShardSize: 4})
+	k := keys.For(b.cfg.Prefix, "q", 0)
+	enqueue := func(name string) *TaskInfo {
+		t.Helper()
+		in, err := b.client.Enqueue(ctx, NewRawTask("t", []byte(name), In("q")))
+		if err != nil {
+			t.Fatalf("enqueue %s: %v", name, err)
+		}
+		return in
+	}
+	lens := func() []int64 {
+		t.Helper()
+		var out []int64
+		for n := range 4 {
+			l, err := b.rdb.LLen(ctx, fmt.Sprint(k.T, ":s:", n)).Result()
+			must(t, err)
+			out = append(out, l)
+		}
+		return out
+	}
+	want := func(step string, shards []int64, last, guess int64) {
+		t.Helper()
+		got := lens()
+		l, _ := b.rdb.Get(ctx, k.Last()).Int64()
+		g := b.client.prepared("q", 0).tail.Load()
+		if fmt.Sprint(got) != fmt.Sprint(shards) || l != last || g != guess {
+			t.Fatalf("%s: shards %v, T:last %d, guess %d; want %v, %d, %d", step, got, l, g, shards, last, guess)
+		}
+	}
+	for i := range 9 {
+		enqueue(fmt.Sprint("t", i))
+	}
+	want("nine tasks", []int64{4, 4, 1, 0}, 2, 2)
+
+	b.client.prepared("q", 0).tail.Store(1)
+	enqueue("stale")
+	want("a guess into a full shard", []int64{4, 4, 2, 0}, 2, 2)
+
+	b.client.prepared("q", 0).tail.Store(7)
+	enqueue("gone")
+	want("a guess into a shard that is gone", []int64{4, 4, 3, 0}, 2, 2)
+
+	// a worker took two from the head: a guess there lands in the head
+	// and leaves the tail pointer alone, even when it fills the head
+	must(t, b.rdb.LPopCount(ctx, k.T+":s:0", 2).Err())
+	b.client.prepared("q", 0).tail.Store(0)
+	head := enqueue("head")
+	want("a guess into the draining head", []int64{3, 4, 3, 0}, 2, 0)
+	got, err := b.insp.GetTask(ctx, "q", head.ID)
+	if err != nil || got.State != StatePending || string(got.Payload) != "head" {
+		t.Fatalf("GetTask of the task in the head = %+v, %v; want it pending with its payload", got, err)
+	}
+	enqueue("fills the head")
+	want("a push that fills the head", []int64{4, 4, 3, 0}, 2, 0)
+	enqueue("after the full head")
+	want("a guess into the full head", []int64{4, 4, 4, 0}, 3, 3)
+	enqueue("next shard")
+	want("after the tail filled", []int64{4, 4, 4, 1}, 3, 3)
+
+	// a queue deleted and made again: the guess is gone, the tail is 0
+	must(t, b.insp.DeleteQueue(ctx, "q", true))
+	enqueue("again")
+	enqueue("again 2")
+	want("after DeleteQueue", []int64{2, 0, 0, 0}, 0, 0)
+}
+
+// TestEnqueueOneClosedPartition checks that a closed partition refuses the
+// single Enqueue's script before any write, that a producer whose layout
+// is stale puts the task elsewhere, and that reopening restores the rank
+// counter the close marked.
+func TestEnqueueOneClosedPartition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{Partitions: map[string]int{"q": 2}})
+	for i := 0; i < 100; i++ {
+		in, err := b.client.Enqueue(ctx, NewRawTask("t", nil, In("q")))
+		must(t, err)
+		if in.Partition == 1 && i >= 10 {
+			break
+		}
+	}
+	k := keys.For(b.cfg.Prefix, "q", 1)
+	rank, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64()
+	must(t, err)
+	if _, err := b.insp.SetPartitions(ctx, "q", 1); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Result(); v != fmt.Sprint("closed:", rank) {
+		t.Fatalf("the closed partition's rank counter holds %q, want closed:%d", v, rank)
+	}
+	pending := func() int64 {
+		n, err := b.rdb.LLen(ctx, k.T+":s:0").Result()
+		must(t, err)
+		return n
+	}
+	before := pending()
+	reply, err := lua.EnqueueOne.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg()},
+		k.T, 1000, 100, 0, "msg", "id-closed").Int64Slice()
+	if err != nil || fmt.Sprint(reply) != "[-5]" {
+		t.Fatalf("enqueue_one on a closed partition = %v, %v; want [-5]", reply, err)
+	}
+	if pending() != before {
+		t.Fatal("enqueue_one wrote to a closed partition")
+	}
+	// the producer still routes to both partitions (its layout is fresh for
+	// LayoutRefresh): every task lands in partition 0
+	for i := range 20 {
+		in, err := b.client.Enqueue(ctx, NewRawTask("t", nil, In("q")))
+		if err != nil {
+			t.Fatalf("enqueue %d while partition 1 is closed: %v", i, err)
+		}
+		if in.Partition != 0 {
+			t.Fatalf("task %d went to closed partition %d", i, in.Partition)
+		}
+	}
+	if pending() != before {
+		t.Fatal("a task reached the closed partition")
+	}
+	// the arrival rate reads through the marker
+	sample, err := lua.RateSample.Run(ctx, b.rdb, []string{keys.RankKey(k.Feed()), k.RateSamples()}, "", 1000).Int64Slice()
+	if err != nil || sample[1] != rank {
+		t.Fatalf("rate_sample on a closed partition = %v, %v; want the count %d", sample, err, rank)
+	}
+	// reopened, ranks go on from where they were
+	if _, err := b.insp.SetPartitions(ctx, "q", 2); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64(); err != nil || v != rank {
+		t.Fatalf("the reopened rank counter = %d, %v; want %d", v, err, rank)
+	}
+	reply, err = lua.EnqueueOne.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg()},
+		k.T, 1000, 100, -1, "msg", "id-open").Int64Slice()
+	if err != nil || reply[0] != 0 {
+		t.Fatalf("enqueue_one on the reopened partition = %v, %v", reply, err)
+	}
+	if s, err := b.rdb.ZScore(ctx, k.Feed(), "id-open").Result(); err != nil || int64(s) != rank+1 {
+		t.Fatalf("the reopened partition ranked its next task %v, %v; want %d", s, err, rank+1)
+	}
+}
+
+// TestEnqueueOneCommands counts the Redis commands of single Enqueues in
+// the steady state: the script call and the three it runs, and rarely a
+// roll or a trim.
+func TestEnqueueOneCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+	for range 2 {
+		_, err := b.client.Enqueue(ctx, NewRawTask("t", nil))
+		must(t, err)
+	}
+	before := commandCalls(t, b.rdb)
+	const n = 500
+	for range n {
+		_, err := b.client.Enqueue(ctx, NewRawTask("t", make([]byte, 100)))
+		must(t, err)
+	}
+	if per := float64(commandCalls(t, b.rdb)-before) / n; per > 4.05 {
+		t.Fatalf("%.2f Redis commands per single Enqueue, want at most 4 (EVALSHA, INCRBY, RPUSHX, ZADD)", per)
+	}
+}
+
+// TestPlainCallLearn checks how the guess follows replies that arrive in
+// any order.
+func TestPlainCallLearn(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cur, guess, tail int64
+		hit              bool
+		want             int64
+	}{
+		{cur: -1, guess: -1, tail: 0, want: 0},           // the first reply
+		{cur: 3, guess: 3, tail: 4, hit: true, want: 4},  // the tail moved on
+		{cur: 5, guess: 3, tail: 4, hit: true, want: 5},  // a later reply came first
+		{cur: 7, guess: 7, tail: 2, hit: false, want: 2}, // a guess that missed: corrected
+		{cur: 9, guess: 7, tail: 2, hit: false, want: 9}, // corrected since by another reply
+		{cur: 3, guess: 3, tail: 3, hit: true, want: 3},  // nothing new
+		{cur: 3, guess: 0, tail: 0, hit: true, want: 3},  // a push into the head: the tail stays
+	} {
+		var pc plainCall
+		pc.tail.Store(c.cur)
+		pc.learn(c.guess, c.tail, c.hit)
+		if got := pc.tail.Load(); got != c.want {
+			t.Errorf("learn(guess %d, tail %d, hit %v) from %d = %d, want %d", c.guess, c.tail, c.hit, c.cur, got, c.want)
+		}
+	}
+}
