@@ -60,6 +60,8 @@ type clusterRun struct {
 	tasks     int
 	rate      float64   // tasks/s, first handler start to last return
 	redisCPU  []float64 // CPU seconds used by each master (setup's node order)
+	commands  float64   // commands all masters processed
+	reads     float64   // socket reads all masters processed: requests, batched
 	served    []int64   // tasks each master's partitions delivered
 	clientCPU float64   // this process's CPU seconds
 }
@@ -202,11 +204,17 @@ func (cb *clusterBench) spreadQueue(ctx context.Context, s *clusterSetup, round 
 	return "", nil, fmt.Errorf("no queue name of %d tried spreads %d partitions evenly over %d masters", clusterQueueTries, clusterPartitions, s.masters)
 }
 
-// mastersCPU reads each master's CPU seconds so far (INFO cpu,
-// used_cpu_user + used_cpu_sys), in node order, through the cluster
-// client's own view of the masters.
-func (s *clusterSetup) mastersCPU(ctx context.Context) ([]float64, error) {
-	cpu := make([]float64, len(s.cl.Nodes))
+// masterCounters is what a master has done so far, from INFO.
+type masterCounters struct {
+	cpu      float64 // used_cpu_user + used_cpu_sys, seconds
+	commands float64 // total_commands_processed
+	reads    float64 // total_reads_processed: one per batch of requests read
+}
+
+// mastersCounters reads each master's counters, in node order, through
+// the cluster client's own view of the masters.
+func (s *clusterSetup) mastersCounters(ctx context.Context) ([]masterCounters, error) {
+	out := make([]masterCounters, len(s.cl.Nodes))
 	seen := make([]bool, len(s.cl.Nodes))
 	var mu sync.Mutex
 	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
@@ -214,16 +222,28 @@ func (s *clusterSetup) mastersCPU(ctx context.Context) ([]float64, error) {
 		if err != nil {
 			return err
 		}
-		u, err := infoFloat(ctx, node, "cpu", "used_cpu_user")
-		if err != nil {
-			return fmt.Errorf("INFO cpu of %s: %w", node.Options().Addr, err)
-		}
-		sys, err := infoFloat(ctx, node, "cpu", "used_cpu_sys")
-		if err != nil {
-			return fmt.Errorf("INFO cpu of %s: %w", node.Options().Addr, err)
+		var c masterCounters
+		for _, f := range []struct {
+			section, field string
+			into           *float64
+		}{
+			{"cpu", "used_cpu_user", &c.cpu},
+			{"cpu", "used_cpu_sys", nil},
+			{"stats", "total_commands_processed", &c.commands},
+			{"stats", "total_reads_processed", &c.reads},
+		} {
+			v, err := infoFloat(ctx, node, f.section, f.field)
+			if err != nil {
+				return fmt.Errorf("INFO %s of %s, %s: %w", f.section, node.Options().Addr, f.field, err)
+			}
+			if f.into == nil {
+				c.cpu += v
+			} else {
+				*f.into += v
+			}
 		}
 		mu.Lock()
-		cpu[i], seen[i] = u+sys, true
+		out[i], seen[i] = c, true
 		mu.Unlock()
 		return nil
 	})
@@ -235,7 +255,7 @@ func (s *clusterSetup) mastersCPU(ctx context.Context) ([]float64, error) {
 			return nil, fmt.Errorf("node %s was not among the cluster's masters", s.cl.Nodes[i].Addr)
 		}
 	}
-	return cpu, nil
+	return out, nil
 }
 
 // runOnce is processRun on a cluster: pre-fill a queue of
@@ -282,7 +302,7 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		return clusterRun{}, err
 	}
 	runtime.GC() // the fill's garbage is not the worker's CPU
-	cpu0, err := s.mastersCPU(ctx)
+	c0, err := s.mastersCounters(ctx)
 	if err != nil {
 		return clusterRun{}, err
 	}
@@ -301,7 +321,7 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		return clusterRun{}, err
 	}
 	self := selfCPU() - self0
-	cpu1, err := s.mastersCPU(ctx)
+	c1, err := s.mastersCounters(ctx)
 	if err != nil {
 		return clusterRun{}, err
 	}
@@ -318,7 +338,9 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		clientCPU: self.Seconds(),
 	}
 	for i := range r.redisCPU {
-		r.redisCPU[i] = cpu1[i] - cpu0[i]
+		r.redisCPU[i] = c1[i].cpu - c0[i].cpu
+		r.commands += c1[i].commands - c0[i].commands
+		r.reads += c1[i].reads - c0[i].reads
 	}
 	for p, node := range owner {
 		r.served[node] += perPart[p].Load()
@@ -363,16 +385,22 @@ func (cb *clusterBench) report(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nRedis Cluster, processing: %d tasks per run, no-op handler, concurrency %d, %d partitions spread evenly over the masters, %d round(s), setups interleaved; GOMAXPROCS %d\n\n",
 		cb.f.tasks, clusterConcurrency, clusterPartitions, cb.f.rounds, runtime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "%-10s %12s %-19s %22s %20s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/task", "client CPU µs/task")
+	// Commands and socket reads per task, summed over the masters, tell a
+	// command's own cost from what each round trip costs Redis.
+	fmt.Fprintf(w, "%-10s %8s %-15s %18s %19s %14s %11s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/task", "client CPU µs/task", "commands/task", "reads/task")
 	for _, s := range cb.setups {
 		rates := s.collect(func(r clusterRun) float64 { return r.rate })
 		redisUS := s.collect(clusterRun.redisUS)
 		clientUS := s.collect(func(r clusterRun) float64 { return r.clientCPU * 1e6 / float64(r.tasks) })
 		med, lo, hi := medianRange(rates)
-		fmt.Fprintf(w, "%-10s %12.0f %-19s %22.1f %20.1f\n", s.label(), med, fmt.Sprintf("(%.0f-%.0f)", lo, hi), median(redisUS), median(clientUS))
+		cmds := s.collect(func(r clusterRun) float64 { return r.commands / float64(r.tasks) })
+		reads := s.collect(func(r clusterRun) float64 { return r.reads / float64(r.tasks) })
+		fmt.Fprintf(w, "%-10s %8.0f %-15s %17.1f %18.1f %14.3f %11.3f\n", s.label(), med, fmt.Sprintf("(%.0f-%.0f)", lo, hi), median(redisUS), median(clientUS), median(cmds), median(reads))
 		add("cluster "+s.label()+": process, no-op handler", "tasks/s", rates)
 		add("cluster "+s.label()+": Redis CPU per task, all masters", "µs", redisUS)
 		add("cluster "+s.label()+": client CPU per task", "µs", clientUS)
+		add("cluster "+s.label()+": Redis commands per task, all masters", "commands", cmds)
+		add("cluster "+s.label()+": Redis socket reads per task, all masters", "reads", reads)
 	}
 	base, top := cb.setups[0], cb.setups[len(cb.setups)-1]
 	ratios := make([]float64, len(base.runs))

@@ -61,7 +61,8 @@ func TestBenchCluster(t *testing.T) {
 	}
 	want := []string{"cluster 3 masters / 1 master: tasks/s ratio"}
 	for _, s := range []string{"1 master", "3 masters"} {
-		want = append(want, "cluster "+s+": process, no-op handler", "cluster "+s+": Redis CPU per task, all masters", "cluster "+s+": client CPU per task")
+		want = append(want, "cluster "+s+": process, no-op handler", "cluster "+s+": Redis CPU per task, all masters", "cluster "+s+": client CPU per task",
+			"cluster "+s+": Redis commands per task, all masters", "cluster "+s+": Redis socket reads per task, all masters")
 	}
 	want = append(want, "cluster 1 master: Redis CPU per task, master 1", "cluster 1 master: tasks served, master 1")
 	for i := 1; i <= 3; i++ {
