@@ -60,14 +60,15 @@ const (
 var benchParts = []string{"limit", "enqueue", "process", "latency", "memory"}
 
 type benchFlags struct {
-	redisURL string
-	tasks    int
-	memTasks int
-	payload  int
-	only     string
-	timeout  time.Duration
-	cluster  bool
-	rounds   int
+	redisURL   string
+	tasks      int
+	memTasks   int
+	payload    int
+	only       string
+	timeout    time.Duration
+	cluster    bool
+	rounds     int
+	partitions int
 }
 
 // figure is one measured result.
@@ -130,8 +131,9 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.payload, "payload", 100, "payload bytes per task")
 	fs.StringVar(&f.only, "only", "", "comma-separated parts to run: limit,enqueue,process,latency,memory (default all; limit always runs, first, as every ratio needs it)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "stop the whole run after this long")
-	fs.BoolVar(&f.cluster, "cluster", false, fmt.Sprintf("instead: the processing run (--tasks, concurrency %d, %d partitions) on private Redis Clusters of 1 and of 3 masters, interleaved over --rounds; tasks/s, their ratio and Redis CPU per task per master", clusterConcurrency, clusterPartitions))
+	fs.BoolVar(&f.cluster, "cluster", false, fmt.Sprintf("instead: the processing run (--tasks, concurrency %d, --partitions) on private Redis Clusters of 1 and of 3 masters, interleaved over --rounds; tasks/s, their ratio and Redis CPU per task per master", clusterConcurrency))
 	fs.IntVar(&f.rounds, "rounds", 3, "with --cluster: rounds, each running every setup once")
+	fs.IntVar(&f.partitions, "partitions", defaultClusterPartitions, fmt.Sprintf("with --cluster: the queue's partitions, %d..%d (at least one per master)", slices.Max(clusterSetups), maxBenchPartitions))
 	describe(fs, c, "[flags]", benchDetails, benchExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -151,10 +153,15 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 		if f.rounds < 1 {
 			return fmt.Errorf("%w: --rounds %d: want at least 1", errUsage, f.rounds)
 		}
+		if lo := slices.Max(clusterSetups); f.partitions < lo || f.partitions > maxBenchPartitions {
+			return fmt.Errorf("%w: --partitions %d: want %d..%d, at least one per master", errUsage, f.partitions, lo, maxBenchPartitions)
+		}
 		return c.runCluster(ctx, m, f)
 	}
-	if set["rounds"] {
-		return fmt.Errorf("%w: --rounds %d: applies to --cluster only", errUsage, f.rounds)
+	for _, name := range []string{"rounds", "partitions"} {
+		if set[name] {
+			return fmt.Errorf("%w: --%s applies to --cluster only", errUsage, name)
+		}
 	}
 	for _, p := range strings.Split(f.only, ",") {
 		if p = strings.TrimSpace(p); f.only != "" && !slices.Contains(benchParts, p) {

@@ -31,9 +31,9 @@ import (
 // The cluster run's fixed shape: the same for every setup, so only the
 // number of masters differs.
 const (
-	clusterPartitions  = 6
-	clusterConcurrency = 16
-	clusterQueueTries  = 1000
+	defaultClusterPartitions = 6
+	clusterConcurrency       = 16
+	clusterQueueTries        = 1000
 )
 
 // clusterSetups are the numbers of masters compared, the baseline first.
@@ -178,16 +178,16 @@ func (s *clusterSetup) nodeIndex(addr string) (int, error) {
 }
 
 // spreadQueue returns a queue name for round whose partitions fall evenly
-// over s's masters (each holds clusterPartitions/masters, give or take
+// over s's masters (each holds --partitions/masters, give or take
 // one), and the node index holding each partition. Which master holds a
 // partition follows from its name, so an unlucky name would load one
 // master with more than its share and measure that instead of scaling.
 func (cb *clusterBench) spreadQueue(ctx context.Context, s *clusterSetup, round int) (string, []int, error) {
 	for try := range clusterQueueTries {
 		q := fmt.Sprintf("cluster-r%d-%d", round, try)
-		owner := make([]int, clusterPartitions)
+		owner := make([]int, cb.f.partitions)
 		per := make([]int, s.masters)
-		for p := range clusterPartitions {
+		for p := range cb.f.partitions {
 			node, err := s.rdb.MasterForKey(ctx, keys.For(cb.prefix, q, p).T)
 			if err != nil {
 				return "", nil, fmt.Errorf("master of partition %d of queue %q: %w", p, q, err)
@@ -201,7 +201,7 @@ func (cb *clusterBench) spreadQueue(ctx context.Context, s *clusterSetup, round 
 			return q, owner, nil
 		}
 	}
-	return "", nil, fmt.Errorf("no queue name of %d tried spreads %d partitions evenly over %d masters", clusterQueueTries, clusterPartitions, s.masters)
+	return "", nil, fmt.Errorf("no queue name of %d tried spreads %d partitions evenly over %d masters", clusterQueueTries, cb.f.partitions, s.masters)
 }
 
 // masterCounters is what a master has done so far, from INFO.
@@ -259,7 +259,7 @@ func (s *clusterSetup) mastersCounters(ctx context.Context) ([]masterCounters, e
 }
 
 // runOnce is processRun on a cluster: pre-fill a queue of
-// clusterPartitions partitions spread over the masters, run it dry with a
+// --partitions partitions spread over the masters, run it dry with a
 // no-op handler, and read every master's CPU before and after. The run
 // counts only when every task ran exactly once and nothing is left.
 func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int) (clusterRun, error) {
@@ -268,7 +268,7 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		return clusterRun{}, err
 	}
 	// A bench of its own, for fillIndexed and waitEmpty.
-	b := &bench{m: cb.m, f: cb.f, rdb: s.rdb, cfg: queue.Config{Prefix: cb.prefix, Partitions: map[string]int{q: clusterPartitions}}}
+	b := &bench{m: cb.m, f: cb.f, rdb: s.rdb, cfg: queue.Config{Prefix: cb.prefix, Partitions: map[string]int{q: cb.f.partitions}}}
 	c, insp, err := b.client()
 	if err != nil {
 		return clusterRun{}, err
@@ -278,7 +278,7 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		return clusterRun{}, fmt.Errorf("fill: %w", err)
 	}
 	counts := make([]atomic.Int32, n)
-	perPart := make([]atomic.Int64, clusterPartitions)
+	perPart := make([]atomic.Int64, cb.f.partitions)
 	var first, last, done, foreign atomic.Int64
 	all := make(chan struct{})
 	cfg := worker.Config{Config: b.cfg, Queues: map[string]int{q: 1}, Concurrency: clusterConcurrency}
@@ -286,7 +286,7 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 	srv, err := worker.NewServer(s.rdb, cfg, worker.HandlerFunc(func(_ context.Context, t *worker.Task) error {
 		first.CompareAndSwap(0, time.Now().UnixNano())
 		i, ok := taskIndex(t.Payload)
-		if ok && i < n && t.Partition >= 0 && t.Partition < clusterPartitions {
+		if ok && i < n && t.Partition >= 0 && t.Partition < cb.f.partitions {
 			counts[i].Add(1)
 			perPart[t.Partition].Add(1)
 		} else {
@@ -384,7 +384,7 @@ func (cb *clusterBench) report(w io.Writer) {
 		figs = append(figs, clusterFigure{Name: name, Value: med, Unit: unit, Min: lo, Max: hi, Rounds: len(vs)})
 	}
 	fmt.Fprintf(w, "\nRedis Cluster, processing: %d tasks per run, no-op handler, concurrency %d, %d partitions spread evenly over the masters, %d round(s), setups interleaved; GOMAXPROCS %d\n\n",
-		cb.f.tasks, clusterConcurrency, clusterPartitions, cb.f.rounds, runtime.GOMAXPROCS(0))
+		cb.f.tasks, clusterConcurrency, cb.f.partitions, cb.f.rounds, runtime.GOMAXPROCS(0))
 	// Commands and socket reads per task, summed over the masters, tell a
 	// command's own cost from what each round trip costs Redis.
 	fmt.Fprintf(w, "%-10s %8s %-15s %18s %19s %14s %11s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/task", "client CPU µs/task", "commands/task", "reads/task")
@@ -444,3 +444,6 @@ func (cb *clusterBench) report(w io.Writer) {
 		fmt.Fprintf(w, "BENCH %s\n", line)
 	}
 }
+
+// maxBenchPartitions bounds --partitions: queue.Config's own bound.
+const maxBenchPartitions = 1024
