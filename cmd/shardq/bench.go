@@ -25,6 +25,31 @@ func (*benchCommand) summary() string {
 	return "measure enqueue, processing, latency, memory and CPU per task, each against Redis's own limit here"
 }
 
+const benchDetails = `
+Without --cluster: one run against --redis, or a private redis-server,
+measuring Redis's own limits first and every figure against them (enqueue,
+processing, latency, memory), with the targets each is checked against.
+Processing figures count only when every task ran exactly once.
+
+With --cluster: the processing run (no-op handler) on two private Redis
+Clusters started for it, of 1 master and of 3, each queue's partitions
+spread evenly over the masters, the setups interleaved in every round. It
+prints per setup tasks/s (median, min-max), the ratio of 3 masters to 1
+within each round, Redis CPU per task per master (each master's CPU over
+the tasks it served) with the rate one busy master core would allow, and
+how the tasks spread. Where the masters share few cores with each other and
+the client, the wall-clock ratio understates scaling; the CPU per task per
+master is what projects to more masters.
+
+A table goes to stdout, then one "BENCH {json}" line per figure; progress
+goes to stderr.`
+
+const benchExitCodes = `Exit codes:
+  0  measured
+  1  Redis failed, a processing run failed its exactly-once check (nothing
+     printed), or --timeout
+  2  bad flags`
+
 // The run's sizes the targets are stated for.
 const (
 	defaultBenchTasks    = 100_000
@@ -35,12 +60,15 @@ const (
 var benchParts = []string{"limit", "enqueue", "process", "latency", "memory"}
 
 type benchFlags struct {
-	redisURL string
-	tasks    int
-	memTasks int
-	payload  int
-	only     string
-	timeout  time.Duration
+	redisURL   string
+	tasks      int
+	memTasks   int
+	payload    int
+	only       string
+	timeout    time.Duration
+	cluster    bool
+	rounds     int
+	partitions int
 }
 
 // figure is one measured result.
@@ -103,11 +131,37 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.payload, "payload", 100, "payload bytes per task")
 	fs.StringVar(&f.only, "only", "", "comma-separated parts to run: limit,enqueue,process,latency,memory (default all; limit always runs, first, as every ratio needs it)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "stop the whole run after this long")
+	fs.BoolVar(&f.cluster, "cluster", false, fmt.Sprintf("instead: the processing run (--tasks, concurrency %d, --partitions) on private Redis Clusters of 1 and of 3 masters, interleaved over --rounds; tasks/s, their ratio and Redis CPU per task per master", clusterConcurrency))
+	fs.IntVar(&f.rounds, "rounds", 3, "with --cluster: rounds, each running every setup once")
+	fs.IntVar(&f.partitions, "partitions", defaultClusterPartitions, fmt.Sprintf("with --cluster: the queue's partitions, %d..%d (at least one per master)", slices.Max(clusterSetups), maxBenchPartitions))
+	describe(fs, c, "[flags]", benchDetails, benchExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if f.tasks < 1000 || f.memTasks < 1000 || f.payload < 0 {
 		return fmt.Errorf("%w: --tasks %d, --mem-tasks %d, --payload %d: want at least 1000, 1000 and 0", errUsage, f.tasks, f.memTasks, f.payload)
+	}
+	set := visited(fs)
+	if f.cluster {
+		// The clusters are private: a given Redis, or parts of the
+		// single-server run, would measure something else.
+		for _, name := range []string{"redis", "only", "mem-tasks"} {
+			if set[name] {
+				return fmt.Errorf("%w: --%s does not apply to --cluster, which starts its own clusters and runs the processing part only", errUsage, name)
+			}
+		}
+		if f.rounds < 1 {
+			return fmt.Errorf("%w: --rounds %d: want at least 1", errUsage, f.rounds)
+		}
+		if lo := slices.Max(clusterSetups); f.partitions < lo || f.partitions > maxBenchPartitions {
+			return fmt.Errorf("%w: --partitions %d: want %d..%d, at least one per master", errUsage, f.partitions, lo, maxBenchPartitions)
+		}
+		return c.runCluster(ctx, m, f)
+	}
+	for _, name := range []string{"rounds", "partitions"} {
+		if set[name] {
+			return fmt.Errorf("%w: --%s applies to --cluster only", errUsage, name)
+		}
 	}
 	for _, p := range strings.Split(f.only, ",") {
 		if p = strings.TrimSpace(p); f.only != "" && !slices.Contains(benchParts, p) {

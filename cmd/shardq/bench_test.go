@@ -237,6 +237,13 @@ func TestBenchBadInput(t *testing.T) {
 		{"BadURL", nil, []string{"--redis", "http://nope"}, exitUsage, "--redis"},
 		{"RedisDown", downEnv(t), nil, exitFailure, "connect to 127.0.0.1:1"},
 		{"Help", nil, []string{"-h"}, exitOK, "-mem-tasks"},
+		{"HelpCluster", nil, []string{"-h"}, exitOK, "-cluster"},
+		{"ClusterWithRedis", nil, []string{"--cluster", "--redis", "redis://127.0.0.1:1"}, exitUsage, "--redis does not apply to --cluster"},
+		{"ClusterWithOnly", nil, []string{"--cluster", "--only", "process"}, exitUsage, "--only does not apply to --cluster"},
+		{"ClusterNoRounds", nil, []string{"--cluster", "--rounds", "0"}, exitUsage, "--rounds 0: want at least 1"},
+		{"RoundsWithoutCluster", nil, []string{"--rounds", "2"}, exitUsage, "--rounds applies to --cluster only"},
+		{"PartitionsWithoutCluster", nil, []string{"--partitions", "3"}, exitUsage, "--partitions applies to --cluster only"},
+		{"ClusterFewPartitions", nil, []string{"--cluster", "--partitions", "2"}, exitUsage, "--partitions 2: want 3..1024"},
 	})
 }
 

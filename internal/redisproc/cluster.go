@@ -29,18 +29,21 @@ type Cluster struct {
 	Replicas []*Server
 }
 
-// StartCluster starts n (at least 3) redis-server nodes in cluster mode, each
-// with its own port, cluster bus port and directory (holding nodes.conf), and
-// the given options; with [WithDir], node i runs in the subdirectory
-// "node<i>". It assigns the slots evenly, joins the nodes with CLUSTER MEET
-// (no replicas; redis-cli is not used), and waits until every node reports
-// cluster_state:ok and all nodes agree on the slot map (CLUSTER SHARDS).
+// StartCluster starts n (at least 1) redis-server nodes in cluster mode,
+// each with its own port, cluster bus port and directory (holding
+// nodes.conf), and the given options; with [WithDir], node i runs in the
+// subdirectory "node<i>". It assigns the slots evenly (one node owns all
+// 16384), joins the nodes with CLUSTER MEET (no replicas; redis-cli is not
+// used), and waits until every node reports cluster_state:ok and all nodes
+// agree on the slot map (CLUSTER SHARDS). A cluster of one or two masters
+// serves as well as a larger one but cannot fail over (see
+// [StartClusterWithReplicas]); it is the baseline for scaling measurements.
 //
 // If redis-server is not in PATH, the error is [ErrNotInstalled]. On error
 // no node is left running.
 func StartCluster(n int, opts ...Option) (*Cluster, error) {
-	if n < 3 {
-		return nil, fmt.Errorf("redisproc: StartCluster needs at least 3 nodes, got %d", n)
+	if n < 1 {
+		return nil, fmt.Errorf("redisproc: StartCluster needs at least 1 node, got %d", n)
 	}
 	cfg := newConfig(opts)
 	cfg.cluster = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -79,11 +80,73 @@ func TestStartClusterTempDirs(t *testing.T) {
 	}
 }
 
-func TestStartClusterNeedsThreeNodes(t *testing.T) {
+// TestStartClusterOneMaster: one node owns all 16384 slots and serves
+// keys of every slot through a cluster client, the baseline of bench
+// --cluster.
+func TestStartClusterOneMaster(t *testing.T) {
 	t.Parallel()
-	c, err := redisproc.StartCluster(2)
-	want := "redisproc: StartCluster needs at least 3 nodes, got 2"
+	c, err := redisproc.StartCluster(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.Addrs(); len(got) != 1 || got[0] != c.Nodes[0].Addr {
+		t.Fatalf("Addrs() = %q, want the one node %s", got, c.Nodes[0].Addr)
+	}
+	ctx := context.Background()
+	node := client(t, c.Nodes[0])
+	info, err := node.ClusterInfo(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER INFO: %v", err)
+	}
+	for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:16384", "cluster_known_nodes:1\r\n", "cluster_size:1\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("CLUSTER INFO lacks %q:\n%s", want, info)
+		}
+	}
+
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer rdb.Close()
+	// keys whose slots lie at both ends of the range
+	for i := range 100 {
+		if err := rdb.Set(ctx, fmt.Sprintf("k:%d", i), i, 0).Err(); err != nil {
+			t.Fatalf("SET %d: %v", i, err)
+		}
+	}
+	if n, err := node.DBSize(ctx).Result(); err != nil || n != 100 {
+		t.Errorf("the node holds %d keys (%v), want all 100", n, err)
+	}
+	// The lone node, never having met a peer, still reports its address,
+	// so clients name it as it was started.
+	var masters []string
+	err = rdb.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+		masters = append(masters, m.Options().Addr)
+		return nil
+	})
+	if err != nil || len(masters) != 1 || masters[0] != c.Nodes[0].Addr {
+		t.Errorf("ForEachMaster visited %q (%v), want only %s", masters, err, c.Nodes[0].Addr)
+	}
+	if m, err := rdb.MasterForKey(ctx, "k:1"); err != nil || m.Options().Addr != c.Nodes[0].Addr {
+		t.Errorf("MasterForKey: %v (%v), want %s", m, err, c.Nodes[0].Addr)
+	}
+}
+
+func TestStartClusterNeedsANode(t *testing.T) {
+	t.Parallel()
+	c, err := redisproc.StartCluster(0)
+	want := "redisproc: StartCluster needs at least 1 node, got 0"
 	if c != nil || err == nil || err.Error() != want {
-		t.Fatalf("StartCluster(2) = %v, %v; want error %q", c, err, want)
+		t.Fatalf("StartCluster(0) = %v, %v; want error %q", c, err, want)
+	}
+}
+
+// TestStartClusterWithReplicasNeedsThreeMasters: with fewer, a dead
+// master's replica could never be elected.
+func TestStartClusterWithReplicasNeedsThreeMasters(t *testing.T) {
+	t.Parallel()
+	c, err := redisproc.StartClusterWithReplicas(2)
+	want := "redisproc: StartClusterWithReplicas needs at least 3 masters, got 2"
+	if c != nil || err == nil || err.Error() != want {
+		t.Fatalf("StartClusterWithReplicas(2) = %v, %v; want error %q", c, err, want)
 	}
 }

@@ -95,7 +95,11 @@ func (c *config) args(dir string, port, busPort int) []string {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "2000",
-			"--cluster-port", strconv.Itoa(busPort))
+			"--cluster-port", strconv.Itoa(busPort),
+			// A node learns its own IP from a peer's MEET; a lone
+			// master never meets one and would report an empty IP
+			// in CLUSTER SLOTS. It is bound to loopback anyway.
+			"--cluster-announce-ip", "127.0.0.1")
 	}
 	return append(a, c.extra...)
 }

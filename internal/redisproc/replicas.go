@@ -12,15 +12,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// StartClusterWithReplicas starts a Redis Cluster of masters (at least 3)
-// master nodes, as [StartCluster] does, and gives each master one replica
-// (CLUSTER REPLICATE), so killing a master promotes its replica after
-// cluster-node-timeout (2 s). Replica i of [Cluster.Replicas] follows
+// StartClusterWithReplicas starts a Redis Cluster of masters master nodes
+// (at least 3: electing a dead master's replica takes a majority of the
+// masters, which the survivors of 1 or 2 are not), as [StartCluster] does,
+// and gives each master one replica (CLUSTER REPLICATE), so killing a
+// master promotes its replica after cluster-node-timeout (2 s). Replica i of [Cluster.Replicas] follows
 // master i of [Cluster.Nodes] at the start; after a failover the roles
 // change and [Cluster.MasterOf] tells who serves a slot. With [WithDir],
 // replica i runs in the subdirectory "replica<i>". It returns once every
 // replica has finished its first sync. On error no node is left running.
 func StartClusterWithReplicas(masters int, opts ...Option) (*Cluster, error) {
+	if masters < 3 {
+		return nil, fmt.Errorf("redisproc: StartClusterWithReplicas needs at least 3 masters, got %d", masters)
+	}
 	c, err := StartCluster(masters, opts...)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,449 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redisproc"
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
+)
+
+// bench --cluster runs the processing benchmark on private Redis Clusters
+// of 1 and of 3 masters, round after round, so both see the same machine
+// at nearly the same time. Its projecting figure is Redis CPU per task per
+// master: wall-clock rates on a small machine, where the masters share
+// the cores with each other and with the client, understate scaling.
+
+// The cluster run's fixed shape: the same for every setup, so only the
+// number of masters differs.
+const (
+	defaultClusterPartitions = 6
+	clusterConcurrency       = 16
+	clusterQueueTries        = 1000
+)
+
+// clusterSetups are the numbers of masters compared, the baseline first.
+var clusterSetups = []int{1, 3}
+
+// clusterSetup is one private cluster and its runs.
+type clusterSetup struct {
+	masters int
+	cl      *redisproc.Cluster
+	rdb     *redis.ClusterClient
+	runs    []clusterRun
+}
+
+// label names the setup in the output: "1 master", "3 masters".
+func (s *clusterSetup) label() string {
+	if s.masters == 1 {
+		return "1 master"
+	}
+	return fmt.Sprintf("%d masters", s.masters)
+}
+
+// clusterRun is what one processing run on one setup measured.
+type clusterRun struct {
+	tasks     int
+	rate      float64   // tasks/s, first handler start to last return
+	redisCPU  []float64 // CPU seconds used by each master (setup's node order)
+	commands  float64   // commands all masters processed
+	reads     float64   // socket reads all masters processed: requests, batched
+	served    []int64   // tasks each master's partitions delivered
+	clientCPU float64   // this process's CPU seconds
+}
+
+// redisUS is the Redis CPU per task summed over all masters, µs.
+func (r clusterRun) redisUS() float64 {
+	sum := 0.0
+	for _, c := range r.redisCPU {
+		sum += c
+	}
+	return sum * 1e6 / float64(r.tasks)
+}
+
+// masterUS is master i's CPU per task it served, µs (0 when it served none).
+func (r clusterRun) masterUS(i int) float64 {
+	if r.served[i] == 0 {
+		return 0
+	}
+	return r.redisCPU[i] * 1e6 / float64(r.served[i])
+}
+
+// clusterBench is one bench --cluster invocation.
+type clusterBench struct {
+	m      *Main
+	f      benchFlags
+	prefix string
+	setups []*clusterSetup
+}
+
+// runCluster starts the clusters, runs the rounds and reports; every
+// cluster it started is stopped before it returns.
+func (c *benchCommand) runCluster(ctx context.Context, m *Main, f benchFlags) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	cb := &clusterBench{m: m, f: f, prefix: "shardq-bench-" + wire.Nonce()}
+	defer cb.close()
+	for _, n := range clusterSetups {
+		if err := cb.start(ctx, n); err != nil {
+			return err
+		}
+	}
+	for round := range f.rounds {
+		// Alternate the order, so neither setup always runs second, on
+		// a machine a previous run has just warmed or loaded.
+		order := slices.Clone(cb.setups)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, s := range order {
+			r, err := cb.runOnce(ctx, s, round)
+			if err != nil {
+				if dl, _ := ctx.Deadline(); !time.Now().Before(dl) {
+					return fmt.Errorf("cluster, %s, round %d: stopped by --timeout %s: %w", s.label(), round+1, f.timeout, context.DeadlineExceeded)
+				}
+				return fmt.Errorf("cluster, %s, round %d: %w", s.label(), round+1, err)
+			}
+			s.runs = append(s.runs, r)
+			cb.progress("  round %d, %s: %.0f tasks/s, Redis CPU %.1f µs/task (all masters), client CPU %.1f µs/task",
+				round+1, s.label(), r.rate, r.redisUS(), r.clientCPU*1e6/float64(r.tasks))
+		}
+	}
+	cb.report(m.Stdout)
+	return nil
+}
+
+// start starts a private cluster of n masters and a client for it made as
+// users make theirs (queue.NewRedisClient with a redis+cluster:// URL).
+func (cb *clusterBench) start(ctx context.Context, n int) error {
+	cl, err := redisproc.StartCluster(n)
+	if err != nil {
+		return fmt.Errorf("start a private %d-master Redis Cluster: %w", n, err)
+	}
+	s := &clusterSetup{masters: n, cl: cl}
+	cb.setups = append(cb.setups, s)
+	addrs := cl.Addrs()
+	url := "redis+cluster://" + addrs[0]
+	if len(addrs) > 1 {
+		url += "?addr=" + strings.Join(addrs[1:], "&addr=")
+	}
+	rdb, err := queue.NewRedisClient(url)
+	if err != nil {
+		return fmt.Errorf("client for the %d-master cluster %q: %w", n, url, err)
+	}
+	s.rdb = rdb.(*redis.ClusterClient)
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("the %d-master cluster at %s: %w", n, url, err)
+	}
+	cb.progress("started a private %s Redis Cluster at %s (stopped on exit)", s.label(), strings.Join(addrs, ", "))
+	return nil
+}
+
+// close closes the clients and stops every cluster.
+func (cb *clusterBench) close() {
+	for _, s := range cb.setups {
+		if s.rdb != nil {
+			_ = s.rdb.Close()
+		}
+		_ = s.cl.Close()
+	}
+}
+
+func (cb *clusterBench) progress(format string, args ...any) {
+	fmt.Fprintf(cb.m.Stderr, format+"\n", args...)
+}
+
+// nodeIndex is the index in s.cl.Nodes of the node at addr.
+func (s *clusterSetup) nodeIndex(addr string) (int, error) {
+	for i, n := range s.cl.Nodes {
+		if n.Addr == addr {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("master %s is not one of the %d nodes started", addr, len(s.cl.Nodes))
+}
+
+// spreadQueue returns a queue name for round whose partitions fall evenly
+// over s's masters (each holds --partitions/masters, give or take
+// one), and the node index holding each partition. Which master holds a
+// partition follows from its name, so an unlucky name would load one
+// master with more than its share and measure that instead of scaling.
+func (cb *clusterBench) spreadQueue(ctx context.Context, s *clusterSetup, round int) (string, []int, error) {
+	for try := range clusterQueueTries {
+		q := fmt.Sprintf("cluster-r%d-%d", round, try)
+		owner := make([]int, cb.f.partitions)
+		per := make([]int, s.masters)
+		for p := range cb.f.partitions {
+			node, err := s.rdb.MasterForKey(ctx, keys.For(cb.prefix, q, p).T)
+			if err != nil {
+				return "", nil, fmt.Errorf("master of partition %d of queue %q: %w", p, q, err)
+			}
+			if owner[p], err = s.nodeIndex(node.Options().Addr); err != nil {
+				return "", nil, err
+			}
+			per[owner[p]]++
+		}
+		if slices.Max(per)-slices.Min(per) <= 1 {
+			return q, owner, nil
+		}
+	}
+	return "", nil, fmt.Errorf("no queue name of %d tried spreads %d partitions evenly over %d masters", clusterQueueTries, cb.f.partitions, s.masters)
+}
+
+// masterCounters is what a master has done so far, from INFO.
+type masterCounters struct {
+	cpu      float64 // used_cpu_user + used_cpu_sys, seconds
+	commands float64 // total_commands_processed
+	reads    float64 // total_reads_processed: one per batch of requests read
+}
+
+// mastersCounters reads each master's counters, in node order, through
+// the cluster client's own view of the masters.
+func (s *clusterSetup) mastersCounters(ctx context.Context) ([]masterCounters, error) {
+	out := make([]masterCounters, len(s.cl.Nodes))
+	seen := make([]bool, len(s.cl.Nodes))
+	var mu sync.Mutex
+	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		i, err := s.nodeIndex(node.Options().Addr)
+		if err != nil {
+			return err
+		}
+		var c masterCounters
+		for _, f := range []struct {
+			section, field string
+			into           *float64
+		}{
+			{"cpu", "used_cpu_user", &c.cpu},
+			{"cpu", "used_cpu_sys", nil},
+			{"stats", "total_commands_processed", &c.commands},
+			{"stats", "total_reads_processed", &c.reads},
+		} {
+			v, err := infoFloat(ctx, node, f.section, f.field)
+			if err != nil {
+				return fmt.Errorf("INFO %s of %s, %s: %w", f.section, node.Options().Addr, f.field, err)
+			}
+			if f.into == nil {
+				c.cpu += v
+			} else {
+				*f.into += v
+			}
+		}
+		mu.Lock()
+		out[i], seen[i] = c, true
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("node %s was not among the cluster's masters", s.cl.Nodes[i].Addr)
+		}
+	}
+	return out, nil
+}
+
+// runOnce is processRun on a cluster: pre-fill a queue of
+// --partitions partitions spread over the masters, run it dry with a
+// no-op handler, and read every master's CPU before and after. The run
+// counts only when every task ran exactly once and nothing is left.
+func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int) (clusterRun, error) {
+	q, owner, err := cb.spreadQueue(ctx, s, round)
+	if err != nil {
+		return clusterRun{}, err
+	}
+	// A bench of its own, for fillIndexed and waitEmpty.
+	b := &bench{m: cb.m, f: cb.f, rdb: s.rdb, cfg: queue.Config{Prefix: cb.prefix, Partitions: map[string]int{q: cb.f.partitions}}}
+	c, insp, err := b.client()
+	if err != nil {
+		return clusterRun{}, err
+	}
+	n := cb.f.tasks
+	if err := b.fillIndexed(ctx, c, q, n); err != nil {
+		return clusterRun{}, fmt.Errorf("fill: %w", err)
+	}
+	counts := make([]atomic.Int32, n)
+	perPart := make([]atomic.Int64, cb.f.partitions)
+	var first, last, done, foreign atomic.Int64
+	all := make(chan struct{})
+	cfg := worker.Config{Config: b.cfg, Queues: map[string]int{q: 1}, Concurrency: clusterConcurrency}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := worker.NewServer(s.rdb, cfg, worker.HandlerFunc(func(_ context.Context, t *worker.Task) error {
+		first.CompareAndSwap(0, time.Now().UnixNano())
+		i, ok := taskIndex(t.Payload)
+		if ok && i < n && t.Partition >= 0 && t.Partition < cb.f.partitions {
+			counts[i].Add(1)
+			perPart[t.Partition].Add(1)
+		} else {
+			foreign.Add(1)
+		}
+		if done.Add(1) == int64(n) {
+			close(all)
+		}
+		storeMax(&last, time.Now().UnixNano())
+		return nil
+	}))
+	if err != nil {
+		return clusterRun{}, err
+	}
+	runtime.GC() // the fill's garbage is not the worker's CPU
+	c0, err := s.mastersCounters(ctx)
+	if err != nil {
+		return clusterRun{}, err
+	}
+	self0 := selfCPU()
+	if err := srv.Start(ctx); err != nil {
+		return clusterRun{}, err
+	}
+	defer stopWorker(srv)
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return clusterRun{}, ctx.Err()
+	}
+	left, err := b.waitEmpty(ctx, insp, q)
+	if err != nil {
+		return clusterRun{}, err
+	}
+	self := selfCPU() - self0
+	c1, err := s.mastersCounters(ctx)
+	if err != nil {
+		return clusterRun{}, err
+	}
+	stopWorker(srv)
+	// checked after the stop, so a late second run of a task counts too
+	if err := exactlyOnce(counts, foreign.Load(), left); err != nil {
+		return clusterRun{}, fmt.Errorf("no figure: %w", err)
+	}
+	r := clusterRun{
+		tasks:     n,
+		rate:      float64(n) / time.Duration(last.Load()-first.Load()).Seconds(),
+		redisCPU:  make([]float64, s.masters),
+		served:    make([]int64, s.masters),
+		clientCPU: self.Seconds(),
+	}
+	for i := range r.redisCPU {
+		r.redisCPU[i] = c1[i].cpu - c0[i].cpu
+		r.commands += c1[i].commands - c0[i].commands
+		r.reads += c1[i].reads - c0[i].reads
+	}
+	for p, node := range owner {
+		r.served[node] += perPart[p].Load()
+	}
+	return r, nil
+}
+
+// clusterFigure is one BENCH line of the cluster run.
+type clusterFigure struct {
+	Name  string  `json:"figure"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	Min   float64 `json:"min,omitempty"`
+	Max   float64 `json:"max,omitempty"`
+	// Rounds is how many rounds the median is of.
+	Rounds int `json:"rounds"`
+}
+
+// medianRange returns the median, min and max of vs.
+func medianRange(vs []float64) (med, lo, hi float64) {
+	return median(vs), slices.Min(vs), slices.Max(vs)
+}
+
+// collect returns f over every run of s.
+func (s *clusterSetup) collect(f func(clusterRun) float64) []float64 {
+	out := make([]float64, len(s.runs))
+	for i, r := range s.runs {
+		out[i] = f(r)
+	}
+	return out
+}
+
+// report prints the table per setup, the ratio of the rates within each
+// round, Redis CPU per task on each master with the rate one core of it
+// would allow at that cost, how the tasks spread, then one JSON line per
+// figure.
+func (cb *clusterBench) report(w io.Writer) {
+	var figs []clusterFigure
+	add := func(name, unit string, vs []float64) {
+		med, lo, hi := medianRange(vs)
+		figs = append(figs, clusterFigure{Name: name, Value: med, Unit: unit, Min: lo, Max: hi, Rounds: len(vs)})
+	}
+	fmt.Fprintf(w, "\nRedis Cluster, processing: %d tasks per run, no-op handler, concurrency %d, %d partitions spread evenly over the masters, %d round(s), setups interleaved; GOMAXPROCS %d\n\n",
+		cb.f.tasks, clusterConcurrency, cb.f.partitions, cb.f.rounds, runtime.GOMAXPROCS(0))
+	// Commands and socket reads per task, summed over the masters, tell a
+	// command's own cost from what each round trip costs Redis.
+	fmt.Fprintf(w, "%-10s %8s %-15s %18s %19s %14s %11s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/task", "client CPU µs/task", "commands/task", "reads/task")
+	for _, s := range cb.setups {
+		rates := s.collect(func(r clusterRun) float64 { return r.rate })
+		redisUS := s.collect(clusterRun.redisUS)
+		clientUS := s.collect(func(r clusterRun) float64 { return r.clientCPU * 1e6 / float64(r.tasks) })
+		med, lo, hi := medianRange(rates)
+		cmds := s.collect(func(r clusterRun) float64 { return r.commands / float64(r.tasks) })
+		reads := s.collect(func(r clusterRun) float64 { return r.reads / float64(r.tasks) })
+		fmt.Fprintf(w, "%-10s %8.0f %-15s %17.1f %18.1f %14.3f %11.3f\n", s.label(), med, fmt.Sprintf("(%.0f-%.0f)", lo, hi), median(redisUS), median(clientUS), median(cmds), median(reads))
+		add("cluster "+s.label()+": process, no-op handler", "tasks/s", rates)
+		add("cluster "+s.label()+": Redis CPU per task, all masters", "µs", redisUS)
+		add("cluster "+s.label()+": client CPU per task", "µs", clientUS)
+		add("cluster "+s.label()+": Redis commands per task, all masters", "commands", cmds)
+		add("cluster "+s.label()+": Redis socket reads per task, all masters", "reads", reads)
+	}
+	base, top := cb.setups[0], cb.setups[len(cb.setups)-1]
+	ratios := make([]float64, len(base.runs))
+	for i := range ratios {
+		ratios[i] = top.runs[i].rate / base.runs[i].rate
+	}
+	med, lo, hi := medianRange(ratios)
+	ratioName := fmt.Sprintf("cluster %s / %s: tasks/s ratio", top.label(), base.label())
+	fmt.Fprintf(w, "\nratio %s / %s: %.2fx tasks/s (median of %d rounds' ratios, %.2f-%.2f)\n", top.label(), base.label(), med, len(ratios), lo, hi)
+	add(ratioName, "x", ratios)
+
+	fmt.Fprintf(w, "\nRedis CPU per task per master: each master's CPU (used_cpu_user+used_cpu_sys) over the tasks its partitions served; median of rounds.\n")
+	fmt.Fprintf(w, "The ceiling is 1 s / that cost: the rate one fully busy master core would allow.\n")
+	fmt.Fprintf(w, "%-10s %-24s %12s %12s %18s\n", "setup", "master", "tasks", "µs/task", "ceiling tasks/s")
+	for _, s := range cb.setups {
+		var total int64
+		for _, r := range s.runs {
+			for _, n := range r.served {
+				total += n
+			}
+		}
+		for i, node := range s.cl.Nodes {
+			var served int64
+			for _, r := range s.runs {
+				served += r.served[i]
+			}
+			us := s.collect(func(r clusterRun) float64 { return r.masterUS(i) })
+			share := 100 * float64(served) / float64(total)
+			ceiling := 0.0
+			if m := median(us); m > 0 {
+				ceiling = 1e6 / m
+			}
+			fmt.Fprintf(w, "%-10s %-24s %11.1f%% %12.1f %18.0f\n", s.label(), fmt.Sprintf("%d (%s)", i+1, node.Addr), share, median(us), ceiling)
+			add(fmt.Sprintf("cluster %s: Redis CPU per task, master %d", s.label(), i+1), "µs", us)
+			figs = append(figs, clusterFigure{Name: fmt.Sprintf("cluster %s: tasks served, master %d", s.label(), i+1), Value: share, Unit: "%", Rounds: len(s.runs)})
+		}
+	}
+	fmt.Fprintln(w)
+	for _, f := range figs {
+		line, _ := json.Marshal(f)
+		fmt.Fprintf(w, "BENCH %s\n", line)
+	}
+}
+
+// maxBenchPartitions bounds --partitions: queue.Config's own bound.
+const maxBenchPartitions = 1024
