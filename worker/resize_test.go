@@ -365,3 +365,33 @@ func sampleQueueInfo(t *testing.T, insp *queue.Inspector, q string, out *produce
 	}()
 	return func() { close(done); <-finished }
 }
+
+// TestRestartedWorkerFollowsTheLayout starts a worker whose configured
+// partition count is older than the count an operator set: it registers
+// the partitions the layout serves and splits its limit over all of them,
+// so no partition is left without a quota and the quotas sum to the limit.
+func TestRestartedWorkerFollowsTheLayout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	if _, err := b.insp.SetPartitions(ctx, "q", 4); err != nil {
+		t.Fatal(err)
+	}
+	b.qcfg.Partitions = map[string]int{"q": 2}
+	b.server(t, Config{Queues: map[string]int{"q": 1}, Concurrency: 4,
+		Limits: map[string]queue.Limits{"q": {Concurrency: 4}}}, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	if n, err := b.rdb.HGet(ctx, keys.Queues(b.qcfg.Prefix), "q").Int(); err != nil || n != 4 {
+		t.Fatalf("the registry counts %d partitions (%v), want the layout's 4", n, err)
+	}
+	sum := 0
+	for part := range 4 {
+		cq, err := b.rdb.HGet(ctx, keys.For(b.qcfg.Prefix, "q", part).Limits(), "cq").Int()
+		if err != nil {
+			t.Fatalf("partition %d has no concurrency quota: %v", part, err)
+		}
+		sum += cq
+	}
+	if sum > 4 {
+		t.Fatalf("the quotas sum to %d, want at most the limit 4", sum)
+	}
+}

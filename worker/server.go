@@ -213,14 +213,29 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // register records the queues this server runs in the registry, so
-// inspectors list them before anything was enqueued.
+// inspectors list them before anything was enqueued, and writes the
+// configured limits. A queue whose partitions an operator set
+// (Inspector.SetPartitions) counts the partitions its layout serves, not
+// the configured count: a restarted worker neither shrinks the registry's
+// count nor writes quotas over fewer partitions than hold them, which
+// would let the quotas sum past the limit.
 func (s *Server) register(ctx context.Context) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	lays, err := layout.ReadAll(ctx, s.rdb, s.cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	served := func(q string) int {
+		if l, ok := lays[q]; ok {
+			return l.Serve
+		}
+		return s.cfg.PartitionsOf(q)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range s.cfg.Queues {
-			p.HSet(ctx, keys.Queues(s.cfg.Prefix), q, s.cfg.PartitionsOf(q))
+			p.HSet(ctx, keys.Queues(s.cfg.Prefix), q, served(q))
 		}
 		for q, l := range s.cfg.Limits {
-			if s.cfg.PartitionsOf(q) == 1 {
+			if served(q) == 1 {
 				limits.Write(ctx, p, keys.For(s.cfg.Prefix, q, 0), limits.Values(l))
 			}
 		}
@@ -231,7 +246,7 @@ func (s *Server) register(ctx context.Context) error {
 	}
 	// a partitioned queue's limits are fleet-wide: quotas per partition
 	for q, l := range s.cfg.Limits {
-		if n := s.cfg.PartitionsOf(q); n > 1 {
+		if n := served(q); n > 1 {
 			if err := limits.WriteFleetWide(ctx, s.rdb, s.cfg.Prefix, q, n, s.cfg.ShardSize, limits.Values(l)); err != nil {
 				return err
 			}
