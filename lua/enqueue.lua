@@ -82,13 +82,8 @@ if F == 2 then
   end
   local first, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
   pending_index(T, first, rolls)
-  if #trimmed > 0 then
-    -- copies the checked path made go with their feed entries
-    for j = 1, #trimmed, 1000 do
-      redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
-    end
-    pending_index_trim(T, KEYS[3])
-  end
+  -- copies the checked path made go with their feed entries
+  pending_forget(T, KEYS[3], KEYS[5], trimmed)
   return codes
 end
 

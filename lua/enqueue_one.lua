@@ -70,10 +70,5 @@ if msg_keyed(msg) or empty then
 end
 local _, trimmed = feed_insert(KEYS[3], {id}, rank, cap)
 pending_index(T, rank, rolls)
-if #trimmed > 0 then
-  for j = 1, #trimmed, 1000 do
-    redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
-  end
-  pending_index_trim(T, KEYS[3])
-end
+pending_forget(T, KEYS[3], KEYS[5], trimmed)
 return {0, tail, hit}

@@ -41,6 +41,17 @@ local function pending_index_trim(T, feed_key)
   end
 end
 
+-- pending_forget drops what trimmed feed entries leave behind: their
+-- message copies in msg_key and the pending index entries no task in the
+-- feed needs.
+local function pending_forget(T, feed_key, msg_key, trimmed)
+  if #trimmed == 0 then return end
+  for j = 1, #trimmed, 1000 do
+    redis.call('HDEL', msg_key, unpack(trimmed, j, math.min(#trimmed, j + 999)))
+  end
+  pending_index_trim(T, feed_key)
+end
+
 -- pending_lookup finds the messages of tasks still pending from their feed
 -- ranks: ids[i] has rank ranks[i] (false when not in the feed). It returns a
 -- table id -> message for those found, less those deleted by ID (T:tomb:
