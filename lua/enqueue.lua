@@ -10,7 +10,7 @@
     due in (ms, 0 = now), unique key ("" = none), unique ttl (ms), id claim
     ttl (ms, 0 = generated id: no claim)
   Returns: one code per task: 0 pending, 1 scheduled, -1 duplicate task ID,
-  -2 duplicate unique task, -5 the partition is closed (T:closed: its queue's
+  -2 duplicate unique task, -5 the partition is closed (include/closed.lua: its queue's
   partition count was lowered and it drains; every task gets -5 and nothing
   is written). Every check runs before the first write, so a rejected task
   changes nothing and the others are enqueued. ]]
@@ -20,12 +20,13 @@
 --@include sharded
 --@include feed
 --@include pendingref
+--@include closed
 local T = ARGV[1]
 local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local F, FIRST = tonumber(ARGV[5]), 6
 
 -- a draining partition takes nothing new: the producer routes again
-if redis.call('EXISTS', T .. ':closed') == 1 then
+if rank_closed(redis.call('GET', KEYS[4])) then
   local codes = {}
   for _ = FIRST, #ARGV, F do codes[#codes + 1] = -5 end
   return codes

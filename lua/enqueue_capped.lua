@@ -20,6 +20,7 @@
   call's count: the check errs towards refusing. ]]
 --@include depth
 --@include msgid
+--@include closed
 local HEADER = 5
 local part, parts = tonumber(ARGV[1]), tonumber(ARGV[2])
 local T, size, F = ARGV[3], tonumber(ARGV[5]), tonumber(ARGV[7])
@@ -27,7 +28,7 @@ local FIRST = 3 + HEADER
 local ntasks = (#ARGV - FIRST + 1) / F
 local lim = redis.call('HMGET', T .. ':limits', 'maxdepth', 'keymaxdepth')
 local max, keymax = tonumber(lim[1]) or 0, tonumber(lim[2]) or 0
-if redis.call('EXISTS', T .. ':closed') == 1 then
+if rank_closed(redis.call('GET', KEYS[4])) then
   -- draining (see enqueue.lua): refused as closed, not as full
   local codes = {}
   for k = 1, ntasks do codes[k] = -5 end

@@ -25,19 +25,20 @@
   push that fills the tail moves T:last on, as sharded_push does; one that
   fills the head, which is not the tail, leaves T:last alone.
 
-  Why no check for a closed partition. Closing a partition
-  (partition_state.lua) writes a marker into its rank counter that INCRBY
-  refuses, so the first command, run before any write, is the check. ]]
+  Why no check for a closed partition. A closed partition's rank counter
+  holds a mark that INCRBY refuses (include/closed.lua), so the first
+  command, run before any write, is the check. ]]
 --@include sharded
 --@include feed
 --@include pendingref
+--@include closed
 local T, size, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local guess, msg, id = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 
 local rank = redis.pcall('INCRBY', KEYS[4], 1)
 if type(rank) == 'table' then
-  -- closed, or another refusal (out of memory): that one is the reply
-  if redis.call('EXISTS', T .. ':closed') == 1 then return {-5} end
+  -- closed, or another refusal: that one is the reply
+  if rank_closed(redis.call('GET', KEYS[4])) then return {-5} end
   return rank
 end
 rank = feed_resume(KEYS[3], KEYS[4], rank, 1)

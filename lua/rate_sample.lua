@@ -9,10 +9,10 @@
   Returns: {now ms, count now, then ms, count then}; then = now when no
   sample is old enough yet ]]
 --@include time
+--@include closed
 local now = now_ms(ARGV[1])
 local window = tonumber(ARGV[2])
--- a closed partition's counter reads "closed:<count>" (partition_state.lua)
-local count = tonumber(string.match(redis.call('GET', KEYS[1]) or '0', '(%d+)$')) or 0
+local count = rank_count(redis.call('GET', KEYS[1])) -- a closed one's too
 local samples = redis.call('LRANGE', KEYS[2], 0, -1)
 local newest = samples[1] and tonumber(string.match(samples[1], '^(%d+):'))
 -- a sample every tenth of a window is enough; more would only churn

@@ -68,7 +68,7 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 				if part >= n {
 					state = "close"
 				}
-				p.Run(ctx, lua.PartitionState, []string{k.Closed(), keys.RankKey(k.Feed())}, state)
+				p.Run(ctx, lua.PartitionState, []string{keys.RankKey(k.Feed())}, state)
 			}
 			return nil
 		})

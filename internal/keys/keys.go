@@ -106,10 +106,6 @@ func Queues(prefix string) string { return prefix + ":queues" }
 // (Inspector.SetPartitions), "<route>/<serve>" (internal/layout).
 func Layout(prefix string) string { return prefix + ":layout" }
 
-// Closed exists while the partition is being drained after its queue's
-// partition count was lowered: enqueue refuses it.
-func (p Partition) Closed() string { return p.T + ":closed" }
-
 // Workers is the zset of live worker processes by heartbeat.
 func Workers(prefix string) string { return prefix + ":workers" }
 
