@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -277,27 +276,10 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 	if err := b.fillIndexed(ctx, c, q, n); err != nil {
 		return clusterRun{}, fmt.Errorf("fill: %w", err)
 	}
-	counts := make([]atomic.Int32, n)
-	perPart := make([]atomic.Int64, cb.f.partitions)
-	var first, last, done, foreign atomic.Int64
-	all := make(chan struct{})
+	tl := newTally(n, cb.f.partitions)
 	cfg := worker.Config{Config: b.cfg, Queues: map[string]int{q: 1}, Concurrency: clusterConcurrency}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := worker.NewServer(s.rdb, cfg, worker.HandlerFunc(func(_ context.Context, t *worker.Task) error {
-		first.CompareAndSwap(0, time.Now().UnixNano())
-		i, ok := taskIndex(t.Payload)
-		if ok && i < n && t.Partition >= 0 && t.Partition < cb.f.partitions {
-			counts[i].Add(1)
-			perPart[t.Partition].Add(1)
-		} else {
-			foreign.Add(1)
-		}
-		if done.Add(1) == int64(n) {
-			close(all)
-		}
-		storeMax(&last, time.Now().UnixNano())
-		return nil
-	}))
+	srv, err := worker.NewServer(s.rdb, cfg, tl)
 	if err != nil {
 		return clusterRun{}, err
 	}
@@ -312,7 +294,7 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 	}
 	defer stopWorker(srv)
 	select {
-	case <-all:
+	case <-tl.all:
 	case <-ctx.Done():
 		return clusterRun{}, ctx.Err()
 	}
@@ -327,12 +309,12 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 	}
 	stopWorker(srv)
 	// checked after the stop, so a late second run of a task counts too
-	if err := exactlyOnce(counts, foreign.Load(), left); err != nil {
+	if err := tl.check(left); err != nil {
 		return clusterRun{}, fmt.Errorf("no figure: %w", err)
 	}
 	r := clusterRun{
 		tasks:     n,
-		rate:      float64(n) / time.Duration(last.Load()-first.Load()).Seconds(),
+		rate:      float64(n) / tl.elapsed().Seconds(),
 		redisCPU:  make([]float64, s.masters),
 		served:    make([]int64, s.masters),
 		clientCPU: self.Seconds(),
@@ -343,7 +325,7 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		r.reads += c1[i].reads - c0[i].reads
 	}
 	for p, node := range owner {
-		r.served[node] += perPart[p].Load()
+		r.served[node] += tl.perPart[p].Load()
 	}
 	return r, nil
 }

@@ -119,24 +119,10 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 		return err
 	}
 	n := b.f.tasks
-	counts := make([]atomic.Int32, n)
-	var first, last, done, foreign atomic.Int64
-	all := make(chan struct{})
+	tl := newTally(n, 0)
 	cfg := worker.Config{Config: b.cfg, Queues: map[string]int{q: 1}, Concurrency: conc}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := worker.NewServer(b.rdb, cfg, worker.HandlerFunc(func(_ context.Context, t *worker.Task) error {
-		first.CompareAndSwap(0, time.Now().UnixNano())
-		if i, ok := taskIndex(t.Payload); ok && i < n {
-			counts[i].Add(1)
-		} else {
-			foreign.Add(1)
-		}
-		if done.Add(1) == int64(n) {
-			close(all)
-		}
-		storeMax(&last, time.Now().UnixNano())
-		return nil
-	}))
+	srv, err := worker.NewServer(b.rdb, cfg, tl)
 	if err != nil {
 		return err
 	}
@@ -155,7 +141,7 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 	// too; on the normal path it is already stopped and this is a no-op.
 	defer stopWorker(srv)
 	select {
-	case <-all:
+	case <-tl.all:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -171,14 +157,14 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 	redisUS := (redisCPU1 - redisCPU0) * 1e6 / float64(n)
 	stopWorker(srv)
 	// checked after the stop, so a late second run of a task counts too
-	if err := exactlyOnce(counts, foreign.Load(), left); err != nil {
+	if err := tl.check(left); err != nil {
 		return fmt.Errorf("concurrency %d: no figure: %w", conc, err)
 	}
 	var target *goal
 	if conc == 16 {
 		target = atLeast(50_000, false, ">= 50000")
 	}
-	elapsed := time.Duration(last.Load() - first.Load())
+	elapsed := tl.elapsed()
 	b.add(figure{Name: fmt.Sprintf("process, no-op handler, concurrency %d", conc), Value: float64(n) / elapsed.Seconds(), Unit: "tasks/s",
 		Limit: b.limits.lpopPipelined, LimitName: "LPOP pipelined", Goal: target})
 	if conc == 16 {
@@ -194,6 +180,57 @@ func (b *bench) processRun(ctx context.Context, conc int) error {
 // errBenchCheck is a processing run whose tasks did not each run exactly
 // once, or that left tasks behind: its figures are not printed.
 var errBenchCheck = errors.New("exactly-once check failed")
+
+// tally is a processing run's no-op handler and its count: how often each
+// task the run enqueued ran (found by the index its payload carries), how
+// many foreign tasks ran, how many per partition (when asked), and the
+// first start and last return. all closes once as many runs as tasks ended.
+type tally struct {
+	n                          int
+	counts                     []atomic.Int32
+	perPart                    []atomic.Int64 // nil: not counted
+	first, last, done, foreign atomic.Int64
+	all                        chan struct{}
+}
+
+// newTally returns the tally of a run of n tasks, counting per partition
+// when partitions > 0.
+func newTally(n, partitions int) *tally {
+	t := &tally{n: n, counts: make([]atomic.Int32, n), all: make(chan struct{})}
+	if partitions > 0 {
+		t.perPart = make([]atomic.Int64, partitions)
+	}
+	return t
+}
+
+// ProcessTask counts one run of task.
+func (tl *tally) ProcessTask(_ context.Context, task *worker.Task) error {
+	tl.first.CompareAndSwap(0, time.Now().UnixNano())
+	i, ok := taskIndex(task.Payload)
+	ok = ok && i < tl.n
+	if tl.perPart != nil {
+		ok = ok && task.Partition >= 0 && task.Partition < len(tl.perPart)
+	}
+	if ok {
+		tl.counts[i].Add(1)
+		if tl.perPart != nil {
+			tl.perPart[task.Partition].Add(1)
+		}
+	} else {
+		tl.foreign.Add(1)
+	}
+	if tl.done.Add(1) == int64(tl.n) {
+		close(tl.all)
+	}
+	storeMax(&tl.last, time.Now().UnixNano())
+	return nil
+}
+
+// elapsed is the time from the first start to the last return.
+func (tl *tally) elapsed() time.Duration { return time.Duration(tl.last.Load() - tl.first.Load()) }
+
+// check is exactlyOnce of the run, left tasks being left in the queue.
+func (tl *tally) check(left int64) error { return exactlyOnce(tl.counts, tl.foreign.Load(), left) }
 
 // exactlyOnce checks every task ran once, no foreign task ran and nothing
 // was left in the queue.
