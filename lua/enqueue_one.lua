@@ -37,9 +37,9 @@ local guess, msg, id = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 
 local rank = redis.pcall('INCRBY', KEYS[4], 1)
 if type(rank) == 'table' then
-  -- closed, or another refusal: that one is the reply
+  -- closed, or another refusal: that one is the reply, naming the key
   if rank_closed(redis.call('GET', KEYS[4])) then return {-5} end
-  return rank
+  return {err = rank.err .. ' (rank counter ' .. KEYS[4] .. ')'}
 end
 rank = feed_resume(KEYS[3], KEYS[4], rank, 1)
 

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shardq/shardq/internal/keys"
@@ -201,5 +202,24 @@ func TestPlainCallLearn(t *testing.T) {
 		if got := pc.tail.Load(); got != c.want {
 			t.Errorf("learn(guess %d, tail %d, hit %v) from %d = %d, want %d", c.guess, c.tail, c.hit, c.cur, got, c.want)
 		}
+	}
+}
+
+// TestEnqueueOneCorruptRankCounter checks that a rank counter holding
+// neither a count nor the closed mark fails the enqueue with an error that
+// names the key, and writes nothing.
+func TestEnqueueOneCorruptRankCounter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+	k := keys.For(b.cfg.Prefix, "q", 0)
+	must(t, b.rdb.Set(ctx, keys.RankKey(k.Feed()), "garbage", 0).Err())
+	_, err := lua.EnqueueOne.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg()},
+		k.T, 1000, 100, -1, "msg", "id").Result()
+	if err == nil || !strings.Contains(err.Error(), keys.RankKey(k.Feed())) || !strings.Contains(err.Error(), "not an integer") {
+		t.Fatalf("enqueue_one on a corrupt rank counter = %v, want an error naming %s", err, keys.RankKey(k.Feed()))
+	}
+	if n, _ := b.rdb.LLen(ctx, k.T+":s:0").Result(); n != 0 {
+		t.Fatalf("the failed enqueue left %d tasks pending", n)
 	}
 }
