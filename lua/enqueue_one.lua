@@ -27,15 +27,39 @@
 
   Why no check for a closed partition. A closed partition's rank counter
   holds a mark that INCRBY refuses (include/closed.lua), so the first
-  command, run before any write, is the check. ]]
---@include sharded
---@include feed
---@include pendingref
---@include closed
+  command, run before any write, is the check.
+
+  Why the common call comes first, before any include. Redis runs the
+  whole script body on every call, so every helper an include defines is a
+  closure made per call: for this script that cost about as much as its
+  three commands (callgrind, see docs/ARCHITECTURE.md). The call that
+  counts (a counter that counts, a guess that lands in the tail with room
+  left, a task with no concurrency key, no feed trim due) is written out
+  here and returns before any of them is defined; every other call goes on
+  below with what the first part did, and does what the general way did. ]]
 local T, size, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local guess, msg, id = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 
 local rank = redis.pcall('INCRBY', KEYS[4], 1)
+-- len is what the guessed push returned; nil when it was not tried
+local len
+if type(rank) == 'number' and rank > 1 and guess >= 0 then
+  len = redis.call('RPUSHX', T .. ':s:' .. guess, msg)
+  -- an unkeyed task in the layout every generated ID has: a short array, a
+  -- short ID, then "" (the test include/pendingref.lua's msg_keyed makes first)
+  local b, b2 = string.byte(msg, 1, 2)
+  local step = math.max(1, math.min(256, math.floor(cap / 16))) -- feed_trim_step
+  if len > 0 and len < size and b and b2 and b >= 0x90 and b <= 0x9f and b2 > 0xa0 and b2 <= 0xbf
+      and string.byte(msg, b2 - 0xa0 + 3) == 0xa0 and (cap <= 0 or rank % step ~= 0) then
+    redis.call('ZADD', KEYS[3], rank, id)
+    return {0, guess, 1}
+  end
+end
+
+--@include sharded
+--@include feed
+--@include pendingref
+--@include closed
 if type(rank) == 'table' then
   -- closed, or another refusal: that one is the reply, naming the key
   if rank_closed(redis.call('GET', KEYS[4])) then return {-5} end
@@ -43,13 +67,14 @@ if type(rank) == 'table' then
 end
 rank = feed_resume(KEYS[3], KEYS[4], rank, 1)
 
-local len, rolls, empty, tail, hit = 0, {}, false, guess, 0
-if guess >= 0 then
+local rolls, empty, tail, hit = {}, false, guess, 0
+if not len and guess >= 0 then
   len = redis.call('RPUSHX', T .. ':s:' .. guess, msg)
-  if len > size then
-    redis.call('RPOP', T .. ':s:' .. guess)
-    len = 0
-  end
+end
+len = len or 0
+if len > size then
+  redis.call('RPOP', T .. ':s:' .. guess)
+  len = 0
 end
 if len > 0 then
   hit = 1

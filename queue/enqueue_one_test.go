@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
 
@@ -221,5 +222,56 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 	}
 	if n, _ := b.rdb.LLen(ctx, k.T+":s:0").Result(); n != 0 {
 		t.Fatalf("the failed enqueue left %d tasks pending", n)
+	}
+}
+
+// TestEnqueueOneHandsOver checks the single Enqueues that leave the
+// script's common call for its general part after the guessed push: a
+// feed trim falling due (a feed of 32 trims every second rank), a task
+// with a concurrency key (it keeps its message copy) and a push that fills
+// the tail. Each keeps its task, its feed entry and the feed's cap.
+func TestEnqueueOneHandsOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{ShardSize: 8, FeedSize: 32})
+	k := keys.For(b.cfg.Prefix, "q", 0)
+	var ids []string
+	for i := range 40 {
+		opts := []Option{In("q")}
+		if i%10 == 4 { // odd ranks: no trim due
+			opts = append(opts, ConcurrencyKey("tenant"))
+		}
+		in, err := b.client.Enqueue(ctx, NewRawTask("t", []byte(fmt.Sprint("p", i)), opts...))
+		must(t, err)
+		ids = append(ids, in.ID)
+		if n, err := b.rdb.ZCard(ctx, k.Feed()).Result(); err != nil || n > 33 {
+			t.Fatalf("after %d enqueues the feed holds %d, %v; want at most 33 (cap 32, trimmed every second rank)", i+1, n, err)
+		}
+	}
+	var pending int64
+	for n := range 6 {
+		l, err := b.rdb.LLen(ctx, fmt.Sprint(k.T, ":s:", n)).Result()
+		must(t, err)
+		if l > 8 {
+			t.Fatalf("shard %d holds %d, over the shard size 8", n, l)
+		}
+		pending += l
+	}
+	if pending != 40 {
+		t.Fatalf("%d tasks pending, want 40", pending)
+	}
+	if rank, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64(); err != nil || rank != 40 {
+		t.Fatalf("rank counter %d, %v; want 40", rank, err)
+	}
+	// the newest keyed task is in the feed with its message copy; every
+	// task still in the feed reads back with its payload
+	if ok, err := b.rdb.HExists(ctx, k.FeedMsg(), wire.StoredID(ids[34])).Result(); err != nil || !ok {
+		t.Fatalf("the keyed task's message copy: %v, %v; want it kept", ok, err)
+	}
+	for i := 10; i < 40; i++ {
+		got, err := b.insp.GetTask(ctx, "q", ids[i])
+		if err != nil || string(got.Payload) != fmt.Sprint("p", i) {
+			t.Fatalf("GetTask of task %d = %+v, %v; want its payload p%d", i, got, err, i)
+		}
 	}
 }
