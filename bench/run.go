@@ -77,6 +77,13 @@ func run(ctx context.Context, o options, out, progressW io.Writer) error {
 				return err
 			}
 			res.add(figLimit, "redis", limit)
+			if w == "enqueue" {
+				progress("round %d/%d: enqueue: %s, in turns of %d", round+1, o.rounds, strings.Join(names, ", "), enqueueBlock)
+				if err := measureEnqueueAll(ctx, st, srv.Addr, sz, round, res); err != nil {
+					return fmt.Errorf("round %d, enqueue: %w", round+1, err)
+				}
+				continue
+			}
 			// rotate the systems' order each round, so none always runs first
 			for k := range systemMakers {
 				i := (k + round) % len(systemMakers)
@@ -113,16 +120,6 @@ func measureOne(ctx context.Context, st stats, mk func(string) (system, error), 
 	defer sys.close()
 	name := sys.name()
 	switch w {
-	case "enqueue":
-		r, err := measureEnqueue(ctx, st, sys, sz)
-		if err != nil {
-			return err
-		}
-		res.add(figEnqRate, name, r.rate)
-		res.add(figEnqCmds, name, r.cmdsPerTask)
-		res.add(figEnqRedis, name, r.redisUS)
-		res.add(figEnqClient, name, r.clientUS)
-		res.add(figEnqCPU, name, r.redisUS+r.clientUS)
 	case "process":
 		r, err := measureProcess(ctx, st, sys, sz)
 		if isCheck(err) {
@@ -168,6 +165,46 @@ func measureOne(ctx context.Context, st stats, mk func(string) (system, error), 
 			}
 			res.add(figMemory(n), name, b)
 		}
+	}
+	return st.rdb.FlushAll(ctx).Err()
+}
+
+// measureEnqueueAll runs the enqueue workload for every system at once,
+// in turns (measureEnqueue), on an empty Redis, and records each system's
+// figures or why it has none this round.
+func measureEnqueueAll(ctx context.Context, st stats, addr string, sz sizes, round int, res *results) error {
+	if err := st.rdb.FlushAll(ctx).Err(); err != nil {
+		return err
+	}
+	var systems []system
+	defer func() {
+		for _, s := range systems {
+			s.close()
+		}
+	}()
+	for _, mk := range systemMakers {
+		s, err := mk(addr)
+		if err != nil {
+			return err
+		}
+		systems = append(systems, s)
+	}
+	rs, errs := measureEnqueue(ctx, st, systems, sz, round)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for i, s := range systems {
+		if errs[i] != nil {
+			// one system's failure costs its figure of this round, not the run
+			res.fail(figEnqRate, s.name(), errs[i])
+			continue
+		}
+		r := rs[i]
+		res.add(figEnqRate, s.name(), r.rate)
+		res.add(figEnqCmds, s.name(), r.cmdsPerTask)
+		res.add(figEnqRedis, s.name(), r.redisUS)
+		res.add(figEnqClient, s.name(), r.clientUS)
+		res.add(figEnqCPU, s.name(), r.redisUS+r.clientUS)
 	}
 	return st.rdb.FlushAll(ctx).Err()
 }

@@ -51,35 +51,77 @@ type enqueueResult struct {
 	cmdsPerTask float64 // Redis commands per enqueue, a script's own included
 }
 
-func measureEnqueue(ctx context.Context, st stats, sys system, sz sizes) (enqueueResult, error) {
+// enqueueBlock is how many single enqueues one system makes before the
+// next takes its turn. A shared machine's speed drifts within seconds, so
+// the systems take short turns, in an order rotated every block, and each
+// meets the same spells; 500 calls keep the INFO read around a turn under
+// a thousandth of it.
+const enqueueBlock = 500
+
+// measureEnqueue measures single enqueues from one producer for every
+// system in turns of enqueueBlock calls, sz.enqueues calls each, all on
+// one Redis (each system keeps its own keys). A system whose call fails
+// drops out with its error; the others go on.
+func measureEnqueue(ctx context.Context, st stats, systems []system, sz sizes, round int) ([]enqueueResult, []error) {
 	payload := payloadFor(0, sz.payload)
-	// warm up: connections dialled, scripts loaded, registries written
-	for range 200 {
-		if err := sys.enqueue(ctx, payload); err != nil {
-			return enqueueResult{}, err
+	res := make([]enqueueResult, len(systems))
+	errs := make([]error, len(systems))
+	took := make([]time.Duration, len(systems))
+	redisCPU := make([]time.Duration, len(systems))
+	selfCPU := make([]time.Duration, len(systems))
+	calls := make([]int64, len(systems))
+	for i, sys := range systems {
+		// warm up: connections dialled, scripts loaded, registries written
+		for range 200 {
+			if err := sys.enqueue(ctx, payload); err != nil {
+				errs[i] = err
+				break
+			}
 		}
 	}
 	runtime.GC()
-	a, err := st.snap(ctx)
-	if err != nil {
-		return enqueueResult{}, err
-	}
-	for range sz.enqueues {
-		if err := sys.enqueue(ctx, payload); err != nil {
-			return enqueueResult{}, err
+	blocks := (sz.enqueues + enqueueBlock - 1) / enqueueBlock
+	for b := range blocks {
+		n := min(enqueueBlock, sz.enqueues-b*enqueueBlock)
+		for k := range systems {
+			i := (k + b + round) % len(systems)
+			if errs[i] != nil {
+				continue
+			}
+			a, err := st.snap(ctx)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			for range n {
+				if err = systems[i].enqueue(ctx, payload); err != nil {
+					break
+				}
+			}
+			z, serr := st.snap(ctx)
+			if err = errors.Join(err, serr); err != nil {
+				errs[i] = err
+				continue
+			}
+			took[i] += z.at.Sub(a.at)
+			redisCPU[i] += z.redisCPU - a.redisCPU
+			selfCPU[i] += z.selfCPU - a.selfCPU
+			calls[i] += z.calls - a.calls // INFO itself is not counted
 		}
 	}
-	b, err := st.snap(ctx)
-	if err != nil {
-		return enqueueResult{}, err
-	}
 	n := float64(sz.enqueues)
-	return enqueueResult{
-		rate:        n / b.at.Sub(a.at).Seconds(),
-		redisUS:     float64((b.redisCPU - a.redisCPU).Microseconds()) / n,
-		clientUS:    float64((b.selfCPU - a.selfCPU).Microseconds()) / n,
-		cmdsPerTask: float64(b.calls-a.calls) / n, // INFO itself is not counted
-	}, nil
+	for i := range systems {
+		if errs[i] != nil {
+			continue
+		}
+		res[i] = enqueueResult{
+			rate:        n / took[i].Seconds(),
+			redisUS:     float64(redisCPU[i].Microseconds()) / n,
+			clientUS:    float64(selfCPU[i].Microseconds()) / n,
+			cmdsPerTask: float64(calls[i]) / n,
+		}
+	}
+	return res, errs
 }
 
 // processResult is one processing run at a fixed concurrency.
