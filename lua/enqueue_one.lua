@@ -3,15 +3,17 @@
   to queue partition T: the single Enqueue's call, three commands in the
   common case (INCRBY, RPUSHX, ZADD) where enqueue.lua's plain path needs
   five. enqueue.lua remains the call for batches and every other task.
-  KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:feed  KEYS[4] T:feed:rank
-  KEYS[5] T:feed:msg
+  KEYS[1] T:feed  KEYS[2] T:feed:rank: the keys every call touches; the
+    general part names the others (T:first, T:last, T:feed:msg, the
+    shards) from T, in the same slot
   ARGV[1] T, the partition's key prefix  ARGV[2] shard size  ARGV[3] feed cap
   ARGV[4] the producer's guess of the tail shard (-1 = none): the tail this
     call's previous reply named  ARGV[5] the message  ARGV[6] the task ID
-  Returns: {0, tail, hit}: enqueued; tail is the shard the next push goes
-  to, for the producer's next guess, and hit is 1 when the guess was used,
-  0 when the call read T:last. {-5}: the partition is closed (see
-  enqueue.lua) and nothing was written.
+  Returns: tail * 2 + hit (at least 0): enqueued; tail is the shard the
+  next push goes to, for the producer's next guess, and hit is 1 when the
+  guess was used, 0 when the call read T:last. -5: the partition is closed
+  (see enqueue.lua) and nothing was written. One integer, not a table: a
+  reply table and each of its values are made and converted per call.
 
   Why the guess is safe. The push is RPUSHX: it lands only in a shard that
   exists, that is, holds items, so it is one of first..last, which every
@@ -32,7 +34,8 @@
   Why the common call comes first, before any include. Redis runs the
   whole script body on every call, so every helper an include defines is a
   closure made per call: for this script that cost about as much as its
-  three commands (callgrind, see docs/ARCHITECTURE.md). The call that
+  three commands (callgrind, see docs/ARCHITECTURE.md), and so did
+  the keys and the reply table it no longer has. The call that
   counts (a counter that counts, a guess that lands in the tail with room
   left, a task with no concurrency key, no feed trim due) is written out
   here and returns before any of them is defined; every other call goes on
@@ -40,7 +43,7 @@
 local T, size, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local guess, msg, id = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 
-local rank = redis.pcall('INCRBY', KEYS[4], 1)
+local rank = redis.pcall('INCRBY', KEYS[2], 1)
 -- len is what the guessed push returned; nil when it was not tried
 local len
 if type(rank) == 'number' and rank > 1 and guess >= 0 then
@@ -51,8 +54,8 @@ if type(rank) == 'number' and rank > 1 and guess >= 0 then
   local step = math.max(1, math.min(256, math.floor(cap / 16))) -- feed_trim_step
   if len > 0 and len < size and b and b2 and b >= 0x90 and b <= 0x9f and b2 > 0xa0 and b2 <= 0xbf
       and string.byte(msg, b2 - 0xa0 + 3) == 0xa0 and (cap <= 0 or rank % step ~= 0) then
-    redis.call('ZADD', KEYS[3], rank, id)
-    return {0, guess, 1}
+    redis.call('ZADD', KEYS[1], rank, id)
+    return guess * 2 + 1
   end
 end
 
@@ -60,12 +63,14 @@ end
 --@include feed
 --@include pendingref
 --@include closed
+-- the general part's keys, by the numbers earlier builds passed them in
+local K = {T .. ':first', T .. ':last', KEYS[1], KEYS[2], T .. ':feed:msg'}
 if type(rank) == 'table' then
   -- closed, or another refusal: that one is the reply, naming the key
-  if rank_closed(redis.call('GET', KEYS[4])) then return {-5} end
-  return {err = rank.err .. ' (rank counter ' .. KEYS[4] .. ')'}
+  if rank_closed(redis.call('GET', K[4])) then return -5 end
+  return {err = rank.err .. ' (rank counter ' .. K[4] .. ')'}
 end
-rank = feed_resume(KEYS[3], KEYS[4], rank, 1)
+rank = feed_resume(K[3], K[4], rank, 1)
 
 local rolls, empty, tail, hit = {}, false, guess, 0
 if not len and guess >= 0 then
@@ -78,23 +83,23 @@ if len > size then
 end
 if len > 0 then
   hit = 1
-  if len >= size and tonumber(redis.call('GET', KEYS[2]) or 0) == guess then
+  if len >= size and tonumber(redis.call('GET', K[2]) or 0) == guess then
     -- the push filled the tail: the next goes to a new shard
     tail = guess + 1
-    redis.call('SET', KEYS[2], tail)
+    redis.call('SET', K[2], tail)
     rolls = {2, tail}
   end
 else
-  len, rolls, empty, tail = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, {msg}, false)
+  len, rolls, empty, tail = sharded_push(K[1], K[2], T .. ':s:', size, {msg}, false)
 end
 
 if msg_keyed(msg) or empty then
   -- as in enqueue.lua: a keyed task may be parked away from the shards, and
   -- one pushed into an empty shard may sit in a blocked worker's in-flight
   -- list until its claim
-  redis.call('HSET', KEYS[5], id, msg)
+  redis.call('HSET', K[5], id, msg)
 end
-local _, trimmed = feed_insert(KEYS[3], {id}, rank, cap)
+local _, trimmed = feed_insert(K[3], {id}, rank, cap)
 pending_index(T, rank, rolls)
-pending_forget(T, KEYS[3], KEYS[5], trimmed)
-return {0, tail, hit}
+pending_forget(T, K[3], K[5], trimmed)
+return tail * 2 + hit

@@ -101,14 +101,14 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 		}
 		return nil, false, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
 	}
-	reply, err := cmd.Int64Slice()
-	if err == nil && len(reply) == 1 && reply[0] == codeClosed {
+	reply, err := cmd.Int64()
+	if err == nil && reply == codeClosed {
 		return nil, true, nil // the partition drains: the general path routes again
 	}
-	if err != nil || len(reply) != 3 || reply[0] != 0 {
+	if err != nil || reply < 0 {
 		return nil, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
 	}
-	pc.learn(guess, reply[1], reply[2] == 1)
+	pc.learn(guess, reply>>1, reply&1 == 1)
 	return p.info, false, nil
 }
 
@@ -158,7 +158,7 @@ func (c *Client) prepared(queue string, partition int) *plainCall {
 	if pc = c.prep[pk]; pc != nil {
 		return pc
 	}
-	pc = &plainCall{call: lua.EnqueueOne.Prepare([]string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg()},
+	pc = &plainCall{call: lua.EnqueueOne.Prepare([]string{k.Feed(), keys.RankKey(k.Feed())},
 		k.T, c.cfg.ShardSize, c.cfg.FeedSize)}
 	pc.tail.Store(-1)
 	if c.prep == nil {
