@@ -28,6 +28,19 @@ const (
 	figLatLate    = "Latency run: late beats"
 )
 
+// figFloorRate and figFloorCPU are a client library's single-enqueue
+// floor (see floor): calls/s, and Redis + client CPU per call.
+func figFloorRate(lib string) string {
+	return fmt.Sprintf("Enqueue floor, a bare LPUSH through %s: calls/s", lib)
+}
+
+func figFloorCPU(lib string) string {
+	return fmt.Sprintf("Enqueue floor, a bare LPUSH through %s: Redis + client CPU per call, µs", lib)
+}
+
+// single reports whether fig is one value per round, not per system.
+func single(fig string) bool { return fig == figLimit || strings.HasPrefix(fig, "Enqueue floor") }
+
 func figMemory(n int) string { return fmt.Sprintf("Memory per pending task at %d: bytes", n) }
 
 // results holds every round's value of every figure, per system.
@@ -115,7 +128,7 @@ func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
 	fmt.Fprintln(w, head+" |")
 	fmt.Fprintln(w, sep)
 	for _, fig := range r.order {
-		if fig == figLimit {
+		if single(fig) {
 			fmt.Fprintf(w, "| %s | %s |%s\n", fig, cell(r.vals[fig]["redis"]), strings.Repeat(" |", 2*len(r.systems)-2))
 			continue
 		}
@@ -143,6 +156,17 @@ func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
 		for _, s := range r.systems {
 			if v := r.vals[figEnqRate][s]; len(v) > 0 {
 				fmt.Fprintf(w, " %s single Enqueue %.0f%%;", s, 100*median(v)/l)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.vals[figFloorRate("go-redis")]["redis"]) > 0 {
+		fmt.Fprintf(w, "of the floor of its client library (a bare LPUSH per call, in the same turns):")
+		for _, s := range r.systems {
+			lib := floorLib[s]
+			v, f := r.vals[figEnqRate][s], r.vals[figFloorRate(lib)]["redis"]
+			if len(v) > 0 && len(f) > 0 {
+				fmt.Fprintf(w, " %s %.2f× %s's;", s, median(v)/median(f), lib)
 			}
 		}
 		fmt.Fprintln(w)

@@ -177,19 +177,28 @@ func measureEnqueueAll(ctx context.Context, st stats, addr string, sz sizes, rou
 		return err
 	}
 	var systems []system
+	floors := newFloors(addr)
 	defer func() {
 		for _, s := range systems {
 			s.close()
 		}
+		for _, f := range floors {
+			f.done()
+		}
 	}()
+	var turns []enqueuer
 	for _, mk := range systemMakers {
 		s, err := mk(addr)
 		if err != nil {
 			return err
 		}
 		systems = append(systems, s)
+		turns = append(turns, s)
 	}
-	rs, errs := measureEnqueue(ctx, st, systems, sz, round)
+	for _, f := range floors {
+		turns = append(turns, f)
+	}
+	rs, errs := measureEnqueue(ctx, st, turns, sz, round)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -205,6 +214,14 @@ func measureEnqueueAll(ctx context.Context, st stats, addr string, sz sizes, rou
 		res.add(figEnqRedis, s.name(), r.redisUS)
 		res.add(figEnqClient, s.name(), r.clientUS)
 		res.add(figEnqCPU, s.name(), r.redisUS+r.clientUS)
+	}
+	for k, f := range floors {
+		i := len(systems) + k
+		if errs[i] != nil {
+			return fmt.Errorf("the %s floor: %w", f.lib, errs[i])
+		}
+		res.add(figFloorRate(f.lib), "redis", rs[i].rate)
+		res.add(figFloorCPU(f.lib), "redis", rs[i].redisUS+rs[i].clientUS)
 	}
 	return st.rdb.FlushAll(ctx).Err()
 }

@@ -59,10 +59,10 @@ type enqueueResult struct {
 const enqueueBlock = 500
 
 // measureEnqueue measures single enqueues from one producer for every
-// system in turns of enqueueBlock calls, sz.enqueues calls each, all on
-// one Redis (each system keeps its own keys). A system whose call fails
+// system (and floor) in turns of enqueueBlock calls, sz.enqueues calls
+// each, all on one Redis (each keeps its own keys). A system whose call fails
 // drops out with its error; the others go on.
-func measureEnqueue(ctx context.Context, st stats, systems []system, sz sizes, round int) ([]enqueueResult, []error) {
+func measureEnqueue(ctx context.Context, st stats, systems []enqueuer, sz sizes, round int) ([]enqueueResult, []error) {
 	payload := payloadFor(0, sz.payload)
 	res := make([]enqueueResult, len(systems))
 	errs := make([]error, len(systems))
