@@ -5,15 +5,16 @@
   five. enqueue.lua remains the call for batches and every other task.
   KEYS[1] T:feed  KEYS[2] T:feed:rank: the keys every call touches; the
     general part names the others (T:first, T:last, T:feed:msg, the
-    shards) from T, in the same slot
-  ARGV[1] T, the partition's key prefix  ARGV[2] shard size  ARGV[3] feed cap
-  ARGV[4] the producer's guess of the tail shard (-1 = none): the tail this
-    call's previous reply named  ARGV[5] the message  ARGV[6] the task ID
-  Returns: tail * 2 + hit (at least 0): enqueued; tail is the shard the
-  next push goes to, for the producer's next guess, and hit is 1 when the
-  guess was used, 0 when the call read T:last. -5: the partition is closed
-  (see enqueue.lua) and nothing was written. One integer, not a table: a
-  reply table and each of its values are made and converted per call.
+    shards) from T, KEYS[1] less ":feed", in the same slot
+  ARGV[1] shard size  ARGV[2] feed cap  ARGV[3] the key of the producer's
+    guess of the tail shard, T:s:<n> ("" = none): the tail this call's
+    previous reply named  ARGV[4] the message  ARGV[5] the task ID
+  Returns: -1: enqueued into the guessed shard, which is still the tail;
+  tail * 2 + hit (at least 0): enqueued, tail is the shard the next push
+  goes to, for the producer's next guess, and hit is 1 when the guess was
+  used, 0 when the call read T:last; -5: the partition is closed (see
+  enqueue.lua) and nothing was written. One integer, not a table: a reply
+  table and each of its values are made and converted per call.
 
   Why the guess is safe. The push is RPUSHX: it lands only in a shard that
   exists, that is, holds items, so it is one of first..last, which every
@@ -40,14 +41,13 @@
   left, a task with no concurrency key, no feed trim due) is written out
   here and returns before any of them is defined; every other call goes on
   below with what the first part did, and does what the general way did. ]]
-local T, size, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local guess, msg, id = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local size, cap, guess_key, msg, id = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 
 local rank = redis.pcall('INCRBY', KEYS[2], 1)
 -- len is what the guessed push returned; nil when it was not tried
 local len
-if type(rank) == 'number' and rank > 1 and guess >= 0 then
-  len = redis.call('RPUSHX', T .. ':s:' .. guess, msg)
+if type(rank) == 'number' and rank > 1 and guess_key ~= '' then
+  len = redis.call('RPUSHX', guess_key, msg)
   -- an unkeyed task in the layout every generated ID has: a short array, a
   -- short ID, then "" (the test include/pendingref.lua's msg_keyed makes first)
   local b, b2 = string.byte(msg, 1, 2)
@@ -55,7 +55,7 @@ if type(rank) == 'number' and rank > 1 and guess >= 0 then
   if len > 0 and len < size and b and b2 and b >= 0x90 and b <= 0x9f and b2 > 0xa0 and b2 <= 0xbf
       and string.byte(msg, b2 - 0xa0 + 3) == 0xa0 and (cap <= 0 or rank % step ~= 0) then
     redis.call('ZADD', KEYS[1], rank, id)
-    return guess * 2 + 1
+    return -1
   end
 end
 
@@ -63,6 +63,8 @@ end
 --@include feed
 --@include pendingref
 --@include closed
+local T = string.sub(KEYS[1], 1, -6)
+local guess = tonumber(string.match(guess_key, ':s:(%d+)$')) or -1
 -- the general part's keys, by the numbers earlier builds passed them in
 local K = {T .. ':first', T .. ':last', KEYS[1], KEYS[2], T .. ':feed:msg'}
 if type(rank) == 'table' then
@@ -74,11 +76,11 @@ rank = feed_resume(K[3], K[4], rank, 1)
 
 local rolls, empty, tail, hit = {}, false, guess, 0
 if not len and guess >= 0 then
-  len = redis.call('RPUSHX', T .. ':s:' .. guess, msg)
+  len = redis.call('RPUSHX', guess_key, msg)
 end
 len = len or 0
 if len > size then
-  redis.call('RPOP', T .. ':s:' .. guess)
+  redis.call('RPOP', guess_key)
   len = 0
 end
 if len > 0 then

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,7 +92,7 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 	guess := pc.tail.Load()
 	var cmd *redis.Cmd
 	err = rcall.Do(ctx, c.rdb, func() error {
-		cmd = pc.call.Run(ctx, c.rdb, guess, p.msg, p.id)
+		cmd = pc.call.Run(ctx, c.rdb, pc.shardKey(guess), p.msg, p.id)
 		return cmd.Err()
 	})
 	if err != nil {
@@ -105,10 +106,14 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 	if err == nil && reply == codeClosed {
 		return nil, true, nil // the partition drains: the general path routes again
 	}
-	if err != nil || reply < 0 {
+	switch {
+	case err != nil || reply < -1:
 		return nil, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
+	case reply == -1: // into the guessed shard, still the tail
+		pc.learn(guess, guess, true)
+	default:
+		pc.learn(guess, reply>>1, reply&1 == 1)
 	}
-	pc.learn(guess, reply>>1, reply&1 == 1)
 	return p.info, false, nil
 }
 
@@ -118,6 +123,33 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 type plainCall struct {
 	call *lua.Prepared
 	tail atomic.Int64
+	// shards is the partition's shard key prefix, T:s:; guess the key of
+	// the last shard guessed, boxed once per shard, not once per call
+	shards string
+	guess  atomic.Pointer[shardGuess]
+}
+
+// shardGuess is one tail shard's number and key, as a script argument.
+type shardGuess struct {
+	n   int64
+	key any
+}
+
+// noGuess is the script argument for no guess.
+var noGuess any = ""
+
+// shardKey returns the script argument naming shard n: its key, or "" for
+// no guess (n < 0).
+func (pc *plainCall) shardKey(n int64) any {
+	if n < 0 {
+		return noGuess
+	}
+	if g := pc.guess.Load(); g != nil && g.n == n {
+		return g.key
+	}
+	g := &shardGuess{n: n, key: pc.shards + strconv.FormatInt(n, 10)}
+	pc.guess.Store(g)
+	return g.key
 }
 
 // learn records the tail a reply named. A reply that used the guess only
@@ -159,7 +191,7 @@ func (c *Client) prepared(queue string, partition int) *plainCall {
 		return pc
 	}
 	pc = &plainCall{call: lua.EnqueueOne.Prepare([]string{k.Feed(), keys.RankKey(k.Feed())},
-		k.T, c.cfg.ShardSize, c.cfg.FeedSize)}
+		c.cfg.ShardSize, c.cfg.FeedSize), shards: k.ShardPrefix()}
 	pc.tail.Store(-1)
 	if c.prep == nil {
 		c.prep = map[partKey]*plainCall{}

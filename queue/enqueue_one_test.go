@@ -115,7 +115,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	}
 	before := pending()
 	reply, err := lua.EnqueueOne.Run(ctx, b.rdb, []string{k.Feed(), keys.RankKey(k.Feed())},
-		k.T, 1000, 100, 0, "msg", "id-closed").Int64()
+		1000, 100, k.ShardPrefix()+"0", "msg", "id-closed").Int64()
 	if err != nil || reply != codeClosed {
 		t.Fatalf("enqueue_one on a closed partition = %v, %v; want %d", reply, err, codeClosed)
 	}
@@ -149,7 +149,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 		t.Fatalf("the reopened rank counter = %d, %v; want %d", v, err, rank)
 	}
 	reply, err = lua.EnqueueOne.Run(ctx, b.rdb, []string{k.Feed(), keys.RankKey(k.Feed())},
-		k.T, 1000, 100, -1, "msg", "id-open").Int64()
+		1000, 100, "", "msg", "id-open").Int64()
 	if err != nil || reply < 0 {
 		t.Fatalf("enqueue_one on the reopened partition = %v, %v", reply, err)
 	}
@@ -216,7 +216,7 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 	k := keys.For(b.cfg.Prefix, "q", 0)
 	must(t, b.rdb.Set(ctx, keys.RankKey(k.Feed()), "garbage", 0).Err())
 	_, err := lua.EnqueueOne.Run(ctx, b.rdb, []string{k.Feed(), keys.RankKey(k.Feed())},
-		k.T, 1000, 100, -1, "msg", "id").Result()
+		1000, 100, "", "msg", "id").Result()
 	if err == nil || !strings.Contains(err.Error(), keys.RankKey(k.Feed())) || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("enqueue_one on a corrupt rank counter = %v, want an error naming %s", err, keys.RankKey(k.Feed()))
 	}
