@@ -3,12 +3,14 @@
   to queue partition T: the single Enqueue's call, three commands in the
   common case (INCRBY, RPUSHX, ZADD) where enqueue.lua's plain path needs
   five. enqueue.lua remains the call for batches and every other task.
-  KEYS[1] T:feed  KEYS[2] T:feed:rank: the keys every call touches; the
-    general part names the others (T:first, T:last, T:feed:msg, the
-    shards) from T, KEYS[1] less ":feed", in the same slot
-  ARGV[1] shard size  ARGV[2] feed cap  ARGV[3] the key of the producer's
-    guess of the tail shard, T:s:<n> ("" = none): the tail this call's
-    previous reply named  ARGV[4] the message  ARGV[5] the task ID
+  KEYS[1] T:feed  KEYS[2] T:feed:rank  KEYS[3] T:first  KEYS[4] T:last
+  KEYS[5] T:feed:msg  KEYS[6] the producer's guess of the tail shard,
+    T:s:<n>: the tail this call's previous reply named (T:s:-1, which never
+    exists, when there is none). Every key either part touches is declared
+    (the general part's later shards aside, as in every script), so during
+    a slot migration Redis runs the call whole on one node or refuses it.
+  ARGV[1] shard size  ARGV[2] feed cap  ARGV[3] the message  ARGV[4] the
+    task ID
   Returns: -1: enqueued into the guessed shard, which is still the tail;
   tail * 2 + hit (at least 0): enqueued, tail is the shard the next push
   goes to, for the producer's next guess, and hit is 1 when the guess was
@@ -35,18 +37,18 @@
   Why the common call comes first, before any include. Redis runs the
   whole script body on every call, so every helper an include defines is a
   closure made per call: for this script that cost about as much as its
-  three commands (callgrind, see docs/ARCHITECTURE.md), and so did
-  the keys and the reply table it no longer has. The call that
+  three commands (callgrind, see docs/ARCHITECTURE.md), and so did the
+  reply table it no longer has. The call that
   counts (a counter that counts, a guess that lands in the tail with room
   left, a task with no concurrency key, no feed trim due) is written out
   here and returns before any of them is defined; every other call goes on
   below with what the first part did, and does what the general way did. ]]
-local size, cap, guess_key, msg, id = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local size, cap, guess_key, msg, id = tonumber(ARGV[1]), tonumber(ARGV[2]), KEYS[6], ARGV[3], ARGV[4]
 
 local rank = redis.pcall('INCRBY', KEYS[2], 1)
 -- len is what the guessed push returned; nil when it was not tried
 local len
-if type(rank) == 'number' and rank > 1 and guess_key ~= '' then
+if type(rank) == 'number' and rank > 1 then
   len = redis.call('RPUSHX', guess_key, msg)
   -- an unkeyed task in the layout every generated ID has: a short array, a
   -- short ID, then "" (the test include/pendingref.lua's msg_keyed makes first)
@@ -66,7 +68,7 @@ end
 local T = string.sub(KEYS[1], 1, -6)
 local guess = tonumber(string.match(guess_key, ':s:(%d+)$')) or -1
 -- the general part's keys, by the numbers earlier builds passed them in
-local K = {T .. ':first', T .. ':last', KEYS[1], KEYS[2], T .. ':feed:msg'}
+local K = {KEYS[3], KEYS[4], KEYS[1], KEYS[2], KEYS[5]}
 if type(rank) == 'table' then
   -- closed, or another refusal: that one is the reply, naming the key
   if rank_closed(redis.call('GET', K[4])) then return -5 end

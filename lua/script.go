@@ -71,6 +71,15 @@ func (s *Script) Prepare(keys []string, args ...any) *Prepared {
 	return &Prepared{script: s, args: append(a, args...)}
 }
 
+// PrepareKeys returns s's call with keys fixed and later more keys to
+// come: the first later arguments of each Run are those keys (a key that
+// changes from call to call), the script's arguments follow them.
+func (s *Script) PrepareKeys(keys []string, later int) *Prepared {
+	p := s.Prepare(keys)
+	p.args[2] = len(keys) + later
+	return p
+}
+
 // Run runs the prepared call with more arguments after the fixed ones,
 // loading the script (EVAL) when Redis does not have it, as Script.Run does.
 func (p *Prepared) Run(ctx context.Context, c Processor, more ...any) *redis.Cmd {

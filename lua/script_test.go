@@ -48,6 +48,20 @@ func TestScriptCacheFlush(t *testing.T) {
 		}
 	})
 
+	t.Run("PreparedKeys", func(t *testing.T) {
+		// a key given with each call: declared as a key (the script sees
+		// it in KEYS, before the arguments), after a flush too
+		s := NewScript("keys-later", "return {#KEYS, KEYS[2], ARGV[1]}")
+		call := s.PrepareKeys([]string{l.Base + ":a"}, 1)
+		for i := range 2 {
+			got, err := call.Run(ctx, rdb, fmt.Sprint(l.Base, ":b", i), "arg").Slice()
+			if err != nil || fmt.Sprint(got) != fmt.Sprintf("[2 %s:b%d arg]", l.Base, i) {
+				t.Fatalf("call %d = %v, %v; want 2 keys, the later one second, then the argument", i, got, err)
+			}
+			must(t, rdb.ScriptFlush(ctx).Err())
+		}
+	})
+
 	t.Run("BeforePipeline", func(t *testing.T) {
 		must(t, rdb.ScriptFlush(ctx).Err())
 		var cmds []*redis.Cmd

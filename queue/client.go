@@ -92,7 +92,7 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 	guess := pc.tail.Load()
 	var cmd *redis.Cmd
 	err = rcall.Do(ctx, c.rdb, func() error {
-		cmd = pc.call.Run(ctx, c.rdb, pc.shardKey(guess), p.msg, p.id)
+		cmd = pc.call.Run(ctx, c.rdb, pc.shardKey(guess), pc.size, pc.cap, p.msg, p.id)
 		return cmd.Err()
 	})
 	if err != nil {
@@ -124,9 +124,13 @@ type plainCall struct {
 	call *lua.Prepared
 	tail atomic.Int64
 	// shards is the partition's shard key prefix, T:s:; guess the key of
-	// the last shard guessed, boxed once per shard, not once per call
-	shards string
-	guess  atomic.Pointer[shardGuess]
+	// the last shard guessed, boxed once per shard, not once per call;
+	// noGuess, T:s:-1, a key that never exists, stands for no guess
+	shards  string
+	guess   atomic.Pointer[shardGuess]
+	noGuess any
+	// size and cap are the script's shard size and feed cap, boxed once
+	size, cap any
 }
 
 // shardGuess is one tail shard's number and key, as a script argument.
@@ -135,14 +139,11 @@ type shardGuess struct {
 	key any
 }
 
-// noGuess is the script argument for no guess.
-var noGuess any = ""
-
-// shardKey returns the script argument naming shard n: its key, or "" for
-// no guess (n < 0).
+// shardKey returns the script's key naming shard n, or T:s:-1 for no
+// guess (n < 0).
 func (pc *plainCall) shardKey(n int64) any {
 	if n < 0 {
-		return noGuess
+		return pc.noGuess
 	}
 	if g := pc.guess.Load(); g != nil && g.n == n {
 		return g.key
@@ -190,8 +191,9 @@ func (c *Client) prepared(queue string, partition int) *plainCall {
 	if pc = c.prep[pk]; pc != nil {
 		return pc
 	}
-	pc = &plainCall{call: lua.EnqueueOne.Prepare([]string{k.Feed(), keys.RankKey(k.Feed())},
-		c.cfg.ShardSize, c.cfg.FeedSize), shards: k.ShardPrefix()}
+	// the guessed shard is the sixth key, given with each call
+	pc = &plainCall{call: lua.EnqueueOne.PrepareKeys([]string{k.Feed(), keys.RankKey(k.Feed()), k.First(), k.Last(), k.FeedMsg()}, 1),
+		shards: k.ShardPrefix(), noGuess: k.ShardPrefix() + "-1", size: c.cfg.ShardSize, cap: c.cfg.FeedSize}
 	pc.tail.Store(-1)
 	if c.prep == nil {
 		c.prep = map[partKey]*plainCall{}

@@ -114,8 +114,8 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 		return n
 	}
 	before := pending()
-	reply, err := lua.EnqueueOne.Run(ctx, b.rdb, []string{k.Feed(), keys.RankKey(k.Feed())},
-		1000, 100, k.ShardPrefix()+"0", "msg", "id-closed").Int64()
+	reply, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
+		1000, 100, "msg", "id-closed").Int64()
 	if err != nil || reply != codeClosed {
 		t.Fatalf("enqueue_one on a closed partition = %v, %v; want %d", reply, err, codeClosed)
 	}
@@ -148,8 +148,8 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	if v, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64(); err != nil || v != rank {
 		t.Fatalf("the reopened rank counter = %d, %v; want %d", v, err, rank)
 	}
-	reply, err = lua.EnqueueOne.Run(ctx, b.rdb, []string{k.Feed(), keys.RankKey(k.Feed())},
-		1000, 100, "", "msg", "id-open").Int64()
+	reply, err = lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
+		1000, 100, "msg", "id-open").Int64()
 	if err != nil || reply < 0 {
 		t.Fatalf("enqueue_one on the reopened partition = %v, %v", reply, err)
 	}
@@ -215,8 +215,8 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 	b := setup(t, Config{})
 	k := keys.For(b.cfg.Prefix, "q", 0)
 	must(t, b.rdb.Set(ctx, keys.RankKey(k.Feed()), "garbage", 0).Err())
-	_, err := lua.EnqueueOne.Run(ctx, b.rdb, []string{k.Feed(), keys.RankKey(k.Feed())},
-		1000, 100, "", "msg", "id").Result()
+	_, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
+		1000, 100, "msg", "id").Result()
 	if err == nil || !strings.Contains(err.Error(), keys.RankKey(k.Feed())) || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("enqueue_one on a corrupt rank counter = %v, want an error naming %s", err, keys.RankKey(k.Feed()))
 	}
@@ -274,4 +274,10 @@ func TestEnqueueOneHandsOver(t *testing.T) {
 			t.Fatalf("GetTask of task %d = %+v, %v; want its payload p%d", i, got, err, i)
 		}
 	}
+}
+
+// oneKeys returns enqueue_one.lua's keys for partition k with the guessed
+// shard's key.
+func oneKeys(k keys.Partition, guess string) []string {
+	return []string{k.Feed(), keys.RankKey(k.Feed()), k.First(), k.Last(), k.FeedMsg(), guess}
 }
