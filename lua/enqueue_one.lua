@@ -38,11 +38,11 @@
   whole script body on every call, so every helper an include defines is a
   closure made per call: for this script that cost about as much as its
   three commands (callgrind, see docs/ARCHITECTURE.md), and so did the
-  reply table it no longer has. The call that
-  counts (a counter that counts, a guess that lands in the tail with room
-  left, a task with no concurrency key, no feed trim due) is written out
-  here and returns before any of them is defined; every other call goes on
-  below with what the first part did, and does what the general way did. ]]
+  reply table it no longer has. The call that counts (a counter that
+  counts, a guess that lands in the tail with room left, a task with no
+  concurrency key, no feed trim due) is written out here and returns
+  before any of them is defined; every other call goes on below with what
+  the first part did, and does what the general way did. ]]
 local size, cap, guess_key, msg, id = tonumber(ARGV[1]), tonumber(ARGV[2]), KEYS[6], ARGV[3], ARGV[4]
 
 local rank = redis.pcall('INCRBY', KEYS[2], 1)

@@ -133,7 +133,7 @@ type plainCall struct {
 	size, cap any
 }
 
-// shardGuess is one tail shard's number and key, as a script argument.
+// shardGuess is one tail shard's number and key, boxed as the script takes it.
 type shardGuess struct {
 	n   int64
 	key any
