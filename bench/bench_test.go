@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,18 @@ func TestQuick(t *testing.T) {
 		}
 		if fig != figLimit && strings.Count(line, "×") != 2 {
 			t.Errorf("row %q lacks a system's figure or a ratio: %s", fig, line)
+		}
+	}
+	// the single enqueue's floors: a row each, and every system's rate
+	// over its own library's floor
+	for _, lib := range []string{"go-redis", "redigo"} {
+		if !strings.Contains(got, "| "+figFloorRate(lib)+" | ") {
+			t.Errorf("no floor row for %s in:\n%s", lib, got)
+		}
+	}
+	for sys, lib := range floorLib {
+		if !regexp.MustCompile(`of the floor of its client library.* ` + regexp.QuoteMeta(sys) + ` [0-9.]+× ` + lib + `'s;`).MatchString(got) {
+			t.Errorf("no ratio of %s to the %s floor in:\n%s", sys, lib, got)
 		}
 	}
 }
