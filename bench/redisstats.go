@@ -23,7 +23,26 @@ type snapshot struct {
 	at       time.Time
 }
 
+// snap reads Redis's figures, then this process's: a snapshot that opens
+// a measured stretch, whose INFO call stays out of it.
 func (s stats) snap(ctx context.Context) (snapshot, error) {
+	sn, err := s.info(ctx)
+	sn.selfCPU, sn.at = selfCPU(), time.Now()
+	return sn, err
+}
+
+// snapEnd reads this process's figures, then Redis's: a snapshot that
+// closes a measured stretch, whose INFO call stays out of it too (but for
+// Redis's own time on it before it reads its CPU).
+func (s stats) snapEnd(ctx context.Context) (snapshot, error) {
+	self, at := selfCPU(), time.Now()
+	sn, err := s.info(ctx)
+	sn.selfCPU, sn.at = self, at
+	return sn, err
+}
+
+// info reads Redis's CPU and call counts.
+func (s stats) info(ctx context.Context) (snapshot, error) {
 	info, err := s.rdb.Info(ctx, "cpu", "commandstats").Result()
 	if err != nil {
 		return snapshot{}, err
@@ -45,7 +64,6 @@ func (s stats) snap(ctx context.Context) (snapshot, error) {
 			sn.calls += n
 		}
 	}
-	sn.selfCPU, sn.at = selfCPU(), time.Now()
 	return sn, nil
 }
 

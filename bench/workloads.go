@@ -54,8 +54,8 @@ type enqueueResult struct {
 // enqueueBlock is how many single enqueues one system makes before the
 // next takes its turn. A shared machine's speed drifts within seconds, so
 // the systems take short turns, in an order rotated every block, and each
-// meets the same spells; 500 calls keep the INFO read around a turn under
-// a thousandth of it.
+// meets the same spells; the INFO reads around a turn stay out of its
+// time and client CPU (snap, snapEnd).
 const enqueueBlock = 500
 
 // measureEnqueue measures single enqueues from one producer for every
@@ -98,7 +98,7 @@ func measureEnqueue(ctx context.Context, st stats, systems []enqueuer, sz sizes,
 					break
 				}
 			}
-			z, serr := st.snap(ctx)
+			z, serr := st.snapEnd(ctx)
 			if err = errors.Join(err, serr); err != nil {
 				errs[i] = err
 				continue
@@ -180,7 +180,7 @@ func measureProcess(ctx context.Context, st stats, sys system, sz sizes) (proces
 		left, err := sys.leftover(ctx)
 		return left == 0, err
 	})
-	b, err := st.snap(ctx)
+	b, err := st.snapEnd(ctx)
 	stop()
 	if err != nil {
 		return processResult{}, err
