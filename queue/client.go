@@ -90,11 +90,7 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, refused bool, err error) {
 	pc := c.prepared(p.info.Queue, p.info.Partition)
 	guess := pc.tail.Load()
-	var cmd *redis.Cmd
-	err = rcall.Do(ctx, c.rdb, func() error {
-		cmd = pc.call.Run(ctx, c.rdb, pc.shardKey(guess), pc.size, pc.cap, p.msg, p.id)
-		return cmd.Err()
-	})
+	cmd, err := c.runPlain(ctx, pc, pc.shardKey(guess), p.msg, p.id)
 	if err != nil {
 		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
 		if ctx.Err() == nil && lua.IsRefused(err) {
@@ -115,6 +111,23 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 		pc.learn(guess, reply>>1, reply&1 == 1)
 	}
 	return p.info, false, nil
+}
+
+// runPlain runs one partition's single plain enqueue call, bounded by
+// ctx as rcall.Do bounds a call. The common case calls on this goroutine
+// with no closure, so the call's command and the caller's task stay off
+// the heap.
+func (c *Client) runPlain(ctx context.Context, pc *plainCall, guess any, msg []byte, id string) (*redis.Cmd, error) {
+	if ctx.Err() == nil && rcall.Inline(ctx, c.rdb) {
+		cmd := pc.call.Run(ctx, c.rdb, guess, pc.size, pc.cap, msg, id)
+		return cmd, rcall.Settle(ctx, cmd.Err())
+	}
+	var cmd *redis.Cmd
+	err := rcall.Do(ctx, c.rdb, func() error {
+		cmd = pc.call.Run(ctx, c.rdb, guess, pc.size, pc.cap, msg, id)
+		return cmd.Err()
+	})
+	return cmd, err
 }
 
 // plainCall is one partition's single plain enqueue: the prepared call and

@@ -2,9 +2,13 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
@@ -280,4 +284,54 @@ func TestEnqueueOneHandsOver(t *testing.T) {
 // shard's key.
 func oneKeys(k keys.Partition, guess string) []string {
 	return []string{k.Feed(), keys.RankKey(k.Feed()), k.First(), k.Last(), k.FeedMsg(), guess}
+}
+
+// TestEnqueueOneBoundedByContext: the single Enqueue's short path returns
+// when its context ends, on a client that bounds reads by the context
+// (the call runs on the caller's goroutine) and on one that does not (the
+// call runs beside it): a deadline on a hung Redis gives DeadlineExceeded,
+// a context already cancelled gives its cause at once.
+func TestEnqueueOneBoundedByContext(t *testing.T) {
+	t.Parallel()
+	for _, bounded := range []bool{true, false} {
+		t.Run(fmt.Sprint("ContextTimeoutEnabled=", bounded), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := setup(t, Config{})
+			o := b.srv.Options()
+			o.ContextTimeoutEnabled = bounded
+			o.MaxRetries = -1
+			rdb := redis.NewClient(o)
+			t.Cleanup(func() { _ = rdb.Close() })
+			client, err := NewClient(rdb, b.cfg)
+			must(t, err)
+			for range 2 { // registered, its layout read: the short path from here on
+				_, err := client.Enqueue(ctx, NewRawTask("t", nil, In("q")))
+				must(t, err)
+			}
+			if client.prepared("q", 0).tail.Load() < 0 {
+				t.Fatal("the warm-up did not take the short path")
+			}
+
+			cause := errors.New("the caller gave up")
+			cctx, cancel := context.WithCancelCause(ctx)
+			cancel(cause)
+			if _, err := client.Enqueue(cctx, NewRawTask("t", nil, In("q"))); !errors.Is(err, cause) {
+				t.Fatalf("Enqueue on a cancelled context = %v, want its cause", err)
+			}
+
+			b.srv.Pause(t)
+			defer b.srv.Resume(t)
+			dctx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer stop()
+			start := time.Now()
+			_, err = client.Enqueue(dctx, NewRawTask("t", nil, In("q")))
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Enqueue on a hung Redis = %v, want context.DeadlineExceeded", err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("returned after %v, want about 300ms", d)
+			}
+		})
+	}
 }
