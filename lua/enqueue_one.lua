@@ -65,16 +65,14 @@ end
 --@include feed
 --@include pendingref
 --@include closed
-local T = string.sub(KEYS[1], 1, -6)
+local T = string.sub(KEYS[1], 1, -6) -- T:feed less ":feed"
 local guess = tonumber(string.match(guess_key, ':s:(%d+)$')) or -1
--- the general part's keys, by the numbers earlier builds passed them in
-local K = {KEYS[3], KEYS[4], KEYS[1], KEYS[2], KEYS[5]}
 if type(rank) == 'table' then
   -- closed, or another refusal: that one is the reply, naming the key
-  if rank_closed(redis.call('GET', K[4])) then return -5 end
-  return {err = rank.err .. ' (rank counter ' .. K[4] .. ')'}
+  if rank_closed(redis.call('GET', KEYS[2])) then return -5 end
+  return {err = rank.err .. ' (rank counter ' .. KEYS[2] .. ')'}
 end
-rank = feed_resume(K[3], K[4], rank, 1)
+rank = feed_resume(KEYS[1], KEYS[2], rank, 1)
 
 local rolls, empty, tail, hit = {}, false, guess, 0
 if not len and guess >= 0 then
@@ -87,23 +85,23 @@ if len > size then
 end
 if len > 0 then
   hit = 1
-  if len >= size and tonumber(redis.call('GET', K[2]) or 0) == guess then
+  if len >= size and tonumber(redis.call('GET', KEYS[4]) or 0) == guess then
     -- the push filled the tail: the next goes to a new shard
     tail = guess + 1
-    redis.call('SET', K[2], tail)
+    redis.call('SET', KEYS[4], tail)
     rolls = {2, tail}
   end
 else
-  len, rolls, empty, tail = sharded_push(K[1], K[2], T .. ':s:', size, {msg}, false)
+  len, rolls, empty, tail = sharded_push(KEYS[3], KEYS[4], T .. ':s:', size, {msg}, false)
 end
 
 if msg_keyed(msg) or empty then
   -- as in enqueue.lua: a keyed task may be parked away from the shards, and
   -- one pushed into an empty shard may sit in a blocked worker's in-flight
   -- list until its claim
-  redis.call('HSET', K[5], id, msg)
+  redis.call('HSET', KEYS[5], id, msg)
 end
-local _, trimmed = feed_insert(K[3], {id}, rank, cap)
+local _, trimmed = feed_insert(KEYS[1], {id}, rank, cap)
 pending_index(T, rank, rolls)
-pending_forget(T, K[3], K[5], trimmed)
+pending_forget(T, KEYS[1], KEYS[5], trimmed)
 return tail * 2 + hit

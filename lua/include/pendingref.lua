@@ -13,6 +13,7 @@ local PENDING_LOOKUP_SHARDS = 8
 
 -- msg_keyed reports whether a message has a concurrency key: such a task
 -- may be parked (T:k:<key>) away from the shards, so it keeps its copy.
+-- enqueue_one.lua repeats its first test inline, before any include.
 local function msg_keyed(m)
   local b, b2 = string.byte(m, 1, 2)
   if b and b >= 0x90 and b <= 0x9f and b2 and b2 > 0xa0 and b2 <= 0xbf then
