@@ -127,7 +127,12 @@ func (c *Client) runPlain(ctx context.Context, pc *plainCall, guess any, msg []b
 		cmd = pc.call.Run(ctx, c.rdb, guess, pc.size, pc.cap, msg, id)
 		return cmd.Err()
 	})
-	return cmd, err
+	if err != nil {
+		// Do may return on ctx while the call still runs and sets cmd:
+		// read cmd only after a nil error
+		return nil, err
+	}
+	return cmd, nil
 }
 
 // plainCall is one partition's single plain enqueue: the prepared call and

@@ -321,7 +321,12 @@ func TestEnqueueOneBoundedByContext(t *testing.T) {
 			}
 
 			b.srv.Pause(t)
-			defer b.srv.Resume(t)
+			resumed := false
+			defer func() {
+				if !resumed {
+					b.srv.Resume(t)
+				}
+			}()
 			dctx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer stop()
 			start := time.Now()
@@ -332,6 +337,37 @@ func TestEnqueueOneBoundedByContext(t *testing.T) {
 			if d := time.Since(start); d > time.Second {
 				t.Fatalf("returned after %v, want about 300ms", d)
 			}
+
+			// Redis wakes: the call given up on still lands, once (it is
+			// never resent), and the client goes on with the next
+			b.srv.Resume(t)
+			resumed = true
+			waitPending(t, b, 3)
+			// the abandoned call's goroutine ends now, with nothing that
+			// orders it after its caller's return, unlike the client's next
+			// call: -race sees anything it writes that its caller read
+			time.Sleep(50 * time.Millisecond)
+			_, err = client.Enqueue(ctx, NewRawTask("t", nil, In("q")))
+			must(t, err)
+			waitPending(t, b, 4)
 		})
+	}
+}
+
+// waitPending waits up to 5 s for queue q to hold want pending tasks,
+// failing at once on more.
+func waitPending(t *testing.T, b *bundle, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := b.insp.QueueInfo(context.Background(), "q")
+		must(t, err)
+		if info.Pending == want {
+			return
+		}
+		if info.Pending > want || time.Now().After(deadline) {
+			t.Fatalf("%d tasks pending, want %d", info.Pending, want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -363,7 +363,10 @@ func (c *Client) runFlow(ctx context.Context, s *lua.Script, key string, args []
 		code, err = s.Run(ctx, c.rdb, []string{key}, args...).Int64()
 		return err
 	})
-	return code, redisError(err)
+	if err != nil {
+		return 0, redisError(err) // the call may still be running and set code
+	}
+	return code, nil
 }
 
 // flowEnv returns what the flow package needs of this client.
