@@ -98,7 +98,11 @@ func run(ctx context.Context, rdb redis.UniversalClient, q Queue, set *Limits) (
 		return false, nil
 	}
 	perMS := lim.Per.Milliseconds()
-	parts := make([]keys.Partition, q.Partitions)
+	// every partition the home has a record for, served or not: a caller
+	// that has not read a grown layout yet would otherwise grant the
+	// served ones what the others still hold, and a shrunk layout's
+	// partitions keep their quotas until idle
+	parts := make([]keys.Partition, max(q.Partitions, lock[4]))
 	for i := range parts {
 		parts[i] = keys.For(q.Prefix, q.Name, i)
 	}
@@ -127,8 +131,8 @@ func run(ctx context.Context, rdb redis.UniversalClient, q Queue, set *Limits) (
 		reps[i] = report{cq: v[1], rq: v[2], running: v[3], started: v[4], backlog: v[5]}
 	}
 
-	cwant := targets(lim.Concurrency, reps, func(r report) int { return r.running })
-	rwant := targets(lim.Rate, reps, func(r report) int { return r.started })
+	cwant := targets(lim.Concurrency, reps, q.Partitions, func(r report) int { return r.running })
+	rwant := targets(lim.Rate, reps, q.Partitions, func(r report) int { return r.started })
 
 	// shrink first: a partition gives back before the record says so
 	shrink := func(limit, have, want int) string {
@@ -148,7 +152,7 @@ func run(ctx context.Context, rdb redis.UniversalClient, q Queue, set *Limits) (
 		return false, fmt.Errorf("quota shrink of %q: %w", q.Name, err)
 	}
 
-	commit := []any{epoch, lim.Concurrency, lim.Rate}
+	commit := []any{epoch, lim.Concurrency, lim.Rate, q.Partitions}
 	for i, r := range reps {
 		commit = append(commit, r.cq, cwant[i], r.rq, rwant[i])
 	}
@@ -220,10 +224,11 @@ func setQuotas(ctx context.Context, rdb redis.UniversalClient, q Queue, parts []
 
 // targets splits limit over the partitions by demand (what each uses now
 // plus its backlog): max-min fair, so a partition gets what it needs up to
-// an equal level, and what no partition needs is spread evenly, so a
-// partition whose work arrives later can start some at once. No target is
-// below what the partition uses now.
-func targets(limit int, reps []report, used func(report) int) []int {
+// an equal level, and what no partition needs is spread evenly over the
+// first served ones (those past them get their demand only, so that an
+// idle one drops out), so a partition whose work arrives later can start
+// some at once. No target is below what the partition uses now.
+func targets(limit int, reps []report, served int, used func(report) int) []int {
 	n := len(reps)
 	out := make([]int, n)
 	if limit <= 0 || n == 0 {
@@ -257,7 +262,7 @@ func targets(limit int, reps []report, used func(report) int) []int {
 		}
 	}
 	// spread what nobody needs, evenly
-	for i := 0; left > 0; i = (i + 1) % n {
+	for i := 0; left > 0; i = (i + 1) % min(max(served, 1), n) {
 		out[i]++
 		left--
 	}

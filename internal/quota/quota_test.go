@@ -311,3 +311,50 @@ for i = 2, #KEYS do
   r = r + math.max(0, tonumber(redis.call('HGET', KEYS[1], 'c:' .. (i - 2)) or 0))
 end
 return {q, r}`)
+
+// TestQuotaRunOverFewerPartitions: a rebalance whose worker knows fewer
+// partitions than the home has records for (it has not read a layout that
+// grew, or the layout shrank) still counts the others' quotas: the sum
+// stays within the limit. The partitions it did not know keep their
+// quotas while they have demand; once a partition past the served count is
+// idle, its quota and record go, and its share moves to the served ones.
+func TestQuotaRunOverFewerPartitions(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	const limit = 4
+	must(t, Set(ctx, e.rdb, e.q, Limits{Concurrency: limit})) // 1 each over 4
+	e.running(t, 2, 1)
+	e.backlog(t, 2, 5) // partition 2 is busy and has work waiting
+	e.backlog(t, 0, 8)
+	e.backlog(t, 1, 8)
+
+	stale := *e
+	stale.q.Partitions = 2
+	for range 3 {
+		stale.rebalance(t)
+		if q := e.quotas(t); sum(q) > limit {
+			t.Fatalf("quotas %v after a rebalance over 2 of 4 partitions: sum %d, over the limit %d", q, sum(q), limit)
+		}
+	}
+	if q := e.quotas(t); q[2] < 1 {
+		t.Fatalf("quotas %v: partition 2 runs a task and has a backlog, yet lost its quota", q)
+	}
+
+	// partitions 2 and 3 go idle (drained, as after a shrink): their
+	// shares move to 0 and 1, and the home forgets their records
+	e.running(t, 2, 0)
+	must(t, e.rdb.Del(ctx, e.part(2).ShardPrefix()+"0").Err())
+	stale.rebalance(t)
+	stale.rebalance(t)
+	q := e.quotas(t)
+	if q[0]+q[1] != limit || max(q[2], 0)+max(q[3], 0) != 0 {
+		t.Fatalf("quotas %v: want the whole limit %d on partitions 0 and 1, none left on the idle 2 and 3", q, limit)
+	}
+	home := keys.QuotaFor(e.q.Prefix, e.q.Name)
+	for _, f := range []string{"c:2", "c:3"} {
+		if ok, err := e.rdb.HExists(ctx, home.Quota(), f).Result(); err != nil || ok {
+			t.Fatalf("home record %s of an idle partition past the served 2: %v, %v; want it gone", f, ok, err)
+		}
+	}
+}
