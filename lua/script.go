@@ -83,14 +83,32 @@ func (s *Script) PrepareKeys(keys []string, later int) *Prepared {
 // Run runs the prepared call with more arguments after the fixed ones,
 // loading the script (EVAL) when Redis does not have it, as Script.Run does.
 func (p *Prepared) Run(ctx context.Context, c Processor, more ...any) *redis.Cmd {
-	args := make([]any, len(p.args), len(p.args)+len(more))
+	args := p.Args(len(more))
+	copy(args[len(p.args):], more)
+	return p.RunArgs(ctx, c, args)
+}
+
+// Args returns a new slice of the call's arguments: the fixed ones, then
+// more slots left nil for the caller to fill. A hot caller keeps it and
+// fills the slots anew for each RunArgs, so that no call copies the fixed
+// part or boxes a value that does not change (a pointer, stored once,
+// boxes nothing).
+func (p *Prepared) Args(more int) []any {
+	args := make([]any, len(p.args)+more)
 	copy(args, p.args)
-	args = append(args, more...)
+	return args
+}
+
+// RunArgs runs the call with args, a slice from Args with its slots
+// filled, as Run does. RunArgs never changes args: a NOSCRIPT reply is
+// followed by an EVAL of a copy. The caller may reuse args once RunArgs
+// returned, unless a hook of c keeps the command.
+func (p *Prepared) RunArgs(ctx context.Context, c Processor, args []any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, args...)
 	_ = c.Process(ctx, noRetry{cmd})
 	if IsNoScript(cmd.Err()) {
-		args[0], args[1] = "eval", p.script.src
-		cmd = redis.NewCmd(ctx, args...)
+		eval := append([]any{"eval", p.script.src}, args[2:]...)
+		cmd = redis.NewCmd(ctx, eval...)
 		_ = c.Process(ctx, noRetry{cmd})
 	}
 	return cmd

@@ -62,6 +62,28 @@ func TestScriptCacheFlush(t *testing.T) {
 		}
 	})
 
+	t.Run("ReusedArgs", func(t *testing.T) {
+		// one argument slice, its slots filled anew for each call, one of
+		// them a pointer read at each call: a flush between calls sends an
+		// EVAL of a copy and leaves the slice as it was
+		s := NewScript("reused-args", "return {KEYS[2], ARGV[1], ARGV[2]}")
+		call := s.PrepareKeys([]string{l.Base + ":a"}, 1)
+		args := call.Args(3)
+		var arg string
+		args[len(args)-1] = &arg
+		for i := range 3 {
+			args[len(args)-3], args[len(args)-2], arg = fmt.Sprint(l.Base, ":k", i), i, fmt.Sprint("v", i)
+			got, err := call.RunArgs(ctx, rdb, args).Slice()
+			if want := fmt.Sprintf("[%s:k%d %d v%d]", l.Base, i, i, i); err != nil || fmt.Sprint(got) != want {
+				t.Fatalf("call %d = %v, %v; want %s", i, got, err, want)
+			}
+			if args[0] != "evalsha" || args[1] != s.Hash() {
+				t.Fatalf("after call %d the slice opens %v %v: RunArgs changed it", i, args[0], args[1])
+			}
+			must(t, rdb.ScriptFlush(ctx).Err())
+		}
+	})
+
 	t.Run("BeforePipeline", func(t *testing.T) {
 		must(t, rdb.ScriptFlush(ctx).Err())
 		var cmds []*redis.Cmd

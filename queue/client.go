@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,8 +51,10 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	if c.cfg.ContextHeaders != nil {
 		ctxHeaders = c.cfg.ContextHeaders(ctx)
 	}
-	p, err := c.build(task, opts, ctxHeaders, time.Now())
+	buf := getMsgBuf()
+	p, err := c.build(task, opts, ctxHeaders, time.Now(), *buf)
 	if err != nil {
+		putMsgBuf(buf, nil)
 		return nil, err
 	}
 	// the common case takes the short path: a plain task, no replicas to
@@ -61,12 +62,17 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	// whose partition layout was read within LayoutRefresh
 	if p.plain() && !p.wait && c.cfg.WaitReplicas == 0 && !c.capped(p.info.Queue) && c.isRegistered(p.info.Queue) &&
 		!c.layoutStale(p.info.Queue) {
-		info, refused, err := c.sendPlain(ctx, &p)
+		info, refused, inFlight, err := c.sendPlain(ctx, &p)
+		if !inFlight {
+			putMsgBuf(buf, p.msg)
+		}
 		if !refused {
 			return info, err
 		}
 		// refused unrun (a slot migrating, a failover) or by a draining
 		// partition: the general path retries and routes again
+	} else {
+		putMsgBuf(buf, p.msg)
 	}
 	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
 	var be *BatchError
@@ -80,144 +86,6 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 		return nil, err
 	}
 	return infos[0], nil
-}
-
-// sendPlain is the common single Enqueue: a plain task to a registered
-// partition, by enqueue_one.lua with the partition's tail shard guessed
-// from the previous reply (three Redis commands). refused reports a call
-// Redis refused unrun, or a closed partition: the caller takes the general
-// path, which routes again.
-func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, refused bool, err error) {
-	pc := c.prepared(p.info.Queue, p.info.Partition)
-	guess := pc.tail.Load()
-	cmd, err := c.runPlain(ctx, pc, pc.shardKey(guess), p.msg, p.id)
-	if err != nil {
-		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
-		if ctx.Err() == nil && lua.IsRefused(err) {
-			return nil, true, err
-		}
-		return nil, false, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
-	}
-	reply, err := cmd.Int64()
-	if err == nil && reply == codeClosed {
-		return nil, true, nil // the partition drains: the general path routes again
-	}
-	switch {
-	case err != nil || reply < -1:
-		return nil, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
-	case reply == -1: // into the guessed shard, still the tail
-		pc.learn(guess, guess, true)
-	default:
-		pc.learn(guess, reply>>1, reply&1 == 1)
-	}
-	return p.info, false, nil
-}
-
-// runPlain runs one partition's single plain enqueue call, bounded by
-// ctx as rcall.Do bounds a call. The common case calls on this goroutine
-// with no closure, so the call's command and the caller's task stay off
-// the heap.
-func (c *Client) runPlain(ctx context.Context, pc *plainCall, guess any, msg []byte, id string) (*redis.Cmd, error) {
-	if ctx.Err() == nil && rcall.Inline(ctx, c.rdb) {
-		cmd := pc.call.Run(ctx, c.rdb, guess, pc.size, pc.cap, msg, id)
-		return cmd, rcall.Settle(ctx, cmd.Err())
-	}
-	var cmd *redis.Cmd
-	err := rcall.Do(ctx, c.rdb, func() error {
-		cmd = pc.call.Run(ctx, c.rdb, guess, pc.size, pc.cap, msg, id)
-		return cmd.Err()
-	})
-	if err != nil {
-		// Do may return on ctx while the call still runs and sets cmd:
-		// read cmd only after a nil error
-		return nil, err
-	}
-	return cmd, nil
-}
-
-// plainCall is one partition's single plain enqueue: the prepared call and
-// the tail shard its replies named, which the next call guesses (-1 = none
-// yet). A wrong guess costs a command, never a task: see enqueue_one.lua.
-type plainCall struct {
-	call *lua.Prepared
-	tail atomic.Int64
-	// shards is the partition's shard key prefix, T:s:; guess the key of
-	// the last shard guessed, boxed once per shard, not once per call;
-	// noGuess, T:s:-1, a key that never exists, stands for no guess
-	shards  string
-	guess   atomic.Pointer[shardGuess]
-	noGuess any
-	// size and cap are the script's shard size and feed cap, boxed once
-	size, cap any
-}
-
-// shardGuess is one tail shard's number and key, boxed as the script takes it.
-type shardGuess struct {
-	n   int64
-	key any
-}
-
-// shardKey returns the script's key naming shard n, or T:s:-1 for no
-// guess (n < 0).
-func (pc *plainCall) shardKey(n int64) any {
-	if n < 0 {
-		return pc.noGuess
-	}
-	if g := pc.guess.Load(); g != nil && g.n == n {
-		return g.key
-	}
-	g := &shardGuess{n: n, key: pc.shards + strconv.FormatInt(n, 10)}
-	pc.guess.Store(g)
-	return g.key
-}
-
-// learn records the tail a reply named. A reply that used the guess only
-// moves the tail on (replies of concurrent calls arrive in any order); one
-// that read the tail itself corrects a guess that missed (the shard was gone
-// or full, say after the queue was deleted), unless a concurrent reply
-// moved the tail on since.
-func (pc *plainCall) learn(guess, tail int64, hit bool) {
-	for {
-		cur := pc.tail.Load()
-		if cur == tail || (hit || cur != guess) && cur > tail {
-			return
-		}
-		if pc.tail.CompareAndSwap(cur, tail) {
-			return
-		}
-	}
-}
-
-// partKey names one queue partition in the prepared-call cache.
-type partKey struct {
-	queue     string
-	partition int
-}
-
-// prepared returns the plain enqueue call of one partition, made once.
-func (c *Client) prepared(queue string, partition int) *plainCall {
-	pk := partKey{queue, partition}
-	c.prepMu.RLock()
-	pc := c.prep[pk]
-	c.prepMu.RUnlock()
-	if pc != nil {
-		return pc
-	}
-	k := keys.For(c.cfg.Prefix, queue, partition)
-	c.prepMu.Lock()
-	defer c.prepMu.Unlock()
-	if pc = c.prep[pk]; pc != nil {
-		return pc
-	}
-	// the guessed shard is the sixth key, given with each call
-	pc = &plainCall{call: lua.EnqueueOne.PrepareKeys([]string{k.Feed(), keys.RankKey(k.Feed()), k.First(), k.Last(), k.FeedMsg()}, 1),
-		shards: k.ShardPrefix(), noGuess: k.ShardPrefix() + "-1", size: c.cfg.ShardSize, cap: c.cfg.FeedSize}
-	pc.tail.Store(-1)
-	if c.prep == nil {
-		c.prep = map[partKey]*plainCall{}
-	}
-	c.prep[pk] = pc
-	return pc
 }
 
 // EnqueueBatch adds tasks with one script call per queue partition, all in
@@ -288,7 +156,7 @@ func (c *Client) prepare(tasks []*Task, opts []Option, ctxHeaders map[string]str
 	failed := false
 	now := time.Now()
 	for i, t := range tasks {
-		p, err := c.build(t, opts, ctxHeaders, now)
+		p, err := c.build(t, opts, ctxHeaders, now, nil)
 		if err != nil {
 			errs[i] = err
 			failed = true
@@ -308,7 +176,8 @@ func (c *Client) prepare(tasks []*Task, opts []Option, ctxHeaders map[string]str
 }
 
 // build validates one task and encodes its message.
-func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string, now time.Time) (pending, error) {
+// buf, when not nil, is where the message is encoded (reused storage).
+func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string, now time.Time, buf []byte) (pending, error) {
 	if t == nil {
 		return pending{}, fmt.Errorf("%w: nil task", ErrInvalidTask)
 	}
@@ -369,11 +238,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		// reading of the same moment, for the returned TaskInfo only.
 		p.due = now.Add(o.processIn).Round(0) // wall clock only, as GetTask reports
 	}
-	b, err := m.Encode()
-	if err != nil {
-		return pending{}, err
-	}
-	p.msg, p.id = b, m.ID
+	p.msg, p.id = m.AppendEncode(buf[:0]), m.ID
 	p.route = routeKey(m.ID, m.Key, m.Unique, p.idClaim > 0)
 	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, p.route), &m, nil)
 	return p, nil

@@ -341,7 +341,7 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 	}
 	id := wire.NewID()
 	all := append(opts[:len(opts):len(opts)], TaskID(wire.PublicID(id)), func(o *options) error { o.flow = ref; return nil })
-	p, err := c.build(t, all, nil, time.Now())
+	p, err := c.build(t, all, nil, time.Now(), nil)
 	if err != nil {
 		return nil, err
 	}

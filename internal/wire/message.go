@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -128,11 +129,21 @@ func (m *Message) DecodeMsgpack(d *msgpack.Decoder) error {
 
 // Encode returns the message's msgpack bytes.
 func (m *Message) Encode() ([]byte, error) {
+	return m.AppendEncode(nil), nil
+}
+
+// AppendEncode appends the message's msgpack bytes to b, which it grows
+// once, to the size the message needs, when b has not the room: a caller
+// that reuses b encodes with no allocation.
+func (m *Message) AppendEncode(b []byte) []byte {
 	size := 40 + len(m.ID) + len(m.Key) + len(m.Type) + len(m.Payload) + len(m.Unique) + len(m.Flow)
 	for k, v := range m.Headers {
 		size += 10 + len(k) + len(v)
 	}
-	return appendMessage(make([]byte, 0, size), m), nil
+	if cap(b)-len(b) < size {
+		b = slices.Grow(b, size)
+	}
+	return appendMessage(b, m)
 }
 
 // DecodeMessageString decodes a message held in a string, as go-redis
