@@ -2,6 +2,8 @@
 --[[ enqueue: add a batch of tasks to one queue partition T.
   KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:feed  KEYS[4] T:feed:rank
   KEYS[5] T:feed:msg  KEYS[6] T:scheduled  KEYS[7] T:msg  KEYS[8] T:state
+  KEYS[9] T:guard, which never exists (keys.Partition.Guard): declared so that
+    Redis refuses this script while its slot migrates, as it reaches shards
   ARGV[1] T, the partition's key prefix (for T:s:<n>, T:unique:<key>, T:id:<id>)
   ARGV[2] now (ms, "" = server time)  ARGV[3] shard size  ARGV[4] feed cap
   ARGV[5] fields per task: 2 when every task is plain (pending now, generated

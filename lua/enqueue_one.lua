@@ -3,14 +3,15 @@
   to queue partition T: the single Enqueue's call, three commands in the
   common case (INCRBY, RPUSHX, ZADD) where enqueue.lua's plain path needs
   five. enqueue.lua remains the call for batches and every other task.
-  KEYS[1] T:feed  KEYS[2] T:feed:rank  KEYS[3] T:first  KEYS[4] T:last
-  KEYS[5] T:feed:msg  KEYS[6] the producer's guess of the tail shard,
+  KEYS[1] T:feed  KEYS[2] T:feed:rank  KEYS[3] T:guard, which never exists
+    (keys.Partition.Guard)  KEYS[4] the producer's guess of the tail shard,
     T:s:<n>: the tail this call's previous reply named (T:s:-1, which never
-    exists, when there is none). Every key either part touches is declared
-    (the general part's later shards aside, as in every script), so during
-    a slot migration Redis runs the call whole on one node or refuses it.
-  ARGV[1] shard size  ARGV[2] feed cap  ARGV[3] the message  ARGV[4] the
-    task ID
+    exists either, when there is none). The guard makes Redis refuse the
+    call while the slot migrates, so the keys the general part reaches
+    (T:first, T:last, T:feed:msg, shards) need not be declared, and the
+    common call reads four keys, not six.
+  ARGV[1] shard size  ARGV[2] feed cap  ARGV[3] the message, whose first
+    element is the task ID (read from it: one argument less)
   Returns: -1: enqueued into the guessed shard, which is still the tail;
   tail * 2 + hit (at least 0): enqueued, tail is the shard the next push
   goes to, for the producer's next guess, and hit is 1 when the guess was
@@ -43,7 +44,7 @@
   concurrency key, no feed trim due) is written out here and returns
   before any of them is defined; every other call goes on below with what
   the first part did, and does what the general way did. ]]
-local size, cap, guess_key, msg, id = tonumber(ARGV[1]), tonumber(ARGV[2]), KEYS[6], ARGV[3], ARGV[4]
+local size, cap, guess_key, msg = tonumber(ARGV[1]), tonumber(ARGV[2]), KEYS[4], ARGV[3]
 
 local rank = redis.pcall('INCRBY', KEYS[2], 1)
 -- len is what the guessed push returned; nil when it was not tried
@@ -56,7 +57,7 @@ if type(rank) == 'number' and rank > 1 then
   local step = math.max(1, math.min(256, math.floor(cap / 16))) -- feed_trim_step
   if len > 0 and len < size and b and b2 and b >= 0x90 and b <= 0x9f and b2 > 0xa0 and b2 <= 0xbf
       and string.byte(msg, b2 - 0xa0 + 3) == 0xa0 and (cap <= 0 or rank % step ~= 0) then
-    redis.call('ZADD', KEYS[1], rank, id)
+    redis.call('ZADD', KEYS[1], rank, string.sub(msg, 3, b2 - 0xa0 + 2))
     return -1
   end
 end
@@ -66,6 +67,8 @@ end
 --@include pendingref
 --@include closed
 local T = string.sub(KEYS[1], 1, -6) -- T:feed less ":feed"
+local first_key, last_key, feed_msg = T .. ':first', T .. ':last', T .. ':feed:msg'
+local id = msg_head(msg)
 local guess = tonumber(string.match(guess_key, ':s:(%d+)$')) or -1
 if type(rank) == 'table' then
   -- closed, or another refusal: that one is the reply, naming the key
@@ -85,23 +88,23 @@ if len > size then
 end
 if len > 0 then
   hit = 1
-  if len >= size and tonumber(redis.call('GET', KEYS[4]) or 0) == guess then
+  if len >= size and tonumber(redis.call('GET', last_key) or 0) == guess then
     -- the push filled the tail: the next goes to a new shard
     tail = guess + 1
-    redis.call('SET', KEYS[4], tail)
+    redis.call('SET', last_key, tail)
     rolls = {2, tail}
   end
 else
-  len, rolls, empty, tail = sharded_push(KEYS[3], KEYS[4], T .. ':s:', size, {msg}, false)
+  len, rolls, empty, tail = sharded_push(first_key, last_key, T .. ':s:', size, {msg}, false)
 end
 
 if msg_keyed(msg) or empty then
   -- as in enqueue.lua: a keyed task may be parked away from the shards, and
   -- one pushed into an empty shard may sit in a blocked worker's in-flight
   -- list until its claim
-  redis.call('HSET', KEYS[5], id, msg)
+  redis.call('HSET', feed_msg, id, msg)
 end
 local _, trimmed = feed_insert(KEYS[1], {id}, rank, cap)
 pending_index(T, rank, rolls)
-pending_forget(T, KEYS[1], KEYS[5], trimmed)
+pending_forget(T, KEYS[1], feed_msg, trimmed)
 return tail * 2 + hit

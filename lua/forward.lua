@@ -3,6 +3,8 @@
   pending list. Any worker may run it, any number at once.
   KEYS[1] T:scheduled  KEYS[2] T:retry  KEYS[3] T:msg  KEYS[4] T:state
   KEYS[5] T:first  KEYS[6] T:last
+  KEYS[7] T:guard, which never exists (keys.Partition.Guard): declared so that
+    Redis refuses this script while its slot migrates, as it reaches shards
   ARGV[1] T:s:  ARGV[2] now (ms, "" = server time)  ARGV[3] shard size  ARGV[4] max per set
   A task that never ran loses its record and message copy (pending tasks
   need neither); a retrying one keeps both, so inspectors still find it

@@ -3,6 +3,8 @@
   partition T's list (an operator emptying a backlog).
   KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:msg  KEYS[4] T:state
   KEYS[5] T:feed:msg
+  KEYS[6] T:guard, which never exists (keys.Partition.Guard): declared so that
+    Redis refuses this script while its slot migrates, as it reaches shards
   ARGV[1] T  ARGV[2] n
   Each task's message goes with its list item; a record and message copy
   it kept from an earlier attempt go too, and so does a uniqueness lock it

@@ -3,6 +3,8 @@
   tasks. Any worker may run it, any number at once: every step is atomic.
   KEYS[1] T:active  KEYS[2] T:msg  KEYS[3] T:state  KEYS[4] T:first  KEYS[5] T:last
   KEYS[6] T:expire  KEYS[7] T:done
+  KEYS[8] T:guard, which never exists (keys.Partition.Guard): declared so that
+    Redis refuses this script while its slot migrates, as it reaches shards
   ARGV[1] T  ARGV[2] now (ms, "" = server time)  ARGV[3] shard size  ARGV[4] max tasks per step
   ARGV[5..] IDs of dead workers, whose in-flight lists go back
   Expired leases and dead workers' in-flight items go to the head of the

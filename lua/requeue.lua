@@ -2,6 +2,8 @@
 --[[ requeue: give running tasks back to the head of the pending list
   without costing an attempt (graceful shutdown ran out of time).
   KEYS[1] T:active  KEYS[2] T:msg  KEYS[3] T:state  KEYS[4] T:first  KEYS[5] T:last
+  KEYS[6] T:guard, which never exists (keys.Partition.Guard): declared so that
+    Redis refuses this script while its slot migrates, as it reaches shards
   ARGV[1] T  ARGV[2] shard size  ARGV[3..] pairs: id, token
   Returns: one code per task: 1 requeued, 0 stale token ]]
 --@include limits

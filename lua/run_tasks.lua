@@ -4,6 +4,8 @@
   KEYS[1] T:scheduled  KEYS[2] T:retry  KEYS[3] T:dead  KEYS[4] T:msg
   KEYS[5] T:state  KEYS[6] T:first  KEYS[7] T:last  KEYS[8] T:feed
   KEYS[9] T:feed:msg
+  KEYS[10] T:guard, which never exists (keys.Partition.Guard): declared so that
+    Redis refuses this script while its slot migrates, as it reaches shards
   ARGV[1] T:s:  ARGV[2] shard size
   ARGV[3..] pairs: task ID, its MaxRetry (from its message)
   A task that never ran loses its record, as in forward; one that ran keeps

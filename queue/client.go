@@ -407,7 +407,7 @@ func (c *Client) collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []err
 
 // enqueueKeys returns the KEYS of enqueue.lua for partition k.
 func enqueueKeys(k keys.Partition) []string {
-	return []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State()}
+	return []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State(), k.Guard()}
 }
 
 // isRegistered reports whether queue's registry entry was written by this client.

@@ -121,7 +121,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	}
 	before := pending()
 	reply, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
-		1000, 100, "msg", "id-closed").Int64()
+		1000, 100, oneMsg(t, "id-closed")).Int64()
 	if err != nil || reply != codeClosed {
 		t.Fatalf("enqueue_one on a closed partition = %v, %v; want %d", reply, err, codeClosed)
 	}
@@ -155,7 +155,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 		t.Fatalf("the reopened rank counter = %d, %v; want %d", v, err, rank)
 	}
 	reply, err = lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
-		1000, 100, "msg", "id-open").Int64()
+		1000, 100, oneMsg(t, "id-open")).Int64()
 	if err != nil || reply < 0 {
 		t.Fatalf("enqueue_one on the reopened partition = %v, %v", reply, err)
 	}
@@ -222,7 +222,7 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 	k := keys.For(b.cfg.Prefix, "q", 0)
 	must(t, b.rdb.Set(ctx, keys.RankKey(k.Feed()), "garbage", 0).Err())
 	_, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
-		1000, 100, "msg", "id").Result()
+		1000, 100, oneMsg(t, "id")).Result()
 	if err == nil || !strings.Contains(err.Error(), keys.RankKey(k.Feed())) || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("enqueue_one on a corrupt rank counter = %v, want an error naming %s", err, keys.RankKey(k.Feed()))
 	}
@@ -285,7 +285,16 @@ func TestEnqueueOneHandsOver(t *testing.T) {
 // oneKeys returns enqueue_one.lua's keys for partition k with the guessed
 // shard's key.
 func oneKeys(k keys.Partition, guess string) []string {
-	return []string{k.Feed(), keys.RankKey(k.Feed()), k.First(), k.Last(), k.FeedMsg(), guess}
+	return []string{k.Feed(), keys.RankKey(k.Feed()), k.Guard(), guess}
+}
+
+// oneMsg returns a plain task's message with ID id, as enqueue_one.lua
+// takes it (the ID is read from the message).
+func oneMsg(t *testing.T, id string) []byte {
+	t.Helper()
+	b, err := (&wire.Message{ID: id, Type: "t"}).Encode()
+	must(t, err)
+	return b
 }
 
 // TestEnqueueOneBoundedByContext: the single Enqueue's short path returns

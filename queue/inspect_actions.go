@@ -38,7 +38,7 @@ var runAction = &action{
 	script: lua.RunTasks,
 	states: []State{StateScheduled, StateRetry, StateDead},
 	keys: func(k keys.Partition) []string {
-		return []string{k.Scheduled(), k.Retry(), k.Dead(), k.Msg(), k.State(), k.First(), k.Last(), k.Feed(), k.FeedMsg()}
+		return []string{k.Scheduled(), k.Retry(), k.Dead(), k.Msg(), k.State(), k.First(), k.Last(), k.Feed(), k.FeedMsg(), k.Guard()}
 	},
 	args: func(i *Inspector, k keys.Partition, tasks []*TaskInfo) []any {
 		args := []any{k.ShardPrefix(), i.cfg.ShardSize}
@@ -159,7 +159,7 @@ func (i *Inspector) purgePending(ctx context.Context, queue string) (int64, erro
 						continue
 					}
 					k := keys.For(i.cfg.Prefix, queue, part)
-					cmds[j] = p.Run(ctx, lua.PurgePending, []string{k.First(), k.Last(), k.Msg(), k.State(), k.FeedMsg()}, k.T, asks[j])
+					cmds[j] = p.Run(ctx, lua.PurgePending, []string{k.First(), k.Last(), k.Msg(), k.State(), k.FeedMsg(), k.Guard()}, k.T, asks[j])
 				}
 				return nil
 			})

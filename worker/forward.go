@@ -39,7 +39,7 @@ func (s *Server) forwardOnce(ctx context.Context) (time.Duration, error) {
 	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
 		for i, p := range parts {
 			k := p.k
-			cmds[i] = pipe.Run(ctx, lua.Forward, []string{k.Scheduled(), k.Retry(), k.Msg(), k.State(), k.First(), k.Last()},
+			cmds[i] = pipe.Run(ctx, lua.Forward, []string{k.Scheduled(), k.Retry(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()},
 				k.ShardPrefix(), s.cfg.now(), s.cfg.ShardSize, 1000)
 		}
 		return nil

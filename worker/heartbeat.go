@@ -114,7 +114,7 @@ func (s *Server) queueReap(ctx context.Context, pipe *lua.Pipe, p *part, workers
 	k := p.k
 	args := []any{k.T, s.cfg.now(), s.cfg.ShardSize, 1000}
 	args = append(args, toAny(workers)...)
-	return pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()}, args...)
+	return pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done(), k.Guard()}, args...)
 }
 
 // parseExtend reads extend.lua's {lost IDs, cancelled IDs}.

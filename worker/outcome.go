@@ -257,7 +257,7 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*lua.Scri
 		for i := range os {
 			args = append(args, &os[i].id, &os[i].token)
 		}
-		return lua.Requeue, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last()}, args
+		return lua.Requeue, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()}, args
 	}
 }
 

@@ -354,7 +354,7 @@ func (s *Server) giveBack(parts []*part) {
 	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
 		for _, p := range parts {
 			k := p.k
-			pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()},
+			pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done(), k.Guard()},
 				k.T, s.cfg.now(), s.cfg.ShardSize, 0, s.cfg.WorkerID)
 		}
 		return nil

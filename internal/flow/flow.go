@@ -202,7 +202,7 @@ func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, er
 		}
 		for i, g := range order {
 			k := g.k
-			cmds[i] = p.Run(ctx, lua.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State()}, g.args...)
+			cmds[i] = p.Run(ctx, lua.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State(), k.Guard()}, g.args...)
 		}
 		return nil
 	})

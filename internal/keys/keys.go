@@ -22,6 +22,14 @@ func (p Partition) First() string { return p.T + ":first" }
 // Last holds the pending list's last shard number.
 func (p Partition) Last() string { return p.T + ":last" }
 
+// Guard is a key that never exists, declared by every script that writes
+// the pending list's shards (which it reaches by number, undeclared): on a
+// slot that is migrating, Redis refuses a script as soon as one of its
+// declared keys is missing, so such a script never runs while the slot's
+// keys are moving, where it could push into a shard that has already moved
+// and make it anew on the source (docs/ARCHITECTURE.md, "Redis Cluster").
+func (p Partition) Guard() string { return p.T + ":guard" }
+
 // ShardPrefix is the pending list's shard key prefix: shard n is ShardPrefix()+n.
 func (p Partition) ShardPrefix() string { return p.T + ":s:" }
 
