@@ -17,7 +17,8 @@ type Config struct {
 	MaxPayloadSize int
 	// ShardSize bounds each shard of a pending list. Defaults to 1000.
 	ShardSize int
-	// FeedSize caps each partition's feed of recent tasks. Defaults to 10,000.
+	// FeedSize caps each partition's feed of recent tasks. Defaults to
+	// 10,000; at most 1,000,000,000.
 	FeedSize int
 	// Partitions spreads a queue over several partitions, each its own
 	// cluster slot. Producers and workers must agree; a count may grow but
@@ -64,7 +65,8 @@ const (
 	DefaultIDTTL          = 24 * time.Hour
 	DefaultWaitTimeout    = time.Second
 	DefaultFlowRetention  = 24 * time.Hour
-	maxShardSize          = 7000 // what one Lua unpack takes
+	maxShardSize          = 7000          // what one Lua unpack takes
+	maxFeedSize           = 1_000_000_000 // packed into 4 bytes for enqueue_one.lua
 	maxPartitions         = 1024
 )
 
@@ -89,8 +91,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: MaxPayloadSize %d, want > 0", ErrInvalidConfig, c.MaxPayloadSize)
 	case c.ShardSize < 0 || c.ShardSize > maxShardSize:
 		return c, fmt.Errorf("%w: ShardSize %d, want 1..%d", ErrInvalidConfig, c.ShardSize, maxShardSize)
-	case c.FeedSize < 0:
-		return c, fmt.Errorf("%w: FeedSize %d, want > 0", ErrInvalidConfig, c.FeedSize)
+	case c.FeedSize < 0 || c.FeedSize > maxFeedSize:
+		return c, fmt.Errorf("%w: FeedSize %d, want 1..%d", ErrInvalidConfig, c.FeedSize, maxFeedSize)
 	case c.IDTTL < 0:
 		return c, fmt.Errorf("%w: IDTTL %v, want > 0", ErrInvalidConfig, c.IDTTL)
 	case c.WaitReplicas < 0:

@@ -121,7 +121,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	}
 	before := pending()
 	reply, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
-		1000, 100, oneMsg(t, "id-closed")).Int64()
+		packLimits(1000, 100), oneMsg(t, "id-closed")).Int64()
 	if err != nil || reply != codeClosed {
 		t.Fatalf("enqueue_one on a closed partition = %v, %v; want %d", reply, err, codeClosed)
 	}
@@ -155,7 +155,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 		t.Fatalf("the reopened rank counter = %d, %v; want %d", v, err, rank)
 	}
 	reply, err = lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
-		1000, 100, oneMsg(t, "id-open")).Int64()
+		packLimits(1000, 100), oneMsg(t, "id-open")).Int64()
 	if err != nil || reply < 0 {
 		t.Fatalf("enqueue_one on the reopened partition = %v, %v", reply, err)
 	}
@@ -222,7 +222,7 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 	k := keys.For(b.cfg.Prefix, "q", 0)
 	must(t, b.rdb.Set(ctx, keys.RankKey(k.Feed()), "garbage", 0).Err())
 	_, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
-		1000, 100, oneMsg(t, "id")).Result()
+		packLimits(1000, 100), oneMsg(t, "id")).Result()
 	if err == nil || !strings.Contains(err.Error(), keys.RankKey(k.Feed())) || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("enqueue_one on a corrupt rank counter = %v, want an error naming %s", err, keys.RankKey(k.Feed()))
 	}
