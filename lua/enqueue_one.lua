@@ -1,7 +1,7 @@
 #!lua
 --[[ enqueue_one: add one plain task (pending now, generated ID, not unique)
   to queue partition T: the single Enqueue's call, three commands in the
-  common case (INCRBY, RPUSHX, ZADD) where enqueue.lua's plain path needs
+  common case (INCR, RPUSHX, ZADD) where enqueue.lua's plain path needs
   five. enqueue.lua remains the call for batches and every other task.
   KEYS[1] T:feed  KEYS[2] T:feed:rank  KEYS[3] T:guard, which never exists
     (keys.Partition.Guard)  KEYS[4] the producer's guess of the tail shard,
@@ -33,7 +33,7 @@
   fills the head, which is not the tail, leaves T:last alone.
 
   Why no check for a closed partition. A closed partition's rank counter
-  holds a mark that INCRBY refuses (include/closed.lua), so the first
+  holds a mark that INCR refuses (include/closed.lua), so the first
   command, run before any write, is the check.
 
   Why the common call comes first, before any include. Redis runs the

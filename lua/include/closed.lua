@@ -2,7 +2,7 @@
 -- and takes no new task) is marked in its rank counter, T:feed:rank, which
 -- then holds "closed:<count>" (partition_state.lua writes and clears it).
 -- The mark is the only record of the state: every enqueue path reads the
--- counter anyway, and INCRBY refuses a counter that is not an integer, so
+-- counter anyway, and INCR refuses a counter that is not an integer, so
 -- the single enqueue (enqueue_one.lua) needs no check of its own.
 
 -- rank_closed reports whether a rank counter's value (GET's reply) marks
