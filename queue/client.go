@@ -275,28 +275,34 @@ func (c *Client) partitionFor(queue, key string) int {
 
 // send runs one enqueue script per group, in one pipeline, bounded by ctx.
 // Groups Redis refused without running them (TRYAGAIN while their slot
-// migrates, CLUSTERDOWN during a failover) are sent again, a few times
-// with a short wait; a group whose reply was lost is never resent.
+// migrates, CLUSTERDOWN during a failover) are sent again, with a growing
+// wait, for up to refusedPatience; a group whose reply was lost is never
+// resent.
 func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
 	if c.cfg.WaitReplicas > 0 {
 		return c.sendReplicated(ctx, groups, infos, errs)
 	}
+	giveUp := time.Now().Add(refusedPatience)
 	for attempt := 1; ; attempt++ {
 		refused, err := c.sendOnce(ctx, groups, infos, errs)
-		if err == nil || len(refused) == 0 || attempt == refusedAttempts {
+		if err == nil || len(refused) == 0 || !time.Now().Before(giveUp) {
 			return err
 		}
-		if serr := lua.SleepCtx(ctx, time.Duration(attempt)*refusedWait); serr != nil {
+		if serr := lua.SleepCtx(ctx, min(time.Duration(attempt)*refusedWait, refusedMaxWait)); serr != nil {
 			return err
 		}
 		groups = refused
 	}
 }
 
-// refusedAttempts and refusedWait bound how often and how patiently send
-// retries the groups Redis refused.
+// refusedPatience bounds how long send retries the groups Redis refused,
+// waiting refusedWait more before each try, at most refusedMaxWait. A
+// partition's scripts are refused for as long as its slot migrates (they
+// declare T:guard, which never exists: keys.Partition.Guard), so this is
+// how long a move may take before producers see TRYAGAIN.
 const (
-	refusedAttempts = 6
+	refusedPatience = 5 * time.Second
+	refusedMaxWait  = 500 * time.Millisecond
 	refusedWait     = 50 * time.Millisecond
 )
 

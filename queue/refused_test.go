@@ -15,8 +15,9 @@ import (
 
 // TestEnqueueRetriesTryAgain: while a partition's slot is half migrated
 // (some of its keys moved), Redis refuses the enqueue script with
-// TRYAGAIN, having run nothing. Enqueue sends it again after a short wait
-// and succeeds once the migration ends, enqueueing the task once.
+// TRYAGAIN, having run nothing. Enqueue sends it again with a growing wait
+// and succeeds once the migration ends, 1.5 s later, enqueueing the task
+// once.
 func TestEnqueueRetriesTryAgain(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
@@ -39,7 +40,7 @@ func TestEnqueueRetriesTryAgain(t *testing.T) {
 		_, err := client.Enqueue(ctx, NewRawTask("t", nil))
 		done <- err
 	}()
-	time.Sleep(150 * time.Millisecond) // the first tries meet TRYAGAIN
+	time.Sleep(1500 * time.Millisecond) // the tries meet TRYAGAIN for a while
 	finish()
 	select {
 	case err := <-done:
