@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,19 +61,23 @@ func (s *Server) launch() error {
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
 
-	if err := waitReady(s.Addr, done); err != nil {
+	if err := waitReady(s.Addr, cmd.Process.Pid, done); err != nil {
 		_ = s.kill()
 		return err
 	}
 	return nil
 }
 
-// waitReady polls addr with PING until it answers +PONG (a server still
-// loading its data answers -LOADING), the process exits, or readyTimeout.
-func waitReady(addr string, done <-chan struct{}) error {
+// waitReady polls addr with PING until our process, pid, answers +PONG (a
+// server still loading its data answers -LOADING), the process exits, or
+// readyTimeout. Another test's server that took the port between the pick
+// and our bind also answers PING, so the answer counts only when the
+// server's INFO says it is pid; ours then exits (errExited), and Start
+// tries a new port.
+func waitReady(addr string, pid int, done <-chan struct{}) error {
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		if ping(addr) {
+		if got, ok := pingPID(addr); ok && got == pid {
 			return nil
 		}
 		select {
@@ -86,19 +92,41 @@ func waitReady(addr string, done <-chan struct{}) error {
 	}
 }
 
-// ping reports whether addr answers PING with PONG.
-func ping(addr string) bool {
+// pingPID reports whether addr answers PING with PONG and, if so, the
+// process ID its INFO server section gives.
+func pingPID(addr string) (pid int, ok bool) {
 	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return false
+	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return 0, false
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return err == nil && line == "+PONG\r\n"
+	r := bufio.NewReader(conn)
+	if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		return 0, false
+	}
+	head, err := r.ReadString('\n') // $<length> of the INFO text
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, true
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return 0, true
+	}
+	info := make([]byte, n)
+	if _, err := io.ReadFull(r, info); err != nil {
+		return 0, true
+	}
+	for _, line := range strings.Split(string(info), "\r\n") {
+		if v, found := strings.CutPrefix(line, "process_id:"); found {
+			pid, _ = strconv.Atoi(v)
+			return pid, true
+		}
+	}
+	return 0, true
 }
 
 // process returns the current process and its exit channel, or nil if the
