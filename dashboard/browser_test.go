@@ -47,7 +47,9 @@ func TestBrowser(t *testing.T) {
 		b.screenshot("queue-dead")
 		b.click(`tr[data-id="` + retried + `"] button[data-action="run"]`)
 		b.waitFor("the page after the retry", `location.search.includes("done=run")`)
-		b.waitFor("the task to leave the tab", `!document.querySelector('tr[data-id="`+retried+`"]')`)
+		// the redirected page may still be parsing when its URL reads done=run:
+		// count its rows only once it is whole
+		b.waitFor("the task to leave the tab", `document.readyState === "complete" && document.querySelector('table#tasks[data-state="dead"]') && !document.querySelector('tr[data-id="`+retried+`"]')`)
 		if n := b.eval(`document.querySelectorAll("table#tasks tbody tr[data-id]").length`); n != float64(4) {
 			t.Fatalf("dead tab shows %v tasks after the retry, want 4", n)
 		}
