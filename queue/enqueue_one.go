@@ -95,13 +95,12 @@ type plainCall struct {
 }
 
 // plainFrame is the argument list of one single Enqueue's call: the
-// prepared call's fixed part, then the guessed shard's key, the shard
-// size and feed cap (packLimits) and the message (the script reads the ID
-// in it). The
-// message is a pointer into the frame, boxed once when the frame is made,
-// so a call fills the frame in place and boxes nothing: 3 allocations
-// fewer per Enqueue than a fresh argument list (BenchmarkEnqueue's
-// allocs/op).
+// prepared call's fixed part, then the guessed shard's key, the shard size
+// and feed cap (packLimits) and the message (the script reads the ID in
+// it). The message is a pointer into the frame, boxed once when the frame
+// is made, so a call fills the frame in place and boxes nothing, where a
+// fresh argument list cost an allocation for itself and one per boxed
+// value (BenchmarkEnqueue's allocs/op).
 type plainFrame struct {
 	args []any
 	msg  msgArg

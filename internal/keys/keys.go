@@ -26,8 +26,9 @@ func (p Partition) Last() string { return p.T + ":last" }
 // the pending list's shards (which it reaches by number, undeclared): on a
 // slot that is migrating, Redis refuses a script as soon as one of its
 // declared keys is missing, so such a script never runs while the slot's
-// keys are moving, where it could push into a shard that has already moved
-// and make it anew on the source (docs/ARCHITECTURE.md, "Redis Cluster").
+// keys are moving. Redis would otherwise stop it at the first shard that
+// has already moved, after the writes it made before: a half run whose
+// retry repeats them (docs/ARCHITECTURE.md, "Redis Cluster").
 func (p Partition) Guard() string { return p.T + ":guard" }
 
 // ShardPrefix is the pending list's shard key prefix: shard n is ShardPrefix()+n.
