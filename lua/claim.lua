@@ -6,7 +6,8 @@
   KEYS[9] T:feed:msg  KEYS[10] T:done  KEYS[11] T:done:rank  KEYS[12] T:expire
   ARGV[1] T  ARGV[2] n  ARGV[3] lease (ms)  ARGV[4] now (ms, "" = server time)
   ARGV[5] worker ID  ARGV[6] shard size  ARGV[7] done feed cap
-  ARGV[8..] acks, as pop's
+  ARGV[8] unused (pop's free slots: a claim leases for free slots only)
+  ARGV[9..] acks, as pop's
   Takes up to n items, dropping dummies, under the same limits as pop.
   What may not start now goes back to the head of the pending list, so no
   worker hoards tasks it cannot run.
@@ -17,7 +18,7 @@
 --@include lease
 local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
-local codes = ack_tasks(T, now, ARGV, 8, tonumber(ARGV[7]), size)
+local codes = ack_tasks(T, now, ARGV, 9, tonumber(ARGV[7]), size)
 local want = tonumber(ARGV[2])
 local n, status, lim = want, 0, NO_LIMITS
 -- neither paused nor limited, the common case, costs one call

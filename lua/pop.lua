@@ -6,10 +6,14 @@
   KEYS[9] T:done  KEYS[10] T:done:rank  KEYS[11] T:expire
   ARGV[1] T  ARGV[2] n  ARGV[3] lease (ms)  ARGV[4] now (ms, "" = server time)
   ARGV[5] worker ID  ARGV[6] shard size  ARGV[7] done feed cap
-  ARGV[8..] acks, as ack's ARGV[5..] (none: ARGV[8] absent): they run first, so
+  ARGV[8] the worker's free slots: n less the tasks it leases ahead of them
+    (prefetch), which a partition with limits does not get
+  ARGV[9..] acks, as ack's ARGV[5..] (none: ARGV[9] absent): they run first, so
   the slots and limits they free count at once and a busy worker pays one
   script call per batch.
-  Limits are read from T:limits at every call (see include/limits.lua).
+  Limits are read from T:limits at every call (see include/limits.lua); a
+  task leased ahead would hold a limit's room while it waits for a slot, so
+  with limits a pop leases for the free slots only.
   Tasks over their concurrency key's limit are parked, not leased.
   Returns: {status, aux, now (ms: the lease's start), {ack codes},
   {messages}, {index, attempt, token, id, ...}}: the leased messages, then
@@ -24,12 +28,12 @@
 --@include lease
 local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
-local codes = ack_tasks(T, now, ARGV, 8, tonumber(ARGV[7]), size)
+local codes = ack_tasks(T, now, ARGV, 9, tonumber(ARGV[7]), size)
 local n, status, wait, lim = tonumber(ARGV[2]), 0, 0, NO_LIMITS
 -- neither paused nor limited, the common case, costs one call
 if redis.call('EXISTS', KEYS[6], KEYS[7]) > 0 then
   if redis.call('EXISTS', KEYS[6]) == 1 then return {1, 0, now, codes} end
-  n, status, wait, lim = dequeue_room(T, n, now, size)
+  n, status, wait, lim = dequeue_room(T, math.min(n, tonumber(ARGV[8])), now, size)
 end
 if n == 0 then return {status, wait, now, codes} end
 local msgs, shard = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', n, true)

@@ -25,10 +25,19 @@ import (
 // b.N tasks of 100 bytes are enqueued first (not timed), then a worker
 // with the given concurrency runs them all, first pop to last ack. It
 // also reports the CPU per task of this process and of Redis, as
-// shardq bench does.
+// shardq bench does. The prefetch=off runs turn Config.Prefetch off, to
+// show what leasing ahead of free slots gives.
 func BenchmarkProcess(b *testing.B) {
-	for _, conc := range []int{16, 64} {
-		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+	for _, c := range []struct {
+		conc     int
+		prefetch int
+	}{{16, 0}, {64, 0}, {16, -1}, {64, -1}} {
+		name := fmt.Sprintf("concurrency=%d", c.conc)
+		if c.prefetch < 0 {
+			name += "/prefetch=off"
+		}
+		conc := c.conc
+		b.Run(name, func(b *testing.B) {
 			rdb := redistest.Start(b).Client(b)
 			qcfg := queue.Config{Prefix: redistest.Prefix(b)}
 			client, _ := queue.NewClient(rdb, qcfg)
@@ -46,7 +55,7 @@ func BenchmarkProcess(b *testing.B) {
 			}
 			var done atomic.Int64
 			all := make(chan struct{})
-			cfg := Config{Config: qcfg, Concurrency: conc}
+			cfg := Config{Config: qcfg, Concurrency: conc, Prefetch: c.prefetch}
 			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 			s, err := NewServer(rdb, cfg, HandlerFunc(func(context.Context, *Task) error {
 				if done.Add(1) == int64(b.N) {
@@ -208,7 +217,7 @@ func BenchmarkDequeueLoop(b *testing.B) {
 	redis0, cpu0 := redisCPU(b, rdb), processCPU()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
-		r, err := s.dequeue(ctx, p, batch, false)
+		r, err := s.dequeue(ctx, p, batch, 0, false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -71,6 +71,17 @@ type Config struct {
 	FlowSweep time.Duration
 	// BatchSize bounds how many tasks one pop leases. Defaults to Concurrency, at most 100.
 	BatchSize int
+	// Prefetch bounds how many tasks a partition's fetcher leases ahead of
+	// its free handler slots, while the queue has a backlog: they wait in
+	// the worker and take the next slots it frees, so a round trip carries
+	// several batches of quick tasks. It leases ahead only what the
+	// handlers would start within about 2ms at their recent mean time, so
+	// slow handlers get none, and never under StrictPriority. Leases of
+	// tasks waiting ahead are extended like running ones; Shutdown gives
+	// them back to the head of their queue without costing an attempt.
+	// Defaults to 3 * BatchSize, at most 300; negative: none; at most
+	// 1,000 (a pop leases 1,000 tasks at most).
+	Prefetch int
 	// DoneSize and DeadSize cap each partition's done and dead feeds.
 	// Both default to 10,000.
 	DoneSize, DeadSize int
@@ -115,6 +126,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.ForwardInterval = cmp.Or(c.ForwardInterval, 500*time.Millisecond)
 	c.FlowSweep = cmp.Or(c.FlowSweep, time.Second)
 	c.BatchSize = cmp.Or(c.BatchSize, min(c.Concurrency, 100))
+	if c.Prefetch == 0 {
+		c.Prefetch = min(3*c.BatchSize, 300)
+	}
 	c.DoneSize = cmp.Or(c.DoneSize, 10_000)
 	c.DeadSize = cmp.Or(c.DeadSize, 10_000)
 	if c.RetryDelay == nil {
@@ -159,6 +173,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: FlowSweep %v, want >= 1ms", ErrInvalidConfig, c.FlowSweep)
 	case c.BatchSize < 1 || c.BatchSize > 1000:
 		return fmt.Errorf("%w: BatchSize %d, want 1..1000", ErrInvalidConfig, c.BatchSize)
+	case c.Prefetch > 1000:
+		return fmt.Errorf("%w: Prefetch %d, want at most 1000 (negative: none)", ErrInvalidConfig, c.Prefetch)
 	}
 	return nil
 }

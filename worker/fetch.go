@@ -15,13 +15,16 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 	var wait backoff
 	inflight := true // a previous incarnation of this ID cannot exist, but a lost reply can
 	busy := false    // the last pop filled its batch: the queue has a backlog
-	setBusy := func(b bool) {
-		if b != busy {
-			busy = b
-			if s.cfg.WaitReplicas == 0 { // else the flusher waits for replicas
-				s.outbox.carrying(b) // a busy fetcher carries the outcomes
-			}
+	carrying := false
+	setCarrying := func(b bool) {
+		if b != carrying && s.cfg.WaitReplicas == 0 { // else the flusher waits for replicas
+			s.outbox.carrying(b)
 		}
+		carrying = b
+	}
+	setBusy := func(b bool) {
+		busy = b
+		setCarrying(b) // a busy fetcher carries the outcomes
 	}
 	defer setBusy(false)
 	backlog := false // the last pop filled every slot it had: see slots.owed
@@ -30,6 +33,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		backlog = b
 	}
 	defer setBacklog(false)
+	defer s.giveBackAhead(p) // what was leased ahead and never started
 	for ctx.Err() == nil {
 		n := 0
 		if busy {
@@ -39,6 +43,11 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			n = s.slots.topUp(ctx, p.share, 0, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
 		}
 		if n == 0 {
+			// no slot came free within batchWait: until one does, which
+			// may take as long as a handler runs, the flusher writes what
+			// finished (tasks leased ahead took the slots their outcomes
+			// freed, and those outcomes must not wait for a pop)
+			setCarrying(false)
 			var err error
 			if n, err = s.slots.acquire(ctx, p.share, s.cfg.BatchSize); err != nil {
 				return
@@ -54,9 +63,17 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			setBacklog(false)
 			continue
 		}
+		// tasks leased ahead take the slots first: no round trip
+		if n -= s.startAhead(p, n); n == 0 {
+			continue
+		}
 		claiming := inflight
+		extra := 0
+		if !claiming {
+			extra = s.prefetch(p, n, busy)
+		}
 		drain(p.freed) // this round trip carries what finished so far
-		r, err := s.dequeue(ctx, p, n, claiming)
+		r, err := s.dequeue(ctx, p, n, extra, claiming)
 		if err != nil {
 			setBacklog(false)
 			s.slots.release(n)
@@ -77,9 +94,17 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		if len(r.tasks) > 0 && s.hooks.afterClaim != nil {
 			s.hooks.afterClaim()
 		}
+		full := len(r.tasks) == n+extra
+		if len(r.tasks) > n {
+			p.ahead.put(r.tasks[n:])
+			if s.hooks.leasedAhead != nil {
+				s.hooks.leasedAhead(len(r.tasks) - n)
+			}
+			r.tasks = r.tasks[:n]
+		}
 		s.start(p, r.tasks)
-		setBacklog(len(r.tasks) == n)
-		setBusy(len(r.tasks) == n && n > 1)
+		setBacklog(full)
+		setBusy(full && n > 1)
 		n -= len(r.tasks)
 		switch {
 		case len(r.tasks) > 0 || claiming && r.status == statusOK || r.status == statusParked:

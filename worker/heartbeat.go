@@ -45,17 +45,35 @@ func (s *Server) beat(ctx context.Context) error {
 	for _, r := range s.running.snapshot() {
 		byPart[r.p] = append(byPart[r.p], r)
 	}
+	// tasks leased ahead keep their leases while they wait for a slot
+	waiting := map[*part][]leased{}
+	for _, p := range s.partList() {
+		if w := p.ahead.snapshot(); len(w) > 0 {
+			waiting[p] = w
+		}
+	}
 	if s.hooks.beforeExtend != nil {
 		s.hooks.beforeExtend()
 	}
 	extends := map[*part]*redis.Cmd{}
 	err = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
-		for p, rs := range byPart {
+		extend := func(p *part) {
 			args := []any{s.cfg.now(), s.cfg.Lease.Milliseconds()}
-			for _, r := range rs {
+			for _, r := range byPart[p] {
 				args = append(args, r.task.sid, r.task.token)
 			}
+			for _, l := range waiting[p] {
+				args = append(args, l.id, l.token)
+			}
 			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State(), p.k.Cancel()}, args...)
+		}
+		for p := range byPart {
+			extend(p)
+		}
+		for p := range waiting {
+			if byPart[p] == nil {
+				extend(p)
+			}
 		}
 		for _, p := range s.partList() {
 			s.queueReap(ctx, pipe, p, stale)
@@ -72,6 +90,7 @@ func (s *Server) beat(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
+		s.dropAhead(p, lost, cancelled)
 		for _, r := range byPart[p] {
 			if (len(lost) > 0 || len(cancelled) > 0) && !s.running.has(r) {
 				// it finished while the heartbeat was on its way, and its

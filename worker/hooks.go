@@ -6,7 +6,10 @@ package worker
 type hooks struct {
 	afterMove  func() // a blocking move put an item in flight; no claim yet
 	afterClaim func() // tasks were leased; no handler started yet
-	beforeAck  func() // a handler returned nil; its ack is not written yet
+	// a pop leased n tasks ahead of the free slots (prefetch); they wait
+	// in the worker
+	leasedAhead func(n int)
+	beforeAck   func() // a handler returned nil; its ack is not written yet
 	// a heartbeat took its list of running tasks; their leases are not
 	// extended yet
 	beforeExtend func()

@@ -316,6 +316,7 @@ func TestConfigValidation(t *testing.T) {
 		{Lease: time.Millisecond},
 		{Lease: time.Second, Heartbeat: 2 * time.Second},
 		{BatchSize: 5000},
+		{Prefetch: 1001},
 		{FlowSweep: -time.Second},
 	} {
 		if _, err := NewServer(b.rdb, cfg, h); !errors.Is(err, ErrInvalidConfig) {

@@ -175,7 +175,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 		res, err := lua.Pop.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(),
 			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
-			k.T, 1, 400, "", "crashed", 1000, 10000).Slice()
+			k.T, 1, 400, "", "crashed", 1000, 10000, 1).Slice()
 		must(t, err)
 		if len(res) != 6 { // status, shard, now, ack codes, messages, other attempts
 			t.Fatalf("crashed worker's pop replied %d values", len(res))

@@ -18,7 +18,7 @@ func TestLeasesOf(t *testing.T) {
 	enqueueN(t, b, 6, queue.In("q"))
 	a, pa := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	other, po := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
-	first, err := a.dequeue(ctx, pa, 2, false)
+	first, err := a.dequeue(ctx, pa, 2, 0, false)
 	must(t, err)
 	popN(t, other, po, 2) // another worker's leases
 	later := popN(t, a, pa, 2)
@@ -74,7 +74,7 @@ func TestLostLeasesSparePopsInFlight(t *testing.T) {
 	p.lost.begin()
 	other, err := s.pop(ctx, p, 2)
 	must(t, err)
-	mine, err := s.dequeue(ctx, p, 1, false)
+	mine, err := s.dequeue(ctx, p, 1, 0, false)
 	must(t, err)
 	if !p.lost.answered(mine) {
 		t.Fatal("the answered call did not ask for a look-up")
@@ -87,7 +87,7 @@ func TestLostLeasesSparePopsInFlight(t *testing.T) {
 	}
 	// later, with nothing in flight, the look-up runs, and finds the
 	// other pop's tasks known
-	again, err := s.dequeue(ctx, p, 1, false)
+	again, err := s.dequeue(ctx, p, 1, 0, false)
 	must(t, err)
 	if !p.lost.answered(again) {
 		t.Fatal("the window closed without a look-up")

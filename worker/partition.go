@@ -29,6 +29,7 @@ type part struct {
 	// waits for it (or idlePoll, for slots freed by other workers).
 	freed chan struct{}
 	work  *work // the queue's handler counts, shared by its partitions
+	ahead ahead // tasks leased ahead of free slots (prefetch)
 	// stop cancels this partition's fetcher alone, and done is closed when
 	// it returned (runFetcher): a resize stops partitions one by one
 	stop context.CancelFunc
@@ -80,14 +81,15 @@ type popReply struct {
 	now    int64 // server ms when the call ran
 }
 
-// dequeue pops n tasks of p (claims them from this worker's in-flight
-// list when claiming), carrying the outcomes waiting in the outbox in the
+// dequeue pops n tasks of p, and up to extra more to lease ahead of free
+// slots (claims n from this worker's in-flight list when claiming),
+// carrying the outcomes waiting in the outbox in the
 // same round trip: p's acks ride in the pop script itself, which runs them
 // first, so the slots and limits they free count at once; other outcomes
 // (failures, other partitions) go as script calls ahead of it in one
 // pipeline. A busy worker pays one round trip, and one script call, per
 // batch. Outcomes whose write failed go back to the outbox.
-func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (popReply, error) {
+func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bool) (popReply, error) {
 	var carry []outcome
 	if s.cfg.WaitReplicas == 0 { // else the flusher writes them, waiting for replicas
 		carry = s.outbox.take(maxOutcomeBatch)
@@ -101,7 +103,7 @@ func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (po
 			break
 		}
 	}
-	script, keys, args := s.dequeueCall(p, n, claiming, acks)
+	script, keys, args := s.dequeueCall(p, n, extra, claiming, acks)
 	var cmd *redis.Cmd
 	if len(groups) == 0 {
 		cmd = script.Run(ctx, s.rdb, keys, args...)
@@ -129,16 +131,16 @@ func (s *Server) dequeue(ctx context.Context, p *part, n int, claiming bool) (po
 
 // pop leases up to n pending tasks of p, in one round trip of its own.
 func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
-	script, keys, args := s.dequeueCall(p, n, false, nil)
+	script, keys, args := s.dequeueCall(p, n, 0, false, nil)
 	return parseDequeue(p, script.Run(ctx, s.rdb, keys, args...), false)
 }
 
 // dequeueCall returns the script call of a pop, or of a claim, that first
 // acks acks (outcomes of p).
-func (s *Server) dequeueCall(p *part, n int, claiming bool, acks []outcome) (*lua.Script, []string, []any) {
+func (s *Server) dequeueCall(p *part, n, extra int, claiming bool, acks []outcome) (*lua.Script, []string, []any) {
 	k := p.k
-	args := make([]any, 0, 8+4*len(acks))
-	args = append(args, k.T, n, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.DoneSize)
+	args := make([]any, 0, 9+4*len(acks))
+	args = append(args, k.T, n+extra, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.DoneSize, n)
 	args = appendAcks(args, acks)
 	if claiming {
 		return lua.Claim, p.claimKeys, args

@@ -129,7 +129,7 @@ func unstarted(t *testing.T, b *bundle, h Handler) (*Server, *part) {
 // popN pops n tasks of p and fails the test unless it gets all n.
 func popN(t *testing.T, s *Server, p *part, n int) []leased {
 	t.Helper()
-	r, err := s.dequeue(context.Background(), p, n, false)
+	r, err := s.dequeue(context.Background(), p, n, 0, false)
 	if err != nil || len(r.tasks) != n {
 		t.Fatalf("pop: %d tasks of %d, err %v", len(r.tasks), n, err)
 	}
@@ -186,7 +186,7 @@ func TestDequeueGivesBackFailedOutcomes(t *testing.T) {
 	s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeAck})
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.dequeue(dead, p, 1, false); err == nil {
+	if _, err := s.dequeue(dead, p, 1, 0, false); err == nil {
 		t.Fatal("pop with a cancelled context: no error")
 	}
 	if n := s.outbox.len(); n != 1 {
@@ -409,7 +409,7 @@ func TestDequeueAcksMixedBatch(t *testing.T) {
 
 	hook := newTripHook()
 	b.rdb.AddHook(hook)
-	r, err := s.dequeue(ctx, p, 1, false)
+	r, err := s.dequeue(ctx, p, 1, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

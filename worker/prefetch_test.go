@@ -1,0 +1,285 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/queue"
+)
+
+// aheadRig runs a worker of concurrency 2 on 200 quick tasks, of which
+// the first holds handlers start while tasks wait ahead block in hold
+// instead: once both slots hold one, the tasks leased ahead wait in the
+// worker for as long as hold blocks.
+type aheadRig struct {
+	b       *bundle
+	s       *Server
+	rec     *recorder
+	release chan struct{}
+	held    atomic.Int64
+}
+
+const aheadRigTasks = 200
+
+func newAheadRig(t *testing.T, cfg Config, holds int64, hold func(ctx context.Context, release <-chan struct{}) error) *aheadRig {
+	t.Helper()
+	r := &aheadRig{b: setup(t), release: make(chan struct{})}
+	r.rec = newRecorder(func(ctx context.Context, task *Task) error {
+		if len(r.waiting()) == 0 || r.held.Add(1) > holds {
+			return nil
+		}
+		return hold(ctx, r.release)
+	})
+	ctx := context.Background()
+	tasks := make([]*queue.Task, aheadRigTasks)
+	for i := range tasks {
+		tasks[i] = queue.NewRawTask("t", nil)
+	}
+	_, err := r.b.client.EnqueueBatch(ctx, tasks)
+	must(t, err)
+	cfg.Concurrency = 2
+	s, err := NewServer(r.b.rdb, r.b.config(t, cfg), r.rec)
+	must(t, err)
+	r.s = s
+	must(t, s.Start(ctx))
+	return r
+}
+
+// waiting returns the IDs of the tasks leased ahead that wait for a slot.
+func (r *aheadRig) waiting() []string {
+	var ids []string
+	for _, p := range r.s.partList() {
+		for _, l := range p.ahead.snapshot() {
+			ids = append(ids, wire.PublicID(l.id))
+		}
+	}
+	return ids
+}
+
+// waitHeld waits until both slots hold a hold task and hold tasks wait
+// ahead of them.
+func (r *aheadRig) waitHeld(t *testing.T) []string {
+	t.Helper()
+	var ids []string
+	waitFor(t, 5*time.Second, "hold tasks leased ahead", func() bool {
+		ids = r.waiting()
+		return len(ids) > 0 && len(r.s.running.snapshot()) == 2
+	})
+	return ids
+}
+
+// TestPrefetch: with quick handlers and a backlog, a pop leases tasks
+// ahead of the free slots, and never more handlers run at once than the
+// concurrency; every task runs once. Prefetch off, a partition with
+// limits, and slow handlers lease none ahead.
+func TestPrefetch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	run := func(t *testing.T, cfg Config, lim *queue.Limits, tasks int, work time.Duration) (ahead int64) {
+		t.Helper()
+		b := setup(t)
+		if lim != nil {
+			must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, *lim))
+		}
+		batch := make([]*queue.Task, tasks)
+		for i := range batch {
+			batch[i] = queue.NewRawTask("t", nil)
+		}
+		_, err := b.client.EnqueueBatch(ctx, batch)
+		must(t, err)
+		var running, peak atomic.Int64
+		rec := newRecorder(func(context.Context, *Task) error {
+			n := running.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(work)
+			running.Add(-1)
+			return nil
+		})
+		cfg.Concurrency = 4
+		s, err := NewServer(b.rdb, b.config(t, cfg), rec)
+		must(t, err)
+		var leased atomic.Int64
+		s.hooks.leasedAhead = func(n int) { leased.Add(int64(n)) }
+		must(t, s.Start(ctx))
+		t.Cleanup(func() { _ = s.Shutdown(ctx) })
+		waitFor(t, 20*time.Second, "every task", func() bool { return rec.total() >= tasks })
+		waitFor(t, 5*time.Second, "the last acks", func() bool {
+			qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+			return err == nil && qi.Active == 0 && qi.Pending == 0
+		})
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.runs) != tasks || len(rec.tasks) != tasks {
+			t.Fatalf("%d runs of %d distinct tasks, want %d of %d", len(rec.tasks), len(rec.runs), tasks, tasks)
+		}
+		if p := peak.Load(); p > 4 {
+			t.Fatalf("%d handlers ran at once, concurrency 4", p)
+		}
+		return leased.Load()
+	}
+	t.Run("QuickHandlersLeaseAhead", func(t *testing.T) {
+		t.Parallel()
+		if n := run(t, Config{}, nil, 2000, 0); n == 0 {
+			t.Fatal("2,000 quick tasks and no pop leased any ahead of the free slots")
+		}
+	})
+	t.Run("Off", func(t *testing.T) {
+		t.Parallel()
+		if n := run(t, Config{Prefetch: -1}, nil, 2000, 0); n != 0 {
+			t.Fatalf("Prefetch -1 leased %d tasks ahead", n)
+		}
+	})
+	t.Run("NotUnderLimits", func(t *testing.T) {
+		t.Parallel()
+		// a limit that never binds: a task leased ahead would still hold its room
+		if n := run(t, Config{}, &queue.Limits{Concurrency: 1000}, 2000, 0); n != 0 {
+			t.Fatalf("a partition with limits had %d tasks leased ahead", n)
+		}
+	})
+	t.Run("NotUnderStrictPriority", func(t *testing.T) {
+		t.Parallel()
+		if n := run(t, Config{StrictPriority: true}, nil, 2000, 0); n != 0 {
+			t.Fatalf("strict priority leased %d tasks ahead", n)
+		}
+	})
+	t.Run("NotForSlowHandlers", func(t *testing.T) {
+		t.Parallel()
+		// 4 handlers of 10ms start one task per 2.5ms: none within prefetchWait
+		if n := run(t, Config{}, nil, 200, 10*time.Millisecond); n != 0 {
+			t.Fatalf("10ms handlers had %d tasks leased ahead", n)
+		}
+	})
+}
+
+// TestShutdownGivesBackTasksLeasedAhead: tasks leased ahead and never
+// started go back to their queue at Shutdown, at once (not after their
+// lease) and without costing an attempt; a new worker runs each once.
+func TestShutdownGivesBackTasksLeasedAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newAheadRig(t, Config{ShutdownTimeout: 100 * time.Millisecond}, 2,
+		func(ctx context.Context, _ <-chan struct{}) error { <-ctx.Done(); return ctx.Err() })
+	waiting := r.waitHeld(t)
+	must(t, r.s.Shutdown(ctx))
+	qi, err := r.b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	if qi.Active != 0 {
+		t.Fatalf("%d tasks still active after Shutdown: the tasks leased ahead were not given back", qi.Active)
+	}
+	for _, id := range waiting {
+		ti, err := r.b.insp.GetTask(ctx, queue.DefaultQueue, id)
+		must(t, err)
+		if ti.State != queue.StatePending || ti.Attempts != 0 {
+			t.Fatalf("task %s leased ahead: %s with %d attempts after Shutdown, want pending with 0", id, ti.State, ti.Attempts)
+		}
+		if n := r.rec.count(id); n != 0 {
+			t.Fatalf("task %s leased ahead ran %d times before Shutdown", id, n)
+		}
+	}
+	// a new worker runs the rest, each once, as its first attempt: the
+	// tasks waiting ahead and the two whose handlers Shutdown cancelled
+	left := int(qi.Pending)
+	if left < len(waiting)+2 {
+		t.Fatalf("%d tasks pending after Shutdown, want at least the %d waiting ahead and the 2 cancelled", left, len(waiting))
+	}
+	rec := newRecorder(nil)
+	r.b.server(t, Config{Concurrency: 2}, rec)
+	waitFor(t, 5*time.Second, "the tasks left", func() bool { return rec.total() >= left })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, task := range rec.tasks {
+		if task.Attempt != 1 || rec.runs[task.ID] != 1 {
+			t.Fatalf("task %s ran %d times after the restart, as attempt %d; want once, as attempt 1", task.ID, rec.runs[task.ID], task.Attempt)
+		}
+	}
+	for _, id := range waiting {
+		if rec.runs[id] != 1 {
+			t.Fatalf("task %s, given back from ahead, ran %d times after the restart, want 1", id, rec.runs[id])
+		}
+	}
+	// every task ran to its end once over the two workers
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	if ran := len(r.rec.tasks) - 2 + len(rec.tasks); ran != aheadRigTasks {
+		t.Fatalf("%d tasks ran to their end, want %d", ran, aheadRigTasks)
+	}
+}
+
+// TestLeasesAheadAreExtended: a task that waits ahead longer than the
+// lease keeps it (the heartbeat extends it with the running ones), so the
+// reaper does not hand it out again: every task runs once, as its first
+// attempt.
+func TestLeasesAheadAreExtended(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var lost atomic.Int64
+	cfg := Config{Lease: 300 * time.Millisecond, Heartbeat: 60 * time.Millisecond}
+	cfg.Observer = lostCounter{&lost}
+	r := newAheadRig(t, cfg, 4, func(ctx context.Context, _ <-chan struct{}) error {
+		time.Sleep(700 * time.Millisecond) // more than two leases
+		return nil
+	})
+	t.Cleanup(func() { _ = r.s.Shutdown(ctx) })
+	r.waitHeld(t)
+	waitFor(t, 10*time.Second, "every task", func() bool { return r.rec.total() >= aheadRigTasks })
+	waitFor(t, 5*time.Second, "the last acks", func() bool {
+		qi, err := r.b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		return err == nil && qi.Active == 0 && qi.Pending == 0
+	})
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	for _, task := range r.rec.tasks {
+		if task.Attempt != 1 || r.rec.runs[task.ID] != 1 {
+			t.Fatalf("task %s: attempt %d, ran %d times; want once, as attempt 1", task.ID, task.Attempt, r.rec.runs[task.ID])
+		}
+	}
+	if len(r.rec.tasks) != aheadRigTasks {
+		t.Fatalf("%d runs, want %d", len(r.rec.tasks), aheadRigTasks)
+	}
+	if n := lost.Load(); n != 0 {
+		t.Fatalf("%d leases lost", n)
+	}
+}
+
+// lostCounter is an Observer that counts lost leases.
+type lostCounter struct{ n *atomic.Int64 }
+
+func (lostCounter) HandlerStarted(string, string) {}
+func (lostCounter) HandlerFinished(HandlerEvent)  {}
+func (c lostCounter) LeaseLost(string)            { c.n.Add(1) }
+func (lostCounter) RedisError(string)             {}
+
+// TestCancelTaskLeasedAhead: an operator's cancel of a task waiting ahead
+// makes it dead, as cancelled, without running it.
+func TestCancelTaskLeasedAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newAheadRig(t, Config{Lease: time.Second, Heartbeat: 100 * time.Millisecond}, 2,
+		func(ctx context.Context, release <-chan struct{}) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(r.release) }); _ = r.s.Shutdown(ctx) })
+	waiting := r.waitHeld(t)
+	id := waiting[len(waiting)-1]
+	must(t, r.b.insp.CancelTask(ctx, queue.DefaultQueue, id))
+	waitFor(t, 3*time.Second, "the cancelled task dead", func() bool {
+		ti, err := r.b.insp.GetTask(ctx, queue.DefaultQueue, id)
+		return err == nil && ti.State == queue.StateDead && strings.Contains(ti.LastError, "cancelled by an operator")
+	})
+	once.Do(func() { close(r.release) })
+	waitFor(t, 10*time.Second, "the other tasks", func() bool { return r.rec.total() >= aheadRigTasks-1 })
+	if n := r.rec.count(id); n != 0 {
+		t.Fatalf("the task cancelled while it waited ahead ran %d times", n)
+	}
+}
