@@ -64,6 +64,7 @@ const (
 	crashAfterClaim = "after-claim" // tasks leased; no handler started for them
 	crashMidHandler = "mid-handler" // inside a handler, after it recorded its start
 	crashBeforeAck  = "before-ack"  // a handler returned nil; its ack is not written
+	crashWithAhead  = "with-ahead"  // a pop leased tasks ahead of the free slots; none of them started
 	// a flow task's ack or death is written, not forwarded to its flow
 	crashAfterFlowOutcome = "after-flow-outcome"
 	// notifications were forwarded and made callbacks or next links due;
@@ -175,7 +176,7 @@ func childOptsFromEnv() (childOpts, error) {
 		errs = append(errs, fmt.Errorf("%s, %s, %s and %s are required", envAddr, envPrefix, envQueue, envID))
 	}
 	switch o.Crash {
-	case "", crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck, crashAfterFlowOutcome, crashBeforeFlowDeliver:
+	case "", crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck, crashWithAhead, crashAfterFlowOutcome, crashBeforeFlowDeliver:
 	default:
 		errs = append(errs, fmt.Errorf("unknown crash point %q", o.Crash))
 	}
@@ -299,6 +300,21 @@ func childMain() int {
 		s.hooks.afterClaim = func() {
 			if c.hit() {
 				c.recordHeld(c.leased)
+				c.die()
+			}
+		}
+	case crashWithAhead:
+		s.hooks.leasedAhead = func(int) {
+			if c.hit() {
+				c.recordHeld(func(context.Context) ([]string, error) {
+					var ids []string
+					for _, p := range s.partList() {
+						for _, l := range p.ahead.snapshot() {
+							ids = append(ids, wire.PublicID(l.id))
+						}
+					}
+					return ids, nil
+				})
 				c.die()
 			}
 		}

@@ -22,7 +22,7 @@ import (
 // replica each, with a queue of 3 partitions, one on each master.
 func TestCrashSafety(t *testing.T) {
 	t.Parallel()
-	points := []string{crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck}
+	points := []string{crashAfterMove, crashAfterClaim, crashMidHandler, crashBeforeAck, crashWithAhead}
 	t.Run("Single", func(t *testing.T) {
 		t.Parallel()
 		for _, point := range points {
@@ -45,7 +45,10 @@ func TestCrashSafety(t *testing.T) {
 }
 
 func testCrashPoint(t *testing.T, point string, b *rig) {
-	const total = 200
+	total := 200
+	if point == crashWithAhead {
+		total = 600 // fed 60 at a time, so each partition has a backlog
+	}
 	qname := b.queue
 	ctx := context.Background()
 	k := recKeysFor(b.qcfg.Prefix)
@@ -84,10 +87,19 @@ func testCrashPoint(t *testing.T, point string, b *rig) {
 		crashAt = []int{1, 3}
 		step, every = 2, 150*time.Millisecond
 	}
+	if point == crashWithAhead {
+		// leasing ahead needs a backlog: feed more at a time
+		crashAt, step = []int{1, 2}, 60
+	}
 	var killed []*child
 	for round, at := range crashAt {
 		o := base
 		o.Concurrency, o.Crash, o.CrashAt = 4, point, at
+		if point == crashWithAhead {
+			// quick handlers, many slots: a worker leases ahead only what
+			// its handlers would start within a few milliseconds
+			o.Sleep, o.Concurrency = 0, 8
+		}
 		kc := startChild(t, fmt.Sprintf("killer%d", round+1), o)
 		kc.waitReady(t, b.rdb)
 		if point == crashAfterMove {
@@ -111,7 +123,7 @@ func testCrashPoint(t *testing.T, point string, b *rig) {
 	// On a timeout, go on: the checks below say which tasks are missing.
 	if !eventually(40*time.Second, func() bool {
 		n, err := b.rdb.HLen(ctx, k.completions()).Result()
-		return err == nil && n >= total
+		return err == nil && n >= int64(total)
 	}) {
 		t.Errorf("timed out after 40s waiting for every task to complete: %d of %d did", b.rdb.HLen(ctx, k.completions()).Val(), total)
 	} else if !eventually(10*time.Second, func() bool {
@@ -160,10 +172,10 @@ func testCrashPoint(t *testing.T, point string, b *rig) {
 	}
 
 	switch point {
-	case crashAfterMove, crashAfterClaim:
-		// What the child held (in flight, or leased but not started) when
-		// it died comes back through the reaper or lease expiry, and runs
-		// exactly once.
+	case crashAfterMove, crashAfterClaim, crashWithAhead:
+		// What the child held (in flight, or leased but not started, or
+		// leased ahead of its free slots) when it died comes back through
+		// the reaper or lease expiry, and runs exactly once.
 		checked := 0
 		for _, kc := range killed {
 			held := members(t, b.rdb, k.held(kc.pid))
