@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
@@ -282,4 +283,39 @@ func TestCancelTaskLeasedAhead(t *testing.T) {
 	if n := r.rec.count(id); n != 0 {
 		t.Fatalf("the task cancelled while it waited ahead ran %d times", n)
 	}
+}
+
+// TestLeasedStateIsAHashTable: a lease's record is long enough that Redis
+// keeps T:state a hash table, not a listpack whose every lookup is a scan
+// (see include/record.lua), even for a worker with a one-letter ID; an
+// acked task's record is deleted all the same.
+func TestLeasedStateIsAHashTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	b.server(t, Config{WorkerID: "w", Concurrency: 1}, HandlerFunc(func(context.Context, *Task) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}))
+	info := b.enqueue(t, queue.NewRawTask("t", nil))
+	<-started
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	enc, err := b.rdb.ObjectEncoding(ctx, k.State()).Result()
+	must(t, err)
+	raw, err := b.rdb.HGet(ctx, k.State(), wire.StoredID(info.ID)).Result()
+	must(t, err)
+	close(release)
+	if enc != "hashtable" {
+		t.Fatalf("T:state with one lease (a record of %d bytes) is a %s, want a hashtable", len(raw), enc)
+	}
+	r, err := wire.DecodeRecord([]byte(raw))
+	must(t, err)
+	if r.State != "active" || r.Worker != "w" || r.Attempts != 1 || r.Token != 1 {
+		t.Fatalf("the padded record decodes as %+v", r)
+	}
+	waitFor(t, 3*time.Second, "the ack", func() bool {
+		return b.rdb.Exists(ctx, k.State()).Val() == 0
+	})
 }

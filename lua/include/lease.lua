@@ -33,13 +33,13 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
     local id, key, m = ids[i], keys[i], msgs[i]
     local rec, attempt, token
     if not raws[i] and key == '' then
-      fresh = fresh or cmsgpack.pack({'active', 1, 1, worker, '', 0, now, 0, 0, ''})
+      fresh = fresh or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, ''})
       rec, attempt, token = fresh, 1, 1
     else
       local r = record_decode(raws[i])
       if r[2] == 0 and counted then keydepth_down(T, key, 1) end -- its first start
       r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
-      rec, attempt, token = cmsgpack.pack(r), r[2], r[3]
+      rec, attempt, token = record_pack_active(r), r[2], r[3]
       if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
     end
     states[j + 1], states[j + 2] = id, rec
