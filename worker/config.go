@@ -79,8 +79,9 @@ type Config struct {
 	// slow handlers get none, and never under StrictPriority. Leases of
 	// tasks waiting ahead are extended like running ones; Shutdown gives
 	// them back to the head of their queue without costing an attempt.
-	// Defaults to 3 * BatchSize, at most 300; negative: none; at most
-	// 1,000 (a pop leases 1,000 tasks at most).
+	// Defaults to 300 (a pop of 300 no-op tasks and their acks costs
+	// Redis about a millisecond); negative: none; at most 1,000 (a pop
+	// leases 1,000 tasks at most).
 	Prefetch int
 	// DoneSize and DeadSize cap each partition's done and dead feeds.
 	// Both default to 10,000.
@@ -127,7 +128,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.FlowSweep = cmp.Or(c.FlowSweep, time.Second)
 	c.BatchSize = cmp.Or(c.BatchSize, min(c.Concurrency, 100))
 	if c.Prefetch == 0 {
-		c.Prefetch = min(3*c.BatchSize, 300)
+		c.Prefetch = 300
 	}
 	c.DoneSize = cmp.Or(c.DoneSize, 10_000)
 	c.DeadSize = cmp.Or(c.DeadSize, 10_000)
