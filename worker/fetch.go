@@ -70,7 +70,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		claiming := inflight
 		extra := 0
 		if !claiming {
-			extra = s.prefetch(p, n, busy)
+			extra = s.prefetch(p, n, backlog)
 		}
 		drain(p.freed) // this round trip carries what finished so far
 		r, err := s.dequeue(ctx, p, n, extra, claiming)

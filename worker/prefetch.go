@@ -90,12 +90,14 @@ func (a *ahead) remove(ids []string) []leased {
 }
 
 // prefetch returns how many tasks p's fetcher leases beyond the n slots it
-// holds: none unless the queue has a backlog (busy), prefetch is on and
+// holds: none unless the queue has a backlog (the last pop filled all it
+// asked for: with one slot too, where a fetcher never waits to gather a
+// batch), prefetch is on and
 // the priority is not strict, else what this worker's handlers would start
 // within prefetchWait at their recent mean time, less what is already
 // held, within Config.Prefetch and the 1,000 a pop leases at most.
-func (s *Server) prefetch(p *part, n int, busy bool) int {
-	if !busy || s.cfg.Prefetch <= 0 || s.cfg.StrictPriority {
+func (s *Server) prefetch(p *part, n int, backlog bool) int {
+	if !backlog || s.cfg.Prefetch <= 0 || s.cfg.StrictPriority {
 		return 0
 	}
 	a := &p.ahead

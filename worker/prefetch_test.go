@@ -83,6 +83,9 @@ func TestPrefetch(t *testing.T) {
 	ctx := context.Background()
 	run := func(t *testing.T, cfg Config, lim *queue.Limits, tasks int, work time.Duration) (ahead int64) {
 		t.Helper()
+		if cfg.Concurrency == 0 {
+			cfg.Concurrency = 4
+		}
 		b := setup(t)
 		if lim != nil {
 			must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, *lim))
@@ -102,7 +105,6 @@ func TestPrefetch(t *testing.T) {
 			running.Add(-1)
 			return nil
 		})
-		cfg.Concurrency = 4
 		s, err := NewServer(b.rdb, b.config(t, cfg), rec)
 		must(t, err)
 		var leased atomic.Int64
@@ -119,8 +121,8 @@ func TestPrefetch(t *testing.T) {
 		if len(rec.runs) != tasks || len(rec.tasks) != tasks {
 			t.Fatalf("%d runs of %d distinct tasks, want %d of %d", len(rec.tasks), len(rec.runs), tasks, tasks)
 		}
-		if p := peak.Load(); p > 4 {
-			t.Fatalf("%d handlers ran at once, concurrency 4", p)
+		if p := peak.Load(); p > int64(cfg.Concurrency) {
+			t.Fatalf("%d handlers ran at once, concurrency %d", p, cfg.Concurrency)
 		}
 		return leased.Load()
 	}
@@ -128,6 +130,12 @@ func TestPrefetch(t *testing.T) {
 		t.Parallel()
 		if n := run(t, Config{}, nil, 2000, 0); n == 0 {
 			t.Fatal("2,000 quick tasks and no pop leased any ahead of the free slots")
+		}
+	})
+	t.Run("OneSlot", func(t *testing.T) {
+		t.Parallel()
+		if n := run(t, Config{Concurrency: 1}, nil, 2000, 0); n == 0 {
+			t.Fatal("a worker of one slot leased no quick task ahead")
 		}
 	})
 	t.Run("Off", func(t *testing.T) {
