@@ -90,7 +90,7 @@ func (s *Server) beat(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		s.dropAhead(p, lost, cancelled)
+		s.dropAhead(p, waiting[p], lost, cancelled)
 		for _, r := range byPart[p] {
 			if (len(lost) > 0 || len(cancelled) > 0) && !s.running.has(r) {
 				// it finished while the heartbeat was on its way, and its

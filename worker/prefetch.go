@@ -90,12 +90,12 @@ func (a *ahead) remove(ids []string) []leased {
 }
 
 // prefetch returns how many tasks p's fetcher leases beyond the n slots it
-// holds: none unless the queue has a backlog (the last pop filled all it
-// asked for: with one slot too, where a fetcher never waits to gather a
-// batch), prefetch is on and
-// the priority is not strict, else what this worker's handlers would start
-// within prefetchWait at their recent mean time, less what is already
-// held, within Config.Prefetch and the 1,000 a pop leases at most.
+// holds. None unless the queue has a backlog (the last pop filled all it
+// asked for; with one slot too, where a fetcher never waits to gather a
+// batch), prefetch is on and the priority is not strict; else what this
+// worker's handlers would start within prefetchWait at their recent mean
+// time, less what is already held, within Config.Prefetch and the 1,000 a
+// pop leases at most.
 func (s *Server) prefetch(p *part, n int, backlog bool) int {
 	if !backlog || s.cfg.Prefetch <= 0 || s.cfg.StrictPriority {
 		return 0
@@ -136,31 +136,22 @@ func (s *Server) giveBackAhead(p *part) {
 // dropAhead takes out of p's tasks leased ahead those whose lease the
 // heartbeat found lost (another worker has them now: they are forgotten)
 // or cancelled by an operator (they fail without running, as a cancelled
-// handler's task does).
-func (s *Server) dropAhead(p *part, lost, cancelled []string) {
-	if len(lost)+len(cancelled) == 0 {
+// handler's task does). waited is what the heartbeat extended of them: one
+// that is no longer held started meanwhile, and its handler is told as a
+// running one's is.
+func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
+	if len(waited) == 0 || len(lost)+len(cancelled) == 0 {
 		return
 	}
-	// a task that started since the heartbeat's snapshot is running now:
-	// its handler is told as a running one's is
-	defer func() {
-		for _, r := range s.running.snapshot() {
-			switch {
-			case r.p != p:
-			case slices.Contains(lost, r.task.sid):
-				r.cancel(ErrLeaseLost)
-			case slices.Contains(cancelled, r.task.sid):
-				r.cancel(ErrCancelled)
-			}
-		}
-	}()
-	if n := len(p.ahead.remove(lost)); n > 0 {
-		s.log.Warn("lease lost while waiting for a slot; another worker has the tasks", "queue", p.queue, "tasks", n)
+	gone := p.ahead.remove(lost)
+	if len(gone) > 0 {
+		s.log.Warn("lease lost while waiting for a slot; another worker has the tasks", "queue", p.queue, "tasks", len(gone))
 		if s.cfg.Observer != nil {
 			s.cfg.Observer.LeaseLost(p.queue)
 		}
 	}
-	for _, l := range p.ahead.remove(cancelled) {
+	stopped := p.ahead.remove(cancelled)
+	for _, l := range stopped {
 		t, err := s.newTask(p, l)
 		if err != nil {
 			s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: -1,
@@ -169,5 +160,25 @@ func (s *Server) dropAhead(p *part, lost, cancelled []string) {
 		}
 		s.log.Info("cancelled by an operator before it started", "task", t.ID, "queue", p.queue)
 		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("%w: before it started", ErrCancelled))))
+	}
+	started := map[string]bool{}
+	for _, l := range waited {
+		if (slices.Contains(lost, l.id) || slices.Contains(cancelled, l.id)) &&
+			!slices.ContainsFunc(gone, func(g leased) bool { return g.id == l.id }) &&
+			!slices.ContainsFunc(stopped, func(g leased) bool { return g.id == l.id }) {
+			started[l.id] = true
+		}
+	}
+	if len(started) == 0 {
+		return
+	}
+	for _, r := range s.running.snapshot() {
+		switch {
+		case r.p != p || !started[r.task.sid]:
+		case slices.Contains(lost, r.task.sid):
+			r.cancel(ErrLeaseLost)
+		default:
+			r.cancel(ErrCancelled)
+		}
 	}
 }

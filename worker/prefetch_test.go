@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ type aheadRig struct {
 	rec     *recorder
 	release chan struct{}
 	held    atomic.Int64
+	// handlers for given task IDs, run instead of the rig's (ID -> func)
+	special sync.Map
+	// called before each heartbeat extends its leases, when set
+	beforeExtend atomic.Pointer[func()]
 }
 
 const aheadRigTasks = 200
@@ -31,6 +36,9 @@ func newAheadRig(t *testing.T, cfg Config, holds int64, hold func(ctx context.Co
 	t.Helper()
 	r := &aheadRig{b: setup(t), release: make(chan struct{})}
 	r.rec = newRecorder(func(ctx context.Context, task *Task) error {
+		if h, ok := r.special.Load(task.ID); ok {
+			return h.(func(context.Context) error)(ctx)
+		}
 		if len(r.waiting()) == 0 || r.held.Add(1) > holds {
 			return nil
 		}
@@ -46,6 +54,11 @@ func newAheadRig(t *testing.T, cfg Config, holds int64, hold func(ctx context.Co
 	cfg.Concurrency = 2
 	s, err := NewServer(r.b.rdb, r.b.config(t, cfg), r.rec)
 	must(t, err)
+	s.hooks.beforeExtend = func() {
+		if f := r.beforeExtend.Load(); f != nil {
+			(*f)()
+		}
+	}
 	r.s = s
 	must(t, s.Start(ctx))
 	return r
@@ -290,6 +303,55 @@ func TestCancelTaskLeasedAhead(t *testing.T) {
 	waitFor(t, 10*time.Second, "the other tasks", func() bool { return r.rec.total() >= aheadRigTasks-1 })
 	if n := r.rec.count(id); n != 0 {
 		t.Fatalf("the task cancelled while it waited ahead ran %d times", n)
+	}
+}
+
+// TestCancelTaskStartedFromAhead: a task an operator cancels while it
+// waits ahead, which starts between the heartbeat's look at the tasks
+// ahead and the answer that it was cancelled, has its running handler
+// cancelled, as any running task's.
+func TestCancelTaskStartedFromAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newAheadRig(t, Config{Lease: time.Second, Heartbeat: 100 * time.Millisecond}, 2,
+		func(ctx context.Context, release <-chan struct{}) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(r.release) }); _ = r.s.Shutdown(ctx) })
+	waiting := r.waitHeld(t)
+	id := waiting[0] // the first to start when a slot frees
+	causes := make(chan error, 1)
+	r.special.Store(id, func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+		case <-time.After(3 * time.Second):
+			causes <- nil // not cancelled
+		}
+		return ctx.Err()
+	})
+	must(t, r.b.insp.CancelTask(ctx, queue.DefaultQueue, id))
+	// after the heartbeat took its list, free the slots: the task starts
+	// before the answer that its cancel was asked for comes back
+	hook := func() {
+		once.Do(func() { close(r.release) })
+		for deadline := time.Now().Add(2 * time.Second); r.rec.count(id) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	r.beforeExtend.Store(&hook)
+	select {
+	case c := <-causes:
+		if !errors.Is(c, ErrCancelled) {
+			t.Fatalf("the handler of the task cancelled while it waited ahead ended with cause %v, want ErrCancelled", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task cancelled while it waited ahead never started")
 	}
 }
 
