@@ -12,7 +12,9 @@ type Observer interface {
 	// HandlerFinished is called as a handler returns, with what follows.
 	HandlerFinished(e HandlerEvent)
 	// LeaseLost is called when a running task's lease was lost (the
-	// worker stalled past it) and its handler is cancelled.
+	// worker stalled past it) and its handler is cancelled, and when tasks
+	// leased ahead of the free slots (Config.Prefetch) lost theirs while
+	// they waited, and are dropped unrun.
 	LeaseLost(queue string)
 	// RedisError is called when a Redis call of the worker fails; step
 	// says which ("fetch", "heartbeat", "ack", ...). The worker retries it.

@@ -19,11 +19,12 @@ import (
 // instead: once both slots hold one, the tasks leased ahead wait in the
 // worker for as long as hold blocks.
 type aheadRig struct {
-	b       *bundle
-	s       *Server
-	rec     *recorder
-	release chan struct{}
-	held    atomic.Int64
+	b           *bundle
+	s           *Server
+	rec         *recorder
+	release     chan struct{}
+	releaseOnce sync.Once
+	held        atomic.Int64
 	// handlers for given task IDs, run instead of the rig's (ID -> func)
 	special sync.Map
 	// called before each heartbeat extends its leases, when set
@@ -63,6 +64,25 @@ func newAheadRig(t *testing.T, cfg Config, holds int64, hold func(ctx context.Co
 	must(t, s.Start(ctx))
 	return r
 }
+
+// newReleasedRig is an aheadRig (lease 1s, heartbeat 100ms) whose two
+// hold handlers block until free is called, or until the end of the test.
+func newReleasedRig(t *testing.T) *aheadRig {
+	t.Helper()
+	r := newAheadRig(t, Config{Lease: time.Second, Heartbeat: 100 * time.Millisecond}, 2,
+		func(ctx context.Context, release <-chan struct{}) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	t.Cleanup(func() { r.free(); _ = r.s.Shutdown(context.Background()) })
+	return r
+}
+
+// free lets the blocked hold handlers return.
+func (r *aheadRig) free() { r.releaseOnce.Do(func() { close(r.release) }) }
 
 // waiting returns the IDs of the tasks leased ahead that wait for a slot.
 func (r *aheadRig) waiting() []string {
@@ -282,16 +302,7 @@ func (lostCounter) RedisError(string)             {}
 func TestCancelTaskLeasedAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newAheadRig(t, Config{Lease: time.Second, Heartbeat: 100 * time.Millisecond}, 2,
-		func(ctx context.Context, release <-chan struct{}) error {
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil
-		})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(r.release) }); _ = r.s.Shutdown(ctx) })
+	r := newReleasedRig(t)
 	waiting := r.waitHeld(t)
 	id := waiting[len(waiting)-1]
 	must(t, r.b.insp.CancelTask(ctx, queue.DefaultQueue, id))
@@ -299,7 +310,7 @@ func TestCancelTaskLeasedAhead(t *testing.T) {
 		ti, err := r.b.insp.GetTask(ctx, queue.DefaultQueue, id)
 		return err == nil && ti.State == queue.StateDead && strings.Contains(ti.LastError, "cancelled by an operator")
 	})
-	once.Do(func() { close(r.release) })
+	r.free()
 	waitFor(t, 10*time.Second, "the other tasks", func() bool { return r.rec.total() >= aheadRigTasks-1 })
 	if n := r.rec.count(id); n != 0 {
 		t.Fatalf("the task cancelled while it waited ahead ran %d times", n)
@@ -313,16 +324,7 @@ func TestCancelTaskLeasedAhead(t *testing.T) {
 func TestCancelTaskStartedFromAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newAheadRig(t, Config{Lease: time.Second, Heartbeat: 100 * time.Millisecond}, 2,
-		func(ctx context.Context, release <-chan struct{}) error {
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil
-		})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(r.release) }); _ = r.s.Shutdown(ctx) })
+	r := newReleasedRig(t)
 	waiting := r.waitHeld(t)
 	id := waiting[0] // the first to start when a slot frees
 	causes := make(chan error, 1)
@@ -339,7 +341,7 @@ func TestCancelTaskStartedFromAhead(t *testing.T) {
 	// after the heartbeat took its list, free the slots: the task starts
 	// before the answer that its cancel was asked for comes back
 	hook := func() {
-		once.Do(func() { close(r.release) })
+		r.free()
 		for deadline := time.Now().Add(2 * time.Second); r.rec.count(id) == 0 && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
