@@ -88,9 +88,11 @@ const (
 	// and completes as record does: the parent sees concurrency across
 	// processes.
 	handleGauge = "gauge"
-	// handleFlow returns nil at once for batch members, and records the
-	// start and completion (as record does) of tasks whose type begins
-	// with "cb": a batch's callbacks, counted in every process.
+	// handleFlow returns nil at once for batch members, except that a
+	// member of type "member-last" first waits (15s at most) until the
+	// parent sets recKeys.gate("closed"), and records the start and
+	// completion (as record does) of tasks whose type begins with "cb": a
+	// batch's callbacks, counted in every process.
 	handleFlow = "flow"
 	// handleProgress reports 40% ("working"); on a task's first attempt
 	// it then dies (SIGKILL), on later ones it writes a result naming the
@@ -436,9 +438,32 @@ func (c *childWorker) leased(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// waitFlowGate waits until the parent sets recKeys.gate("closed"), 15s at
+// most: the batch's last member then cannot finish before the batch is
+// closed, however fast the others run, so a worker's forward (not Close)
+// makes the callbacks due. A string key rather than the gated list, since
+// a killed worker's run of the member comes back and must see it again.
+func (c *childWorker) waitFlowGate(ctx context.Context) error {
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); {
+		n, err := c.rdb.Exists(ctx, c.k.gate("closed")).Result()
+		if err == nil && n == 1 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return errors.New("flow gate not opened within 15s")
+}
+
 // handle is the child's handler.
 func (c *childWorker) handle(ctx context.Context, t *Task) error {
 	if c.o.Handler == handleFlow && !strings.HasPrefix(t.Type, "cb") {
+		if t.Type == "member-last" {
+			return c.waitFlowGate(ctx)
+		}
 		return nil
 	}
 	err := c.retry(ctx, func(ctx context.Context) error {

@@ -130,7 +130,13 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 	for i := 0; i < total; i += step {
 		tasks := make([]*queue.Task, step)
 		for j := range tasks {
-			tasks[j] = queue.NewRawTask("member", []byte(strconv.Itoa(i+j)), queue.In(qname))
+			typ := "member"
+			if i+j == total-1 {
+				// it waits for the gate below: the workers' forward,
+				// not Close, makes the callbacks due
+				typ = "member-last"
+			}
+			tasks[j] = queue.NewRawTask(typ, []byte(strconv.Itoa(i+j)), queue.In(qname))
 		}
 		_, err := batch.Add(ctx, tasks...)
 		must(t, err)
@@ -140,6 +146,7 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 		reap()
 	}
 	must(t, batch.Close(ctx))
+	must(t, r.rdb.Set(ctx, k.gate("closed"), "1", 0).Err())
 
 	// more kills while the members run, then wait for the callbacks
 	deadline := time.Now().Add(90 * time.Second)
