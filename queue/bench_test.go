@@ -11,26 +11,39 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// BenchmarkEnqueue measures single Enqueue calls: one round trip each.
+// BenchmarkEnqueue measures single Enqueue calls from 1 and from 16
+// producers (goroutines). With 16, calls that find another in flight for
+// their partition wait in line and go out together (coalesce.go);
+// "/coalescing=off" is Config.NoCoalescing, one round trip per call.
+// "round-trips/op" counts what the client sent (a go-redis hook).
 func BenchmarkEnqueue(b *testing.B) {
-	for _, producers := range []int{1, 16} {
-		b.Run(map[int]string{1: "producers=1", 16: "producers=16"}[producers], func(b *testing.B) {
-			bb := benchSetup(b)
+	for _, bc := range []struct {
+		name      string
+		producers int
+		off       bool
+	}{{"producers=1", 1, false}, {"producers=16", 16, false}, {"producers=16/coalescing=off", 16, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			bd := setupTB(b, Config{NoCoalescing: bc.off})
 			payload := make([]byte, 100)
 			ctx := context.Background()
+			if _, err := bd.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
+				b.Fatal(err) // warm: the script loaded, the queue registered
+			}
+			sent0 := bd.hook.roundTrips.Load()
+			b.ReportAllocs()
 			b.ResetTimer()
 			var wg sync.WaitGroup
-			per := b.N / producers
-			for p := range producers {
+			per := b.N / bc.producers
+			for p := range bc.producers {
 				n := per
 				if p == 0 {
-					n += b.N % producers
+					n += b.N % bc.producers
 				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					for range n {
-						if _, err := bb.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
+						if _, err := bd.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
 							b.Error(err)
 							return
 						}
@@ -38,6 +51,8 @@ func BenchmarkEnqueue(b *testing.B) {
 				}()
 			}
 			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(bd.hook.roundTrips.Load()-sent0)/float64(b.N), "round-trips/op")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
 		})
 	}

@@ -52,6 +52,13 @@ type Config struct {
 	// WaitTimeout bounds how long a write waits for WaitReplicas replicas.
 	// Defaults to 1s.
 	WaitTimeout time.Duration
+	// NoCoalescing makes every single Enqueue its own round trip. By
+	// default, concurrent Enqueue calls to one partition that find another
+	// in flight wait for it and then go out together, in one batch call
+	// (see the README's "Enqueue from many goroutines"): each still returns
+	// only once Redis has its task, and a producer enqueueing from one
+	// goroutine is not affected.
+	NoCoalescing bool
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger
 }

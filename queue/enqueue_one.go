@@ -17,13 +17,22 @@ import (
 
 // sendPlain is the common single Enqueue: a plain task to a registered
 // partition, by enqueue_one.lua with the partition's tail shard guessed
-// from the previous reply (three Redis commands). refused reports a call
+// from the previous reply (three Redis commands), or, when another call of
+// the partition is in flight, in line with the other calls that wait for
+// it (coalesce.go). refused reports a call
 // Redis refused unrun, or a closed partition: the caller takes the general
 // path, which routes again. inFlight reports a call given up on (its
 // context ended) that may still be writing p.msg to Redis: the caller must
 // not reuse p.msg's storage.
 func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, refused, inFlight bool, err error) {
 	pc := c.prepared(p.info.Queue, p.info.Partition)
+	if !c.cfg.NoCoalescing {
+		if w := pc.line.join(p); w != nil { // a call in flight: wait in line
+			info, inFlight, err := c.await(ctx, pc, w)
+			return info, false, inFlight, err
+		}
+		defer c.leave(pc)
+	}
 	guess := pc.tail.Load()
 	f := pc.frames.Get().(*plainFrame)
 	f.set(pc.shardKey(guess), p.msg)
@@ -92,6 +101,8 @@ type plainCall struct {
 	limits any
 	// frames are argument lists of this call, reused (plainFrame)
 	frames sync.Pool
+	// line holds the calls waiting for the one in flight (coalesce.go)
+	line line
 }
 
 // plainFrame is the argument list of one single Enqueue's call: the

@@ -1,0 +1,152 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Concurrent single Enqueue calls to one partition share round trips. A
+// call that finds another call of its partition in flight waits in line;
+// when the call in flight returns, the calls in line go out together as
+// one batch script call (enqueue.lua, what EnqueueBatch runs), sent by a
+// goroutine of their own, which then takes whatever lined up meanwhile,
+// until the line is empty. Nobody waits for more than the call ahead and
+// its own: no timer holds a call back to gather a batch. A producer that
+// enqueues from one goroutine never finds a call in flight, so it pays
+// nothing. Each caller still returns only once Redis has its task.
+// Config.NoCoalescing turns this off.
+
+// line is one partition's line of waiting single enqueues.
+type line struct {
+	mu      sync.Mutex
+	busy    bool      // a call of the partition is in flight
+	waiting []*waiter // calls to send when it returns
+}
+
+// waiter is one Enqueue call in line: its task, and once sent, its outcome.
+type waiter struct {
+	task pending // a copy: the caller's stays on its stack
+	// taken is set, under the line's lock, when the task goes into a batch:
+	// from then on the caller may leave but not take the task back
+	taken bool
+	done  chan struct{} // closed when info and err are set
+	info  *TaskInfo
+	err   error
+}
+
+// join returns nil and marks the line busy when no call of the partition
+// is in flight: the caller sends its task itself and then calls leave.
+// Otherwise it puts a copy of p in line and returns its waiter.
+func (l *line) join(p *pending) *waiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.busy {
+		l.busy = true
+		return nil
+	}
+	w := &waiter{task: *p, done: make(chan struct{})}
+	l.waiting = append(l.waiting, w)
+	return w
+}
+
+// takeOrIdle returns the calls in line, marked taken, or marks the line
+// idle and returns nil when there are none.
+func (l *line) takeOrIdle() []*waiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ws := l.waiting
+	if len(ws) == 0 {
+		l.busy = false
+		return nil
+	}
+	l.waiting = nil
+	for _, w := range ws {
+		w.taken = true
+	}
+	return ws
+}
+
+// drop takes w out of line unless its task was taken into a batch; it
+// reports whether it did (nothing of w's was written, nor will be).
+func (l *line) drop(w *waiter) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.taken {
+		return false
+	}
+	for i, o := range l.waiting {
+		if o == w {
+			l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// leave ends the caller's own call of pc: the calls that lined up
+// meanwhile go out on a goroutine of their own, so the caller returns now.
+func (c *Client) leave(pc *plainCall) {
+	if ws := pc.line.takeOrIdle(); ws != nil {
+		go c.sendLines(pc, ws)
+	}
+}
+
+// sendLines sends batches of waiting calls until the line is empty.
+func (c *Client) sendLines(pc *plainCall, ws []*waiter) {
+	for ; ws != nil; ws = pc.line.takeOrIdle() {
+		c.sendLine(ws)
+	}
+}
+
+// sendLine sends the tasks of ws in one batch call and tells each its
+// outcome. The call runs under a context of its own, not any caller's:
+// one caller giving up must not decide the others' outcome, and one that
+// gives up while the call runs has been told its outcome is unknown. The
+// Redis client's own timeouts bound it, as they bound any call.
+func (c *Client) sendLine(ws []*waiter) {
+	first := &ws[0].task
+	g := &group{queue: first.info.Queue, partition: first.info.Partition, tasks: make([]pending, len(ws))}
+	for i, w := range ws {
+		g.tasks[i] = w.task
+		g.tasks[i].index = i
+	}
+	infos, errs := make([]*TaskInfo, len(ws)), make([]error, len(ws))
+	ctx := context.Background()
+	groups := []*group{g}
+	err := c.send(ctx, groups, infos, errs)
+	if err == nil {
+		// a partition that closed meanwhile: its tasks go to the others
+		err = c.reroute(ctx, groups, infos, errs)
+	}
+	for i, w := range ws {
+		if err != nil {
+			w.err = err
+		} else {
+			w.info, w.err = infos[i], errs[i]
+		}
+		close(w.done)
+	}
+}
+
+// await waits for w's outcome or for ctx to end. A caller that leaves
+// before its task was taken into a batch leaves nothing written; one that
+// leaves after gets ctx's error with inFlight set: the batch may still
+// write its task, and reads its message.
+func (c *Client) await(ctx context.Context, pc *plainCall, w *waiter) (info *TaskInfo, inFlight bool, err error) {
+	select {
+	case <-w.done:
+		return w.info, false, w.err
+	case <-ctx.Done():
+	}
+	select {
+	case <-w.done: // both ready: the outcome is known, say it
+		return w.info, false, w.err
+	default:
+	}
+	err = fmt.Errorf("enqueue %q: %w", w.task.info.Queue, ctx.Err())
+	if pc.line.drop(w) {
+		return nil, false, err
+	}
+	return nil, true, err
+}
