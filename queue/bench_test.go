@@ -11,25 +11,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// BenchmarkEnqueue measures single Enqueue calls from 1 and from 16
-// producers (goroutines). With 16, calls that find another in flight for
-// their partition wait in line and go out together (coalesce.go);
-// "/coalescing=off" is Config.NoCoalescing, one round trip per call.
+// BenchmarkEnqueue measures single Enqueue calls from 1, 16 and 64
+// producers (goroutines). With many, calls that find lineDepth others in
+// flight for their partition wait in line and go out together
+// (coalesce.go); "/coalescing=off" is Config.NoCoalescing, one round trip
+// per call. "redis-µs/op" is the server's CPU per task.
 // "round-trips/op" counts what the client sent (a go-redis hook).
 func BenchmarkEnqueue(b *testing.B) {
 	for _, bc := range []struct {
 		name      string
 		producers int
 		off       bool
-	}{{"producers=1", 1, false}, {"producers=16", 16, false}, {"producers=16/coalescing=off", 16, true}} {
+	}{
+		{"producers=1", 1, false},
+		{"producers=16", 16, false}, {"producers=16/coalescing=off", 16, true},
+		{"producers=64", 64, false}, {"producers=64/coalescing=off", 64, true},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
+
 			bd := setupTB(b, Config{NoCoalescing: bc.off})
 			payload := make([]byte, 100)
 			ctx := context.Background()
 			if _, err := bd.client.Enqueue(ctx, NewRawTask("bench", payload)); err != nil {
 				b.Fatal(err) // warm: the script loaded, the queue registered
 			}
-			sent0 := bd.hook.roundTrips.Load()
+			sent0, cpu0 := bd.hook.roundTrips.Load(), redisCPU(b, bd.rdb)
 			b.ReportAllocs()
 			b.ResetTimer()
 			var wg sync.WaitGroup
@@ -53,9 +59,32 @@ func BenchmarkEnqueue(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			b.ReportMetric(float64(bd.hook.roundTrips.Load()-sent0)/float64(b.N), "round-trips/op")
+			b.ReportMetric((redisCPU(b, bd.rdb)-cpu0).Seconds()*1e6/float64(b.N), "redis-µs/op")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
 		})
 	}
+}
+
+// redisCPU reads the server's CPU time so far (INFO cpu: used_cpu_user
+// plus used_cpu_sys).
+func redisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu line %q: %v", line, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // BenchmarkEnqueueMaxDepth measures single Enqueue calls from 16

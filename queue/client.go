@@ -30,6 +30,7 @@ type Client struct {
 	prepMu     sync.RWMutex
 	prep       map[partKey]*plainCall // the plain single enqueue's call, per partition
 	layouts    sync.Map               // queue name -> layoutEntry: its partition layout, and when read
+	lineDepth  int                    // lineDepth, but for tests
 }
 
 // NewClient returns a Client over rdb.
@@ -41,7 +42,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rdb: rdb, cfg: cfg}, nil
+	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth}, nil
 }
 
 // Enqueue adds task in one Redis round trip and returns its info. opts

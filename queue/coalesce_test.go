@@ -14,24 +14,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// gateHook holds the next script call made while it is armed, before it is
-// sent, until the test releases it: a call "in flight" for as long as the
+// gateHook holds the next script calls made while it is armed, before
+// they are sent, until the test releases them (one per value sent on
+// release, or all when it is closed): calls "in flight" for as long as the
 // test needs.
 type gateHook struct {
-	armed   atomic.Bool
+	armed   atomic.Int32 // how many calls to hold yet
 	held    chan struct{}
 	release chan struct{}
 }
 
 func newGateHook() *gateHook {
-	return &gateHook{held: make(chan struct{}, 1), release: make(chan struct{})}
+	return &gateHook{held: make(chan struct{}, 64), release: make(chan struct{})}
 }
 
 func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if strings.EqualFold(cmd.Name(), "evalsha") && h.armed.CompareAndSwap(true, false) {
+		if strings.EqualFold(cmd.Name(), "evalsha") && h.armed.Add(-1) >= 0 {
 			h.held <- struct{}{}
 			<-h.release
 		}
@@ -43,16 +44,31 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-// hold arms the gate and waits until a call is held.
-func (h *gateHook) hold(t *testing.T, start func()) {
+// hold arms the gate for n calls, runs start, and waits until n are held.
+func (h *gateHook) hold(t *testing.T, n int, start func()) {
 	t.Helper()
-	h.armed.Store(true)
+	h.armed.Store(int32(n))
 	start()
-	select {
-	case <-h.held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no script call reached the gate within 10s")
+	for range n {
+		select {
+		case <-h.held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("script calls did not reach the gate within 10s")
+		}
 	}
+}
+
+// fill starts lineDepth Enqueues of tasks made by task and holds them at
+// the gate: the next call of the partition waits in line.
+func (h *gateHook) fill(t *testing.T, c *Client, task func(int) *Task) []chan result {
+	t.Helper()
+	var outs []chan result
+	h.hold(t, c.lineDepth, func() {
+		for i := range c.lineDepth {
+			outs = append(outs, enqueueAsync(context.Background(), c, task(-1-i)))
+		}
+	})
+	return outs
 }
 
 // result is one Enqueue call's outcome.
@@ -131,58 +147,61 @@ func TestEnqueueCoalescing(t *testing.T) {
 		return qi.Pending
 	}
 
-	// Ten calls that find one in flight wait for it, then go out in one
-	// script call: two round trips for eleven tasks, each task stored and
-	// each caller told its own ID.
+	// Ten calls that find lineDepth in flight wait for them, then go out
+	// in one script call: lineDepth+1 round trips for lineDepth+10 tasks,
+	// each task stored and each caller told its own ID.
 	t.Run("CallsInLineShareOneRoundTrip", func(t *testing.T) {
 		t.Parallel()
 		b, gate := coalesceSetup(t, Config{})
-		var first chan result
-		gate.hold(t, func() { first = enqueueAsync(ctx, b.client, task(0)) })
-		outs := []chan result{first}
+		outs := gate.fill(t, b.client, task)
+		depth := len(outs)
 		for i := 1; i <= 10; i++ {
 			outs = append(outs, enqueueAsync(ctx, b.client, task(i)))
 		}
 		waitLine(t, b.client, "line", 0, 10)
 		close(gate.release)
-		var ids []string
-		for _, out := range outs {
+		ids := map[string]string{}
+		for i, out := range outs {
 			r := receive(t, out)
 			must(t, r.err)
-			ids = append(ids, r.info.ID)
-		}
-		if s, rt := b.hook.scripts.Load(), b.hook.roundTrips.Load(); s != 2 || rt != 2 {
-			t.Fatalf("%d script calls in %d round trips for a call and its line of 10, want 2 and 2", s, rt)
-		}
-		for i, id := range ids {
-			ti, err := b.insp.GetTask(ctx, "line", id)
-			must(t, err)
-			if ti.State != StatePending || string(ti.Payload) != fmt.Sprint(i) {
-				t.Fatalf("task %d (%s): state %s, payload %q", i, id, ti.State, ti.Payload)
+			ids[r.info.ID] = fmt.Sprint(i - depth + 1)
+			if i < depth {
+				ids[r.info.ID] = fmt.Sprint(-1 - i)
 			}
 		}
-		if slices.Sort(ids); len(slices.Compact(ids)) != 11 {
-			t.Fatal("callers were told the same ID")
+		if s, rt := b.hook.scripts.Load(), b.hook.roundTrips.Load(); s != int64(depth+1) || rt != int64(depth+1) {
+			t.Fatalf("%d script calls in %d round trips for %d calls in flight and a line of 10, want %d and %d", s, rt, depth, depth+1, depth+1)
 		}
-		if n := pendingOf(t, b); n != 3+11 {
-			t.Fatalf("pending %d, want 14 (3 warm-up tasks, 11)", n)
+		if len(ids) != depth+10 {
+			t.Fatalf("callers were told %d distinct IDs for %d tasks", len(ids), depth+10)
+		}
+		for id, payload := range ids {
+			ti, err := b.insp.GetTask(ctx, "line", id)
+			must(t, err)
+			if ti.State != StatePending || string(ti.Payload) != payload {
+				t.Fatalf("task %s: state %s, payload %q, want pending, %q", id, ti.State, ti.Payload, payload)
+			}
+		}
+		if n := pendingOf(t, b); n != int64(3+depth+10) {
+			t.Fatalf("pending %d, want %d (3 warm-up tasks)", n, 3+depth+10)
 		}
 	})
 
 	// With NoCoalescing every call is its own round trip: the ten return
-	// while the first is still held.
+	// while the first ones are still held.
 	t.Run("NoCoalescing", func(t *testing.T) {
 		t.Parallel()
 		b, gate := coalesceSetup(t, Config{NoCoalescing: true})
-		var first chan result
-		gate.hold(t, func() { first = enqueueAsync(ctx, b.client, task(0)) })
+		held := gate.fill(t, b.client, task)
 		for i := 1; i <= 10; i++ {
 			must(t, receive(t, enqueueAsync(ctx, b.client, task(i))).err)
 		}
 		close(gate.release)
-		must(t, receive(t, first).err)
-		if rt := b.hook.roundTrips.Load(); rt != 11 {
-			t.Fatalf("%d round trips for 11 calls, want 11", rt)
+		for _, out := range held {
+			must(t, receive(t, out).err)
+		}
+		if rt, want := b.hook.roundTrips.Load(), int64(len(held)+10); rt != want {
+			t.Fatalf("%d round trips for %d calls, want %d", rt, want, want)
 		}
 	})
 
@@ -192,8 +211,7 @@ func TestEnqueueCoalescing(t *testing.T) {
 	t.Run("CallerLeavesTheLine", func(t *testing.T) {
 		t.Parallel()
 		b, gate := coalesceSetup(t, Config{})
-		var first chan result
-		gate.hold(t, func() { first = enqueueAsync(ctx, b.client, task(0)) })
+		held := gate.fill(t, b.client, task)
 		cctx, cancel := context.WithCancel(ctx)
 		left := enqueueAsync(cctx, b.client, task(1))
 		waitLine(t, b.client, "line", 0, 1)
@@ -206,10 +224,12 @@ func TestEnqueueCoalescing(t *testing.T) {
 		}
 		waitLine(t, b.client, "line", 0, 1)
 		close(gate.release)
-		must(t, receive(t, first).err)
+		for _, out := range held {
+			must(t, receive(t, out).err)
+		}
 		must(t, receive(t, stays).err)
-		if n := pendingOf(t, b); n != 3+2 {
-			t.Fatalf("pending %d, want 5: the task of the caller that left is not written", n)
+		if n, want := pendingOf(t, b), int64(3+len(held)+1); n != want {
+			t.Fatalf("pending %d, want %d: the task of the caller that left is not written", n, want)
 		}
 	})
 
@@ -219,24 +239,26 @@ func TestEnqueueCoalescing(t *testing.T) {
 	t.Run("CallerLeavesABatchInFlight", func(t *testing.T) {
 		t.Parallel()
 		b, gate := coalesceSetup(t, Config{})
-		var first chan result
-		gate.hold(t, func() { first = enqueueAsync(ctx, b.client, task(0)) })
+		held := gate.fill(t, b.client, task)
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		left := enqueueAsync(cctx, b.client, task(1))
 		waitLine(t, b.client, "line", 0, 1)
-		// the batch's call is held next, once the first call is let go
-		gate.hold(t, func() { gate.release <- struct{}{} })
-		must(t, receive(t, first).err)
+		// the batch's call is held next, once one held call is let go
+		gate.hold(t, 1, func() { gate.release <- struct{}{} })
 		cancel()
 		r := receive(t, left)
 		if !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("caller that left its batch in flight: %v, want context.Canceled", r.err)
 		}
 		close(gate.release)
-		for deadline := time.Now().Add(10 * time.Second); pendingOf(t, b) != 3+2; time.Sleep(10 * time.Millisecond) {
+		for _, out := range held {
+			must(t, receive(t, out).err)
+		}
+		want := int64(3 + len(held) + 1)
+		for deadline := time.Now().Add(10 * time.Second); pendingOf(t, b) != want; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("pending %d after 10s, want 5: the batch in flight writes its task", pendingOf(t, b))
+				t.Fatalf("pending %d after 10s, want %d: the batch in flight writes its task", pendingOf(t, b), want)
 			}
 		}
 	})
@@ -246,9 +268,7 @@ func TestEnqueueCoalescing(t *testing.T) {
 	t.Run("RedisGone", func(t *testing.T) {
 		t.Parallel()
 		b, gate := coalesceSetup(t, Config{})
-		var first chan result
-		gate.hold(t, func() { first = enqueueAsync(ctx, b.client, task(0)) })
-		outs := []chan result{first}
+		outs := gate.fill(t, b.client, task)
 		for i := 1; i <= 5; i++ {
 			outs = append(outs, enqueueAsync(ctx, b.client, task(i)))
 		}
@@ -267,12 +287,14 @@ func TestEnqueueCoalescing(t *testing.T) {
 	})
 
 	// Partitions have lines of their own: a call to another partition
-	// does not wait for the one in flight.
+	// does not wait for the one in flight (here, with a line that forms
+	// behind a single call).
 	t.Run("PartitionsDoNotWaitForEachOther", func(t *testing.T) {
 		t.Parallel()
 		b, gate := coalesceSetup(t, Config{Partitions: map[string]int{"line": 2}})
+		b.client.lineDepth = 1
 		var first chan result
-		gate.hold(t, func() { first = enqueueAsync(ctx, b.client, task(0)) })
+		gate.hold(t, 1, func() { first = enqueueAsync(ctx, b.client, task(0)) })
 		r := receive(t, enqueueAsync(ctx, b.client, task(1)))
 		must(t, r.err)
 		close(gate.release)
