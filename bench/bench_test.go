@@ -28,7 +28,7 @@ func TestQuick(t *testing.T) {
 	if strings.Contains(got, "check failed") || strings.Contains(got, "no figure") {
 		t.Fatalf("a check failed:\n%s", got)
 	}
-	for _, fig := range []string{figLimit, figEnqRate, figEnqCmds, figEnqCPU, figProcRate, figProcCPU, figLatP99, figLatRate, figMemory(quickSizes.memory[0]), figMemory(quickSizes.memory[1])} {
+	for _, fig := range []string{figLimit, figEnqRate, figEnqCmds, figEnqCPU, figManyRate, figManyCPU, figProcRate, figProcCPU, figLatP99, figLatRate, figMemory(quickSizes.memory[0]), figMemory(quickSizes.memory[1])} {
 		line := ""
 		for _, l := range strings.Split(got, "\n") {
 			if strings.HasPrefix(l, "| "+fig+" |") {

@@ -22,7 +22,7 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "a scaled-down smoke run (one round, small sizes)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every workload for every system, in a rotated order")
 	flag.DurationVar(&o.timeout, "timeout", 40*time.Minute, "stop the whole run after this long")
-	flag.StringVar(&o.only, "only", "", "comma-separated workloads: enqueue,process,latency,memory (default all)")
+	flag.StringVar(&o.only, "only", "", "comma-separated workloads: enqueue,producers,process,latency,memory (default all)")
 	flag.Parse()
 	if err := run(context.Background(), o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

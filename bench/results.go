@@ -17,6 +17,9 @@ const (
 	figEnqRedis   = "Enqueue: Redis CPU per task, µs"
 	figEnqClient  = "Enqueue: client CPU per task, µs"
 	figEnqCPU     = "Enqueue: Redis + client CPU per task, µs"
+	figManyRate   = "Enqueue, 64 producers: tasks/s"
+	figManyRedis  = "Enqueue, 64 producers: Redis CPU per task, µs"
+	figManyCPU    = "Enqueue, 64 producers: Redis + client CPU per task, µs"
 	figProcRate   = "Process, concurrency 16: tasks/s"
 	figProcRedis  = "Process: Redis CPU per task, µs"
 	figProcClient = "Process: client CPU per task, µs"
@@ -117,8 +120,8 @@ func num(v float64) string {
 func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
 	fmt.Fprintf(w, "\nshardq and its peers, %d round(s), interleaved, one private redis-server %s; %s; %s\n",
 		o.rounds, redisVersion, machine(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "sizes: %d single enqueues, %d tasks processed at concurrency %d, memory at %v pending, latency %s warm-up + %s window at %d/s from %d producers; %d-byte payloads\n\n",
-		sz.enqueues, sz.process, sz.concurrency, sz.memory, sz.latWarm, sz.latWindow, latencyRate, latencyProducers, sz.payload)
+	fmt.Fprintf(w, "sizes: %d single enqueues from 1 producer and %d from %d at once, %d tasks processed at concurrency %d, memory at %v pending, latency %s warm-up + %s window at %d/s from %d producers; %d-byte payloads\n\n",
+		sz.enqueues, sz.manyEnqueue, manyProducers, sz.process, sz.concurrency, sz.memory, sz.latWarm, sz.latWindow, latencyRate, latencyProducers, sz.payload)
 	head := "| figure | " + strings.Join(r.systems, " | ")
 	sep := "| --- |" + strings.Repeat(" --- |", len(r.systems))
 	for _, p := range r.systems[1:] {

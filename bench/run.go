@@ -15,11 +15,11 @@ import (
 )
 
 // workloads in the order a round runs them.
-var workloads = []string{"enqueue", "process", "latency", "memory"}
+var workloads = []string{"enqueue", "producers", "process", "latency", "memory"}
 
 // workloadFigure is the figure a workload's failure is reported on.
 // (memory reports its own, per size).
-var workloadFigure = map[string]string{"enqueue": figEnqRate, "process": figProcRate, "latency": figLatP99}
+var workloadFigure = map[string]string{"enqueue": figEnqRate, "producers": figManyRate, "process": figProcRate, "latency": figLatP99}
 
 // systemMakers build each system under test, fresh for every measurement.
 var systemMakers = []func(addr string) (system, error){newShardq, newAsynq, newGocraft}
@@ -81,6 +81,13 @@ func run(ctx context.Context, o options, out, progressW io.Writer) error {
 				progress("round %d/%d: enqueue: %s, in turns of %d", round+1, o.rounds, strings.Join(names, ", "), enqueueBlock)
 				if err := measureEnqueueAll(ctx, st, srv.Addr, sz, round, res); err != nil {
 					return fmt.Errorf("round %d, enqueue: %w", round+1, err)
+				}
+				continue
+			}
+			if w == "producers" {
+				progress("round %d/%d: producers: %s, %d at once, in turns of %d", round+1, o.rounds, strings.Join(names, ", "), manyProducers, manyBlock)
+				if err := measureManyAll(ctx, st, srv.Addr, sz, round, res); err != nil {
+					return fmt.Errorf("round %d, producers: %w", round+1, err)
 				}
 				continue
 			}
@@ -222,6 +229,43 @@ func measureEnqueueAll(ctx context.Context, st stats, addr string, sz sizes, rou
 		}
 		res.add(figFloorRate(f.lib), "redis", rs[i].rate)
 		res.add(figFloorCPU(f.lib), "redis", rs[i].redisUS+rs[i].clientUS)
+	}
+	return st.rdb.FlushAll(ctx).Err()
+}
+
+// measureManyAll runs the many-producer enqueue workload for every system
+// at once, in turns (measureManyProducers), on an empty Redis.
+func measureManyAll(ctx context.Context, st stats, addr string, sz sizes, round int, res *results) error {
+	if err := st.rdb.FlushAll(ctx).Err(); err != nil {
+		return err
+	}
+	var systems []system
+	defer func() {
+		for _, s := range systems {
+			s.close()
+		}
+	}()
+	var turns []enqueuer
+	for _, mk := range systemMakers {
+		s, err := mk(addr)
+		if err != nil {
+			return err
+		}
+		systems = append(systems, s)
+		turns = append(turns, s)
+	}
+	rs, errs := measureManyProducers(ctx, st, turns, sz, round)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for i, s := range systems {
+		if errs[i] != nil {
+			res.fail(figManyRate, s.name(), errs[i])
+			continue
+		}
+		res.add(figManyRate, s.name(), rs[i].rate)
+		res.add(figManyRedis, s.name(), rs[i].redisUS)
+		res.add(figManyCPU, s.name(), rs[i].redisUS+rs[i].clientUS)
 	}
 	return st.rdb.FlushAll(ctx).Err()
 }

@@ -14,6 +14,7 @@ import (
 // sizes are a run's workload sizes; -quick scales them down.
 type sizes struct {
 	enqueues    int           // single Enqueue calls per measurement
+	manyEnqueue int           // single Enqueue calls per many-producer measurement
 	process     int           // tasks per processing run
 	memory      []int         // pending tasks per memory figure
 	latWarm     time.Duration // open-loop warm-up, not measured
@@ -24,12 +25,12 @@ type sizes struct {
 }
 
 var fullSizes = sizes{
-	enqueues: 20_000, process: 100_000, memory: []int{100_000, 1_000_000},
+	enqueues: 20_000, manyEnqueue: 64_000, process: 100_000, memory: []int{100_000, 1_000_000},
 	latWarm: time.Second, latWindow: 3 * time.Second, probeCalls: 5_000, payload: 100, concurrency: 16,
 }
 
 var quickSizes = sizes{
-	enqueues: 500, process: 2_000, memory: []int{2_000, 5_000},
+	enqueues: 500, manyEnqueue: 1_280, process: 2_000, memory: []int{2_000, 5_000},
 	latWarm: 200 * time.Millisecond, latWindow: 500 * time.Millisecond, probeCalls: 500, payload: 100, concurrency: 16,
 }
 
@@ -37,6 +38,14 @@ var quickSizes = sizes{
 const (
 	latencyRate      = 2000
 	latencyProducers = 4
+)
+
+// manyProducers is how many goroutines call single Enqueue at once in the
+// "producers" workload: a service enqueueing from its request handlers
+// under load. manyBlock is its turn, in calls.
+const (
+	manyProducers = 64
+	manyBlock     = 6_400
 )
 
 // errCheck marks a run whose exactly-once or nothing-left check failed:
@@ -63,7 +72,48 @@ const enqueueBlock = 500
 // each, all on one Redis (each keeps its own keys). A system whose call fails
 // drops out with its error; the others go on.
 func measureEnqueue(ctx context.Context, st stats, systems []enqueuer, sz sizes, round int) ([]enqueueResult, []error) {
-	payload := payloadFor(0, sz.payload)
+	return measureTurns(ctx, st, systems, sz.enqueues, enqueueBlock, 1, sz.payload, round)
+}
+
+// measureManyProducers is measureEnqueue with manyProducers goroutines
+// calling at once, sz.manyEnqueue calls per system in turns of manyBlock.
+func measureManyProducers(ctx context.Context, st stats, systems []enqueuer, sz sizes, round int) ([]enqueueResult, []error) {
+	return measureTurns(ctx, st, systems, sz.manyEnqueue, manyBlock, manyProducers, sz.payload, round)
+}
+
+// enqueueN makes n single enqueues on sys from producers goroutines and
+// returns the first error.
+func enqueueN(ctx context.Context, sys enqueuer, payload []byte, n, producers int) error {
+	if producers == 1 {
+		for range n {
+			if err := sys.enqueue(ctx, payload); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, producers)
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := p; i < n; i += producers {
+				if errs[p] = sys.enqueue(ctx, payload); errs[p] != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// measureTurns measures total single enqueues per system, in turns of
+// block calls from producers goroutines, the systems' order rotated every
+// block.
+func measureTurns(ctx context.Context, st stats, systems []enqueuer, total, block, producers, size, round int) ([]enqueueResult, []error) {
+	payload := payloadFor(0, size)
 	res := make([]enqueueResult, len(systems))
 	errs := make([]error, len(systems))
 	took := make([]time.Duration, len(systems))
@@ -80,9 +130,9 @@ func measureEnqueue(ctx context.Context, st stats, systems []enqueuer, sz sizes,
 		}
 	}
 	runtime.GC()
-	blocks := (sz.enqueues + enqueueBlock - 1) / enqueueBlock
+	blocks := (total + block - 1) / block
 	for b := range blocks {
-		n := min(enqueueBlock, sz.enqueues-b*enqueueBlock)
+		n := min(block, total-b*block)
 		for k := range systems {
 			i := (k + b + round) % len(systems)
 			if errs[i] != nil {
@@ -93,11 +143,7 @@ func measureEnqueue(ctx context.Context, st stats, systems []enqueuer, sz sizes,
 				errs[i] = err
 				continue
 			}
-			for range n {
-				if err = systems[i].enqueue(ctx, payload); err != nil {
-					break
-				}
-			}
+			err = enqueueN(ctx, systems[i], payload, n, producers)
 			z, serr := st.snapEnd(ctx)
 			if err = errors.Join(err, serr); err != nil {
 				errs[i] = err
@@ -109,7 +155,7 @@ func measureEnqueue(ctx context.Context, st stats, systems []enqueuer, sz sizes,
 			calls[i] += z.calls - a.calls // INFO itself is not counted
 		}
 	}
-	n := float64(sz.enqueues)
+	n := float64(total)
 	for i := range systems {
 		if errs[i] != nil {
 			continue
