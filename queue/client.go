@@ -45,8 +45,10 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth}, nil
 }
 
-// Enqueue adds task in one Redis round trip and returns its info. opts
-// override the task's own options.
+// Enqueue adds task in one Redis round trip and returns its info, once
+// Redis has the task. opts override the task's own options. Concurrent
+// calls to one partition beyond a few at once share round trips: they wait
+// for a call in flight and go out together (see Config.NoCoalescing).
 func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*TaskInfo, error) {
 	var ctxHeaders map[string]string
 	if c.cfg.ContextHeaders != nil {
