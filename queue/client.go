@@ -66,29 +66,52 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	if p.plain() && !p.wait && c.cfg.WaitReplicas == 0 && !c.capped(p.info.Queue) && c.isRegistered(p.info.Queue) &&
 		!c.layoutStale(p.info.Queue) {
 		info, refused, inFlight, err := c.sendPlain(ctx, &p)
-		if !inFlight {
-			putMsgBuf(buf, p.msg)
-		}
 		if !refused {
+			if !inFlight {
+				putMsgBuf(buf, p.msg)
+			}
 			return info, err
 		}
 		// refused unrun (a slot migrating, a failover) or by a draining
 		// partition: the general path retries and routes again
-	} else {
-		putMsgBuf(buf, p.msg)
 	}
-	infos, err := c.EnqueueBatch(ctx, []*Task{task}, opts...)
-	var be *BatchError
-	if errors.As(err, &be) {
-		if errors.Is(be.Errs[0], ErrNotReplicated) {
-			return infos[0], be.Errs[0] // enqueued: its info is good
-		}
-		return nil, be.Errs[0]
-	}
+	// The general path sends the task as built, its partition already
+	// taken from the round-robin (building it again would take a second
+	// turn, and skew the spread of a queue's tasks over its partitions).
+	// Its buffer is not reused: a call given up on may still read it.
+	infos, errs, err := c.sendGroup(ctx, []pending{p})
 	if err != nil {
 		return nil, err
 	}
+	if errs[0] != nil {
+		if errors.Is(errs[0], ErrNotReplicated) {
+			return infos[0], errs[0] // enqueued: its info is good
+		}
+		return nil, errs[0]
+	}
 	return infos[0], nil
+}
+
+// sendGroup sends tasks of one partition, built, by the general path, as
+// EnqueueBatch sends a group: one script call (retried while refused),
+// waiting for room where a task asks to, then to other partitions if the
+// partition is closed. It returns each task's info or error, or the error
+// that left the outcome unknown.
+func (c *Client) sendGroup(ctx context.Context, ps []pending) ([]*TaskInfo, []error, error) {
+	g := &group{queue: ps[0].info.Queue, partition: ps[0].info.Partition, tasks: ps}
+	for i := range g.tasks {
+		g.tasks[i].index = i
+	}
+	infos, errs := make([]*TaskInfo, len(ps)), make([]error, len(ps))
+	groups := []*group{g}
+	if err := c.send(ctx, groups, infos, errs); err != nil {
+		return nil, nil, err
+	}
+	c.waitForRoom(ctx, groups, infos, errs)
+	if err := c.reroute(ctx, groups, infos, errs); err != nil {
+		return nil, nil, err
+	}
+	return infos, errs, nil
 }
 
 // EnqueueBatch adds tasks with one script call per queue partition, all in

@@ -635,3 +635,43 @@ func TestPendingFoundWhileMovedToInFlight(t *testing.T) {
 		t.Fatalf("GetTask while in flight = %+v, %v", got, err)
 	}
 }
+
+// TestEnqueueSpreadsOverPartitions: single Enqueue calls spread a queue's
+// tasks evenly over its partitions, round-robin, whichever path a call
+// takes: the plain one, or the general one (a queue with a MaxDepth, a
+// scheduled task), which once took a second round-robin turn per call and,
+// with two partitions, put every task into the same one.
+func TestEnqueueSpreadsOverPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		limits *Limits
+		opts   []Option
+		state  State
+	}{
+		{"Plain", nil, nil, StatePending},
+		{"MaxDepth", &Limits{MaxDepth: 1 << 20}, nil, StatePending},
+		{"Scheduled", nil, []Option{ProcessIn(time.Hour)}, StateScheduled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Config{Partitions: map[string]int{"spread": 2}})
+			if tc.limits != nil {
+				must(t, b.insp.SetLimits(ctx, "spread", *tc.limits))
+			}
+			per := map[int]int{}
+			for i := range 100 {
+				info, err := b.client.Enqueue(ctx, NewRawTask("spread", []byte(fmt.Sprint(i)), In("spread")), tc.opts...)
+				must(t, err)
+				if info.State != tc.state {
+					t.Fatalf("task %d: state %s, want %s", i, info.State, tc.state)
+				}
+				per[info.Partition]++
+			}
+			if per[0] != 50 || per[1] != 50 {
+				t.Fatalf("100 tasks over 2 partitions: %v, want 50 each", per)
+			}
+		})
+	}
+}

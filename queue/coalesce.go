@@ -122,20 +122,11 @@ func (c *Client) sendLines(pc *plainCall, ws []*waiter) {
 // gives up while the call runs has been told its outcome is unknown. The
 // Redis client's own timeouts bound it, as they bound any call.
 func (c *Client) sendLine(ws []*waiter) {
-	first := &ws[0].task
-	g := &group{queue: first.info.Queue, partition: first.info.Partition, tasks: make([]pending, len(ws))}
+	tasks := make([]pending, len(ws))
 	for i, w := range ws {
-		g.tasks[i] = w.task
-		g.tasks[i].index = i
+		tasks[i] = w.task
 	}
-	infos, errs := make([]*TaskInfo, len(ws)), make([]error, len(ws))
-	ctx := context.Background()
-	groups := []*group{g}
-	err := c.send(ctx, groups, infos, errs)
-	if err == nil {
-		// a partition that closed meanwhile: its tasks go to the others
-		err = c.reroute(ctx, groups, infos, errs)
-	}
+	infos, errs, err := c.sendGroup(context.Background(), tasks)
 	for i, w := range ws {
 		if err != nil {
 			w.err = err
