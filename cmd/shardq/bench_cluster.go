@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +35,10 @@ const (
 	defaultClusterPartitions = 6
 	clusterConcurrency       = 16
 	clusterQueueTries        = 1000
+	// clusterProducers is how many goroutines fill the queue with single
+	// Enqueue calls, the enqueue side measured: a service enqueueing from
+	// its request handlers under load.
+	clusterProducers = 64
 )
 
 // clusterSetups are the numbers of masters compared, the baseline first.
@@ -54,15 +60,25 @@ func (s *clusterSetup) label() string {
 	return fmt.Sprintf("%d masters", s.masters)
 }
 
-// clusterRun is what one processing run on one setup measured.
+// clusterRun is what one run on one setup measured: the processing and,
+// in enq, the enqueue side (the fill), with the same fields.
 type clusterRun struct {
 	tasks     int
 	rate      float64   // tasks/s, first handler start to last return
 	redisCPU  []float64 // CPU seconds used by each master (setup's node order)
 	commands  float64   // commands all masters processed
 	reads     float64   // socket reads all masters processed: requests, batched
-	served    []int64   // tasks each master's partitions delivered
+	served    []int64   // tasks each master's partitions delivered (or took)
 	clientCPU float64   // this process's CPU seconds
+	enq       *clusterRun
+}
+
+// sideOf returns r's processing side, or its enqueue side when enq is set.
+func sideOf(r clusterRun, enq bool) clusterRun {
+	if enq {
+		return *r.enq
+	}
+	return r
 }
 
 // redisUS is the Redis CPU per task summed over all masters, µs.
@@ -273,7 +289,8 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		return clusterRun{}, err
 	}
 	n := cb.f.tasks
-	if err := b.fillIndexed(ctx, c, q, n); err != nil {
+	enq, err := cb.fillProducers(ctx, s, c, q, owner, n)
+	if err != nil {
 		return clusterRun{}, fmt.Errorf("fill: %w", err)
 	}
 	tl := newTally(n, cb.f.partitions)
@@ -327,6 +344,62 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 	for p, node := range owner {
 		r.served[node] += tl.perPart[p].Load()
 	}
+	r.enq = &enq
+	return r, nil
+}
+
+// fillProducers enqueues tasks 0..n-1 (indexedPayload) into q from
+// clusterProducers goroutines, each making single Enqueue calls, and
+// measures it as runOnce measures the processing: the enqueue side. A
+// failed call fails the fill.
+func (cb *clusterBench) fillProducers(ctx context.Context, s *clusterSetup, c *queue.Client, q string, owner []int, n int) (clusterRun, error) {
+	runtime.GC()
+	c0, err := s.mastersCounters(ctx)
+	if err != nil {
+		return clusterRun{}, err
+	}
+	self0, start := selfCPU(), time.Now()
+	perPart := make([]atomic.Int64, cb.f.partitions)
+	errs := make([]error, clusterProducers)
+	var wg sync.WaitGroup
+	for g := range clusterProducers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += clusterProducers {
+				info, err := c.Enqueue(ctx, queue.NewRawTask("bench", indexedPayload(i, cb.f.payload)), queue.In(q))
+				if err != nil {
+					errs[g] = fmt.Errorf("task %d: %w", i, err)
+					return
+				}
+				perPart[info.Partition].Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	took, self := time.Since(start), selfCPU()-self0
+	if err := errors.Join(errs...); err != nil {
+		return clusterRun{}, err
+	}
+	c1, err := s.mastersCounters(ctx)
+	if err != nil {
+		return clusterRun{}, err
+	}
+	r := clusterRun{
+		tasks:     n,
+		rate:      float64(n) / took.Seconds(),
+		redisCPU:  make([]float64, s.masters),
+		served:    make([]int64, s.masters),
+		clientCPU: self.Seconds(),
+	}
+	for i := range r.redisCPU {
+		r.redisCPU[i] = c1[i].cpu - c0[i].cpu
+		r.commands += c1[i].commands - c0[i].commands
+		r.reads += c1[i].reads - c0[i].reads
+	}
+	for p, node := range owner {
+		r.served[node] += perPart[p].Load()
+	}
 	return r, nil
 }
 
@@ -355,10 +428,10 @@ func (s *clusterSetup) collect(f func(clusterRun) float64) []float64 {
 	return out
 }
 
-// report prints the table per setup, the ratio of the rates within each
-// round, Redis CPU per task on each master with the rate one core of it
-// would allow at that cost, how the tasks spread, then one JSON line per
-// figure.
+// report prints, for the processing and then for the enqueue side, the
+// table per setup, the ratio of the rates within each round, Redis CPU per
+// task on each master with the rate one core of it would allow at that
+// cost, and how the tasks spread; then one JSON line per figure.
 func (cb *clusterBench) report(w io.Writer) {
 	var figs []clusterFigure
 	add := func(name, unit string, vs []float64) {
@@ -367,63 +440,90 @@ func (cb *clusterBench) report(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nRedis Cluster, processing: %d tasks per run, no-op handler, concurrency %d, %d partitions spread evenly over the masters, %d round(s), setups interleaved; GOMAXPROCS %d\n\n",
 		cb.f.tasks, clusterConcurrency, cb.f.partitions, cb.f.rounds, runtime.GOMAXPROCS(0))
+	cb.reportSide(w, false, add, &figs)
+	fmt.Fprintf(w, "\nRedis Cluster, enqueue side: the same %d tasks per run enqueued before it by single Enqueue calls from %d goroutines at once (concurrent calls coalesce)\n\n",
+		cb.f.tasks, clusterProducers)
+	cb.reportSide(w, true, add, &figs)
+	fmt.Fprintln(w)
+	for _, f := range figs {
+		line, _ := json.Marshal(f)
+		fmt.Fprintf(w, "BENCH %s\n", line)
+	}
+}
+
+// reportSide prints report's tables for one side: the processing, or the
+// enqueue side (enq), whose figures' names say "enqueue".
+func (cb *clusterBench) reportSide(w io.Writer, enq bool, add func(name, unit string, vs []float64), figs *[]clusterFigure) {
+	what, per := "process, no-op handler", "task"
+	if enq {
+		what, per = fmt.Sprintf("enqueue, %d producers", clusterProducers), "enqueue"
+	}
+	collect := func(s *clusterSetup, f func(clusterRun) float64) []float64 {
+		return s.collect(func(r clusterRun) float64 { return f(sideOf(r, enq)) })
+	}
 	// Commands and socket reads per task, summed over the masters, tell a
 	// command's own cost from what each round trip costs Redis.
-	fmt.Fprintf(w, "%-10s %8s %-15s %18s %19s %14s %11s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/task", "client CPU µs/task", "commands/task", "reads/task")
+	fmt.Fprintf(w, "%-10s %8s %-15s %18s %19s %14s %11s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/"+per, "client CPU µs/"+per, "commands/"+per, "reads/"+per)
 	for _, s := range cb.setups {
-		rates := s.collect(func(r clusterRun) float64 { return r.rate })
-		redisUS := s.collect(clusterRun.redisUS)
-		clientUS := s.collect(func(r clusterRun) float64 { return r.clientCPU * 1e6 / float64(r.tasks) })
+		rates := collect(s, func(r clusterRun) float64 { return r.rate })
+		redisUS := collect(s, clusterRun.redisUS)
+		clientUS := collect(s, func(r clusterRun) float64 { return r.clientCPU * 1e6 / float64(r.tasks) })
 		med, lo, hi := medianRange(rates)
-		cmds := s.collect(func(r clusterRun) float64 { return r.commands / float64(r.tasks) })
-		reads := s.collect(func(r clusterRun) float64 { return r.reads / float64(r.tasks) })
+		cmds := collect(s, func(r clusterRun) float64 { return r.commands / float64(r.tasks) })
+		reads := collect(s, func(r clusterRun) float64 { return r.reads / float64(r.tasks) })
 		fmt.Fprintf(w, "%-10s %8.0f %-15s %17.1f %18.1f %14.3f %11.3f\n", s.label(), med, fmt.Sprintf("(%.0f-%.0f)", lo, hi), median(redisUS), median(clientUS), median(cmds), median(reads))
-		add("cluster "+s.label()+": process, no-op handler", "tasks/s", rates)
-		add("cluster "+s.label()+": Redis CPU per task, all masters", "µs", redisUS)
-		add("cluster "+s.label()+": client CPU per task", "µs", clientUS)
-		add("cluster "+s.label()+": Redis commands per task, all masters", "commands", cmds)
-		add("cluster "+s.label()+": Redis socket reads per task, all masters", "reads", reads)
+		add("cluster "+s.label()+": "+what, "tasks/s", rates)
+		add("cluster "+s.label()+": Redis CPU per "+per+", all masters", "µs", redisUS)
+		add("cluster "+s.label()+": client CPU per "+per, "µs", clientUS)
+		add("cluster "+s.label()+": Redis commands per "+per+", all masters", "commands", cmds)
+		add("cluster "+s.label()+": Redis socket reads per "+per+", all masters", "reads", reads)
 	}
 	base, top := cb.setups[0], cb.setups[len(cb.setups)-1]
 	ratios := make([]float64, len(base.runs))
 	for i := range ratios {
-		ratios[i] = top.runs[i].rate / base.runs[i].rate
+		ratios[i] = sideOf(top.runs[i], enq).rate / sideOf(base.runs[i], enq).rate
 	}
 	med, lo, hi := medianRange(ratios)
 	ratioName := fmt.Sprintf("cluster %s / %s: tasks/s ratio", top.label(), base.label())
+	if enq {
+		ratioName = fmt.Sprintf("cluster %s / %s: enqueue tasks/s ratio", top.label(), base.label())
+	}
 	fmt.Fprintf(w, "\nratio %s / %s: %.2fx tasks/s (median of %d rounds' ratios, %.2f-%.2f)\n", top.label(), base.label(), med, len(ratios), lo, hi)
 	add(ratioName, "x", ratios)
 
-	fmt.Fprintf(w, "\nRedis CPU per task per master: each master's CPU (used_cpu_user+used_cpu_sys) over the tasks its partitions served; median of rounds.\n")
+	if enq {
+		fmt.Fprintf(w, "\nRedis CPU per enqueue per master: each master's CPU (used_cpu_user+used_cpu_sys) over the tasks its partitions took; median of rounds.\n")
+	} else {
+		fmt.Fprintf(w, "\nRedis CPU per task per master: each master's CPU (used_cpu_user+used_cpu_sys) over the tasks its partitions served; median of rounds.\n")
+	}
 	fmt.Fprintf(w, "The ceiling is 1 s / that cost: the rate one fully busy master core would allow.\n")
-	fmt.Fprintf(w, "%-10s %-24s %12s %12s %18s\n", "setup", "master", "tasks", "µs/task", "ceiling tasks/s")
+	fmt.Fprintf(w, "%-10s %-24s %12s %12s %18s\n", "setup", "master", "tasks", "µs/"+per, "ceiling tasks/s")
 	for _, s := range cb.setups {
 		var total int64
 		for _, r := range s.runs {
-			for _, n := range r.served {
+			for _, n := range sideOf(r, enq).served {
 				total += n
 			}
 		}
 		for i, node := range s.cl.Nodes {
 			var served int64
 			for _, r := range s.runs {
-				served += r.served[i]
+				served += sideOf(r, enq).served[i]
 			}
-			us := s.collect(func(r clusterRun) float64 { return r.masterUS(i) })
+			us := collect(s, func(r clusterRun) float64 { return r.masterUS(i) })
 			share := 100 * float64(served) / float64(total)
 			ceiling := 0.0
 			if m := median(us); m > 0 {
 				ceiling = 1e6 / m
 			}
 			fmt.Fprintf(w, "%-10s %-24s %11.1f%% %12.1f %18.0f\n", s.label(), fmt.Sprintf("%d (%s)", i+1, node.Addr), share, median(us), ceiling)
-			add(fmt.Sprintf("cluster %s: Redis CPU per task, master %d", s.label(), i+1), "µs", us)
-			figs = append(figs, clusterFigure{Name: fmt.Sprintf("cluster %s: tasks served, master %d", s.label(), i+1), Value: share, Unit: "%", Rounds: len(s.runs)})
+			cost, took := fmt.Sprintf("cluster %s: Redis CPU per task, master %d", s.label(), i+1), fmt.Sprintf("cluster %s: tasks served, master %d", s.label(), i+1)
+			if enq {
+				cost, took = fmt.Sprintf("cluster %s: Redis CPU per enqueue, master %d", s.label(), i+1), fmt.Sprintf("cluster %s: tasks enqueued, master %d", s.label(), i+1)
+			}
+			add(cost, "µs", us)
+			*figs = append(*figs, clusterFigure{Name: took, Value: share, Unit: "%", Rounds: len(s.runs)})
 		}
-	}
-	fmt.Fprintln(w)
-	for _, f := range figs {
-		line, _ := json.Marshal(f)
-		fmt.Fprintf(w, "BENCH %s\n", line)
 	}
 }
 
