@@ -30,7 +30,8 @@ type Client struct {
 	prepMu     sync.RWMutex
 	prep       map[partKey]*plainCall // the plain single enqueue's call, per partition
 	layouts    sync.Map               // queue name -> layoutEntry: its partition layout, and when read
-	lineDepth  int                    // lineDepth, but for tests
+	lineDepth  int64                  // lineDepth, but for tests
+	inFlight   atomic.Int64           // single enqueues in flight (coalesce.go)
 }
 
 // NewClient returns a Client over rdb.

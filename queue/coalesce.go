@@ -5,25 +5,31 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
-// Concurrent single Enqueue calls to one partition share round trips.
-// Up to lineDepth calls of a partition go out at once, each its own round
-// trip, as without coalescing. A call that finds that many in flight
-// waits in line; when one of them returns, the calls in line go out
-// together as one batch script call (enqueue.lua, what EnqueueBatch runs),
-// sent by a goroutine of their own, which then takes whatever lined up
-// meanwhile, until the line is empty. Nobody waits for more than a call
-// ahead and its own: no timer holds a call back to gather a batch. A
-// producer that enqueues from one goroutine never finds a call in flight,
-// so it pays nothing. Each caller still returns only once Redis has its
-// task. Config.NoCoalescing turns this off.
+// Concurrent single Enqueue calls share round trips, per partition. Up to
+// lineDepth calls of a client go out at once, each its own round trip, as
+// without coalescing, and so does a call to a partition with no call in
+// flight. A call that finds lineDepth in flight and one of its own
+// partition among them waits in that partition's line; when a call of the
+// partition returns, the calls in line go out together as one batch
+// script call (enqueue.lua, what EnqueueBatch runs), sent by a goroutine
+// of their own, which then takes whatever lined up meanwhile, until the
+// line is empty. Nobody waits for more than a call ahead and its own: no
+// timer holds a call back to gather a batch, and a line always has a call
+// of its partition in flight to end its wait. A producer that enqueues
+// from one goroutine never finds a call in flight, so it pays nothing.
+// Each caller still returns only once Redis has its task.
+// Config.NoCoalescing turns this off.
 //
 // Why lineDepth is 4 (BenchmarkEnqueue with 4 to 64 producers, one
 // partition, on 2 cores): with few calls at once a line only adds a wait,
 // since Redis serves a few connections at once as cheaply as one batch;
 // with many, Redis's CPU per task is what limits them, and a batch of 10
-// or 40 tasks costs it a third to a half of as many calls.
+// or 40 tasks costs it a third to a half of as many calls. Why per client,
+// not per partition: with 6 partitions, 4 per partition let 24 calls go
+// out alone, and 64 producers made batches of about 2 (bench --cluster).
 
 // line is one partition's line of waiting single enqueues.
 type line struct {
@@ -32,8 +38,8 @@ type line struct {
 	waiting  []*waiter // calls to send when one returns
 }
 
-// lineDepth is how many calls of one partition go out at once before the
-// next waits in line.
+// lineDepth is how many single enqueues of a client go out at once before
+// the next waits in line (when its partition has one in flight).
 const lineDepth = 4
 
 // waiter is one Enqueue call in line: its task, and once sent, its outcome.
@@ -47,14 +53,17 @@ type waiter struct {
 	err   error
 }
 
-// join returns nil and counts the caller's call in flight when fewer than
-// depth are: the caller sends its task itself and then calls leave.
-// Otherwise it puts a copy of p in line and returns its waiter.
-func (l *line) join(p *pending, depth int) *waiter {
+// join returns nil and counts the caller's call in flight, in the line and
+// in all (the client's count), when the partition has none in flight or
+// fewer than depth are in flight in all: the caller sends its task itself
+// and then calls leave. Otherwise it puts a copy of p in line and returns
+// its waiter.
+func (l *line) join(p *pending, depth int64, all *atomic.Int64) *waiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.inFlight < depth {
+	if l.inFlight == 0 || all.Load() < depth {
 		l.inFlight++
+		all.Add(1)
 		return nil
 	}
 	w := &waiter{task: *p, done: make(chan struct{})}
@@ -65,12 +74,13 @@ func (l *line) join(p *pending, depth int) *waiter {
 // takeOrIdle returns the calls in line, marked taken, to go out in the
 // place of a call that returned, or counts that call out and returns nil
 // when there are none.
-func (l *line) takeOrIdle() []*waiter {
+func (l *line) takeOrIdle(all *atomic.Int64) []*waiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ws := l.waiting
 	if len(ws) == 0 {
 		l.inFlight--
+		all.Add(-1)
 		return nil
 	}
 	l.waiting = nil
@@ -100,14 +110,14 @@ func (l *line) drop(w *waiter) bool {
 // leave ends the caller's own call of pc: the calls that lined up
 // meanwhile go out on a goroutine of their own, so the caller returns now.
 func (c *Client) leave(pc *plainCall) {
-	if ws := pc.line.takeOrIdle(); ws != nil {
+	if ws := pc.line.takeOrIdle(&c.inFlight); ws != nil {
 		go c.sendLines(pc, ws)
 	}
 }
 
 // sendLines sends batches of waiting calls until the line is empty.
 func (c *Client) sendLines(pc *plainCall, ws []*waiter) {
-	for ; ws != nil; ws = pc.line.takeOrIdle() {
+	for ; ws != nil; ws = pc.line.takeOrIdle(&c.inFlight) {
 		c.sendLine(ws)
 		// let the callers just told their outcome run first: most enqueue
 		// again at once, and join the next batch rather than the one after

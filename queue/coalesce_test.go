@@ -59,12 +59,12 @@ func (h *gateHook) hold(t *testing.T, n int, start func()) {
 }
 
 // fill starts lineDepth Enqueues of tasks made by task and holds them at
-// the gate: the next call of the partition waits in line.
+// the gate: on a queue of one partition, the next call waits in line.
 func (h *gateHook) fill(t *testing.T, c *Client, task func(int) *Task) []chan result {
 	t.Helper()
 	var outs []chan result
-	h.hold(t, c.lineDepth, func() {
-		for i := range c.lineDepth {
+	h.hold(t, int(c.lineDepth), func() {
+		for i := range int(c.lineDepth) {
 			outs = append(outs, enqueueAsync(context.Background(), c, task(-1-i)))
 		}
 	})
@@ -302,6 +302,37 @@ func TestEnqueueCoalescing(t *testing.T) {
 		must(t, f.err)
 		if r.info.Partition == f.info.Partition {
 			t.Fatalf("both calls went to partition %d; want round-robin over 2", r.info.Partition)
+		}
+	})
+
+	// The depth counts a client's calls in all partitions: once 4 are in
+	// flight, a call to a partition with one of them waits in its line,
+	// and the lines go out one batch per partition. 4 held calls over 3
+	// partitions (round-robin, so each has one), then 9 calls, 3 per line: 4 +
+	// 3 round trips for 13 tasks.
+	t.Run("LinesOfManyPartitions", func(t *testing.T) {
+		t.Parallel()
+		b, gate := coalesceSetup(t, Config{Partitions: map[string]int{"line": 3}})
+		held := gate.fill(t, b.client, task)
+		var outs []chan result
+		for i := 1; i <= 9; i++ {
+			outs = append(outs, enqueueAsync(ctx, b.client, task(i)))
+		}
+		for p := range 3 {
+			waitLine(t, b.client, "line", p, 3)
+		}
+		close(gate.release)
+		per := map[int]int{}
+		for _, out := range append(held, outs...) {
+			r := receive(t, out)
+			must(t, r.err)
+			per[r.info.Partition]++
+		}
+		if rt := b.hook.roundTrips.Load(); rt != 4+3 {
+			t.Fatalf("%d round trips for 4 calls in flight and 3 lines, want 7", rt)
+		}
+		if n := per[0] + per[1] + per[2]; n != 13 || min(per[0], per[1], per[2]) != 4 {
+			t.Fatalf("tasks per partition %v, want 13 round-robin: 4, 4 and 5", per)
 		}
 	})
 

@@ -463,7 +463,7 @@ func (cb *clusterBench) reportSide(w io.Writer, enq bool, add func(name, unit st
 	}
 	// Commands and socket reads per task, summed over the masters, tell a
 	// command's own cost from what each round trip costs Redis.
-	fmt.Fprintf(w, "%-10s %8s %-15s %18s %19s %14s %11s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/"+per, "client CPU µs/"+per, "commands/"+per, "reads/"+per)
+	fmt.Fprintf(w, "%-10s %8s %-15s %21s %22s %17s %14s\n", "setup", "tasks/s", "(min-max)", "Redis CPU µs/"+per, "client CPU µs/"+per, "commands/"+per, "reads/"+per)
 	for _, s := range cb.setups {
 		rates := collect(s, func(r clusterRun) float64 { return r.rate })
 		redisUS := collect(s, clusterRun.redisUS)
@@ -471,7 +471,7 @@ func (cb *clusterBench) reportSide(w io.Writer, enq bool, add func(name, unit st
 		med, lo, hi := medianRange(rates)
 		cmds := collect(s, func(r clusterRun) float64 { return r.commands / float64(r.tasks) })
 		reads := collect(s, func(r clusterRun) float64 { return r.reads / float64(r.tasks) })
-		fmt.Fprintf(w, "%-10s %8.0f %-15s %17.1f %18.1f %14.3f %11.3f\n", s.label(), med, fmt.Sprintf("(%.0f-%.0f)", lo, hi), median(redisUS), median(clientUS), median(cmds), median(reads))
+		fmt.Fprintf(w, "%-10s %8.0f %-15s %21.1f %22.1f %17.3f %14.3f\n", s.label(), med, fmt.Sprintf("(%.0f-%.0f)", lo, hi), median(redisUS), median(clientUS), median(cmds), median(reads))
 		add("cluster "+s.label()+": "+what, "tasks/s", rates)
 		add("cluster "+s.label()+": Redis CPU per "+per+", all masters", "µs", redisUS)
 		add("cluster "+s.label()+": client CPU per "+per, "µs", clientUS)
