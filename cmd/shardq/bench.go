@@ -31,13 +31,14 @@ measuring Redis's own limits first and every figure against them (enqueue,
 processing, latency, memory), with the targets each is checked against.
 Processing figures count only when every task ran exactly once.
 
-With --cluster: the processing run (no-op handler) on two private Redis
-Clusters started for it, of 1 master and of 3, each queue's partitions
-spread evenly over the masters, the setups interleaved in every round. It
-prints per setup tasks/s (median, min-max), the ratio of 3 masters to 1
-within each round, Redis CPU per task per master (each master's CPU over
-the tasks it served) with the rate one busy master core would allow, and
-how the tasks spread. Where the masters share few cores with each other and
+With --cluster: on two private Redis Clusters started for it, of 1 master
+and of 3, each queue's partitions spread evenly over the masters, the
+setups interleaved in every round, the enqueue side (the queue filled by
+single Enqueue calls from 64 goroutines) and then the processing run
+(no-op handler). For each side it prints per setup tasks/s (median,
+min-max), the ratio of 3 masters to 1 within each round, Redis CPU per
+task per master (each master's CPU over the tasks it took or served) with
+the rate one busy master core would allow, and how the tasks spread. Where the masters share few cores with each other and
 the client, the wall-clock ratio understates scaling; the CPU per task per
 master is what projects to more masters.
 
@@ -131,7 +132,7 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.payload, "payload", 100, "payload bytes per task")
 	fs.StringVar(&f.only, "only", "", "comma-separated parts to run: limit,enqueue,process,latency,memory (default all; limit always runs, first, as every ratio needs it)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "stop the whole run after this long")
-	fs.BoolVar(&f.cluster, "cluster", false, fmt.Sprintf("instead: the processing run (--tasks, concurrency %d, --partitions) on private Redis Clusters of 1 and of 3 masters, interleaved over --rounds; tasks/s, their ratio and Redis CPU per task per master", clusterConcurrency))
+	fs.BoolVar(&f.cluster, "cluster", false, fmt.Sprintf("instead: --tasks enqueued from 64 goroutines, then processed (concurrency %d, --partitions), on private Redis Clusters of 1 and of 3 masters, interleaved over --rounds; for each side tasks/s, their ratio and Redis CPU per task per master", clusterConcurrency))
 	fs.IntVar(&f.rounds, "rounds", 3, "with --cluster: rounds, each running every setup once")
 	fs.IntVar(&f.partitions, "partitions", defaultClusterPartitions, fmt.Sprintf("with --cluster: the queue's partitions, %d..%d (at least one per master)", slices.Max(clusterSetups), maxBenchPartitions))
 	describe(fs, c, "[flags]", benchDetails, benchExitCodes)
@@ -147,7 +148,7 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 		// single-server run, would measure something else.
 		for _, name := range []string{"redis", "only", "mem-tasks"} {
 			if set[name] {
-				return fmt.Errorf("%w: --%s does not apply to --cluster, which starts its own clusters and runs the processing part only", errUsage, name)
+				return fmt.Errorf("%w: --%s does not apply to --cluster, which starts its own clusters and runs the enqueue side and the processing only", errUsage, name)
 			}
 		}
 		if f.rounds < 1 {
