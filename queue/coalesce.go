@@ -45,12 +45,29 @@ const lineDepth = 4
 // waiter is one Enqueue call in line: its task, and once sent, its outcome.
 type waiter struct {
 	task pending // a copy: the caller's stays on its stack
-	// taken is set, under the line's lock, when the task goes into a batch:
+	// taken is set, under the line's lock, when the task goes into batch:
 	// from then on the caller may leave but not take the task back
 	taken bool
+	batch *batchCall
 	done  chan struct{} // closed when info and err are set
 	info  *TaskInfo
 	err   error
+}
+
+// batchCall is the call of one batch of waiters. Its context ends when
+// every one of them has left: a batch is bounded by its callers'
+// contexts, as a call of one caller is bounded by that caller's.
+type batchCall struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	waiting atomic.Int32 // callers still waiting for the outcome
+}
+
+// leave counts a caller out, and ends the call when none is left.
+func (b *batchCall) leave() {
+	if b.waiting.Add(-1) == 0 {
+		b.cancel()
+	}
 }
 
 // join returns nil and counts the caller's call in flight, in the line and
@@ -84,8 +101,13 @@ func (l *line) takeOrIdle(all *atomic.Int64) []*waiter {
 		return nil
 	}
 	l.waiting = nil
+	b := &batchCall{}
+	// a context of its own, not any caller's: one caller giving up must
+	// not decide the others' outcome
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.waiting.Store(int32(len(ws)))
 	for _, w := range ws {
-		w.taken = true
+		w.taken, w.batch = true, b
 	}
 	return ws
 }
@@ -127,16 +149,17 @@ func (c *Client) sendLines(pc *plainCall, ws []*waiter) {
 }
 
 // sendLine sends the tasks of ws in one batch call and tells each its
-// outcome. The call runs under a context of its own, not any caller's:
-// one caller giving up must not decide the others' outcome, and one that
-// gives up while the call runs has been told its outcome is unknown. The
-// Redis client's own timeouts bound it, as they bound any call.
+// outcome. The call runs under the batch's context (batchCall), which ends
+// only when every caller in it has given up; one that gives up while the
+// call runs has been told its outcome is unknown.
 func (c *Client) sendLine(ws []*waiter) {
+	b := ws[0].batch
+	defer b.cancel()
 	tasks := make([]pending, len(ws))
 	for i, w := range ws {
 		tasks[i] = w.task
 	}
-	infos, errs, err := c.sendGroup(context.Background(), tasks)
+	infos, errs, err := c.sendGroup(b.ctx, tasks)
 	for i, w := range ws {
 		if err != nil {
 			w.err = err
@@ -150,7 +173,8 @@ func (c *Client) sendLine(ws []*waiter) {
 // await waits for w's outcome or for ctx to end. A caller that leaves
 // before its task was taken into a batch leaves nothing written; one that
 // leaves after gets ctx's error with inFlight set: the batch may still
-// write its task, and reads its message.
+// write its task, and reads its message (and once every caller of the
+// batch has left, the batch's call ends too).
 func (c *Client) await(ctx context.Context, pc *plainCall, w *waiter) (info *TaskInfo, inFlight bool, err error) {
 	select {
 	case <-w.done:
@@ -166,5 +190,6 @@ func (c *Client) await(ctx context.Context, pc *plainCall, w *waiter) (info *Tas
 	if pc.line.drop(w) {
 		return nil, false, err
 	}
+	w.batch.leave()
 	return nil, true, err
 }

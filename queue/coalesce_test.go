@@ -22,10 +22,12 @@ type gateHook struct {
 	armed   atomic.Int32 // how many calls to hold yet
 	held    chan struct{}
 	release chan struct{}
+	// released gets, for each held call let go, its context's error then
+	released chan error
 }
 
 func newGateHook() *gateHook {
-	return &gateHook{held: make(chan struct{}, 64), release: make(chan struct{})}
+	return &gateHook{held: make(chan struct{}, 64), release: make(chan struct{}), released: make(chan error, 64)}
 }
 
 func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -35,6 +37,7 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if strings.EqualFold(cmd.Name(), "evalsha") && h.armed.Add(-1) >= 0 {
 			h.held <- struct{}{}
 			<-h.release
+			h.released <- ctx.Err()
 		}
 		return next(ctx, cmd)
 	}
@@ -235,7 +238,8 @@ func TestEnqueueCoalescing(t *testing.T) {
 
 	// A caller whose context ends once its batch is sent gets the
 	// context's error (the outcome unknown, as for any call given up in
-	// flight); the batch goes on and writes its task.
+	// flight); the batch goes on for the caller still in it, and writes
+	// both tasks.
 	t.Run("CallerLeavesABatchInFlight", func(t *testing.T) {
 		t.Parallel()
 		b, gate := coalesceSetup(t, Config{})
@@ -244,6 +248,8 @@ func TestEnqueueCoalescing(t *testing.T) {
 		defer cancel()
 		left := enqueueAsync(cctx, b.client, task(1))
 		waitLine(t, b.client, "line", 0, 1)
+		stays := enqueueAsync(ctx, b.client, task(2))
+		waitLine(t, b.client, "line", 0, 2)
 		// the batch's call is held next, once one held call is let go
 		gate.hold(t, 1, func() { gate.release <- struct{}{} })
 		cancel()
@@ -255,11 +261,47 @@ func TestEnqueueCoalescing(t *testing.T) {
 		for _, out := range held {
 			must(t, receive(t, out).err)
 		}
-		want := int64(3 + len(held) + 1)
-		for deadline := time.Now().Add(10 * time.Second); pendingOf(t, b) != want; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("pending %d after 10s, want %d: the batch in flight writes its task", pendingOf(t, b), want)
+		must(t, receive(t, stays).err)
+		for range len(held) + 1 {
+			if err := <-gate.released; err != nil {
+				t.Fatalf("a call went on with its context ended: %v", err)
 			}
+		}
+		if n, want := pendingOf(t, b), int64(3+len(held)+2); n != want {
+			t.Fatalf("pending %d, want %d: the batch in flight writes both tasks", n, want)
+		}
+	})
+
+	// Once every caller of a batch has left, its call's context ends: a
+	// batch is bounded by its callers' contexts, as a single call is.
+	t.Run("EveryCallerLeavesABatch", func(t *testing.T) {
+		t.Parallel()
+		b, gate := coalesceSetup(t, Config{})
+		held := gate.fill(t, b.client, task)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		left := enqueueAsync(cctx, b.client, task(1))
+		waitLine(t, b.client, "line", 0, 1)
+		gate.hold(t, 1, func() { gate.release <- struct{}{} })
+		if err := <-gate.released; err != nil {
+			t.Fatalf("the held call let go had its context ended: %v", err)
+		}
+		cancel()
+		if r := receive(t, left); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("the batch's only caller left: %v, want context.Canceled", r.err)
+		}
+		close(gate.release) // the batch's call, and the direct calls still held
+		for _, out := range held {
+			must(t, receive(t, out).err)
+		}
+		ended := 0
+		for range len(held) {
+			if err := <-gate.released; errors.Is(err, context.Canceled) {
+				ended++
+			}
+		}
+		if ended != 1 {
+			t.Fatalf("%d calls went on with their context ended, want 1: the batch every caller left", ended)
 		}
 	})
 
