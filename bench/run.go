@@ -183,24 +183,16 @@ func measureEnqueueAll(ctx context.Context, st stats, addr string, sz sizes, rou
 	if err := st.rdb.FlushAll(ctx).Err(); err != nil {
 		return err
 	}
-	var systems []system
 	floors := newFloors(addr)
 	defer func() {
-		for _, s := range systems {
-			s.close()
-		}
 		for _, f := range floors {
 			f.done()
 		}
 	}()
-	var turns []enqueuer
-	for _, mk := range systemMakers {
-		s, err := mk(addr)
-		if err != nil {
-			return err
-		}
-		systems = append(systems, s)
-		turns = append(turns, s)
+	systems, turns, err := makeSystems(addr)
+	defer closeSystems(systems)
+	if err != nil {
+		return err
 	}
 	for _, f := range floors {
 		turns = append(turns, f)
@@ -239,20 +231,10 @@ func measureManyAll(ctx context.Context, st stats, addr string, sz sizes, round 
 	if err := st.rdb.FlushAll(ctx).Err(); err != nil {
 		return err
 	}
-	var systems []system
-	defer func() {
-		for _, s := range systems {
-			s.close()
-		}
-	}()
-	var turns []enqueuer
-	for _, mk := range systemMakers {
-		s, err := mk(addr)
-		if err != nil {
-			return err
-		}
-		systems = append(systems, s)
-		turns = append(turns, s)
+	systems, turns, err := makeSystems(addr)
+	defer closeSystems(systems)
+	if err != nil {
+		return err
 	}
 	rs, errs := measureManyProducers(ctx, st, turns, sz, round)
 	if ctx.Err() != nil {
@@ -268,6 +250,29 @@ func measureManyAll(ctx context.Context, st stats, addr string, sz sizes, round 
 		res.add(figManyCPU, s.name(), rs[i].redisUS+rs[i].clientUS)
 	}
 	return st.rdb.FlushAll(ctx).Err()
+}
+
+// makeSystems makes every system under test on addr, and returns them
+// also as enqueuers, to take turns; on an error, those made so far.
+func makeSystems(addr string) ([]system, []enqueuer, error) {
+	var systems []system
+	var turns []enqueuer
+	for _, mk := range systemMakers {
+		s, err := mk(addr)
+		if err != nil {
+			return systems, nil, err
+		}
+		systems = append(systems, s)
+		turns = append(turns, s)
+	}
+	return systems, turns, nil
+}
+
+// closeSystems closes what makeSystems made.
+func closeSystems(systems []system) {
+	for _, s := range systems {
+		s.close()
+	}
 }
 
 // machine describes where the run ran, for the report's header.

@@ -329,9 +329,18 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 	if err := tl.check(left); err != nil {
 		return clusterRun{}, fmt.Errorf("no figure: %w", err)
 	}
+	r := s.newRun(n, tl.elapsed(), self, c0, c1, owner, tl.perPart)
+	r.enq = &enq
+	return r, nil
+}
+
+// newRun is what n tasks in took measured on s: the masters' counters
+// before and after, this process's CPU, and the tasks per partition
+// (owner: the node index holding each).
+func (s *clusterSetup) newRun(n int, took, self time.Duration, c0, c1 []masterCounters, owner []int, perPart []atomic.Int64) clusterRun {
 	r := clusterRun{
 		tasks:     n,
-		rate:      float64(n) / tl.elapsed().Seconds(),
+		rate:      float64(n) / took.Seconds(),
 		redisCPU:  make([]float64, s.masters),
 		served:    make([]int64, s.masters),
 		clientCPU: self.Seconds(),
@@ -342,10 +351,9 @@ func (cb *clusterBench) runOnce(ctx context.Context, s *clusterSetup, round int)
 		r.reads += c1[i].reads - c0[i].reads
 	}
 	for p, node := range owner {
-		r.served[node] += tl.perPart[p].Load()
+		r.served[node] += perPart[p].Load()
 	}
-	r.enq = &enq
-	return r, nil
+	return r
 }
 
 // fillProducers enqueues tasks 0..n-1 (indexedPayload) into q from
@@ -385,22 +393,7 @@ func (cb *clusterBench) fillProducers(ctx context.Context, s *clusterSetup, c *q
 	if err != nil {
 		return clusterRun{}, err
 	}
-	r := clusterRun{
-		tasks:     n,
-		rate:      float64(n) / took.Seconds(),
-		redisCPU:  make([]float64, s.masters),
-		served:    make([]int64, s.masters),
-		clientCPU: self.Seconds(),
-	}
-	for i := range r.redisCPU {
-		r.redisCPU[i] = c1[i].cpu - c0[i].cpu
-		r.commands += c1[i].commands - c0[i].commands
-		r.reads += c1[i].reads - c0[i].reads
-	}
-	for p, node := range owner {
-		r.served[node] += perPart[p].Load()
-	}
-	return r, nil
+	return s.newRun(n, took, self, c0, c1, owner, perPart), nil
 }
 
 // clusterFigure is one BENCH line of the cluster run.
