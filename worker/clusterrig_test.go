@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,6 +257,74 @@ func produce(ctx context.Context, client *queue.Client, q string, producers, lim
 		}
 	}()
 	return done
+}
+
+// produceBursts enqueues, every interval until ctx ends, a burst of size
+// tasks at once (one goroutine each, released together): calls beyond a
+// few in flight coalesce (queue.Config.NoCoalescing), so their outcomes
+// come from shared batch calls. Each outcome goes to l, as produce's do,
+// and acked counts the acknowledged.
+func produceBursts(ctx context.Context, client *queue.Client, q string, size int, every time.Duration, l *ledger, acked *atomic.Int64) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range size {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					info, err := client.Enqueue(cctx, queue.NewRawTask("t", nil), queue.In(q))
+					cancel()
+					if ctx.Err() == nil {
+						l.enqueued(info, err)
+						if err == nil {
+							acked.Add(1)
+						}
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+		}
+	}()
+	return done
+}
+
+// scriptCalls counts the script calls (EVALSHA, EVAL) a client sends,
+// retries included: a go-redis hook.
+type scriptCalls struct{ n atomic.Int64 }
+
+func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
+				h.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // errClasses counts the errors of the cluster's kinds (MOVED, ASK,

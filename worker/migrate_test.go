@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // all its keys in one slot, so Redis refuses it whole or runs it whole,
 // and the refusals are retried (never resent after a lost reply). No task
 // acknowledged to a producer is lost, none is stranded, and the workers
-// follow the slot.
+// follow the slot. Beside the steady producers, a client of its own
+// enqueues bursts of 32 tasks at once, whose calls coalesce into batch
+// calls: those meet the slot's move too, and lose nothing either.
 func TestClusterSlotMigration(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartClusterWithReplicas(t, 3)
@@ -44,6 +47,13 @@ func TestClusterSlotMigration(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done := produce(ctx, client, q, 4, 20_000, l)
+	burstRdb := clusterClient(t, cl)
+	burstCalls := &scriptCalls{}
+	burstRdb.AddHook(burstCalls)
+	burstClient, err := queue.NewClient(burstRdb, qcfg)
+	must(t, err)
+	var burstAcked atomic.Int64
+	burstsDone := produceBursts(ctx, burstClient, q, 32, 100*time.Millisecond, l, &burstAcked)
 	rounds := 1
 	if soak() {
 		rounds = 6
@@ -68,6 +78,7 @@ func TestClusterSlotMigration(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // tasks flow to and from the new master
 	stop()
 	<-done
+	<-burstsDone
 	waitDrained(t, insp, q, l)
 	time.Sleep(500 * time.Millisecond)
 	f := l.figures(nil)
@@ -75,6 +86,10 @@ func TestClusterSlotMigration(t *testing.T) {
 		rounds, f.acked, f.lost, f.twice, f.failed, f.errs, seen)
 	if f.lost > 0 {
 		t.Errorf("%d acknowledged tasks lost or stranded", f.lost)
+	}
+	t.Logf("bursts: %d acknowledged in %d script calls", burstAcked.Load(), burstCalls.n.Load())
+	if burstAcked.Load() == 0 || burstCalls.n.Load() > burstAcked.Load()/2 {
+		t.Errorf("bursts: %d tasks acknowledged in %d script calls; want them coalesced, under half as many calls", burstAcked.Load(), burstCalls.n.Load())
 	}
 	if seen.get("MOVED") == 0 {
 		t.Errorf("no MOVED met: the clients did not follow the slot (%v)", seen)
