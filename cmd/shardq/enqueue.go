@@ -241,7 +241,9 @@ func (e *enqueuer) explain(err error) error {
 		return fmt.Errorf("not enqueued: a %q task with the same payload is already in queue %q (--unique %v)", e.f.typ, e.f.queue, e.f.unique)
 	case errors.Is(err, queue.ErrQueueFull):
 		return fmt.Errorf("not enqueued: %s", e.full())
-	case e.f.wait > 0 && errors.Is(err, context.DeadlineExceeded):
+	case e.f.wait > 0 && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errWaitedForRoom)):
+		// the cause of --wait's context, or the deadline a connection
+		// met first: either way a try was cut off midway
 		return fmt.Errorf("%s; --wait ended a try midway, so the task may be enqueued after all", e.full())
 	case errors.Is(err, queue.ErrInvalidTask), errors.Is(err, queue.ErrInvalidOption),
 		errors.Is(err, queue.ErrPayloadTooLarge), errors.Is(err, queue.ErrInvalidQueueName):

@@ -298,3 +298,20 @@ func TestEnqueueFullQueue(t *testing.T) {
 		t.Fatalf("--wait -1s: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestEnqueueWaitEndsATry: when --wait runs out while a try is on its way
+// (the library reports the context's cause, errWaitedForRoom, or the
+// connection's deadline), the message still says the queue was full, and
+// that the task may be enqueued after all. A run of TestEnqueueFullQueue
+// met this by chance and printed the library's raw error.
+func TestEnqueueWaitEndsATry(t *testing.T) {
+	t.Parallel()
+	e := &enqueuer{f: enqueueFlags{queue: "small", wait: 300 * time.Millisecond}}
+	for _, cause := range []error{errWaitedForRoom, context.DeadlineExceeded} {
+		err := fmt.Errorf("waiting for room in %q, a try's outcome is unknown: %w", "small", fmt.Errorf("enqueue %q: %w", "small", cause))
+		got := e.explain(err).Error()
+		if !strings.Contains(got, `queue "small" is full (at its MaxDepth) and no room came within --wait 300ms`) || !strings.Contains(got, "may be enqueued after all") {
+			t.Errorf("cause %v: %q", cause, got)
+		}
+	}
+}
