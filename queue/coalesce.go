@@ -23,13 +23,17 @@ import (
 // Each caller still returns only once Redis has its task.
 // Config.NoCoalescing turns this off.
 //
-// Why lineDepth is 4 (BenchmarkEnqueue with 4 to 64 producers, one
-// partition, on 2 cores): with few calls at once a line only adds a wait,
-// since Redis serves a few connections at once as cheaply as one batch;
-// with many, Redis's CPU per task is what limits them, and a batch of 10
-// or 40 tasks costs it a third to a half of as many calls. Why per client,
-// not per partition: with 6 partitions, 4 per partition let 24 calls go
-// out alone, and 64 producers made batches of about 2 (bench --cluster).
+// Why lineDepth is 8 (BenchmarkEnqueue, one partition, on 2 cores, each
+// against NoCoalescing in the same run): a line only pays once its
+// batches are large. A lined call waits for a call ahead, and a batch of
+// 2 to 4 costs Redis more than as many enqueue_one.lua calls, while
+// Redis serves a few connections at once about as cheaply as one batch.
+// With 8, 8 producers ran as fast as without coalescing, 12 at 0.9x, 16 at
+// 1.05x, 32 at 1.37x and 64 at 1.9x, at less than half the Redis CPU per
+// task; with 4, 8 producers ran at 0.8x (batches of 2 to 4). Why per
+// client, not per partition: with 6 partitions, 4 per partition let 24
+// calls go out alone, and 64 producers made batches of about 2 (bench
+// --cluster).
 
 // line is one partition's line of waiting single enqueues.
 type line struct {
@@ -40,7 +44,7 @@ type line struct {
 
 // lineDepth is how many single enqueues of a client go out at once before
 // the next waits in line (when its partition has one in flight).
-const lineDepth = 4
+const lineDepth = 8
 
 // waiter is one Enqueue call in line: its task, and once sent, its outcome.
 type waiter struct {
@@ -143,7 +147,8 @@ func (c *Client) sendLines(pc *plainCall, ws []*waiter) {
 		c.sendLine(ws)
 		// let the callers just told their outcome run first: most enqueue
 		// again at once, and join the next batch rather than the one after
-		// (BenchmarkEnqueue/producers=16: about 13 tasks a batch, not 8)
+		// (16 producers behind a single call in flight: about 13 tasks a
+		// batch, not 8)
 		runtime.Gosched()
 	}
 }

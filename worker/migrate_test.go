@@ -19,7 +19,7 @@ import (
 // and the refusals are retried (never resent after a lost reply). No task
 // acknowledged to a producer is lost, none is stranded, and the workers
 // follow the slot. Beside the steady producers, a client of its own
-// enqueues bursts of 32 tasks at once, whose calls coalesce into batch
+// enqueues bursts of 64 tasks at once, whose calls coalesce into batch
 // calls: those meet the slot's move too, and lose nothing either.
 func TestClusterSlotMigration(t *testing.T) {
 	t.Parallel()
@@ -53,7 +53,7 @@ func TestClusterSlotMigration(t *testing.T) {
 	burstClient, err := queue.NewClient(burstRdb, qcfg)
 	must(t, err)
 	var burstAcked atomic.Int64
-	burstsDone := produceBursts(ctx, burstClient, q, 32, 100*time.Millisecond, l, &burstAcked)
+	burstsDone := produceBursts(ctx, burstClient, q, 64, 100*time.Millisecond, l, &burstAcked)
 	rounds := 1
 	if soak() {
 		rounds = 6
