@@ -79,8 +79,12 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	// The general path sends the task as built, its partition already
 	// taken from the round-robin (building it again would take a second
 	// turn, and skew the spread of a queue's tasks over its partitions).
-	// Its buffer is not reused: a call given up on may still read it.
+	// Its buffer goes back to the pool unless the call was given up on
+	// with ctx (then it may still be reading it).
 	infos, errs, err := c.sendGroup(ctx, []pending{p})
+	if ctx.Err() == nil {
+		putMsgBuf(buf, p.msg)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -53,11 +53,12 @@ type Config struct {
 	// Defaults to 1s.
 	WaitTimeout time.Duration
 	// NoCoalescing makes every single Enqueue its own round trip. By
-	// default, concurrent Enqueue calls to one partition that find another
-	// in flight wait for it and then go out together, in one batch call
-	// (see the README's "Enqueue from many goroutines"): each still returns
-	// only once Redis has its task, and a producer enqueueing from one
-	// goroutine is not affected.
+	// default, an Enqueue call that finds 8 of the client's calls in flight,
+	// one of them to its partition, waits for that one, and the calls
+	// waiting then go out together, in one batch call (see the README's
+	// "Enqueue from many goroutines"): each still returns only once Redis
+	// has its task, and a producer enqueueing from one goroutine is not
+	// affected.
 	NoCoalescing bool
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger

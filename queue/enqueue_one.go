@@ -17,9 +17,9 @@ import (
 
 // sendPlain is the common single Enqueue: a plain task to a registered
 // partition, by enqueue_one.lua with the partition's tail shard guessed
-// from the previous reply (three Redis commands), or, when another call of
-// the partition is in flight, in line with the other calls that wait for
-// it (coalesce.go). refused reports a call
+// from the previous reply (three Redis commands), or, when the client has
+// lineDepth calls in flight and one of them is the partition's, in line
+// with the other calls that wait for it (coalesce.go). refused reports a call
 // Redis refused unrun, or a closed partition: the caller takes the general
 // path, which routes again. inFlight reports a call given up on (its
 // context ended) that may still be writing p.msg to Redis: the caller must
