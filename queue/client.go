@@ -269,7 +269,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		// reading of the same moment, for the returned TaskInfo only.
 		p.due = now.Add(o.processIn).Round(0) // wall clock only, as GetTask reports
 	}
-	p.msg, p.id = m.AppendEncode(buf[:0]), m.ID
+	p.msg, p.id = m.AppendEncode(buf[:0], c.cfg.FullMessages), m.ID
 	p.route = routeKey(m.ID, m.Key, m.Unique, p.idClaim > 0)
 	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, p.route), &m, nil)
 	return p, nil

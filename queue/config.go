@@ -60,6 +60,14 @@ type Config struct {
 	// has its task, and a producer enqueueing from one goroutine is not
 	// affected.
 	NoCoalescing bool
+	// FullMessages writes every task's message in the full form. By
+	// default a plain task (no concurrency key, the default MaxRetry, no
+	// timeout, deadline, retention, uniqueness, headers or flow) is
+	// written in a compact form, 5 bytes shorter per pending task, which
+	// workers built before 2026-11-26 cannot read: they would send such a
+	// task to dead. Set it while a rolling upgrade still runs such
+	// workers; every worker since reads both forms.
+	FullMessages bool
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger
 }

@@ -57,6 +57,51 @@ func TestProcessing(t *testing.T) {
 		}
 	})
 
+	// A queue holding plain tasks in both message forms (the compact one
+	// this client writes, the full one Config.FullMessages and workers
+	// before the compact form write) runs each once, with its payload,
+	// payload kind and retries as enqueued.
+	t.Run("BothMessageForms", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		fullCfg := b.qcfg
+		fullCfg.FullMessages = true
+		full, err := queue.NewClient(b.rdb, fullCfg)
+		must(t, err)
+		rec := newRecorder(nil)
+		var sent []*queue.TaskInfo
+		for _, c := range []*queue.Client{b.client, full} {
+			g, _ := queue.NewTask("greet", greeting{Name: "Ann"})
+			for _, task := range []*queue.Task{g, queue.NewRawTask("raw", []byte("bytes"))} {
+				info, err := c.Enqueue(ctx, task)
+				must(t, err)
+				sent = append(sent, info)
+			}
+		}
+		b.server(t, Config{}, rec)
+		waitFor(t, 5*time.Second, "four runs", func() bool { return rec.total() == 4 })
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for _, info := range sent {
+			var ran *Task
+			for _, task := range rec.tasks {
+				if task.ID == info.ID {
+					ran = task
+				}
+			}
+			if ran == nil || rec.runs[info.ID] != 1 || string(ran.Payload) != string(info.Payload) || ran.Raw != info.Raw ||
+				ran.MaxRetry != queue.DefaultMaxRetry || ran.Type != info.Type {
+				t.Fatalf("task %+v ran %d times as %+v", info, rec.runs[info.ID], ran)
+			}
+			if !ran.Raw {
+				var g greeting
+				if err := ran.Decode(&g); err != nil || g.Name != "Ann" {
+					t.Fatalf("msgpack payload decoded to %+v, %v", g, err)
+				}
+			}
+		}
+	})
+
 	t.Run("IdleWorkerStartsNewTaskFast", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -347,25 +392,31 @@ func TestFailures(t *testing.T) {
 		good := b.enqueue(t, queue.NewRawTask("t", []byte("fine")))
 		raw, err := (&wire.Message{ID: "truncated", Type: "t", Payload: []byte("0123456789")}).Encode()
 		must(t, err)
+		// a compact message (a plain task's form) cut inside its type
+		compact, err := (&wire.Message{ID: "compact-cut", Type: "type-name", MaxRetry: wire.CompactMaxRetry}).Encode()
+		must(t, err)
+		if compact[0] != 0x91 {
+			t.Fatalf("a plain task's message opens with %#x, not the compact form's 0x91", compact[0])
+		}
 		shard := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).ShardPrefix() + "0"
-		pushed := []string{"garbage from elsewhere", string(raw[:len(raw)-8]), `{"json":1}`, ""}
-		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-8], `{"json":1}`, "").Err())
+		pushed := []string{"garbage from elsewhere", string(raw[:len(raw)-8]), `{"json":1}`, "", string(compact[:len(compact)-3])}
+		must(t, b.rdb.RPush(ctx, shard, "garbage from elsewhere", raw[:len(raw)-8], `{"json":1}`, "", compact[:len(compact)-3]).Err())
 		after := b.enqueue(t, queue.NewRawTask("t", []byte("after")))
 		// (a task between a blocking move and its claim is in a worker's
 		// in-flight list, neither pending nor active: wait for the runs too)
-		waitFor(t, 5*time.Second, "four dead tasks and the good ones run", func() bool {
+		waitFor(t, 5*time.Second, "five dead tasks and the good ones run", func() bool {
 			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
-			return qi.Dead == 4 && qi.Pending == 0 && qi.Active == 0 && rec.count(good.ID) == 1 && rec.count(after.ID) == 1
+			return qi.Dead == 5 && qi.Pending == 0 && qi.Active == 0 && rec.count(good.ID) == 1 && rec.count(after.ID) == 1
 		})
 		if rec.total() != 2 || rec.count(good.ID) != 1 || rec.count(after.ID) != 1 {
 			t.Fatalf("handler ran %d tasks; want the two good ones once each", rec.total())
 		}
 		page, err := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDead})
 		must(t, err)
-		if len(page.Tasks) != 4 {
-			t.Fatalf("dead feed has %d tasks, want 4", len(page.Tasks))
+		if len(page.Tasks) != 5 {
+			t.Fatalf("dead feed has %d tasks, want 5", len(page.Tasks))
 		}
-		truncated := false
+		truncated, compactCut := false, false
 		kept := map[string]bool{}
 		for _, ti := range page.Tasks {
 			if !strings.Contains(ti.LastError, "undecodable task message") || !ti.Malformed || ti.State != queue.StateDead {
@@ -377,10 +428,11 @@ func TestFailures(t *testing.T) {
 			}
 			// its head reads, so it is leased, and dies, under its own ID
 			truncated = truncated || ti.ID == "truncated"
+			compactCut = compactCut || ti.ID == "compact-cut"
 			kept[string(got.Payload)] = true
 		}
-		if !truncated {
-			t.Fatalf("dead tasks %+v: none under the truncated message's own ID", page.Tasks)
+		if !truncated || !compactCut {
+			t.Fatalf("dead tasks %+v: not each truncated message under its own ID", page.Tasks)
 		}
 		for _, p := range pushed {
 			if !kept[p] {

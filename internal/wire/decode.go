@@ -2,14 +2,18 @@ package wire
 
 import "math"
 
-// decodeFast reads a message in exactly the layout appendMessage writes
-// (3 to 13 fields, shortest forms), straight from its bytes. It reports
+// decodeFast reads a message in exactly the layout appendCompact or
+// appendMessage writes (3 to 13 fields, shortest forms), straight from
+// its bytes. It reports
 // false on anything else, and DecodeMessage then falls back to the general
 // decoder: every message a worker runs passes here, so it skips the
 // decoder's allocations.
 // Over a string (a message as go-redis returns it) the string fields are
 // substrings of it, not copies.
 func decodeFast[T string | []byte](b T, m *Message) bool {
+	if len(b) > 0 && (b[0] == compactMsgpack || b[0] == compactRaw) {
+		return decodeCompact(b, m)
+	}
 	// a fixarray of 3 to 13 fields: what appendMessage writes
 	if len(b) == 0 || b[0] < 0x93 || b[0] > 0x9d {
 		return false
@@ -53,6 +57,24 @@ func decodeFast[T string | []byte](b T, m *Message) bool {
 	}
 	m.deriveEnqueuedAt()
 	return r.ok && r.i == len(b)
+}
+
+// decodeCompact reads a message in the compact form appendCompact writes:
+// the fields it leaves out are zero but MaxRetry, which is
+// CompactMaxRetry.
+func decodeCompact[T string | []byte](b T, m *Message) bool {
+	r := reader[T]{b: b, i: 1, ok: true}
+	*m = Message{Raw: b[0] == compactRaw, MaxRetry: CompactMaxRetry}
+	m.ID = r.str()
+	m.Type = r.str()
+	if !r.ok {
+		return false
+	}
+	if rest := b[r.i:]; len(rest) > 0 {
+		m.Payload = append(make([]byte, 0, len(rest)), rest...)
+	}
+	m.deriveEnqueuedAt()
+	return true
 }
 
 // reader walks msgpack values; any surprise clears ok.

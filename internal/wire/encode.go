@@ -59,6 +59,19 @@ func appendMessage(b []byte, m *Message) []byte {
 	return b
 }
 
+// appendCompact appends m's compact form (see Message): the header that
+// says the payload's kind, the ID and the type, then the payload as it is.
+func appendCompact(b []byte, m *Message) []byte {
+	if m.Raw {
+		b = append(b, compactRaw)
+	} else {
+		b = append(b, compactMsgpack)
+	}
+	b = appendString(b, m.ID)
+	b = appendString(b, m.Type)
+	return append(b, m.Payload...)
+}
+
 func sortedKeys(h map[string]string) []string {
 	keys := make([]string, 0, len(h))
 	for k := range h {

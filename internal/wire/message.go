@@ -11,6 +11,14 @@ import (
 // whose first element is the ID, so a Lua script can read the ID without
 // decoding the rest. New fields go at the end; older messages decode with
 // them zero.
+//
+// A plain task (see Compact) is written in a shorter form: the array
+// header 0x91 (msgpack payload) or 0x92 (raw payload), the ID and the type
+// as msgpack strings, then the payload's bytes to the end, unframed. No
+// full message has fewer than 3 fields, so the first byte tells the forms
+// apart, and a reader of the ID (HeadID, include/msgid.lua) reads both
+// alike. A plain task's message is 5 bytes shorter: no key, Raw or
+// MaxRetry fields and no payload header.
 type Message struct {
 	ID string
 	// Key is the task's concurrency key ("" = none); second, so scripts
@@ -36,13 +44,37 @@ type Message struct {
 	Flow string
 }
 
+// The first byte of a compact message: an array header with fewer fields
+// than any full message has.
+const (
+	compactMsgpack byte = 0x91
+	compactRaw     byte = 0x92
+)
+
+// CompactMaxRetry is the MaxRetry a compact message stands for. It is part
+// of the format, not a setting: a task with any other MaxRetry is written
+// in the full form.
+const CompactMaxRetry = 25
+
+// Compact reports whether the message is written in the compact form: a
+// plain task, with no concurrency key, the default MaxRetry, no timeout,
+// deadline, retention, uniqueness, headers or flow, and an EnqueuedAt its
+// UUIDv7 ID holds.
+func (m *Message) Compact() bool {
+	return m.Key == "" && m.MaxRetry == CompactMaxRetry && m.Timeout == 0 && m.Deadline == 0 && m.Retention == 0 &&
+		m.Unique == "" && len(m.Headers) == 0 && m.Flow == "" && m.storedEnqueuedAt() == 0 && m.ID != ""
+}
+
 // fields lists the message's fields in wire order.
 func (m *Message) fields() []any {
 	return []any{&m.ID, &m.Key, &m.Type, &m.Payload, &m.Raw, &m.MaxRetry, &m.Timeout, &m.Deadline, &m.Retention, &m.Unique, &m.EnqueuedAt, &m.Headers, &m.Flow}
 }
 
 // EncodeMsgpack writes the message as an array, integers in their
-// shortest form, trailing zero fields left out (see fieldCount).
+// shortest form, trailing zero fields left out (see fieldCount). It always
+// writes the full form, which is msgpack throughout, so a message can sit
+// inside another msgpack value; Encode writes the compact form where it
+// can.
 func (m *Message) EncodeMsgpack(e *msgpack.Encoder) error {
 	n := m.fieldCount()
 	_ = e.EncodeArrayLen(n)
@@ -127,21 +159,26 @@ func (m *Message) DecodeMsgpack(d *msgpack.Decoder) error {
 	return nil
 }
 
-// Encode returns the message's msgpack bytes.
+// Encode returns the message's bytes: the compact form for a plain task,
+// else the full msgpack array.
 func (m *Message) Encode() ([]byte, error) {
-	return m.AppendEncode(nil), nil
+	return m.AppendEncode(nil, false), nil
 }
 
-// AppendEncode appends the message's msgpack bytes to b, which it grows
-// once, to the size the message needs, when b has not the room: a caller
+// AppendEncode appends the message's bytes to b, in the compact form where
+// the message allows it and full is false, else in the full form. It grows
+// b once, to the size the message needs, when b has not the room: a caller
 // that reuses b encodes with no allocation.
-func (m *Message) AppendEncode(b []byte) []byte {
+func (m *Message) AppendEncode(b []byte, full bool) []byte {
 	size := 40 + len(m.ID) + len(m.Key) + len(m.Type) + len(m.Payload) + len(m.Unique) + len(m.Flow)
 	for k, v := range m.Headers {
 		size += 10 + len(k) + len(v)
 	}
 	if cap(b)-len(b) < size {
 		b = slices.Grow(b, size)
+	}
+	if !full && m.Compact() {
+		return appendCompact(b, m)
 	}
 	return appendMessage(b, m)
 }
@@ -161,12 +198,16 @@ func DecodeMessageString(s string, m *Message) error {
 	return nil
 }
 
-// DecodeMessage decodes b. A message that does not decode (truncated,
-// foreign, corrupted) is an error that says why.
+// DecodeMessage decodes b, in either form. A message that does not
+// decode (truncated, foreign, corrupted) is an error that says why.
 func DecodeMessage(b []byte) (*Message, error) {
 	var m Message
 	if decodeFast(b, &m) && m.ID != "" && m.Type != "" {
 		return &m, nil
+	}
+	if len(b) > 0 && (b[0] == compactMsgpack || b[0] == compactRaw) {
+		// decodeFast reads every compact message there is
+		return nil, fmt.Errorf("decode task message (%d bytes): a compact message without an ID and a type", len(b))
 	}
 	m = Message{}
 	if err := msgpack.Unmarshal(b, &m); err != nil {

@@ -309,3 +309,85 @@ func TestHeadID(t *testing.T) {
 		t.Fatalf("HeadID of an encoded message = %q, %v", id, ok)
 	}
 }
+
+// TestCompactMessage: a plain task is written in the compact form, 5 bytes
+// shorter than the full one; both forms decode to the same message through
+// every decoder; any field the compact form leaves out, once set, makes
+// the full form; a compact message cut inside its ID or type is refused.
+func TestCompactMessage(t *testing.T) {
+	id := NewID()
+	at, _ := IDTime(id)
+	plain := &Message{ID: id, Type: "bench", Payload: make([]byte, 100), Raw: true, MaxRetry: CompactMaxRetry, EnqueuedAt: at}
+	b := mustEncode(t, plain)
+	full := plain.AppendEncode(nil, true)
+	if b[0] != 0x92 || len(b) != 124 || len(full) != 129 {
+		t.Fatalf("a plain raw task: header %#x, %d bytes (full form %d); want 0x92, 124 (129)", b[0], len(b), len(full))
+	}
+	if mp := mustEncode(t, &Message{ID: id, Type: "bench", Payload: []byte{0x01}, MaxRetry: CompactMaxRetry}); mp[0] != 0x91 {
+		t.Fatalf("a plain msgpack task: header %#x, want 0x91", mp[0])
+	}
+	if enc, _ := msgpack.Marshal(plain); string(enc) != string(full) {
+		t.Fatalf("EncodeMsgpack does not write the full form:\n% x\n% x", enc, full)
+	}
+	same := func(got *Message) bool {
+		return got.ID == id && got.Key == "" && got.Type == "bench" && len(got.Payload) == 100 && got.Raw &&
+			got.MaxRetry == CompactMaxRetry && got.EnqueuedAt == at && got.Timeout == 0 && got.Unique == ""
+	}
+	for name, enc := range map[string][]byte{"compact": b, "full": full} {
+		got, err := DecodeMessage(enc)
+		if err != nil || !same(got) {
+			t.Fatalf("%s: DecodeMessage %+v, %v", name, got, err)
+		}
+		var s Message
+		if err := DecodeMessageString(string(enc), &s); err != nil || !same(&s) {
+			t.Fatalf("%s: DecodeMessageString %+v, %v", name, s, err)
+		}
+		if hid, ok := HeadID(string(enc)); !ok || hid != id {
+			t.Fatalf("%s: HeadID = %q, %v", name, hid, ok)
+		}
+	}
+	// the payload is a copy, not a view of the message
+	got, _ := DecodeMessage(b)
+	b[len(b)-1] = 0xff
+	if got.Payload[99] != 0 {
+		t.Fatal("the decoded payload shares the message's bytes")
+	}
+	empty := mustEncode(t, &Message{ID: id, Type: "t", MaxRetry: CompactMaxRetry})
+	if got, err := DecodeMessage(empty); err != nil || empty[0] != 0x91 || got.Payload != nil || got.Type != "t" {
+		t.Fatalf("no payload: % x -> %+v, %v", empty, got, err)
+	}
+
+	for name, change := range map[string]func(m *Message){
+		"key":              func(m *Message) { m.Key = "k" },
+		"other MaxRetry":   func(m *Message) { m.MaxRetry = 0 },
+		"timeout":          func(m *Message) { m.Timeout = 1 },
+		"deadline":         func(m *Message) { m.Deadline = 1 },
+		"retention":        func(m *Message) { m.Retention = 1 },
+		"unique":           func(m *Message) { m.Unique = "u" },
+		"headers":          func(m *Message) { m.Headers = map[string]string{"a": "b"} },
+		"flow":             func(m *Message) { m.Flow = "c:x:1" },
+		"own EnqueuedAt":   func(m *Message) { m.EnqueuedAt = at + 1 },
+		"a caller's ID":    func(m *Message) { m.ID = "order-7" },
+		"a caller's empty": func(m *Message) { m.ID, m.EnqueuedAt = "order-7", 0 },
+	} {
+		m := *plain
+		change(&m)
+		enc := mustEncode(t, &m)
+		if wantCompact := name == "a caller's empty"; m.Compact() != wantCompact || (enc[0] <= 0x92) != wantCompact {
+			t.Errorf("%s: Compact() = %v, header %#x", name, m.Compact(), enc[0])
+		}
+		if got, err := DecodeMessage(enc); err != nil || got.ID != m.ID || got.Key != m.Key || got.MaxRetry != m.MaxRetry ||
+			got.Timeout != m.Timeout || got.Flow != m.Flow || got.EnqueuedAt != m.EnqueuedAt || len(got.Payload) != 100 {
+			t.Errorf("%s: round trip %+v, %v", name, got, err)
+		}
+	}
+
+	for cut := 0; cut < 1+17+6; cut++ { // inside the header, the ID or the type
+		if _, err := DecodeMessage(b[:cut]); err == nil || !strings.Contains(err.Error(), "decode task message") {
+			t.Errorf("cut at %d: err = %v", cut, err)
+		}
+		if err := DecodeMessageString(string(b[:cut]), new(Message)); err == nil {
+			t.Errorf("cut at %d: DecodeMessageString accepted it", cut)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 -- A task message is a msgpack array opening with two strings: the task ID
 -- and its concurrency key ("" = none). Scripts read them here without
--- decoding the rest.
+-- decoding the rest. A compact message (a plain task, internal/wire's
+-- Message) opens with 0x91 or 0x92, then its ID: it has no key.
 
 -- msg_str reads the msgpack string at pos, returning it and the position
 -- after it, or nil when there is none.
@@ -27,7 +28,8 @@ local function msg_head(m)
   local b, b2 = string.byte(m, 1, 2)
   if b and b >= 0x90 and b <= 0x9f and b2 and b2 > 0xa0 and b2 <= 0xbf then
     local last = b2 - 0xa0 + 2
-    if string.byte(m, last + 1) == 0xa0 then return string.sub(m, 3, last), '' end
+    local nb = string.byte(m, last + 1) -- the key's header; in a compact message, the type's
+    if nb == 0xa0 or (nb and b <= 0x92) then return string.sub(m, 3, last), '' end
   end
   local pos
   if b and b >= 0x90 and b <= 0x9f then pos = 2
@@ -37,5 +39,6 @@ local function msg_head(m)
   local id, nxt
   if pos then id, nxt = msg_str(m, pos) end
   if not id or id == '' then return 'bad:' .. redis.sha1hex(m), '', true end
+  if b == 0x91 or b == 0x92 then return id, '' end
   return id, (msg_str(m, nxt)) or ''
 end

@@ -17,7 +17,8 @@ local PENDING_LOOKUP_SHARDS = 8
 local function msg_keyed(m)
   local b, b2 = string.byte(m, 1, 2)
   if b and b >= 0x90 and b <= 0x9f and b2 and b2 > 0xa0 and b2 <= 0xbf then
-    return string.byte(m, b2 - 0xa0 + 3) ~= 0xa0
+    local nb = string.byte(m, b2 - 0xa0 + 3)
+    if nb == 0xa0 or (nb and b <= 0x92) then return false end -- compact: no key
   end
   local _, key = msg_head(m)
   return key ~= ''
