@@ -49,6 +49,9 @@ const lineDepth = 8
 // waiter is one Enqueue call in line: its task, and once sent, its outcome.
 type waiter struct {
 	task pending // a copy: the caller's stays on its stack
+	// ctx is the caller's: the batch call carries the values (a trace
+	// span, for one) of its first caller's, not its deadline
+	ctx context.Context
 	// taken is set, under the line's lock, when the task goes into batch:
 	// from then on the caller may leave but not take the task back
 	taken bool
@@ -79,7 +82,7 @@ func (b *batchCall) leave() {
 // fewer than depth are in flight in all: the caller sends its task itself
 // and then calls leave. Otherwise it puts a copy of p in line and returns
 // its waiter.
-func (l *line) join(p *pending, depth int64, all *atomic.Int64) *waiter {
+func (l *line) join(ctx context.Context, p *pending, depth int64, all *atomic.Int64) *waiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inFlight == 0 || all.Load() < depth {
@@ -87,7 +90,7 @@ func (l *line) join(p *pending, depth int64, all *atomic.Int64) *waiter {
 		all.Add(1)
 		return nil
 	}
-	w := &waiter{task: *p, done: make(chan struct{})}
+	w := &waiter{task: *p, ctx: ctx, done: make(chan struct{})}
 	l.waiting = append(l.waiting, w)
 	return w
 }
@@ -107,8 +110,10 @@ func (l *line) takeOrIdle(all *atomic.Int64) []*waiter {
 	l.waiting = nil
 	b := &batchCall{}
 	// a context of its own, not any caller's: one caller giving up must
-	// not decide the others' outcome
-	b.ctx, b.cancel = context.WithCancel(context.Background())
+	// not decide the others' outcome. It keeps the first caller's values,
+	// so the call's span (a go-redis tracing hook's) has that caller's
+	// for a parent, not none.
+	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ws[0].ctx))
 	b.waiting.Store(int32(len(ws)))
 	for _, w := range ws {
 		w.taken, w.batch = true, b

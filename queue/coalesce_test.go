@@ -24,7 +24,14 @@ type gateHook struct {
 	release chan struct{}
 	// released gets, for each held call let go, its context's error then
 	released chan error
+	// callers lists, per script call, its context's callerKey value
+	mu      sync.Mutex
+	callers []any
 }
+
+// callerKey is a context value a test gives its callers, as a tracer
+// gives its span.
+type callerKey struct{}
 
 func newGateHook() *gateHook {
 	return &gateHook{held: make(chan struct{}, 64), release: make(chan struct{}), released: make(chan error, 64)}
@@ -34,6 +41,11 @@ func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "evalsha") {
+			h.mu.Lock()
+			h.callers = append(h.callers, ctx.Value(callerKey{}))
+			h.mu.Unlock()
+		}
 		if strings.EqualFold(cmd.Name(), "evalsha") && h.armed.Add(-1) >= 0 {
 			h.held <- struct{}{}
 			<-h.release
@@ -269,6 +281,35 @@ func TestEnqueueCoalescing(t *testing.T) {
 		}
 		if n, want := pendingOf(t, b), int64(3+len(held)+2); n != want {
 			t.Fatalf("pending %d, want %d: the batch in flight writes both tasks", n, want)
+		}
+	})
+
+	// A batch's call carries its first caller's context values (a go-redis
+	// tracing hook finds that caller's span there, its parent), not the
+	// others'.
+	t.Run("ABatchCarriesItsFirstCallersValues", func(t *testing.T) {
+		t.Parallel()
+		b, gate := coalesceSetup(t, Config{})
+		held := gate.fill(t, b.client, task)
+		var lined []chan result
+		for i, name := range []string{"first", "second", "third"} {
+			lined = append(lined, enqueueAsync(context.WithValue(ctx, callerKey{}, name), b.client, task(i+1)))
+			waitLine(t, b.client, "line", 0, i+1)
+		}
+		close(gate.release)
+		for _, out := range append(held, lined...) {
+			must(t, receive(t, out).err)
+		}
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		var named []any
+		for _, v := range gate.callers {
+			if v != nil {
+				named = append(named, v)
+			}
+		}
+		if len(named) != 1 || named[0] != "first" || b.hook.scripts.Load() != int64(len(held)+1) {
+			t.Fatalf("script calls carried caller values %v in %d calls; want one batch call carrying \"first\"", named, b.hook.scripts.Load())
 		}
 	})
 

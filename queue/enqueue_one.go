@@ -27,7 +27,7 @@ import (
 func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, refused, inFlight bool, err error) {
 	pc := c.prepared(p.info.Queue, p.info.Partition)
 	if !c.cfg.NoCoalescing {
-		if w := pc.line.join(p, c.lineDepth, &c.inFlight); w != nil { // wait in line
+		if w := pc.line.join(ctx, p, c.lineDepth, &c.inFlight); w != nil { // wait in line
 			info, inFlight, err := c.await(ctx, pc, w)
 			return info, false, inFlight, err
 		}
