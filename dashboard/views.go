@@ -243,12 +243,14 @@ type workerView struct {
 	Strict        bool                       `json:"strict_priority,omitempty"`
 	Concurrency   int                        `json:"concurrency,omitempty"`
 	Busy          int                        `json:"busy"`
+	Ahead         int                        `json:"ahead"` // leased ahead of the free slots, waiting in the worker
 	Work          map[string]workerQueueView `json:"work,omitempty"`
 	Tasks         []taskView                 `json:"tasks"`
 }
 
 type workerQueueView struct {
 	Running         int     `json:"running"`
+	Ahead           int     `json:"ahead"`
 	Done            int64   `json:"done"`
 	MeanHandlerSecs float64 `json:"mean_handler_seconds"`
 }
@@ -256,11 +258,11 @@ type workerQueueView struct {
 func newWorkerView(w *queue.WorkerInfo) workerView {
 	v := workerView{ID: w.ID, LastHeartbeat: optTime(w.LastHeartbeat), Tasks: []taskView{},
 		Host: w.Host, PID: w.PID, Started: optTime(w.Started), Queues: w.Queues, Strict: w.Strict,
-		Concurrency: w.Concurrency, Busy: w.Busy}
+		Concurrency: w.Concurrency, Busy: w.Busy, Ahead: w.Ahead}
 	if len(w.Work) > 0 {
 		v.Work = make(map[string]workerQueueView, len(w.Work))
 		for q, wq := range w.Work {
-			v.Work[q] = workerQueueView{Running: wq.Running, Done: wq.Done, MeanHandlerSecs: wq.MeanHandlerTime.Seconds()}
+			v.Work[q] = workerQueueView{Running: wq.Running, Ahead: wq.Ahead, Done: wq.Done, MeanHandlerSecs: wq.MeanHandlerTime.Seconds()}
 		}
 	}
 	for _, t := range w.Tasks {

@@ -30,7 +30,8 @@ type WorkerInfo struct {
 	// crashed: the reaper gives its tasks back when their leases expire).
 	LastHeartbeat time.Time
 	// Tasks are the active tasks this worker leases, in order of lease
-	// expiry (at most 1000 per queue partition are read).
+	// expiry (at most 1000 per queue partition are read): those running,
+	// and those it leased ahead of its free slots (Ahead).
 	Tasks []*TaskInfo
 
 	// What the worker published with its last heartbeat; zero for a
@@ -41,15 +42,25 @@ type WorkerInfo struct {
 	Queues      map[string]int // queue -> weight
 	Strict      bool           // StrictPriority: weights are priorities
 	Concurrency int            // handler slots
-	Busy        int            // slots running a handler now: len(Tasks), as leased in Redis
+	// Busy is how many of its slots run a handler: its leased tasks
+	// (Tasks), at most Concurrency of them.
+	Busy int
+	// Ahead is how many of its leased tasks wait in it for a slot: leased
+	// ahead of its free slots (prefetch: a busy worker with quick handlers
+	// leases up to its Config.Prefetch ahead), active in Redis but not
+	// started. Busy + Ahead = len(Tasks).
+	Ahead int
 	// Work is the worker's work per queue it serves.
 	Work map[string]WorkerQueue
 }
 
 // WorkerQueue is one worker's work on one of its queues.
 type WorkerQueue struct {
-	Running int   // handlers running now
-	Done    int64 // handlers finished since the worker started
+	Running int // handlers running at the last heartbeat
+	// Ahead is how many tasks leased ahead it held at the last heartbeat
+	// (see WorkerInfo.Ahead).
+	Ahead int
+	Done  int64 // handlers finished since the worker started
 	// MeanHandlerTime is the recent mean time a handler ran (a weighted
 	// mean over heartbeats); 0 before the first finished.
 	MeanHandlerTime time.Duration
@@ -69,7 +80,7 @@ func (w *WorkerInfo) setStatus(st *wire.WorkerStatus) {
 	}
 	w.Work = make(map[string]WorkerQueue, len(st.Work))
 	for q, qw := range st.Work {
-		w.Work[q] = WorkerQueue{Running: qw.Running, Done: qw.Done,
+		w.Work[q] = WorkerQueue{Running: qw.Running, Ahead: qw.Ahead, Done: qw.Done,
 			MeanHandlerTime: time.Duration(qw.MeanMS * float64(time.Millisecond))}
 	}
 }
@@ -138,7 +149,13 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 		}
 	}
 	for _, w := range byID {
+		// no more handlers run than the slots: a task leased past them
+		// waits ahead (a worker with no status: all taken as running)
 		w.Busy = len(w.Tasks)
+		if w.Concurrency > 0 {
+			w.Busy = min(w.Busy, w.Concurrency)
+		}
+		w.Ahead = len(w.Tasks) - w.Busy
 	}
 	sort.Slice(orphans, func(a, b int) bool { return orphans[a].ID < orphans[b].ID })
 	return append(out, orphans...), nil

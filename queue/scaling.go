@@ -37,8 +37,12 @@ type Scaling struct {
 	// WorkerConcurrency).
 	NeededConcurrency float64 `json:"neededConcurrency"`
 
-	Backlog int64 `json:"backlog"` // tasks ready to run (pending)
-	Running int64 `json:"running"` // tasks running (active)
+	// Backlog is the tasks ready to run: pending, and those the live
+	// workers leased ahead of their free slots and hold (prefetch), as of
+	// their last heartbeats.
+	Backlog int64 `json:"backlog"`
+	// Running is the active tasks less those held ahead.
+	Running int64 `json:"running"`
 	// ArrivalRate is the tasks enqueued per second over the last
 	// RateWindow; 0 until a second sample exists (the first read starts
 	// the samples).
@@ -203,6 +207,10 @@ func (sc *Scaling) readWorkers(queue string, beats []redis.Z, statuses map[strin
 		}
 		sc.Workers++
 		slots += st.Concurrency
+		// tasks a worker leased ahead are active but wait: backlog
+		ahead := min(int64(st.Work[queue].Ahead), sc.Running)
+		sc.Running -= ahead
+		sc.Backlog += ahead
 		if w := st.Work[queue]; w.MeanMS > 0 && w.Done > 0 {
 			done += w.Done
 			weighted += w.MeanMS * float64(w.Done)

@@ -2,13 +2,17 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/dashboard"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
@@ -390,4 +394,60 @@ func TestLeasedStateIsAHashTable(t *testing.T) {
 	waitFor(t, 3*time.Second, "the ack", func() bool {
 		return b.rdb.Exists(ctx, k.State()).Val() == 0
 	})
+}
+
+// TestTasksLeasedAheadAreShownApart: tasks a worker holds ahead are active
+// in Redis but not running, and the inspector says so: Workers counts
+// them as Ahead, not Busy (which stays at most the concurrency), the
+// worker's status per queue reports them, and Scaling counts them with
+// the backlog, not as running.
+func TestTasksLeasedAheadAreShownApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newReleasedRig(t)
+	waiting := r.waitHeld(t)
+	var w *queue.WorkerInfo
+	waitFor(t, 5*time.Second, "a heartbeat that reports the tasks held ahead", func() bool {
+		ws, err := r.b.insp.Workers(ctx)
+		if err != nil || len(ws) != 1 {
+			return false
+		}
+		w = ws[0]
+		return w.Work[queue.DefaultQueue].Ahead == len(waiting) && w.Work[queue.DefaultQueue].Running == 2
+	})
+	if w.Busy != 2 || w.Ahead != len(waiting) || len(w.Tasks) != 2+len(waiting) {
+		t.Fatalf("worker with 2 slots and %d tasks held ahead: busy %d, ahead %d, %d tasks leased", len(waiting), w.Busy, w.Ahead, len(w.Tasks))
+	}
+	// the dashboard's workers page and API, over the same inspector
+	dash := dashboard.New(r.b.insp, dashboard.Options{})
+	page := httptest.NewRecorder()
+	dash.ServeHTTP(page, httptest.NewRequest("GET", "/workers", nil))
+	if body := page.Body.String(); page.Code != 200 || !strings.Contains(body, "2 / 2") ||
+		!strings.Contains(body, fmt.Sprintf("+ %d ahead", len(waiting))) {
+		t.Fatalf("workers page (%d) does not show 2 of 2 slots busy and %d tasks ahead", page.Code, len(waiting))
+	}
+	api := httptest.NewRecorder()
+	dash.ServeHTTP(api, httptest.NewRequest("GET", "/api/workers", nil))
+	var listed struct {
+		Workers []struct {
+			Busy  int `json:"busy"`
+			Ahead int `json:"ahead"`
+			Work  map[string]struct {
+				Ahead int `json:"ahead"`
+			} `json:"work"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal(api.Body.Bytes(), &listed); err != nil || len(listed.Workers) != 1 ||
+		listed.Workers[0].Busy != 2 || listed.Workers[0].Ahead != len(waiting) || listed.Workers[0].Work[queue.DefaultQueue].Ahead != len(waiting) {
+		t.Fatalf("/api/workers: %s (%v)", api.Body.String()[:min(api.Body.Len(), 300)], err)
+	}
+
+	qi, err := r.b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	sc, err := r.b.insp.Scaling(ctx, queue.DefaultQueue)
+	must(t, err)
+	if qi.Active != int64(2+len(waiting)) || sc.Running != 2 || sc.Backlog != qi.Pending+int64(len(waiting)) {
+		t.Fatalf("active %d, pending %d, %d held ahead: scaling says running %d, backlog %d; want 2 and pending + held ahead",
+			qi.Active, qi.Pending, len(waiting), sc.Running, sc.Backlog)
+	}
 }

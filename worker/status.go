@@ -63,10 +63,14 @@ func (s *Server) status() ([]byte, error) {
 	}
 	s.pmu.RLock()
 	defer s.pmu.RUnlock()
+	ahead := map[string]int{}
+	for _, p := range s.parts {
+		ahead[p.queue] += p.ahead.len()
+	}
 	st.Work = make(map[string]wire.QueueWork, len(s.work))
 	for q, w := range s.work {
 		qw := w.sample()
-		qw.Running = running[q]
+		qw.Running, qw.Ahead = running[q], ahead[q]
 		st.Work[q] = qw
 	}
 	return st.Encode()

@@ -27,6 +27,10 @@ type QueueWork struct {
 	// MeanMS is the recent mean handler time in ms (an exponentially
 	// weighted mean over heartbeats), 0 before the first finished.
 	MeanMS float64 `msgpack:"m"`
+	// Ahead is how many tasks the worker leased ahead of its free slots
+	// (prefetch) and holds, not yet started: leased, so active in Redis,
+	// but not running.
+	Ahead int `msgpack:"a"`
 }
 
 // Encode returns s's msgpack bytes.
