@@ -4,10 +4,9 @@ import "math"
 
 // decodeFast reads a message in exactly the layout appendCompact or
 // appendMessage writes (3 to 13 fields, shortest forms), straight from
-// its bytes. It reports
-// false on anything else, and DecodeMessage then falls back to the general
-// decoder: every message a worker runs passes here, so it skips the
-// decoder's allocations.
+// its bytes. It reports false on anything else, and DecodeMessage then
+// falls back to the general decoder: every message a worker runs passes
+// here, so it skips the decoder's allocations.
 // Over a string (a message as go-redis returns it) the string fields are
 // substrings of it, not copies.
 func decodeFast[T string | []byte](b T, m *Message) bool {

@@ -207,7 +207,7 @@ func DecodeMessage(b []byte) (*Message, error) {
 	}
 	if len(b) > 0 && (b[0] == compactMsgpack || b[0] == compactRaw) {
 		// decodeFast reads every compact message there is
-		return nil, fmt.Errorf("decode task message (%d bytes): a compact message without an ID and a type", len(b))
+		return nil, fmt.Errorf("decode task message (%d bytes): a compact message whose ID or type is missing or cut short", len(b))
 	}
 	m = Message{}
 	if err := msgpack.Unmarshal(b, &m); err != nil {
