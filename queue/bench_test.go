@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// BenchmarkEnqueue measures single Enqueue calls from 1, 8, 16 and 64
+// BenchmarkEnqueue measures single Enqueue calls from 1, 8, 12, 16 and 64
 // producers (goroutines). With many, calls that find lineDepth others in
 // flight for their partition wait in line and go out together
 // (coalesce.go); "/coalescing=off" is Config.NoCoalescing, one round trip
@@ -25,6 +25,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	}{
 		{"producers=1", 1, false},
 		{"producers=8", 8, false}, {"producers=8/coalescing=off", 8, true},
+		{"producers=12", 12, false}, {"producers=12/coalescing=off", 12, true},
 		{"producers=16", 16, false}, {"producers=16/coalescing=off", 16, true},
 		{"producers=64", 64, false}, {"producers=64/coalescing=off", 64, true},
 	} {

@@ -28,9 +28,10 @@ import (
 // batches are large. A lined call waits for a call ahead, and a batch of
 // 2 to 4 costs Redis more than as many enqueue_one.lua calls, while
 // Redis serves a few connections at once about as cheaply as one batch.
-// With 8, 8 producers ran as fast as without coalescing, 12 at 0.9x, 16 at
-// 1.05x, 32 at 1.37x and 64 at 1.9x, at less than half the Redis CPU per
-// task; with 4, 8 producers ran at 0.8x (batches of 2 to 4). Why per
+// With 8, 8 producers ran as fast as without coalescing, 12 at
+// 0.9-1.1x, 16 at 1.05x, 32 at 1.37x and 64 at 1.9x, at less than half
+// the Redis CPU per task; with 4, 8 producers ran at 0.8x (batches of 2
+// to 4). Why per
 // client, not per partition: with 6 partitions, 4 per partition let 24
 // calls go out alone, and 64 producers made batches of about 2 (bench
 // --cluster).
