@@ -32,7 +32,15 @@ var funcs = template.FuncMap{
 	"timeName":  timeName,
 	"listPath":  listPath,
 	"pauseArgs": pauseArgs,
+	// a worker's row lists its first leased tasks, not hundreds (a
+	// prefetching worker holds up to its Prefetch ahead per partition)
+	"shownTasks": func(ts []*queue.TaskInfo) []*queue.TaskInfo { return ts[:min(len(ts), workerTasksShown)] },
+	"moreTasks":  func(ts []*queue.TaskInfo) int { return max(0, len(ts)-workerTasksShown) },
 }
+
+// workerTasksShown is how many of a worker's leased tasks its row on the
+// workers page lists; the queues' Active tabs list them all.
+const workerTasksShown = 10
 
 // listPath is the path of a queue's listing of state, relative to the base.
 func listPath(q string, s queue.State) string {

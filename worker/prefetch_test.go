@@ -426,6 +426,13 @@ func TestTasksLeasedAheadAreShownApart(t *testing.T) {
 		!strings.Contains(body, fmt.Sprintf("+ %d ahead", len(waiting))) {
 		t.Fatalf("workers page (%d) does not show 2 of 2 slots busy and %d tasks ahead", page.Code, len(waiting))
 	}
+	t.Logf("%d tasks leased, %d of them held ahead", len(w.Tasks), w.Ahead)
+	// it lists the first 10 leased tasks, and counts the rest
+	if body, more := page.Body.String(), len(w.Tasks)-10; strings.Count(body, "/queues/default/tasks/") != min(len(w.Tasks), 10) ||
+		(more > 0) != strings.Contains(body, fmt.Sprintf("and %d more", more)) {
+		t.Fatalf("workers page lists %d task links for %d leased tasks; want at most 10 and the rest counted",
+			strings.Count(body, "/queues/default/tasks/"), len(w.Tasks))
+	}
 	api := httptest.NewRecorder()
 	dash.ServeHTTP(api, httptest.NewRequest("GET", "/api/workers", nil))
 	var listed struct {
