@@ -80,7 +80,8 @@ func TestQueueCollector(t *testing.T) {
 		}
 		return nil
 	})
-	w, err := worker.NewServer(rdb, worker.Config{Config: cfg, Queues: map[string]int{"work": 1}, Concurrency: 4}, mux)
+	w, err := worker.NewServer(rdb, worker.Config{Config: cfg, Queues: map[string]int{"work": 1}, Concurrency: 4,
+		Heartbeat: 100 * time.Millisecond}, mux)
 	must(t, err)
 	must(t, w.Start(ctx))
 	t.Cleanup(func() {
@@ -99,7 +100,10 @@ func TestQueueCollector(t *testing.T) {
 	for {
 		qi, err := insp.QueueInfo(ctx, "work")
 		must(t, err)
-		if qi.Done == 5 && qi.Dead == 2 && qi.Active == 1 {
+		work, err := insp.LiveWork(ctx)
+		must(t, err)
+		// and a heartbeat since: the worker's status says the one runs
+		if qi.Done == 5 && qi.Dead == 2 && qi.Active == 1 && work["work"].Running == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -125,6 +129,9 @@ func TestQueueCollector(t *testing.T) {
 		`shardq_tasks_failed_total{queue=work}`:          2,
 		`shardq_workers{queue=work}`:                     1,
 		`shardq_workers{queue=idle}`:                     0,
+		`shardq_queue_running{queue=work}`:               1,
+		`shardq_queue_held_ahead{queue=work}`:            0,
+		`shardq_queue_running{queue=idle}`:               0,
 		`shardq_limit_holders{queue=work}`:               1,
 		`shardq_limit_waiters{queue=work}`:               0,
 		`shardq_queue_desired_workers{queue=work}`:       1,

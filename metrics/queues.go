@@ -18,7 +18,7 @@ type QueueCollector struct {
 	scaling bool
 	errors  atomic.Int64
 
-	tasks, latency, paused, processed, failed, workers,
+	tasks, latency, paused, processed, failed, workers, running, ahead,
 	limitHolders, limitWaiters, desired, up, scrapeErrors *prometheus.Desc
 }
 
@@ -48,8 +48,13 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 		paused:  prometheus.NewDesc("shardq_queue_paused", "1 while the queue is paused.", q, nil),
 		processed: prometheus.NewDesc("shardq_tasks_processed_total", "Tasks processed since the queue began: succeeded plus failed attempts.",
 			q, nil),
-		failed:       prometheus.NewDesc("shardq_tasks_failed_total", "Attempts that failed since the queue began (retried or dead).", q, nil),
-		workers:      prometheus.NewDesc("shardq_workers", "Live worker processes serving the queue.", q, nil),
+		failed:  prometheus.NewDesc("shardq_tasks_failed_total", "Attempts that failed since the queue began (retried or dead).", q, nil),
+		workers: prometheus.NewDesc("shardq_workers", "Live worker processes serving the queue.", q, nil),
+		running: prometheus.NewDesc("shardq_queue_running", "Handlers running the queue's tasks, summed over its live workers' last heartbeats.",
+			q, nil),
+		ahead: prometheus.NewDesc("shardq_queue_held_ahead",
+			"Active tasks of the queue that its live workers leased ahead of their free slots (prefetch) and hold, not started, as of their last heartbeats.",
+			q, nil),
 		limitHolders: prometheus.NewDesc("shardq_limit_holders", "Tasks holding a slot of the queue's concurrency limit (its running tasks).", q, nil),
 		limitWaiters: prometheus.NewDesc("shardq_limit_waiters", "Tasks waiting for their concurrency key's limit.", q, nil),
 		desired: prometheus.NewDesc("shardq_queue_desired_workers", "Worker processes the queue needs now (queue.Inspector.Scaling; docs/autoscaling.md).",
@@ -65,7 +70,7 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 
 // Describe sends every metric's description.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.latency, c.paused, c.processed, c.failed, c.workers,
+	for _, d := range []*prometheus.Desc{c.tasks, c.latency, c.paused, c.processed, c.failed, c.workers, c.running, c.ahead,
 		c.limitHolders, c.limitWaiters, c.desired, c.up, c.scrapeErrors} {
 		ch <- d
 	}
@@ -91,7 +96,7 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 	if err != nil {
 		return err
 	}
-	live, err := c.insp.LiveWorkers(ctx)
+	live, err := c.insp.LiveWork(ctx)
 	if err != nil {
 		return err
 	}
@@ -112,7 +117,9 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 		gauge(c.paused, paused, q)
 		ch <- prometheus.MustNewConstMetric(c.processed, prometheus.CounterValue, float64(qi.Succeeded+qi.Failed), q)
 		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(qi.Failed), q)
-		gauge(c.workers, float64(live[q]), q)
+		gauge(c.workers, float64(live[q].Workers), q)
+		gauge(c.running, float64(live[q].Running), q)
+		gauge(c.ahead, float64(live[q].Ahead), q)
 		gauge(c.limitHolders, float64(qi.Active), q)
 		gauge(c.limitWaiters, float64(qi.Waiting), q)
 		if c.scaling {

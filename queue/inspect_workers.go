@@ -176,14 +176,43 @@ func alive(z redis.Z) bool {
 // statuses their heartbeats publish, in one round trip. A worker too old
 // to publish a status is not counted.
 func (i *Inspector) LiveWorkers(ctx context.Context) (map[string]int, error) {
+	work, err := i.LiveWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(work))
+	for q, w := range work {
+		out[q] = w.Workers
+	}
+	return out, nil
+}
+
+// QueueWork is what the live workers serving one queue published with
+// their last heartbeats, summed.
+type QueueWork struct {
+	Workers int // live worker processes serving the queue
+	Running int // handlers running its tasks
+	// Ahead counts its tasks leased ahead of the workers' free slots and
+	// held, not started (see WorkerInfo.Ahead): active, but not running.
+	Ahead int
+}
+
+// LiveWork returns, per queue, the live workers serving it and what they
+// run, from the statuses their heartbeats publish, in one round trip. A
+// worker too old to publish a status is not counted.
+func (i *Inspector) LiveWork(ctx context.Context) (map[string]QueueWork, error) {
 	live, err := i.liveStatuses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int{}
+	out := map[string]QueueWork{}
 	for _, st := range live {
 		for q := range st.Queues {
-			out[q]++
+			w := out[q]
+			w.Workers++
+			w.Running += st.Work[q].Running
+			w.Ahead += st.Work[q].Ahead
+			out[q] = w
 		}
 	}
 	return out, nil

@@ -449,6 +449,11 @@ func TestTasksLeasedAheadAreShownApart(t *testing.T) {
 		t.Fatalf("/api/workers: %s (%v)", api.Body.String()[:min(api.Body.Len(), 300)], err)
 	}
 
+	live, err := r.b.insp.LiveWork(ctx)
+	must(t, err)
+	if lw := live[queue.DefaultQueue]; lw.Workers != 1 || lw.Running != 2 || lw.Ahead != len(waiting) {
+		t.Fatalf("LiveWork = %+v; want 1 worker, 2 running, %d held ahead", lw, len(waiting))
+	}
 	qi, err := r.b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
 	sc, err := r.b.insp.Scaling(ctx, queue.DefaultQueue)
