@@ -63,12 +63,13 @@ if type(rank) == 'number' and rank > 1 then
   -- short ID, then "" or, in a compact message (0x91, 0x92), no key at all
   -- (the test include/pendingref.lua's msg_keyed makes first)
   local b, b2 = string.byte(msg, 1, 2)
-  local nb = b2 and string.byte(msg, b2 - 0xa0 + 3)
+  -- the byte after a short ID: the key's header, or a compact message's type's
+  local nb = b2 and b2 > 0xa0 and b2 <= 0xbf and string.byte(msg, b2 - 0xa0 + 3)
   -- feed_trim_step in plain arithmetic: no call into C
   local step = (cap - cap % 16) / 16
   if step > 256 then step = 256 elseif step < 1 then step = 1 end
-  if len > 0 and len < size and b and b2 and b >= 0x90 and b <= 0x9f and b2 > 0xa0 and b2 <= 0xbf
-      and (nb == 0xa0 or (nb and b <= 0x92)) and (cap <= 0 or rank % step ~= 0) then
+  if len > 0 and len < size and b and b >= 0x90 and b <= 0x9f and nb
+      and (nb == 0xa0 or b <= 0x92) and (cap <= 0 or rank % step ~= 0) then
     redis.call('ZADD', KEYS[1], rank, string.sub(msg, 3, b2 - 0xa0 + 2))
     return -1
   end

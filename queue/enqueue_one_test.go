@@ -437,3 +437,39 @@ func TestEnqueueOneReusesNothingInUse(t *testing.T) {
 		t.Fatal("partition 0 never took the short path")
 	}
 }
+
+// TestEnqueueOneShortPath: in the steady state (the counter counts, the
+// guess is the tail with room, no trim due) enqueue_one.lua answers from
+// its short path (-1) for an unkeyed task in either message form, and
+// leaves a keyed one to the general path (its reply names the tail).
+func TestEnqueueOneShortPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+	k := keys.For(b.cfg.Prefix, "q", 0)
+	for range 2 { // the shard and the counter exist: the guess below is the tail
+		_, err := b.client.Enqueue(ctx, NewRawTask("t", nil, In("q")))
+		must(t, err)
+	}
+	run := func(m *wire.Message, full bool) int64 {
+		t.Helper()
+		reply, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
+			packLimits(1000, 0), m.AppendEncode(nil, full)).Int64()
+		must(t, err)
+		return reply
+	}
+	plain := func() *wire.Message {
+		return &wire.Message{ID: wire.NewID(), Type: "t", Payload: []byte("p"), Raw: true, MaxRetry: wire.CompactMaxRetry}
+	}
+	if r := run(plain(), false); r != -1 {
+		t.Errorf("a compact message: reply %d, want -1 (the short path)", r)
+	}
+	if r := run(plain(), true); r != -1 {
+		t.Errorf("an unkeyed message in full: reply %d, want -1 (the short path)", r)
+	}
+	keyed := plain()
+	keyed.Key = "tenant-1"
+	if r := run(keyed, false); r < 0 {
+		t.Errorf("a keyed message: reply %d, want the general path's tail*2+hit", r)
+	}
+}
