@@ -8,17 +8,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Counter is a safe counter: a counter that is missing (evicted, deleted,
+// SafeCounter is a safe counter: a counter that is missing (evicted, deleted,
 // lost in a failover) is never silently restarted at zero. It is restored
 // from its safe start point, the highest score in the sorted set StartFrom,
 // or, when there is none, incrementing it fails with ErrCounterMissing.
-type Counter struct {
+type SafeCounter struct {
 	Key       string
 	StartFrom string // a sorted set whose highest score is the safe start; "" = none
 }
 
 // IncrBy adds n and returns the new value.
-func (c *Counter) IncrBy(ctx context.Context, rdb redis.Scripter, n int64) (int64, error) {
+func (c *SafeCounter) IncrBy(ctx context.Context, rdb redis.Scripter, n int64) (int64, error) {
 	keys := []string{c.Key}
 	if c.StartFrom != "" {
 		keys = append(keys, c.StartFrom)
@@ -31,6 +31,6 @@ func (c *Counter) IncrBy(ctx context.Context, rdb redis.Scripter, n int64) (int6
 }
 
 // Init creates the counter at v unless it exists, and reports whether it did.
-func (c *Counter) Init(ctx context.Context, rdb redis.Cmdable, v int64) (bool, error) {
+func (c *SafeCounter) Init(ctx context.Context, rdb redis.Cmdable, v int64) (bool, error) {
 	return rdb.SetNX(ctx, c.Key, v, 0).Result()
 }

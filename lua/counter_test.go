@@ -16,7 +16,7 @@ func TestCounter(t *testing.T) {
 	p := "{" + redistest.Prefix(t) + "}"
 
 	t.Run("RestoredFromStartPoint", func(t *testing.T) {
-		c := &Counter{Key: p + ":c1", StartFrom: p + ":z1"}
+		c := &SafeCounter{Key: p + ":c1", StartFrom: p + ":z1"}
 		must(t, rdb.ZAdd(ctx, p+":z1", redis.Z{Score: 41, Member: "x"}, redis.Z{Score: 7, Member: "y"}).Err())
 		v, err := c.IncrBy(ctx, rdb, 1)
 		if err != nil || v != 42 {
@@ -29,7 +29,7 @@ func TestCounter(t *testing.T) {
 	})
 
 	t.Run("NoStartPointIsAnError", func(t *testing.T) {
-		for _, c := range []*Counter{
+		for _, c := range []*SafeCounter{
 			{Key: p + ":c2"},
 			{Key: p + ":c3", StartFrom: p + ":empty"},
 		} {
@@ -44,7 +44,7 @@ func TestCounter(t *testing.T) {
 	})
 
 	t.Run("InitThenCount", func(t *testing.T) {
-		c := &Counter{Key: p + ":c4"}
+		c := &SafeCounter{Key: p + ":c4"}
 		created, err := c.Init(ctx, rdb, 100)
 		if err != nil || !created {
 			t.Fatalf("Init = %v, %v", created, err)

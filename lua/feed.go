@@ -7,12 +7,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Feed is a ranked feed: a sorted set of members scored by ranks that a
+// RankedFeed is a ranked feed: a sorted set of members scored by ranks that a
 // counter hands out inside the appending script, so a reader paging with a
 // marker (the last member it saw) never misses an entry. Key holds the
 // feed, Key+":rank" its counter. Cap bounds the feed to its newest members
 // (0 = unbounded).
-type Feed struct {
+type RankedFeed struct {
 	Key string
 	Cap int
 }
@@ -33,11 +33,11 @@ const (
 )
 
 // RankKey returns the key of the feed's rank counter.
-func (f *Feed) RankKey() string { return f.Key + ":rank" }
+func (f *RankedFeed) RankKey() string { return f.Key + ":rank" }
 
 // Append adds members with a contiguous run of ranks, trims the feed to Cap
 // and returns the first rank given and the members trimmed away.
-func (f *Feed) Append(ctx context.Context, c redis.Scripter, members ...string) (first int64, trimmed []string, err error) {
+func (f *RankedFeed) Append(ctx context.Context, c redis.Scripter, members ...string) (first int64, trimmed []string, err error) {
 	if len(members) == 0 {
 		return 0, nil, nil
 	}
@@ -60,7 +60,7 @@ func (f *Feed) Append(ctx context.Context, c redis.Scripter, members ...string) 
 // Read returns up to limit entries after the marker member ("" = from the
 // start) in the given order. It fails with ErrMarkerNotFound when the
 // marker has left the feed.
-func (f *Feed) Read(ctx context.Context, c redis.Scripter, marker string, limit int, order Order) ([]FeedEntry, error) {
+func (f *RankedFeed) Read(ctx context.Context, c redis.Scripter, marker string, limit int, order Order) ([]FeedEntry, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: feed page limit %d, want > 0", ErrInvalidArgument, limit)
 	}

@@ -18,7 +18,7 @@ func TestFeed(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 
 	t.Run("ContiguousRanksAndPaging", func(t *testing.T) {
-		f := &Feed{Key: "{" + redistest.Prefix(t) + "}:feed"}
+		f := &RankedFeed{Key: "{" + redistest.Prefix(t) + "}:feed"}
 		first, _, err := f.Append(ctx, rdb, "a", "b", "c")
 		must(t, err)
 		second, _, err := f.Append(ctx, rdb, "d", "e")
@@ -46,7 +46,7 @@ func TestFeed(t *testing.T) {
 	})
 
 	t.Run("CapTrimsOldestAndReportsThem", func(t *testing.T) {
-		f := &Feed{Key: "{" + redistest.Prefix(t) + "}:feed", Cap: 3}
+		f := &RankedFeed{Key: "{" + redistest.Prefix(t) + "}:feed", Cap: 3}
 		_, trimmed, err := f.Append(ctx, rdb, "a", "b")
 		must(t, err)
 		if len(trimmed) != 0 {
@@ -67,7 +67,7 @@ func TestFeed(t *testing.T) {
 	})
 
 	t.Run("LostCounterRestartsAboveHighestRank", func(t *testing.T) {
-		f := &Feed{Key: "{" + redistest.Prefix(t) + "}:feed"}
+		f := &RankedFeed{Key: "{" + redistest.Prefix(t) + "}:feed"}
 		_, _, err := f.Append(ctx, rdb, "a", "b", "c")
 		must(t, err)
 		must(t, rdb.Del(ctx, f.RankKey()).Err()) // evicted, or lost in a failover
@@ -86,7 +86,7 @@ func TestFeed(t *testing.T) {
 	t.Run("LargeCapTrimsEveryStepAppends", func(t *testing.T) {
 		// cap 1024: trimmed once per 64 ranks, so between trims the feed
 		// holds at most cap+63, and a trim leaves exactly cap
-		f := &Feed{Key: "{" + redistest.Prefix(t) + "}:feed", Cap: 1024}
+		f := &RankedFeed{Key: "{" + redistest.Prefix(t) + "}:feed", Cap: 1024}
 		var all []string
 		for i := range 1024 {
 			all = append(all, fmt.Sprint(i))
@@ -120,7 +120,7 @@ func TestFeed(t *testing.T) {
 	})
 
 	t.Run("BadLimit", func(t *testing.T) {
-		f := &Feed{Key: "{x}:feed"}
+		f := &RankedFeed{Key: "{x}:feed"}
 		if _, err := f.Read(ctx, rdb, "", 0, Oldest); !errors.Is(err, ErrInvalidArgument) {
 			t.Fatalf("limit 0: err = %v", err)
 		}
@@ -134,7 +134,7 @@ func TestFeedReadersNeverMissWhileWritersAppend(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
-	f := &Feed{Key: "{" + redistest.Prefix(t) + "}:feed"}
+	f := &RankedFeed{Key: "{" + redistest.Prefix(t) + "}:feed"}
 	const writers, perWriter, readers = 4, 500, 3
 	total := writers * perWriter
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/redistest"
 )
 
@@ -51,7 +53,7 @@ func TestScriptCacheFlush(t *testing.T) {
 	t.Run("PreparedKeys", func(t *testing.T) {
 		// a key given with each call: declared as a key (the script sees
 		// it in KEYS, before the arguments), after a flush too
-		s := NewScript("keys-later", "return {#KEYS, KEYS[2], ARGV[1]}")
+		s := rcall.NewScript("keys-later", "return {#KEYS, KEYS[2], ARGV[1]}")
 		call := s.PrepareKeys([]string{l.Base + ":a"}, 1)
 		for i := range 2 {
 			got, err := call.Run(ctx, rdb, fmt.Sprint(l.Base, ":b", i), "arg").Slice()
@@ -66,7 +68,7 @@ func TestScriptCacheFlush(t *testing.T) {
 		// one argument slice, its slots filled anew for each call, one of
 		// them a pointer read at each call: a flush between calls sends an
 		// EVAL of a copy and leaves the slice as it was
-		s := NewScript("reused-args", "return {KEYS[2], ARGV[1], ARGV[2]}")
+		s := rcall.NewScript("reused-args", "return {KEYS[2], ARGV[1], ARGV[2]}")
 		call := s.PrepareKeys([]string{l.Base + ":a"}, 1)
 		args := call.Args(3)
 		var arg string
@@ -87,7 +89,7 @@ func TestScriptCacheFlush(t *testing.T) {
 	t.Run("BeforePipeline", func(t *testing.T) {
 		must(t, rdb.ScriptFlush(ctx).Err())
 		var cmds []*redis.Cmd
-		err := Pipelined(ctx, rdb, func(p *Pipe) error {
+		err := rcall.Pipelined(ctx, rdb, func(p *rcall.Pipe) error {
 			for i := range 5 {
 				cmds = append(cmds, p.Run(ctx, shardedPush, l.keys(), l.prefix(), l.size(), "R", fmt.Sprint(i)))
 			}
@@ -127,7 +129,7 @@ func TestScriptCacheFlush(t *testing.T) {
 		}()
 		const rounds, per = 200, 10
 		for r := range rounds {
-			err := Pipelined(ctx, rdb, func(p *Pipe) error {
+			err := rcall.Pipelined(ctx, rdb, func(p *rcall.Pipe) error {
 				for i := range per {
 					p.Run(ctx, shardedPush, l.keys(), l.prefix(), l.size(), "R", fmt.Sprintf("%d-%d", r, i))
 				}
@@ -147,7 +149,7 @@ func TestScriptCacheFlush(t *testing.T) {
 			if !ok {
 				t.Fatalf("BlockingPop timed out with %d of %d items", len(seen), rounds*per)
 			}
-			if item == Dummy || seen[item] {
+			if item == dummy || seen[item] {
 				t.Fatalf("BlockingPop returned %q (dummy or duplicate)", item)
 			}
 			seen[item] = true

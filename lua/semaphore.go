@@ -8,19 +8,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Semaphore is a fair counting semaphore (Redis in Action 11.2.3) over the
+// FairSemaphore is a fair counting semaphore (Redis in Action 11.2.3) over the
 // sorted set Key of holder -> expiry. Acquiring drops expired holders and
 // takes a slot only while fewer than Limit remain, in one script with the
 // server's clock, so a crashed holder frees its slot after TTL and no client
 // clock can skew who gets in. Limit and TTL are read on every call: changing
 // them takes effect at once.
-type Semaphore struct {
+type FairSemaphore struct {
 	Key   string
 	Limit int
 	TTL   time.Duration
 }
 
-func (s *Semaphore) validate() error {
+func (s *FairSemaphore) validate() error {
 	if s.Limit <= 0 {
 		return fmt.Errorf("%w: semaphore %s limit %d, want > 0", ErrInvalidArgument, s.Key, s.Limit)
 	}
@@ -32,7 +32,7 @@ func (s *Semaphore) validate() error {
 
 // Acquire takes a slot for holder and reports whether it got one. A holder
 // that already holds a slot keeps it and has it refreshed.
-func (s *Semaphore) Acquire(ctx context.Context, c redis.Scripter, holder string) (bool, error) {
+func (s *FairSemaphore) Acquire(ctx context.Context, c redis.Scripter, holder string) (bool, error) {
 	if err := s.validate(); err != nil {
 		return false, err
 	}
@@ -42,7 +42,7 @@ func (s *Semaphore) Acquire(ctx context.Context, c redis.Scripter, holder string
 
 // AcquireWait tries to take a slot for holder until it gets one or wait
 // passes, looking again after 5ms, doubling to 100ms.
-func (s *Semaphore) AcquireWait(ctx context.Context, c redis.Scripter, holder string, wait time.Duration) (bool, error) {
+func (s *FairSemaphore) AcquireWait(ctx context.Context, c redis.Scripter, holder string, wait time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
 	pause := 5 * time.Millisecond
 	for {
@@ -67,7 +67,7 @@ func (s *Semaphore) AcquireWait(ctx context.Context, c redis.Scripter, holder st
 
 // Refresh extends holder's slot by TTL. It fails with ErrNotHeld when the
 // slot expired or was released: the holder must stop what the slot guarded.
-func (s *Semaphore) Refresh(ctx context.Context, c redis.Scripter, holder string) error {
+func (s *FairSemaphore) Refresh(ctx context.Context, c redis.Scripter, holder string) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (s *Semaphore) Refresh(ctx context.Context, c redis.Scripter, holder string
 }
 
 // Release gives holder's slot back. It fails with ErrNotHeld when holder had none.
-func (s *Semaphore) Release(ctx context.Context, c redis.Scripter, holder string) error {
+func (s *FairSemaphore) Release(ctx context.Context, c redis.Scripter, holder string) error {
 	n, err := semRelease.Run(ctx, c, []string{s.Key}, holder).Int64()
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ func (s *Semaphore) Release(ctx context.Context, c redis.Scripter, holder string
 }
 
 // Holders returns the holders whose slots have not expired, by server time.
-func (s *Semaphore) Holders(ctx context.Context, c redis.Cmdable) ([]string, error) {
+func (s *FairSemaphore) Holders(ctx context.Context, c redis.Cmdable) ([]string, error) {
 	t, err := c.Time(ctx).Result()
 	if err != nil {
 		return nil, err

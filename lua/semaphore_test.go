@@ -20,7 +20,7 @@ func TestSemaphore(t *testing.T) {
 	// Fifty goroutines race for five slots; an in-process gauge of holders
 	// (raised after Acquire, lowered before Release) never passes five.
 	t.Run("FiftyRacersNeverExceedLimit", func(t *testing.T) {
-		sem := &Semaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 5, TTL: time.Minute}
+		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 5, TTL: time.Minute}
 		var holding, peak, acquired atomic.Int64
 		var wg sync.WaitGroup
 		deadline := time.Now().Add(15 * time.Second)
@@ -66,7 +66,7 @@ func TestSemaphore(t *testing.T) {
 	})
 
 	t.Run("ExpiredHolderSlotIsReusable", func(t *testing.T) {
-		sem := &Semaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: 150 * time.Millisecond}
+		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: 150 * time.Millisecond}
 		ok, err := sem.Acquire(ctx, rdb, "crashed")
 		if err != nil || !ok {
 			t.Fatalf("first Acquire = %v, %v", ok, err)
@@ -91,7 +91,7 @@ func TestSemaphore(t *testing.T) {
 	})
 
 	t.Run("RefreshKeepsSlot", func(t *testing.T) {
-		sem := &Semaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: 200 * time.Millisecond}
+		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: 200 * time.Millisecond}
 		if ok, _ := sem.Acquire(ctx, rdb, "a"); !ok {
 			t.Fatal("Acquire failed")
 		}
@@ -105,7 +105,7 @@ func TestSemaphore(t *testing.T) {
 	})
 
 	t.Run("LimitChangeTakesEffect", func(t *testing.T) {
-		sem := &Semaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: time.Minute}
+		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: time.Minute}
 		if ok, _ := sem.Acquire(ctx, rdb, "a"); !ok {
 			t.Fatal("Acquire failed")
 		}
@@ -116,7 +116,7 @@ func TestSemaphore(t *testing.T) {
 	})
 
 	t.Run("AcquireWait", func(t *testing.T) {
-		sem := &Semaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: time.Minute}
+		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: time.Minute}
 		if ok, _ := sem.Acquire(ctx, rdb, "a"); !ok {
 			t.Fatal("Acquire failed")
 		}
@@ -137,7 +137,7 @@ func TestSemaphore(t *testing.T) {
 	})
 
 	t.Run("BadLimitOrTTL", func(t *testing.T) {
-		for _, sem := range []*Semaphore{{Key: "k", Limit: 0, TTL: time.Second}, {Key: "k", Limit: -1, TTL: time.Second}, {Key: "k", Limit: 1}} {
+		for _, sem := range []*FairSemaphore{{Key: "k", Limit: 0, TTL: time.Second}, {Key: "k", Limit: -1, TTL: time.Second}, {Key: "k", Limit: 1}} {
 			if _, err := sem.Acquire(ctx, rdb, "a"); !errors.Is(err, ErrInvalidArgument) {
 				t.Fatalf("%+v: err = %v, want ErrInvalidArgument", sem, err)
 			}

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/rcall"
 )
 
-// Dummy is the item pushed to wake a blocked reader (see sharded_block.lua).
-// Its first byte, 0xc1, never begins valid msgpack. No method of ShardedList
-// returns it.
-const Dummy = "\xc1shardq:dummy"
+// dummy is the item pushed to wake a blocked reader (see sharded_block.lua
+// and include/dummy.lua). Its first byte, 0xc1, never begins valid msgpack.
+// No method of ShardedList returns it.
+const dummy = "\xc1shardq:dummy"
 
 // Side names an end of a sharded list.
 type Side byte
@@ -110,9 +112,9 @@ func (l *ShardedList) Len(ctx context.Context, c redis.Scripter) (int64, error) 
 // sharded_block helper with BLMOVE on the end shard, so a reader never
 // sleeps on a shard that items no longer reach. BLMOVE waits in whole
 // seconds, so the last slice may end up to a second after timeout. ok is
-// false when the timeout passed with no item. Load the scripts once at
-// start-up (LoadAll): a slice whose helper meets an empty script cache still
-// returns no error, but may sleep its full second on a stale shard.
+// false when the timeout passed with no item. A slice whose helper meets
+// an empty script cache loads it for the next slice and may sleep its
+// full second on a stale shard.
 func (l *ShardedList) BlockingPop(ctx context.Context, c redis.UniversalClient, side Side, dest string, timeout time.Duration) (item string, ok bool, err error) {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -153,11 +155,11 @@ func (l *ShardedList) BlockSlice(ctx context.Context, c redis.UniversalClient, s
 	// A plain pipeline, not Pipelined: the helper must run before the move,
 	// and rerunning it after the move would leave a dummy nobody takes.
 	pipe := c.Pipeline()
-	helper := call(ctx, pipe, "evalsha", shardedBlock.hash, append(l.keys(), src), []any{shard, string(side)})
+	helper := shardedBlock.EvalSha(ctx, pipe, append(l.keys(), src), shard, string(side))
 	move := pipe.BLMove(ctx, src, dest, pos, "RIGHT", time.Second)
 	_, _ = pipe.Exec(ctx)
 	if err := helper.Err(); err != nil {
-		if !IsNoScript(err) {
+		if !rcall.IsNoScript(err) {
 			return "", err
 		}
 		// The cache was flushed: load the helper for the next slice. The
@@ -170,9 +172,9 @@ func (l *ShardedList) BlockSlice(ctx context.Context, c redis.UniversalClient, s
 	if err != nil {
 		return "", err
 	}
-	if item == Dummy {
+	if item == dummy {
 		// The dummy landed in dest: take it out again (from the tail, where BLMOVE put it).
-		if err := c.LRem(ctx, dest, -1, Dummy).Err(); err != nil {
+		if err := c.LRem(ctx, dest, -1, dummy).Err(); err != nil {
 			return "", err
 		}
 		return "", redis.Nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/redistest"
 )
 
@@ -27,8 +28,10 @@ func setupList(t *testing.T, shardSize int) listSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := LoadAll(context.Background(), rdb); err != nil {
-		t.Fatal(err)
+	for _, s := range []*rcall.Script{shardedPush, shardedPop, shardedLen, shardedBlock} {
+		if err := s.Load(context.Background(), rdb); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return listSetup{rdb: rdb, list: l, base: base}
 }
@@ -141,7 +144,7 @@ func TestShardedList(t *testing.T) {
 		s := setupList(t, 4)
 		must(t, s.list.Push(ctx, s.rdb, Right, "a", "b"))
 		// A dummy left in a live shard by a helper whose move never ran.
-		must(t, s.rdb.LPush(ctx, s.list.ShardKey(0), Dummy).Err())
+		must(t, s.rdb.LPush(ctx, s.list.ShardKey(0), dummy).Err())
 		if n, err := s.list.Len(ctx, s.rdb); err != nil || n != 2 {
 			t.Fatalf("Len with a dummy in the first shard = %d, %v; want 2", n, err)
 		}
@@ -217,7 +220,7 @@ func TestShardedListConcurrentFIFO(t *testing.T) {
 	must(t, err)
 	next := make([]int, producers)
 	for _, item := range got {
-		if item == Dummy {
+		if item == dummy {
 			t.Fatal("a dummy was popped")
 		}
 		var p, i int

@@ -16,7 +16,6 @@ import (
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // Client enqueues tasks. It is safe for concurrent use. It uses the
@@ -319,7 +318,7 @@ func (c *Client) send(ctx context.Context, groups []*group, infos []*TaskInfo, e
 		if err == nil || len(refused) == 0 || !time.Now().Before(giveUp) {
 			return err
 		}
-		if serr := lua.SleepCtx(ctx, min(time.Duration(attempt)*refusedWait, refusedMaxWait)); serr != nil {
+		if serr := rcall.Sleep(ctx, min(time.Duration(attempt)*refusedWait, refusedMaxWait)); serr != nil {
 			return err
 		}
 		groups = refused
@@ -338,7 +337,7 @@ const (
 )
 
 // sendOnce is one round trip of send. When it fails and every failed
-// group was refused unrun (lua.IsRefused), it returns those groups, the
+// group was refused unrun (rcall.IsRefused), it returns those groups, the
 // others' results collected.
 func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) ([]*group, error) {
 	cmds := make([]*redis.Cmd, len(groups))
@@ -352,7 +351,7 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 			cmds[0] = script.Run(ctx, c.rdb, enqueueKeys(k), args...)
 			return cmds[0].Err()
 		}
-		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, c.rdb, func(p *rcall.Pipe) error {
 			fresh = c.register(ctx, p, groups)
 			learn = c.learnLayouts(ctx, p, groups)
 			for i, g := range groups {
@@ -395,7 +394,7 @@ func (c *Client) splitRefused(groups []*group, cmds []*redis.Cmd, infos []*TaskI
 		switch {
 		case cmd == nil:
 			return nil, err
-		case lua.IsRefused(cmd.Err()):
+		case rcall.IsRefused(cmd.Err()):
 			refused = append(refused, groups[i])
 		case cmd.Err() != nil:
 			return nil, err
@@ -502,7 +501,7 @@ func (c *Client) enqueueArgs(k keys.Partition, g *group) []any {
 // register records each queue and its partition count in the registry,
 // riding in the same pipeline as the enqueue, until one write succeeded in
 // this process. It returns what it wrote, to remember once sent.
-func (c *Client) register(ctx context.Context, p *lua.Pipe, groups []*group) map[string]int {
+func (c *Client) register(ctx context.Context, p *rcall.Pipe, groups []*group) map[string]int {
 	var fresh map[string]int
 	for _, g := range groups {
 		n := c.routeCount(g.queue)

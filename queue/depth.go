@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // depthCacheTTL is how long a producer trusts that a queue has no
@@ -42,12 +43,12 @@ func (c *Client) capped(queue string) bool {
 
 // enqueueScript returns the script and ARGV that enqueue g on partition
 // k, and marks g as checked when the script checks the depth.
-func (c *Client) enqueueScript(k keys.Partition, g *group) (*lua.Script, []any) {
+func (c *Client) enqueueScript(k keys.Partition, g *group) (*rcall.Script, []any) {
 	args := c.enqueueArgs(k, g)
 	if g.capped = c.capped(g.queue); !g.capped {
-		return lua.Enqueue, args
+		return script.Enqueue, args
 	}
-	return lua.EnqueueCapped, append([]any{g.partition, c.cfg.partitions(g.queue)}, args...)
+	return script.EnqueueCapped, append([]any{g.partition, c.cfg.partitions(g.queue)}, args...)
 }
 
 // learnDepth takes the MaxDepth and KeyMaxDepth off a checked group's

@@ -14,7 +14,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // waiting is a queue's depth as MaxDepth counts it, from one counts call
@@ -200,7 +200,7 @@ func TestMaxDepth(t *testing.T) {
 		}
 		// the first call learns the queue has no MaxDepth; the others, within
 		// the cache's second, run the plain script
-		capped, plain := h.count(lua.EnqueueCapped.Hash()), h.count(lua.EnqueueOne.Hash())
+		capped, plain := h.count(script.EnqueueCapped.Hash()), h.count(script.EnqueueOne.Hash())
 		if capped < 1 || plain < 1 || capped+plain != 20 || (capped > 2 && plain < 15) {
 			t.Fatalf("capped %d, plain %d of 20 enqueues; want 1 capped then plain", capped, plain)
 		}

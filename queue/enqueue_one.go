@@ -12,7 +12,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // sendPlain is the common single Enqueue: a plain task to a registered
@@ -43,7 +43,7 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 	}
 	if err != nil {
 		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
-		if ctx.Err() == nil && lua.IsRefused(err) {
+		if ctx.Err() == nil && rcall.IsRefused(err) {
 			return nil, true, false, err
 		}
 		return nil, false, inFlight, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
@@ -89,7 +89,7 @@ func (c *Client) runPlain(ctx context.Context, pc *plainCall, f *plainFrame) (_ 
 // the tail shard its replies named, which the next call guesses (-1 = none
 // yet). A wrong guess costs a command, never a task: see enqueue_one.lua.
 type plainCall struct {
-	call *lua.Prepared
+	call *rcall.Prepared
 	tail atomic.Int64
 	// shards is the partition's shard key prefix, T:s:; guess the key of
 	// the last shard guessed, boxed once per shard, not once per call;
@@ -237,7 +237,7 @@ func (c *Client) prepared(queue string, partition int) *plainCall {
 		return pc
 	}
 	// the guessed shard is the fourth key, given with each call
-	pc = &plainCall{call: lua.EnqueueOne.PrepareKeys([]string{k.Feed(), keys.RankKey(k.Feed()), k.Guard()}, 1),
+	pc = &plainCall{call: script.EnqueueOne.PrepareKeys([]string{k.Feed(), keys.RankKey(k.Feed()), k.Guard()}, 1),
 		shards: k.ShardPrefix(), noGuess: k.ShardPrefix() + "-1", limits: packLimits(c.cfg.ShardSize, c.cfg.FeedSize)}
 	pc.frames.New = func() any { return pc.newFrame() }
 	pc.tail.Store(-1)

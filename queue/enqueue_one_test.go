@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // TestEnqueueOne drives the single plain Enqueue (enqueue_one.lua) through
@@ -120,7 +120,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 		return n
 	}
 	before := pending()
-	reply, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
+	reply, err := script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
 		packLimits(1000, 100), oneMsg(t, "id-closed")).Int64()
 	if err != nil || reply != codeClosed {
 		t.Fatalf("enqueue_one on a closed partition = %v, %v; want %d", reply, err, codeClosed)
@@ -143,7 +143,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 		t.Fatal("a task reached the closed partition")
 	}
 	// the arrival rate reads through the marker
-	sample, err := lua.RateSample.Run(ctx, b.rdb, []string{keys.RankKey(k.Feed()), k.RateSamples()}, "", 1000).Int64Slice()
+	sample, err := script.RateSample.Run(ctx, b.rdb, []string{keys.RankKey(k.Feed()), k.RateSamples()}, "", 1000).Int64Slice()
 	if err != nil || sample[1] != rank {
 		t.Fatalf("rate_sample on a closed partition = %v, %v; want the count %d", sample, err, rank)
 	}
@@ -154,7 +154,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	if v, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64(); err != nil || v != rank {
 		t.Fatalf("the reopened rank counter = %d, %v; want %d", v, err, rank)
 	}
-	reply, err = lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
+	reply, err = script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
 		packLimits(1000, 100), oneMsg(t, "id-open")).Int64()
 	if err != nil || reply < 0 {
 		t.Fatalf("enqueue_one on the reopened partition = %v, %v", reply, err)
@@ -221,7 +221,7 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 	b := setup(t, Config{})
 	k := keys.For(b.cfg.Prefix, "q", 0)
 	must(t, b.rdb.Set(ctx, keys.RankKey(k.Feed()), "garbage", 0).Err())
-	_, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
+	_, err := script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
 		packLimits(1000, 100), oneMsg(t, "id")).Result()
 	if err == nil || !strings.Contains(err.Error(), keys.RankKey(k.Feed())) || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("enqueue_one on a corrupt rank counter = %v, want an error naming %s", err, keys.RankKey(k.Feed()))
@@ -453,7 +453,7 @@ func TestEnqueueOneShortPath(t *testing.T) {
 	}
 	run := func(m *wire.Message, full bool) int64 {
 		t.Helper()
-		reply, err := lua.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
+		reply, err := script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
 			packLimits(1000, 0), m.AppendEncode(nil, full)).Int64()
 		must(t, err)
 		return reply

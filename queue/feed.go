@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
@@ -74,7 +75,7 @@ func (i *Inspector) ReadFeed(ctx context.Context, q FeedQuery) (*FeedPage, error
 	}
 	var res any
 	err := rcall.Do(ctx, i.rdb, func() (err error) {
-		res, err = lua.ReadFeed.Run(ctx, i.rdb, []string{feedKey, k.Msg(), k.State(), k.FeedMsg()}, wire.StoredID(q.After), limit, string(order)).Result()
+		res, err = script.ReadFeed.Run(ctx, i.rdb, []string{feedKey, k.Msg(), k.State(), k.FeedMsg()}, wire.StoredID(q.After), limit, string(order)).Result()
 		return err
 	})
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // flowGrace is how long a flow's tasks wait in their home's outbox before
@@ -137,7 +137,7 @@ func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) 
 		args = append(args, d.ID, enc)
 	}
 	args = append(args, boolArg(member))
-	code, err := c.runFlow(ctx, lua.FlowBatchNew, h.Batch(id), args)
+	code, err := c.runFlow(ctx, script.FlowBatchNew, h.Batch(id), args)
 	if err != nil {
 		return nil, fmt.Errorf("new batch: %w", err)
 	}
@@ -219,7 +219,7 @@ func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
 			}
 			args = append(args, d.ID, enc)
 		}
-		code, err := c.runFlow(ctx, lua.FlowAdd, h.Batch(b.id), args)
+		code, err := c.runFlow(ctx, script.FlowAdd, h.Batch(b.id), args)
 		if err != nil {
 			return nil, fmt.Errorf("batch %s: add: %w", b.id, err)
 		}
@@ -252,7 +252,7 @@ func batchCode(id string, code int64) error {
 func (b *Batch) Close(ctx context.Context) error {
 	c := b.c
 	h := keys.Home(c.cfg.Prefix, b.home)
-	code, err := c.runFlow(ctx, lua.FlowClose, h.Batch(b.id), []any{h.H, "", b.id})
+	code, err := c.runFlow(ctx, script.FlowClose, h.Batch(b.id), []any{h.H, "", b.id})
 	if err != nil {
 		return fmt.Errorf("batch %s: close: %w", b.id, err)
 	}
@@ -308,7 +308,7 @@ func (c *Client) EnqueueChain(ctx context.Context, tasks ...*Task) (*Chain, erro
 		ch.TaskIDs = append(ch.TaskIDs, info.ID)
 		args = append(args, d.ID, info.Queue, info.Type, enc)
 	}
-	code, err := c.runFlow(ctx, lua.FlowChainNew, h.Chain(id), args)
+	code, err := c.runFlow(ctx, script.FlowChainNew, h.Chain(id), args)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue chain: %w", err)
 	}
@@ -356,7 +356,7 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 
 // runFlow runs a flow script with key (its home's hash tag) and args and
 // returns its integer reply.
-func (c *Client) runFlow(ctx context.Context, s *lua.Script, key string, args []any) (int64, error) {
+func (c *Client) runFlow(ctx context.Context, s *rcall.Script, key string, args []any) (int64, error) {
 	var code int64
 	err := rcall.Do(ctx, c.rdb, func() error {
 		var err error

@@ -10,8 +10,8 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // ErrTaskState reports a task that is not in a state the action applies
@@ -27,7 +27,7 @@ const bulkBatch = 500
 // call per partition and batch.
 type action struct {
 	verb   string
-	script *lua.Script
+	script *rcall.Script
 	states []State
 	keys   func(k keys.Partition) []string
 	args   func(i *Inspector, k keys.Partition, tasks []*TaskInfo) []any
@@ -35,7 +35,7 @@ type action struct {
 
 var runAction = &action{
 	verb:   "run",
-	script: lua.RunTasks,
+	script: script.RunTasks,
 	states: []State{StateScheduled, StateRetry, StateDead},
 	keys: func(k keys.Partition) []string {
 		return []string{k.Scheduled(), k.Retry(), k.Dead(), k.Msg(), k.State(), k.First(), k.Last(), k.Feed(), k.FeedMsg(), k.Guard()}
@@ -51,7 +51,7 @@ var runAction = &action{
 
 var deleteAction = &action{
 	verb:   "delete",
-	script: lua.DeleteTasks,
+	script: script.DeleteTasks,
 	states: []State{StateScheduled, StateRetry, StateDead, StateDone},
 	keys: func(k keys.Partition) []string {
 		return []string{k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Msg(), k.State(), k.FeedMsg(), k.Expire()}
@@ -107,7 +107,7 @@ func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) (err error
 	k := keys.For(i.cfg.Prefix, queue, ti.Partition)
 	var n int64
 	err = rcall.Do(ctx, i.rdb, func() (err error) {
-		n, err = lua.TombPending.Run(ctx, i.rdb, []string{k.Tomb(), k.State(), k.Active(), k.FeedMsg()}, k.T, wire.StoredID(id)).Int64()
+		n, err = script.TombPending.Run(ctx, i.rdb, []string{k.Tomb(), k.State(), k.Active(), k.FeedMsg()}, k.T, wire.StoredID(id)).Int64()
 		return err
 	})
 	if err != nil {
@@ -153,13 +153,13 @@ func (i *Inspector) purgePending(ctx context.Context, queue string) (int64, erro
 		asks := purgeShares(left, len(live))
 		cmds := make([]*redis.Cmd, len(live))
 		err := rcall.Do(ctx, i.rdb, func() error {
-			return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+			return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 				for j, part := range live {
 					if asks[j] == 0 {
 						continue
 					}
 					k := keys.For(i.cfg.Prefix, queue, part)
-					cmds[j] = p.Run(ctx, lua.PurgePending, []string{k.First(), k.Last(), k.Msg(), k.State(), k.FeedMsg(), k.Guard()}, k.T, asks[j])
+					cmds[j] = p.Run(ctx, script.PurgePending, []string{k.First(), k.Last(), k.Msg(), k.State(), k.FeedMsg(), k.Guard()}, k.T, asks[j])
 				}
 				return nil
 			})
@@ -249,7 +249,7 @@ func (i *Inspector) actAll(ctx context.Context, a *action, queue string, state S
 // setSizes returns the size of one sorted set of every partition.
 func (i *Inspector) setSizes(ctx context.Context, queue string, n int, setKey func(keys.Partition) string) ([]int64, error) {
 	cmds := make([]*redis.IntCmd, n)
-	err := i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
+	err := i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
 		cmds[part] = p.ZCard(ctx, setKey(k))
 	})
 	if err != nil {
@@ -268,7 +268,7 @@ func (i *Inspector) headOfSets(ctx context.Context, queue string, state State, s
 	cmds := map[int]*redis.Cmd{}
 	q := TaskQuery{Queue: queue, State: state}
 	err := rcall.Do(ctx, i.rdb, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for part, left := range budget {
 				if left > 0 {
 					q.Limit = int(min(left, bulkBatch))
@@ -299,7 +299,7 @@ func (i *Inspector) headOfSets(ctx context.Context, queue string, state State, s
 func (i *Inspector) apply(ctx context.Context, a *action, queue string, batch map[int][]*TaskInfo) (int64, error) {
 	cmds := map[int]*redis.Cmd{}
 	err := rcall.Do(ctx, i.rdb, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for part, tasks := range batch {
 				k := keys.For(i.cfg.Prefix, queue, part)
 				cmds[part] = p.Run(ctx, a.script, a.keys(k), a.args(i, k, tasks)...)

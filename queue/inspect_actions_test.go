@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -105,7 +105,7 @@ func TestRunAllInBatches(t *testing.T) {
 	t.Parallel()
 	b := isetup(t, queue.Config{Partitions: map[string]int{"big": 2}})
 	b.enqueue(t, 2345, typeOK, queue.In("big"), queue.ProcessIn(time.Hour))
-	must(t, lua.LoadAll(b.ctx, b.rdb))
+	must(t, script.LoadAll(b.ctx, b.rdb))
 	b.calls.reset()
 	n, err := b.insp.RunAllTasks(b.ctx, "big", queue.StateScheduled)
 	must(t, err)

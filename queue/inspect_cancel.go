@@ -8,8 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // cancelKeep is how long an unanswered cancel request is kept: a task that
@@ -29,8 +30,8 @@ func (i *Inspector) CancelTask(ctx context.Context, queue, id string) error {
 		return err
 	}
 	cmds := make([]*redis.Cmd, n)
-	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, lua.CancelTask, []string{k.Active(), k.Cancel()}, "", wire.StoredID(id), cancelKeep.Milliseconds())
+	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.Run(ctx, script.CancelTask, []string{k.Active(), k.Cancel()}, "", wire.StoredID(id), cancelKeep.Milliseconds())
 	})
 	if err != nil {
 		return fmt.Errorf("cancel task %q of %q: %w", id, queue, err)
@@ -51,7 +52,7 @@ func (i *Inspector) CancelRequested(ctx context.Context, queue, id string) (bool
 		return false, err
 	}
 	cmds := make([]*redis.FloatCmd, n)
-	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
+	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
 		cmds[part] = p.ZScore(ctx, k.Cancel(), wire.StoredID(id))
 	})
 	if err != nil {

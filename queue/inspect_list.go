@@ -13,8 +13,8 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // StateRecent is not a state a task is ever in: in a TaskQuery it names
@@ -92,7 +92,7 @@ func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, erro
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = rcall.Do(ctx, i.rdb, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for part := range n {
 				if after[part] != markerEnd {
 					cmds[part] = i.queueList(ctx, p, q, part, setKey, after[part])
@@ -138,7 +138,7 @@ func stateSet(s State) (func(keys.Partition) string, error) {
 }
 
 // queueList queues the listing script of one partition.
-func (i *Inspector) queueList(ctx context.Context, p *lua.Pipe, q TaskQuery, part int, setKey func(keys.Partition) string, after string) *redis.Cmd {
+func (i *Inspector) queueList(ctx context.Context, p *rcall.Pipe, q TaskQuery, part int, setKey func(keys.Partition) string, after string) *redis.Cmd {
 	k := keys.For(i.cfg.Prefix, q.Queue, part)
 	if setKey == nil {
 		shard, index, id := "", "", ""
@@ -146,7 +146,7 @@ func (i *Inspector) queueList(ctx context.Context, p *lua.Pipe, q TaskQuery, par
 			f := strings.SplitN(after, ",", 3)
 			shard, index, id = f[0], f[1], wire.StoredID(f[2])
 		}
-		return p.Run(ctx, lua.ListPending, []string{k.First(), k.Last(), k.State()},
+		return p.Run(ctx, script.ListPending, []string{k.First(), k.Last(), k.State()},
 			k.ShardPrefix(), shard, index, id, q.Limit)
 	}
 	score, member := "", ""
@@ -158,7 +158,7 @@ func (i *Inspector) queueList(ctx context.Context, p *lua.Pipe, q TaskQuery, par
 	if q.Newest {
 		order = "desc"
 	}
-	return p.Run(ctx, lua.ListZset, []string{setKey(k), k.Msg(), k.State(), k.FeedMsg()},
+	return p.Run(ctx, script.ListZset, []string{setKey(k), k.Msg(), k.State(), k.FeedMsg()},
 		score, member, q.Limit, order)
 }
 

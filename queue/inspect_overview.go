@@ -10,7 +10,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // QueueInfos returns the QueueInfo of every queue, sorted by name, in two
@@ -31,14 +31,14 @@ func (i *Inspector) QueueInfos(ctx context.Context) ([]*QueueInfo, error) {
 	out := make([]*QueueInfo, len(names))
 	cmds := make([][]*redis.Cmd, len(names))
 	err = rcall.Do(ctx, i.rdb, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for j, q := range names {
 				n := max(reg[q], i.cfg.partitions(q))
 				out[j] = &QueueInfo{Queue: q, Partitions: n}
 				cmds[j] = make([]*redis.Cmd, n)
 				for part := range n {
 					k := keys.For(i.cfg.Prefix, q, part)
-					cmds[j][part] = p.Run(ctx, lua.Counts, countKeys(k), countArgs(k)...)
+					cmds[j][part] = p.Run(ctx, script.Counts, countKeys(k), countArgs(k)...)
 				}
 			}
 			return nil

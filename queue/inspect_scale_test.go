@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -66,7 +66,7 @@ func TestInspectorAtScale(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("enqueued %d pending and %d scheduled in %v", total, scheduled, time.Since(start))
-	must(t, lua.LoadAll(b.ctx, b.rdb))
+	must(t, script.LoadAll(b.ctx, b.rdb))
 
 	measure := func(name string, maxRoundTrips int64, f func() error) {
 		t.Helper()

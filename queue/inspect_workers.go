@@ -10,8 +10,8 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // maxWorkers bounds how many worker processes Workers reads, and
@@ -103,14 +103,14 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 	var cmds []partCmd
 	err = rcall.Do(ctx, i.rdb, func() error {
 		cmds = cmds[:0]
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			beats = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Workers(i.cfg.Prefix),
 				Start: 0, Stop: maxWorkers - 1, Rev: true})
 			statuses = p.HGetAll(ctx, keys.WorkerStatus(i.cfg.Prefix))
 			for q, n := range reg {
 				for part := range n {
 					k := keys.For(i.cfg.Prefix, q, part)
-					cmds = append(cmds, partCmd{q, part, p.Run(ctx, lua.ListZset,
+					cmds = append(cmds, partCmd{q, part, p.Run(ctx, script.ListZset,
 						[]string{k.Active(), k.Msg(), k.State(), k.FeedMsg()}, "", "", maxWorkerTasks, "asc")})
 				}
 			}

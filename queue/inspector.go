@@ -13,8 +13,8 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // Inspector reads queues and tasks for dashboards and tools. Every method
@@ -153,8 +153,8 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 		return nil, err
 	}
 	cmds := make([]*redis.Cmd, n)
-	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, lua.Counts, countKeys(k), countArgs(k)...)
+	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.Run(ctx, script.Counts, countKeys(k), countArgs(k)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue info %q: %w", queue, err)
@@ -169,7 +169,7 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 	return info, nil
 }
 
-// countKeys are the KEYS of lua.Counts for partition k, and countArgs its ARGV.
+// countKeys are the KEYS of script.Counts for partition k, and countArgs its ARGV.
 func countKeys(k keys.Partition) []string {
 	return []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()}
 }
@@ -178,7 +178,7 @@ func countArgs(k keys.Partition) []any {
 	return []any{k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed"), k.Tomb()}
 }
 
-// add adds one partition's lua.Counts reply to info.
+// add adds one partition's script.Counts reply to info.
 func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
 	res, err := cmd.Slice()
 	if err != nil || len(res) < 9 {
@@ -215,8 +215,8 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 		return nil, err
 	}
 	cmds := make([]*redis.Cmd, n)
-	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, lua.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result()}, wire.StoredID(id))
+	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.Run(ctx, script.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result()}, wire.StoredID(id))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
@@ -287,7 +287,7 @@ func (i *Inspector) setPaused(ctx context.Context, queue string, paused bool) er
 	if err != nil {
 		return err
 	}
-	err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
+	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, _ int, k keys.Partition) {
 		if paused {
 			p.Set(ctx, k.Paused(), 1, 0)
 		} else {
@@ -303,9 +303,9 @@ func (i *Inspector) setPaused(ctx context.Context, queue string, paused bool) er
 // perPartition calls fn for each of queue's n partitions, queueing its
 // commands on one pipeline: one round trip, NOSCRIPT recovered, bounded by
 // ctx. fn keeps the Cmds it needs; errors other than redis.Nil come back.
-func (i *Inspector) perPartition(ctx context.Context, queue string, n int, fn func(p *lua.Pipe, part int, k keys.Partition)) error {
+func (i *Inspector) perPartition(ctx context.Context, queue string, n int, fn func(p *rcall.Pipe, part int, k keys.Partition)) error {
 	return rcall.Do(ctx, i.rdb, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for part := range n {
 				fn(p, part, keys.For(i.cfg.Prefix, queue, part))
 			}

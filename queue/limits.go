@@ -13,7 +13,6 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
 )
 
 // Limits caps how a queue's tasks start. They are enforced when workers
@@ -116,7 +115,7 @@ func (i *Inspector) writeLimits(ctx context.Context, queue string, n int, l Limi
 			return limits.WriteFleetWide(ctx, i.rdb, i.cfg.Prefix, queue, n, i.cfg.ShardSize, limits.Values(l))
 		})
 	} else {
-		err = i.perPartition(ctx, queue, n, func(p *lua.Pipe, _ int, k keys.Partition) {
+		err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, _ int, k keys.Partition) {
 			limits.Write(ctx, p, k, limits.Values(l))
 		})
 	}

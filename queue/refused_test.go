@@ -95,7 +95,7 @@ func halfMigrate(t *testing.T, cl *redistest.Cluster, tag string, first ...strin
 	}
 }
 
-// TestWaitReplicasDuringMigration: lua.RunReplicated, which sends the
+// TestWaitReplicasDuringMigration: rcall.RunReplicated, which sends the
 // script and WAIT to a node client (no go-redis redirects there), follows
 // the migration of a fresh partition's slot by itself: ASK to the target,
 // TRYAGAIN there while the keys are split, then MOVED once it ends. The

@@ -9,7 +9,6 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
 )
 
 // sendReplicated is send under Config.WaitReplicas: each group's enqueue
@@ -28,7 +27,7 @@ func (c *Client) sendReplicated(ctx context.Context, groups []*group, infos []*T
 		err := rcall.Do(ctx, c.rdb, func() error {
 			var err error
 			script, args := c.enqueueScript(k, g)
-			cmd, acked, err = lua.RunReplicated(ctx, c.rdb, script, enqueueKeys(k),
+			cmd, acked, err = rcall.RunReplicated(ctx, c.rdb, script, enqueueKeys(k),
 				c.cfg.WaitReplicas, c.cfg.WaitTimeout, args...)
 			return err
 		})
@@ -72,7 +71,7 @@ func (c *Client) registerAlone(ctx context.Context, groups []*group) error {
 		return nil
 	}
 	err := rcall.Do(ctx, c.rdb, func() error {
-		return lua.Pipelined(ctx, c.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, c.rdb, func(p *rcall.Pipe) error {
 			fresh = c.register(ctx, p, groups)
 			learn = c.learnLayouts(ctx, p, groups)
 			return nil

@@ -10,7 +10,7 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // PartitionLayout is a queue's partition layout as an operator set it
@@ -61,14 +61,14 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 	// close and open first: a producer that reads the new layout finds the
 	// partitions as it says, and one still on the old finds them refusing
 	err = rcall.Do(ctx, i.rdb, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for part := range l.Serve {
 				k := keys.For(i.cfg.Prefix, queue, part)
 				state := "open"
 				if part >= n {
 					state = "close"
 				}
-				p.Run(ctx, lua.PartitionState, []string{keys.RankKey(k.Feed())}, state)
+				p.Run(ctx, script.PartitionState, []string{keys.RankKey(k.Feed())}, state)
 			}
 			return nil
 		})

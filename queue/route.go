@@ -12,7 +12,6 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
 )
 
 // LayoutRefresh is how long a Client trusts what it read of a queue's
@@ -149,7 +148,7 @@ func (c *Client) reroute(ctx context.Context, groups []*group, infos []*TaskInfo
 			return nil
 		}
 		if try > 1 {
-			if err := lua.SleepCtx(ctx, time.Duration(try)*refusedWait); err != nil {
+			if err := rcall.Sleep(ctx, time.Duration(try)*refusedWait); err != nil {
 				return nil // the refused keep their error
 			}
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // Scaling is the autoscaling figure of one queue: how many worker
@@ -148,11 +148,11 @@ func (i *Inspector) Scaling(ctx context.Context, queue string, opts ...ScalingOp
 	var beats *redis.ZSliceCmd
 	var statuses *redis.MapStringStringCmd
 	err = rcall.Do(ctx, i.rdb, func() error {
-		return lua.Pipelined(ctx, i.rdb, func(p *lua.Pipe) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for part := range n {
 				k := keys.For(i.cfg.Prefix, queue, part)
-				counts[part] = p.Run(ctx, lua.Counts, countKeys(k), countArgs(k)...)
-				rates[part] = p.Run(ctx, lua.RateSample, []string{keys.RankKey(k.Feed()), k.RateSamples()},
+				counts[part] = p.Run(ctx, script.Counts, countKeys(k), countArgs(k)...)
+				rates[part] = p.Run(ctx, script.RateSample, []string{keys.RankKey(k.Feed()), k.RateSamples()},
 					"", o.window.Milliseconds())
 			}
 			beats = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Workers(i.cfg.Prefix),

@@ -31,8 +31,8 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -403,7 +403,7 @@ func (c *childWorker) inflight(ctx context.Context) ([]string, error) {
 	}
 	var ids []string
 	for _, it := range items {
-		if it == lua.Dummy {
+		if it == script.Dummy {
 			continue
 		}
 		m, err := wire.DecodeMessage([]byte(it))

@@ -16,7 +16,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -368,5 +368,5 @@ func (s *Scheduler) mark(ctx context.Context, p *scheduled, last time.Time) erro
 		info.Last = last.UnixMilli()
 	}
 	b, _ := json.Marshal(info)
-	return lua.CronMark.Run(ctx, s.rdb, []string{keys.Cron(s.cfg.Prefix)}, p.Name, string(b)).Err()
+	return script.CronMark.Run(ctx, s.rdb, []string{keys.Cron(s.cfg.Prefix)}, p.Name, string(b)).Err()
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/redistest"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -242,7 +242,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 			flushes.Add(1)
 			if i%10 == 0 && injecting.Load() {
 				err := flusher.Eval(ctx, "return redis.call('LPUSH', ARGV[1] .. (redis.call('GET', KEYS[1]) or '0'), ARGV[2])",
-					[]string{k.First()}, k.ShardPrefix(), lua.Dummy).Err()
+					[]string{k.First()}, k.ShardPrefix(), script.Dummy).Err()
 				if err != nil {
 					flushErr.Store(err)
 					return

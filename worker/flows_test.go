@@ -15,8 +15,8 @@ import (
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -553,7 +553,7 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	}
 	// and a resent ack of a finished member: refused, no notification
 	k := keys.For(r.qcfg.Prefix, "fa", infos[0].Partition)
-	codes, err := lua.Ack.Run(ctx, r.rdb, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+	codes, err := script.Ack.Run(ctx, r.rdb, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
 		k.T, "", 1000, 1000, 5, wire.StoredID(infos[0].ID), 1, 0, "", wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()).Int64Slice()
 	must(t, err)
 	if codes[0] != 0 || r.rdb.LLen(ctx, k.Notify()).Val() != 0 {

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // forward moves due scheduled and retrying tasks of every partition to
@@ -36,10 +36,10 @@ func (s *Server) forwardOnce(ctx context.Context) (time.Duration, error) {
 		return s.cfg.ForwardInterval, nil // QueuePatterns matched nothing yet
 	}
 	cmds := make([]*redis.Cmd, len(parts))
-	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+	err := rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 		for i, p := range parts {
 			k := p.k
-			cmds[i] = pipe.Run(ctx, lua.Forward, []string{k.Scheduled(), k.Retry(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()},
+			cmds[i] = pipe.Run(ctx, script.Forward, []string{k.Scheduled(), k.Retry(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()},
 				k.ShardPrefix(), s.cfg.now(), s.cfg.ShardSize, 1000)
 		}
 		return nil

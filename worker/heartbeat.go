@@ -10,7 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // heartbeat runs every Config.Heartbeat until ctx ends: it marks this
@@ -56,7 +57,7 @@ func (s *Server) beat(ctx context.Context) error {
 		s.hooks.beforeExtend()
 	}
 	extends := map[*part]*redis.Cmd{}
-	err = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+	err = rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 		extend := func(p *part) {
 			args := []any{s.cfg.now(), s.cfg.Lease.Milliseconds()}
 			for _, r := range byPart[p] {
@@ -65,7 +66,7 @@ func (s *Server) beat(ctx context.Context) error {
 			for _, l := range waiting[p] {
 				args = append(args, l.id, l.token)
 			}
-			extends[p] = pipe.Run(ctx, lua.Extend, []string{p.k.Active(), p.k.State(), p.k.Cancel()}, args...)
+			extends[p] = pipe.Run(ctx, script.Extend, []string{p.k.Active(), p.k.State(), p.k.Cancel()}, args...)
 		}
 		for p := range byPart {
 			extend(p)
@@ -119,7 +120,7 @@ func (s *Server) beat(ctx context.Context) error {
 // touch records this worker's heartbeat (id "" only reads) and returns the
 // workers whose heartbeat is stale.
 func (s *Server) touch(ctx context.Context, id string) ([]string, error) {
-	stale, err := lua.Heartbeat.Run(ctx, s.rdb, []string{keys.Workers(s.cfg.Prefix)}, id,
+	stale, err := script.Heartbeat.Run(ctx, s.rdb, []string{keys.Workers(s.cfg.Prefix)}, id,
 		s.cfg.staleAfter().Milliseconds(), s.cfg.now()).StringSlice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("heartbeat: %w", err)
@@ -129,11 +130,11 @@ func (s *Server) touch(ctx context.Context, id string) ([]string, error) {
 
 // queueReap queues a reap of partition p: expired leases, the in-flight
 // lists of the given workers, expired done tasks.
-func (s *Server) queueReap(ctx context.Context, pipe *lua.Pipe, p *part, workers []string) *redis.Cmd {
+func (s *Server) queueReap(ctx context.Context, pipe *rcall.Pipe, p *part, workers []string) *redis.Cmd {
 	k := p.k
 	args := []any{k.T, s.cfg.now(), s.cfg.ShardSize, 1000}
 	args = append(args, toAny(workers)...)
-	return pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done(), k.Guard()}, args...)
+	return pipe.Run(ctx, script.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done(), k.Guard()}, args...)
 }
 
 // parseExtend reads extend.lua's {lost IDs, cancelled IDs}.

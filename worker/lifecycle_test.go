@@ -16,7 +16,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -191,7 +191,7 @@ func TestLeaseLost(t *testing.T) {
 	// Another worker's reaper, an hour ahead: the lease has expired for it.
 	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 	later := fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())
-	res, err := lua.Reap.Run(ctx, b.rdb, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()},
+	res, err := script.Reap.Run(ctx, b.rdb, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done()},
 		k.T, later, 1000, 1000).Int64Slice()
 	must(t, err)
 	if res[0] != 1 {

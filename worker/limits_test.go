@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
@@ -173,7 +174,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		enqueueN(t, b, 2)
 		// a worker that leases one task for 400ms and dies
 		k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
-		res, err := lua.Pop.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(),
+		res, err := script.Pop.Run(ctx, b.rdb, []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(),
 			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
 			k.T, 1, 400, "", "crashed", 1000, 10000, 1).Slice()
 		must(t, err)
@@ -314,7 +315,6 @@ func TestKeyParkedTasksSurviveWorkers(t *testing.T) {
 func TestSemaphoreMiddleware(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	sem := &lua.Semaphore{Key: "{" + b.qcfg.Prefix + "}:billing-api", Limit: 2, TTL: 3 * time.Second}
 	g := newGauge()
 	var attempts atomic.Int64
 	inner := g.handler(30*time.Millisecond, func(*Task) string { return "api" })
@@ -324,7 +324,8 @@ func TestSemaphoreMiddleware(t *testing.T) {
 		}
 		return inner.ProcessTask(ctx, t)
 	})
-	mw, err := Semaphore(b.rdb, sem, 10*time.Millisecond, 50*time.Millisecond)
+	mw, err := Semaphore(b.rdb, "billing-api", 2, SemaphorePrefix(b.qcfg.Prefix), SemaphoreTTL(3*time.Second),
+		SemaphoreWait(10*time.Millisecond), SemaphoreRetryIn(50*time.Millisecond))
 	must(t, err)
 	cfg := Config{Queues: map[string]int{"invoices": 1, "refunds": 1}, Concurrency: 4, ForwardInterval: 20 * time.Millisecond,
 		Middleware: []Middleware{mw}}
@@ -340,23 +341,36 @@ func TestSemaphoreMiddleware(t *testing.T) {
 		t.Fatalf("%d runs had attempt > 1: snoozing cost attempts", n)
 	}
 	// the middleware releases each slot just after its handler returns
+	sem := &lua.FairSemaphore{Key: keys.Semaphore(b.qcfg.Prefix, "billing-api"), Limit: 2, TTL: 3 * time.Second}
 	waitFor(t, 3*time.Second, "every slot released", func() bool {
 		holders, err := sem.Holders(context.Background(), b.rdb)
 		return err == nil && len(holders) == 0
 	})
 }
 
-// TestSemaphoreBadLimits: a zero or negative limit, or no TTL, is a clear
-// error when the middleware is built, not when a task runs.
+// TestSemaphoreBadLimits: a bad name, a limit below 1, a TTL below 1ms or
+// a negative wait is a clear error when the middleware is built, not when
+// a task runs.
 func TestSemaphoreBadLimits(t *testing.T) {
 	t.Parallel()
-	for _, sem := range []*lua.Semaphore{nil, {Key: "{k}"}, {Key: "{k}", Limit: -1, TTL: time.Second}, {Key: "{k}", Limit: 2}} {
-		if _, err := Semaphore(nil, sem, 0, time.Second); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("Semaphore(%+v): err = %v, want ErrInvalidConfig", sem, err)
-		}
+	bad := []struct {
+		name  string
+		limit int
+		opts  []SemaphoreOption
+	}{
+		{"", 1, nil},
+		{"bad name", 1, nil},
+		{"api", 0, nil},
+		{"api", -1, nil},
+		{"api", 1, []SemaphoreOption{SemaphoreTTL(0)}},
+		{"api", 1, []SemaphoreOption{SemaphoreWait(-time.Second)}},
+		{"api", 1, []SemaphoreOption{SemaphoreRetryIn(-time.Second)}},
+		{"api", 1, []SemaphoreOption{SemaphorePrefix("{x}")}},
 	}
-	if _, err := Semaphore(nil, &lua.Semaphore{Key: "{k}", Limit: 1, TTL: time.Second}, -time.Second, time.Second); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("negative wait: err = %v", err)
+	for _, c := range bad {
+		if _, err := Semaphore(nil, c.name, c.limit, c.opts...); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Semaphore(%q, %d): err = %v, want ErrInvalidConfig", c.name, c.limit, err)
+		}
 	}
 }
 

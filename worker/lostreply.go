@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // lostLeases tracks the pop and claim calls on one partition whose reply
@@ -82,7 +82,7 @@ func (s *Server) recoverLost(ctx context.Context, p *part) {
 	if others > 0 {
 		return // another fetcher's pop of p is on its way: look later
 	}
-	res, err := lua.LeasesOf.Run(ctx, s.rdb, []string{p.k.Active(), p.k.State()}, s.cfg.WorkerID, after, maxLeaseScan).Slice()
+	res, err := script.LeasesOf.Run(ctx, s.rdb, []string{p.k.Active(), p.k.State()}, s.cfg.WorkerID, after, maxLeaseScan).Slice()
 	if err != nil {
 		s.logRedisError("look for leases of a lost reply", err) // again after the next answered call
 		return

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -24,7 +24,7 @@ func TestLeasesOf(t *testing.T) {
 	later := popN(t, a, pa, 2)
 
 	leasesOf := func(worker string, after int64) map[string]int64 {
-		res, err := lua.LeasesOf.Run(ctx, b.rdb, []string{pa.k.Active(), pa.k.State()}, worker, after, 1000).Slice()
+		res, err := script.LeasesOf.Run(ctx, b.rdb, []string{pa.k.Active(), pa.k.State()}, worker, after, 1000).Slice()
 		must(t, err)
 		got := map[string]int64{}
 		for i := 0; i+1 < len(res); i += 2 {

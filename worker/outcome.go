@@ -8,8 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 type outcomeKind int
@@ -143,7 +144,7 @@ func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
 	}
 	ctx := context.Background()
 	groups := groupOutcomes(batch)
-	_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+	_ = rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 		s.queueOutcomeGroups(ctx, pipe, groups)
 		return nil
 	})
@@ -177,7 +178,7 @@ func groupOutcomes(batch []outcome) []outcomeGroup {
 }
 
 // queueOutcomeGroups queues one script call per group.
-func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *lua.Pipe, groups []outcomeGroup) {
+func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *rcall.Pipe, groups []outcomeGroup) {
 	for i := range groups {
 		groups[i].cmd = s.queueOutcomes(ctx, pipe, groups[i].p, groups[i].kind, groups[i].items)
 	}
@@ -229,20 +230,20 @@ func (s *Server) warnStale(items []outcome, codes []any) {
 // queueOutcomes queues the script call that writes os, outcomes of one
 // partition and kind. Its arguments point into os, which stays untouched
 // until the call's reply is read: no value is boxed per task.
-func (s *Server) queueOutcomes(ctx context.Context, pipe *lua.Pipe, p *part, kind outcomeKind, os []outcome) *redis.Cmd {
+func (s *Server) queueOutcomes(ctx context.Context, pipe *rcall.Pipe, p *part, kind outcomeKind, os []outcome) *redis.Cmd {
 	script, keys, args := s.outcomeCall(p, kind, os)
 	return pipe.Run(ctx, script, keys, args...)
 }
 
 // outcomeCall returns the script call that writes os (see queueOutcomes).
-func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*lua.Script, []string, []any) {
+func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Script, []string, []any) {
 	k := p.k
 	switch kind {
 	case outcomeAck:
 		args := make([]any, 0, 5+4*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
 		args = appendAcks(args, os)
-		return lua.Ack, p.ackKeys, args
+		return script.Ack, p.ackKeys, args
 	case outcomeFail:
 		args := make([]any, 0, 4+5*len(os))
 		args = append(args, k.T, s.cfg.now(), s.cfg.DeadSize, s.cfg.ShardSize)
@@ -250,14 +251,14 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*lua.Scri
 			o := &os[i]
 			args = append(args, &o.id, &o.token, &o.err, &o.delayMS, &o.snooze)
 		}
-		return lua.Fail, p.failKeys, args
+		return script.Fail, p.failKeys, args
 	default:
 		args := make([]any, 0, 2+2*len(os))
 		args = append(args, k.T, s.cfg.ShardSize)
 		for i := range os {
 			args = append(args, &os[i].id, &os[i].token)
 		}
-		return lua.Requeue, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()}, args
+		return script.Requeue, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()}, args
 	}
 }
 

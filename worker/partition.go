@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/lua"
 )
@@ -108,7 +110,7 @@ func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bo
 	if len(groups) == 0 {
 		cmd = script.Run(ctx, s.rdb, keys, args...)
 	} else {
-		_ = lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+		_ = rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 			s.queueOutcomeGroups(ctx, pipe, groups)
 			cmd = pipe.Run(ctx, script, keys, args...)
 			return nil
@@ -137,15 +139,15 @@ func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
 
 // dequeueCall returns the script call of a pop, or of a claim, that first
 // acks acks (outcomes of p).
-func (s *Server) dequeueCall(p *part, n, extra int, claiming bool, acks []outcome) (*lua.Script, []string, []any) {
+func (s *Server) dequeueCall(p *part, n, extra int, claiming bool, acks []outcome) (*rcall.Script, []string, []any) {
 	k := p.k
 	args := make([]any, 0, 9+4*len(acks))
 	args = append(args, k.T, n+extra, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.DoneSize, n)
 	args = appendAcks(args, acks)
 	if claiming {
-		return lua.Claim, p.claimKeys, args
+		return script.Claim, p.claimKeys, args
 	}
-	return lua.Pop, p.popKeys, args
+	return script.Pop, p.popKeys, args
 }
 
 func parseDequeue(p *part, cmd *redis.Cmd, claiming bool) (popReply, error) {

@@ -4,8 +4,7 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/rcall"
 )
 
 // writeReplicated is writeOnce under queue.Config.WaitReplicas: each
@@ -21,7 +20,7 @@ func (s *Server) writeReplicated(batch []outcome) ([]outcome, error) {
 	for i := range groups {
 		g := &groups[i]
 		script, keys, args := s.outcomeCall(g.p, g.kind, g.items)
-		cmd, acked, err := lua.RunReplicated(ctx, s.rdb, script, keys, s.cfg.WaitReplicas, s.cfg.WaitTimeout, args...)
+		cmd, acked, err := rcall.RunReplicated(ctx, s.rdb, script, keys, s.cfg.WaitReplicas, s.cfg.WaitTimeout, args...)
 		if cmd == nil { // nothing was sent
 			cmd = redis.NewCmd(ctx)
 			cmd.SetErr(err)

@@ -10,7 +10,8 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // drainConfirm is how long the removed partitions of a queue must be seen
@@ -194,7 +195,7 @@ func (s *Server) checkDrain(ctx context.Context, q string, l layout.Layout) erro
 	}
 	delete(s.lstate.emptySince, q)
 	done := layout.Layout{Route: l.Route, Serve: l.Route}
-	set, err := lua.LayoutFinish.Run(ctx, s.rdb, []string{keys.Layout(s.cfg.Prefix)}, q, l.String(), done.String()).Int()
+	set, err := script.LayoutFinish.Run(ctx, s.rdb, []string{keys.Layout(s.cfg.Prefix)}, q, l.String(), done.String()).Int()
 	if err != nil || set == 0 {
 		return err // 0: another worker ended it, or an operator changed it
 	}
@@ -216,10 +217,10 @@ func (s *Server) drainHeld(ctx context.Context, q string, l layout.Layout) (int6
 	}
 	var counts []*redis.Cmd
 	var lens []*redis.IntCmd
-	err = lua.Pipelined(ctx, s.rdb, func(p *lua.Pipe) error {
+	err = rcall.Pipelined(ctx, s.rdb, func(p *rcall.Pipe) error {
 		for n := l.Route; n < l.Serve; n++ {
 			k := keys.For(s.cfg.Prefix, q, n)
-			counts = append(counts, p.Run(ctx, lua.Counts,
+			counts = append(counts, p.Run(ctx, script.Counts,
 				[]string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()},
 				k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed"), k.Tomb()))
 			for _, w := range workers {

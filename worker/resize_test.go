@@ -11,7 +11,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -301,7 +301,7 @@ func resizeWhileRunning(t *testing.T, rdb redis.UniversalClient, qcfg queue.Conf
 	}
 	for n := 2; n < 4; n++ {
 		k := keys.For(qcfg.Prefix, q, n)
-		res, err := lua.Counts.Run(ctx, rdb, []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()},
+		res, err := script.Counts.Run(ctx, rdb, []string{k.First(), k.Last(), k.Active(), k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Paused()},
 			k.ShardPrefix(), k.ParkedCount(), k.StatsTotal("done"), k.StatsTotal("failed"), k.Tomb()).Slice()
 		must(t, err)
 		for j := range 5 {

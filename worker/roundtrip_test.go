@@ -11,8 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -28,7 +29,7 @@ type tripHook struct {
 
 func newTripHook() *tripHook {
 	h := &tripHook{names: map[string]string{}}
-	for _, s := range []*lua.Script{lua.Pop, lua.Claim, lua.Ack, lua.Fail, lua.Requeue, lua.Forward} {
+	for _, s := range []*rcall.Script{script.Pop, script.Claim, script.Ack, script.Fail, script.Requeue, script.Forward} {
 		h.names[s.Hash()] = s.Name()
 	}
 	return h

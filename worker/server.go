@@ -18,7 +18,7 @@ import (
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // Server runs handlers for the tasks of its queues. Create it with
@@ -158,7 +158,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w: Start on a server already started", ErrServerState)
 	}
-	if err := lua.LoadAll(ctx, s.rdb); err != nil {
+	if err := script.LoadAll(ctx, s.rdb); err != nil {
 		return fmt.Errorf("worker start: %w", err)
 	}
 	s.warnIfEvicting(ctx)
@@ -351,10 +351,10 @@ func (s *Server) giveBackInflight() { s.giveBack(s.partList()) }
 // the head of their queues.
 func (s *Server) giveBack(parts []*part) {
 	ctx := context.Background()
-	err := lua.Pipelined(ctx, s.rdb, func(pipe *lua.Pipe) error {
+	err := rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 		for _, p := range parts {
 			k := p.k
-			pipe.Run(ctx, lua.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done(), k.Guard()},
+			pipe.Run(ctx, script.Reap, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Expire(), k.Done(), k.Guard()},
 				k.T, s.cfg.now(), s.cfg.ShardSize, 0, s.cfg.WorkerID)
 		}
 		return nil

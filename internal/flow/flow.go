@@ -16,8 +16,9 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // Env is what delivery and forwarding need to know.
@@ -59,10 +60,10 @@ func (e *Env) Deliver(ctx context.Context, homes []int) (int, error) {
 		return 0, nil
 	}
 	cmds := make([]*redis.Cmd, len(homes))
-	err := lua.Pipelined(ctx, e.RDB, func(p *lua.Pipe) error {
+	err := rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
 		for i, n := range homes {
 			h := keys.Home(e.Prefix, n)
-			cmds[i] = p.Run(ctx, lua.FlowOutDue, []string{h.Out(), h.OutMsg()}, e.now(), MaxStep)
+			cmds[i] = p.Run(ctx, script.FlowOutDue, []string{h.Out(), h.OutMsg()}, e.now(), MaxStep)
 		}
 		return nil
 	})
@@ -196,13 +197,13 @@ func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, er
 		return nil, nil
 	}
 	cmds := make([]*redis.Cmd, len(order))
-	err := lua.Pipelined(ctx, e.RDB, func(p *lua.Pipe) error {
+	err := rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
 		for q, n := range queues {
 			p.HSet(ctx, keys.Queues(e.Prefix), q, n)
 		}
 		for i, g := range order {
 			k := g.k
-			cmds[i] = p.Run(ctx, lua.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State(), k.Guard()}, g.args...)
+			cmds[i] = p.Run(ctx, script.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State(), k.Guard()}, g.args...)
 		}
 		return nil
 	})
@@ -298,11 +299,11 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	}
 	homes := make([]int, 0, len(notes))
 	cmds := make([]*redis.Cmd, 0, len(notes))
-	err = lua.Pipelined(ctx, e.RDB, func(p *lua.Pipe) error {
+	err = rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
 		for n, vs := range notes {
 			h := keys.Home(e.Prefix, n)
 			homes = append(homes, n)
-			cmds = append(cmds, p.Run(ctx, lua.FlowNotify, []string{h.Out()}, append([]any{h.H, e.now()}, vs...)...))
+			cmds = append(cmds, p.Run(ctx, script.FlowNotify, []string{h.Out()}, append([]any{h.H, e.now()}, vs...)...))
 		}
 		return nil
 	})

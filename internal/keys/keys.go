@@ -128,6 +128,10 @@ func (p Partition) Unique(key string) string { return p.T + ":unique:" + key }
 // IDClaim is the claim of a caller-chosen task ID.
 func (p Partition) IDClaim(id string) string { return p.T + ":id:" + id }
 
+// Semaphore returns the sorted set of a fleet-wide semaphore of the
+// worker's Semaphore middleware: holder -> expiry.
+func Semaphore(prefix, name string) string { return prefix + ":sem:" + name }
+
 // Cron is the hash of periodic schedules: name -> what queue.ScheduleInfo shows.
 func Cron(prefix string) string { return prefix + ":cron" }
 

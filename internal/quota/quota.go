@@ -24,7 +24,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
 )
 
 // Queue names a partitioned queue.
@@ -89,7 +90,7 @@ func run(ctx context.Context, rdb redis.UniversalClient, q Queue, set *Limits) (
 		}
 		args = []any{lockTTL.Milliseconds(), "set", set.Concurrency, set.Rate, per.Milliseconds()}
 	}
-	lock, err := ints(lua.QuotaLock.Run(ctx, rdb, []string{home.Lock(), home.Epoch(), home.Quota()}, args...))
+	lock, err := ints(script.QuotaLock.Run(ctx, rdb, []string{home.Lock(), home.Epoch(), home.Quota()}, args...))
 	if err != nil {
 		return false, fmt.Errorf("quota lock of %q: %w", q.Name, err)
 	}
@@ -110,9 +111,9 @@ func run(ctx context.Context, rdb redis.UniversalClient, q Queue, set *Limits) (
 	// fence every partition at this epoch and read what it holds
 	reps := make([]report, len(parts))
 	cmds := make([]*redis.Cmd, len(parts))
-	err = lua.Pipelined(ctx, rdb, func(p *lua.Pipe) error {
+	err = rcall.Pipelined(ctx, rdb, func(p *rcall.Pipe) error {
 		for i, k := range parts {
-			cmds[i] = p.Run(ctx, lua.QuotaReport, []string{k.Limits(), k.Active(), k.RateLog(), k.First(), k.Last(), k.QuotaEpoch()},
+			cmds[i] = p.Run(ctx, script.QuotaReport, []string{k.Limits(), k.Active(), k.RateLog(), k.First(), k.Last(), k.QuotaEpoch()},
 				epoch, q.Now, perMS, k.ShardPrefix(), q.ShardSize)
 		}
 		return nil
@@ -156,7 +157,7 @@ func run(ctx context.Context, rdb redis.UniversalClient, q Queue, set *Limits) (
 	for i, r := range reps {
 		commit = append(commit, r.cq, cwant[i], r.rq, rwant[i])
 	}
-	granted, err := ints(lua.QuotaCommit.Run(ctx, rdb, []string{home.Lock(), home.Quota()}, commit...))
+	granted, err := ints(script.QuotaCommit.Run(ctx, rdb, []string{home.Lock(), home.Quota()}, commit...))
 	if err != nil {
 		return false, fmt.Errorf("quota commit of %q: %w", q.Name, err)
 	}
@@ -196,10 +197,10 @@ func setQuotas(ctx context.Context, rdb redis.UniversalClient, q Queue, parts []
 		return nil
 	}
 	cmds := make([]*redis.Cmd, len(parts))
-	err := lua.Pipelined(ctx, rdb, func(p *lua.Pipe) error {
+	err := rcall.Pipelined(ctx, rdb, func(p *rcall.Pipe) error {
 		for i, c := range todo {
 			k := parts[i]
-			cmds[i] = p.Run(ctx, lua.QuotaSet, []string{k.Limits(), k.Active(), k.RateLog(), k.QuotaEpoch()},
+			cmds[i] = p.Run(ctx, script.QuotaSet, []string{k.Limits(), k.Active(), k.RateLog(), k.QuotaEpoch()},
 				epoch, q.Now, perMS, c.cq, c.rq)
 		}
 		return nil

@@ -12,7 +12,7 @@ import (
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/script"
 )
 
 func must(t *testing.T, err error) {
@@ -33,7 +33,7 @@ func setup(t *testing.T, rdb redis.UniversalClient) *env {
 	if rdb == nil {
 		rdb = redistest.Start(t).Client(t)
 	}
-	must(t, lua.LoadAll(context.Background(), rdb))
+	must(t, script.LoadAll(context.Background(), rdb))
 	return &env{rdb: rdb, q: Queue{Prefix: redistest.Prefix(t), Name: "q", Partitions: 4, ShardSize: 1000}}
 }
 
@@ -204,12 +204,12 @@ func TestQuotaFencing(t *testing.T) {
 	home := keys.QuotaFor(e.q.Prefix, e.q.Name)
 	k := e.part(0)
 	set := func(epoch int, cq string) []int {
-		v, err := ints(lua.QuotaSet.Run(ctx, e.rdb, []string{k.Limits(), k.Active(), k.RateLog(), k.QuotaEpoch()}, epoch, "", 1000, cq, ""))
+		v, err := ints(script.QuotaSet.Run(ctx, e.rdb, []string{k.Limits(), k.Active(), k.RateLog(), k.QuotaEpoch()}, epoch, "", 1000, cq, ""))
 		must(t, err)
 		return v
 	}
 	report := func(epoch int) []int {
-		v, err := ints(lua.QuotaReport.Run(ctx, e.rdb, []string{k.Limits(), k.Active(), k.RateLog(), k.First(), k.Last(), k.QuotaEpoch()}, epoch, "", 1000, k.ShardPrefix(), 1000))
+		v, err := ints(script.QuotaReport.Run(ctx, e.rdb, []string{k.Limits(), k.Active(), k.RateLog(), k.First(), k.Last(), k.QuotaEpoch()}, epoch, "", 1000, k.ShardPrefix(), 1000))
 		must(t, err)
 		return v
 	}
@@ -228,7 +228,7 @@ func TestQuotaFencing(t *testing.T) {
 		t.Fatalf("partition 0's quota %d, want 2 unchanged", q[0])
 	}
 	// the home refuses a commit whose lock is gone
-	v, err := ints(lua.QuotaCommit.Run(ctx, e.rdb, []string{home.Lock(), home.Quota()}, old, 8, 0, 2, 8, -1, -1, 2, 2, -1, -1, 2, 2, -1, -1, 2, 2, -1, -1))
+	v, err := ints(script.QuotaCommit.Run(ctx, e.rdb, []string{home.Lock(), home.Quota()}, old, 8, 0, 2, 8, -1, -1, 2, 2, -1, -1, 2, 2, -1, -1, 2, 2, -1, -1))
 	must(t, err)
 	if v[0] != 0 {
 		t.Fatalf("commit without the lock: %v, want refused", v)

@@ -1,21 +1,21 @@
-package lua
+// Package script is the registry of the engine's Lua scripts: every .lua
+// file of package lua, resolved once at start-up, and the return codes
+// they share with Go (codes.go, lua/include/codes.lua).
+package script
 
 import (
 	"context"
-	"embed"
 	"fmt"
-	"io/fs"
 	"sort"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/lua"
 )
 
-//go:embed *.lua include/*.lua
-var files embed.FS
-
 // registry holds every embedded script, resolved once at start-up.
-var registry = mustResolveAll(files)
+var registry = mustResolveAll()
 
 // Scripts run by the queue and the worker. Each file's header is its contract.
 var (
@@ -57,27 +57,13 @@ var (
 	LayoutFinish = registry["layout_finish"]
 )
 
-// Scripts of the standalone primitives.
-var (
-	shardedPush  = registry["sharded_push"]
-	shardedPop   = registry["sharded_pop"]
-	shardedLen   = registry["sharded_len"]
-	shardedBlock = registry["sharded_block"]
-	feedAppend   = registry["feed_append"]
-	feedRead     = registry["feed_read"]
-	counterIncr  = registry["counter_incr"]
-	semAcquire   = registry["sem_acquire"]
-	semRefresh   = registry["sem_refresh"]
-	semRelease   = registry["sem_release"]
-)
-
 // All returns every embedded script, sorted by name.
-func All() []*Script {
-	out := make([]*Script, 0, len(registry))
+func All() []*rcall.Script {
+	out := make([]*rcall.Script, 0, len(registry))
 	for _, s := range registry {
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
 }
 
@@ -87,34 +73,21 @@ func All() []*Script {
 func LoadAll(ctx context.Context, c redis.Scripter) error {
 	for _, s := range All() {
 		if err := s.Load(ctx, c); err != nil {
-			return fmt.Errorf("lua: load %s: %w", s.name, err)
+			return fmt.Errorf("lua: load %s: %w", s.Name(), err)
 		}
 	}
 	return nil
 }
 
-// ResolveAll resolves every top-level .lua file of fsys into a Script.
-func ResolveAll(fsys fs.FS) (map[string]*Script, error) {
-	names, err := fs.Glob(fsys, "*.lua")
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]*Script, len(names))
-	for _, file := range names {
-		name := strings.TrimSuffix(file, ".lua")
-		src, err := Resolve(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = NewScript(name, src)
-	}
-	return out, nil
-}
-
-func mustResolveAll(fsys fs.FS) map[string]*Script {
-	m, err := ResolveAll(fsys)
+func mustResolveAll() map[string]*rcall.Script {
+	m, err := rcall.ResolveAll(lua.FS)
 	if err != nil {
 		panic(err) // embedded files are part of the build: a test fails first
 	}
 	return m
 }
+
+// Dummy is the item a blocking-pop helper pushes to wake a blocked reader
+// (lua/include/dummy.lua). Its first byte, 0xc1, never begins valid
+// msgpack; every reader of a shard or an in-flight list drops it.
+const Dummy = "\xc1shardq:dummy"

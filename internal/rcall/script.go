@@ -1,4 +1,4 @@
-package lua
+package rcall
 
 import (
 	"context"
@@ -45,6 +45,12 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 		return call(ctx, c, "eval", s.src, keys, args)
 	}
 	return cmd
+}
+
+// EvalSha sends EVALSHA of s on c (a pipeline, say) and nothing else: a
+// NOSCRIPT reply is the caller's to handle.
+func (s *Script) EvalSha(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return call(ctx, c, "evalsha", s.hash, keys, args)
 }
 
 // Processor runs one command: every go-redis client.

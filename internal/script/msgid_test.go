@@ -1,4 +1,4 @@
-package lua
+package script
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/wire"
+	"github.com/shardq/shardq/lua"
 )
 
 // TestMessageHead runs include/msgid.lua's msg_head and
@@ -19,22 +21,22 @@ func TestMessageHead(t *testing.T) {
 	fsys := fstest.MapFS{"head.lua": {Data: []byte("--@include pendingref\n" +
 		"local id, key, bad = msg_head(ARGV[1])\n" +
 		"return {id, key, bad and 1 or 0, msg_keyed(ARGV[1]) and 1 or 0}\n")}}
-	includes, err := fs.Glob(files, "include/*.lua")
+	includes, err := fs.Glob(lua.FS, "include/*.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range includes {
-		b, err := files.ReadFile(name)
+		b, err := lua.FS.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fsys[name] = &fstest.MapFile{Data: b}
 	}
-	src, err := Resolve(fsys, "head")
+	src, err := rcall.Resolve(fsys, "head")
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := NewScript("head", src)
+	script := rcall.NewScript("head", src)
 	rdb := redistest.Start(t).Client(t)
 
 	id := wire.NewID()

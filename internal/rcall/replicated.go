@@ -1,4 +1,4 @@
-package lua
+package rcall
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func RunReplicated(ctx context.Context, c redis.UniversalClient, s *Script, keys
 				cc.ReloadState(ctx)
 				node = nil
 			}
-			if err := SleepCtx(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
+			if err := Sleep(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
 				return cmd, 0, err
 			}
 		default:
@@ -136,8 +136,8 @@ func isRedisError(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// SleepCtx waits d or until ctx ends, and returns ctx's error then.
-func SleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx ends, and returns ctx's error then.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -1,4 +1,4 @@
-package lua
+package script
 
 // Scripts the queue.Inspector runs for dashboards and tools. Each file's
 // header is its contract.

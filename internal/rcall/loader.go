@@ -1,4 +1,4 @@
-package lua
+package rcall
 
 import (
 	"bufio"
@@ -76,4 +76,22 @@ func (r *resolver) inline(b *strings.Builder, file string, stack []string) error
 	}
 	r.done[file] = true
 	return sc.Err()
+}
+
+// ResolveAll resolves every top-level .lua file of fsys into a Script.
+func ResolveAll(fsys fs.FS) (map[string]*Script, error) {
+	names, err := fs.Glob(fsys, "*.lua")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Script, len(names))
+	for _, file := range names {
+		name := strings.TrimSuffix(file, ".lua")
+		src, err := Resolve(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = NewScript(name, src)
+	}
+	return out, nil
 }
