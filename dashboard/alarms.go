@@ -32,14 +32,14 @@ const growWindow = 10 * time.Second
 // the workers, and for each queue that may raise an alarm a bounded read
 // (two round trips).
 func (d *Dashboard) alarms(ctx context.Context, qs []*queue.QueueInfo) ([]alarm, error) {
-	live, err := d.insp.LiveWorkers(ctx)
+	live, err := d.insp.LiveWork(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []alarm
 	for _, qi := range qs {
 		q := qi.Queue
-		if qi.Pending > 0 && live[q] == 0 && !qi.Paused {
+		if qi.Pending > 0 && live[q].Workers == 0 && !qi.Paused {
 			out = append(out, alarm{"no-workers", q, fmt.Sprintf("%s has %s pending tasks and no live worker serving it.", q, num(qi.Pending))})
 		}
 		if qi.Paused && qi.Pending > 0 {

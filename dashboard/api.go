@@ -29,8 +29,6 @@ func status(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, queue.ErrTaskState):
 		return http.StatusConflict
-	case errors.Is(err, queue.ErrMarkerNotFound):
-		return http.StatusGone
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}
@@ -107,7 +105,7 @@ func (d *Dashboard) apiHistory(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) history(ctx context.Context, q string, span queue.Span) (*queue.History, error) {
 	if q == "" {
-		return d.insp.HistoryAll(ctx, span)
+		return d.insp.History(ctx, "", span)
 	}
 	return d.insp.History(ctx, q, span)
 }
@@ -198,10 +196,7 @@ func (d *Dashboard) apiTask(w http.ResponseWriter, r *http.Request) {
 	v := struct {
 		taskView
 		CancelRequested bool `json:"cancel_requested,omitempty"`
-	}{taskView: newTaskView(ti)}
-	if ti.State == queue.StateActive {
-		v.CancelRequested, _ = d.insp.CancelRequested(r.Context(), ti.Queue, ti.ID)
-	}
+	}{taskView: newTaskView(ti), CancelRequested: ti.State == queue.StateActive && ti.CancelRequested}
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -219,21 +214,21 @@ func (d *Dashboard) apiWorkers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) apiSchedules(w http.ResponseWriter, r *http.Request) {
-	s, err := d.opts.Schedules.Schedules(r.Context())
+	s, err := d.schedules(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schedules": append([]Schedule{}, s...)})
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": append([]scheduleRow{}, s...)})
 }
 
 func (d *Dashboard) apiLimits(w http.ResponseWriter, r *http.Request) {
-	l, err := d.opts.Limits.Limits(r.Context())
+	l, err := d.limits(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	out := append([]Limit{}, l...)
+	out := append([]limitRow{}, l...)
 	for j := range out {
 		out[j].PerMS = out[j].Per.Milliseconds()
 	}

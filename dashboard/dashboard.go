@@ -37,12 +37,6 @@ type Options struct {
 	// a random key per process; set the same key on every replica behind
 	// one load balancer.
 	CSRFKey []byte
-	// Schedules feeds the cron schedules page. Defaults to
-	// InspectorSchedules: what schedulers registered in Redis.
-	Schedules ScheduleSource
-	// Limits feeds the limits page. Defaults to InspectorLimits: the
-	// limits stored for every queue.
-	Limits LimitSource
 	// PageSize is how many tasks a page lists. Defaults to 50.
 	PageSize int
 	// RefreshInterval is how often the overview and queue pages refresh
@@ -89,12 +83,6 @@ func New(insp *queue.Inspector, opts Options) *Dashboard {
 	opts.TailInterval = cmp.Or(opts.TailInterval, 2*time.Second)
 	opts.RefreshInterval = cmp.Or(opts.RefreshInterval, 5*time.Second)
 	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")
-	if opts.Schedules == nil {
-		opts.Schedules = InspectorSchedules(insp)
-	}
-	if opts.Limits == nil {
-		opts.Limits = InspectorLimits(insp)
-	}
 	d := &Dashboard{insp: insp, opts: opts, mux: http.NewServeMux(), csrf: opts.CSRFKey,
 		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default())}
 	if len(d.csrf) == 0 {

@@ -1,20 +1,30 @@
 // Package dashboard is shardq's web dashboard: an http.Handler that mounts
 // into any Go server and shows every queue through a queue.Inspector.
 //
-// Pages: the overview (every queue with its counts per state, latency,
-// paused state and a chart of tasks processed and failed over the last
-// hour or day); a queue page with a tab per state (pending, active,
-// scheduled, retry, dead, done) and the feed of recent tasks, each paged
-// by marker, the recent feed with a live tail that never misses an entry;
-// a task page (payload decoded from msgpack and shown as JSON, last error,
-// attempts, timestamps); workers and what each runs; cron schedules and
-// limits (by default as registered in Redis; Options.Schedules and
-// Options.Limits take other sources); find a task by ID.
+// Pages:
 //
-// Actions (POST only): retry or delete a task, or every task of a state;
-// run a scheduled task now; pause and resume a queue; cancel an active
-// task. A JSON API under /api serves the same data and actions; API.md
-// documents it.
+//   - the overview: every queue with its counts per state, latency and
+//     paused state; a chart of tasks processed and failed over the last
+//     hour or day; alarms for queues with no live worker, paused queues
+//     that grow, and queues with new dead tasks;
+//   - a queue page: a tab per state (pending, active, scheduled, retry,
+//     dead, done) and the feed of recent tasks, each paged by marker, the
+//     recent feed with a live tail that never misses an entry; the queue's
+//     autoscaling figure and its formula;
+//   - a task page: the payload decoded from msgpack and shown as JSON, the
+//     last error, attempts, timestamps, progress and result, and the chain
+//     or batch it belongs to;
+//   - workers: each live worker, its queues and the tasks it holds;
+//   - schedules: the cron schedules schedulers registered in Redis;
+//   - limits: every queue's limits, their holders and waiters, per key;
+//   - flows: recent chains and batches, each with a page of its own;
+//   - search: tasks of a queue and state by type, error text or ID prefix;
+//   - find: a task by ID.
+//
+// Actions (POST only): run or delete a task, or every task of a state, or
+// a selection; pause and resume a queue; cancel an active task; delete a
+// queue. A JSON API under /api serves the same data and actions; API.md
+// documents it. Options.Metrics serves Prometheus metrics at /metrics.
 //
 // Every page costs a bounded number of Redis calls, whatever the size of
 // the queues: the Inspector reads pages by marker with one script call

@@ -44,7 +44,7 @@ func setupFlows(t *testing.T) *flowEnv {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	b, err := e.client.NewBatch(e.ctx, queue.Description(`nightly <script>alert(1)</script> mailing`),
+	b, err := e.client.NewBatch(e.ctx, queue.BatchDescription(`nightly <script>alert(1)</script> mailing`),
 		queue.OnSuccess(queue.NewRawTask("ok", nil, queue.In("emails"))),
 		queue.OnComplete(queue.NewRawTask("ok", nil, queue.In("emails"))))
 	must(t, err)

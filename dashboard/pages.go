@@ -89,7 +89,7 @@ func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	h, err := d.insp.HistoryAll(r.Context(), span)
+	h, err := d.insp.History(r.Context(), "", span)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -236,9 +236,7 @@ func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v, enc, perr := payloadJSON(ti)
 	data.Payload, data.PayloadEncoding, data.PayloadError = prettyJSON(v), enc, perr
-	if ti.State == queue.StateActive {
-		data.CancelRequested, _ = d.insp.CancelRequested(r.Context(), ti.Queue, ti.ID)
-	}
+	data.CancelRequested = ti.State == queue.StateActive && ti.CancelRequested
 	d.render(w, r, http.StatusOK, "task", "Task "+ti.ID, data)
 }
 
@@ -252,7 +250,7 @@ func (d *Dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
-	s, err := d.opts.Schedules.Schedules(r.Context())
+	s, err := d.schedules(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -261,7 +259,7 @@ func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) limitsPage(w http.ResponseWriter, r *http.Request) {
-	l, err := d.opts.Limits.Limits(r.Context())
+	l, err := d.limits(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
 		return

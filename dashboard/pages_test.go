@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
 	"html"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shardq/shardq/dashboard"
 	"github.com/shardq/shardq/queue"
@@ -18,12 +16,7 @@ import (
 
 func TestPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{
-		Schedules: dashboard.ScheduleFunc(func(context.Context) ([]dashboard.Schedule, error) {
-			return []dashboard.Schedule{{Name: "weekly-report", Spec: "0 4 * * 1", Queue: "reports", Type: "report",
-				NextRun: time.Now().Add(time.Hour)}}, nil
-		}),
-	})
+	e := setup(t, dashboard.Options{})
 
 	t.Run("Overview", func(t *testing.T) {
 		r := e.page(t, "/")
@@ -104,21 +97,17 @@ func TestPages(t *testing.T) {
 	})
 
 	t.Run("SchedulesAndLimits", func(t *testing.T) {
-		if r := e.page(t, "/schedules"); !strings.Contains(r.body, "weekly-report") || !strings.Contains(r.body, "0 4 * * 1") {
-			t.Fatal("schedules page lacks the schedule")
+		// what the worker's scheduler registered in Redis
+		if r := e.page(t, "/schedules"); !strings.Contains(r.body, "nightly-digest") || !strings.Contains(r.body, "reports") || !strings.Contains(r.body, "<td>skip</td>") {
+			t.Fatal("schedules page lacks the registered schedule")
 		}
 		if r := e.page(t, "/limits"); !strings.Contains(r.body, "None configured.") {
 			t.Fatal("limits page without limits")
 		}
-		withLimits := e.mount(dashboard.Options{Limits: dashboard.LimitFunc(func(context.Context) ([]dashboard.Limit, error) {
-			return []dashboard.Limit{{Name: "smtp", Kind: "concurrency", Max: 3, Holders: []string{"task-a"}, Waiting: 7}}, nil
-		})})
-		if r := withLimits(t, "/limits"); !strings.Contains(r.body, "smtp") || !strings.Contains(r.body, "task-a") {
-			t.Fatal("limits page lacks the limit")
-		}
-		// by default, what the worker's scheduler registered in Redis
-		if r := withLimits(t, "/schedules"); !strings.Contains(r.body, "nightly-digest") || !strings.Contains(r.body, "reports") || !strings.Contains(r.body, "<td>skip</td>") {
-			t.Fatal("schedules page lacks the registered schedule")
+		must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{Concurrency: 1000}))
+		defer func() { must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{})) }()
+		if r := e.page(t, "/limits"); !strings.Contains(r.body, "<td>concurrency</td>") || !strings.Contains(r.body, "1,000") {
+			t.Fatal("limits page lacks the queue's concurrency limit")
 		}
 	})
 

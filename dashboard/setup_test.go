@@ -145,7 +145,7 @@ func (e *env) enqueue(n int, typ string, opts ...queue.Option) []string {
 		tasks[j], err = queue.NewTask(typ, map[string]any{"n": j, "to": "bob@example.com"})
 		must(e.t, err)
 	}
-	infos, err := e.client.EnqueueBatch(e.ctx, tasks, opts...)
+	infos, err := e.client.EnqueueMany(e.ctx, tasks, opts...)
 	must(e.t, err)
 	ids := make([]string, n)
 	for j, in := range infos {

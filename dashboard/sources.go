@@ -1,12 +1,9 @@
 package dashboard
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
-// Schedule is one periodic task as the schedules page shows it.
-type Schedule struct {
+// scheduleRow is one periodic task as the schedules page shows it.
+type scheduleRow struct {
 	Name  string `json:"name"`
 	Spec  string `json:"spec"` // cron expression or "@every 5m"
 	Queue string `json:"queue"`
@@ -19,20 +16,8 @@ type Schedule struct {
 	NextRun time.Time `json:"next_run"`
 }
 
-// ScheduleSource lists the periodic schedules for the schedules page and
-// /api/schedules. InspectorSchedules is the one of queue.Inspector.
-type ScheduleSource interface {
-	Schedules(ctx context.Context) ([]Schedule, error)
-}
-
-// ScheduleFunc adapts a function to a ScheduleSource.
-type ScheduleFunc func(ctx context.Context) ([]Schedule, error)
-
-// Schedules calls f.
-func (f ScheduleFunc) Schedules(ctx context.Context) ([]Schedule, error) { return f(ctx) }
-
-// Limit is one concurrency or rate limit as the limits page shows it.
-type Limit struct {
+// limitRow is one concurrency or rate limit as the limits page shows it.
+type limitRow struct {
 	Name  string `json:"name"`
 	Queue string `json:"queue,omitempty"`
 	// Kind says what is limited: "concurrency", "rate", "key", ...
@@ -48,15 +33,3 @@ type Limit struct {
 	// Waiting is how many wait for a slot.
 	Waiting int64 `json:"waiting"`
 }
-
-// LimitSource lists the limits for the limits page and /api/limits.
-// InspectorLimits is the one of queue.Inspector.
-type LimitSource interface {
-	Limits(ctx context.Context) ([]Limit, error)
-}
-
-// LimitFunc adapts a function to a LimitSource.
-type LimitFunc func(ctx context.Context) ([]Limit, error)
-
-// Limits calls f.
-func (f LimitFunc) Limits(ctx context.Context) ([]Limit, error) { return f(ctx) }

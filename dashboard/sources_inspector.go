@@ -8,66 +8,61 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// InspectorSchedules is the ScheduleSource of what schedulers registered
-// in Redis (queue.Inspector.Schedules); New uses it when
-// Options.Schedules is nil.
-func InspectorSchedules(insp *queue.Inspector) ScheduleSource {
-	return ScheduleFunc(func(ctx context.Context) ([]Schedule, error) {
-		infos, err := insp.Schedules(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Schedule, 0, len(infos))
-		for _, s := range infos {
-			out = append(out, Schedule{Name: s.Name, Spec: s.Spec, Queue: s.Queue, Type: s.Type,
-				Missed: s.Missed, LastRun: s.LastRun, NextRun: s.NextRun})
-		}
-		return out, nil
-	})
+// schedules returns what schedulers registered in Redis
+// (queue.Inspector.Schedules).
+func (d *Dashboard) schedules(ctx context.Context) ([]scheduleRow, error) {
+	infos, err := d.insp.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scheduleRow, 0, len(infos))
+	for _, s := range infos {
+		out = append(out, scheduleRow{Name: s.Name, Spec: s.Spec, Queue: s.Queue, Type: s.Type,
+			Missed: s.Missed, LastRun: s.LastRun, NextRun: s.NextRun})
+	}
+	return out, nil
 }
 
-// InspectorLimits is the LimitSource of the limits stored for every queue
+// limits returns the limits stored for every queue
 // (queue.Inspector.LimitInfo): a row per limit set, and one per
-// concurrency key running or waiting. New uses it when Options.Limits is
-// nil. It reads each queue's limits, so it costs a few round trips per queue.
-func InspectorLimits(insp *queue.Inspector) LimitSource {
-	return LimitFunc(func(ctx context.Context) ([]Limit, error) {
-		names, err := insp.Queues(ctx)
+// concurrency key running or waiting. It reads each queue's limits, so it
+// costs a few round trips per queue.
+func (d *Dashboard) limits(ctx context.Context) ([]limitRow, error) {
+	names, err := d.insp.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []limitRow
+	for _, q := range names {
+		li, err := d.insp.LimitInfo(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		var out []Limit
-		for _, q := range names {
-			li, err := insp.LimitInfo(ctx, q)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, limitRows(li)...)
-		}
-		return out, nil
-	})
+		out = append(out, limitRows(li)...)
+	}
+	return out, nil
 }
 
 // limitRows turns a queue's limits into rows of the limits page.
-func limitRows(li *queue.LimitInfo) []Limit {
-	var out []Limit
+func limitRows(li *queue.LimitInfo) []limitRow {
+	var out []limitRow
 	l := li.Limits
 	if l.Concurrency > 0 {
-		out = append(out, Limit{Name: li.Queue, Queue: li.Queue, Kind: "concurrency", Max: int64(l.Concurrency),
+		out = append(out, limitRow{Name: li.Queue, Queue: li.Queue, Kind: "concurrency", Max: int64(l.Concurrency),
 			Running: li.Running})
 	}
 	if l.Rate > 0 {
-		out = append(out, Limit{Name: li.Queue, Queue: li.Queue, Kind: "rate", Max: int64(l.Rate),
+		out = append(out, limitRow{Name: li.Queue, Queue: li.Queue, Kind: "rate", Max: int64(l.Rate),
 			Per: max(l.Per, time.Second), Running: li.Started})
 	}
 	if l.MaxDepth > 0 {
-		out = append(out, Limit{Name: li.Queue, Queue: li.Queue, Kind: "depth", Max: int64(l.MaxDepth), Waiting: li.Depth})
+		out = append(out, limitRow{Name: li.Queue, Queue: li.Queue, Kind: "depth", Max: int64(l.MaxDepth), Waiting: li.Depth})
 	}
 	if l.KeyMaxDepth > 0 {
-		out = append(out, Limit{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key depth", Max: int64(l.KeyMaxDepth)})
+		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key depth", Max: int64(l.KeyMaxDepth)})
 	}
 	if l.KeyRate > 0 {
-		out = append(out, Limit{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key rate", Max: int64(l.KeyRate),
+		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key rate", Max: int64(l.KeyRate),
 			Per: max(l.Per, time.Second)})
 	}
 	if l.KeyConcurrency > 0 {
@@ -76,11 +71,11 @@ func limitRows(li *queue.LimitInfo) []Limit {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		out = append(out, Limit{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key",
+		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key",
 			Max: int64(l.KeyConcurrency), Waiting: li.Waiting})
 		for _, k := range keys {
 			ki := li.Keys[k]
-			out = append(out, Limit{Name: k, Queue: li.Queue, Kind: "key", Max: int64(l.KeyConcurrency),
+			out = append(out, limitRow{Name: k, Queue: li.Queue, Kind: "key", Max: int64(l.KeyConcurrency),
 				Running: ki.Running, Waiting: ki.Waiting})
 		}
 	}

@@ -130,11 +130,11 @@ func payloadJSON(ti *queue.TaskInfo) (value any, encoding, errText string) {
 		}
 		return base64.StdEncoding.EncodeToString(ti.Payload), "base64", ""
 	}
-	v, err := ti.PayloadValue()
-	if err != nil {
+	var v any
+	if err := ti.Decode(&v); err != nil {
 		return base64.StdEncoding.EncodeToString(ti.Payload), "base64", err.Error()
 	}
-	v, err = jsonable(v)
+	v, err := jsonable(v)
 	if err != nil {
 		return base64.StdEncoding.EncodeToString(ti.Payload), "base64", err.Error()
 	}

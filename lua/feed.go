@@ -68,11 +68,11 @@ func (f *RankedFeed) Read(ctx context.Context, c redis.Scripter, marker string, 
 	if err != nil {
 		return nil, err
 	}
-	return ParseFeedPage(res, marker)
+	return parseFeedPage(res, marker)
 }
 
-// ParseFeedPage turns a feed_page reply ({member, rank, ...} or -1) into entries.
-func ParseFeedPage(res any, marker string) ([]FeedEntry, error) {
+// parseFeedPage turns a feed_page reply ({member, rank, ...} or -1) into entries.
+func parseFeedPage(res any, marker string) ([]FeedEntry, error) {
 	if code, ok := res.(int64); ok && code == -1 {
 		return nil, fmt.Errorf("%w: %q", ErrMarkerNotFound, marker)
 	}

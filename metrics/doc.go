@@ -13,7 +13,7 @@
 //
 // NewWorkerMetrics is a worker.Observer with in-process metrics of the
 // worker it is given to (worker.Config.Observer): handler durations by
-// queue and task type, tasks in flight, results (retries, dead), panics,
+// queue and task type, tasks in flight, outcomes (retries, dead), panics,
 // lost leases and failed Redis calls.
 //
 // The shardq binary serves both: shardq worker --metrics-addr, and

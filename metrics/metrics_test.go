@@ -182,7 +182,7 @@ func TestQueueCollectorAtScale(t *testing.T) {
 				tasks[j] = queue.NewRawTask("t", []byte("p"))
 			}
 			for n := p * batch; n < total; n += 4 * batch {
-				if _, err := client.EnqueueBatch(ctx, tasks, queue.In("big")); err != nil {
+				if _, err := client.EnqueueMany(ctx, tasks, queue.In("big")); err != nil {
 					t.Error(err)
 					return
 				}
@@ -271,12 +271,12 @@ func TestWorkerMetrics(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the last HandlerFinished
 	got := gather(t, reg)
 	for k, v := range map[string]float64{
-		`shardq_handler_results_total{queue=default,result=done,type=ok}`:    2,
-		`shardq_handler_results_total{queue=default,result=dead,type=flaky}`: 1, // MaxRetry(0): dead
-		`shardq_handler_results_total{queue=default,result=dead,type=panic}`: 1,
-		`shardq_handler_panics_total{queue=default,type=panic}`:              1,
-		`shardq_handler_duration_seconds{queue=default,type=ok}`:             2,
-		`shardq_tasks_in_flight{queue=default}`:                              0,
+		`shardq_handler_outcomes_total{outcome=done,queue=default,type=ok}`:    2,
+		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=flaky}`: 1, // MaxRetry(0): dead
+		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=panic}`: 1,
+		`shardq_handler_panics_total{queue=default,type=panic}`:                1,
+		`shardq_handler_duration_seconds{queue=default,type=ok}`:               2,
+		`shardq_tasks_in_flight{queue=default}`:                                0,
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)

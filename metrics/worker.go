@@ -11,7 +11,7 @@ import (
 type WorkerMetrics struct {
 	duration  *prometheus.HistogramVec
 	inFlight  *prometheus.GaugeVec
-	results   *prometheus.CounterVec
+	outcomes  *prometheus.CounterVec
 	panics    *prometheus.CounterVec
 	leaseLost *prometheus.CounterVec
 	redisErrs *prometheus.CounterVec
@@ -28,10 +28,10 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shardq_tasks_in_flight", Help: "Handlers running in this process, by queue.",
 		}, []string{"queue"}),
-		results: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shardq_handler_results_total",
-			Help: "Handler runs in this process by queue, task type and result (done, retry, dead, snoozed, requeued).",
-		}, []string{"queue", "type", "result"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardq_handler_outcomes_total",
+			Help: "Handler runs in this process by queue, task type and outcome (done, retry, dead, snoozed, requeued).",
+		}, []string{"queue", "type", "outcome"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shardq_handler_panics_total", Help: "Handlers that panicked in this process, by queue and task type.",
 		}, []string{"queue", "type"}),
@@ -42,7 +42,7 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 			Name: "shardq_redis_errors_total", Help: "Redis calls of this worker that failed (and were retried), by step.",
 		}, []string{"step"}),
 	}
-	reg.MustRegister(m.duration, m.inFlight, m.results, m.panics, m.leaseLost, m.redisErrs)
+	reg.MustRegister(m.duration, m.inFlight, m.outcomes, m.panics, m.leaseLost, m.redisErrs)
 	return m
 }
 
@@ -53,7 +53,7 @@ func (m *WorkerMetrics) HandlerStarted(queue, _ string) { m.inFlight.WithLabelVa
 func (m *WorkerMetrics) HandlerFinished(e worker.HandlerEvent) {
 	m.inFlight.WithLabelValues(e.Queue).Dec()
 	m.duration.WithLabelValues(e.Queue, e.Type).Observe(e.Duration.Seconds())
-	m.results.WithLabelValues(e.Queue, e.Type, e.Result.String()).Inc()
+	m.outcomes.WithLabelValues(e.Queue, e.Type, e.Outcome.String()).Inc()
 	if e.Panicked {
 		m.panics.WithLabelValues(e.Queue, e.Type).Inc()
 	}

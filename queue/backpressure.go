@@ -8,15 +8,15 @@ import (
 	"time"
 )
 
-// WaitForRoom makes Enqueue and EnqueueBatch wait, within their context,
+// WaitForRoom makes Enqueue and EnqueueMany wait, within their context,
 // for room in a queue at its Limits.MaxDepth instead of failing with
 // ErrQueueFull. The client polls with a backoff of up to
-// MaxRoomPoll between tries. When the context ends while the client
+// 200ms between tries. When the context ends while the client
 // sleeps between tries, the task's error wraps both ErrQueueFull and the
 // context's error; when it ends (or Redis fails) during a try, that try's
 // outcome is unknown, and the task's error wraps the context's (or
 // Redis's) error alone: with TaskID, enqueueing it again is safe. Either
-// way the batch's other tasks keep their results.
+// way the call's other tasks keep their results.
 func WaitForRoom() Option {
 	return func(o *options) error {
 		o.waitRoom = true
@@ -25,12 +25,12 @@ func WaitForRoom() Option {
 }
 
 // Polling bounds of WaitForRoom: the first retry comes after minRoomPoll,
-// and each wait doubles up to MaxRoomPoll.
+// and each wait doubles up to maxRoomPoll.
 const (
 	minRoomPoll = 5 * time.Millisecond
-	// MaxRoomPoll is the longest a WaitForRoom enqueue sleeps between two
+	// maxRoomPoll is the longest a WaitForRoom enqueue sleeps between two
 	// tries, so it takes room at most this long after a worker made it.
-	MaxRoomPoll = 200 * time.Millisecond
+	maxRoomPoll = 200 * time.Millisecond
 )
 
 // waitForRoom sends again, until ctx ends, the tasks that asked to wait
@@ -55,7 +55,7 @@ func (c *Client) waitForRoom(ctx context.Context, groups []*group, infos []*Task
 			return
 		case <-t.C:
 		}
-		delay = min(2*delay, MaxRoomPoll)
+		delay = min(2*delay, maxRoomPoll)
 		for _, g := range waiting {
 			for _, p := range g.tasks {
 				errs[p.index] = nil

@@ -151,7 +151,7 @@ func BenchmarkEnqueueDeadline(b *testing.B) {
 	}
 }
 
-// BenchmarkEnqueueBatch measures EnqueueBatch with batches of 500 tasks of
+// BenchmarkEnqueueBatch measures EnqueueMany with batches of 500 tasks of
 // 100 bytes: one script call per batch.
 func BenchmarkEnqueueBatch(b *testing.B) {
 	bb := benchSetup(b)
@@ -164,7 +164,7 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i += len(batch) {
 		n := min(len(batch), b.N-i)
-		if _, err := bb.client.EnqueueBatch(ctx, batch[:n]); err != nil {
+		if _, err := bb.client.EnqueueMany(ctx, batch[:n]); err != nil {
 			b.Fatal(err)
 		}
 	}

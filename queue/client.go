@@ -62,7 +62,7 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	}
 	// the common case takes the short path: a plain task, no replicas to
 	// wait for, a queue known to have no MaxDepth, to be registered, and
-	// whose partition layout was read within LayoutRefresh
+	// whose partition layout was read within layoutRefresh
 	if p.plain() && !p.wait && c.cfg.WaitReplicas == 0 && !c.capped(p.info.Queue) && c.isRegistered(p.info.Queue) &&
 		!c.layoutStale(p.info.Queue) {
 		info, refused, inFlight, err := c.sendPlain(ctx, &p)
@@ -97,7 +97,7 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 }
 
 // sendGroup sends tasks of one partition, built, by the general path, as
-// EnqueueBatch sends a group: one script call (retried while refused),
+// EnqueueMany sends a group: one script call (retried while refused),
 // waiting for room where a task asks to, then to other partitions if the
 // partition is closed. It returns each task's info or error, or the error
 // that left the outcome unknown.
@@ -118,14 +118,14 @@ func (c *Client) sendGroup(ctx context.Context, ps []pending) ([]*TaskInfo, []er
 	return infos, errs, nil
 }
 
-// EnqueueBatch adds tasks with one script call per queue partition, all in
+// EnqueueMany adds tasks with one script call per queue partition, all in
 // one round trip, and returns their infos in order. opts apply to every
 // task, over its own options. Tasks that are invalid or rejected
-// (duplicate ID, duplicate unique task) are reported in a *BatchError and
+// (duplicate ID, duplicate unique task) are reported in a *EnqueueError and
 // leave no trace; the others are enqueued and their infos are non-nil.
 // Any other error (Redis down, the context done) means the outcome of the
 // batch is unknown: with TaskID, enqueueing again is safe.
-func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*TaskInfo, error) {
+func (c *Client) EnqueueMany(ctx context.Context, tasks []*Task, opts ...Option) ([]*TaskInfo, error) {
 	infos := make([]*TaskInfo, len(tasks))
 	errs := make([]error, len(tasks))
 	var ctxHeaders map[string]string
@@ -148,7 +148,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		}
 	}
 	if failed {
-		return infos, &BatchError{Errs: errs}
+		return infos, &EnqueueError{Errs: errs}
 	}
 	return infos, nil
 }

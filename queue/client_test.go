@@ -39,10 +39,10 @@ func TestEnqueue(t *testing.T) {
 		if e.To != "a@example.com" || got.State != StatePending || got.MaxRetry != 3 || got.Timeout != time.Minute {
 			t.Fatalf("GetTask = %+v, payload %+v", got, e)
 		}
-		v, err := got.PayloadValue()
-		must(t, err)
+		var v any
+		must(t, got.Decode(&v))
 		if m, ok := v.(map[string]any); !ok || m["Subject"] != "hi" {
-			t.Fatalf("PayloadValue = %#v", v)
+			t.Fatalf("Decode into any = %#v", v)
 		}
 	})
 
@@ -266,7 +266,7 @@ func TestEnqueueBatch(t *testing.T) {
 			for j := range tasks {
 				tasks[j] = NewRawTask("bulk", []byte(fmt.Sprint(i+j)), In("bulk"))
 			}
-			infos, err := b.client.EnqueueBatch(ctx, tasks)
+			infos, err := b.client.EnqueueMany(ctx, tasks)
 			must(t, err)
 			if len(infos) != 500 || infos[499] == nil {
 				t.Fatalf("batch %d: %d infos", i, len(infos))
@@ -300,7 +300,7 @@ func TestEnqueueBatch(t *testing.T) {
 					tasks[j] = NewRawTask("t", []byte(fmt.Sprintf("%v-%d", mixed, j)), Unique(time.Hour))
 				}
 			}
-			infos, err := b.client.EnqueueBatch(ctx, tasks, In("keep"))
+			infos, err := b.client.EnqueueMany(ctx, tasks, In("keep"))
 			must(t, err)
 			for j, info := range infos {
 				ti, err := b.insp.GetTask(ctx, "keep", info.ID)
@@ -324,10 +324,10 @@ func TestEnqueueBatch(t *testing.T) {
 			NewRawTask("t", nil, TaskID("fresh")), // duplicate within the batch
 			NewRawTask("t", []byte("ok2")),
 		}
-		infos, err := b.client.EnqueueBatch(ctx, tasks)
-		var be *BatchError
+		infos, err := b.client.EnqueueMany(ctx, tasks)
+		var be *EnqueueError
 		if !errors.As(err, &be) || len(be.Errs) != len(tasks) {
-			t.Fatalf("err = %v, want *BatchError with one entry per task", err)
+			t.Fatalf("err = %v, want *EnqueueError with one entry per task", err)
 		}
 		want := []error{nil, ErrDuplicateTaskID, ErrPayloadTooLarge, nil, ErrDuplicateTaskID, nil}
 		for i, w := range want {
@@ -339,7 +339,7 @@ func TestEnqueueBatch(t *testing.T) {
 			}
 		}
 		if !errors.Is(err, ErrDuplicateTaskID) || !errors.Is(err, ErrPayloadTooLarge) {
-			t.Fatal("errors.Is does not see through BatchError")
+			t.Fatal("errors.Is does not see through EnqueueError")
 		}
 		qi, _ := b.insp.QueueInfo(ctx, DefaultQueue)
 		if qi.Pending != 4 { // taken + ok1 + fresh + ok2
@@ -354,7 +354,7 @@ func TestEnqueueBatch(t *testing.T) {
 		for i := range tasks {
 			tasks[i] = NewRawTask("t", nil, In("wide"))
 		}
-		_, err := b.client.EnqueueBatch(ctx, tasks)
+		_, err := b.client.EnqueueMany(ctx, tasks)
 		must(t, err)
 		if s, r := b.hook.scripts.Load(), b.hook.roundTrips.Load(); s != 4 || r != 1 {
 			t.Fatalf("%d script calls in %d round trips, want 4 in 1", s, r)
@@ -383,7 +383,7 @@ func TestPendingTaskHasNoKeyOfItsOwn(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = NewRawTask("t", []byte("payload"))
 	}
-	infos, err := b.client.EnqueueBatch(ctx, tasks)
+	infos, err := b.client.EnqueueMany(ctx, tasks)
 	must(t, err)
 	// registry, first (never moved), last, 5 shards, feed, feed rank, the
 	// feed's shard index
@@ -450,7 +450,10 @@ func TestEnqueueWhenRedisMisbehaves(t *testing.T) {
 			func() error { _, err := b.insp.QueueInfo(cctx, DefaultQueue); return err },
 			func() error { _, err := b.insp.GetTask(cctx, DefaultQueue, "x"); return err },
 			func() error { _, err := b.insp.Queues(cctx); return err },
-			func() error { _, err := b.insp.ReadFeed(cctx, FeedQuery{Queue: DefaultQueue}); return err },
+			func() error {
+				_, err := b.insp.ListTasks(cctx, TaskQuery{Queue: DefaultQueue, State: StateRecent})
+				return err
+			},
 		} {
 			if err := f(); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("inspector on a hung Redis: err = %v", err)
@@ -507,7 +510,7 @@ func TestEnqueueOnCluster(t *testing.T) {
 	for i := range 300 {
 		tasks = append(tasks, NewRawTask("t", []byte(fmt.Sprint(i)), In([]string{"hot", "a", "b"}[i%3])))
 	}
-	infos, err := client.EnqueueBatch(ctx, tasks)
+	infos, err := client.EnqueueMany(ctx, tasks)
 	must(t, err)
 	_, err = client.Enqueue(ctx, NewRawTask("t", nil), In("a"), TaskID("x"), Unique(time.Hour), ProcessIn(time.Hour))
 	must(t, err)
@@ -578,7 +581,7 @@ func TestPendingFoundInItsShard(t *testing.T) {
 	for i := range batch {
 		batch[i] = NewRawTask("t", []byte(fmt.Sprint("batch-", i)))
 	}
-	infos, err := b.client.EnqueueBatch(ctx, batch)
+	infos, err := b.client.EnqueueMany(ctx, batch)
 	must(t, err)
 	for i, info := range infos {
 		add(info, fmt.Sprint("batch-", i))
@@ -589,7 +592,7 @@ func TestPendingFoundInItsShard(t *testing.T) {
 			t.Fatalf("GetTask(%s) = %+v, %v; want pending %q", id, got, err, payloads[id])
 		}
 	}
-	page, err := b.insp.ReadFeed(ctx, FeedQuery{Queue: DefaultQueue, Limit: 100})
+	page, err := b.insp.ListTasks(ctx, TaskQuery{Queue: DefaultQueue, State: StateRecent, Limit: 100})
 	must(t, err)
 	if len(page.Tasks) != len(ids) {
 		t.Fatalf("the recent feed holds %d tasks, want %d", len(page.Tasks), len(ids))
@@ -609,7 +612,7 @@ func TestPendingFoundInItsShard(t *testing.T) {
 	if err := b.insp.DeleteTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrTaskNotFound) {
 		t.Fatalf("deleting it twice: err = %v, want ErrTaskNotFound", err)
 	}
-	page, err = b.insp.ReadFeed(ctx, FeedQuery{Queue: DefaultQueue, Limit: 100})
+	page, err = b.insp.ListTasks(ctx, TaskQuery{Queue: DefaultQueue, State: StateRecent, Limit: 100})
 	must(t, err)
 	for _, ti := range page.Tasks {
 		if ti.ID == ids[5] && ti.Payload != nil {

@@ -123,8 +123,8 @@ func TestInspectorOnCluster(t *testing.T) {
 	for q, n := range want {
 		qi, err := insp.QueueInfo(ctx, q)
 		must(t, err)
-		if qi.Pending != n || qi.Partitions != cfg.PartitionsOf(q) {
-			t.Errorf("QueueInfo(%s): pending %d over %d partitions, want %d over %d", q, qi.Pending, qi.Partitions, n, cfg.PartitionsOf(q))
+		if qi.Pending != n || qi.Partitions != cfg.partitions(q) {
+			t.Errorf("QueueInfo(%s): pending %d over %d partitions, want %d over %d", q, qi.Pending, qi.Partitions, n, cfg.partitions(q))
 		}
 	}
 	calls.reset()

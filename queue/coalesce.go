@@ -14,7 +14,7 @@ import (
 // flight. A call that finds lineDepth in flight and one of its own
 // partition among them waits in that partition's line; when a call of the
 // partition returns, the calls in line go out together as one batch
-// script call (enqueue.lua, what EnqueueBatch runs), sent by a goroutine
+// script call (enqueue.lua, what EnqueueMany runs), sent by a goroutine
 // of their own, which then takes whatever lined up meanwhile, until the
 // line is empty. Nobody waits for more than a call ahead and its own: no
 // timer holds a call back to gather a batch, and a line always has a call

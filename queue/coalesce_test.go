@@ -146,7 +146,7 @@ func coalesceSetup(t *testing.T, cfg Config) (*bundle, *gateHook) {
 		must(t, err)
 	}
 	// and the batch script, which a line's call runs
-	_, err := b.client.EnqueueBatch(context.Background(), []*Task{NewRawTask("warm", nil)}, In("line"))
+	_, err := b.client.EnqueueMany(context.Background(), []*Task{NewRawTask("warm", nil)}, In("line"))
 	must(t, err)
 	b.hook.reset()
 	return b, gate

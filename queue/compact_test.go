@@ -29,7 +29,7 @@ func storedMessages(t *testing.T, b *bundle, q string) map[string][]byte {
 	return out
 }
 
-// TestCompactMessages: a plain task, by Enqueue or EnqueueBatch, raw or
+// TestCompactMessages: a plain task, by Enqueue or EnqueueMany, raw or
 // msgpack, is stored in the compact form, 5 bytes shorter; a task with
 // any option the form leaves out is stored in full; Config.FullMessages
 // stores every task in full. Tasks of both forms read back alike through
@@ -54,7 +54,7 @@ func TestCompactMessages(t *testing.T) {
 		"raw":     enqueue(b.client, NewRawTask("compact:raw", make([]byte, 100))),
 		"msgpack": enqueue(b.client, msgpackTask),
 	}
-	batch, err := b.client.EnqueueBatch(ctx, []*Task{NewRawTask("compact:batch", []byte("in a batch"))}, In("cq"))
+	batch, err := b.client.EnqueueMany(ctx, []*Task{NewRawTask("compact:batch", []byte("in a batch"))}, In("cq"))
 	must(t, err)
 	compact["batch"] = batch[0]
 	fullForm := map[string]*TaskInfo{

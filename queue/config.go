@@ -1,11 +1,11 @@
 package queue
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/shardq/shardq/internal/config"
 )
 
 // Config is shared by Client and Inspector (and worker.Server): where keys
@@ -34,12 +34,12 @@ type Config struct {
 	// stays readable (Inspector.GetBatch, GetChain) before it expires.
 	// Defaults to 24h.
 	FlowRetention time.Duration
-	// ContextHeaders, when set, is called at each Enqueue and EnqueueBatch
+	// ContextHeaders, when set, is called at each Enqueue and EnqueueMany
 	// with the call's context; the headers it returns go into every task
 	// of the call (the task's own Header options win for the same key).
 	// tracing.ContextHeaders injects the current trace context this way.
 	ContextHeaders func(ctx context.Context) map[string]string
-	// WaitReplicas, when above zero, makes Enqueue, EnqueueBatch and a
+	// WaitReplicas, when above zero, makes Enqueue, EnqueueMany and a
 	// worker's acks return only once that many replicas have the write
 	// (Redis WAIT on the connection that ran the script), or fail with
 	// ErrNotReplicated after WaitTimeout: the write happened on the master
@@ -72,71 +72,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Defaults of Config.
-const (
-	DefaultPrefix         = "shardq"
-	DefaultMaxPayloadSize = 1 << 20
-	DefaultShardSize      = 1000
-	DefaultFeedSize       = 10_000
-	DefaultIDTTL          = 24 * time.Hour
-	DefaultWaitTimeout    = time.Second
-	DefaultFlowRetention  = 24 * time.Hour
-	maxShardSize          = 7000          // what one Lua unpack takes
-	maxFeedSize           = 1_000_000_000 // packed into 4 bytes for enqueue_one.lua
-	maxPartitions         = 1024
-)
+// DefaultPrefix is the Prefix of a Config that sets none.
+const DefaultPrefix = config.DefaultPrefix
 
 // withDefaults returns a copy of c with defaults filled in, or an error
 // naming the first value out of range.
 func (c Config) withDefaults() (Config, error) {
-	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
-	c.MaxPayloadSize = cmp.Or(c.MaxPayloadSize, DefaultMaxPayloadSize)
-	c.ShardSize = cmp.Or(c.ShardSize, DefaultShardSize)
-	c.FeedSize = cmp.Or(c.FeedSize, DefaultFeedSize)
-	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
-	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
-	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if err := checkName(c.Prefix); err != nil {
-		return c, fmt.Errorf("%w: Prefix %q: %s", ErrInvalidConfig, c.Prefix, err)
-	}
-	switch {
-	case c.MaxPayloadSize < 0:
-		return c, fmt.Errorf("%w: MaxPayloadSize %d, want > 0", ErrInvalidConfig, c.MaxPayloadSize)
-	case c.ShardSize < 0 || c.ShardSize > maxShardSize:
-		return c, fmt.Errorf("%w: ShardSize %d, want 1..%d", ErrInvalidConfig, c.ShardSize, maxShardSize)
-	case c.FeedSize < 0 || c.FeedSize > maxFeedSize:
-		return c, fmt.Errorf("%w: FeedSize %d, want 1..%d", ErrInvalidConfig, c.FeedSize, maxFeedSize)
-	case c.IDTTL < 0:
-		return c, fmt.Errorf("%w: IDTTL %v, want > 0", ErrInvalidConfig, c.IDTTL)
-	case c.WaitReplicas < 0:
-		return c, fmt.Errorf("%w: WaitReplicas %d, want >= 0", ErrInvalidConfig, c.WaitReplicas)
-	case c.WaitTimeout < time.Millisecond:
-		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", ErrInvalidConfig, c.WaitTimeout)
-	case c.FlowRetention < 0:
-		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", ErrInvalidConfig, c.FlowRetention)
-	}
-	for q, n := range c.Partitions {
-		if err := ValidateQueueName(q); err != nil {
-			return c, fmt.Errorf("%w: Partitions: %w", ErrInvalidConfig, err)
-		}
-		if n < 1 || n > maxPartitions {
-			return c, fmt.Errorf("%w: Partitions[%q] = %d, want 1..%d", ErrInvalidConfig, q, n, maxPartitions)
-		}
-	}
-	return c, nil
+	n, err := config.Config(c).WithDefaults()
+	return Config(n), err
 }
 
 // partitions returns how many partitions queue has.
 func (c *Config) partitions(queue string) int {
 	return max(c.Partitions[queue], 1)
 }
-
-// Normalize returns c with its defaults filled in, or ErrInvalidConfig
-// naming the first value out of range. worker.Server uses it.
-func (c Config) Normalize() (Config, error) { return c.withDefaults() }
-
-// PartitionsOf returns how many partitions queue has under c.
-func (c Config) PartitionsOf(queue string) int { return c.partitions(queue) }

@@ -73,10 +73,10 @@ func TestMaxDepth(t *testing.T) {
 			tasks = append(tasks, NewRawTask("t", []byte(fmt.Sprint(i)), In("q")))
 		}
 		tasks[1] = NewRawTask("t", nil, In("q"), TaskID("taken")) // a duplicate, with room
-		infos, err := b.client.EnqueueBatch(ctx, tasks)
-		var be *BatchError
+		infos, err := b.client.EnqueueMany(ctx, tasks)
+		var be *EnqueueError
 		if !errors.As(err, &be) {
-			t.Fatalf("batch over MaxDepth: %v, want a *BatchError", err)
+			t.Fatalf("batch over MaxDepth: %v, want a *EnqueueError", err)
 		}
 		if !errors.Is(be.Errs[1], ErrDuplicateTaskID) {
 			t.Fatalf("task 1: %v, want ErrDuplicateTaskID", be.Errs[1])
@@ -114,8 +114,8 @@ func TestMaxDepth(t *testing.T) {
 						for j := range 1 + i%3 {
 							tasks = append(tasks, NewRawTask("t", []byte(fmt.Sprint(p, i, j)), In("q")))
 						}
-						_, err := b.client.EnqueueBatch(ctx, tasks)
-						var be *BatchError
+						_, err := b.client.EnqueueMany(ctx, tasks)
+						var be *EnqueueError
 						if err != nil && !errors.As(err, &be) {
 							t.Error(err)
 							return
@@ -165,7 +165,7 @@ func TestMaxDepth(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 2}))
-		_, err := b.client.EnqueueBatch(ctx, []*Task{NewRawTask("t", nil, In("q")), NewRawTask("t", nil, In("q"))})
+		_, err := b.client.EnqueueMany(ctx, []*Task{NewRawTask("t", nil, In("q")), NewRawTask("t", nil, In("q"))})
 		must(t, err)
 		go func() {
 			time.Sleep(200 * time.Millisecond)
@@ -177,8 +177,8 @@ func TestMaxDepth(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // room comes after 200ms
 		defer cancel()
 		tasks := []*Task{NewRawTask("t", []byte("a"), In("q")), NewRawTask("t", []byte("b"), In("q")), NewRawTask("t", []byte("c"), In("q"))}
-		infos, err := b.client.EnqueueBatch(wctx, tasks, WaitForRoom())
-		var be *BatchError
+		infos, err := b.client.EnqueueMany(wctx, tasks, WaitForRoom())
+		var be *EnqueueError
 		if !errors.As(err, &be) || be.Errs[0] != nil || be.Errs[1] != nil || infos[0] == nil || infos[1] == nil {
 			t.Fatalf("batch waiting for room: %v, want the first two enqueued once room was made", err)
 		}
@@ -315,10 +315,10 @@ func TestMaxDepthOnCluster(t *testing.T) {
 	for i := range 150 {
 		tasks = append(tasks, NewRawTask("t", []byte(fmt.Sprint(i)), In("hot")))
 	}
-	infos, err := client.EnqueueBatch(ctx, tasks)
-	var be *BatchError
+	infos, err := client.EnqueueMany(ctx, tasks)
+	var be *EnqueueError
 	if !errors.As(err, &be) {
-		t.Fatalf("150 tasks into MaxDepth 100: %v, want a *BatchError", err)
+		t.Fatalf("150 tasks into MaxDepth 100: %v, want a *EnqueueError", err)
 	}
 	n := 0
 	for i, info := range infos {
@@ -347,14 +347,14 @@ func TestKeyMaxDepth(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 2}))
-		_, err := b.client.EnqueueBatch(ctx, []*Task{keyed("a"), keyed("a", ProcessIn(time.Hour))})
+		_, err := b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("a", ProcessIn(time.Hour))})
 		must(t, err)
 		_, err = b.client.Enqueue(ctx, keyed("a"))
 		if !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), `key "a" of "q" has KeyMaxDepth 2`) {
 			t.Fatalf("third task of key a: %v, want ErrQueueFull naming the key", err)
 		}
-		infos, err := b.client.EnqueueBatch(ctx, []*Task{keyed("a"), keyed("b"), NewRawTask("t", nil, In("q")), keyed("b"), keyed("b")})
-		var be *BatchError
+		infos, err := b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("b"), NewRawTask("t", nil, In("q")), keyed("b"), keyed("b")})
+		var be *EnqueueError
 		if !errors.As(err, &be) || !errors.Is(be.Errs[0], ErrQueueFull) || !errors.Is(be.Errs[4], ErrQueueFull) ||
 			infos[1] == nil || infos[2] == nil || infos[3] == nil {
 			t.Fatalf("mixed batch: %v", err)
@@ -367,7 +367,7 @@ func TestKeyMaxDepth(t *testing.T) {
 		must(t, err)
 		_, err = b.insp.DeleteAllTasks(ctx, "q", StatePending)
 		must(t, err)
-		_, err = b.client.EnqueueBatch(ctx, []*Task{keyed("a"), keyed("a"), keyed("b"), keyed("b")})
+		_, err = b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("a"), keyed("b"), keyed("b")})
 		must(t, err)
 	})
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -12,13 +13,13 @@ import (
 // wrong and with which value.
 var (
 	// ErrInvalidQueueName reports a queue name shardq cannot use as part of a key.
-	ErrInvalidQueueName = errors.New("queue: invalid queue name")
+	ErrInvalidQueueName = config.ErrInvalidQueueName
 	// ErrInvalidTask reports a task without a type, or with a bad task ID.
 	ErrInvalidTask = errors.New("queue: invalid task")
 	// ErrInvalidOption reports an option value out of range (a negative retry count, a zero TTL).
 	ErrInvalidOption = errors.New("queue: invalid option")
 	// ErrInvalidConfig reports a Config value out of range.
-	ErrInvalidConfig = errors.New("queue: invalid config")
+	ErrInvalidConfig = config.ErrInvalidConfig
 	// ErrPayloadTooLarge reports a payload over Config.MaxPayloadSize.
 	ErrPayloadTooLarge = errors.New("queue: payload too large")
 	// ErrPayloadMismatch reports a payload that decodes but fills nothing
@@ -40,8 +41,6 @@ var (
 	ErrQueueInUse = errors.New("queue: queue in use")
 	// ErrTaskNotFound reports a task ID that no record and no recent feed entry knows.
 	ErrTaskNotFound = errors.New("queue: task not found")
-	// ErrMarkerNotFound reports a feed marker that has left the feed (trimmed or deleted).
-	ErrMarkerNotFound = errors.New("queue: feed marker not found")
 	// ErrQueueFull reports a task refused because its queue holds
 	// Limits.MaxDepth tasks waiting, or its concurrency key
 	// Limits.KeyMaxDepth. Nothing of the task was written.
@@ -74,15 +73,15 @@ var (
 	ErrBatchClosed = errors.New("queue: batch closed")
 )
 
-// BatchError reports the tasks of an EnqueueBatch that were not enqueued;
+// EnqueueError reports the tasks of an EnqueueMany that were not enqueued;
 // the others were. Errs has one entry per task, nil for those enqueued.
 // errors.Is matches any of them.
-type BatchError struct {
+type EnqueueError struct {
 	Errs []error
 }
 
 // Error lists how many tasks failed and the first failure.
-func (e *BatchError) Error() string {
+func (e *EnqueueError) Error() string {
 	var first error
 	n := 0
 	for _, err := range e.Errs {
@@ -97,7 +96,7 @@ func (e *BatchError) Error() string {
 }
 
 // Unwrap returns the non-nil task errors.
-func (e *BatchError) Unwrap() []error {
+func (e *EnqueueError) Unwrap() []error {
 	var out []error
 	for _, err := range e.Errs {
 		if err != nil {

@@ -28,7 +28,7 @@ func ExampleClient_NewBatch() {
 
 	client, _ := queue.NewClient(rdb, queue.Config{})
 	batch, err := client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("album:ready", nil)),
-		queue.Description("resize the album's photos"))
+		queue.BatchDescription("resize the album's photos"))
 	if err != nil {
 		panic(err)
 	}

@@ -62,8 +62,8 @@ func OnComplete(t *Task, opts ...Option) BatchOption {
 	}
 }
 
-// Description sets a batch's description, for people (BatchInfo).
-func Description(s string) BatchOption {
+// BatchDescription sets a batch's description, for people (BatchInfo).
+func BatchDescription(s string) BatchOption {
 	return func(b *batchOptions) error {
 		if len(s) > 1000 {
 			return fmt.Errorf("%w: batch description of %d bytes, limit 1000", ErrInvalidOption, len(s))
@@ -88,10 +88,9 @@ func ParentBatch(id string) BatchOption {
 
 // Batch is a group of tasks with callbacks; see Client.NewBatch.
 type Batch struct {
-	c      *Client
-	id     string
-	home   int
-	member bool // a handle of one of the batch's own tasks: may add after Close
+	c    *Client
+	id   string
+	home int
 }
 
 // ID returns the batch's ID.
@@ -104,10 +103,10 @@ func (c *Client) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, err
 }
 
 // NewBatch creates a batch nested in b (as ParentBatch(b.ID()) does): the
-// child counts as one member of b. From a member's handle (AsMember,
-// worker.Task.Batch) it works after b was closed, as Add does.
+// child counts as one member of b. From the handler of one of b's members,
+// with the handler's context, it works after b was closed, as Add does.
 func (b *Batch) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
-	return b.c.newBatch(ctx, b.member, append(opts[:len(opts):len(opts)], ParentBatch(b.id)))
+	return b.c.newBatch(ctx, flow.MemberOf(ctx) == b.id, append(opts[:len(opts):len(opts)], ParentBatch(b.id)))
 }
 
 func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) (*Batch, error) {
@@ -165,21 +164,11 @@ func newFlowID(parent string) string {
 	}
 }
 
-// OpenBatch returns a handle to the batch id, created earlier (perhaps by
-// another process), to Add to it or Close it. Nothing is read: an unknown
+// OpenBatch returns a handle to the batch id, created earlier, perhaps by
+// another process, to Add to it or Close it. Nothing is read: an unknown
 // ID is ErrBatchNotFound at the first call.
 func (c *Client) OpenBatch(id string) *Batch {
 	return &Batch{c: c, id: id, home: keys.HomeOf(id)}
-}
-
-// AsMember returns a handle of b for use by a task that is itself a
-// member of the batch: its Adds are allowed after Close, since the batch
-// cannot finish while the adding task has not. worker.Task.Batch returns
-// such a handle.
-func (b *Batch) AsMember() *Batch {
-	m := *b
-	m.member = true
-	return &m
 }
 
 // Add adds tasks to the batch and enqueues them. They are registered at
@@ -188,9 +177,11 @@ func (b *Batch) AsMember() *Batch {
 // deliver what it left after a grace of 15s). Each task gets a generated
 // ID; TaskID and Unique are refused (a member's ID is the batch's
 // business, and a duplicate refused would never finish).
-// Add after Close is ErrBatchClosed (except from a member: AsMember),
-// after the batch finished ErrBatchFinished. Any other error leaves the
-// outcome unknown, as for EnqueueBatch: adding again may add twice.
+// Add after Close is ErrBatchClosed, except from the handler of one of
+// the batch's own members, with the handler's context: the batch cannot
+// finish while that member runs. Add after the batch finished is
+// ErrBatchFinished. Any other error leaves the
+// outcome unknown, as for EnqueueMany: adding again may add twice.
 // Tasks are registered a thousand per script call.
 func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
 	c := b.c
@@ -207,7 +198,7 @@ func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
 		ds = append(ds, d)
 	}
 	h := keys.Home(c.cfg.Prefix, b.home)
-	member := boolArg(b.member)
+	member := boolArg(flow.MemberOf(ctx) == b.id)
 	env := c.flowEnv()
 	for from := 0; from < len(ds); from += maxAddStep {
 		step := ds[from:min(len(ds), from+maxAddStep)]

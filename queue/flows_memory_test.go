@@ -44,7 +44,7 @@ func TestBatchMemory(t *testing.T) {
 	}
 	b.warm(t)
 	m0 := used()
-	_, err := b.client.EnqueueBatch(ctx, tasks("plain"))
+	_, err := b.client.EnqueueMany(ctx, tasks("plain"))
 	must(t, err)
 	m1 := used()
 	batch, err := b.client.NewBatch(ctx)

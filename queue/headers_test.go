@@ -36,7 +36,7 @@ func TestHeaders(t *testing.T) {
 			t.Fatalf("headers %v, want %v", ti.Headers, want)
 		}
 	}
-	for _, opt := range []Option{Header("", "x"), Header("a\nb", "x"), Header("big", strings.Repeat("x", MaxHeadersSize+1))} {
+	for _, opt := range []Option{Header("", "x"), Header("a\nb", "x"), Header("big", strings.Repeat("x", maxHeadersSize+1))} {
 		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil), opt); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("bad header: %v, want ErrInvalidOption", err)
 		}

@@ -54,6 +54,10 @@ type TaskInfo struct {
 	// none. GetTask and WaitResult read it.
 	Result    []byte
 	HasResult bool
+	// CancelRequested is set while an operator's cancel of the running
+	// task (CancelTask) waits for its worker's next heartbeat. GetTask
+	// reads it.
+	CancelRequested bool
 
 	EnqueuedAt    time.Time
 	NextProcessAt time.Time // when a scheduled or retrying task is due
@@ -79,17 +83,6 @@ func (ti *TaskInfo) Decode(v any) error {
 		return fmt.Errorf("queue: task %s (%s): %w", ti.ID, ti.Type, err)
 	}
 	return nil
-}
-
-// PayloadValue returns the payload decoded into plain Go values (maps,
-// slices, strings, numbers), for display; a raw payload comes back as a string.
-func (ti *TaskInfo) PayloadValue() (any, error) {
-	if ti.Raw {
-		return string(ti.Payload), nil
-	}
-	var v any
-	err := ti.Decode(&v)
-	return v, err
 }
 
 // newTaskInfo builds a TaskInfo from a message and, if any, its record.

@@ -43,25 +43,3 @@ func (i *Inspector) CancelTask(ctx context.Context, queue, id string) error {
 	}
 	return fmt.Errorf("%w: cancel task %q of %q: it is not active", ErrTaskState, id, queue)
 }
-
-// CancelRequested reports whether a cancel of the active task id of queue
-// was asked for and not yet taken up by its worker.
-func (i *Inspector) CancelRequested(ctx context.Context, queue, id string) (bool, error) {
-	n, err := i.partitions(ctx, queue)
-	if err != nil {
-		return false, err
-	}
-	cmds := make([]*redis.FloatCmd, n)
-	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.ZScore(ctx, k.Cancel(), wire.StoredID(id))
-	})
-	if err != nil {
-		return false, fmt.Errorf("read cancel request of %q in %q: %w", id, queue, err)
-	}
-	for _, c := range cmds {
-		if c.Err() == nil {
-			return true, nil
-		}
-	}
-	return false, nil
-}

@@ -33,7 +33,7 @@ func isetup(t *testing.T, cfg queue.Config) *ibundle {
 	t.Helper()
 	srv := redistest.Start(t)
 	// a client that never resends a call whose reply was lost: on a loaded
-	// machine a large EnqueueBatch can outlast the read timeout, and a
+	// machine a large EnqueueMany can outlast the read timeout, and a
 	// resent one enqueues twice (as queue.NewRedisClient sets it)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: 30 * time.Second})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -60,7 +60,7 @@ func (b *ibundle) enqueue(t testing.TB, n int, typ string, opts ...queue.Option)
 	for j := range tasks {
 		tasks[j] = queue.NewRawTask(typ, []byte(typ))
 	}
-	infos, err := b.client.EnqueueBatch(b.ctx, tasks, opts...)
+	infos, err := b.client.EnqueueMany(b.ctx, tasks, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

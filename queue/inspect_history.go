@@ -54,9 +54,21 @@ func (h *History) Totals() HistoryPoint {
 	return t
 }
 
-// History returns queue's counts over span: one MGET per partition, in one
-// round trip after the registry lookup.
+// History returns queue's counts over span: one MGET per partition, in
+// one round trip after the registry read. An empty queue name sums the
+// counts of every queue.
 func (i *Inspector) History(ctx context.Context, queue string, span Span) (*History, error) {
+	if queue == "" {
+		reg, err := i.registry(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h, err := i.history(ctx, reg, span)
+		if err != nil {
+			return nil, fmt.Errorf("history of every queue: %w", err)
+		}
+		return h, nil
+	}
 	n, err := i.partitions(ctx, queue)
 	if err != nil {
 		return nil, err
@@ -66,20 +78,6 @@ func (i *Inspector) History(ctx context.Context, queue string, span Span) (*Hist
 		return nil, fmt.Errorf("history of %q: %w", queue, err)
 	}
 	h.Queue = queue
-	return h, nil
-}
-
-// HistoryAll returns the counts over span summed over every queue: one
-// MGET per queue partition, in one round trip after the registry read.
-func (i *Inspector) HistoryAll(ctx context.Context, span Span) (*History, error) {
-	reg, err := i.registry(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h, err := i.history(ctx, reg, span)
-	if err != nil {
-		return nil, fmt.Errorf("history of every queue: %w", err)
-	}
 	return h, nil
 }
 

@@ -71,7 +71,7 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("day totals %+v", tot)
 	}
 
-	all, err := b.insp.HistoryAll(b.ctx, queue.SpanHour)
+	all, err := b.insp.History(b.ctx, "", queue.SpanHour)
 	must(t, err)
 	if tot := all.Totals(); all.Queue != "" || tot.Succeeded != 17 || tot.Failed != 2 {
 		t.Fatalf("every queue: %+v", tot)

@@ -25,8 +25,8 @@ const StateRecent State = "recent"
 // this listing (another state or order, or mangled).
 var ErrInvalidMarker = errors.New("queue: invalid marker")
 
-// DefaultPageSize is the page size of a TaskQuery without a Limit.
-const DefaultPageSize = 50
+// defaultPageSize is the page size of a TaskQuery without a Limit.
+const defaultPageSize = 50
 
 // MaxPageSize bounds TaskQuery.Limit.
 const MaxPageSize = 1000
@@ -40,7 +40,7 @@ type TaskQuery struct {
 	// After is the marker: the Next of the previous page ("" = from the
 	// start). Markers are opaque and belong to one state and order.
 	After string
-	// Limit bounds the page. Defaults to DefaultPageSize, at most MaxPageSize.
+	// Limit bounds the page. Defaults to 50, at most MaxPageSize.
 	Limit int
 	// Newest pages from the other end: newest first for the feeds (recent,
 	// done, dead), latest lease or due time first for active, scheduled
@@ -73,7 +73,7 @@ func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, erro
 		return nil, fmt.Errorf("%w: pending tasks page from the head only (Newest)", ErrInvalidOption)
 	}
 	if q.Limit == 0 {
-		q.Limit = DefaultPageSize
+		q.Limit = defaultPageSize
 	}
 	if q.Limit < 0 || q.Limit > MaxPageSize {
 		return nil, fmt.Errorf("%w: Limit %d, want 1..%d", ErrInvalidOption, q.Limit, MaxPageSize)

@@ -172,21 +172,6 @@ func alive(z redis.Z) bool {
 	return time.Since(time.UnixMilli(int64(z.Score))) < liveWindow
 }
 
-// LiveWorkers returns how many live workers serve each queue, from the
-// statuses their heartbeats publish, in one round trip. A worker too old
-// to publish a status is not counted.
-func (i *Inspector) LiveWorkers(ctx context.Context) (map[string]int, error) {
-	work, err := i.LiveWork(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]int, len(work))
-	for q, w := range work {
-		out[q] = w.Workers
-	}
-	return out, nil
-}
-
 // QueueWork is what the live workers serving one queue published with
 // their last heartbeats, summed.
 type QueueWork struct {

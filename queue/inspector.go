@@ -207,8 +207,8 @@ func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
 
 // GetTask returns what queue knows of the task id: its record when it has
 // left pending, or its entry in the recent feed while it is pending. The
-// payload is in TaskInfo.Payload (Decode, PayloadValue). A task that is
-// neither is ErrTaskNotFound.
+// payload is in TaskInfo.Payload (see Decode). A task that is neither is
+// ErrTaskNotFound.
 func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, error) {
 	n, err := i.partitions(ctx, queue)
 	if err != nil {
@@ -216,7 +216,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, script.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result()}, wire.StoredID(id))
+		cmds[part] = p.Run(ctx, script.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result(), k.Cancel()}, wire.StoredID(id))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
@@ -243,6 +243,9 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 			if s, ok := res[4].(string); ok {
 				ti.Result, ti.HasResult = []byte(s), true
 			}
+		}
+		if len(res) >= 6 {
+			ti.CancelRequested = res[5] == int64(1)
 		}
 		return ti, nil
 	}

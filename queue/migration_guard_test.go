@@ -119,11 +119,11 @@ func TestEnqueueRefusedWhileShardsMigrate(t *testing.T) {
 	defer cancel()
 	// a scheduled task first: enqueue.lua writes it before it reaches a
 	// shard, so a script Redis stops at the shard would have half run
-	_, err = client.EnqueueBatch(short, []*Task{
+	_, err = client.EnqueueMany(short, []*Task{
 		NewRawTask("t", []byte("later"), In("q"), ProcessIn(time.Hour)),
 		NewRawTask("t", []byte("now"), In("q")),
 	})
-	refusedWhole("EnqueueBatch", err)
+	refusedWhole("EnqueueMany", err)
 	if got := scheduled(); got != sched {
 		t.Fatalf("%d scheduled tasks after the refused batch, were %d: it half ran", got, sched)
 	}

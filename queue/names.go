@@ -2,43 +2,16 @@ package queue
 
 import (
 	"fmt"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/shardq/shardq/internal/config"
 )
 
-// MaxNameLen bounds queue names and caller-chosen task IDs, in bytes.
-const MaxNameLen = 128
+// ValidateQueueName reports whether name can name a queue: 1 to 128 bytes
+// of UTF-8 with no braces (they would break the cluster hash tag), no
+// whitespace and no control characters. A bad name is ErrInvalidQueueName.
+func ValidateQueueName(name string) error { return config.ValidateQueueName(name) }
 
-// ValidateQueueName reports whether name can name a queue: 1 to MaxNameLen
-// bytes of UTF-8 with no braces (they would break the cluster hash tag), no
-// whitespace and no control characters.
-func ValidateQueueName(name string) error {
-	if err := checkName(name); err != nil {
-		return fmt.Errorf("%w %q: %s", ErrInvalidQueueName, name, err)
-	}
-	return nil
-}
-
-func checkName(s string) error {
-	if s == "" {
-		return fmt.Errorf("empty")
-	}
-	if len(s) > MaxNameLen {
-		return fmt.Errorf("%d bytes, at most %d", len(s), MaxNameLen)
-	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("not valid UTF-8")
-	}
-	for _, r := range s {
-		switch {
-		case r == '{' || r == '}':
-			return fmt.Errorf("contains %q", r)
-		case unicode.IsSpace(r), unicode.IsControl(r):
-			return fmt.Errorf("contains whitespace or a control character %U", r)
-		}
-	}
-	return nil
-}
+func checkName(s string) error { return config.CheckName(s) }
 
 // validateTaskID applies the queue name rules to a caller-chosen task ID.
 func validateTaskID(id string) error {

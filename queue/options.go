@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shardq/shardq/internal/config"
 )
 
 // Option is a per-task setting, given to NewTask or Enqueue.
@@ -119,8 +121,8 @@ func Unique(ttl time.Duration) Option {
 // (for example an order ID), so tasks with different payloads can collide.
 func UniqueKey(key string, ttl time.Duration) Option {
 	return func(o *options) error {
-		if key == "" || len(key) > MaxNameLen {
-			return fmt.Errorf("%w: UniqueKey(%q): want 1 to %d bytes", ErrInvalidOption, key, MaxNameLen)
+		if key == "" || len(key) > config.MaxNameLen {
+			return fmt.Errorf("%w: UniqueKey(%q): want 1 to %d bytes", ErrInvalidOption, key, config.MaxNameLen)
 		}
 		if err := Unique(ttl)(o); err != nil {
 			return err
@@ -161,10 +163,10 @@ func Retention(d time.Duration) Option {
 	}
 }
 
-// MaxHeadersSize bounds a task's headers, keys and values together, in
+// maxHeadersSize bounds a task's headers, keys and values together, in
 // bytes: they are for small things (a trace context, a tenant), carried in
 // every message.
-const MaxHeadersSize = 4096
+const maxHeadersSize = 4096
 
 // Header sets one of the task's headers: a small string the handler reads
 // in Task.Headers and GetTask and the dashboard show, such as a trace
@@ -195,8 +197,8 @@ func Headers(h map[string]string) Option {
 		for k, v := range o.headers {
 			size += len(k) + len(v)
 		}
-		if size > MaxHeadersSize {
-			return fmt.Errorf("%w: headers of %d bytes, at most %d", ErrInvalidOption, size, MaxHeadersSize)
+		if size > maxHeadersSize {
+			return fmt.Errorf("%w: headers of %d bytes, at most %d", ErrInvalidOption, size, maxHeadersSize)
 		}
 		return nil
 	}

@@ -94,10 +94,10 @@ func TestWaitReplicas(t *testing.T) {
 	t.Run("MoreThanThereAre", func(t *testing.T) {
 		c2, err := NewClient(rdb, Config{Prefix: cfg.Prefix, WaitReplicas: 2, WaitTimeout: 50 * time.Millisecond})
 		must(t, err)
-		infos, err := c2.EnqueueBatch(ctx, []*Task{NewRawTask("t", nil), NewRawTask("t", nil)}, In("solo"))
-		var be *BatchError
+		infos, err := c2.EnqueueMany(ctx, []*Task{NewRawTask("t", nil), NewRawTask("t", nil)}, In("solo"))
+		var be *EnqueueError
 		if !errors.As(err, &be) || !errors.Is(err, ErrNotReplicated) || infos[0] == nil || infos[1] == nil {
-			t.Fatalf("EnqueueBatch wanting 2 replicas of 1: %v, infos %v", err, infos)
+			t.Fatalf("EnqueueMany wanting 2 replicas of 1: %v, infos %v", err, infos)
 		}
 		want := fmt.Sprintf("1 of 2 replicas within %v", 50*time.Millisecond)
 		if !strings.Contains(be.Errs[0].Error(), want) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
@@ -26,7 +27,7 @@ type PartitionLayout struct {
 // SetPartitions sets how many partitions queue has, while producers and
 // workers run: the layout in the registry becomes the queue's source of
 // truth over Config.Partitions. Raising it opens the new partitions:
-// producers route to them within LayoutRefresh and workers start fetchers
+// producers route to them within 2 seconds and workers start fetchers
 // on them within their QueueRefresh. Lowering it closes the partitions
 // n and above at once (enqueue refuses them and producers route again);
 // workers go on serving them until they hold nothing (pending, scheduled,
@@ -40,8 +41,8 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 	if err := ValidateQueueName(queue); err != nil {
 		return PartitionLayout{}, err
 	}
-	if n < 1 || n > maxPartitions {
-		return PartitionLayout{}, fmt.Errorf("%w: %d partitions for queue %q, want 1..%d", ErrInvalidPartitions, n, queue, maxPartitions)
+	if n < 1 || n > config.MaxPartitions {
+		return PartitionLayout{}, fmt.Errorf("%w: %d partitions for queue %q, want 1..%d", ErrInvalidPartitions, n, queue, config.MaxPartitions)
 	}
 	old, err := i.partitions(ctx, queue)
 	if errors.Is(err, ErrQueueNotFound) {

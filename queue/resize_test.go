@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/shardq/shardq/internal/config"
 )
 
 func TestSetPartitions(t *testing.T) {
@@ -18,7 +20,7 @@ func TestSetPartitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []int{0, -1, maxPartitions + 1} {
+		for _, n := range []int{0, -1, config.MaxPartitions + 1} {
 			if _, err := b.insp.SetPartitions(ctx, "q", n); !errors.Is(err, ErrInvalidPartitions) {
 				t.Errorf("SetPartitions(q, %d) = %v, want ErrInvalidPartitions", n, err)
 			}
@@ -48,9 +50,9 @@ func TestSetPartitions(t *testing.T) {
 		for i := range tasks {
 			tasks[i] = NewRawTask("t", nil, In("q"), TaskID(fmt.Sprint("id-", i)))
 		}
-		infos, err := b.client.EnqueueBatch(ctx, tasks)
+		infos, err := b.client.EnqueueMany(ctx, tasks)
 		if err != nil {
-			t.Fatalf("EnqueueBatch over closed partitions: %v", err)
+			t.Fatalf("EnqueueMany over closed partitions: %v", err)
 		}
 		for _, in := range infos {
 			if in.Partition >= 2 {

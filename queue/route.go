@@ -14,17 +14,17 @@ import (
 	"github.com/shardq/shardq/internal/rcall"
 )
 
-// LayoutRefresh is how long a Client trusts what it read of a queue's
+// layoutRefresh is how long a Client trusts what it read of a queue's
 // partition layout (Inspector.SetPartitions) before it reads it again,
 // with the next enqueue to that queue: a raised count reaches every
 // producer within it. A lowered one takes effect at once: the removed
 // partitions refuse enqueues (codeClosed) and the client routes again.
-const LayoutRefresh = 2 * time.Second
+const layoutRefresh = 2 * time.Second
 
 // codeClosed is enqueue.lua's code for a task sent to a closed partition.
 const codeClosed = -5
 
-// closedTries bounds how often one EnqueueBatch routes again the tasks a
+// closedTries bounds how often one EnqueueMany routes again the tasks a
 // closed partition refused.
 const closedTries = 4
 
@@ -46,7 +46,7 @@ func (c *Client) routeCount(queue string) int {
 }
 
 // staleLayouts returns the groups' queues whose layout this client has
-// not read within LayoutRefresh.
+// not read within layoutRefresh.
 func (c *Client) staleLayouts(groups []*group) []string {
 	var stale []string
 	for _, g := range groups {
@@ -57,10 +57,10 @@ func (c *Client) staleLayouts(groups []*group) []string {
 	return stale
 }
 
-// layoutStale reports whether queue's layout was not read within LayoutRefresh.
+// layoutStale reports whether queue's layout was not read within layoutRefresh.
 func (c *Client) layoutStale(queue string) bool {
 	v, ok := c.layouts.Load(queue)
-	return !ok || time.Since(v.(layoutEntry).at) >= LayoutRefresh
+	return !ok || time.Since(v.(layoutEntry).at) >= layoutRefresh
 }
 
 // learnLayouts adds to p a read of the stale layouts of the groups'

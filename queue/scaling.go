@@ -97,12 +97,12 @@ type scalingOptions struct {
 	max         int
 }
 
-// DefaultDrainTime is how soon Scaling plans to clear a backlog unless
+// defaultDrainTime is how soon Scaling plans to clear a backlog unless
 // ScaleDrainTime says otherwise.
-const DefaultDrainTime = time.Minute
+const defaultDrainTime = time.Minute
 
 // ScaleDrainTime sets how soon the backlog should be cleared (T in the
-// formula). Defaults to DefaultDrainTime.
+// formula). Defaults to a minute.
 func ScaleDrainTime(d time.Duration) ScalingOption {
 	return func(o *scalingOptions) { o.drain = d }
 }
@@ -131,7 +131,7 @@ func ScaleMaxWorkers(n int) ScalingOption {
 // samples are kept in Redis (a short list per partition), so every reader,
 // in any process, measures over the same window.
 func (i *Inspector) Scaling(ctx context.Context, queue string, opts ...ScalingOption) (*Scaling, error) {
-	o := scalingOptions{drain: DefaultDrainTime, window: time.Minute, concurrency: 10}
+	o := scalingOptions{drain: defaultDrainTime, window: time.Minute, concurrency: 10}
 	for _, opt := range opts {
 		opt(&o)
 	}

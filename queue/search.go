@@ -57,7 +57,7 @@ func (i *Inspector) Search(ctx context.Context, q SearchQuery) (*SearchResult, e
 	}
 	limit := q.Limit
 	if limit <= 0 {
-		limit = DefaultPageSize
+		limit = defaultPageSize
 	}
 	limit = min(limit, MaxPageSize)
 	scan := q.Scan

@@ -61,7 +61,7 @@ func (b *bundle) warm(t *testing.T) {
 		_, err := b.client.Enqueue(context.Background(), NewRawTask("warm", nil), In("warm-up"))
 		must(t, err)
 	}
-	_, err := b.client.EnqueueBatch(context.Background(), []*Task{NewRawTask("warm", nil)}, In("warm-up"))
+	_, err := b.client.EnqueueMany(context.Background(), []*Task{NewRawTask("warm", nil)}, In("warm-up"))
 	must(t, err)
 	b.hook.reset()
 }

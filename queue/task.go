@@ -63,8 +63,8 @@ func resolveOptions(taskOpts, callOpts []Option) (options, error) {
 // Unlike NewTask, whose encoding of v can fail, NewRawTask has nothing to
 // encode, so it returns no error, and it can be written inline in a
 // batch. Its type name and options are checked when it is enqueued:
-// Enqueue returns ErrInvalidTask or ErrInvalidOption, and EnqueueBatch
-// reports them per task in its BatchError, the others enqueued.
+// Enqueue returns ErrInvalidTask or ErrInvalidOption, and EnqueueMany
+// reports them per task in its EnqueueError, the others enqueued.
 func NewRawTask(typ string, b []byte, opts ...Option) *Task {
 	return &Task{typ: typ, payload: b, raw: true, opts: opts}
 }

@@ -19,7 +19,7 @@ func (e *Env) flowBusy(t testing.TB, queues []string) bool {
 	var cmds []*redis.IntCmd
 	_, err := e.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, q := range queues {
-			for n := range e.Config.PartitionsOf(q) {
+			for n := range max(e.Config.Partitions[q], 1) {
 				cmds = append(cmds, p.LLen(ctx, keys.For(e.Config.Prefix, q, n).Notify()))
 			}
 		}

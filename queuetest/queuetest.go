@@ -214,20 +214,20 @@ type DrainResult struct {
 	Advanced time.Duration
 }
 
-// MaxAdvance bounds how far one Drain moves the clock (a task scheduled
+// maxAdvance bounds how far one Drain moves the clock (a task scheduled
 // further ahead is left waiting).
-const MaxAdvance = 30 * 24 * time.Hour
+const maxAdvance = 30 * 24 * time.Hour
 
 // Drain runs the tasks of queues (default: "default") through h on a
 // worker that uses the Env's clock, until nothing is pending or running
-// and nothing is due within MaxAdvance: whenever only future tasks are
+// and nothing is due within 30 days: whenever only future tasks are
 // left (scheduled, or retrying after their backoff), it moves the clock to
 // the earliest, so they run at once, in order. Cron schedules do not tick
 // in Drain (they never settle): Advance runs them. It fails t on a Redis
 // error or when the queues do not settle within a minute of real time.
 func (e *Env) Drain(t testing.TB, h worker.Handler, queues ...string) DrainResult {
 	t.Helper()
-	return e.run(t, h, queues, e.Clock.Now().Add(MaxAdvance), false)
+	return e.run(t, h, queues, e.Clock.Now().Add(maxAdvance), false)
 }
 
 // Advance moves the Env's clock forward by d as if that much time passed
@@ -362,10 +362,10 @@ func (c counter) HandlerStarted(string, string) {}
 func (c counter) HandlerFinished(e worker.HandlerEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch e.Result {
-	case worker.ResultDone:
+	switch e.Outcome {
+	case worker.OutcomeDone:
 		c.res.Done++
-	case worker.ResultDead:
+	case worker.OutcomeDead:
 		c.res.Dead++
 	}
 }

@@ -49,7 +49,7 @@ func BenchmarkProcess(b *testing.B) {
 				for j := range batch {
 					batch[j] = queue.NewRawTask("noop", payload)
 				}
-				if _, err := client.EnqueueBatch(ctx, batch); err != nil {
+				if _, err := client.EnqueueMany(ctx, batch); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -199,7 +199,7 @@ func BenchmarkDequeueLoop(b *testing.B) {
 		for j := range tasks {
 			tasks[j] = queue.NewRawTask("noop", payload)
 		}
-		if _, err := client.EnqueueBatch(ctx, tasks); err != nil {
+		if _, err := client.EnqueueMany(ctx, tasks); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -57,7 +57,7 @@ func TestWorkerOnCluster(t *testing.T) {
 		}
 		tasks = append(tasks, queue.NewRawTask("t", []byte(payload), queue.In(q)))
 	}
-	_, err = client.EnqueueBatch(ctx, tasks)
+	_, err = client.EnqueueMany(ctx, tasks)
 	must(t, err)
 	_, err = client.Enqueue(ctx, queue.NewRawTask("t", []byte("ok")), queue.In("a"), queue.ProcessIn(200*time.Millisecond))
 	must(t, err)

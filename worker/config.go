@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
@@ -69,8 +70,8 @@ type Config struct {
 	// members a dead producer left) of every flow home, besides doing so
 	// right after it acked a flow task. Defaults to 1s.
 	FlowSweep time.Duration
-	// BatchSize bounds how many tasks one pop leases. Defaults to Concurrency, at most 100.
-	BatchSize int
+	// FetchSize bounds how many tasks one pop leases. Defaults to Concurrency, at most 100.
+	FetchSize int
 	// Prefetch bounds how many tasks a partition's fetcher leases ahead of
 	// its free handler slots, while the queue has a backlog: they wait in
 	// the worker and take the next slots it frees, so a round trip carries
@@ -113,7 +114,7 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	var err error
-	if c.Config, err = c.Config.Normalize(); err != nil {
+	if c.Config, err = normalize(c.Config); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err) // both sentinels match
 	}
 	if len(c.Queues) == 0 && len(c.QueuePatterns) == 0 {
@@ -126,7 +127,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
 	c.ForwardInterval = cmp.Or(c.ForwardInterval, 500*time.Millisecond)
 	c.FlowSweep = cmp.Or(c.FlowSweep, time.Second)
-	c.BatchSize = cmp.Or(c.BatchSize, min(c.Concurrency, 100))
+	c.FetchSize = cmp.Or(c.FetchSize, min(c.Concurrency, 100))
 	if c.Prefetch == 0 {
 		c.Prefetch = 300
 	}
@@ -172,8 +173,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: QueueRefresh %v, want >= 10ms", ErrInvalidConfig, c.QueueRefresh)
 	case c.FlowSweep < time.Millisecond:
 		return fmt.Errorf("%w: FlowSweep %v, want >= 1ms", ErrInvalidConfig, c.FlowSweep)
-	case c.BatchSize < 1 || c.BatchSize > 1000:
-		return fmt.Errorf("%w: BatchSize %d, want 1..1000", ErrInvalidConfig, c.BatchSize)
+	case c.FetchSize < 1 || c.FetchSize > 1000:
+		return fmt.Errorf("%w: FetchSize %d, want 1..1000", ErrInvalidConfig, c.FetchSize)
 	case c.Prefetch > 1000:
 		return fmt.Errorf("%w: Prefetch %d, want at most 1000 (negative: none)", ErrInvalidConfig, c.Prefetch)
 	}
@@ -190,3 +191,16 @@ func (c *Config) now() string {
 
 // staleAfter is how old a worker's heartbeat may get before others reap it.
 func (c *Config) staleAfter() time.Duration { return max(c.Lease, 3*c.Heartbeat) }
+
+// normalize returns qc with its defaults filled in, as queue's Client and
+// Inspector fill them, or queue.ErrInvalidConfig.
+func normalize(qc queue.Config) (queue.Config, error) {
+	c, err := config.Config(qc).WithDefaults()
+	return queue.Config(c), err
+}
+
+// partitionsOf returns how many partitions queue has under qc, before an
+// operator set its count in Redis.
+func partitionsOf(qc queue.Config, queue string) int {
+	return max(qc.Partitions[queue], 1)
+}

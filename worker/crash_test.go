@@ -65,7 +65,7 @@ func testCrashPoint(t *testing.T, point string, b *rig) {
 		for i := range tasks {
 			tasks[i] = queue.NewRawTask("crash", []byte(strconv.Itoa(len(ids)+i)))
 		}
-		infos, err := b.client.EnqueueBatch(ctx, tasks, queue.In(qname))
+		infos, err := b.client.EnqueueMany(ctx, tasks, queue.In(qname))
 		must(t, err)
 		for _, info := range infos {
 			ids = append(ids, info.ID)

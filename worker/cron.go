@@ -109,7 +109,7 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // NewScheduler validates every schedule and returns a Scheduler.
 func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, error) {
 	var err error
-	if cfg.Config, err = cfg.Config.Normalize(); err != nil {
+	if cfg.Config, err = normalize(cfg.Config); err != nil {
 		return nil, err
 	}
 	if cfg.Clock == nil {

@@ -20,7 +20,7 @@ func cronTickIDs(t *testing.T, rdb *redis.Client, prefix, q string) []int64 {
 	t.Helper()
 	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
 	must(t, err)
-	page, err := insp.ReadFeed(context.Background(), queue.FeedQuery{Queue: q, Limit: 1000})
+	page, err := insp.ListTasks(context.Background(), queue.TaskQuery{Queue: q, State: queue.StateRecent, Limit: 1000})
 	must(t, err)
 	var ticks []int64
 	for _, ti := range page.Tasks {

@@ -26,7 +26,7 @@ func (b *bundle) scheduler(t *testing.T, scheds ...Schedule) *Scheduler {
 // the recent feed (the task IDs are cron:<name>:<unix seconds>).
 func cronTicks(t *testing.T, b *bundle, q string) []string {
 	t.Helper()
-	page, err := b.insp.ReadFeed(context.Background(), queue.FeedQuery{Queue: q, Limit: 1000})
+	page, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: q, State: queue.StateRecent, Limit: 1000})
 	must(t, err)
 	var ticks []string
 	for _, ti := range page.Tasks {

@@ -65,7 +65,7 @@ func (s *Server) refreshQueues(ctx context.Context) error {
 		if !ok || queue.ValidateQueueName(q) != nil {
 			continue
 		}
-		n := s.cfg.PartitionsOf(q)
+		n := partitionsOf(s.cfg.Config, q)
 		if _, configured := s.cfg.Partitions[q]; !configured {
 			// the producers' count, as they recorded it
 			if r, err := strconv.Atoi(v); err == nil && r >= 1 {

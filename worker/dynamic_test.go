@@ -91,11 +91,11 @@ func TestQueuePatterns(t *testing.T) {
 			for i := range tasks {
 				tasks[i] = queue.NewRawTask("t", []byte(fmt.Sprint(i)), queue.In(q))
 			}
-			_, err := b.client.EnqueueBatch(ctx, tasks)
+			_, err := b.client.EnqueueMany(ctx, tasks)
 			must(t, err)
 		}
 		h := &byQueue{sleep: 2 * time.Millisecond}
-		b.server(t, Config{QueuePatterns: map[string]int{"tenant:*": 2}, Concurrency: 3, BatchSize: 1, QueueRefresh: 50 * time.Millisecond}, h)
+		b.server(t, Config{QueuePatterns: map[string]int{"tenant:*": 2}, Concurrency: 3, FetchSize: 1, QueueRefresh: 50 * time.Millisecond}, h)
 		waitFor(t, time.Minute, "every task run", func() bool { return len(h.ran()) == 3*each })
 		// while all three had a backlog (the first 300 of 450 runs), each
 		// got about a third

@@ -272,9 +272,9 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 						return
 					}
 				}
-				infos, err := client.EnqueueBatch(ctx, tasks, queue.In(qname))
+				infos, err := client.EnqueueMany(ctx, tasks, queue.In(qname))
 				if err != nil {
-					errs <- fmt.Errorf("EnqueueBatch: %w", err)
+					errs <- fmt.Errorf("EnqueueMany: %w", err)
 					continue
 				}
 				for i, info := range infos {
@@ -410,7 +410,7 @@ func testMemoryLimit(t *testing.T, b *rig) {
 	// Handlers hold their tasks until the gate opens: nothing was freed yet.
 	// One enqueue per partition (round robin): the full one refuses.
 	refused := false
-	for range b.qcfg.PartitionsOf(qname) {
+	for range partitionsOf(b.qcfg, qname) {
 		info, err := b.client.Enqueue(ctx, queue.NewRawTask("oom", payload), queue.In(qname))
 		switch {
 		case err == nil:
@@ -499,7 +499,7 @@ func testStalledRedis(t *testing.T, b *rig, rdb redis.UniversalClient, pause, re
 		for j := range tasks {
 			tasks[j] = queue.NewRawTask("t", []byte(fmt.Sprint(i+j)))
 		}
-		if _, err := b.client.EnqueueBatch(ctx, tasks, queue.MaxRetry(0), queue.In(b.queue)); err != nil {
+		if _, err := b.client.EnqueueMany(ctx, tasks, queue.MaxRetry(0), queue.In(b.queue)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,7 +40,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			// a backlog: wait (at most batchWait) for a whole batch of
 			// slots, so one round trip carries a full pop and the acks
 			// that freed them, and this goroutine wakes once for it
-			n = s.slots.topUp(ctx, p.share, 0, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
+			n = s.slots.topUp(ctx, p.share, 0, s.cfg.FetchSize, s.cfg.FetchSize, batchWait)
 		}
 		if n == 0 {
 			// no slot came free within batchWait: until one does, which
@@ -49,11 +49,11 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			// freed, and those outcomes must not wait for a pop)
 			setCarrying(false)
 			var err error
-			if n, err = s.slots.acquire(ctx, p.share, s.cfg.BatchSize); err != nil {
+			if n, err = s.slots.acquire(ctx, p.share, s.cfg.FetchSize); err != nil {
 				return
 			}
-			if busy && n < s.cfg.BatchSize {
-				n = s.slots.topUp(ctx, p.share, n, s.cfg.BatchSize, s.cfg.BatchSize, batchWait)
+			if busy && n < s.cfg.FetchSize {
+				n = s.slots.topUp(ctx, p.share, n, s.cfg.FetchSize, s.cfg.FetchSize, batchWait)
 			}
 		}
 		if n = s.popHigher(ctx, p, n); n == 0 {

@@ -151,15 +151,15 @@ func (t *Task) Flow() *queue.TaskFlow {
 	return &queue.TaskFlow{ChainID: r.ID, Link: r.Link}
 }
 
-// Batch returns a handle to the batch the task is a member of, to add
-// tasks to it (allowed after Close: the batch cannot finish while this
-// task has not), or nil when the task is in no batch.
+// Batch returns a handle to the batch the task is a member of, or nil when
+// the task is in no batch. Add to it with the handler's context: that is
+// allowed after Close, since the batch cannot finish while this task runs.
 func (t *Task) Batch() *queue.Batch {
 	f := t.Flow()
 	if f == nil || f.BatchID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
 		return nil
 	}
-	return t.srv.flows.client.OpenBatch(f.BatchID).AsMember()
+	return t.srv.flows.client.OpenBatch(f.BatchID)
 }
 
 // PreviousResult returns the result the previous link of the task's chain

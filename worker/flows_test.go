@@ -287,7 +287,7 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	b, err := r.client.NewBatch(ctx,
 		queue.OnSuccess(queue.NewRawTask("on-success", nil, queue.In("cb"))),
 		queue.OnComplete(queue.NewRawTask("on-complete", nil, queue.In("cb"))),
-		queue.Description("forty members"))
+		queue.BatchDescription("forty members"))
 	must(t, err)
 	var tasks []*queue.Task
 	for i := range 40 {

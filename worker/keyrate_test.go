@@ -51,7 +51,7 @@ func TestKeyRate(t *testing.T) {
 		}
 		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.ConcurrencyKey(key), queue.TaskID(fmt.Sprint(key, i))))
 	}
-	_, err := b.client.EnqueueBatch(ctx, tasks)
+	_, err := b.client.EnqueueMany(ctx, tasks)
 	must(t, err)
 	h := &keyStarts{starts: map[string][]time.Time{}}
 	b.server(t, Config{Concurrency: 8, ForwardInterval: 50 * time.Millisecond}, h)

@@ -230,7 +230,7 @@ func TestPriorityAndLimits(t *testing.T) {
 			b.enqueue(t, queue.NewRawTask("t", []byte(fmt.Sprint("high", i))), queue.In("high"))
 		}
 		rec := newRecorder(nil)
-		b.server(t, Config{Queues: map[string]int{"high": 2, "low": 1}, StrictPriority: true, Concurrency: 1, BatchSize: 1}, rec)
+		b.server(t, Config{Queues: map[string]int{"high": 2, "low": 1}, StrictPriority: true, Concurrency: 1, FetchSize: 1}, rec)
 		waitFor(t, 5*time.Second, "all 20", func() bool { return rec.total() == 20 })
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -260,7 +260,7 @@ func TestPriorityAndLimits(t *testing.T) {
 		for i := range tasks {
 			tasks[i] = queue.NewRawTask("t", nil)
 		}
-		_, err := b.client.EnqueueBatch(ctx, tasks)
+		_, err := b.client.EnqueueMany(ctx, tasks)
 		must(t, err)
 		waitFor(t, 10*time.Second, "drained", func() bool {
 			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
@@ -315,7 +315,7 @@ func TestConfigValidation(t *testing.T) {
 		{Limits: map[string]queue.Limits{"q": {Concurrency: -1}}},
 		{Lease: time.Millisecond},
 		{Lease: time.Second, Heartbeat: 2 * time.Second},
-		{BatchSize: 5000},
+		{FetchSize: 5000},
 		{Prefetch: 1001},
 		{FlowSweep: -time.Second},
 	} {

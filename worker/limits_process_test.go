@@ -44,7 +44,7 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = queue.NewRawTask("t", nil)
 	}
-	_, err = client.EnqueueBatch(ctx, tasks, queue.In("limited"))
+	_, err = client.EnqueueMany(ctx, tasks, queue.In("limited"))
 	must(t, err)
 	peak := func() int { n, _ := rdb.Get(ctx, k.peak()).Int(); return n }
 	waitFor(t, 10*time.Second, "three running at once", func() bool { return peak() == 3 })
@@ -130,7 +130,7 @@ func testFleetWideLimit(t *testing.T, r *rig) {
 		for i := range tasks {
 			tasks[i] = queue.NewRawTask("t", nil)
 		}
-		_, err := client.EnqueueBatch(ctx, tasks, append(opts, queue.In(fleet))...)
+		_, err := client.EnqueueMany(ctx, tasks, append(opts, queue.In(fleet))...)
 		must(t, err)
 	}
 	peak := func() int { n, _ := rdb.Get(ctx, k.peak()).Int(); return n }

@@ -69,7 +69,7 @@ func enqueueN(t *testing.T, b *bundle, n int, opts ...queue.Option) {
 	for i := range tasks {
 		tasks[i] = queue.NewRawTask("t", []byte(fmt.Sprint(i)))
 	}
-	_, err := b.client.EnqueueBatch(context.Background(), tasks, opts...)
+	_, err := b.client.EnqueueMany(context.Background(), tasks, opts...)
 	must(t, err)
 }
 
@@ -246,7 +246,7 @@ func TestKeyConcurrency(t *testing.T) {
 		}
 		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.ConcurrencyKey(key)))
 	}
-	_, err := b.client.EnqueueBatch(ctx, tasks) // the cold tasks are last in line
+	_, err := b.client.EnqueueMany(ctx, tasks) // the cold tasks are last in line
 	must(t, err)
 	g := newGauge()
 	h := g.handler(15*time.Millisecond, func(t *Task) string { return string(t.Payload) })

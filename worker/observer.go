@@ -26,52 +26,52 @@ type HandlerEvent struct {
 	Queue    string
 	Type     string
 	Duration time.Duration
-	Result   Result
+	Outcome  Outcome
 	// Panicked is set when the handler panicked (the task failed with a
 	// *PanicError).
 	Panicked bool
 }
 
-// Result is what follows a handler's run.
-type Result int
+// Outcome is what follows a handler's run.
+type Outcome int
 
-// The results of a handler's run.
+// The outcomes of a handler's run.
 const (
-	ResultDone     Result = iota // succeeded
-	ResultRetry                  // failed; retried later
-	ResultDead                   // failed for good (no retries left, SkipRetry, cancelled)
-	ResultSnoozed                // Snooze: back later, no attempt counted
-	ResultRequeued               // shutdown cut it short; back to pending, no attempt counted
+	OutcomeDone     Outcome = iota // succeeded
+	OutcomeRetry                   // failed; retried later
+	OutcomeDead                    // failed for good (no retries left, SkipRetry, cancelled)
+	OutcomeSnoozed                 // Snooze: back later, no attempt counted
+	OutcomeRequeued                // shutdown cut it short; back to pending, no attempt counted
 )
 
-// String returns the result's name, as metrics label it.
-func (r Result) String() string {
+// String returns the outcome's name, as metrics label it.
+func (r Outcome) String() string {
 	switch r {
-	case ResultDone:
+	case OutcomeDone:
 		return "done"
-	case ResultRetry:
+	case OutcomeRetry:
 		return "retry"
-	case ResultDead:
+	case OutcomeDead:
 		return "dead"
-	case ResultSnoozed:
+	case OutcomeSnoozed:
 		return "snoozed"
-	case ResultRequeued:
+	case OutcomeRequeued:
 		return "requeued"
 	}
 	return "unknown"
 }
 
-// resultOf says what an outcome does to its task.
-func resultOf(o outcome) Result {
+// outcomeOf says what an outcome does to its task.
+func outcomeOf(o outcome) Outcome {
 	switch {
 	case o.kind == outcomeAck:
-		return ResultDone
+		return OutcomeDone
 	case o.kind == outcomeRequeue:
-		return ResultRequeued
+		return OutcomeRequeued
 	case o.snooze == 1:
-		return ResultSnoozed
+		return OutcomeSnoozed
 	case o.delayMS < 0:
-		return ResultDead
+		return OutcomeDead
 	}
-	return ResultRetry
+	return OutcomeRetry
 }

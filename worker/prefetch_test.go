@@ -54,7 +54,7 @@ func newAheadRig(t *testing.T, cfg Config, holds int64, hold func(ctx context.Co
 	for i := range tasks {
 		tasks[i] = queue.NewRawTask("t", nil)
 	}
-	_, err := r.b.client.EnqueueBatch(ctx, tasks)
+	_, err := r.b.client.EnqueueMany(ctx, tasks)
 	must(t, err)
 	cfg.Concurrency = 2
 	s, err := NewServer(r.b.rdb, r.b.config(t, cfg), r.rec)
@@ -131,7 +131,7 @@ func TestPrefetch(t *testing.T) {
 		for i := range batch {
 			batch[i] = queue.NewRawTask("t", nil)
 		}
-		_, err := b.client.EnqueueBatch(ctx, batch)
+		_, err := b.client.EnqueueMany(ctx, batch)
 		must(t, err)
 		var running, peak atomic.Int64
 		rec := newRecorder(func(context.Context, *Task) error {

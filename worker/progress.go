@@ -18,19 +18,19 @@ var (
 	// Config.MaxPayloadSize: results are capped as payloads are.
 	ErrResultTooLarge = errors.New("worker: result too large")
 	// ErrInvalidProgress reports a percent outside 0..100 or a message
-	// over MaxProgressMessage bytes.
+	// over 200 bytes.
 	ErrInvalidProgress = errors.New("worker: invalid progress")
 	// ErrNotRunning reports SetProgress or SetResult on a Task that is not
 	// one a Server handed to its handler.
 	ErrNotRunning = errors.New("worker: not a running task")
 )
 
-// ProgressInterval is the least time between two progress writes of one
+// progressInterval is the least time between two progress writes of one
 // task: a chatty handler does not flood Redis.
-const ProgressInterval = time.Second
+const progressInterval = time.Second
 
-// MaxProgressMessage bounds a progress message, in bytes.
-const MaxProgressMessage = 200
+// maxProgressMessage bounds a progress message, in bytes.
+const maxProgressMessage = 200
 
 // report is the state a running task keeps for SetProgress.
 type report struct {
@@ -40,21 +40,21 @@ type report struct {
 
 // SetProgress reports how far the task's handler is: a percent (0 to 100)
 // and a short message, shown by queue.Inspector.GetTask, the dashboard's
-// task page and its API. Writes are throttled to one per ProgressInterval:
+// task page and its API. Writes are throttled to one a second:
 // a report within the interval of the last one written is dropped
 // (returning nil), except 100, which is always written. Progress stays
 // with the task while it is kept; a worker that dies mid-task leaves its
 // last report, and the next attempt overwrites it.
 func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
-	if percent < 0 || percent > 100 || len(msg) > MaxProgressMessage {
-		return fmt.Errorf("%w: %d%% %q: want 0..100 and at most %d bytes", ErrInvalidProgress, percent, msg, MaxProgressMessage)
+	if percent < 0 || percent > 100 || len(msg) > maxProgressMessage {
+		return fmt.Errorf("%w: %d%% %q: want 0..100 and at most %d bytes", ErrInvalidProgress, percent, msg, maxProgressMessage)
 	}
 	if t.srv == nil {
 		return fmt.Errorf("%w: task %s", ErrNotRunning, t.ID)
 	}
 	t.report.mu.Lock()
 	now := time.Now()
-	if percent < 100 && !t.report.last.IsZero() && now.Sub(t.report.last) < ProgressInterval {
+	if percent < 100 && !t.report.last.IsZero() && now.Sub(t.report.last) < progressInterval {
 		t.report.mu.Unlock()
 		return nil
 	}

@@ -60,7 +60,7 @@ func TestFleetWideLimitOnCluster(t *testing.T) {
 		for i := range tasks {
 			tasks[i] = queue.NewRawTask("t", nil)
 		}
-		_, err := client.EnqueueBatch(ctx, tasks, append(opts, queue.In("fleet"))...)
+		_, err := client.EnqueueMany(ctx, tasks, append(opts, queue.In("fleet"))...)
 		must(t, err)
 	}
 	enqueue(300)
@@ -126,7 +126,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 		}
 		tasks = append(tasks, queue.NewRawTask("t", []byte(key), opts...))
 	}
-	_, err = client.EnqueueBatch(ctx, tasks, queue.In("fleet"))
+	_, err = client.EnqueueMany(ctx, tasks, queue.In("fleet"))
 	must(t, err)
 	waitFor(t, 30*time.Second, "every task", func() bool {
 		mu.Lock()
@@ -197,7 +197,7 @@ func BenchmarkFleetWideLimit(b *testing.B) {
 				for j := range batch {
 					batch[j] = queue.NewRawTask("t", nil)
 				}
-				if _, err := client.EnqueueBatch(ctx, batch, queue.In("q"), queue.ConcurrencyKey("one")); err != nil {
+				if _, err := client.EnqueueMany(ctx, batch, queue.In("q"), queue.ConcurrencyKey("one")); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -31,16 +31,20 @@ func TestWaitReplicasAcks(t *testing.T) {
 	must(t, err)
 	var mu sync.Mutex
 	runs := map[string]int{}
-	var logs syncBuffer
-	cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 4}
-	cfg.WaitReplicas, cfg.WaitTimeout = 1, 200*time.Millisecond
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	startServer(t, rdb, cfg, HandlerFunc(func(ctx context.Context, task *Task) error {
+	h := HandlerFunc(func(ctx context.Context, task *Task) error {
 		mu.Lock()
 		runs[task.ID]++
 		mu.Unlock()
 		return nil
-	}))
+	})
+	// serve starts a worker whose acks wait up to timeout for a replica.
+	serve := func(timeout time.Duration) (*Server, *syncBuffer) {
+		var logs syncBuffer
+		cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 4}
+		cfg.WaitReplicas, cfg.WaitTimeout = 1, timeout
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		return startServer(t, rdb, cfg, h), &logs
+	}
 	ctx := context.Background()
 	enqueue := func(n int) {
 		for range n {
@@ -52,12 +56,19 @@ func TestWaitReplicasAcks(t *testing.T) {
 		qi, err := insp.QueueInfo(ctx, q)
 		return err == nil && qi.Pending+qi.Active == 0
 	}
+
+	// With every replica up, a wait far longer than any replication lag
+	// on a loaded machine: no outcome is reported unconfirmed.
+	patient, logs := serve(30 * time.Second)
 	enqueue(60)
 	waitFor(t, 20*time.Second, "60 tasks done", drained)
+	must(t, patient.Shutdown(ctx))
 	if strings.Contains(string(logs.Bytes()), "not confirmed") {
 		t.Errorf("outcomes reported unconfirmed with every replica up:\n%s", string(logs.Bytes()))
 	}
 
+	// With one partition's replica frozen, a short wait runs out.
+	_, logs = serve(200 * time.Millisecond)
 	replica := cl.ReplicaOf(t, masters[0])
 	replica.Pause(t)
 	enqueue(30)

@@ -59,7 +59,7 @@ func produceResizing(t *testing.T, c *queue.Client, q string, out *produced, sto
 			tasks[i] = queue.NewRawTask("t", nil, opts...)
 		}
 		began := time.Now()
-		infos, err := c.EnqueueBatch(context.Background(), tasks)
+		infos, err := c.EnqueueMany(context.Background(), tasks)
 		if err != nil {
 			t.Errorf("enqueue: %v", err)
 			return

@@ -147,7 +147,7 @@ func TestDequeueCarriesOutcomes(t *testing.T) {
 	for i := range batch {
 		batch[i] = queue.NewRawTask("t", []byte{byte(i)})
 	}
-	if _, err := b.client.EnqueueBatch(ctx, batch, queue.In("q"), queue.Retention(time.Hour)); err != nil {
+	if _, err := b.client.EnqueueMany(ctx, batch, queue.In("q"), queue.Retention(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
@@ -213,7 +213,7 @@ func TestBusyWorkerRoundTrips(t *testing.T) {
 	for i := range batch {
 		batch[i] = queue.NewRawTask("t", nil)
 	}
-	if _, err := b.client.EnqueueBatch(ctx, batch); err != nil {
+	if _, err := b.client.EnqueueMany(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
 	hook := newTripHook()
@@ -288,7 +288,7 @@ func TestFailingWorkerRoundTrips(t *testing.T) {
 	for i := range batch {
 		batch[i] = queue.NewRawTask("t", nil)
 	}
-	if _, err := b.client.EnqueueBatch(ctx, batch, queue.MaxRetry(1)); err != nil {
+	if _, err := b.client.EnqueueMany(ctx, batch, queue.MaxRetry(1)); err != nil {
 		t.Fatal(err)
 	}
 	hook := newTripHook()

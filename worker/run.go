@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -21,10 +22,17 @@ type running struct {
 	cancel context.CancelCauseFunc
 }
 
-// Value returns the running task for taskKey, else the embedded context's value.
+// Value returns the running task for taskKey and its batch for
+// flow.MemberKey, else the embedded context's value.
 func (r *running) Value(key any) any {
-	if key == (taskKey{}) {
+	switch key {
+	case taskKey{}:
 		return r.task
+	case flow.MemberKey{}:
+		if f := r.task.Flow(); f != nil && f.BatchID != "" {
+			return f.BatchID
+		}
+		return nil
 	}
 	return r.Context.Value(key)
 }
@@ -149,7 +157,7 @@ func (s *Server) run(p *part, l leased) {
 	}
 	if obs != nil {
 		var pe *PanicError
-		obs.HandlerFinished(HandlerEvent{Queue: t.Queue, Type: t.Type, Duration: took, Result: resultOf(o), Panicked: errors.As(err, &pe)})
+		obs.HandlerFinished(HandlerEvent{Queue: t.Queue, Type: t.Type, Duration: took, Outcome: outcomeOf(o), Panicked: errors.As(err, &pe)})
 	}
 	s.finish(o)
 }

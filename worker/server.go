@@ -95,7 +95,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 	}
 	s.work = make(map[string]*work, len(cfg.Queues))
 	for _, q := range slices.Sorted(maps.Keys(cfg.Queues)) {
-		s.addQueue(q, cfg.Queues[q], cfg.PartitionsOf(q))
+		s.addQueue(q, cfg.Queues[q], partitionsOf(cfg.Config, q))
 	}
 	if len(cfg.QueuePatterns) > 0 {
 		s.dyn = &dynamic{queues: map[string]*served{}}
@@ -228,7 +228,7 @@ func (s *Server) register(ctx context.Context) error {
 		if l, ok := lays[q]; ok {
 			return l.Serve
 		}
-		return s.cfg.PartitionsOf(q)
+		return partitionsOf(s.cfg.Config, q)
 	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range s.cfg.Queues {

@@ -131,7 +131,7 @@ func TestProcessing(t *testing.T) {
 			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
 			return err == nil && ti.State == queue.StateDone
 		})
-		page, err := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDone})
+		page, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateDone})
 		must(t, err)
 		if len(page.Tasks) != 1 || string(page.Tasks[0].Payload) != "kept" || page.Tasks[0].FinishedAt.IsZero() {
 			t.Fatalf("done feed = %+v", page.Tasks)
@@ -174,7 +174,7 @@ func TestFailures(t *testing.T) {
 		if rec.count(info.ID) != 3 || ti.Attempts != 3 || ti.LastError != "attempt 3 failed" {
 			t.Fatalf("ran %d times; task %+v", rec.count(info.ID), ti)
 		}
-		page, _ := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDead})
+		page, _ := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateDead})
 		if len(page.Tasks) != 1 || page.Tasks[0].ID != info.ID {
 			t.Fatalf("dead feed = %+v", page.Tasks)
 		}
@@ -411,7 +411,7 @@ func TestFailures(t *testing.T) {
 		if rec.total() != 2 || rec.count(good.ID) != 1 || rec.count(after.ID) != 1 {
 			t.Fatalf("handler ran %d tasks; want the two good ones once each", rec.total())
 		}
-		page, err := b.insp.ReadFeed(ctx, queue.FeedQuery{Queue: queue.DefaultQueue, Feed: queue.FeedDead})
+		page, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateDead})
 		must(t, err)
 		if len(page.Tasks) != 5 {
 			t.Fatalf("dead feed has %d tasks, want 5", len(page.Tasks))

@@ -165,7 +165,7 @@ func (d *demo) enqueue(ctx context.Context, client *queue.Client) error {
 			}
 			tasks = append(tasks, t)
 		}
-		if _, err := client.EnqueueBatch(ctx, tasks); err != nil {
+		if _, err := client.EnqueueMany(ctx, tasks); err != nil {
 			return fmt.Errorf("enqueue: %w", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/queue"
 )
@@ -120,7 +121,7 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 	case f.delay < 0 || f.unique < 0 || f.timeout < 0 || f.wait < 0:
 		return nil, usageErr("--delay, --unique, --timeout and --wait cannot be negative")
 	}
-	if _, err := (queue.Config{Prefix: f.prefix}).Normalize(); err != nil {
+	if err := config.CheckName(f.prefix); err != nil {
 		return nil, fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
 	opts := []queue.Option{queue.In(f.queue), queue.MaxRetry(f.maxRetry)}

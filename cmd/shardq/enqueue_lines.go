@@ -10,7 +10,7 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// lineBatch bounds the tasks of one EnqueueBatch call.
+// lineBatch bounds the tasks of one EnqueueMany call.
 const lineBatch = 500
 
 // line is one line of input, numbered from 1.
@@ -127,8 +127,8 @@ func (e *enqueuer) send(ctx context.Context, client *queue.Client, batch []line,
 	}
 	wctx, cancel := e.waitContext(ctx) // --wait bounds each batch's wait for room
 	defer cancel()
-	infos, err := client.EnqueueBatch(wctx, tasks, e.opts...)
-	var be *queue.BatchError
+	infos, err := client.EnqueueMany(wctx, tasks, e.opts...)
+	var be *queue.EnqueueError
 	if err != nil && !errors.As(err, &be) {
 		return err
 	}

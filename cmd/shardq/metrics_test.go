@@ -74,7 +74,7 @@ func TestMetricsEndpoints(t *testing.T) {
 		`shardq_tasks_processed_total{queue="jobs"} 3`,
 		`shardq_workers{queue="jobs"} 1`,
 		`shardq_workers{queue="backlog"} 0`,
-		`shardq_handler_results_total{queue="jobs",result="done",type="cat"} 3`,
+		`shardq_handler_outcomes_total{outcome="done",queue="jobs",type="cat"} 3`,
 		`shardq_handler_duration_seconds_count{queue="jobs",type="cat"} 3`,
 		`shardq_up 1`,
 		`go_goroutines`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -41,7 +42,7 @@ func (c *partitionsCommand) run(ctx context.Context, m *Main, args []string) err
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if _, err := (queue.Config{Prefix: prefix}).Normalize(); err != nil {
+	if err := config.CheckName(prefix); err != nil {
 		return fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
 	if name == "" {

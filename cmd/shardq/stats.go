@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -65,7 +66,7 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if _, err := (queue.Config{Prefix: prefix}).Normalize(); err != nil {
+	if err := config.CheckName(prefix); err != nil {
 		return fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
 	if name != "" {

@@ -31,10 +31,10 @@ func TestStats(t *testing.T) {
 	for range 12 {
 		tasks = append(tasks, queue.NewRawTask("t", nil))
 	}
-	if _, err := client.EnqueueBatch(ctx, tasks, queue.In("email")); err != nil {
+	if _, err := client.EnqueueMany(ctx, tasks, queue.In("email")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.EnqueueBatch(ctx, tasks[:3], queue.In("a-very-long-queue-name"), queue.ProcessIn(time.Hour)); err != nil {
+	if _, err := client.EnqueueMany(ctx, tasks[:3], queue.In("a-very-long-queue-name"), queue.ProcessIn(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := inspector(t, srv).PauseQueue(ctx, "email"); err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/metrics"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
@@ -211,7 +212,7 @@ func (f *workerFlags) settings(set map[string]bool) (worker.Config, map[string]h
 		cfg.Queues = q
 	}
 	cfg.Queues, cfg.QueuePatterns = splitPatterns(cfg.Queues)
-	if _, err := cfg.Config.Normalize(); err != nil {
+	if _, err := config.Config(cfg.Config).WithDefaults(); err != nil {
 		return cfg, nil, "", fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
 	if cfg.Concurrency < 1 {

@@ -71,7 +71,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	b, err := client.NewBatch(ctx, queue.Description("album: Lisbon 2026"),
+	b, err := client.NewBatch(ctx, queue.BatchDescription("album: Lisbon 2026"),
 		queue.OnSuccess(queue.NewRawTask("album:publish", nil, queue.In("albums"))),
 		queue.OnComplete(queue.NewRawTask("album:notify", nil, queue.In("albums"))))
 	if err != nil {

@@ -68,7 +68,7 @@ func main() {
 		}
 		tasks = append(tasks, t)
 	}
-	if _, err := client.EnqueueBatch(ctx, tasks, queue.In("images")); err != nil {
+	if _, err := client.EnqueueMany(ctx, tasks, queue.In("images")); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("enqueued %d tasks; 4 handlers run them\n", n)

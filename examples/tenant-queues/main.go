@@ -70,7 +70,7 @@ func main() {
 			tasks = append(tasks, queue.NewRawTask("report", []byte(fmt.Sprint(i)), queue.In(q)))
 		}
 	}
-	if _, err := client.EnqueueBatch(ctx, tasks); err != nil {
+	if _, err := client.EnqueueMany(ctx, tasks); err != nil {
 		log.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)

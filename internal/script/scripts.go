@@ -26,7 +26,6 @@ var (
 	Counts         = registry["counts"]
 	GetTask        = registry["get_task"]
 	PurgePending   = registry["purge_pending"]
-	ReadFeed       = registry["read_feed"]
 	RateSample     = registry["rate_sample"]
 	TombPending    = registry["tomb_pending"]
 

@@ -1,0 +1,94 @@
+// Package config fills in and checks queue.Config for shardq's own
+// packages. Config mirrors queue.Config field for field, so each converts
+// to the other (config.Config(qc), queue.Config(c)): a field added to one
+// and not the other fails to compile where they convert.
+package config
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config is queue.Config without its documentation: see there.
+type Config struct {
+	Prefix         string
+	MaxPayloadSize int
+	ShardSize      int
+	FeedSize       int
+	Partitions     map[string]int
+	IDTTL          time.Duration
+	FlowRetention  time.Duration
+	ContextHeaders func(ctx context.Context) map[string]string
+	WaitReplicas   int
+	WaitTimeout    time.Duration
+	NoCoalescing   bool
+	FullMessages   bool
+	Logger         *slog.Logger
+}
+
+// Defaults of Config, and the bounds it is checked against.
+const (
+	DefaultPrefix         = "shardq"
+	DefaultMaxPayloadSize = 1 << 20
+	DefaultShardSize      = 1000
+	DefaultFeedSize       = 10_000
+	DefaultIDTTL          = 24 * time.Hour
+	DefaultWaitTimeout    = time.Second
+	DefaultFlowRetention  = 24 * time.Hour
+	MaxShardSize          = 7000          // what one Lua unpack takes
+	MaxFeedSize           = 1_000_000_000 // packed into 4 bytes for enqueue_one.lua
+	MaxPartitions         = 1024
+)
+
+// Errors that package queue exports under the same names.
+var (
+	ErrInvalidConfig    = errors.New("queue: invalid config")
+	ErrInvalidQueueName = errors.New("queue: invalid queue name")
+)
+
+// WithDefaults returns a copy of c with defaults filled in, or
+// ErrInvalidConfig naming the first value out of range.
+func (c Config) WithDefaults() (Config, error) {
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.MaxPayloadSize = cmp.Or(c.MaxPayloadSize, DefaultMaxPayloadSize)
+	c.ShardSize = cmp.Or(c.ShardSize, DefaultShardSize)
+	c.FeedSize = cmp.Or(c.FeedSize, DefaultFeedSize)
+	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
+	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
+	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if err := CheckName(c.Prefix); err != nil {
+		return c, fmt.Errorf("%w: Prefix %q: %s", ErrInvalidConfig, c.Prefix, err)
+	}
+	switch {
+	case c.MaxPayloadSize < 0:
+		return c, fmt.Errorf("%w: MaxPayloadSize %d, want > 0", ErrInvalidConfig, c.MaxPayloadSize)
+	case c.ShardSize < 0 || c.ShardSize > MaxShardSize:
+		return c, fmt.Errorf("%w: ShardSize %d, want 1..%d", ErrInvalidConfig, c.ShardSize, MaxShardSize)
+	case c.FeedSize < 0 || c.FeedSize > MaxFeedSize:
+		return c, fmt.Errorf("%w: FeedSize %d, want 1..%d", ErrInvalidConfig, c.FeedSize, MaxFeedSize)
+	case c.IDTTL < 0:
+		return c, fmt.Errorf("%w: IDTTL %v, want > 0", ErrInvalidConfig, c.IDTTL)
+	case c.WaitReplicas < 0:
+		return c, fmt.Errorf("%w: WaitReplicas %d, want >= 0", ErrInvalidConfig, c.WaitReplicas)
+	case c.WaitTimeout < time.Millisecond:
+		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", ErrInvalidConfig, c.WaitTimeout)
+	case c.FlowRetention < 0:
+		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", ErrInvalidConfig, c.FlowRetention)
+	}
+	for q, n := range c.Partitions {
+		if err := ValidateQueueName(q); err != nil {
+			return c, fmt.Errorf("%w: Partitions: %w", ErrInvalidConfig, err)
+		}
+		if n < 1 || n > MaxPartitions {
+			return c, fmt.Errorf("%w: Partitions[%q] = %d, want 1..%d", ErrInvalidConfig, q, n, MaxPartitions)
+		}
+	}
+	return c, nil
+}
