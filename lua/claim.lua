@@ -12,7 +12,7 @@
   What may not start now goes back to the head of the pending list, so no
   worker hoards tasks it cannot run.
   Returns: {status, items left in the in-flight list, now (ms), {ack codes},
-  {messages}, {index, attempt, token, id, ...}}, as pop's (status 3: the
+  {messages}, {index, attempt, token, id, ...}}, as pop's (POP_RATE: the
   wait is not reported, look shortly). ]]
 --@include acks
 --@include lease
@@ -20,11 +20,11 @@ local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
 local codes = ack_tasks(T, now, ARGV, 9, tonumber(ARGV[7]), size)
 local want = tonumber(ARGV[2])
-local n, status, lim = want, 0, NO_LIMITS
+local n, status, lim = want, POP_OK, NO_LIMITS
 -- neither paused nor limited, the common case, costs one call
 if redis.call('EXISTS', KEYS[5], KEYS[8]) > 0 then
   if redis.call('EXISTS', KEYS[5]) == 1 then
-    n, status = 0, 1
+    n, status = 0, POP_PAUSED
   else
     local _
     n, status, _, lim = dequeue_room(T, want, now, size)

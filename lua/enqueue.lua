@@ -11,14 +11,16 @@
   ARGV[6..] per task: message, id, and with 7 fields: due at (ms, 0 = now),
     due in (ms, 0 = now), unique key ("" = none), unique ttl (ms), id claim
     ttl (ms, 0 = generated id: no claim)
-  Returns: one code per task: 0 pending, 1 scheduled, -1 duplicate task ID,
-  -2 duplicate unique task, -5 the partition is closed (include/closed.lua: its queue's
-  partition count was lowered and it drains; every task gets -5 and nothing
+  Returns: one code per task (include/codes.lua): ENQ_PENDING, ENQ_SCHEDULED,
+  ENQ_DUPLICATE_ID, ENQ_DUPLICATE_UNIQUE, or ENQ_CLOSED: the partition is
+  closed (include/closed.lua: its queue's partition count was lowered and
+  it drains; every task gets ENQ_CLOSED and nothing
   is written). Every check runs before the first write, so a rejected task
   changes nothing and the others are enqueued. ]]
 -- Only what the plain path needs is included before it: every definition
 -- is a statement run at each call, so the checked path's own (time,
 -- record) come after the plain path has returned.
+--@include codes
 --@include sharded
 --@include feed
 --@include pendingref
@@ -30,7 +32,7 @@ local F, FIRST = tonumber(ARGV[5]), 6
 -- a draining partition takes nothing new: the producer routes again
 if rank_closed(redis.call('GET', KEYS[4])) then
   local codes = {}
-  for _ = FIRST, #ARGV, F do codes[#codes + 1] = -5 end
+  for _ = FIRST, #ARGV, F do codes[#codes + 1] = ENQ_CLOSED end
   return codes
 end
 
@@ -63,7 +65,7 @@ if F == 2 then
   -- INCRBY, ZADD.
   local codes, pending, members, copies = {}, {}, {}, {}
   for i = FIRST, #ARGV, 2 do
-    codes[#codes + 1] = 0
+    codes[#codes + 1] = ENQ_PENDING
     pending[#pending + 1] = ARGV[i]
     members[#members + 1] = ARGV[i + 1]
     if msg_keyed(ARGV[i]) then
@@ -99,14 +101,14 @@ local now = now_ms(ARGV[2])
 local codes, seen_id, seen_unique = {}, {}, {}
 for i = FIRST, #ARGV, F do
   local id, unique, claim = ARGV[i + 1], ARGV[i + 4], tonumber(ARGV[i + 6])
-  local code = 0
+  local code = ENQ_PENDING
   if claim > 0 and (seen_id[id] or redis.call('EXISTS', T .. ':id:' .. id) == 1
       or redis.call('HEXISTS', KEYS[8], id) == 1) then
-    code = -1
+    code = ENQ_DUPLICATE_ID
   elseif unique ~= '' and (seen_unique[unique] or redis.call('EXISTS', T .. ':unique:' .. unique) == 1) then
-    code = -2
+    code = ENQ_DUPLICATE_UNIQUE
   end
-  if code == 0 then
+  if code == ENQ_PENDING then
     if claim > 0 then seen_id[id] = true end
     if unique ~= '' then seen_unique[unique] = true end
   end
@@ -117,7 +119,7 @@ end
 local pending, members, bodies = {}, {}, {}
 for i = FIRST, #ARGV, F do
   local k = (i - FIRST) / F + 1
-  if codes[k] == 0 then
+  if codes[k] == ENQ_PENDING then
     local msg, id = ARGV[i], ARGV[i + 1]
     local at, delay = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
     local unique, unique_ttl, claim = ARGV[i + 4], tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
@@ -127,7 +129,7 @@ for i = FIRST, #ARGV, F do
       redis.call('ZADD', KEYS[6], due, id)
       redis.call('HSET', KEYS[7], id, msg)
       redis.call('HSET', KEYS[8], id, record_new('scheduled', due))
-      codes[k] = 1
+      codes[k] = ENQ_SCHEDULED
     else
       pending[#pending + 1] = msg
     end

@@ -10,14 +10,15 @@
   ARGV[3..] enqueue.lua's ARGV, unchanged: its first five are the header
     (T is the first, the shard size the third, the fields per task the
     fifth), then the tasks.
-  Returns: enqueue.lua's code for each task (-5 for all when the partition
-  is closed: see enqueue.lua); -3 for a task refused because
-  the partition is at its share of MaxDepth, -4 because its key is at
+  Returns: enqueue.lua's code for each task (ENQ_CLOSED for all when the
+  partition is closed: see enqueue.lua); ENQ_QUEUE_FULL for a task refused
+  because the partition is at its share of MaxDepth, ENQ_KEY_FULL because its key is at
   KeyMaxDepth (a refused task changes nothing; the tasks are admitted in
   order while there is room); then two more elements: the queue's MaxDepth
   and KeyMaxDepth (0 = none), which the producer caches. An admitted task
   that enqueue.lua then rejects (a duplicate) still took its place in this
   call's count: the check errs towards refusing. ]]
+--@include codes
 --@include depth
 --@include msgid
 --@include closed
@@ -31,7 +32,7 @@ local max, keymax = tonumber(lim[1]) or 0, tonumber(lim[2]) or 0
 if rank_closed(redis.call('GET', KEYS[4])) then
   -- draining (see enqueue.lua): refused as closed, not as full
   local codes = {}
-  for k = 1, ntasks do codes[k] = -5 end
+  for k = 1, ntasks do codes[k] = ENQ_CLOSED end
   codes[ntasks + 1], codes[ntasks + 2] = max, keymax
   return codes
 end
@@ -51,9 +52,9 @@ for k = 1, ntasks do
     end
   end
   if room <= 0 then
-    codes[k] = -3
+    codes[k] = ENQ_QUEUE_FULL
   elseif key ~= '' and n >= keymax then
-    codes[k] = -4
+    codes[k] = ENQ_KEY_FULL
   else
     room = room - 1
     if key ~= '' then keyn[key] = n + 1 end

@@ -13,11 +13,12 @@
   ARGV[1] the shard size and the feed cap, packed as two 4-byte big-endian
     integers (queue.packLimits)  ARGV[2] the message, whose first element
     is the task ID (read from it: one argument less)
-  Returns: -1: enqueued into the guessed shard, which is still the tail;
-  tail * 2 + hit (at least 0): enqueued, tail is the shard the next push
-  goes to, for the producer's next guess, and hit is 1 when the guess was
-  used, 0 when the call read T:last; -5: the partition is closed (see
-  enqueue.lua) and nothing was written. One integer, not a table: a reply
+  Returns: (include/codes.lua) ENQ_GUESSED: enqueued into the guessed
+  shard, which is still the tail; tail * 2 + hit (at least 0): enqueued,
+  tail is the shard the next push goes to, for the producer's next guess,
+  and hit is 1 when the guess was used, 0 when the call read T:last;
+  ENQ_CLOSED: the partition is closed (see enqueue.lua) and nothing was
+  written. One integer, not a table: a reply
   table and each of its values are made and converted per call.
 
   Why the guess is safe. The push is RPUSHX: it lands only in a shard that
@@ -36,15 +37,16 @@
   holds a mark that INCR refuses (include/closed.lua), so the first
   command, run before any write, is the check.
 
-  Why the common call comes first, before any include. Redis runs the
-  whole script body on every call, so every helper an include defines is a
-  closure made per call: for this script that cost about as much as its
+  Why the common call comes first, before any include but the codes (which
+  are numbers, not functions). Redis runs the whole script body on every
+  call, so every helper an include defines is a closure made per call: for this script that cost about as much as its
   three commands (callgrind, see docs/ARCHITECTURE.md), and so did the
   reply table it no longer has. The call that counts (a counter that
   counts, a guess that lands in the tail with room left, a task with no
   concurrency key, no feed trim due) is written out here and returns
   before any of them is defined; every other call goes on below with what
   the first part did, and does what the general way did. ]]
+--@include codes
 -- the shard size and the feed cap come packed, 4 bytes each, big-endian:
 -- one call into C where tonumber's strtod cost as much as the ZADD
 local s1, s2, s3, s4, c1, c2, c3, c4 = string.byte(ARGV[1], 1, 8)
@@ -71,7 +73,7 @@ if type(rank) == 'number' and rank > 1 then
   if len > 0 and len < size and b and b >= 0x90 and b <= 0x9f and nb
       and (nb == 0xa0 or b <= 0x92) and (cap <= 0 or rank % step ~= 0) then
     redis.call('ZADD', KEYS[1], rank, string.sub(msg, 3, b2 - 0xa0 + 2))
-    return -1
+    return ENQ_GUESSED
   end
 end
 
@@ -82,10 +84,10 @@ end
 local T = string.sub(KEYS[1], 1, -6) -- T:feed less ":feed"
 local first_key, last_key, feed_msg = T .. ':first', T .. ':last', T .. ':feed:msg'
 local id = msg_head(msg)
-local guess = tonumber(string.match(guess_key, ':s:(%d+)$')) or -1
+local guess = tonumber(string.match(guess_key, ':s:(%d+)$')) or NONE
 if type(rank) == 'table' then
   -- closed, or another refusal: that one is the reply, naming the key
-  if rank_closed(redis.call('GET', KEYS[2])) then return -5 end
+  if rank_closed(redis.call('GET', KEYS[2])) then return ENQ_CLOSED end
   return {err = rank.err .. ' (rank counter ' .. KEYS[2] .. ')'}
 end
 rank = feed_resume(KEYS[1], KEYS[2], rank, 1)

@@ -4,12 +4,14 @@
   KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:dead:rank
   ARGV[1] T  ARGV[2] now (ms, "" = server time)  ARGV[3] dead feed cap
   ARGV[4] shard size  ARGV[5..] five fields per task: id, token, error text,
-    retry delay (ms; -1 = dead), snooze (1: back after the delay without
+    retry delay (ms; NONE: dead), snooze (1: back after the delay without
     counting the attempt or recording an error)
   Only the token of the current lease counts, as in ack. A flow task that
   goes dead is reported in T:notify (wire.FlowNote), as ack reports
   success. Trimming the dead feed deletes the records of the tasks it drops.
-  Returns: one code per task: 1 retry, 2 dead, 3 snoozed, 0 stale token ]]
+  Returns: one code per task (include/codes.lua): FAIL_RETRY, FAIL_DEAD,
+  FAIL_SNOOZED, or FAIL_STALE: a stale token ]]
+--@include codes
 --@include time
 --@include limits
 --@include feed
@@ -20,7 +22,7 @@ local codes, held = {}, {}
 for i = 5, #ARGV, 5 do
   local r = record_held(KEYS[3], ARGV[i], ARGV[i + 1])
   held[#held + 1] = r or false
-  codes[#codes + 1] = 0
+  codes[#codes + 1] = FAIL_STALE
 end
 local dead = {}
 for k, r in ipairs(held) do
@@ -34,12 +36,12 @@ for k, r in ipairs(held) do
     if snooze then
       r[1], r[2], r[9] = 'retry', math.max(0, r[2] - 1), now + math.max(delay, 0)
       redis.call('ZADD', KEYS[5], r[9], id)
-      codes[k] = 3
-    elseif delay < 0 then
+      codes[k] = FAIL_SNOOZED
+    elseif delay < 0 then -- NONE: no retry
       r[5], r[6] = err, now
       r[1], r[8], r[9] = 'dead', now, 0
       dead[#dead + 1] = id
-      codes[k] = 2
+      codes[k] = FAIL_DEAD
       local flow = msg_flow(redis.call('HGET', KEYS[2], id))
       if flow ~= '' then
         redis.call('RPUSH', ARGV[1] .. ':notify', cmsgpack.pack({flow, id, 'd', '', err}))
@@ -48,7 +50,7 @@ for k, r in ipairs(held) do
       r[5], r[6] = err, now
       r[1], r[9] = 'retry', now + delay
       redis.call('ZADD', KEYS[5], now + delay, id)
-      codes[k] = 1
+      codes[k] = FAIL_RETRY
     end
     record_put(KEYS[3], id, r)
   end
@@ -59,6 +61,6 @@ for _, id in ipairs(trimmed) do
   redis.call('HDEL', KEYS[3], id)
 end
 local n = 0
-for _, c in ipairs(codes) do if c == 1 or c == 2 then n = n + 1 end end
+for _, c in ipairs(codes) do if c == FAIL_RETRY or c == FAIL_DEAD then n = n + 1 end end
 stats_add(ARGV[1], 'failed', now, n)
 return codes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardq/shardq/internal/codes"
 )
 
 // RankedFeed is a ranked feed: a sorted set of members scored by ranks that a
@@ -73,7 +74,7 @@ func (f *RankedFeed) Read(ctx context.Context, c redis.Scripter, marker string, 
 
 // parseFeedPage turns a feed_page reply ({member, rank, ...} or -1) into entries.
 func parseFeedPage(res any, marker string) ([]FeedEntry, error) {
-	if code, ok := res.(int64); ok && code == -1 {
+	if code, ok := res.(int64); ok && code == codes.MarkerNotFound {
 		return nil, fmt.Errorf("%w: %q", ErrMarkerNotFound, marker)
 	}
 	flat, _ := res.([]any)

@@ -8,16 +8,17 @@
   ARGV[4] grace (ms) before sweepers deliver  ARGV[5] 1 when the caller is
   a task of the batch (it may add after Close)
   ARGV[6..] pairs: task ID, its delivery (wire.Delivery)
-  Returns: how many members are new, -1 batch not found, -2 finished,
-  -3 closed ]]
+  Returns: how many members are new, or (include/codes.lua)
+  FLOW_NOT_FOUND, FLOW_FINISHED or FLOW_CLOSED ]]
+--@include codes
 --@include time
 --@include flowhome
 local H, id = ARGV[1], ARGV[3]
 local now = now_ms(ARGV[2])
 local f = redis.call('HMGET', KEYS[1], 'closed', 'finished')
-if not f[1] then return -1 end
-if f[2] ~= '0' then return -2 end
-if f[1] == '1' and ARGV[5] ~= '1' then return -3 end
+if not f[1] then return FLOW_NOT_FOUND end
+if f[2] ~= '0' then return FLOW_FINISHED end
+if f[1] == '1' and ARGV[5] ~= '1' then return FLOW_CLOSED end
 local mk, fresh = H .. ':bm:' .. id, 0
 local at = now + tonumber(ARGV[4])
 local outs, msgs = {}, {}

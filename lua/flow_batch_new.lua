@@ -10,19 +10,20 @@
   ARGV[11] 1 when the caller is a task of the parent (may add after Close)
   The callbacks' messages carry the batch's flow ref: their outcomes come
   back (include/flowhome.lua), and the parent is told after them.
-  Returns: 1 created, -1 the ID exists, -2 parent not found, -3 parent
-  finished, -4 parent closed ]]
+  Returns: (include/codes.lua) FLOW_CREATED, FLOW_ID_TAKEN, or of the
+  parent FLOW_NOT_FOUND, FLOW_FINISHED or FLOW_CLOSED ]]
+--@include codes
 --@include time
 --@include flowhome
 local H, id, parent = ARGV[1], ARGV[3], ARGV[5]
 local now = now_ms(ARGV[2])
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return FLOW_ID_TAKEN end
 if parent ~= '' then
   local pk = H .. ':b:' .. parent
   local f = redis.call('HMGET', pk, 'closed', 'finished')
-  if not f[1] then return -2 end
-  if f[2] ~= '0' then return -3 end
-  if f[1] == '1' and ARGV[11] ~= '1' then return -4 end
+  if not f[1] then return FLOW_NOT_FOUND end
+  if f[2] ~= '0' then return FLOW_FINISHED end
+  if f[1] == '1' and ARGV[11] ~= '1' then return FLOW_CLOSED end
   if redis.call('HSETNX', H .. ':bm:' .. parent, 'b:' .. id, 'p') == 1 then
     redis.call('HINCRBY', pk, 'total', 1)
     redis.call('HINCRBY', pk, 'pending', 1)
@@ -33,4 +34,4 @@ redis.call('HSET', KEYS[1], 'total', 0, 'pending', 0, 'succeeded', 0, 'dead', 0,
   'told', '', 'ret', ARGV[6], 'cbs_id', ARGV[7], 'cbs', ARGV[8], 'cbs_fired', 0,
   'cbc_id', ARGV[9], 'cbc', ARGV[10], 'cbc_fired', 0, 'cbs_done', '', 'cbc_done', '')
 flow_recent(H, 'b:' .. id, now)
-return 1
+return FLOW_CREATED

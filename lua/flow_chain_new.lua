@@ -5,12 +5,13 @@
   ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] chain ID
   ARGV[4] retention after it finished (ms, 0 = forever)  ARGV[5] grace (ms)
   ARGV[6..] per link, in order: task ID, queue, type, delivery
-  Returns: 1 created, -1 the ID exists ]]
+  Returns: FLOW_CREATED or FLOW_ID_TAKEN (include/codes.lua) ]]
+--@include codes
 --@include time
 --@include flowhome
 local H, id = ARGV[1], ARGV[3]
 local now = now_ms(ARGV[2])
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return FLOW_ID_TAKEN end
 local n = (#ARGV - 5) / 4
 local kv = {'n', n, 'cur', 1, 'state', 'running', 'created', now, 'finished', 0,
   'ret', ARGV[4], 'stop_link', 0, 'stop_err', ''}
@@ -25,4 +26,4 @@ end
 redis.call('HSET', KEYS[1], unpack(kv))
 flow_out_put(H, ARGV[6], ARGV[9], now + tonumber(ARGV[5]))
 flow_recent(H, 'c:' .. id, now)
-return 1
+return FLOW_CREATED

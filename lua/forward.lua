@@ -9,7 +9,8 @@
   A task that never ran loses its record and message copy (pending tasks
   need neither); a retrying one keeps both, so inspectors still find it
   with its attempts and last error while it waits in the list.
-  Returns: {tasks moved, ms until the next due task (-1 = none)} ]]
+  Returns: {tasks moved, ms until the next due task (NONE: none)} ]]
+--@include codes
 --@include time
 --@include sharded
 --@include record
@@ -35,12 +36,12 @@ for s = 1, 2 do
   end
 end
 if #msgs > 0 then sharded_push(KEYS[5], KEYS[6], ARGV[1], tonumber(ARGV[3]), msgs, false) end
-local next_due = -1
+local next_due = NONE
 for s = 1, 2 do
   local top = redis.call('ZRANGE', KEYS[s], 0, 0, 'WITHSCORES')
   if #top > 0 then
     local d = math.max(0, tonumber(top[2]) - now)
-    if next_due < 0 or d < next_due then next_due = d end
+    if next_due == NONE or d < next_due then next_due = d end
   end
 end
 return {#msgs, next_due}

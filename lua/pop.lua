@@ -19,20 +19,21 @@
   {messages}, {index, attempt, token, id, ...}}: the leased messages, then
   four values for each of them whose attempt and token are not 1 or whose
   ID is not the one it opens with (see include/lease.lua); with nothing
-  leased, the first four only. Status 0 with aux the end shard (a reader that
-  got nothing blocks there), 1 paused, 2 at the concurrency limit, 3 at the
-  rate limit with aux the ms to wait, 4 nothing leased but tasks were
-  parked (look again at once).
+  leased, the first four only. Status (include/codes.lua) POP_OK with aux
+  the end shard (a reader that got nothing blocks there), POP_PAUSED,
+  POP_FULL at the concurrency limit, POP_RATE at the rate limit with aux
+  the ms to wait, POP_PARKED: nothing leased but tasks were parked (look
+  again at once).
   Runs when Redis is out of memory, so full queues keep draining. ]]
 --@include acks
 --@include lease
 local T, size = ARGV[1], tonumber(ARGV[6])
 local now = now_ms(ARGV[4])
 local codes = ack_tasks(T, now, ARGV, 9, tonumber(ARGV[7]), size)
-local n, status, wait, lim = tonumber(ARGV[2]), 0, 0, NO_LIMITS
+local n, status, wait, lim = tonumber(ARGV[2]), POP_OK, 0, NO_LIMITS
 -- neither paused nor limited, the common case, costs one call
 if redis.call('EXISTS', KEYS[6], KEYS[7]) > 0 then
-  if redis.call('EXISTS', KEYS[6]) == 1 then return {1, 0, now, codes} end
+  if redis.call('EXISTS', KEYS[6]) == 1 then return {POP_PAUSED, 0, now, codes} end
   n, status, wait, lim = dequeue_room(T, math.min(n, tonumber(ARGV[8])), now, size)
 end
 if n == 0 then return {status, wait, now, codes} end

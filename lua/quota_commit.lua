@@ -7,7 +7,7 @@
     records past them (quota_lock); a record past them that comes out 0 or
     none is deleted, so the partitions of a shrunk layout drop out once idle
   ARGV[5..] per partition, in order: concurrency quota now, wanted;
-    rate quota now, wanted (each -1 = that kind not limited)
+    rate quota now, wanted (each NONE: that kind not limited)
   "now" is what the partition holds after this rebalance's shrinks, read
   under its fence, so the record is exact; a grow is granted only out of
   what the limit leaves over the others' records, and recorded before the
@@ -15,8 +15,9 @@
   partition ever holds more than its record: the partitions' quotas never
   sum past the limit (docs/ARCHITECTURE.md, "Limits across partitions").
   Returns: {1, granted concurrency, granted rate, ...} per partition (the
-  quota to set; -1 = none), or {0} when the lock is no longer this epoch's
+  quota to set; NONE: none), or {0} when the lock is no longer this epoch's
   (it expired and another rebalance may run: change nothing). ]]
+--@include codes
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
 local served = tonumber(ARGV[4])
 local n = (#ARGV - 4) / 4
@@ -37,7 +38,7 @@ for kind = 0, 1 do
       left = left - grow
       q = math.max(q, 0) + grow
     end
-    if limit <= 0 then q = -1 end
+    if limit <= 0 then q = NONE end
     local field = (kind == 0 and 'c:' or 'r:') .. (p - 1)
     if p > served and q <= 0 then
       redis.call('HDEL', KEYS[2], field)

@@ -8,10 +8,11 @@
   From here on the partition takes quota changes of epoch e only: a
   rebalance that stalled and lost its lock cannot raise a quota after a
   newer one has read it.
-  Returns: {1, concurrency quota (-1 = none), rate quota (-1 = none),
+  Returns: {1, concurrency quota (NONE: none), rate quota (NONE: none),
   running (leases, expired ones included), starts within per, backlog (an
   estimate: the shards between the first and the last counted full)}, or {0} when a newer epoch was
   here first. ]]
+--@include codes
 --@include time
 --@include sharded
 local e = tonumber(ARGV[1])
@@ -24,7 +25,7 @@ local backlog = redis.call('LLEN', ARGV[4] .. first)
 if last > first then
   backlog = backlog + (last - first - 1) * tonumber(ARGV[5]) + redis.call('LLEN', ARGV[4] .. last)
 end
-return {1, tonumber(v[1]) or -1, tonumber(v[2]) or -1,
+return {1, tonumber(v[1]) or NONE, tonumber(v[2]) or NONE,
   redis.call('ZCARD', KEYS[2]),
   redis.call('ZCOUNT', KEYS[3], now - tonumber(ARGV[3]), '+inf'),
   backlog}

@@ -8,17 +8,18 @@
   A quota never goes below what the partition uses now (tasks running,
   starts within per): running tasks are not taken back, so a shrink takes
   effect as they finish. pop and claim read cq and rq (include/limits.lua).
-  Returns: {1, concurrency quota (-1 = none), rate quota (-1 = none)} as
+  Returns: {1, concurrency quota (NONE: none), rate quota (NONE: none)} as
   set, or {0} when the partition was fenced by another epoch. ]]
+--@include codes
 --@include time
 local e = tonumber(ARGV[1])
 if tonumber(redis.call('GET', KEYS[4]) or 0) ~= e then return {0} end
 local now = now_ms(ARGV[2])
 local function put(field, want, used)
-  if want == '' then return tonumber(redis.call('HGET', KEYS[1], field) or -1) end
+  if want == '' then return tonumber(redis.call('HGET', KEYS[1], field) or NONE) end
   if want == '-' then
     redis.call('HDEL', KEYS[1], field)
-    return -1
+    return NONE
   end
   local q = math.max(tonumber(want), used())
   redis.call('HSET', KEYS[1], field, q)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
@@ -412,29 +413,29 @@ func (c *Client) splitRefused(groups []*group, cmds []*redis.Cmd, infos []*TaskI
 
 // collect reads the reply of g's enqueue script into infos and errs.
 func (c *Client) collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []error) error {
-	codes, err := cmd.Int64Slice()
+	replies, err := cmd.Int64Slice()
 	if err == nil {
-		codes, err = c.learnDepth(g, codes)
+		replies, err = c.learnDepth(g, replies)
 	}
 	if err != nil {
 		return fmt.Errorf("enqueue %q: %w", g.queue, err)
 	}
 	for j, p := range g.tasks {
-		switch codes[j] {
-		case 0:
+		switch replies[j] {
+		case codes.EnqPending:
 			infos[p.index] = p.info
-		case 1:
+		case codes.EnqScheduled:
 			p.info.State, p.info.NextProcessAt = StateScheduled, p.due
 			infos[p.index] = p.info
-		case -1:
+		case codes.EnqDuplicateID:
 			errs[p.index] = fmt.Errorf("%w: %q in queue %q", ErrDuplicateTaskID, p.info.ID, g.queue)
-		case -2:
+		case codes.EnqDuplicateUnique:
 			errs[p.index] = fmt.Errorf("%w: key %q in queue %q", ErrDuplicateUniqueTask, p.unique, g.queue)
-		case codeQueueFull:
+		case codes.EnqQueueFull:
 			errs[p.index] = g.queueFull()
-		case codeKeyFull:
+		case codes.EnqKeyFull:
 			errs[p.index] = g.keyFull(p.info.ConcurrencyKey)
-		case codeClosed:
+		case codes.EnqClosed:
 			errs[p.index] = fmt.Errorf("%w: partition %d of queue %q", ErrPartitionClosed, g.partition, g.queue)
 		}
 	}

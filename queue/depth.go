@@ -15,13 +15,6 @@ import (
 // the queue's MaxDepth: learning it costs no round trip of its own.
 const depthCacheTTL = time.Second
 
-// enqueue_capped.lua's codes for a task refused because its partition is
-// at its share of MaxDepth, or its key at KeyMaxDepth.
-const (
-	codeQueueFull = -3
-	codeKeyFull   = -4
-)
-
 // depthEntry is what a producer last learned of a queue's MaxDepth and
 // KeyMaxDepth.
 type depthEntry struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -49,14 +50,14 @@ func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, ref
 		return nil, false, inFlight, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
 	}
 	reply, err := cmd.Int64()
-	if err == nil && reply == codeClosed {
+	if err == nil && reply == codes.EnqClosed {
 		return nil, true, false, nil // the partition drains: the general path routes again
 	}
 	switch {
-	case err != nil || reply < -1:
-		return nil, false, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
-	case reply == -1: // into the guessed shard, still the tail
+	case err == nil && reply == codes.EnqGuessed: // into the guessed shard, still the tail
 		pc.learn(guess, guess, true)
+	case err != nil || reply < 0:
+		return nil, false, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
 	default:
 		pc.learn(guess, reply>>1, reply&1 == 1)
 	}
@@ -86,7 +87,7 @@ func (c *Client) runPlain(ctx context.Context, pc *plainCall, f *plainFrame) (_ 
 }
 
 // plainCall is one partition's single plain enqueue: the prepared call and
-// the tail shard its replies named, which the next call guesses (-1 = none
+// the tail shard its replies named, which the next call guesses (codes.None:
 // yet). A wrong guess costs a command, never a task: see enqueue_one.lua.
 type plainCall struct {
 	call *rcall.Prepared
@@ -238,9 +239,9 @@ func (c *Client) prepared(queue string, partition int) *plainCall {
 	}
 	// the guessed shard is the fourth key, given with each call
 	pc = &plainCall{call: script.EnqueueOne.PrepareKeys([]string{k.Feed(), keys.RankKey(k.Feed()), k.Guard()}, 1),
-		shards: k.ShardPrefix(), noGuess: k.ShardPrefix() + "-1", limits: packLimits(c.cfg.ShardSize, c.cfg.FeedSize)}
+		shards: k.ShardPrefix(), noGuess: k.ShardPrefix() + strconv.Itoa(codes.None), limits: packLimits(c.cfg.ShardSize, c.cfg.FeedSize)}
 	pc.frames.New = func() any { return pc.newFrame() }
-	pc.tail.Store(-1)
+	pc.tail.Store(codes.None)
 	if c.prep == nil {
 		c.prep = map[partKey]*plainCall{}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
@@ -122,8 +124,8 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	before := pending()
 	reply, err := script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"0"),
 		packLimits(1000, 100), oneMsg(t, "id-closed")).Int64()
-	if err != nil || reply != codeClosed {
-		t.Fatalf("enqueue_one on a closed partition = %v, %v; want %d", reply, err, codeClosed)
+	if err != nil || reply != codes.EnqClosed {
+		t.Fatalf("enqueue_one on a closed partition = %v, %v; want %d", reply, err, codes.EnqClosed)
 	}
 	if pending() != before {
 		t.Fatal("enqueue_one wrote to a closed partition")
@@ -154,7 +156,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	if v, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64(); err != nil || v != rank {
 		t.Fatalf("the reopened rank counter = %d, %v; want %d", v, err, rank)
 	}
-	reply, err = script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
+	reply, err = script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+strconv.Itoa(codes.None)),
 		packLimits(1000, 100), oneMsg(t, "id-open")).Int64()
 	if err != nil || reply < 0 {
 		t.Fatalf("enqueue_one on the reopened partition = %v, %v", reply, err)
@@ -221,7 +223,7 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 	b := setup(t, Config{})
 	k := keys.For(b.cfg.Prefix, "q", 0)
 	must(t, b.rdb.Set(ctx, keys.RankKey(k.Feed()), "garbage", 0).Err())
-	_, err := script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+"-1"),
+	_, err := script.EnqueueOne.Run(ctx, b.rdb, oneKeys(k, k.ShardPrefix()+strconv.Itoa(codes.None)),
 		packLimits(1000, 100), oneMsg(t, "id")).Result()
 	if err == nil || !strings.Contains(err.Error(), keys.RankKey(k.Feed())) || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("enqueue_one on a corrupt rank counter = %v, want an error naming %s", err, keys.RankKey(k.Feed()))
@@ -440,7 +442,7 @@ func TestEnqueueOneReusesNothingInUse(t *testing.T) {
 
 // TestEnqueueOneShortPath: in the steady state (the counter counts, the
 // guess is the tail with room, no trim due) enqueue_one.lua answers from
-// its short path (-1) for an unkeyed task in either message form, and
+// its short path (codes.EnqGuessed) for an unkeyed task in either message form, and
 // leaves a keyed one to the general path (its reply names the tail).
 func TestEnqueueOneShortPath(t *testing.T) {
 	t.Parallel()
@@ -461,11 +463,11 @@ func TestEnqueueOneShortPath(t *testing.T) {
 	plain := func() *wire.Message {
 		return &wire.Message{ID: wire.NewID(), Type: "t", Payload: []byte("p"), Raw: true, MaxRetry: wire.CompactMaxRetry}
 	}
-	if r := run(plain(), false); r != -1 {
-		t.Errorf("a compact message: reply %d, want -1 (the short path)", r)
+	if r := run(plain(), false); r != codes.EnqGuessed {
+		t.Errorf("a compact message: reply %d, want %d (the short path)", r, codes.EnqGuessed)
 	}
-	if r := run(plain(), true); r != -1 {
-		t.Errorf("an unkeyed message in full: reply %d, want -1 (the short path)", r)
+	if r := run(plain(), true); r != codes.EnqGuessed {
+		t.Errorf("an unkeyed message in full: reply %d, want %d (the short path)", r, codes.EnqGuessed)
 	}
 	keyed := plain()
 	keyed.Key = "tenant-1"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
@@ -141,13 +142,13 @@ func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) 
 		return nil, fmt.Errorf("new batch: %w", err)
 	}
 	switch code {
-	case -1:
+	case codes.FlowIDTaken:
 		return nil, fmt.Errorf("new batch: ID %s taken", id) // a UUIDv7 collision: never
-	case -2:
+	case codes.FlowNotFound:
 		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchNotFound)
-	case -3:
+	case codes.FlowFinished:
 		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchFinished)
-	case -4:
+	case codes.FlowClosed:
 		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchClosed)
 	}
 	return b, nil
@@ -227,11 +228,11 @@ func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
 
 func batchCode(id string, code int64) error {
 	switch code {
-	case -1:
+	case codes.FlowNotFound:
 		return fmt.Errorf("batch %s: %w", id, ErrBatchNotFound)
-	case -2:
+	case codes.FlowFinished:
 		return fmt.Errorf("batch %s: %w", id, ErrBatchFinished)
-	case -3:
+	case codes.FlowClosed:
 		return fmt.Errorf("batch %s: %w", id, ErrBatchClosed)
 	}
 	return nil
@@ -247,7 +248,7 @@ func (b *Batch) Close(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("batch %s: close: %w", b.id, err)
 	}
-	if code == -1 {
+	if code == codes.FlowNotFound {
 		return fmt.Errorf("batch %s: %w", b.id, ErrBatchNotFound)
 	}
 	if code > 0 {
@@ -303,7 +304,7 @@ func (c *Client) EnqueueChain(ctx context.Context, tasks ...*Task) (*Chain, erro
 	if err != nil {
 		return nil, fmt.Errorf("enqueue chain: %w", err)
 	}
-	if code == -1 {
+	if code == codes.FlowIDTaken {
 		return nil, fmt.Errorf("enqueue chain: ID %s taken", id)
 	}
 	env := c.flowEnv()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/rcall"
@@ -251,7 +252,7 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		}
 		if n > 1 {
 			l := c.lim.Val()
-			q := PartitionQuota{Partition: part, Concurrency: -1, Rate: -1}
+			q := PartitionQuota{Partition: part, Concurrency: codes.None, Rate: codes.None}
 			if v, ok := l["cq"]; ok {
 				q.Concurrency = atoi(v)
 			}

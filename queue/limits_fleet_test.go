@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/shardq/shardq/internal/codes"
 )
 
 // TestConcurrencyKeyPlacesTask: on a queue of 4 partitions, the tasks of a
@@ -68,7 +70,7 @@ func TestSetLimitsFleetWide(t *testing.T) {
 	li, err = b.insp.LimitInfo(ctx, "wide")
 	must(t, err)
 	for _, q := range li.Quotas {
-		if q.Concurrency != -1 || q.Rate != -1 {
+		if q.Concurrency != codes.None || q.Rate != codes.None {
 			t.Fatalf("quotas after removing the limits: %+v, want none", li.Quotas)
 		}
 	}

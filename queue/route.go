@@ -18,11 +18,8 @@ import (
 // partition layout (Inspector.SetPartitions) before it reads it again,
 // with the next enqueue to that queue: a raised count reaches every
 // producer within it. A lowered one takes effect at once: the removed
-// partitions refuse enqueues (codeClosed) and the client routes again.
+// partitions refuse enqueues (codes.EnqClosed) and the client routes again.
 const layoutRefresh = 2 * time.Second
-
-// codeClosed is enqueue.lua's code for a task sent to a closed partition.
-const codeClosed = -5
 
 // closedTries bounds how often one EnqueueMany routes again the tasks a
 // closed partition refused.

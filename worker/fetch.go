@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"time"
+
+	"github.com/shardq/shardq/internal/codes"
 )
 
 // fetch feeds one queue partition's tasks to handlers until ctx ends. It
@@ -107,17 +109,17 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		setBusy(full && n > 1)
 		n -= len(r.tasks)
 		switch {
-		case len(r.tasks) > 0 || claiming && r.status == statusOK || r.status == statusParked:
+		case len(r.tasks) > 0 || claiming && r.status == codes.PopOK || r.status == codes.PopParked:
 			// more may be waiting: pop (or claim) again at once
 			s.slots.release(n)
 			continue
-		case r.status == statusRate && !claiming:
+		case r.status == codes.PopRate && !claiming:
 			// at the rate limit: wait until the next start is allowed
 			s.slots.release(n)
 			sleepCtx(ctx, min(time.Duration(r.aux)*time.Millisecond, time.Second))
 			s.slots.rejoin(p.share)
 			continue
-		case r.status == statusFull:
+		case r.status == codes.PopFull:
 			// at the queue's concurrency limit: look again when a task of
 			// this partition finishes here (the next pop carries its ack,
 			// which frees its hold first) or, for holds of other workers,
@@ -126,7 +128,7 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 			waitCtx(ctx, p.freed, s.idlePoll())
 			s.slots.rejoin(p.share)
 			continue
-		case r.status != statusOK:
+		case r.status != codes.PopOK:
 			// paused: look again shortly
 			s.slots.release(n)
 			sleepCtx(ctx, s.idlePoll())

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 )
@@ -56,7 +57,7 @@ func (s *Server) forwardOnce(ctx context.Context) (time.Duration, error) {
 		if res[0] >= 1000 {
 			next = 0 // a full pass: more may be due already
 		}
-		if res[1] >= 0 {
+		if res[1] != codes.None {
 			next = min(next, time.Duration(res[1])*time.Millisecond)
 		}
 	}

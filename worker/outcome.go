@@ -32,7 +32,7 @@ type outcome struct {
 	retentionMS int64
 	unique      string
 	err         string
-	delayMS     int64 // fail: ms to wait before the retry; -1 = dead
+	delayMS     int64 // fail: ms to wait before the retry; codes.None: dead
 	snooze      int64 // fail: 1 = back after the delay, the attempt not counted
 	// resent: an earlier try to write it failed, and may have run all
 	// the same (its reply was lost), so a stale code is no news

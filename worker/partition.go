@@ -66,15 +66,6 @@ type leased struct {
 	at      int64 // server ms when leased
 }
 
-// Status codes of pop and claim.
-const (
-	statusOK     = 0
-	statusPaused = 1
-	statusFull   = 2 // at the concurrency limit
-	statusRate   = 3 // at the rate limit; pop's aux is the ms to wait
-	statusParked = 4 // nothing leased, but tasks were parked for their key
-)
-
 type popReply struct {
 	status int64
 	aux    int64 // pop: the end shard; claim: items left in flight

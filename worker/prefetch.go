@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/shardq/shardq/internal/codes"
 )
 
 // prefetchWait bounds how long, by the queue's recent handler times, a
@@ -154,7 +156,7 @@ func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 	for _, l := range stopped {
 		t, err := s.newTask(p, l)
 		if err != nil {
-			s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: -1,
+			s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: codes.None,
 				err: fmt.Sprintf("undecodable task message: %v", err)})
 			continue
 		}

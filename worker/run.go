@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -93,7 +94,7 @@ func (s *Server) run(p *part, l leased) {
 	t, err := s.newTask(p, l)
 	if err != nil {
 		// a message that does not decode can never run: dead, with why
-		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: -1,
+		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: codes.None,
 			err: fmt.Sprintf("undecodable task message: %v", err)})
 		return
 	}
@@ -192,7 +193,7 @@ func recovering(h Handler) Handler {
 // failure decides what a failed attempt leads to: a retry after a delay,
 // or dead (delay -1) when retries are spent or the handler said so.
 func (s *Server) failure(p *part, t *Task, err error) outcome {
-	o := outcome{p: p, id: t.sid, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: -1, flow: t.flow}
+	o := outcome{p: p, id: t.sid, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: codes.None, flow: t.flow}
 	var sn *snoozeError
 	if errors.As(err, &sn) {
 		o.delayMS, o.snooze = max(sn.delay, 0).Milliseconds(), 1

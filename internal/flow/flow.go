@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
@@ -131,9 +132,6 @@ func (e *Env) enqueue(ctx context.Context, all []delivered) error {
 	return nil
 }
 
-// codeClosed is enqueue.lua's code for a task sent to a closed partition.
-const codeClosed = -5
-
 // reroute moves deliveries to a partition their queue's layout routes to
 // now, placed by their chosen ID (or concurrency key) as a producer would.
 func (e *Env) reroute(ctx context.Context, closed []delivered) error {
@@ -212,11 +210,11 @@ func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, er
 	}
 	var closed []delivered
 	for i, c := range cmds {
-		codes, err := c.Int64Slice()
+		replies, err := c.Int64Slice()
 		if err != nil {
 			return nil, fmt.Errorf("deliver flow tasks: %w", err)
 		}
-		if slices.Contains(codes, codeClosed) {
+		if slices.Contains(replies, codes.EnqClosed) {
 			closed = append(closed, order[i].members...)
 		}
 	}
@@ -257,6 +255,9 @@ func anyStrings(v []any) []string {
 // value, so concurrent forwarders never remove what they did not forward;
 // a crash in between forwards them again, which changes nothing). It
 // returns how many entries it read and the homes whose outboxes have
+// noHome marks a notification that names no flow home: it is only removed.
+const noHome = -1
+
 // entries due.
 func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	if len(lists) == 0 {
@@ -276,12 +277,12 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	seen := map[string]bool{}
 	type entry struct {
 		list, val string
-		home      int // -1: undecodable, only to remove
+		home      int // noHome: undecodable, only to remove
 	}
 	var entries []entry
 	for i, r := range reads {
 		for _, v := range r.Val() {
-			home := -1
+			home := noHome
 			if n, err := wire.DecodeFlowNote([]byte(v)); err == nil {
 				if ref, err := wire.ParseFlowRef(n.Ref); err == nil && ref.Home >= 0 && ref.Home < keys.FlowPartitions {
 					home = ref.Home

@@ -75,7 +75,7 @@ func Rebalance(ctx context.Context, rdb redis.UniversalClient, q Queue) (bool, e
 
 // report is what one partition holds and needs, as quota_report says.
 type report struct {
-	cq, rq           int // quotas, -1 = none
+	cq, rq           int // quotas, codes.None: none
 	running, started int
 	backlog          int
 }

@@ -65,7 +65,7 @@ end
 
 -- dequeue_reply parks the messages over their key's limits, leases the
 -- rest and returns pop's and claim's reply: {status, aux, now, codes,
--- {messages}, {index, attempt, token, id, ...}}, status 0, or 4 when every
+-- {messages}, {index, attempt, token, id, ...}}, status POP_OK, or POP_PARKED when every
 -- message was parked (look again at once).
 local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
   -- tasks deleted while pending (tomb_pending.lua) are dropped as they are
@@ -93,8 +93,8 @@ local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
   local rated
   keep, rated = keyrate_park(T, keep, lim.keyrate, lim.per, now)
   parked = parked + rated
-  local status = 0
-  if #keep == 0 and (parked > 0 or dropped > 0) then status = 4 end
+  local status = POP_OK
+  if #keep == 0 and (parked > 0 or dropped > 0) then status = POP_PARKED end
   local leased, extra = lease_tasks(T, keep, now, now + lease, worker, lim.rate)
   return {status, aux, now, codes, leased, extra}
 end

@@ -1,3 +1,4 @@
+--@include codes
 --@include sharded
 --@include msgid
 --@include record
@@ -12,12 +13,12 @@
 -- limit fleet-wide: its capacity is split into per-partition quotas (cq,
 -- rq), moved to where the demand is by quota rebalances (quota_*.lua). A
 -- quota may be 0: nothing may start here now. It returns concurrency and
--- rate as -1 for no limit, since 0 is a limit then.
+-- rate as NONE for no limit, since 0 is a limit then.
 local function limits_get(T)
   local v = redis.call('HMGET', T .. ':limits', 'concurrency', 'rate', 'per', 'keyconc', 'keyrate', 'cq', 'rq')
   local conc, rate = tonumber(v[1]) or 0, tonumber(v[2]) or 0
-  if conc <= 0 then conc = -1 end
-  if rate <= 0 then rate = -1 end
+  if conc <= 0 then conc = NONE end
+  if rate <= 0 then rate = NONE end
   if v[6] then conc = tonumber(v[6]) end
   if v[7] then rate = tonumber(v[7]) end
   return conc, rate, tonumber(v[3]) or 1000, tonumber(v[4]) or 0, tonumber(v[5]) or 0
@@ -106,8 +107,8 @@ end
 local NO_LIMITS = {conc = 0, rate = 0, keyconc = 0, keyrate = 0, per = 1000}
 
 -- dequeue_room applies the partition's limits to a wish for n tasks. It
--- returns how many may start, a status when none may (2 at the
--- concurrency limit, 3 at the rate limit), the ms to wait, and the limits
+-- returns how many may start, a status when none may (POP_FULL at the
+-- concurrency limit, POP_RATE at the rate limit), the ms to wait, and the limits
 -- it read, for the rest of the call.
 local function dequeue_room(T, n, now, size)
   local conc, rate, per, keyconc, keyrate = limits_get(T)
@@ -119,13 +120,13 @@ local function dequeue_room(T, n, now, size)
       requeue_expired(T, now, conc, size)
     end
     n = math.min(n, conc - redis.call('ZCARD', active))
-    if n <= 0 then return 0, 2, 0, lim end
+    if n <= 0 then return 0, POP_FULL, 0, lim end
   end
-  if rate == 0 then return 0, 3, math.min(per, 250), lim end -- a rate quota of 0: look again soon
+  if rate == 0 then return 0, POP_RATE, math.min(per, 250), lim end -- a rate quota of 0: look again soon
   if rate > 0 then
     local room, wait = rate_room(T, rate, per, now)
-    if room == 0 then return 0, 3, wait, lim end
+    if room == 0 then return 0, POP_RATE, wait, lim end
     n = math.min(n, room)
   end
-  return n, 0, 0, lim
+  return n, POP_OK, 0, lim
 end
