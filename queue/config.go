@@ -73,12 +73,12 @@ type Config struct {
 }
 
 // DefaultPrefix is the Prefix of a Config that sets none.
-const DefaultPrefix = config.DefaultPrefix
+const DefaultPrefix = "shardq"
 
 // withDefaults returns a copy of c with defaults filled in, or an error
 // naming the first value out of range.
 func (c Config) withDefaults() (Config, error) {
-	n, err := config.Config(c).WithDefaults()
+	n, err := config.Config(c).WithDefaults(ErrInvalidConfig)
 	return Config(n), err
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -13,13 +12,13 @@ import (
 // wrong and with which value.
 var (
 	// ErrInvalidQueueName reports a queue name shardq cannot use as part of a key.
-	ErrInvalidQueueName = config.ErrInvalidQueueName
+	ErrInvalidQueueName = errors.New("queue: invalid queue name")
 	// ErrInvalidTask reports a task without a type, or with a bad task ID.
 	ErrInvalidTask = errors.New("queue: invalid task")
 	// ErrInvalidOption reports an option value out of range (a negative retry count, a zero TTL).
 	ErrInvalidOption = errors.New("queue: invalid option")
 	// ErrInvalidConfig reports a Config value out of range.
-	ErrInvalidConfig = config.ErrInvalidConfig
+	ErrInvalidConfig = errors.New("queue: invalid config")
 	// ErrPayloadTooLarge reports a payload over Config.MaxPayloadSize.
 	ErrPayloadTooLarge = errors.New("queue: payload too large")
 	// ErrPayloadMismatch reports a payload that decodes but fills nothing

@@ -9,7 +9,12 @@ import (
 // ValidateQueueName reports whether name can name a queue: 1 to 128 bytes
 // of UTF-8 with no braces (they would break the cluster hash tag), no
 // whitespace and no control characters. A bad name is ErrInvalidQueueName.
-func ValidateQueueName(name string) error { return config.ValidateQueueName(name) }
+func ValidateQueueName(name string) error {
+	if err := config.CheckName(name); err != nil {
+		return fmt.Errorf("%w %q: %s", ErrInvalidQueueName, name, err)
+	}
+	return nil
+}
 
 func checkName(s string) error { return config.CheckName(s) }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
 )
@@ -46,7 +47,7 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("help nope: exit %d, stderr %q", code, errOut)
 	}
 	for _, arg := range []string{"version", "--version"} {
-		if code, out, _ := run(t, nil, arg); code != exitOK || !strings.HasPrefix(out, "shardq ") || !strings.Contains(out, "go1.") {
+		if code, out, _ := run(t, nil, arg); code != exitOK || !strings.HasPrefix(out, "shardq "+shardq.Version) || !strings.Contains(out, "go1.") {
 			t.Fatalf("%s: exit %d, output %q", arg, code, out)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/shardq/shardq"
 )
 
 // Exit codes scripts can rely on.
@@ -104,20 +106,20 @@ func (m *Main) usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'shardq help <command>' or 'shardq <command> -h' for a command's flags.")
 }
 
-// version is the module version shardq was built from ("(devel)" for a
-// build from a checkout) and the Go version that built it.
+// version is shardq.Version, the commit it was built from when the build
+// recorded one, and the Go version that built it.
 func version() string {
+	v := "shardq " + shardq.Version
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "shardq (unknown version)"
+		return v
 	}
-	v := bi.Main.Version
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+			v += " (" + s.Value[:12] + ")"
 		}
 	}
-	return fmt.Sprintf("shardq %s, %s", v, bi.GoVersion)
+	return v + ", " + bi.GoVersion
 }
 
 // flags is a command's flag set and its help text.

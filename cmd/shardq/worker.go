@@ -212,7 +212,7 @@ func (f *workerFlags) settings(set map[string]bool) (worker.Config, map[string]h
 		cfg.Queues = q
 	}
 	cfg.Queues, cfg.QueuePatterns = splitPatterns(cfg.Queues)
-	if _, err := config.Config(cfg.Config).WithDefaults(); err != nil {
+	if _, err := config.Config(cfg.Config).WithDefaults(queue.ErrInvalidConfig); err != nil {
 		return cfg, nil, "", fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
 	if cfg.Concurrency < 1 {

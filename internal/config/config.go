@@ -7,7 +7,6 @@ package config
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -44,15 +43,9 @@ const (
 	MaxPartitions         = 1024
 )
 
-// Errors that package queue exports under the same names.
-var (
-	ErrInvalidConfig    = errors.New("queue: invalid config")
-	ErrInvalidQueueName = errors.New("queue: invalid queue name")
-)
-
-// WithDefaults returns a copy of c with defaults filled in, or
-// ErrInvalidConfig naming the first value out of range.
-func (c Config) WithDefaults() (Config, error) {
+// WithDefaults returns a copy of c with defaults filled in, or invalid
+// (queue.ErrInvalidConfig) wrapped with the first value out of range.
+func (c Config) WithDefaults(invalid error) (Config, error) {
 	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
 	c.MaxPayloadSize = cmp.Or(c.MaxPayloadSize, DefaultMaxPayloadSize)
 	c.ShardSize = cmp.Or(c.ShardSize, DefaultShardSize)
@@ -64,30 +57,30 @@ func (c Config) WithDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	if err := CheckName(c.Prefix); err != nil {
-		return c, fmt.Errorf("%w: Prefix %q: %s", ErrInvalidConfig, c.Prefix, err)
+		return c, fmt.Errorf("%w: Prefix %q: %s", invalid, c.Prefix, err)
 	}
 	switch {
 	case c.MaxPayloadSize < 0:
-		return c, fmt.Errorf("%w: MaxPayloadSize %d, want > 0", ErrInvalidConfig, c.MaxPayloadSize)
+		return c, fmt.Errorf("%w: MaxPayloadSize %d, want > 0", invalid, c.MaxPayloadSize)
 	case c.ShardSize < 0 || c.ShardSize > MaxShardSize:
-		return c, fmt.Errorf("%w: ShardSize %d, want 1..%d", ErrInvalidConfig, c.ShardSize, MaxShardSize)
+		return c, fmt.Errorf("%w: ShardSize %d, want 1..%d", invalid, c.ShardSize, MaxShardSize)
 	case c.FeedSize < 0 || c.FeedSize > MaxFeedSize:
-		return c, fmt.Errorf("%w: FeedSize %d, want 1..%d", ErrInvalidConfig, c.FeedSize, MaxFeedSize)
+		return c, fmt.Errorf("%w: FeedSize %d, want 1..%d", invalid, c.FeedSize, MaxFeedSize)
 	case c.IDTTL < 0:
-		return c, fmt.Errorf("%w: IDTTL %v, want > 0", ErrInvalidConfig, c.IDTTL)
+		return c, fmt.Errorf("%w: IDTTL %v, want > 0", invalid, c.IDTTL)
 	case c.WaitReplicas < 0:
-		return c, fmt.Errorf("%w: WaitReplicas %d, want >= 0", ErrInvalidConfig, c.WaitReplicas)
+		return c, fmt.Errorf("%w: WaitReplicas %d, want >= 0", invalid, c.WaitReplicas)
 	case c.WaitTimeout < time.Millisecond:
-		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", ErrInvalidConfig, c.WaitTimeout)
+		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", invalid, c.WaitTimeout)
 	case c.FlowRetention < 0:
-		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", ErrInvalidConfig, c.FlowRetention)
+		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", invalid, c.FlowRetention)
 	}
 	for q, n := range c.Partitions {
-		if err := ValidateQueueName(q); err != nil {
-			return c, fmt.Errorf("%w: Partitions: %w", ErrInvalidConfig, err)
+		if err := CheckName(q); err != nil {
+			return c, fmt.Errorf("%w: Partitions: queue name %q: %s", invalid, q, err)
 		}
 		if n < 1 || n > MaxPartitions {
-			return c, fmt.Errorf("%w: Partitions[%q] = %d, want 1..%d", ErrInvalidConfig, q, n, MaxPartitions)
+			return c, fmt.Errorf("%w: Partitions[%q] = %d, want 1..%d", invalid, q, n, MaxPartitions)
 		}
 	}
 	return c, nil

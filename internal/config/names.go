@@ -10,14 +10,6 @@ import (
 // in bytes.
 const MaxNameLen = 128
 
-// ValidateQueueName is queue.ValidateQueueName.
-func ValidateQueueName(name string) error {
-	if err := CheckName(name); err != nil {
-		return fmt.Errorf("%w %q: %s", ErrInvalidQueueName, name, err)
-	}
-	return nil
-}
-
 // CheckName says what keeps s from being a name shardq puts in a key: 1
 // to MaxNameLen bytes of UTF-8, no braces (they would break the cluster
 // hash tag), no whitespace and no control characters.
