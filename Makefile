@@ -21,34 +21,51 @@ $(error test needs Chromium for the dashboard's browser test: apt-get install -y
 endif
 endif
 
-## test: static checks, then all tests with the race detector (SKIP_BROWSER=1:
-## without Chromium, the browser test skipped, as make says)
+# The modules of this repository: the library, its Prometheus and
+# OpenTelemetry integrations, and the shardq binary. bench/ has its own,
+# run by hand (see BENCHMARKS.md); tools/ pins staticcheck.
+MODULES := . metrics tracing cmd/shardq
+
+## test: static checks, then all tests of every module with the race
+## detector (SKIP_BROWSER=1: without Chromium, the browser test skipped,
+## as make says)
 test: check
 	@if [ -n "$(SKIP_BROWSER)" ]; then echo "note: SKIP_BROWSER is set: the dashboard's browser test is skipped"; fi
-	BROWSER_TEST_REQUIRED=$(if $(SKIP_BROWSER),,1) $(GO) test -race -count=1 ./...
+	@for m in $(MODULES); do \
+		echo "go test -race -count=1 ./... in $$m"; \
+		(cd $$m && BROWSER_TEST_REQUIRED=$(if $(SKIP_BROWSER),,1) $(GO) test -race -count=1 ./...) || exit 1; \
+	done
 
-## check: go.mod tidy, gofmt, go vet and staticcheck (tracked in go.mod as a tool)
-check:
-	@if ! $(GO) mod tidy -diff >/dev/null 2>&1; then \
-		echo "go.mod is not tidy (run: go mod tidy):"; \
-		$(GO) mod tidy -diff; \
-		exit 1; \
-	fi
+## check: go.mod tidy, gofmt, go vet and staticcheck, in every module
+check: bin/staticcheck
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting (run: gofmt -w .):"; \
 		echo "$$unformatted"; \
 		exit 1; \
 	fi
-	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
+	@for m in $(MODULES) tools; do \
+		if ! (cd $$m && $(GO) mod tidy -diff >/dev/null 2>&1); then \
+			echo "$$m/go.mod is not tidy (run: cd $$m && go mod tidy):"; \
+			(cd $$m && $(GO) mod tidy -diff); \
+			exit 1; \
+		fi; \
+	done
+	@for m in $(MODULES); do \
+		echo "go vet and staticcheck in $$m"; \
+		(cd $$m && $(GO) vet ./... && $(CURDIR)/bin/staticcheck ./...) || exit 1; \
+	done
+
+# staticcheck at the version tools/go.mod pins, built once
+bin/staticcheck: tools/go.mod tools/go.sum
+	$(GO) build -C tools -o $(CURDIR)/bin/staticcheck honnef.co/go/tools/cmd/staticcheck
 
 ## bench: run all benchmarks, no tests
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@for m in $(MODULES); do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
 
 ## demo: build shardq, then run its demo (it stays up until Ctrl-C; DEMO_FLAGS=--exit leaves when done)
 demo:
 	@echo "building bin/shardq (the first build compiles the dependencies: a minute or two)..."
-	@$(GO) build -o bin/shardq ./cmd/shardq
+	@$(GO) build -C cmd/shardq -o $(CURDIR)/bin/shardq .
 	bin/shardq demo $(DEMO_FLAGS)

@@ -49,7 +49,7 @@ func (s *shardqSystem) fill(ctx context.Context, payloads [][]byte) error {
 	for i, p := range payloads {
 		batch = append(batch, queue.NewRawTask("bench", p))
 		if len(batch) == cap(batch) || i == len(payloads)-1 {
-			if _, err := s.c.EnqueueBatch(ctx, batch, queue.In(queueName)); err != nil {
+			if _, err := s.c.EnqueueMany(ctx, batch, queue.In(queueName)); err != nil {
 				return err
 			}
 			batch = batch[:0]

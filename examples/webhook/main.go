@@ -140,10 +140,14 @@ func waitFinished(ctx context.Context, insp *queue.Inspector, ids []string) []st
 	return nil
 }
 
-// shardqBinary returns $SHARDQ_BIN, else builds cmd/shardq into a
-// temporary directory that cleanup removes.
+// shardqBinary returns $SHARDQ_BIN, else shardq on PATH (go install
+// github.com/shardq/shardq/cmd/shardq@latest), else builds cmd/shardq of
+// this checkout into a temporary directory that cleanup removes.
 func shardqBinary() (bin string, cleanup func(), err error) {
 	if bin := os.Getenv("SHARDQ_BIN"); bin != "" {
+		return bin, func() {}, nil
+	}
+	if bin, err := exec.LookPath("shardq"); err == nil {
 		return bin, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "shardq-example")
@@ -152,11 +156,11 @@ func shardqBinary() (bin string, cleanup func(), err error) {
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
 	bin = filepath.Join(dir, "shardq")
-	build := exec.Command("go", "build", "-o", bin, "github.com/shardq/shardq/cmd/shardq")
+	build := exec.Command("go", "build", "-C", "cmd/shardq", "-o", bin, ".") // its own module
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("go build shardq (or set SHARDQ_BIN): %w", err)
+		return "", nil, fmt.Errorf("go build shardq (run from the repository's root, or set SHARDQ_BIN): %w", err)
 	}
 	return bin, cleanup, nil
 }
