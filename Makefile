@@ -22,9 +22,10 @@ endif
 endif
 
 # The modules of this repository: the library, its Prometheus and
-# OpenTelemetry integrations, and the shardq binary. bench/ has its own,
+# OpenTelemetry integrations, the shardq binary, and docs/ (whose test
+# type-checks every Go snippet of the README and the guides). bench/ has its own,
 # run by hand (see BENCHMARKS.md); tools/ pins staticcheck.
-MODULES := . metrics tracing cmd/shardq
+MODULES := . metrics tracing cmd/shardq docs
 
 ## test: static checks, then all tests of every module with the race
 ## detector (SKIP_BROWSER=1: without Chromium, the browser test skipped,
