@@ -9,28 +9,31 @@
 //
 //	go run ./examples/batch
 //
-// It uses $SHARDQ_REDIS_URL or $REDIS_URL, else a private redis-server it
-// starts and stops; its keys, under "example-batch", are deleted at the end.
+// It connects to $REDIS_URL, by default redis://localhost:6379. Its keys are
+// under the prefix "example-batch", apart from anything else in that Redis.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"sync/atomic"
 	"time"
 
-	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
 
 func main() {
 	ctx := context.Background()
-	r := exampleredis.Connect("example-batch")
-	defer r.Close()
-	rdb := r.Client
+	rdb, err := queue.NewRedisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-batch", Partitions: map[string]int{"images": 4}}
 
 	var published, notified atomic.Int64

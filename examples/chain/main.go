@@ -9,29 +9,32 @@
 //
 //	go run ./examples/chain
 //
-// It uses $SHARDQ_REDIS_URL or $REDIS_URL, else a private redis-server it
-// starts and stops; its keys, under "example-chain", are deleted at the end.
+// It connects to $REDIS_URL, by default redis://localhost:6379. Its keys are
+// under the prefix "example-chain", apart from anything else in that Redis.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
 
 func main() {
 	ctx := context.Background()
-	r := exampleredis.Connect("example-chain")
-	defer r.Close()
-	rdb := r.Client
+	rdb, err := queue.NewRedisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-chain"}
 
 	var taxRateLoaded atomic.Bool // the operator's fix, made before the retry

@@ -2,18 +2,20 @@
 // net/http server under /admin/queues/, next to the application's own
 // routes. It enqueues a few tasks so there is something to see, serves on
 // a loopback port, fetches the dashboard's overview once to show it works,
-// and exits; with -serve it keeps serving for you to browse.
+// deletes its queue and exits; with -serve it keeps serving for you to
+// browse first.
 //
 //	go run ./examples/dashboard-mount               # fetch once and exit
 //	go run ./examples/dashboard-mount -serve 10m    # then open the printed URL
 //
-// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// a private redis-server it starts and stops; its keys, under the prefix
-// "example-dashboard", are deleted at the end.
+// It connects to $REDIS_URL, by default redis://localhost:6379. Its keys are
+// under the prefix "example-dashboard", apart from anything else in that
+// Redis.
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -21,11 +23,11 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"time"
 
 	"github.com/shardq/shardq/dashboard"
-	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -33,9 +35,11 @@ func main() {
 	serve := flag.Duration("serve", 0, "keep serving this long after the check")
 	flag.Parse()
 	ctx := context.Background()
-	r := exampleredis.Connect("example-dashboard") // $REDIS_URL, else a private redis-server
-	defer r.Close()                                // deletes the example's keys
-	rdb := r.Client
+	rdb, err := queue.NewRedisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-dashboard"}
 
 	client, err := queue.NewClient(rdb, cfg)
@@ -86,5 +90,9 @@ func main() {
 	if *serve > 0 {
 		fmt.Printf("serving for %v; open %s\n", *serve, url)
 		time.Sleep(*serve)
+	}
+	// the tasks were only there to be seen: delete them, with their queue
+	if err := insp.DeleteQueue(ctx, "email", true); err != nil {
+		log.Fatal(err)
 	}
 }

@@ -7,28 +7,31 @@
 //
 //	go run ./examples/delayed-retry
 //
-// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// a private redis-server it starts and stops; its keys, under the prefix
-// "example-delayed-retry", are deleted at the end.
+// It connects to $REDIS_URL, by default redis://localhost:6379. Its keys are
+// under the prefix "example-delayed-retry", apart from anything else in that
+// Redis.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
-	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
 
 func main() {
 	ctx := context.Background()
-	r := exampleredis.Connect("example-delayed-retry") // $REDIS_URL, else a private redis-server
-	defer r.Close()                                    // deletes the example's keys
-	rdb := r.Client
+	rdb, err := queue.NewRedisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-delayed-retry"}
 
 	mux := worker.NewMux()

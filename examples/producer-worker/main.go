@@ -1,15 +1,16 @@
-// Command producer-worker enqueues typed tasks and runs them with a
-// worker.Typed handler in the same process, then shuts the worker down
-// gracefully: the smallest complete shardq program.
+// Command producer-worker enqueues ten typed tasks in one round trip
+// (EnqueueMany) and runs them with a worker.Typed handler in the same
+// process, four at a time, then shuts the worker down gracefully.
 //
 //	go run ./examples/producer-worker
 //
-// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// a private redis-server it starts and stops; its keys, under the prefix
-// "example-producer-worker", are deleted at the end. Ctrl-C stops it early, gracefully.
+// It connects to $REDIS_URL, by default redis://localhost:6379. Its keys are
+// under the prefix "example-producer-worker", apart from anything else in
+// that Redis. Ctrl-C stops it early, gracefully.
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log"
@@ -18,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
@@ -32,9 +32,11 @@ type Resize struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r := exampleredis.Connect("example-producer-worker") // $REDIS_URL, else a private redis-server
-	defer r.Close()                                      // deletes the example's keys
-	rdb := r.Client
+	rdb, err := queue.NewRedisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-producer-worker"} // producers and workers must agree
 
 	// The worker: a handler per task type, decoding the payload for us.

@@ -9,14 +9,19 @@
 // and 422 (dead at once). Then it stops the worker with SIGTERM, as an
 // operator would, and prints each task's final state.
 //
-//	go run ./examples/webhook     # builds ./cmd/shardq; or set SHARDQ_BIN to a shardq binary
+//	go run ./examples/webhook
 //
-// It uses $SHARDQ_REDIS_URL or $REDIS_URL (as the shardq binary does), else
-// a private redis-server it starts and stops; its keys, under the prefix
-// "example-webhook", are deleted at the end.
+// It runs $SHARDQ_BIN, else shardq on PATH (go install
+// github.com/shardq/shardq/cmd/shardq@latest), else builds ./cmd/shardq
+// (run it from the repository's root for that).
+//
+// It connects to $REDIS_URL, by default redis://localhost:6379. Its keys are
+// under the prefix "example-webhook", apart from anything else in that
+// Redis.
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -31,7 +36,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardq/shardq/examples/internal/exampleredis"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -43,10 +47,12 @@ type Notification struct {
 
 func main() {
 	ctx := context.Background()
-	r := exampleredis.Connect("example-webhook") // $REDIS_URL, else a private redis-server
-	defer r.Close()                              // deletes the example's keys
-	rdb := r.Client
-	redisURL := r.URL
+	redisURL := cmp.Or(os.Getenv("REDIS_URL"), "redis://localhost:6379")
+	rdb, err := queue.NewRedisClient(redisURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-webhook"}
 
 	// The receiver: what a webhook endpoint sees.
