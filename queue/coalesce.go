@@ -23,18 +23,16 @@ import (
 // Each caller still returns only once Redis has its task.
 // Config.NoCoalescing turns this off.
 //
-// Why lineDepth is 8 (BenchmarkEnqueue, one partition, on 2 cores, each
-// against NoCoalescing in the same run): a line only pays once its
-// batches are large. A lined call waits for a call ahead, and a batch of
-// 2 to 4 costs Redis more than as many enqueue_one.lua calls, while
-// Redis serves a few connections at once about as cheaply as one batch.
-// With 8, 8 producers ran as fast as without coalescing, 12 at
-// 0.9-1.1x, 16 at 1.05x, 32 at 1.37x and 64 at 1.9x, at less than half
-// the Redis CPU per task; with 4, 8 producers ran at 0.8x (batches of 2
-// to 4). Why per
-// client, not per partition: with 6 partitions, 4 per partition let 24
-// calls go out alone, and 64 producers made batches of about 2 (bench
-// --cluster).
+// Why lineDepth is 8: a line only pays once its batches are large. A
+// lined call waits for a call ahead, and a small batch costs Redis more
+// than as many enqueue_one.lua calls, while Redis serves a few
+// connections at once about as cheaply as one batch. With 8, a few
+// producers run as fast as without coalescing, and many run faster at
+// less Redis CPU per task. With 4, a few producers ran slower. Why per
+// client, not per partition: counted per partition, many calls to a
+// queue of several partitions went out alone and the batches stayed
+// small. BenchmarkEnqueue and bench --cluster measure both; the figures
+// are in BENCHMARKS.md.
 
 // line is one partition's line of waiting single enqueues.
 type line struct {
@@ -152,9 +150,8 @@ func (c *Client) sendLines(pc *plainCall, ws []*waiter) {
 	for ; ws != nil; ws = pc.line.takeOrIdle(&c.inFlight) {
 		c.sendLine(ws)
 		// let the callers just told their outcome run first: most enqueue
-		// again at once, and join the next batch rather than the one after
-		// (16 producers behind a single call in flight: about 13 tasks a
-		// batch, not 8)
+		// again at once, and join the next batch rather than the one after,
+		// so batches grow larger (see BENCHMARKS.md)
 		runtime.Gosched()
 	}
 }

@@ -90,9 +90,8 @@ func (i *Inspector) RunAllTasks(ctx context.Context, queue string, state State) 
 // not searched for: its ID goes into a small set (T:tomb), it leaves the
 // counts and listings at once, and the worker dequeue that reaches it
 // drops it instead of running it. The cost is one EXISTS per dequeue call
-// while no deletion waits, and one SREM per task popped while some do
-// (BenchmarkProcess, concurrency 16, interleaved with the build before, 3
-// rounds: median 83.8k against 81.7k tasks/s: no measurable cost). A
+// while no deletion waits, and one SREM per task popped while some do.
+// BenchmarkProcess measured no cost on processing; see BENCHMARKS.md. A
 // pending task is found by ID while it is in the queue's recent feed
 // (Config.FeedSize per partition), as GetTask finds it.
 func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) (err error) {

@@ -80,9 +80,9 @@ type Config struct {
 	// slow handlers get none, and never under StrictPriority. Leases of
 	// tasks waiting ahead are extended like running ones; Shutdown gives
 	// them back to the head of their queue without costing an attempt.
-	// Defaults to 300 (a pop of 300 no-op tasks and their acks costs
-	// Redis about a millisecond); negative: none; at most 1,000 (a pop
-	// leases 1,000 tasks at most).
+	// Defaults to 300, which keeps a pop of no-op tasks and their acks a
+	// short call for Redis (see BENCHMARKS.md); negative: none; at most
+	// 1,000 (a pop leases 1,000 tasks at most).
 	Prefetch int
 	// DoneSize and DeadSize cap each partition's done and dead feeds.
 	// Both default to 10,000.

@@ -109,9 +109,9 @@ func (s *Server) run(p *part, l leased) {
 		return
 	}
 	// Not derived from s.handlerCtx: a child of a shared context costs an
-	// insert and a delete in its children map (an interface-keyed map: a
-	// tenth of a worker's CPU at 40k tasks/s). stopTasks cancels through
-	// the registry instead.
+	// insert and a delete in its children map, an interface-keyed map
+	// whose cost showed in a worker's CPU (see BENCHMARKS.md). stopTasks
+	// cancels through the registry instead.
 	base, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	r := &running{Context: base, p: p, task: t, cancel: cancel}

@@ -26,10 +26,9 @@ import (
 // A backlogged queue whose fetcher is out popping is not in line, yet it
 // is owed the next slot if its pass is lowest. Giving that slot to a
 // lighter queue that happens to wait is what bent the shares with short
-// handlers (critical 3 : low 1 came out 0.62 : 0.38 with 1 ms handlers),
-// since slots free up many times per round trip. So a slot is held for
-// such a queue until its fetcher is back, one round trip at most, or
-// finds its backlog gone (see backlogged).
+// handlers (see BENCHMARKS.md), since slots free up many times per round
+// trip. So a slot is held for such a queue until its fetcher is back, one
+// round trip at most, or finds its backlog gone (see backlogged).
 type slots struct {
 	mu      sync.Mutex
 	free    int

@@ -16,9 +16,9 @@ import (
 // go-redis bounds a read by a context's deadline only when the client was
 // built with ContextTimeoutEnabled; otherwise a hung server holds a call
 // for ReadTimeout whatever the context says. So Do runs fn in a goroutine
-// of its own and waits for whichever ends first. That hand-off costs a
-// sixth to a quarter of an unpipelined Enqueue's throughput
-// (BenchmarkEnqueueDeadline in package queue), so Do
+// of its own and waits for whichever ends first. That hand-off costs an
+// unpipelined Enqueue a measurable share of its throughput
+// (BenchmarkEnqueueDeadline in package queue; see BENCHMARKS.md), so Do
 // skips it where go-redis bounds the call by itself: when ctx can never
 // end, or when it has a deadline and c has ContextTimeoutEnabled (then a
 // cancel before the deadline is noticed once the call returns).
