@@ -1,0 +1,13 @@
+package tracing_test
+
+import "github.com/shardq/shardq/internal/redisproc"
+
+// exampleRedisURL starts a private redis-server for an example and returns
+// its URL; in your code, use the URL of your own Redis.
+func exampleRedisURL() (url string, stop func()) {
+	srv, err := redisproc.Start()
+	if err != nil {
+		panic(err)
+	}
+	return srv.URL(), func() { srv.Close() }
+}
