@@ -90,15 +90,20 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 // NewRedisClientFromOptions returns a go-redis client for opts (one
 // server, Cluster or Sentinel, as redis.NewUniversalClient picks), with
 // the settings NewRedisClient explains: MaxRetries left at 0 (go-redis's
-// default of 3 resends) becomes -1, and ContextTimeoutEnabled is set.
-// opts is not modified.
+// default of 3 resends) becomes -1, ContextTimeoutEnabled is set, and a
+// Cluster client re-reads its slot map after a failed call, as
+// NewRedisClient's does. opts is not modified.
 func NewRedisClientFromOptions(opts *redis.UniversalOptions) redis.UniversalClient {
 	o := *opts
 	if o.MaxRetries == 0 {
 		o.MaxRetries = -1
 	}
 	o.ContextTimeoutEnabled = true
-	return redis.NewUniversalClient(&o)
+	c := redis.NewUniversalClient(&o)
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		cc.AddHook(rcall.RerouteHook{Client: cc})
+	}
+	return c
 }
 
 // redactURL hides a URL's password, for messages.

@@ -18,6 +18,7 @@ import (
 // enqueued.
 func (c *Client) sendReplicated(ctx context.Context, groups []*group, infos []*TaskInfo, errs []error) error {
 	if err := c.registerAlone(ctx, groups); err != nil {
+		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
 		return fmt.Errorf("enqueue %q: %w", groups[0].queue, redisError(err))
 	}
 	for _, g := range groups {

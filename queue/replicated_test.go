@@ -164,3 +164,166 @@ func BenchmarkEnqueueWaitReplicas(b *testing.B) {
 		})
 	}
 }
+
+// waitHook records the timeout of every WAIT a client sends.
+type waitHook struct {
+	mu    sync.Mutex
+	waits []int64 // ms
+}
+
+func (h *waitHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *waitHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *waitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.record(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *waitHook) record(cmd redis.Cmder) {
+	if !strings.EqualFold(cmd.Name(), "wait") {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ms, _ := cmd.Args()[2].(int64)
+	h.waits = append(h.waits, ms)
+}
+
+// take returns the WAIT timeouts recorded since the last take, and their sum.
+func (h *waitHook) take() ([]int64, int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.waits
+	h.waits = nil
+	var sum int64
+	for _, ms := range w {
+		sum += ms
+	}
+	return w, sum
+}
+
+// TestWaitReplicasAfterScriptFlush: a call under WaitReplicas waits for
+// replicas at most WaitTimeout in all, even when the script cache is
+// empty, as a promoted replica's is: the script's NOSCRIPT round trip
+// still runs its WAIT, so the WAIT sent with the script again gets only
+// what is left of the timeout. One server with no replica: every WAIT
+// runs to its timeout. Before, each call sent two WAITs of the whole
+// timeout and took twice as long.
+func TestWaitReplicasAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	const timeout = 2 * time.Second
+	b := setup(t, Config{WaitReplicas: 1, WaitTimeout: timeout})
+	hook := &waitHook{}
+	b.rdb.AddHook(hook)
+	ctx := context.Background()
+	for i := range 3 { // the first call also registers the queue
+		must(t, b.rdb.ScriptFlush(ctx).Err())
+		start := time.Now()
+		info, err := b.client.Enqueue(ctx, NewRawTask("t", nil))
+		took := time.Since(start)
+		if !errors.Is(err, ErrNotReplicated) || info == nil {
+			t.Fatalf("call %d: Enqueue = %v, %v; want its info and ErrNotReplicated", i, info, err)
+		}
+		waits, sum := hook.take()
+		if len(waits) < 2 {
+			t.Fatalf("call %d sent WAITs %v: the flushed cache did not make it send the script twice", i, waits)
+		}
+		// each WAIT gets what is left, at least 1ms
+		if sum > timeout.Milliseconds()+int64(len(waits)) {
+			t.Errorf("call %d sent WAITs of %v ms, %d ms in all; want at most the WaitTimeout, %v", i, waits, sum, timeout)
+		}
+		// the wall clock says the same, with room for a loaded machine
+		if took > timeout*3/2 {
+			t.Errorf("call %d took %v; want under 1.5 x WaitTimeout (%v)", i, took, timeout)
+		}
+	}
+	qi, err := b.insp.QueueInfo(ctx, DefaultQueue)
+	must(t, err)
+	if qi.Pending != 3 {
+		t.Errorf("pending = %d, want 3: a call whose WAIT ran out still enqueued", qi.Pending)
+	}
+}
+
+// TestWaitReplicasAfterFailover: a master is killed and its replica
+// promoted, with an empty script cache and no replica of its own. The
+// first enqueue to one of its partitions, sent as the master dies and
+// tried again as a producer would, returns ErrNotReplicated one
+// WaitTimeout after the client found the promoted master, not two: every
+// WAIT it sent fits in one WaitTimeout, and on the wall clock it returns
+// within 1.5 WaitTimeouts of the client's slot map naming the new master.
+func TestWaitReplicasAfterFailover(t *testing.T) {
+	t.Parallel()
+	const timeout = 5 * time.Second
+	cl := redistest.StartClusterWithReplicas(t, 3)
+	// the client users make (no resend after a lost reply, a slot map
+	// reloaded after a failed call), reading longer than any WAIT
+	rdb := NewRedisClientFromOptions(&redis.UniversalOptions{Addrs: cl.Addrs(), IsClusterMode: true, ReadTimeout: 4 * timeout})
+	t.Cleanup(func() { _ = rdb.Close() })
+	cc := rdb.(*redis.ClusterClient)
+	hook := &waitHook{}
+	cc.OnNewNode(func(node *redis.Client) { node.AddHook(hook) }) // WAIT goes to the node's own client
+	ctx := context.Background()
+	cfg := Config{Prefix: redistest.Prefix(t), WaitReplicas: 1, WaitTimeout: timeout}
+	client, err := NewClient(rdb, cfg)
+	must(t, err)
+	// a replicated enqueue first: the master's cache holds the scripts
+	if _, err := client.Enqueue(ctx, NewRawTask("t", nil), In("q")); err != nil {
+		t.Fatalf("enqueue before the failover: %v", err)
+	}
+	if waits, _ := hook.take(); len(waits) == 0 {
+		t.Fatal("the hook saw no WAIT: the test would prove nothing")
+	}
+	part := keys.For(cfg.Prefix, "q", 0).T
+	master := cl.MasterOf(t, cl.Slot(t, part))
+
+	start := time.Now()
+	master.Kill(t)
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	go func() {
+		for {
+			call, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_, err := client.Enqueue(call, NewRawTask("t", nil), In("q"))
+			cancel()
+			if err == nil || errors.Is(err, ErrNotReplicated) || time.Since(start) > time.Minute {
+				done <- result{err, time.Since(start)}
+				return
+			}
+			hook.take() // a call that failed before it reached a master: its WAITs count for nothing
+		}
+	}()
+	// when the client's slot map names the promoted master
+	var switched time.Duration
+	for switched == 0 {
+		if m, err := cc.MasterForKey(ctx, part); err == nil && m.Options().Addr != master.Addr {
+			switched = time.Since(start)
+		} else if time.Since(start) > time.Minute {
+			t.Fatal("the client's slot map named the killed master for a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := <-done
+	if !errors.Is(r.err, ErrNotReplicated) {
+		t.Fatalf("the first enqueue after the promotion: %v; want ErrNotReplicated (the promoted master has no replica)", r.err)
+	}
+	waits, sum := hook.take()
+	t.Logf("the client found the promoted master %v after the kill; the first enqueue returned after %v, with WAITs of %v ms", switched, r.took, waits)
+	if len(waits) == 0 || sum > timeout.Milliseconds()+int64(len(waits)) {
+		t.Errorf("the call sent WAITs of %v ms, %d ms in all; want at most the WaitTimeout, %v", waits, sum, timeout)
+	}
+	if r.took > switched+timeout*3/2 {
+		t.Errorf("the first enqueue returned %v after the kill, %v after the client found the promoted master; want at most 1.5 x WaitTimeout (%v) after",
+			r.took, r.took-switched, timeout)
+	}
+}

@@ -30,11 +30,19 @@ const redirectAttempts = 8
 // script), TRYAGAIN, CLUSTERDOWN, READONLY and LOADING (after a short
 // wait), NOSCRIPT (the script again with EVAL). A connection error is
 // returned as it is, never resent: the script may have run.
+//
+// The WAITs of all attempts share one timeout: each waits only for what
+// is left of it (at least a millisecond), so a call waits for replicas at
+// most timeout in all. A refused script's WAIT still runs, since it was
+// sent in the same round trip: after a failover, a promoted replica's
+// empty script cache answers NOSCRIPT, and its WAIT, on a master that has
+// no replica yet, blocks until the timeout.
 func RunReplicated(ctx context.Context, c redis.UniversalClient, s *Script, keys []string, replicas int, timeout time.Duration, args ...any) (*redis.Cmd, int, error) {
 	cc, cluster := c.(*redis.ClusterClient)
 	var node *redis.Client
 	asking, eval := false, false
 	var err error
+	deadline := time.Now().Add(timeout)
 	for attempt := 1; ; attempt++ {
 		if cluster && node == nil {
 			if node, err = cc.MasterForKey(ctx, keys[0]); err != nil {
@@ -56,7 +64,8 @@ func RunReplicated(ctx context.Context, c redis.UniversalClient, s *Script, keys
 		} else {
 			cmd = call(ctx, pipe, "evalsha", s.hash, keys, args)
 		}
-		wait := redis.NewIntCmd(ctx, "WAIT", replicas, timeout.Milliseconds())
+		// WAIT 0 would block forever: a millisecond at least
+		wait := redis.NewIntCmd(ctx, "WAIT", replicas, max(time.Until(deadline).Milliseconds(), 1))
 		_ = pipe.Process(ctx, wait)
 		_, _ = pipe.Exec(ctx)
 		err = cmd.Err()
