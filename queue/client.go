@@ -43,6 +43,11 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.WaitReplicas > 0 {
+		if err := rcall.CheckWaitTimeout(rdb, cfg.WaitTimeout); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
 	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth}, nil
 }
 

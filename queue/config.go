@@ -50,7 +50,8 @@ type Config struct {
 	// return once the master has them.
 	WaitReplicas int
 	// WaitTimeout bounds how long a write waits for WaitReplicas replicas.
-	// Defaults to 1s.
+	// It must be below the Redis client's ReadTimeout, or NewClient and
+	// worker.NewServer refuse it. Defaults to 1s.
 	WaitTimeout time.Duration
 	// NoCoalescing makes every single Enqueue its own round trip. By
 	// default, an Enqueue call that finds 8 of the client's calls in flight,

@@ -38,7 +38,9 @@ func TestWaitReplicas(t *testing.T) {
 		// than 300ms to confirm, which is not what this part shows
 		patient := cfg
 		patient.WaitTimeout = 10 * time.Second
-		client, err := NewClient(rdb, patient)
+		slow := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1, ReadTimeout: 20 * time.Second})
+		t.Cleanup(func() { _ = slow.Close() })
+		client, err := NewClient(slow, patient)
 		must(t, err)
 		for i := range 9 {
 			if _, err := client.Enqueue(ctx, NewRawTask("t", nil), In("q")); err != nil {
@@ -121,7 +123,8 @@ func TestWaitReplicasSingleNode(t *testing.T) {
 	if qi.Pending != 1 {
 		t.Errorf("pending = %d, want 1", qi.Pending)
 	}
-	for _, c := range []Config{{WaitReplicas: -1}, {WaitReplicas: 1, WaitTimeout: -time.Second}} {
+	// a WAIT of 5s would outlast the client's 3s read
+	for _, c := range []Config{{WaitReplicas: -1}, {WaitReplicas: 1, WaitTimeout: -time.Second}, {WaitReplicas: 1, WaitTimeout: 5 * time.Second}} {
 		if _, err := NewClient(b.rdb, c); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewClient(%+v) = %v, want ErrInvalidConfig", c, err)
 		}

@@ -37,13 +37,17 @@ func TestWaitReplicasAcks(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	// serve starts a worker whose acks wait up to timeout for a replica.
+	// serve starts a worker whose acks wait up to timeout for a replica,
+	// on a client that reads for longer than that
 	serve := func(timeout time.Duration) (*Server, *syncBuffer) {
 		var logs syncBuffer
 		cfg := Config{Config: qcfg, Queues: map[string]int{q: 1}, Concurrency: 4}
 		cfg.WaitReplicas, cfg.WaitTimeout = 1, timeout
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		return startServer(t, rdb, cfg, h), &logs
+		wrdb, err := queue.NewRedisClient(clusterURL(cl) + "&read_timeout=" + (timeout + 5*time.Second).String())
+		must(t, err)
+		t.Cleanup(func() { _ = wrdb.Close() })
+		return startServer(t, wrdb, cfg, h), &logs
 	}
 	ctx := context.Background()
 	enqueue := func(n int) {

@@ -80,6 +80,11 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidConfig)
 	}
+	if cfg.WaitReplicas > 0 {
+		if err := rcall.CheckWaitTimeout(rdb, cfg.WaitTimeout); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
 	s := &Server{
 		rdb: rdb, cfg: cfg, handler: recovering(chain(recovering(h), cfg.Middleware)),
 		log:     cfg.Logger.With("worker", cfg.WorkerID),

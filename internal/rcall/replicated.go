@@ -156,3 +156,27 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// CheckWaitTimeout returns an error when a WAIT of timeout on c would
+// outlast c's read timeout: the read would fail before WAIT answered,
+// and the caller could not tell whether its write happened. go-redis
+// reads for 3s unless told otherwise; -1 and -2 mean no timeout.
+func CheckWaitTimeout(c redis.UniversalClient, timeout time.Duration) error {
+	var read time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		read = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		read = c.Options().ReadTimeout
+	default:
+		return nil
+	}
+	if read == 0 {
+		read = 3 * time.Second
+	}
+	if read > 0 && timeout >= read {
+		return fmt.Errorf("WaitTimeout %v is not below the Redis client's ReadTimeout %v: "+
+			"a WAIT would outlast the read and the write's outcome would be unknown", timeout, read)
+	}
+	return nil
+}
