@@ -67,12 +67,13 @@ func TestMakeFailsFastWithoutRedis(t *testing.T) {
 }
 
 // TestREADMELinks: no link in the README (nor examples/README.md, nor
-// docs/) points outside the repository: relative links resolve to files
-// in it, and there are no links to other sites.
+// docs/) points outside the repository but to this module's godoc:
+// relative links resolve to files in it, and there are no links to other
+// sites.
 func TestREADMELinks(t *testing.T) {
 	t.Parallel()
 	files, _ := filepath.Glob("docs/*.md")
-	files = append(files, "README.md", "examples/README.md", "dashboard/API.md", "BENCHMARKS.md")
+	files = append(files, "README.md", "examples/README.md", "dashboard/API.md", "BENCHMARKS.md", "CONTRIBUTING.md", "CHANGELOG.md")
 	// markdown links, and paths in code spans that climb out of a directory
 	link := regexp.MustCompile("\\]\\(([^)\\s]+)\\)|`(\\.\\./[^`\\s]*)`")
 	root, err := filepath.Abs(".")
@@ -86,6 +87,9 @@ func TestREADMELinks(t *testing.T) {
 		}
 		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
 			target := m[1] + m[2]
+			if strings.HasPrefix(target, "https://pkg.go.dev/github.com/shardq/shardq") {
+				continue // the godoc of this module
+			}
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				t.Errorf("%s: link %q leaves the repository", f, target)
 				continue
@@ -102,6 +106,57 @@ func TestREADMELinks(t *testing.T) {
 			if _, err := os.Stat(abs); err != nil {
 				t.Errorf("%s: link %q: no such file in the repository", f, target)
 			}
+		}
+	}
+}
+
+// TestREADMEQuickstart: the README's program is examples/quickstart/main.go,
+// byte for byte, so the program a new user copies is the one the examples
+// test builds and runs.
+func TestREADMEQuickstart(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("examples/quickstart/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "\n```go\n")
+	if !ok {
+		t.Fatal("the README has no Go block")
+	}
+	got, _, ok := strings.Cut(rest, "\n```\n")
+	if !ok {
+		t.Fatal("the README's first Go block does not end")
+	}
+	if got+"\n" != string(want) {
+		t.Fatalf("the README's first Go block differs from examples/quickstart/main.go:\n%s", lineDiff(string(want), got+"\n"))
+	}
+	if n := strings.Count(string(readme), "\n"); n > 260 {
+		t.Errorf("the README has %d lines; it is a door, at most about 250", n)
+	}
+}
+
+// TestNoLuaOutsideItsGuide: package lua is for users who build on the
+// primitives; examples and the README never import it, and among the
+// guides only docs/primitives.md does.
+func TestNoLuaOutsideItsGuide(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("examples/*/*.go")
+	guides, _ := filepath.Glob("docs/*.md")
+	files = append(append(files, guides...), "README.md")
+	for _, f := range files {
+		if f == filepath.Join("docs", "primitives.md") || f == filepath.Join("docs", "ARCHITECTURE.md") {
+			continue // the architecture doc is for contributors: it names lua.FS
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"github.com/shardq/shardq/lua"`) || regexp.MustCompile(`\blua\.[A-Z]`).Match(b) {
+			t.Errorf("%s uses package lua; only docs/primitives.md may", f)
 		}
 	}
 }
