@@ -285,35 +285,55 @@ func TestWorkerMetrics(t *testing.T) {
 }
 
 // TestDocsReferenceRealMetrics: every shardq_* series the Grafana
-// dashboard and the alert rules in docs/ name is one this package exports.
+// dashboard and the alert rules in docs/ name is one this package
+// exports, and every label a selector of it matches on is one it has.
 func TestDocsReferenceRealMetrics(t *testing.T) {
 	t.Parallel()
-	names := map[string]bool{}
+	labels := map[string]map[string]bool{} // metric -> its labels
+	fq := regexp.MustCompile(`fqName: "([a-z_]+)".*variableLabels: \{([a-z_,]*)\}`)
+	describe := func(d *prometheus.Desc) {
+		m := fq.FindStringSubmatch(d.String())
+		labels[m[1]] = map[string]bool{"le": true} // histograms' buckets
+		for _, l := range strings.Split(m[2], ",") {
+			labels[m[1]][l] = true
+		}
+	}
 	reg := prometheus.NewRegistry()
 	metrics.NewWorkerMetrics(reg)
 	ch := make(chan *prometheus.Desc, 64)
 	metrics.NewQueueCollector(nil).Describe(ch)
 	close(ch)
-	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
 	for d := range ch {
-		names[fq.FindStringSubmatch(d.String())[1]] = true
+		describe(d)
 	}
 	// the worker's vectors appear once they have a child: describe them instead
 	wch := make(chan *prometheus.Desc, 64)
 	go func() { reg.Describe(wch); close(wch) }()
 	for d := range wch {
-		names[fq.FindStringSubmatch(d.String())[1]] = true
+		describe(d)
 	}
-	if len(names) < 14 {
-		t.Fatalf("only %d metric names: %v", len(names), names)
+	if len(labels) < 14 || !labels["shardq_handler_outcomes_total"]["outcome"] {
+		t.Fatalf("only %d metrics, or no outcome label: %v", len(labels), labels)
 	}
-	series := regexp.MustCompile(`shardq_[a-z_]+`)
+	series := regexp.MustCompile(`(shardq_[a-z_]+)(\{[^}]*\})?`)
+	matcher := regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)`)
 	check := func(file, text string) int {
 		n := 0
-		for _, s := range series.FindAllString(text, -1) {
+		for _, m := range series.FindAllStringSubmatch(text, -1) {
+			s := m[1]
 			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(s, "_bucket"), "_sum"), "_count")
-			if !names[s] && !names[base] {
+			has, ok := labels[s]
+			if !ok {
+				has, ok = labels[base]
+			}
+			if !ok {
 				t.Errorf("%s names %s, which package metrics does not export", file, s)
+				continue
+			}
+			for _, l := range matcher.FindAllStringSubmatch(m[2], -1) {
+				if !has[l[1]] {
+					t.Errorf("%s matches %s on the label %q, which it does not have", file, s, l[1])
+				}
 			}
 			n++
 		}
