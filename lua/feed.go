@@ -12,7 +12,8 @@ import (
 // counter hands out inside the appending script, so a reader paging with a
 // marker (the last member it saw) never misses an entry. Key holds the
 // feed, Key+":rank" its counter. Cap bounds the feed to its newest members
-// (0 = unbounded).
+// (0 = unbounded). The feed is trimmed once per Cap/16 appends, at most
+// 256, so it holds up to that many members more between trims.
 type RankedFeed struct {
 	Key string
 	Cap int
@@ -36,8 +37,9 @@ const (
 // RankKey returns the key of the feed's rank counter.
 func (f *RankedFeed) RankKey() string { return f.Key + ":rank" }
 
-// Append adds members with a contiguous run of ranks, trims the feed to Cap
-// and returns the first rank given and the members trimmed away.
+// Append adds members with a contiguous run of ranks, trims the feed to
+// Cap when a trim is due, and returns the first rank given and the
+// members trimmed away.
 func (f *RankedFeed) Append(ctx context.Context, c redis.Scripter, members ...string) (first int64, trimmed []string, err error) {
 	if len(members) == 0 {
 		return 0, nil, nil

@@ -141,11 +141,13 @@ func (l *ShardedList) BlockingPop(ctx context.Context, c redis.UniversalClient, 
 	}
 }
 
-// BlockSlice runs one slice of a blocking pop: the sharded_block helper
-// and BLMOVE of at most a second from the end shard (as Pop reported it
-// with PopShard) onto the tail of dest, in one round trip. It returns the
-// item, or redis.Nil when the slice ended with nothing or with the dummy
-// (which it takes out of dest again).
+// BlockSlice runs one slice of a blocking pop, for a caller with a loop
+// of its own (BlockingPop is such a loop): the sharded_block helper and
+// BLMOVE of at most a second from shard onto the tail of dest, in one
+// round trip. shard is the end shard at side, the number Base+":first"
+// (Left) or Base+":last" (Right) holds when a pop found the list empty.
+// It returns the item, or redis.Nil when the slice ended with nothing or
+// with the dummy, which it takes out of dest again.
 func (l *ShardedList) BlockSlice(ctx context.Context, c redis.UniversalClient, side Side, shard int64, dest string) (string, error) {
 	src := l.ShardKey(shard)
 	pos := "LEFT"

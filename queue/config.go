@@ -45,7 +45,8 @@ type Config struct {
 	// ErrNotReplicated after WaitTimeout: the write happened on the master
 	// but may be lost if it fails now. It narrows, but does not close, the
 	// window in which a failover loses acknowledged writes: WAIT is not
-	// strong consistency (see the README). Each call costs one round trip
+	// strong consistency (see docs/operations.md, "Durable writes with
+	// WaitReplicas"). Each call costs one round trip
 	// per partition, and the time the replicas take. Defaults to 0: writes
 	// return once the master has them.
 	WaitReplicas int
@@ -56,18 +57,18 @@ type Config struct {
 	// NoCoalescing makes every single Enqueue its own round trip. By
 	// default, an Enqueue call that finds 8 of the client's calls in flight,
 	// one of them to its partition, waits for that one, and the calls
-	// waiting then go out together, in one batch call (see the README's
-	// "Enqueue from many goroutines"): each still returns only once Redis
-	// has its task, and a producer enqueueing from one goroutine is not
-	// affected.
+	// waiting then go out together, in one script call (see
+	// docs/enqueueing.md, "Enqueueing from many goroutines"): each still
+	// returns only once Redis has its task, and a producer enqueueing from
+	// one goroutine is not affected.
 	NoCoalescing bool
 	// FullMessages writes every task's message in the full form. By
 	// default a plain task (no concurrency key, the default MaxRetry, no
 	// timeout, deadline, retention, uniqueness, headers or flow) is
-	// written in a compact form, 5 bytes shorter per pending task, which
-	// workers built before 2026-11-26 cannot read: they would send such a
+	// written in a compact form, shorter per pending task, which workers
+	// of builds from before v0.1.0 cannot read: they would send such a
 	// task to dead. Set it while a rolling upgrade still runs such
-	// workers; every worker since reads both forms.
+	// workers; every worker of v0.1.0 and later reads both forms.
 	FullMessages bool
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger

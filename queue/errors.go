@@ -72,8 +72,10 @@ var (
 	ErrBatchClosed = errors.New("queue: batch closed")
 )
 
-// EnqueueError reports the tasks of an EnqueueMany that were not enqueued;
-// the others were. Errs has one entry per task, nil for those enqueued.
+// EnqueueError reports the tasks of an EnqueueMany that have an error;
+// the others were enqueued. Errs has one entry per task, nil for those
+// enqueued. An entry with ErrNotReplicated is a task that was enqueued,
+// whose write the replicas did not confirm in time: its info is not nil.
 // errors.Is matches any of them.
 type EnqueueError struct {
 	Errs []error

@@ -18,8 +18,9 @@ var ErrInvalidRedisURL = errors.New("queue: invalid Redis URL")
 // needs it: commands are never resent after a lost reply (MaxRetries -1:
 // a resent enqueue could enqueue twice, a resent pop hides its tasks until
 // their lease expires), and a context's deadline bounds every call
-// (ContextTimeoutEnabled). Any other client works too, but Client, Worker
-// and Inspector warn of those two settings.
+// (ContextTimeoutEnabled). On Redis Cluster, the client also re-reads its
+// slot map after a failed call. Any other client works too; a worker logs
+// a warning when its client resends commands.
 //
 // The scheme picks the deployment:
 //

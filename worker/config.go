@@ -62,8 +62,10 @@ type Config struct {
 	// before cancelling them. Defaults to 10s.
 	ShutdownTimeout time.Duration
 	// ForwardInterval is the longest a due scheduled or retrying task
-	// waits to be moved to its queue (tasks known to be due sooner are
-	// moved on time). Defaults to 500ms.
+	// waits to be moved to its queue. A task due before the next look that
+	// the last look saw is moved on time; one written after that look, such
+	// as a retry of a few milliseconds, waits for the next look. Defaults
+	// to 500ms.
 	ForwardInterval time.Duration
 	// FlowSweep is how often this server forwards its partitions' flow
 	// notifications and delivers due flow tasks (callbacks, next links,

@@ -154,6 +154,8 @@ func (t *Task) Flow() *queue.TaskFlow {
 // Batch returns a handle to the batch the task is a member of, or nil when
 // the task is in no batch. Add to it with the handler's context: that is
 // allowed after Close, since the batch cannot finish while this task runs.
+// A batch's callback task gets its batch too; the batch has finished by
+// then, so an Add from it is ErrBatchFinished.
 func (t *Task) Batch() *queue.Batch {
 	f := t.Flow()
 	if f == nil || f.BatchID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {

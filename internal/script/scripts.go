@@ -1,6 +1,6 @@
 // Package script is the registry of the engine's Lua scripts: every .lua
-// file of package lua, resolved once at start-up, and the return codes
-// they share with Go (codes.go, lua/include/codes.lua).
+// file of package lua, resolved once at start-up. The codes they return
+// are named in internal/codes.
 package script
 
 import (
