@@ -12,7 +12,7 @@
   What may not start now goes back to the head of the pending list, so no
   worker hoards tasks it cannot run.
   Returns: {status, items left in the in-flight list, now (ms), {ack codes},
-  {messages}, {index, attempt, token, id, ...}}, as pop's (POP_RATE: the
+  {messages}, {index, attempt, token, id, granted, ...}}, as pop's (POP_RATE: the
   wait is not reported, look shortly). ]]
 --@include acks
 --@include lease

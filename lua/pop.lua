@@ -16,8 +16,8 @@
   with limits a pop leases for the free slots only.
   Tasks over their concurrency key's limit are parked, not leased.
   Returns: {status, aux, now (ms: the lease's start), {ack codes},
-  {messages}, {index, attempt, token, id, ...}}: the leased messages, then
-  four values for each of them whose attempt and token are not 1 or whose
+  {messages}, {index, attempt, token, id, granted, ...}}: the leased
+  messages, then five values for each of them whose attempt and token are not 1 or whose
   ID is not the one it opens with (see include/lease.lua); with nothing
   leased, the first four only. Status (include/codes.lua) POP_OK with aux
   the end shard (a reader that got nothing blocks there), POP_PAUSED,

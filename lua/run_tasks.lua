@@ -10,7 +10,9 @@
   ARGV[3..] pairs: task ID, its MaxRetry (from its message)
   A task that never ran loses its record, as in forward; one that ran keeps
   it, with its attempts and last error. A dead task gets one more attempt:
-  its attempts drop to its MaxRetry when they were above it. A task still in
+  its attempts, which count every start, stay as they are, and the record
+  grants it the attempts it took beyond MaxRetry+1 (include/record.lua,
+  field 12), so that the next start is its last. A task still in
   the recent feed gets its message back in T:feed:msg, where inspectors
   find pending tasks.
   Returns: one code per task: 1 moved, 0 not scheduled, retrying or dead ]]
@@ -32,7 +34,9 @@ for i = 3, #ARGV, 2 do
     if r[2] == 0 then
       redis.call('HDEL', KEYS[5], id)
     else
-      if which == 3 and r[2] > max_retry then r[2] = max_retry end
+      if which == 3 and r[2] - (r[12] or 0) > max_retry then
+        r[11], r[12] = r[11] or '', r[2] - max_retry
+      end
       r[1], r[4], r[8], r[9] = 'pending', '', 0, 0
       record_put(KEYS[5], id, r)
     end

@@ -62,6 +62,7 @@ type leased struct {
 	id      string
 	msg     string
 	attempt int
+	granted int // attempts granted beyond MaxRetry+1 by operators (RunTask)
 	token   int64
 	at      int64 // server ms when leased
 }
@@ -188,7 +189,7 @@ func parsePopReply(res []any) (popReply, error) {
 	}
 	msgs, _ := res[4].([]any)
 	extra, _ := res[5].([]any)
-	if len(extra)%4 != 0 {
+	if len(extra)%5 != 0 {
 		return popReply{}, fmt.Errorf("unexpected pop reply: %d values of other attempts", len(extra))
 	}
 	r.tasks = make([]leased, len(msgs))
@@ -197,7 +198,7 @@ func parsePopReply(res []any) (popReply, error) {
 		l.msg, _ = m.(string)
 		l.at, l.attempt, l.token = at, 1, 1
 	}
-	for i := 0; i < len(extra); i += 4 {
+	for i := 0; i < len(extra); i += 5 {
 		k, _ := extra[i].(int64)
 		if k < 1 || int(k) > len(r.tasks) {
 			return popReply{}, fmt.Errorf("unexpected pop reply: task %d of %d", k, len(r.tasks))
@@ -207,6 +208,8 @@ func parsePopReply(res []any) (popReply, error) {
 		l.attempt = int(a)
 		l.token, _ = extra[i+2].(int64)
 		l.id, _ = extra[i+3].(string)
+		g, _ := extra[i+4].(int64)
+		l.granted = int(g)
 	}
 	for i := range r.tasks {
 		if l := &r.tasks[i]; l.id == "" {

@@ -98,10 +98,12 @@ func (s *Server) run(p *part, l leased) {
 			err: fmt.Sprintf("undecodable task message: %v", err)})
 		return
 	}
-	// Attempt-1 > MaxRetry, not Attempt > MaxRetry+1: MaxRetry may be
-	// math.MaxInt ("retry forever"), and MaxRetry+1 would overflow
-	if t.Attempt-1 > t.MaxRetry {
-		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("attempts exhausted: attempt %d of %d; earlier attempts lost their lease (worker crashed or stalled)", t.Attempt, uint64(t.MaxRetry)+1))))
+	// Attempt-1-granted > MaxRetry, not Attempt > MaxRetry+1+granted:
+	// MaxRetry may be math.MaxInt ("retry forever"), and the sum would
+	// overflow
+	if t.Attempt-1-t.granted > t.MaxRetry {
+		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("attempts exhausted: attempt %d of %d; earlier attempts lost their lease (worker crashed or stalled)",
+			t.Attempt, uint64(t.MaxRetry)+1+uint64(t.granted)))))
 		return
 	}
 	if !t.Deadline.IsZero() && !time.Now().Before(t.Deadline) {
@@ -219,7 +221,7 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 	t := &Task{
 		ID: wire.PublicID(l.id), sid: l.id, srv: s, part: p, Type: m.Type, Headers: m.Headers, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
 		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
-		token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique, flow: m.Flow,
+		token: l.token, granted: l.granted, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique, flow: m.Flow,
 	}
 	if m.Timeout > 0 {
 		t.Deadline = time.Now().Add(time.Duration(m.Timeout) * time.Millisecond)

@@ -19,7 +19,9 @@ type Task struct {
 	// Payload is the payload bytes: msgpack unless Raw.
 	Payload []byte
 	Raw     bool
-	// Attempt is 1 on the first run and counts every start since.
+	// Attempt is 1 on the first run and counts every start since, those
+	// after queue.Inspector.RunTask included: an attempt number is never
+	// used twice, so a handler may key its side effects on it.
 	Attempt    int
 	MaxRetry   int
 	EnqueuedAt time.Time
@@ -37,6 +39,7 @@ type Task struct {
 	part      *part
 	report    report // SetProgress's throttle
 	token     int64
+	granted   int // attempts operators granted beyond MaxRetry+1 (RunTask)
 	retention time.Duration
 	unique    string
 	flow      string // wire.FlowRef text; "" = none
@@ -54,8 +57,10 @@ func (t *Task) Decode(v any) error {
 	return nil
 }
 
-// RetriesLeft returns how many retries remain should this attempt fail.
-func (t *Task) RetriesLeft() int { return max(0, t.MaxRetry-(t.Attempt-1)) }
+// RetriesLeft returns how many retries remain should this attempt fail. A
+// dead task run again by an operator (queue.Inspector.RunTask) gets one
+// more attempt, which has none left.
+func (t *Task) RetriesLeft() int { return max(0, t.MaxRetry-(t.Attempt-1-t.granted)) }
 
 type taskKey struct{}
 

@@ -8,8 +8,9 @@
 -- writes are one variadic call each for the whole batch. It returns the
 -- leased messages and, for each whose attempt and token are not 1 (it ran
 -- before) or whose ID is not the one it opens with (a "bad:" ID), {index
--- among them, attempt, token, ID or ""}: a first lease, the common case,
--- costs the reply one value, and the worker reads its ID in the message.
+-- among them, attempt, token, ID or "", attempts granted by operators}: a
+-- first lease, the common case, costs the reply one value, and the worker
+-- reads its ID in the message.
 local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local leased, extra = {}, {}
   local n = #msgs
@@ -31,7 +32,7 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local j, e = 0, 0
   for i = 1, n do
     local id, key, m = ids[i], keys[i], msgs[i]
-    local rec, attempt, token
+    local rec, attempt, token, granted
     if not raws[i] and key == '' then
       fresh = fresh or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, ''})
       rec, attempt, token = fresh, 1, 1
@@ -39,7 +40,7 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
       local r = record_decode(raws[i])
       if r[2] == 0 and counted then keydepth_down(T, key, 1) end -- its first start
       r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
-      rec, attempt, token = record_pack_active(r), r[2], r[3]
+      rec, attempt, token, granted = record_pack_active(r), r[2], r[3], r[12]
       if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
     end
     states[j + 1], states[j + 2] = id, rec
@@ -53,7 +54,8 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
     leased[i] = m
     if token ~= 1 or attempt ~= 1 or bad[i] then
       extra[e + 1], extra[e + 2], extra[e + 3], extra[e + 4] = i, attempt, token, bad[i] and id or ''
-      e = e + 4
+      extra[e + 5] = granted or 0
+      e = e + 5
     end
   end
   redis.call('HSET', statek, unpack(states))

@@ -6,6 +6,10 @@
 --   [6] last failed at (ms)  [7] started at (ms)  [8] finished at (ms)
 --   [9] next process at (ms)  [10] concurrency key of the current lease
 --   [11] padding, in an active record: see record_pack_active
+--   [12] attempts granted beyond MaxRetry+1 by operators (run_tasks): the
+--        attempts field counts every start and never goes down, so an
+--        operator who runs a dead task again grants it one more; absent
+--        (0) until then, and [11] is then '' when there is no padding
 local RECORD_DEFAULTS = {'pending', 0, 0, '', '', 0, 0, 0, 0, ''}
 
 -- record_pack_active packs the record table r of a task being leased,
@@ -20,7 +24,7 @@ local RECORD_DEFAULTS = {'pending', 0, 0, '', '', 0, 0, 0, 0, ''}
 local function record_pack_active(r)
   local rec = cmsgpack.pack(r)
   if #rec > 64 then return rec end
-  r[11] = string.rep(' ', 64 - #rec)
+  r[11] = (r[11] or '') .. string.rep(' ', 65 - #rec)
   return cmsgpack.pack(r)
 end
 
