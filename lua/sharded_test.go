@@ -246,21 +246,25 @@ func TestBlockingPop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
+	// An item pushed while the reader blocks is what its blocking move
+	// returns: the reader wakes on the push, not at a later look.
 	t.Run("WakesOnPush", func(t *testing.T) {
 		t.Parallel()
 		s := setupList(t, 3)
+		moves := watchMoves(s.rdb)
 		dest := s.base + ":inflight"
 		go func() {
-			time.Sleep(200 * time.Millisecond)
+			for !moves.blocking() {
+				time.Sleep(time.Millisecond)
+			}
 			_ = s.list.Push(ctx, s.rdb, Right, "x")
 		}()
-		start := time.Now()
-		item, ok, err := s.list.BlockingPop(ctx, s.rdb, Left, dest, 5*time.Second)
+		item, ok, err := s.list.BlockingPop(ctx, s.rdb, Left, dest, time.Minute)
 		if err != nil || !ok || item != "x" {
 			t.Fatalf("BlockingPop = %q, %v, %v", item, ok, err)
 		}
-		if d := time.Since(start); d > 1500*time.Millisecond {
-			t.Fatalf("woke after %v, want well under the 1s slice after the push", d)
+		if got := moves.results(); got[len(got)-1] != "x" {
+			t.Fatalf("blocking moves returned %q: the reader did not wake on the push", got)
 		}
 		assertList(t, s.rdb, dest, "x")
 	})
@@ -273,7 +277,9 @@ func TestBlockingPop(t *testing.T) {
 		if err != nil || ok {
 			t.Fatalf("BlockingPop on an empty list = ok %v, err %v", ok, err)
 		}
-		if d := time.Since(start); d < 1400*time.Millisecond || d > 3*time.Second {
+		// 1.5s to 2s: whole-second slices; the upper bound only says it
+		// did not block for good
+		if d := time.Since(start); d < 1400*time.Millisecond || d > 20*time.Second {
 			t.Fatalf("timed out after %v, want 1.5s to 2s (whole-second slices)", d)
 		}
 	})
@@ -288,13 +294,14 @@ func TestBlockingPop(t *testing.T) {
 		must(t, s.list.Push(ctx, s.rdb, Right, "a", "b", "c", "d", "e"))
 		_, err := s.list.Pop(ctx, s.rdb, Left, 4) // first moves to shard 2, which holds "e"
 		must(t, err)
-		start := time.Now()
+		moves := watchMoves(s.rdb)
 		_, err = s.list.BlockSlice(ctx, s.rdb, Left, 0, dest)
 		if err != redis.Nil {
 			t.Fatalf("slice on stale shard 0: err = %v, want redis.Nil (dummy)", err)
 		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Fatalf("stale slice blocked %v instead of returning at once", d)
+		// the move returned the dummy at once, not nothing after its second
+		if got := moves.results(); len(got) != 1 || got[0] != dummy {
+			t.Fatalf("the stale slice's move returned %q, want the dummy", got)
 		}
 		assertList(t, s.rdb, dest)
 		item, ok, err := s.list.BlockingPop(ctx, s.rdb, Left, dest, time.Second)
@@ -334,20 +341,25 @@ func TestBlockingPop(t *testing.T) {
 			err  error
 			at   time.Time
 		}
+		moves := watchMoves(s.rdb)
 		done := make(chan result, 1)
 		go func() {
-			item, ok, err := s.list.BlockingPop(ctx, s.rdb, Left, dest, 10*time.Second)
+			item, ok, err := s.list.BlockingPop(ctx, s.rdb, Left, dest, time.Minute)
 			done <- result{item, ok, err, time.Now()}
 		}()
-		time.Sleep(300 * time.Millisecond)
-		pushed := time.Now()
+		// push once the reader blocks again, after its first move ended
+		for len(moves.results()) == 0 || !moves.blocking() {
+			time.Sleep(time.Millisecond)
+		}
 		must(t, s.list.Push(ctx, s.rdb, Right, "late"))
 		r := <-done
 		if r.err != nil || !r.ok || r.item != "late" {
 			t.Fatalf("BlockingPop = %q, %v, %v; want late", r.item, r.ok, r.err)
 		}
-		if d := r.at.Sub(pushed); d > 500*time.Millisecond {
-			t.Fatalf("late item reached the reader %v after the push: it slept on the stale shard", d)
+		// the move on the stale shard returned the dummy at once, and the
+		// next, on the new end shard, returned the late item
+		if got := moves.results(); len(got) != 2 || got[0] != dummy || got[1] != "late" {
+			t.Fatalf("the reader's blocking moves returned %q, want the dummy, then late", got)
 		}
 		assertList(t, s.rdb, dest, "late")
 		if n, _ := s.list.Len(ctx, s.rdb); n != 0 {
@@ -370,4 +382,55 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// moveWatch records the blocking moves (BLMOVE) a client sends: how many
+// wait now, and what each returned ("" for nothing).
+type moveWatch struct {
+	mu       sync.Mutex
+	inFlight int
+	returned []string
+}
+
+// watchMoves adds a moveWatch to rdb.
+func watchMoves(rdb *redis.Client) *moveWatch {
+	w := &moveWatch{}
+	rdb.AddHook(w)
+	return w
+}
+
+func (w *moveWatch) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (w *moveWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (w *moveWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var moves []*redis.StringCmd
+		for _, c := range cmds {
+			if sc, ok := c.(*redis.StringCmd); ok && strings.EqualFold(c.Name(), "blmove") {
+				moves = append(moves, sc)
+			}
+		}
+		w.mu.Lock()
+		w.inFlight += len(moves)
+		w.mu.Unlock()
+		err := next(ctx, cmds)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.inFlight -= len(moves)
+		for _, m := range moves {
+			w.returned = append(w.returned, m.Val())
+		}
+		return err
+	}
+}
+
+func (w *moveWatch) blocking() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inFlight > 0
+}
+
+func (w *moveWatch) results() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.returned...)
 }

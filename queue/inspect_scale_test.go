@@ -78,7 +78,9 @@ func TestInspectorAtScale(t *testing.T) {
 		took := time.Since(start)
 		rt, cmds := b.calls.roundTrips.Load(), b.calls.commands.Load()
 		t.Logf("%-28s %2d round trips, %2d commands, %v", name, rt, cmds, took)
-		if rt > maxRoundTrips || took > 2*time.Second {
+		// the round trips are the bound; the time only catches a call that
+		// walks the million tasks, with room for a loaded machine
+		if rt > maxRoundTrips || took > 10*time.Second {
 			t.Errorf("%s: %d round trips (want <= %d) in %v", name, rt, maxRoundTrips, took)
 		}
 	}

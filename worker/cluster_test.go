@@ -3,11 +3,15 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -20,6 +24,8 @@ func TestWorkerOnCluster(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rdb := cl.Client(t)
+	moves := &moveHook{inFlight: map[string]int{}}
+	rdb.AddHook(moves)
 	qcfg := queue.Config{Prefix: redistest.Prefix(t), Partitions: map[string]int{"hot": 4}}
 	client, err := queue.NewClient(rdb, qcfg)
 	must(t, err)
@@ -67,17 +73,25 @@ func TestWorkerOnCluster(t *testing.T) {
 		return len(runs)
 	}
 	waitFor(t, 20*time.Second, "every task", func() bool { return total() == 301 })
-	time.Sleep(1500 * time.Millisecond) // the fetchers now block in their slices
-	sent := time.Now()
-	late, err := client.Enqueue(ctx, queue.NewRawTask("t", []byte("ok")), queue.In("b"))
-	must(t, err)
-	waitFor(t, 3*time.Second, "the late task", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return runs[late.ID] == 1
-	})
-	if d := time.Since(sent); d > 500*time.Millisecond {
-		t.Fatalf("an idle worker on the cluster started a task after %v", d)
+	// A task pushed while b's fetchers block in a slice is taken by the
+	// blocking move itself, not by a later poll. The push can land just
+	// as a slice ends, when the next pop takes it: then try again.
+	shards := keys.For(qcfg.Prefix, "b", 0).ShardPrefix()
+	for try := 1; ; try++ {
+		waitFor(t, 10*time.Second, "a fetcher of b blocked in its slice", func() bool { return moves.blocking(shards) })
+		late, err := client.Enqueue(ctx, queue.NewRawTask("t", []byte("ok")), queue.In("b"))
+		must(t, err)
+		waitFor(t, 20*time.Second, "the late task", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return runs[late.ID] == 1
+		})
+		if moves.took(wire.StoredID(late.ID)) {
+			break
+		}
+		if try == 5 {
+			t.Fatal("in 5 tries, no blocked fetcher took a task pushed while it blocked")
+		}
 	}
 	mu.Lock()
 	for id, n := range runs {
@@ -92,4 +106,63 @@ func TestWorkerOnCluster(t *testing.T) {
 			return err == nil && qi.Pending+qi.Active+qi.Retry+qi.Scheduled == 0 && qi.Dead == 0
 		})
 	}
+}
+
+// moveHook watches the blocking moves (BLMOVE) that idle fetchers send in
+// their slices: which shards they block on now, and what they took.
+type moveHook struct {
+	mu       sync.Mutex
+	inFlight map[string]int // source shard -> moves waiting there
+	moved    []string       // the items the moves returned
+}
+
+func (h *moveHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *moveHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *moveHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var moves []redis.Cmder
+		h.mu.Lock()
+		for _, c := range cmds {
+			if strings.EqualFold(c.Name(), "blmove") {
+				moves = append(moves, c)
+				h.inFlight[fmt.Sprint(c.Args()[1])]++
+			}
+		}
+		h.mu.Unlock()
+		err := next(ctx, cmds)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, c := range moves {
+			h.inFlight[fmt.Sprint(c.Args()[1])]--
+			if sc, ok := c.(*redis.StringCmd); ok && sc.Val() != "" {
+				h.moved = append(h.moved, sc.Val())
+			}
+		}
+		return err
+	}
+}
+
+// blocking reports whether a move waits on a shard whose key starts with prefix.
+func (h *moveHook) blocking(prefix string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, n := range h.inFlight {
+		if n > 0 && strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// took reports whether a move returned the message of the task with the
+// stored ID id.
+func (h *moveHook) took(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.moved {
+		if strings.Contains(m, id) {
+			return true
+		}
+	}
+	return false
 }
