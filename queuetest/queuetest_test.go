@@ -56,17 +56,22 @@ func TestSignupEnqueuesAndRetries(t *testing.T) {
 		t.Fatalf("reminder due in %v, want a day", until)
 	}
 
+	var mu sync.Mutex // Drain runs handlers at once
 	attempts := map[string]int{}
 	mux := worker.NewMux()
 	mux.Handle("email:welcome", worker.Typed(func(ctx context.Context, task *worker.Task, w Welcome) error {
+		mu.Lock()
 		attempts[task.ID]++
+		mu.Unlock()
 		if task.Attempt <= 2 {
 			return errors.New("smtp busy") // retried with the default backoff
 		}
 		return nil
 	}))
 	mux.Handle("email:reminder", worker.Typed(func(ctx context.Context, task *worker.Task, w Welcome) error {
+		mu.Lock()
 		attempts[task.ID]++
+		mu.Unlock()
 		return nil
 	}))
 	start := time.Now()
