@@ -68,8 +68,8 @@ var deleteAction = &action{
 // RunTask moves a scheduled, retrying or dead task to the tail of its
 // queue's pending list, so it runs now. A dead task gets one more
 // attempt: it goes back to dead if that fails. Its attempts go on
-// counting: the handler sees the next worker.Task.Attempt, never one
-// used before. A task in another state is ErrTaskState; an unknown one
+// counting: the handler sees the next worker.Task.Attempt, not one it saw
+// before. A task in another state is ErrTaskState; an unknown one
 // ErrTaskNotFound. Three round trips.
 func (i *Inspector) RunTask(ctx context.Context, queue, id string) error {
 	return i.actOne(ctx, runAction, queue, id)

@@ -19,9 +19,11 @@ type Task struct {
 	// Payload is the payload bytes: msgpack unless Raw.
 	Payload []byte
 	Raw     bool
-	// Attempt is 1 on the first run and counts every start since, those
-	// after queue.Inspector.RunTask included: an attempt number is never
-	// used twice, so a handler may key its side effects on it.
+	// Attempt is 1 on the first run and counts the attempts since. A run
+	// that ends in Snooze, or that a graceful shutdown cut short, costs no
+	// attempt: the next run has its number again. A dead task run again
+	// with queue.Inspector.RunTask goes on counting, so its extra attempt
+	// has a number of its own.
 	Attempt    int
 	MaxRetry   int
 	EnqueuedAt time.Time
