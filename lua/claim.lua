@@ -41,8 +41,9 @@ end
 local left = redis.call('LLEN', KEYS[1])
 local back = {}
 for i = n + 1, #msgs do back[#back + 1] = msgs[i] end
+back = fair_route(T, back, true, size)
 if #back > 0 then sharded_push(KEYS[6], KEYS[7], T .. ':s:', size, back, true) end
 if n == 0 then return {status, left, now, codes} end
 local take = {}
 for i = 1, math.min(n, #msgs) do take[#take + 1] = msgs[i] end
-return dequeue_reply(T, take, lim, now, tonumber(ARGV[3]), ARGV[5], left, codes)
+return dequeue_reply(T, take, lim, now, tonumber(ARGV[3]), ARGV[5], left, codes, size, false)

@@ -25,6 +25,7 @@
 --@include feed
 --@include pendingref
 --@include closed
+--@include fair
 local T = ARGV[1]
 local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local F, FIRST = tonumber(ARGV[5]), 6
@@ -48,6 +49,8 @@ local function finish(pending, members, bodies)
     end
     redis.call('HSET', KEYS[5], unpack(kv))
   end
+  -- tasks with a key wait in their keys' lists (include/fair.lua)
+  pending = fair_route(T, pending, false, size)
   if #pending > 0 then sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false) end
   local _, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
   for j = 1, #trimmed, 1000 do
@@ -58,28 +61,41 @@ end
 if F == 2 then
   -- plain tasks: nothing to check, nothing scheduled; the common case
   -- skips the per-task options entirely. Their messages are not copied into
-  -- T:feed:msg (but for a task with a concurrency key, which may be parked
-  -- away from the shards): readers find a pending one in its shard through
-  -- the feed rank and T:feed:shards (include/pendingref.lua), written only
-  -- when the push rolls to a new shard. One task onto a backlog: GET, RPUSH,
-  -- INCRBY, ZADD.
-  local codes, pending, members, copies = {}, {}, {}, {}
+  -- T:feed:msg (but for a task with a concurrency key, which waits in its
+  -- key's list, away from the shards): readers find a pending one in its
+  -- shard through the feed rank and T:feed:shards (include/pendingref.lua),
+  -- written only when the push rolls to a new shard. One task onto a
+  -- backlog: GET, RPUSH, INCRBY, ZADD.
+  local codes, pending, members, copies, keyed, at = {}, {}, {}, {}, {}, {}
   for i = FIRST, #ARGV, 2 do
     codes[#codes + 1] = ENQ_PENDING
-    pending[#pending + 1] = ARGV[i]
     members[#members + 1] = ARGV[i + 1]
     if msg_keyed(ARGV[i]) then
+      keyed[#keyed + 1] = ARGV[i]
       copies[#copies + 1] = ARGV[i + 1]
       copies[#copies + 1] = ARGV[i]
+    else
+      pending[#pending + 1] = ARGV[i]
+      at[#at + 1] = #members -- its feed position, for the pending index
     end
   end
-  local _, rolls, empty = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false)
-  if empty and not msg_keyed(pending[1]) then
+  if #keyed > 0 then fair_route(T, keyed, false, size) end
+  local rolls, empty = {}, false
+  if #pending > 0 then
+    local _, r, e = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false)
+    empty = e
+    -- the rolls count the pushed items: count feed positions instead
+    for j = 1, #r, 2 do
+      rolls[#rolls + 1] = at[r[j]] or (#members + 1)
+      rolls[#rolls + 1] = r[j + 1]
+    end
+  end
+  if empty then
     -- into an empty shard: a blocked worker's move may take it into its
     -- in-flight list, out of every shard, until its claim; the copy covers
     -- that moment (the ack deletes it). Later items of the shard are only
     -- ever taken by an atomic pop or claim.
-    copies[#copies + 1] = members[1]
+    copies[#copies + 1] = members[at[1]]
     copies[#copies + 1] = pending[1]
   end
   for j = 1, #copies, 1000 do

@@ -60,20 +60,22 @@ local rank = redis.pcall('INCR', KEYS[2])
 -- len is what the guessed push returned; nil when it was not tried
 local len
 if type(rank) == 'number' and rank > 1 then
-  len = redis.call('RPUSHX', guess_key, msg)
   -- an unkeyed task in the layout every generated ID has: a short array, a
   -- short ID, then "" or, in a compact message (0x91, 0x92), no key at all
-  -- (the test include/pendingref.lua's msg_keyed makes first)
+  -- (the test include/pendingref.lua's msg_keyed makes first). A task with
+  -- a key waits in its key's list (include/fair.lua), below.
   local b, b2 = string.byte(msg, 1, 2)
   -- the byte after a short ID: the key's header, or a compact message's type's
   local nb = b2 and b2 > 0xa0 and b2 <= 0xbf and string.byte(msg, b2 - 0xa0 + 3)
-  -- feed_trim_step in plain arithmetic: no call into C
-  local step = (cap - cap % 16) / 16
-  if step > 256 then step = 256 elseif step < 1 then step = 1 end
-  if len > 0 and len < size and b and b >= 0x90 and b <= 0x9f and nb
-      and (nb == 0xa0 or b <= 0x92) and (cap <= 0 or rank % step ~= 0) then
-    redis.call('ZADD', KEYS[1], rank, string.sub(msg, 3, b2 - 0xa0 + 2))
-    return ENQ_GUESSED
+  if b and b >= 0x90 and b <= 0x9f and nb and (nb == 0xa0 or b <= 0x92) then
+    len = redis.call('RPUSHX', guess_key, msg)
+    -- feed_trim_step in plain arithmetic: no call into C
+    local step = (cap - cap % 16) / 16
+    if step > 256 then step = 256 elseif step < 1 then step = 1 end
+    if len > 0 and len < size and (cap <= 0 or rank % step ~= 0) then
+      redis.call('ZADD', KEYS[1], rank, string.sub(msg, 3, b2 - 0xa0 + 2))
+      return ENQ_GUESSED
+    end
   end
 end
 
@@ -81,6 +83,7 @@ end
 --@include feed
 --@include pendingref
 --@include closed
+--@include fair
 local T = string.sub(KEYS[1], 1, -6) -- T:feed less ":feed"
 local first_key, last_key, feed_msg = T .. ':first', T .. ':last', T .. ':feed:msg'
 local id = msg_head(msg)
@@ -92,8 +95,14 @@ if type(rank) == 'table' then
 end
 rank = feed_resume(KEYS[1], KEYS[2], rank, 1)
 
+local keyed = msg_keyed(msg)
 local rolls, empty, tail, hit = {}, false, guess, 0
-if not len and guess >= 0 then
+if keyed then
+  -- it waits in its key's list; the reply still names the tail shard
+  local _, key = msg_head(msg)
+  fair_push(T, key, {msg}, false, size)
+  len, tail = 0, tonumber(redis.call('GET', last_key) or 0)
+elseif not len and guess >= 0 then
   len = redis.call('RPUSHX', guess_key, msg)
 end
 len = len or 0
@@ -101,7 +110,9 @@ if len > size then
   redis.call('RPOP', guess_key)
   len = 0
 end
-if len > 0 then
+if keyed then
+  hit = 0
+elseif len > 0 then
   hit = 1
   if len >= size and tonumber(redis.call('GET', last_key) or 0) == guess then
     -- the push filled the tail: the next goes to a new shard
@@ -113,9 +124,9 @@ else
   len, rolls, empty, tail = sharded_push(first_key, last_key, T .. ':s:', size, {msg}, false)
 end
 
-if msg_keyed(msg) or empty then
-  -- as in enqueue.lua: a keyed task may be parked away from the shards, and
-  -- one pushed into an empty shard may sit in a blocked worker's in-flight
+if keyed or empty then
+  -- as in enqueue.lua: a keyed task waits away from the shards, and one
+  -- pushed into an empty shard may sit in a blocked worker's in-flight
   -- list until its claim
   redis.call('HSET', feed_msg, id, msg)
 end

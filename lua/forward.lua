@@ -14,6 +14,7 @@
 --@include time
 --@include sharded
 --@include record
+--@include fair
 local now = now_ms(ARGV[2])
 local max = tonumber(ARGV[4])
 local msgs = {}
@@ -35,6 +36,9 @@ for s = 1, 2 do
     end
   end
 end
+-- a task with a key goes back to its key's tasks (include/fair.lua)
+local T = string.sub(ARGV[1], 1, -4) -- T:s: less ':s:'
+msgs = fair_route(T, msgs, false, tonumber(ARGV[3]))
 if #msgs > 0 then sharded_push(KEYS[5], KEYS[6], ARGV[1], tonumber(ARGV[3]), msgs, false) end
 local next_due = NONE
 for s = 1, 2 do

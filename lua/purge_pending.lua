@@ -10,16 +10,20 @@
   it kept from an earlier attempt go too, and so does a uniqueness lock it
   holds. Its entry in the recent feed stays, as for any task that left. A
   flow task's flow is told it is dead (include/flowmsg.lua).
-  Tasks a worker has already moved to its in-flight list, and tasks parked
-  for their concurrency key, are not pending here and are not touched.
+  When the pending list is empty, tasks waiting in their keys' lists go,
+  the busiest keys first (include/fair.lua). Tasks a worker has already
+  moved to its in-flight list, and tasks parked by builds before fair
+  queues, are not touched.
   Runs when Redis is out of memory: deleting is how a full Redis recovers.
   Returns: how many tasks were deleted ]]
 --@include sharded
 --@include flowmsg
 --@include record
 --@include keydepth
+--@include fair
 local T = ARGV[1]
 local msgs = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', tonumber(ARGV[2]), true)
+for _, m in ipairs(fair_purge(T, tonumber(ARGV[2]) - #msgs)) do msgs[#msgs + 1] = m end
 for _, m in ipairs(msgs) do
   local id, key = msg_head(m)
   if key ~= '' and record_get(KEYS[4], id)[2] == 0 then keydepth_down(T, key, 1) end

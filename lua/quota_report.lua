@@ -10,8 +10,9 @@
   newer one has read it.
   Returns: {1, concurrency quota (NONE: none), rate quota (NONE: none),
   running (leases, expired ones included), starts within per, backlog (an
-  estimate: the shards between the first and the last counted full)}, or {0} when a newer epoch was
-  here first. ]]
+  estimate: the shards between the first and the last counted full, and
+  the tasks waiting in their keys' lists, include/fair.lua)}, or {0} when
+  a newer epoch was here first. ]]
 --@include codes
 --@include time
 --@include sharded
@@ -25,6 +26,7 @@ local backlog = redis.call('LLEN', ARGV[4] .. first)
 if last > first then
   backlog = backlog + (last - first - 1) * tonumber(ARGV[5]) + redis.call('LLEN', ARGV[4] .. last)
 end
+backlog = backlog + tonumber(redis.call('GET', string.sub(ARGV[4], 1, -4) .. ':fn') or 0)
 return {1, tonumber(v[1]) or NONE, tonumber(v[2]) or NONE,
   redis.call('ZCARD', KEYS[2]),
   redis.call('ZCOUNT', KEYS[3], now - tonumber(ARGV[3]), '+inf'),

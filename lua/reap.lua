@@ -30,6 +30,7 @@ for i = 5, #ARGV do
     end
   end
 end
+back = fair_route(T, back, true, tonumber(ARGV[3]))
 if #back > 0 then sharded_push(KEYS[4], KEYS[5], T .. ':s:', tonumber(ARGV[3]), back, true) end
 local gone = redis.call('ZRANGE', KEYS[6], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
 for _, id in ipairs(gone) do

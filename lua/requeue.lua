@@ -24,5 +24,7 @@ for i = 3, #ARGV, 2 do
     codes[#codes + 1] = 0
   end
 end
+-- a task with a key goes back to the head of its key's tasks
+msgs = fair_route(ARGV[1], msgs, true, tonumber(ARGV[2]))
 if #msgs > 0 then sharded_push(KEYS[4], KEYS[5], ARGV[1] .. ':s:', tonumber(ARGV[2]), msgs, true) end
 return codes

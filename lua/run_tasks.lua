@@ -19,6 +19,7 @@
 --@include sharded
 --@include record
 --@include taskset
+--@include fair
 local sets = {KEYS[1], KEYS[2], KEYS[3]}
 local msgs, codes = {}, {}
 for i = 3, #ARGV, 2 do
@@ -43,5 +44,7 @@ for i = 3, #ARGV, 2 do
   end
   codes[#codes + 1] = m and 1 or 0
 end
+-- a task with a key goes back to its key's tasks (include/fair.lua)
+msgs = fair_route(string.sub(ARGV[1], 1, -4), msgs, false, tonumber(ARGV[2]))
 if #msgs > 0 then sharded_push(KEYS[6], KEYS[7], ARGV[1], tonumber(ARGV[2]), msgs, false) end
 return codes

@@ -16,6 +16,9 @@ func storedMessages(t *testing.T, b *bundle, q string) map[string][]byte {
 	k := keys.For(b.cfg.Prefix, q, 0)
 	shards, err := b.rdb.Keys(ctx, k.ShardPrefix()+"*").Result()
 	must(t, err)
+	keyed, err := b.rdb.Keys(ctx, k.T+":fq:*").Result() // the keys' lists
+	must(t, err)
+	shards = append(shards, keyed...)
 	out := map[string][]byte{}
 	for _, shard := range shards {
 		items, err := b.rdb.LRange(ctx, shard, 0, -1).Result()

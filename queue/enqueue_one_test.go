@@ -265,8 +265,11 @@ func TestEnqueueOneHandsOver(t *testing.T) {
 		}
 		pending += l
 	}
-	if pending != 40 {
-		t.Fatalf("%d tasks pending, want 40", pending)
+	// the keyed tasks wait in their key's list
+	keyed, err := b.rdb.Get(ctx, k.FairCount()).Int64()
+	must(t, err)
+	if pending != 36 || keyed != 4 {
+		t.Fatalf("%d tasks pending and %d in their key's list, want 36 and 4", pending, keyed)
 	}
 	if rank, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64(); err != nil || rank != 40 {
 		t.Fatalf("rank counter %d, %v; want 40", rank, err)

@@ -141,13 +141,13 @@ func stateSet(s State) (func(keys.Partition) string, error) {
 func (i *Inspector) queueList(ctx context.Context, p *rcall.Pipe, q TaskQuery, part int, setKey func(keys.Partition) string, after string) *redis.Cmd {
 	k := keys.For(i.cfg.Prefix, q.Queue, part)
 	if setKey == nil {
-		shard, index, id := "", "", ""
-		if after != "" {
-			f := strings.SplitN(after, ",", 3)
-			shard, index, id = f[0], f[1], wire.StoredID(f[2])
+		key, shard, index, id := "", "", "", ""
+		if after != "" && after != markerEnd {
+			key, shard, index, id, _ = parsePendingMarker(after) // checked by decodeMarker
+			id = wire.StoredID(id)
 		}
 		return p.Run(ctx, script.ListPending, []string{k.First(), k.Last(), k.State()},
-			k.ShardPrefix(), shard, index, id, q.Limit)
+			k.ShardPrefix(), shard, index, id, q.Limit, key)
 	}
 	score, member := "", ""
 	if after != "" {
@@ -210,18 +210,49 @@ func parseListed(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 // parsePending decodes a list_pending reply.
 func parsePending(queue string, part int, res []any) ([]listed, error) {
 	var out []listed
-	for j := 0; j+4 < len(res); j += 5 {
+	for j := 0; j+5 < len(res); j += 6 {
 		shard, _ := res[j].(int64)
 		index, _ := res[j+1].(int64)
 		id, _ := res[j+2].(string)
 		msg, _ := res[j+3].(string)
 		rec, _ := res[j+4].(string)
+		key, _ := res[j+5].(string)
 		ti := taskFromReply(queue, part, id, msg, rec)
 		ti.State = StatePending
-		out = append(out, listed{task: ti, marker: fmt.Sprintf("%d,%d,%s", shard, index, wire.PublicID(id)),
+		out = append(out, listed{task: ti, marker: pendingMarker(key, shard, index, wire.PublicID(id)),
 			score: float64(ti.EnqueuedAt.UnixMilli())})
 	}
 	return out, nil
+}
+
+// pendingMarker is a pending task's position: "shard,index,id" in the
+// pending list, "f,shard,index,key,id" in the list of a key (base64url:
+// a key may hold commas; the ID, last, may too).
+func pendingMarker(key string, shard, index int64, id string) string {
+	if key == "" {
+		return fmt.Sprintf("%d,%d,%s", shard, index, id)
+	}
+	return fmt.Sprintf("f,%d,%d,%s,%s", shard, index, base64.RawURLEncoding.EncodeToString([]byte(key)), id)
+}
+
+// parsePendingMarker reads a pendingMarker: key "" for the pending list.
+func parsePendingMarker(f string) (key, shard, index, id string, err error) {
+	if rest, ok := strings.CutPrefix(f, "f,"); ok {
+		p := strings.SplitN(rest, ",", 4)
+		if len(p) != 4 || p[3] == "" {
+			return "", "", "", "", fmt.Errorf("bad position %q", f)
+		}
+		k, err := base64.RawURLEncoding.DecodeString(p[2])
+		if err != nil || len(k) == 0 {
+			return "", "", "", "", fmt.Errorf("bad position %q", f)
+		}
+		return string(k), p[0], p[1], p[3], nil
+	}
+	p := strings.SplitN(f, ",", 3)
+	if len(p) != 3 || p[2] == "" {
+		return "", "", "", "", fmt.Errorf("bad position %q", f)
+	}
+	return "", p[0], p[1], p[2], nil
 }
 
 // mergePage merges the partitions' pages by score (each partition's own
@@ -348,13 +379,13 @@ func checkMarkerField(s State, f string) error {
 		return nil
 	}
 	if s == StatePending {
-		p := strings.SplitN(f, ",", 3)
-		if len(p) != 3 || p[2] == "" {
-			return fmt.Errorf("bad position %q", f)
+		_, shard, index, _, err := parsePendingMarker(f)
+		if err != nil {
+			return err
 		}
-		_, err1 := strconv.ParseInt(p[0], 10, 64)
-		index, err2 := strconv.ParseInt(p[1], 10, 64)
-		if err1 != nil || err2 != nil || index < 0 {
+		_, err1 := strconv.ParseInt(shard, 10, 64)
+		i, err2 := strconv.ParseInt(index, 10, 64)
+		if err1 != nil || err2 != nil || i < 0 {
 			return fmt.Errorf("bad position %q", f)
 		}
 		return nil

@@ -49,8 +49,8 @@ type QueueInfo struct {
 	// Retention that has not run out; a task without one leaves Redis as
 	// it succeeds. For how many were processed, use History.
 	Done int64
-	// Waiting counts pending tasks parked for their concurrency key's limit
-	// (not in Pending).
+	// Waiting counts the tasks held for their concurrency key (not in
+	// Pending): the key is at its KeyConcurrency or KeyRate, or paused.
 	Waiting int64
 	Paused  bool
 	// Succeeded counts the tasks that succeeded since the queue began, and
@@ -197,9 +197,16 @@ func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
 		info.Succeeded += c(9)
 		info.Failed += c(10)
 	}
-	if head, _ := res[7].(string); head != "" {
-		if m, err := wire.DecodeMessage([]byte(head)); err == nil && m.EnqueuedAt > 0 {
-			info.Latency = max(info.Latency, now.Sub(time.UnixMilli(m.EnqueuedAt)))
+	heads := []any{res[7]}
+	if len(res) >= 12 {
+		keyed, _ := res[11].([]any)
+		heads = append(heads, keyed...)
+	}
+	for _, h := range heads {
+		if head, _ := h.(string); head != "" {
+			if m, err := wire.DecodeMessage([]byte(head)); err == nil && m.EnqueuedAt > 0 {
+				info.Latency = max(info.Latency, now.Sub(time.UnixMilli(m.EnqueuedAt)))
+			}
 		}
 	}
 	return nil

@@ -33,12 +33,12 @@ type Limits struct {
 	Rate int
 	Per  time.Duration
 	// KeyConcurrency is how many tasks with the same ConcurrencyKey may run
-	// at once (0 = no limit). Tasks over it wait, in order, without holding
-	// a worker slot, while tasks of other keys run: a busy key cannot
-	// starve the others.
+	// at once (0 = no limit). A key at it sits out its turns: its tasks
+	// wait, in order, without holding a worker slot, while tasks of other
+	// keys run.
 	KeyConcurrency int
-	// MaxDepth caps how many tasks may wait in the queue (pending, parked
-	// for a key's limit, scheduled and retrying; 0 = no cap). An enqueue
+	// MaxDepth caps how many tasks may wait in the queue (pending, held
+	// for their key, scheduled and retrying; 0 = no cap). An enqueue
 	// over it fails with ErrQueueFull, or waits for room with WaitForRoom.
 	// The check is atomic with the push, so concurrent producers never pass
 	// it; a running task that comes back (a retry, an expired lease) is
@@ -51,9 +51,9 @@ type Limits struct {
 	MaxDepth int
 	// KeyRate is how many tasks with the same ConcurrencyKey may start per
 	// Per (0 = no limit): no window of length Per holds more starts of one
-	// key. A task over it waits as a scheduled task, due when its key may
-	// start one more (the parked tasks of a key come due Per/KeyRate
-	// apart), holding no worker slot, while tasks of other keys run.
+	// key. A key at it sits out its turns until the window lets it start
+	// one more; its tasks wait, in order, holding no worker slot, while
+	// tasks of other keys run.
 	KeyRate int
 	// KeyMaxDepth caps how many tasks of one ConcurrencyKey may wait in
 	// the queue, enqueued and never started (0 = no cap): an enqueue over
@@ -134,9 +134,12 @@ type LimitInfo struct {
 	Running int64
 	// Started is the number of task starts the rate limit counts now.
 	Started int64
-	// Waiting is the number of tasks parked for their key's limit.
+	// Waiting is the number of tasks held for their concurrency key: the
+	// key is at KeyConcurrency or KeyRate, or paused. QueueInfo.Waiting
+	// counts the same tasks.
 	Waiting int64
-	// Keys holds, for up to 1,000 keys a partition, how many of their tasks run and wait.
+	// Keys holds, for up to 1,000 keys a partition, how many of their
+	// tasks run and wait: the keys with the most tasks waiting.
 	Keys map[string]KeyInfo
 	// Quotas is, on a queue of several partitions, each partition's share
 	// of the concurrency and rate limits now.
@@ -145,12 +148,6 @@ type LimitInfo struct {
 	// counts them (pending, parked, scheduled, retrying), over every
 	// partition; 0 without one.
 	Depth int64
-}
-
-// KeyInfo is what runs and waits for one concurrency key.
-type KeyInfo struct {
-	Running int64
-	Waiting int64
 }
 
 // LimitInfo returns queue's limits and their holders, summed over its
@@ -174,6 +171,8 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		started       *redis.IntCmd
 		parked        *redis.StringCmd
 		active, waits *redis.ScanCmd
+		held          *redis.StringCmd
+		backlogs      *redis.ZSliceCmd
 	}
 	cmds := make([]partCmds, n)
 	var home *redis.MapStringStringCmd
@@ -198,6 +197,9 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 				parked:  pipe.Get(ctx, k.ParkedCount()),
 				active:  pipe.HScan(ctx, k.KeyActive(), 0, "", 1000),
 				waits:   pipe.HScan(ctx, k.KeyWaiting(), 0, "", 1000),
+				// the tasks held for their keys, and the busiest keys' backlogs
+				held:     pipe.Get(ctx, k.FairHeld()),
+				backlogs: pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: k.FairBacklog(), Start: 0, Stop: 999, Rev: true}),
 			}
 		}
 		if n > 1 {
@@ -236,6 +238,14 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		info.Started += c.started.Val()
 		w, _ := strconv.ParseInt(c.parked.Val(), 10, 64)
 		info.Waiting += w
+		w, _ = strconv.ParseInt(c.held.Val(), 10, 64)
+		info.Waiting += max(w, 0)
+		for _, z := range c.backlogs.Val() {
+			key, _ := z.Member.(string)
+			ki := info.Keys[key]
+			ki.Waiting += int64(z.Score)
+			info.Keys[key] = ki
+		}
 		av, _ := c.active.Val()
 		wv, _ := c.waits.Val()
 		for key, v := range pairs(av) {

@@ -48,8 +48,9 @@ func (p *part) signalFreed() {
 
 func newPart(k keys.Partition, queue string, index, ord int, sh *share, shardSize int, worker string) *part {
 	return &part{queue: queue, index: index, ord: ord, share: sh, k: k, freed: make(chan struct{}, 1),
-		list:    &lua.ShardedList{Base: k.Base(), ShardSize: shardSize},
-		popKeys: []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
+		list: &lua.ShardedList{Base: k.Base(), ShardSize: shardSize},
+		popKeys: []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire(),
+			k.FairRing(), k.FairDue()},
 		claimKeys: []string{k.Inflight(worker), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),
 			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
 		ackKeys:  []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},

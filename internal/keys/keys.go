@@ -162,3 +162,30 @@ func (p Partition) KeyDepth() string { return p.T + ":kdepth" }
 // Cancel is the zset id -> when a cancel was asked (ms) of active tasks
 // whose handlers an operator asked to cancel; the worker's heartbeat reads it.
 func (p Partition) Cancel() string { return p.T + ":cancel" }
+
+// FairRing is the ring of concurrency keys whose tasks may start, in turn
+// order (lua/include/fair.lua has the fair queue's other keys).
+func (p Partition) FairRing() string { return p.T + ":fr" }
+
+// FairDue is the zset key -> when its KeyRate lets it start again.
+func (p Partition) FairDue() string { return p.T + ":fd" }
+
+// FairKeys is the hash key -> "first last state" of the keys with tasks
+// waiting in their own lists.
+func (p Partition) FairKeys() string { return p.T + ":fk" }
+
+// FairBacklog is the zset key -> its tasks waiting.
+func (p Partition) FairBacklog() string { return p.T + ":fz" }
+
+// FairCount counts the tasks waiting in every key's list.
+func (p Partition) FairCount() string { return p.T + ":fn" }
+
+// FairHeld counts the tasks waiting in the lists of keys that may not
+// start now: at their limits, or paused.
+func (p Partition) FairHeld() string { return p.T + ":fh" }
+
+// FairWeights is the hash key -> weight an operator set.
+func (p Partition) FairWeights() string { return p.T + ":fw" }
+
+// FairPaused is the set of keys an operator paused.
+func (p Partition) FairPaused() string { return p.T + ":fp" }

@@ -54,6 +54,9 @@ var (
 	QuotaCommit = registry["quota_commit"]
 
 	LayoutFinish = registry["layout_finish"]
+
+	FairKey  = registry["fair_key"]
+	FairKeys = registry["fair_keys"]
 )
 
 // All returns every embedded script, sorted by name.

@@ -1,6 +1,8 @@
 --@include sharded
--- A queue's depth is its tasks waiting to run: pending (parked ones for a
--- key's limit included), scheduled and retrying. Limits.MaxDepth caps it,
+--@include fair
+-- A queue's depth is its tasks waiting to run: pending (those waiting in
+-- their keys' lists and those parked by builds before fair queues
+-- included), scheduled and retrying. Limits.MaxDepth caps it,
 -- split over the queue's partitions. Reading it is O(1) whatever the
 -- backlog: a pending list's middle shards are always full (pushes fill an
 -- end shard before rolling to a new one and nothing removes from the
@@ -29,6 +31,6 @@ local function depth_of(T, size)
     n = n + (last - first - 1) * size + redis.call('LLEN', T .. ':s:' .. last)
   end
   n = n - redis.call('SCARD', T .. ':tomb') -- deleted, not yet dropped by a dequeue
-  n = n + tonumber(redis.call('GET', T .. ':parked') or 0)
+  n = n + tonumber(redis.call('GET', T .. ':parked') or 0) + fair_count(T)
   return math.max(0, n) + redis.call('ZCARD', T .. ':scheduled') + redis.call('ZCARD', T .. ':retry')
 end

@@ -1,5 +1,4 @@
 --@include limits
---@include keyrate
 --@include keydepth
 -- lease_tasks leases each message until deadline: its record becomes
 -- active with one more attempt, a new fencing token and its concurrency
@@ -65,11 +64,13 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   return leased, extra
 end
 
--- dequeue_reply parks the messages over their key's limits, leases the
--- rest and returns pop's and claim's reply: {status, aux, now, codes,
--- {messages}, {index, attempt, token, id, ...}}, status POP_OK, or POP_PARKED when every
--- message was parked (look again at once).
-local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
+-- dequeue_reply leases the messages and returns pop's and claim's reply:
+-- {status, aux, now, codes, {messages}, {index, attempt, token, id, granted,
+-- ...}}, status POP_OK, or POP_PARKED when none was left to lease (look
+-- again at once). Messages with a concurrency key that did not come from
+-- their keys' turns (fair, false: from the pending list, where a build
+-- before fair queues put them) join their keys' tasks instead.
+local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes, size, fair)
   -- tasks deleted while pending (tomb_pending.lua) are dropped as they are
   -- reached; with none, the common case, this costs one EXISTS
   local dropped = 0
@@ -91,10 +92,11 @@ local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes)
     end
     msgs = live
   end
-  local keep, parked = park_over_limit(T, msgs, lim.keyconc)
-  local rated
-  keep, rated = keyrate_park(T, keep, lim.keyrate, lim.per, now)
-  parked = parked + rated
+  local keep, parked = msgs, 0
+  if not fair then
+    keep = fair_route(T, msgs, false, size)
+    parked = #msgs - #keep
+  end
   local status = POP_OK
   if #keep == 0 and (parked > 0 or dropped > 0) then status = POP_PARKED end
   local leased, extra = lease_tasks(T, keep, now, now + lease, worker, lim.rate)

@@ -2,6 +2,7 @@
 --@include sharded
 --@include msgid
 --@include record
+--@include fair
 -- Limits of a partition T, kept in T:limits so a change applies at the next
 -- dequeue: concurrency (tasks running at once: the fair semaphore over
 -- T:active), rate and per (task starts per period, counted in T:ratelog),
@@ -24,49 +25,23 @@ local function limits_get(T)
   return conc, rate, tonumber(v[3]) or 1000, tonumber(v[4]) or 0, tonumber(v[5]) or 0
 end
 
--- key_release: a task of key stopped running. Count it down and, when
--- tasks of that key are parked, give the oldest back to the head of the
--- pending list (where a blocked worker sees it at once).
+-- key_release: a task of key stopped running. Count it down; a key that
+-- was at its KeyConcurrency takes its turns again (include/fair.lua).
 local function key_release(T, key, size)
   if key == nil or key == '' then return end
   if redis.call('HINCRBY', T .. ':keyactive', key, -1) <= 0 then
     redis.call('HDEL', T .. ':keyactive', key)
   end
+  fair_release(T, key)
+  -- a task parked by a build before fair queues joins its key's tasks
   local m = redis.call('LPOP', T .. ':k:' .. key)
   if m then
     if redis.call('HINCRBY', T .. ':keywait', key, -1) <= 0 then
       redis.call('HDEL', T .. ':keywait', key)
     end
     redis.call('DECR', T .. ':parked')
-    sharded_push(T .. ':first', T .. ':last', T .. ':s:', size, {m}, true)
+    fair_push(T, key, {m}, true, size)
   end
-end
-
--- park_over_limit keeps the messages whose key is under keyconc and parks
--- the others in their key's list (oldest first), where they hold no worker
--- slot and stay safe in Redis whatever dies. It returns the kept messages
--- and how many it parked.
-local function park_over_limit(T, msgs, keyconc)
-  if keyconc <= 0 then return msgs, 0 end
-  local keep, running, parked = {}, {}, 0
-  for _, m in ipairs(msgs) do
-    local _, key = msg_head(m)
-    if key == '' then
-      keep[#keep + 1] = m
-    else
-      local n = running[key] or tonumber(redis.call('HGET', T .. ':keyactive', key) or 0)
-      if n < keyconc then
-        keep[#keep + 1] = m
-        running[key] = n + 1
-      else
-        redis.call('RPUSH', T .. ':k:' .. key, m)
-        redis.call('HINCRBY', T .. ':keywait', key, 1)
-        redis.call('INCR', T .. ':parked')
-        parked = parked + 1
-      end
-    end
-  end
-  return keep, parked
 end
 
 -- requeue_expired gives up to max tasks whose lease expired back to the
@@ -88,8 +63,10 @@ local function requeue_expired(T, now, max, size)
       key_release(T, key, size)
     end
   end
+  local n = #back
+  back = fair_route(T, back, true, size)
   if #back > 0 then sharded_push(T .. ':first', T .. ':last', T .. ':s:', size, back, true) end
-  return #back
+  return n
 end
 
 -- rate_room returns how many more tasks may start now under the rate

@@ -1,0 +1,48 @@
+#!lua flags=no-writes,allow-oom
+--[[ fair_keys: a page of partition T's concurrency keys, the keys with the
+  most tasks waiting first (include/fair.lua), after a marker; or one key.
+  KEYS[1] T:fz  KEYS[2] T:keyactive  KEYS[3] T:fw  KEYS[4] T:fp  KEYS[5] T:fk
+  ARGV[1] the key to read alone ("" = a page)  ARGV[2] marker: the last
+  key's tasks waiting ("" = from the top)  ARGV[3] marker: the last key
+  ARGV[4] limit
+  The marker need not be in the set any more: the page starts at the first
+  key that orders after it (zset_position), so a page costs the same
+  whatever the number of keys. A key whose backlog changed between pages
+  may be seen twice, or not at all.
+  Returns: {key, tasks waiting, tasks running, weight (0: the default),
+  paused (0/1), state ("" when none waits; else as include/fair.lua's
+  T:fk), ...} ]]
+--@include zpos
+local keys = {}
+if ARGV[1] ~= '' then
+  keys = {ARGV[1]}
+else
+  local limit = tonumber(ARGV[4])
+  local n = redis.call('ZCARD', KEYS[1])
+  local to = n - 1
+  if ARGV[2] ~= '' then
+    local pos = zset_position(KEYS[1], tonumber(ARGV[2]), ARGV[3])
+    to = pos - 1
+  end
+  local from = math.max(0, to - limit + 1)
+  if to >= from then
+    local page = redis.call('ZRANGE', KEYS[1], from, to)
+    for i = #page, 1, -1 do keys[#keys + 1] = page[i] end
+  end
+end
+if #keys == 0 then return {} end
+local waiting = redis.call('ZMSCORE', KEYS[1], unpack(keys))
+local running = redis.call('HMGET', KEYS[2], unpack(keys))
+local weights = redis.call('HMGET', KEYS[3], unpack(keys))
+local paused = redis.call('SMISMEMBER', KEYS[4], unpack(keys))
+local recs = redis.call('HMGET', KEYS[5], unpack(keys))
+local out = {}
+for i, key in ipairs(keys) do
+  out[#out + 1] = key
+  out[#out + 1] = tonumber(waiting[i] or 0) or 0
+  out[#out + 1] = tonumber(running[i] or 0) or 0
+  out[#out + 1] = tonumber(weights[i] or 0) or 0
+  out[#out + 1] = paused[i]
+  out[#out + 1] = recs[i] and string.match(recs[i], '(%a)$') or ''
+end
+return out

@@ -1,0 +1,249 @@
+package queue
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
+)
+
+// maxKeyWeight bounds SetKeyWeight: one turn takes at most this many tasks
+// of a key.
+const maxKeyWeight = 1000
+
+// KeyInfo is what runs and waits for one concurrency key.
+type KeyInfo struct {
+	// Key is the concurrency key; "" in LimitInfo.Keys, whose map names it.
+	Key     string
+	Running int64
+	Waiting int64
+	// Weight is how many tasks the key starts per turn while several keys
+	// have tasks waiting (SetKeyWeight); 1 unless set.
+	Weight int
+	// Paused is set while an operator paused the key (PauseKey).
+	Paused bool
+}
+
+// KeyQuery selects a page of a queue's concurrency keys, the keys with
+// the most tasks waiting first.
+type KeyQuery struct {
+	Queue string
+	// After is the marker: the Next of the previous page ("" = from the top).
+	After string
+	// Limit bounds the page. Defaults to 50, at most MaxPageSize.
+	Limit int
+}
+
+// KeyPage is one page of a KeyQuery.
+type KeyPage struct {
+	Keys []KeyInfo
+	// Next is the marker of the following page; "" when this page is the last.
+	Next string
+}
+
+// SetKeyWeight sets how many tasks key starts per turn in queue. While
+// several keys have tasks waiting, they take turns: a key of weight 3
+// starts three tasks for each one a key of weight 1 starts. The default
+// weight is 1; setting 1 sets it back. It takes effect at the key's next
+// turn, with no restart. A weight below 1 or above 1,000 is
+// ErrInvalidOption.
+func (i *Inspector) SetKeyWeight(ctx context.Context, queue, key string, w int) error {
+	if w < 1 || w > maxKeyWeight {
+		return fmt.Errorf("%w: weight %d of key %q, want 1..%d", ErrInvalidOption, w, key, maxKeyWeight)
+	}
+	return i.keyOp(ctx, queue, key, "weight", w)
+}
+
+// PauseKey stops the tasks of key in queue from starting until ResumeKey:
+// its running tasks finish, its new tasks wait, and the other keys' tasks
+// run. It holds across restarts, and for tasks of the key enqueued later.
+func (i *Inspector) PauseKey(ctx context.Context, queue, key string) error {
+	return i.keyOp(ctx, queue, key, "pause", 0)
+}
+
+// ResumeKey lets the tasks of a paused key start again: the key takes its
+// turn after the keys waiting now.
+func (i *Inspector) ResumeKey(ctx context.Context, queue, key string) error {
+	return i.keyOp(ctx, queue, key, "resume", 0)
+}
+
+// keyOp runs fair_key.lua on every partition of queue: a key's tasks are
+// in the partition its hash picks, which a change of the partition count
+// moves, so a setting holds in all of them.
+func (i *Inspector) keyOp(ctx context.Context, queue, key, op string, w int) error {
+	if err := checkName(key); err != nil {
+		return fmt.Errorf("%w: concurrency key %q: %s", ErrInvalidOption, key, err)
+	}
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return err
+	}
+	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, _ int, k keys.Partition) {
+		p.Run(ctx, script.FairKey, []string{k.FairPaused(), k.FairWeights(), k.FairKeys(), k.FairRing()}, k.T, key, op, w)
+	})
+	if err != nil {
+		return fmt.Errorf("%s key %q of %q: %w", op, key, queue, err)
+	}
+	return nil
+}
+
+// GetKey returns what runs and waits for key in queue, and its weight and
+// pause, in one round trip after the registry lookup.
+func (i *Inspector) GetKey(ctx context.Context, queue, key string) (*KeyInfo, error) {
+	if err := checkName(key); err != nil {
+		return nil, fmt.Errorf("%w: concurrency key %q: %s", ErrInvalidOption, key, err)
+	}
+	n, err := i.partitions(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.Cmd, n)
+	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
+		cmds[part] = p.Run(ctx, script.FairKeys, fairKeysKeys(k), key, "", "", 1)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("key %q of %q: %w", key, queue, err)
+	}
+	ki := &KeyInfo{Key: key, Weight: 1}
+	for _, cmd := range cmds {
+		rows, err := parseKeyRows(cmd)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			ki.Running += r.Running
+			ki.Waiting += r.Waiting
+			ki.Weight, ki.Paused = r.Weight, ki.Paused || r.Paused
+		}
+	}
+	return ki, nil
+}
+
+// Keys returns a page of queue's concurrency keys that have tasks waiting,
+// the keys with the most first, in one round trip after the registry
+// lookup: one script call per partition, each costing the same whatever
+// the number of keys. Partitions are merged by tasks waiting. A key whose
+// backlog changes between pages may be seen twice, or missed: a listing
+// of the busiest keys now, not a census.
+func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
+	if q.Limit == 0 {
+		q.Limit = defaultPageSize
+	}
+	if q.Limit < 0 || q.Limit > MaxPageSize {
+		return nil, fmt.Errorf("%w: limit %d, want 1..%d", ErrInvalidOption, q.Limit, MaxPageSize)
+	}
+	n, err := i.partitions(ctx, q.Queue)
+	if err != nil {
+		return nil, err
+	}
+	after, err := decodeKeyMarker(q.After, n)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.Cmd, n)
+	err = i.perPartition(ctx, q.Queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
+		if after[part] == markerEnd {
+			return
+		}
+		score, key, _ := strings.Cut(after[part], ",")
+		cmds[part] = p.Run(ctx, script.FairKeys, fairKeysKeys(k), "", score, key, q.Limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("keys of %q: %w", q.Queue, err)
+	}
+	type row struct {
+		KeyInfo
+		part int
+	}
+	var rows []row
+	ran := make([]int, n) // rows per partition
+	for part, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		rs, err := parseKeyRows(cmd)
+		if err != nil {
+			return nil, err
+		}
+		ran[part] = len(rs)
+		for _, r := range rs {
+			rows = append(rows, row{r, part})
+		}
+	}
+	// each partition's rows come sorted; a stable sort keeps their order
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].Waiting > rows[b].Waiting })
+	page := &KeyPage{}
+	next := append([]string(nil), after...)
+	taken := make([]int, n)
+	for _, r := range rows[:min(len(rows), q.Limit)] {
+		page.Keys = append(page.Keys, r.KeyInfo)
+		next[r.part] = strconv.FormatInt(r.Waiting, 10) + "," + r.Key
+		taken[r.part]++
+	}
+	more := false
+	for part := range n {
+		if cmds[part] == nil || (ran[part] < q.Limit && taken[part] == ran[part]) {
+			next[part] = markerEnd // nothing left there
+		} else {
+			more = true
+		}
+	}
+	if more {
+		page.Next = base64.RawURLEncoding.EncodeToString([]byte("keys\x1e" + strings.Join(next, "\x1e")))
+	}
+	return page, nil
+}
+
+func fairKeysKeys(k keys.Partition) []string {
+	return []string{k.FairBacklog(), k.KeyActive(), k.FairWeights(), k.FairPaused(), k.FairKeys()}
+}
+
+// parseKeyRows reads a fair_keys.lua reply.
+func parseKeyRows(cmd *redis.Cmd) ([]KeyInfo, error) {
+	res, err := cmd.Slice()
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	var out []KeyInfo
+	for j := 0; j+5 < len(res); j += 6 {
+		key, _ := res[j].(string)
+		waiting, _ := res[j+1].(int64)
+		running, _ := res[j+2].(int64)
+		weight, _ := res[j+3].(int64)
+		paused, _ := res[j+4].(int64)
+		out = append(out, KeyInfo{Key: key, Waiting: waiting, Running: running, Weight: max(int(weight), 1), Paused: paused == 1})
+	}
+	return out, nil
+}
+
+// decodeKeyMarker returns a Keys marker's position per partition, one per
+// partition of n (a partition added since starts from the top).
+func decodeKeyMarker(m string, n int) ([]string, error) {
+	out := make([]string, n)
+	if m == "" {
+		return out, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(m)
+	fields := strings.Split(string(raw), "\x1e")
+	if err != nil || fields[0] != "keys" || len(fields)-1 > n {
+		return nil, fmt.Errorf("%w: %q: not a marker of Keys", ErrInvalidMarker, m)
+	}
+	for j, f := range fields[1:] {
+		if f != "" && f != markerEnd {
+			score, key, ok := strings.Cut(f, ",")
+			if _, err := strconv.ParseInt(score, 10, 64); !ok || key == "" || err != nil {
+				return nil, fmt.Errorf("%w: %q: bad position %q", ErrInvalidMarker, m, f)
+			}
+		}
+		out[j] = f
+	}
+	return out, nil
+}
