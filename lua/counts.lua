@@ -9,7 +9,8 @@
   the oldest pending message or "", tasks held for their key (its limits
   or a pause: include/fair.lua's T:fh; or parked by a build before fair
   queues), tasks succeeded ever, attempts failed ever, {the first message
-  of up to 16 keys next in turn and of the key with the most tasks}}:
+  of up to 16 keys next in turn and of the key with the most tasks},
+  concurrency keys with tasks waiting}:
   pending counts the other tasks waiting in their keys' lists too, and the
   readers take the oldest of the messages as the partition's latency, at
   a cost bounded whatever the number of keys ]]
@@ -51,4 +52,5 @@ return {
   tonumber(redis.call('GET', ARGV[3]) or 0),
   tonumber(redis.call('GET', ARGV[4]) or 0),
   heads,
+  redis.call('ZCARD', T .. ':fz'),
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"sort"
@@ -206,6 +207,71 @@ func TestQueueCollectorAtScale(t *testing.T) {
 	// registry, QueueInfo (registry + counts), workers, Scaling (registry + pipeline)
 	if n := hook.n.Load(); n > 6 {
 		t.Fatalf("a scrape over %d pending tasks took %d round trips, want <= 6", total, n)
+	}
+}
+
+// TestKeyMetrics: a scrape reports how many concurrency keys have tasks
+// waiting, and the backlogs of the top keys only, however many keys
+// wait: 10,000 keys cost the scrape the same round trips as 10.
+func TestKeyMetrics(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	cfg := queue.Config{Prefix: redistest.Prefix(t)}
+	client, err := queue.NewClient(rdb, cfg)
+	must(t, err)
+	var tasks []*queue.Task
+	for k := range 10_000 {
+		n := 1
+		if k < 3 {
+			n = 50 - k // key-0 50 tasks, key-1 49, key-2 48
+		}
+		for range n {
+			tasks = append(tasks, queue.NewRawTask("t", nil, queue.ConcurrencyKey(fmt.Sprint("key-", k))))
+		}
+	}
+	_, err = client.EnqueueMany(ctx, tasks, queue.In("fair"))
+	must(t, err)
+	counted := srv.Client(t)
+	hook := &roundTrips{}
+	counted.AddHook(hook)
+	insp, err := queue.NewInspector(counted, cfg)
+	must(t, err)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopKeys(3)))
+	gather(t, reg) // loads the scripts
+	hook.n.Store(0)
+	got := gather(t, reg)
+	if n := hook.n.Load(); n > 8 {
+		t.Errorf("a scrape over 10,000 keys took %d round trips, want <= 8", n)
+	}
+	if got[`shardq_queue_keys{queue=fair}`] != 10_000 {
+		t.Errorf("shardq_queue_keys = %v, want 10000", got[`shardq_queue_keys{queue=fair}`])
+	}
+	series := 0
+	for k := range got {
+		if strings.HasPrefix(k, "shardq_key_backlog{") {
+			series++
+		}
+	}
+	want := map[string]float64{"key-0": 50, "key-1": 49, "key-2": 48}
+	for key, v := range want {
+		if g := got[`shardq_key_backlog{key=`+key+`,queue=fair}`]; g != v {
+			t.Errorf("shardq_key_backlog of %s = %v, want %v", key, g, v)
+		}
+	}
+	if series != 3 {
+		t.Errorf("%d series of shardq_key_backlog, want the top 3", series)
+	}
+
+	none := prometheus.NewRegistry()
+	none.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopKeys(0)))
+	for k := range gather(t, none) {
+		if strings.HasPrefix(k, "shardq_key_backlog{") {
+			t.Fatalf("WithTopKeys(0) still reports %s", k)
+		}
 	}
 }
 

@@ -16,11 +16,15 @@ type QueueCollector struct {
 	insp    *queue.Inspector
 	timeout time.Duration
 	scaling bool
+	topKeys int
 	errors  atomic.Int64
 
 	tasks, latency, paused, processed, failed, workers, running, ahead,
-	limitHolders, limitWaiters, desired, up, scrapeErrors *prometheus.Desc
+	limitHolders, limitWaiters, desired, activeKeys, keyBacklog, up, scrapeErrors *prometheus.Desc
 }
+
+// maxTopKeys bounds WithTopKeys, so shardq_key_backlog's series stay few.
+const maxTopKeys = 100
 
 // QueueOption sets a QueueCollector's behaviour.
 type QueueOption func(*QueueCollector)
@@ -38,11 +42,19 @@ func WithoutScaling() QueueOption {
 	return func(c *QueueCollector) { c.scaling = false }
 }
 
+// WithTopKeys sets how many concurrency keys per queue
+// shardq_key_backlog reports, the largest backlogs first (default 10). It
+// bounds the metric's series to n per queue, whatever the number of keys.
+// 0 leaves the metric out; n is at most 100.
+func WithTopKeys(n int) QueueOption {
+	return func(c *QueueCollector) { c.topKeys = min(max(n, 0), maxTopKeys) }
+}
+
 // NewQueueCollector returns the collector of insp's queues.
 func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollector {
 	q := []string{"queue"}
-	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true,
-		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, done, waiting: parked for their concurrency key).",
+	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true, topKeys: 10,
+		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, done, waiting: held for their concurrency key).",
 			[]string{"queue", "state"}, nil),
 		latency: prometheus.NewDesc("shardq_queue_latency_seconds", "Age of the oldest pending task (0 when none is pending).", q, nil),
 		paused:  prometheus.NewDesc("shardq_queue_paused", "1 while the queue is paused.", q, nil),
@@ -56,7 +68,10 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 			"Active tasks of the queue that its live workers leased ahead of their free slots (prefetch) and hold, not started, as of their last heartbeats.",
 			q, nil),
 		limitHolders: prometheus.NewDesc("shardq_limit_holders", "Tasks holding a slot of the queue's concurrency limit (its running tasks).", q, nil),
-		limitWaiters: prometheus.NewDesc("shardq_limit_waiters", "Tasks waiting for their concurrency key's limit.", q, nil),
+		limitWaiters: prometheus.NewDesc("shardq_limit_waiters", "Tasks held for their concurrency key: at its limits, or paused.", q, nil),
+		activeKeys:   prometheus.NewDesc("shardq_queue_keys", "Concurrency keys of the queue with tasks waiting.", q, nil),
+		keyBacklog: prometheus.NewDesc("shardq_key_backlog", "Tasks waiting for one concurrency key, for the keys with the largest backlogs (WithTopKeys).",
+			[]string{"queue", "key"}, nil),
 		desired: prometheus.NewDesc("shardq_queue_desired_workers", "Worker processes the queue needs now (queue.Inspector.Scaling; docs/autoscaling.md).",
 			q, nil),
 		up:           prometheus.NewDesc("shardq_up", "1 when the last scrape read Redis, else 0.", nil, nil),
@@ -71,7 +86,7 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 // Describe sends every metric's description.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.latency, c.paused, c.processed, c.failed, c.workers, c.running, c.ahead,
-		c.limitHolders, c.limitWaiters, c.desired, c.up, c.scrapeErrors} {
+		c.limitHolders, c.limitWaiters, c.desired, c.activeKeys, c.keyBacklog, c.up, c.scrapeErrors} {
 		ch <- d
 	}
 }
@@ -122,6 +137,17 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 		gauge(c.ahead, float64(live[q].Ahead), q)
 		gauge(c.limitHolders, float64(qi.Active), q)
 		gauge(c.limitWaiters, float64(qi.Waiting), q)
+		gauge(c.activeKeys, float64(qi.ActiveKeys), q)
+		if qi.ActiveKeys > 0 && c.topKeys > 0 {
+			// one more round trip, only for a queue with keys waiting
+			page, err := c.insp.Keys(ctx, queue.KeyQuery{Queue: q, Limit: c.topKeys})
+			if err != nil {
+				return err
+			}
+			for _, k := range page.Keys {
+				gauge(c.keyBacklog, float64(k.Waiting), q, k.Key)
+			}
+		}
 		if c.scaling {
 			sc, err := c.insp.Scaling(ctx, q)
 			if err != nil {

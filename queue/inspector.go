@@ -60,6 +60,9 @@ type QueueInfo struct {
 	Failed    int64
 	// Latency is the age of the oldest pending task (0 when none is pending).
 	Latency time.Duration
+	// ActiveKeys counts the concurrency keys with tasks waiting, held or
+	// not. Inspector.Keys lists them.
+	ActiveKeys int64
 }
 
 // Queues returns the names of every queue that has been enqueued to, sorted.
@@ -196,6 +199,9 @@ func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
 	if len(res) >= 11 {
 		info.Succeeded += c(9)
 		info.Failed += c(10)
+	}
+	if len(res) >= 13 {
+		info.ActiveKeys += c(12)
 	}
 	heads := []any{res[7]}
 	if len(res) >= 12 {

@@ -128,8 +128,9 @@ func TestFairPausedKey(t *testing.T) {
 	// the paused key's tasks are held, not pending
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	if qi.Pending != 0 || qi.Waiting != 5 {
-		t.Fatalf("QueueInfo with key b paused: %d pending, %d waiting; want 0 and 5", qi.Pending, qi.Waiting)
+	if qi.Pending != 0 || qi.Waiting != 5 || qi.ActiveKeys != 1 {
+		t.Fatalf("QueueInfo with key b paused: %d pending, %d waiting, %d keys; want 0, 5 and 1",
+			qi.Pending, qi.Waiting, qi.ActiveKeys)
 	}
 	checkFair(t, b)
 	must(t, b.insp.ResumeKey(ctx, queue.DefaultQueue, "b"))
