@@ -94,6 +94,10 @@ const (
 	// completion (as record does) of tasks whose type begins with "cb": a
 	// batch's callbacks, counted in every process.
 	handleFlow = "flow"
+	// handleOrder records the start, and appends the task's payload to
+	// recKeys.order in the same transaction, then completes as record
+	// does: the parent sees the order tasks started in.
+	handleOrder = "order"
 	// handleProgress reports 40% ("working"); on a task's first attempt
 	// it then dies (SIGKILL), on later ones it writes a result naming the
 	// attempt and returns nil.
@@ -188,7 +192,7 @@ func childOptsFromEnv() (childOpts, error) {
 	switch o.Handler {
 	case "":
 		o.Handler = handleRecord
-	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress, handleFlow:
+	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress, handleFlow, handleOrder:
 	default:
 		errs = append(errs, fmt.Errorf("unknown handler %q", o.Handler))
 	}
@@ -243,6 +247,10 @@ func (k recKeys) gate(id string) string { return k.p + ":gate:" + id }
 
 // running holds task -> pid of the handlers running now (handleGauge).
 func (k recKeys) running() string { return k.p + ":running" }
+
+// order is the list of the payloads of the tasks handleOrder started, in
+// the order they started.
+func (k recKeys) order() string { return k.p + ":order" }
 
 // peak is the most handlers handleGauge saw running at once.
 func (k recKeys) peak() string { return k.p + ":peak" }
@@ -470,6 +478,9 @@ func (c *childWorker) handle(ctx context.Context, t *Task) error {
 		_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.SAdd(ctx, c.k.started(c.pid), t.ID)
 			p.HIncrBy(ctx, c.k.starts(), t.ID, 1)
+			if c.o.Handler == handleOrder {
+				p.RPush(ctx, c.k.order(), string(t.Payload))
+			}
 			return nil
 		})
 		return err

@@ -291,8 +291,13 @@ func TestFairPausedKeysAhead(t *testing.T) {
 // there; a key without tasks has no trace but an operator's settings.
 func checkFair(t *testing.T, b *bundle) {
 	t.Helper()
+	checkFairPartition(t, b.rdb, keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0))
+}
+
+// checkFairPartition is checkFair on partition k.
+func checkFairPartition(t *testing.T, rdb redis.UniversalClient, k keys.Partition) {
+	t.Helper()
 	ctx := context.Background()
-	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 	var recs *redis.MapStringStringCmd
 	var backlog *redis.ZSliceCmd
 	var names, ring *redis.StringSliceCmd
@@ -300,9 +305,9 @@ func checkFair(t *testing.T, b *bundle) {
 	var plain *redis.IntCmd
 	lens := map[string]*redis.IntCmd{}
 	// the shards of each key: read first, then everything in one MULTI
-	fk, err := b.rdb.HGetAll(ctx, k.FairKeys()).Result()
+	fk, err := rdb.HGetAll(ctx, k.FairKeys()).Result()
 	must(t, err)
-	_, err = b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		recs = p.HGetAll(ctx, k.FairKeys())
 		backlog = p.ZRangeWithScores(ctx, k.FairBacklog(), 0, -1)
 		names = p.ZRange(ctx, k.T+":fl", 0, -1)
