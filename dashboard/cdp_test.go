@@ -344,17 +344,32 @@ func (b *browser) try(session, method string, params, out any) error {
 // eval evaluates a JavaScript expression in the page and returns its value.
 func (b *browser) eval(expr string) any {
 	b.t.Helper()
+	v, err := b.tryEval(expr)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return v
+}
+
+// tryEval is eval returning the browser's error, such as "Inspected
+// target navigated or closed" when the page navigates meanwhile. An
+// exception in the expression still fails the test.
+func (b *browser) tryEval(expr string) (any, error) {
+	b.t.Helper()
 	var res struct {
 		Result struct {
 			Value any
 		}
 		ExceptionDetails *struct{ Text string }
 	}
-	b.call(b.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	err := b.try(b.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	if err != nil {
+		return nil, err
+	}
 	if res.ExceptionDetails != nil {
 		b.t.Fatalf("evaluating %s: %s", expr, res.ExceptionDetails.Text)
 	}
-	return res.Result.Value
+	return res.Result.Value, nil
 }
 
 // navigate loads url and waits until the page is complete.
@@ -364,16 +379,19 @@ func (b *browser) navigate(u string) {
 	b.waitFor("the page at "+u+" to load", `document.readyState === "complete" && location.href !== "about:blank"`)
 }
 
-// waitFor polls a JavaScript condition until it is true.
+// waitFor polls a JavaScript condition until it is true. A poll that a
+// navigation cuts short counts as false: a click that submits a form is
+// often followed by a wait, whose first polls meet the page leaving.
 func (b *browser) waitFor(what, cond string) {
 	b.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if v, _ := b.eval("!!(" + cond + ")").(bool); v {
+		v, err := b.tryEval("!!(" + cond + ")")
+		if ok, _ := v.(bool); ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("timed out waiting for %s (%s); page at %v", what, cond, b.eval("location.href"))
+			b.t.Fatalf("timed out waiting for %s (%s; last error %v); page at %v", what, cond, err, b.eval("location.href"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
