@@ -19,6 +19,9 @@ type actionDef struct {
 	pattern string
 	// home sends a form back to the overview: the action's page is gone
 	home bool
+	// keys sends a form that names no page to return to back to the
+	// queue's Keys tab, not to its tasks
+	keys bool
 	// do runs the action and returns how many tasks it changed.
 	do func(d *Dashboard, r *http.Request, q, id string) (int64, error)
 }
@@ -50,13 +53,22 @@ var actions = []*actionDef{
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 			return 0, d.insp.DeleteQueue(r.Context(), q, r.FormValue("force") == "1")
 		}},
+	{name: "pause-key", pattern: "/queues/{queue}/keys/{key}/pause", keys: true,
+		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+			return 0, d.insp.PauseKey(r.Context(), q, r.PathValue("key"))
+		}},
+	{name: "resume-key", pattern: "/queues/{queue}/keys/{key}/resume", keys: true,
+		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+			return 0, d.insp.ResumeKey(r.Context(), q, r.PathValue("key"))
+		}},
+	{name: "set-key-weight", pattern: "/queues/{queue}/keys/{key}/weight", keys: true, do: setKeyWeight},
 }
 
 // actionHandler serves a; ServeHTTP has checked read-only mode, origin
 // and CSRF token already.
 func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, id := r.PathValue("queue"), r.PathValue("id")
+		q, id, key := r.PathValue("queue"), r.PathValue("id"), r.PathValue("key")
 		n, err := a.do(d, r, q, id)
 		if err != nil {
 			d.fail(w, r, err)
@@ -67,11 +79,17 @@ func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 			if id != "" {
 				out["id"] = id
 			}
+			if key != "" {
+				out["key"] = key
+			}
 			writeJSON(w, http.StatusOK, out)
 			return
 		}
 		back, ok := safeReturn(r.FormValue("return"))
-		if !ok {
+		switch {
+		case !ok && a.keys:
+			back = "/queues/" + url.PathEscape(q) + "/keys"
+		case !ok:
 			back = "/queues/" + url.PathEscape(q)
 		}
 		if a.home {

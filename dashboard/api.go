@@ -121,22 +121,31 @@ func spanParam(r *http.Request) (queue.Span, error) {
 	}
 }
 
+// limitParam reads a page's limit: 1..queue.MaxPageSize, def when unset.
+func limitParam(s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > queue.MaxPageSize {
+		return 0, fmt.Errorf("%w: limit %q, want 1..%d", errBadRequest, s, queue.MaxPageSize)
+	}
+	return n, nil
+}
+
 // taskQuery reads a TaskQuery from the request: state, after, limit, order.
 func (d *Dashboard) taskQuery(r *http.Request) (queue.TaskQuery, error) {
 	v := r.URL.Query()
-	q := queue.TaskQuery{Queue: r.PathValue("queue"), State: queue.State(v.Get("state")), After: v.Get("after"), Limit: d.opts.PageSize}
+	q := queue.TaskQuery{Queue: r.PathValue("queue"), State: queue.State(v.Get("state")), After: v.Get("after")}
 	if q.State == "" {
 		q.State = queue.StatePending
 	}
 	if !validState(q.State) {
 		return q, fmt.Errorf("%w: state %q, want one of %v", errBadRequest, q.State, tabs)
 	}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > queue.MaxPageSize {
-			return q, fmt.Errorf("%w: limit %q, want 1..%d", errBadRequest, s, queue.MaxPageSize)
-		}
-		q.Limit = n
+	var err error
+	if q.Limit, err = limitParam(v.Get("limit"), d.opts.PageSize); err != nil {
+		return q, err
 	}
 	switch o := v.Get("order"); o {
 	case "":

@@ -10,7 +10,8 @@
 //   - a queue page: a tab per state (pending, active, scheduled, retry,
 //     dead, done) and the feed of recent tasks, each paged by marker, the
 //     recent feed with a live tail that never misses an entry; the queue's
-//     autoscaling figure and its formula;
+//     autoscaling figure and its formula; a Keys tab with the concurrency
+//     keys by backlog and a search by key;
 //   - a task page: the payload decoded from msgpack and shown as JSON, the
 //     last error, attempts, timestamps, progress and result, and the chain
 //     or batch it belongs to;
@@ -22,9 +23,10 @@
 //   - find: a task by ID.
 //
 // Actions (POST only): run or delete a task, or every task of a state, or
-// a selection; pause and resume a queue; cancel an active task; delete a
-// queue. A JSON API under /api serves the same data and actions; API.md
-// documents it. Options.Metrics serves Prometheus metrics at /metrics.
+// a selection; pause and resume a queue or one of its concurrency keys;
+// set a key's weight; cancel an active task; delete a queue. A JSON API
+// under /api serves the same data and actions; API.md documents it.
+// Options.Metrics serves Prometheus metrics at /metrics.
 //
 // Every page costs a bounded number of Redis calls, whatever the size of
 // the queues: the Inspector reads pages by marker with one script call

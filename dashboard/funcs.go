@@ -32,6 +32,7 @@ var funcs = template.FuncMap{
 	"timeName":  timeName,
 	"listPath":  listPath,
 	"pauseArgs": pauseArgs,
+	"keyArgs":   keyArgs,
 	// a worker's row lists its first leased tasks, not hundreds (a
 	// prefetching worker holds up to its Prefetch ahead per partition)
 	"shownTasks": func(ts []*queue.TaskInfo) []*queue.TaskInfo { return ts[:min(len(ts), workerTasksShown)] },
@@ -219,15 +220,18 @@ func timeOf(s queue.State, ti *queue.TaskInfo) time.Time {
 // by the action's name: fixed texts, so a link cannot make the dashboard
 // say something of its own.
 var flashes = map[string]string{
-	"pause":        "Queue paused: workers start none of its tasks until it is resumed.",
-	"resume":       "Queue resumed.",
-	"run":          "Task queued to run now.",
-	"run-all":      "%s tasks queued to run now.",
-	"delete":       "Task deleted.",
-	"delete-all":   "%s tasks deleted.",
-	"cancel":       "Cancel requested: the worker running the task cancels it at its next heartbeat.",
-	"delete-queue": "Queue deleted, with all its keys.",
-	"bulk":         "%s tasks changed.",
+	"pause":          "Queue paused: workers start none of its tasks until it is resumed.",
+	"resume":         "Queue resumed.",
+	"run":            "Task queued to run now.",
+	"run-all":        "%s tasks queued to run now.",
+	"delete":         "Task deleted.",
+	"delete-all":     "%s tasks deleted.",
+	"cancel":         "Cancel requested: the worker running the task cancels it at its next heartbeat.",
+	"delete-queue":   "Queue deleted, with all its keys.",
+	"bulk":           "%s tasks changed.",
+	"pause-key":      "Key paused: workers start none of its tasks until it is resumed.",
+	"resume-key":     "Key resumed: its tasks take their turns again.",
+	"set-key-weight": "Key weight set: it counts from the key's next turn.",
 }
 
 func flash(r *http.Request) string {

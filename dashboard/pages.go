@@ -130,6 +130,8 @@ type queueData struct {
 	TailMS  int64
 	Limit   int
 	Refresh int64 // ms between refreshes of the page's live parts
+	// Keys is set on the Keys tab, which lists keys instead of tasks.
+	Keys *keyList
 }
 
 type tab struct {
@@ -139,22 +141,12 @@ type tab struct {
 }
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
-	span, err := spanParam(r)
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
 	q, err := d.taskQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	info, err := d.insp.QueueInfo(r.Context(), q.Queue)
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	h, err := d.insp.History(r.Context(), q.Queue, span)
+	data, err := d.queueHead(r, q.Queue, q.State)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -164,23 +156,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	sc, err := d.insp.Scaling(r.Context(), q.Queue)
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	data := queueData{Info: info, Scaling: sc, Chart: newChart(h), State: q.State, After: q.After, Next: p.Next,
-		HasNext: len(p.Tasks) == q.Limit, Limit: q.Limit, TailMS: d.opts.TailInterval.Milliseconds(),
-		Refresh: d.opts.RefreshInterval.Milliseconds()}
-	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
-		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateDone: info.Done}
-	for _, s := range tabs {
-		c, ok := counts[s]
-		if !ok {
-			c = -1 // the recent feed: no count
-		}
-		data.Tabs = append(data.Tabs, tab{State: s, Count: c, Active: s == q.State})
-	}
+	data.After, data.Next, data.HasNext, data.Limit = q.After, p.Next, len(p.Tasks) == q.Limit, q.Limit
 	for _, ti := range p.Tasks {
 		data.Rows = append(data.Rows, taskRow{TaskInfo: ti, Preview: preview(ti, 120)})
 	}
@@ -188,6 +164,40 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		data.Tail, data.Newer = true, p.Newer
 	}
 	d.render(w, r, http.StatusOK, "queue", q.Queue, data)
+}
+
+// queueHead reads what every tab of a queue page shows above its
+// listing: the counts, the chart, the autoscaling figure and the tabs,
+// state's marked current.
+func (d *Dashboard) queueHead(r *http.Request, name string, state queue.State) (*queueData, error) {
+	span, err := spanParam(r)
+	if err != nil {
+		return nil, err
+	}
+	info, err := d.insp.QueueInfo(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	h, err := d.insp.History(r.Context(), name, span)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := d.insp.Scaling(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	data := &queueData{Info: info, Scaling: sc, Chart: newChart(h), State: state,
+		TailMS: d.opts.TailInterval.Milliseconds(), Refresh: d.opts.RefreshInterval.Milliseconds()}
+	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
+		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateDone: info.Done}
+	for _, s := range tabs {
+		c, ok := counts[s]
+		if !ok {
+			c = -1 // the recent feed: no count
+		}
+		data.Tabs = append(data.Tabs, tab{State: s, Count: c, Active: s == state})
+	}
+	return data, nil
 }
 
 // taskRow is a task as a list shows it.

@@ -126,6 +126,9 @@ func TestPages(t *testing.T) {
 		for path, most := range map[string]int64{
 			"/":                                     1 + 2*1 + 2 + 1 + 4*1, // queues, QueueInfo per queue, history; alarms: workers, per queue at most a rate and a dead sample
 			"/queues/" + e.q + "?state=dead":        2 + 2 + 2 + 2,         // QueueInfo, History, ListTasks, Scaling
+			"/queues/" + e.q + "/keys?key=k":        2 + 2 + 2 + 2 + 2,     // QueueInfo, History, Scaling, Keys, GetKey
+			"/api/queues/" + e.q + "/keys":          2,
+			"/api/queues/" + e.q + "/keys/k":        2,
 			"/queues/" + e.q + "/tasks/" + e.evil:   2,
 			"/workers":                              2,
 			"/api/queues/" + e.q + "/tasks?limit=5": 2,

@@ -283,3 +283,23 @@ type flowView struct {
 	ChainID string `json:"chain_id,omitempty"`
 	Link    int    `json:"link,omitempty"`
 }
+
+// keyView is a concurrency key as the API returns it.
+type keyView struct {
+	Key     string `json:"key"`
+	Waiting int64  `json:"waiting"`
+	Running int64  `json:"running"`
+	Weight  int    `json:"weight"`
+	Paused  bool   `json:"paused"`
+}
+
+func newKeyView(k queue.KeyInfo) keyView {
+	return keyView{Key: k.Key, Waiting: k.Waiting, Running: k.Running, Weight: k.Weight, Paused: k.Paused}
+}
+
+// keyPageView is a page of keys as the API returns it.
+type keyPageView struct {
+	Keys []keyView `json:"keys"`
+	// Next is the marker of the next page; "" on the last.
+	Next string `json:"next"`
+}
