@@ -180,15 +180,25 @@ func processCPU() time.Duration {
 }
 
 // BenchmarkDequeueLoop measures the Redis side of processing with nothing
-// else in the way: one goroutine pops batches of 16 (the pop carrying the
-// last batch's acks, as a busy fetcher's does) and acks every task at
-// once, through the worker's own dequeue path. It reports the pop script's
+// else in the way: one goroutine pops batches of 16 or 300 (the pop
+// carrying the last batch's acks, as a busy fetcher's does) and acks every
+// task at once, through the worker's own dequeue path, of plain tasks and
+// of tasks spread over 10,000 concurrency keys. It reports the pop script's
 // cost per task (EVALSHA time from INFO commandstats), Redis's CPU per
 // task (INFO cpu) and this process's. Against BenchmarkProcess, the
 // difference in client CPU is what the runners, the slots and the
 // scheduler cost on top of the round trips.
 func BenchmarkDequeueLoop(b *testing.B) {
-	const batch = 16
+	for _, keys := range []int{0, 10_000} {
+		for _, batch := range []int{16, 300} {
+			b.Run(fmt.Sprintf("keys=%d/batch=%d", keys, batch), func(b *testing.B) { benchDequeueLoop(b, keys, batch) })
+		}
+	}
+}
+
+// benchDequeueLoop is BenchmarkDequeueLoop with batches of batch tasks,
+// spread over keys concurrency keys in turn (0: no key).
+func benchDequeueLoop(b *testing.B, keys, batch int) {
 	rdb := redistest.Start(b).Client(b)
 	qcfg := queue.Config{Prefix: redistest.Prefix(b)}
 	client, _ := queue.NewClient(rdb, qcfg)
@@ -197,7 +207,11 @@ func BenchmarkDequeueLoop(b *testing.B) {
 	for i := 0; i < b.N+batch; i += 1000 {
 		tasks := make([]*queue.Task, 1000)
 		for j := range tasks {
-			tasks[j] = queue.NewRawTask("noop", payload)
+			var opts []queue.Option
+			if keys > 0 {
+				opts = append(opts, queue.ConcurrencyKey(fmt.Sprint("k", (i+j)%keys)))
+			}
+			tasks[j] = queue.NewRawTask("noop", payload, opts...)
 		}
 		if _, err := client.EnqueueMany(ctx, tasks); err != nil {
 			b.Fatal(err)

@@ -33,6 +33,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local done, nd = {}, 0
   local gone, kept, keptStates, expiries -- set once a task is kept
   local notes -- flow notifications, set with the first
+  local released -- concurrency key -> its tasks acked, set with the first
   for k = 1, n do
     local raw, code = raws[k], 0
     if raw then
@@ -47,7 +48,10 @@ local function ack_tasks(T, now, argv, from, cap, size)
         local id = ids[k]
         nd = nd + 1
         done[nd] = id
-        if r[10] and r[10] ~= '' then key_release(T, r[10], size) end
+        if r[10] and r[10] ~= '' then
+          released = released or {}
+          released[r[10]] = (released[r[10]] or 0) + 1
+        end
         local retention = width >= 4 and tonumber(argv[i + 2]) or 0
         if retention > 0 then
           if not kept then
@@ -81,6 +85,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
     codes[k] = code
   end
   if nd == 0 then return codes end
+  if released then keys_release(T, released, size) end
   if notes then redis.call('RPUSH', T .. ':notify', unpack(notes)) end
   gone = gone or done -- none kept: every acked task is gone
   redis.call('ZREM', T .. ':active', unpack(done))

@@ -339,17 +339,24 @@ local function fair_take(T, n, lim, now, size)
   local unreached = want > 0 and q > #queue and more and #keys >= FAIR_WINDOW
   if #keys == 0 then return {}, wait, false end
 
-  -- reads: the messages of the plan
+  -- reads: every shard the plan takes from, touched in one call before
+  -- any write, so a shard moved away by a slot migration fails the call
+  -- here; a turn spans two shards at most while n is at most the shard
+  -- size, but the bound covers any n
+  local touch = {}
   for _, k in ipairs(ks) do
     if k.took > 0 and k.key ~= '' then
-      k.items, k.per = fair_read(T .. ':fq:' .. k.key .. ':', k.first, k.last, k.took)
+      k.prefix = T .. ':fq:' .. k.key .. ':'
+      for f = k.first, math.min(k.last, k.first + math.ceil(k.took / size)) do touch[#touch + 1] = k.prefix .. f end
     elseif k.took > 0 then
       fair_read(T .. ':s:', plain_first, plain_last, k.took + 2)
     end
   end
+  for j = 1, #touch, 1000 do redis.call('EXISTS', unpack(touch, j, math.min(#touch, j + 999))) end
 
-  -- writes: take them, and put each key in its place
-  local tail = {}
+  -- writes: take them, and put each key in its place; the counters of
+  -- every key change in one call each
+  local tail, taken, held, backlog, gone = {}, 0, 0, {}, {}
   for i, k in ipairs(ks) do
     local key = k.key
     if key == '' then
@@ -363,43 +370,57 @@ local function fair_take(T, n, lim, now, size)
       end
       if k.fate == 'gone' then redis.call('DEL', T .. ':fs') end
     elseif k.took > 0 then
-      local prefix = T .. ':fq:' .. key .. ':'
-      for j, c in ipairs(k.per) do
-        if c > 0 then redis.call('LTRIM', prefix .. (k.first + j - 1), c, -1) end
+      local items, f = {}, k.first
+      while true do
+        local got = redis.call('LPOP', k.prefix .. f, k.took - #items)
+        if got then
+          for _, v in ipairs(got) do items[#items + 1] = v end
+        end
+        if #items >= k.took or f >= k.last then break end
+        f = f + 1 -- that shard is empty now
       end
-      redis.call('INCRBY', T .. ':fn', -#k.items)
+      k.items = items
+      taken = taken + #items
       if lim.keyrate > 0 then
         local log = T .. ':kr:' .. key
-        for _, m in ipairs(k.items) do
+        for _, m in ipairs(items) do
           redis.call('ZADD', log, now, msg_head(m) .. ':' .. now)
         end
         redis.call('PEXPIRE', log, lim.per)
       end
-      local left = tonumber(redis.call('ZINCRBY', T .. ':fz', -#k.items, key))
+      local left = k.avail - #items
       if left <= 0 then
         k.fate = 'gone'
       else
-        local f = k.first
-        while f < k.last and redis.call('EXISTS', prefix .. f) == 0 do f = f + 1 end
+        backlog[#backlog + 1] = left
+        backlog[#backlog + 1] = key
+        if f < k.last and redis.call('EXISTS', k.prefix .. f) == 0 then f = f + 1 end
         local state = 'r'
         if k.fate == 'b' or k.fate == 'w' then
           state = k.fate
-          redis.call('INCRBY', T .. ':fh', left)
+          held = held + left
         end
         if f ~= k.first or state ~= 'r' then fair_set(T, key, f, k.last, state) end
       end
     elseif k.fate == 'b' or k.fate == 'p' or k.fate == 'w' then
       fair_set(T, key, k.first, k.last, k.fate)
-      redis.call('INCRBY', T .. ':fh', k.avail)
+      held = held + k.avail
     end
     if k.fate == 'gone' and key ~= '' then
-      redis.call('ZREM', T .. ':fz', key)
-      redis.call('ZREM', T .. ':fl', key)
-      redis.call('HDEL', fk, key)
+      gone[#gone + 1] = key
     elseif k.fate == 'w' then
       redis.call('ZADD', T .. ':fd', k.due, key)
       if wait == NONE or k.due - now < wait then wait = math.max(1, k.due - now) end
     end
+  end
+  if taken > 0 then redis.call('INCRBY', T .. ':fn', -taken) end
+  if held > 0 then redis.call('INCRBY', T .. ':fh', held) end
+  for j = 1, #backlog, 1000 do redis.call('ZADD', T .. ':fz', unpack(backlog, j, math.min(#backlog, j + 999))) end
+  for j = 1, #gone, 1000 do
+    local to = math.min(#gone, j + 999)
+    redis.call('ZREM', T .. ':fz', unpack(gone, j, to))
+    redis.call('ZREM', T .. ':fl', unpack(gone, j, to))
+    redis.call('HDEL', fk, unpack(gone, j, to))
   end
   -- the messages in the order of the turns that took them
   local out = {}

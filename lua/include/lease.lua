@@ -26,7 +26,7 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local raws = redis.call('HMGET', statek, unpack(ids))
   -- every first lease without a concurrency key gets the same record:
   -- packed once per batch
-  local fresh
+  local fresh, freshOf, running = nil, {}, nil
   local states, bodies, leases, starts = {}, {}, {}, {}
   local j, e = 0, 0
   for i = 1, n do
@@ -35,12 +35,19 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
     if not raws[i] and key == '' then
       fresh = fresh or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, ''})
       rec, attempt, token = fresh, 1, 1
+    elseif not raws[i] and not counted then
+      -- a first lease of a key's task: one record per key and batch
+      freshOf[key] = freshOf[key] or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, key})
+      rec, attempt, token = freshOf[key], 1, 1
     else
       local r = record_decode(raws[i])
       if r[2] == 0 and counted then keydepth_down(T, key, 1) end -- its first start
       r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
       rec, attempt, token, granted = record_pack_active(r), r[2], r[3], r[12]
-      if key ~= '' then redis.call('HINCRBY', T .. ':keyactive', key, 1) end
+    end
+    if key ~= '' then
+      running = running or {}
+      running[key] = (running[key] or 0) + 1
     end
     states[j + 1], states[j + 2] = id, rec
     bodies[j + 1], bodies[j + 2] = id, m
@@ -59,6 +66,16 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   end
   redis.call('HSET', statek, unpack(states))
   redis.call('HSET', T .. ':msg', unpack(bodies))
+  if running then
+    -- the keys' running counts: one read and one write for the batch
+    local ks = {}
+    for key in pairs(running) do ks[#ks + 1] = key end
+    local cur, set = redis.call('HMGET', T .. ':keyactive', unpack(ks)), {}
+    for j2, key in ipairs(ks) do
+      set[2 * j2 - 1], set[2 * j2] = key, (tonumber(cur[j2]) or 0) + running[key]
+    end
+    redis.call('HSET', T .. ':keyactive', unpack(set))
+  end
   redis.call('ZADD', T .. ':active', unpack(leases))
   if rate > 0 then redis.call('ZADD', T .. ':ratelog', unpack(starts)) end
   return leased, extra
