@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,16 @@ the rate one busy master core would allow, and how the tasks spread. Where the m
 the client, the wall-clock ratio understates scaling; the CPU per task per
 master is what projects to more masters.
 
+With --fair: fair queues. Key A's backlog waits (--backlogs), then key B
+enqueues 20 tasks, 30 times, each time under a new key: B's first start
+after its enqueue, p50, p99 and max, with no key limit and with a
+KeyConcurrency of 2. Then, on one server, processing of --tasks tasks
+spread over 10,000 keys against a plain queue, in turns over --rounds;
+memory per pending task, keyed against plain, and per key; and the share
+of starts of a key of weight 3 against one of weight 1. With --cluster as
+well, the wait alone, on a private 3-master cluster, B's key in A's
+partition, in another partition of A's master, and on another master.
+
 A table goes to stdout, then one "BENCH {json}" line per figure; progress
 goes to stderr.`
 
@@ -70,6 +81,8 @@ type benchFlags struct {
 	cluster    bool
 	rounds     int
 	partitions int
+	fair       bool
+	backlogs   string
 }
 
 // figure is one measured result.
@@ -93,7 +106,10 @@ type goal struct {
 	atMost  bool
 	bound   float64
 	ofLimit bool
-	text    string // as the table shows it
+	// within, when set, makes the goal a band: the figure at most within
+	// away from bound.
+	within float64
+	text   string // as the table shows it
 }
 
 func atLeast(bound float64, ofLimit bool, text string) *goal {
@@ -109,6 +125,9 @@ func (g *goal) met(f figure) bool {
 	v := f.Value
 	if g.ofLimit {
 		v = f.ratio()
+	}
+	if g.within > 0 {
+		return math.Abs(v-g.bound) <= g.within
 	}
 	if g.atMost {
 		return v <= g.bound
@@ -133,7 +152,9 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&f.only, "only", "", "comma-separated parts to run: limit,enqueue,process,latency,memory (default all; limit always runs, first, as every ratio needs it)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "stop the whole run after this long")
 	fs.BoolVar(&f.cluster, "cluster", false, fmt.Sprintf("instead: --tasks enqueued from 64 goroutines, then processed (concurrency %d, --partitions), on private Redis Clusters of 1 and of 3 masters, interleaved over --rounds; for each side tasks/s, their ratio and Redis CPU per task per master", clusterConcurrency))
-	fs.IntVar(&f.rounds, "rounds", 3, "with --cluster: rounds, each running every setup once")
+	fs.IntVar(&f.rounds, "rounds", 3, "with --cluster or --fair: rounds, each running every setup once")
+	fs.BoolVar(&f.fair, "fair", false, "instead: fair queues: key B's wait behind key A's --backlogs, with and without a key limit; with --cluster that alone, on a private 3-master cluster, B's key placed three ways; else also processing over 10,000 keys against a plain queue (--tasks, --rounds), memory per task and per key (--mem-tasks), and weights 3:1")
+	fs.StringVar(&f.backlogs, "backlogs", "10000,100000,1000000", "with --fair: key A's backlogs, comma-separated")
 	fs.IntVar(&f.partitions, "partitions", defaultClusterPartitions, fmt.Sprintf("with --cluster: the queue's partitions, %d..%d (at least one per master)", slices.Max(clusterSetups), maxBenchPartitions))
 	describe(fs, c, "[flags]", benchDetails, benchExitCodes)
 	if err := parse(fs, args); err != nil {
@@ -143,6 +164,27 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("%w: --tasks %d, --mem-tasks %d, --payload %d: want at least 1000, 1000 and 0", errUsage, f.tasks, f.memTasks, f.payload)
 	}
 	set := visited(fs)
+	if f.fair {
+		for _, name := range []string{"only", "partitions"} {
+			if set[name] {
+				return fmt.Errorf("%w: --%s does not apply to --fair", errUsage, name)
+			}
+		}
+		if f.cluster && (set["redis"] || set["mem-tasks"]) {
+			return fmt.Errorf("%w: --fair --cluster starts its own cluster and measures the wait only: no --redis or --mem-tasks", errUsage)
+		}
+		if f.rounds < 1 {
+			return fmt.Errorf("%w: --rounds %d: want at least 1", errUsage, f.rounds)
+		}
+		backlogs, err := parseBacklogs(f.backlogs)
+		if err != nil {
+			return err
+		}
+		return c.runFair(ctx, m, f, backlogs)
+	}
+	if set["backlogs"] {
+		return fmt.Errorf("%w: --backlogs applies to --fair only", errUsage)
+	}
 	if f.cluster {
 		// The clusters are private: a given Redis, or parts of the
 		// single-server run, would measure something else.
@@ -159,10 +201,11 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 		}
 		return c.runCluster(ctx, m, f)
 	}
-	for _, name := range []string{"rounds", "partitions"} {
-		if set[name] {
-			return fmt.Errorf("%w: --%s applies to --cluster only", errUsage, name)
-		}
+	if set["rounds"] {
+		return fmt.Errorf("%w: --rounds applies to --cluster or --fair only", errUsage)
+	}
+	if set["partitions"] {
+		return fmt.Errorf("%w: --partitions applies to --cluster only", errUsage)
 	}
 	for _, p := range strings.Split(f.only, ",") {
 		if p = strings.TrimSpace(p); f.only != "" && !slices.Contains(benchParts, p) {

@@ -241,8 +241,16 @@ func TestBenchBadInput(t *testing.T) {
 		{"ClusterWithRedis", nil, []string{"--cluster", "--redis", "redis://127.0.0.1:1"}, exitUsage, "--redis does not apply to --cluster"},
 		{"ClusterWithOnly", nil, []string{"--cluster", "--only", "process"}, exitUsage, "--only does not apply to --cluster"},
 		{"ClusterNoRounds", nil, []string{"--cluster", "--rounds", "0"}, exitUsage, "--rounds 0: want at least 1"},
-		{"RoundsWithoutCluster", nil, []string{"--rounds", "2"}, exitUsage, "--rounds applies to --cluster only"},
+		{"RoundsWithoutCluster", nil, []string{"--rounds", "2"}, exitUsage, "--rounds applies to --cluster or --fair only"},
 		{"PartitionsWithoutCluster", nil, []string{"--partitions", "3"}, exitUsage, "--partitions applies to --cluster only"},
+		{"FairWithOnly", nil, []string{"--fair", "--only", "process"}, exitUsage, "--only does not apply to --fair"},
+		{"FairWithPartitions", nil, []string{"--fair", "--partitions", "3"}, exitUsage, "--partitions does not apply to --fair"},
+		{"FairClusterWithRedis", nil, []string{"--fair", "--cluster", "--redis", "redis://127.0.0.1:1"}, exitUsage, "no --redis or --mem-tasks"},
+		{"FairNoRounds", nil, []string{"--fair", "--rounds", "0"}, exitUsage, "--rounds 0: want at least 1"},
+		{"FairSmallBacklog", nil, []string{"--fair", "--backlogs", "10000,999"}, exitUsage, `--backlogs: "999": want task counts of at least 1000`},
+		{"FairBadBacklog", nil, []string{"--fair", "--backlogs", "10k"}, exitUsage, `--backlogs: "10k"`},
+		{"BacklogsWithoutFair", nil, []string{"--backlogs", "1000"}, exitUsage, "--backlogs applies to --fair only"},
+		{"HelpFair", nil, []string{"-h"}, exitOK, "-backlogs"},
 		{"ClusterFewPartitions", nil, []string{"--cluster", "--partitions", "2"}, exitUsage, "--partitions 2: want 3..1024"},
 	})
 }
@@ -261,6 +269,10 @@ func TestGoal(t *testing.T) {
 		{atMost(20, false, ""), figure{Value: 20.1}, false},
 		{atLeast(0.5, true, ""), figure{Value: 9_000, Limit: 18_000}, true},
 		{atLeast(0.5, true, ""), figure{Value: 8_999, Limit: 18_000}, false},
+		{&goal{bound: 0.75, within: 0.05}, figure{Value: 0.70}, true},
+		{&goal{bound: 0.75, within: 0.05}, figure{Value: 0.80}, true},
+		{&goal{bound: 0.75, within: 0.05}, figure{Value: 0.69}, false},
+		{&goal{bound: 0.75, within: 0.05}, figure{Value: 0.81}, false},
 	}
 	for _, c := range cases {
 		if got := c.g.met(c.f); got != c.want {
