@@ -112,6 +112,15 @@ type goal struct {
 	text   string // as the table shows it
 }
 
+// value is f's value as the table shows it: a ratio or a share to three
+// places, where one place would hide whether it met a band like 0.75 ± 0.05.
+func (f figure) value() string {
+	if f.Unit == "x" || f.Unit == "share" {
+		return fmt.Sprintf("%.3f", f.Value)
+	}
+	return fmt.Sprintf("%.1f", f.Value)
+}
+
 func atLeast(bound float64, ofLimit bool, text string) *goal {
 	return &goal{bound: bound, ofLimit: ofLimit, text: text}
 }
@@ -127,7 +136,8 @@ func (g *goal) met(f figure) bool {
 		v = f.ratio()
 	}
 	if g.within > 0 {
-		return math.Abs(v-g.bound) <= g.within
+		// a share of exactly 0.70 is 0.05 from 0.75 in decimal, not in binary
+		return math.Abs(v-g.bound) <= g.within+1e-9
 	}
 	if g.atMost {
 		return v <= g.bound
@@ -296,7 +306,7 @@ func (b *bench) resolveLimits() {
 
 func (b *bench) add(f figure) {
 	b.figures = append(b.figures, f)
-	b.progress("  %-44s %12.1f %s", f.Name, f.Value, f.Unit)
+	b.progress("  %-44s %12s %s", f.Name, f.value(), f.Unit)
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -322,7 +332,7 @@ func (b *bench) report(w io.Writer) {
 				met++
 			}
 		}
-		fmt.Fprintf(w, "%-44s %12.1f %-10s %8s  %-34s %-18s %s\n", f.Name, f.Value, f.Unit, ratio, f.LimitName, target, ok)
+		fmt.Fprintf(w, "%-44s %12s %-10s %8s  %-34s %-18s %s\n", f.Name, f.value(), f.Unit, ratio, f.LimitName, target, ok)
 	}
 	if goals > 0 {
 		fmt.Fprintf(w, "\ntargets met: %d of %d\n", met, goals)

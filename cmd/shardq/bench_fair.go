@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -180,7 +181,7 @@ func (fb *fairBench) clusterIsolation(ctx context.Context) error {
 			owner = append(owner, addr)
 			per[addr]++
 		}
-		if len(per) == 3 && per[owner[0]] == 2 {
+		if len(per) == 3 && per[owner[0]] == 2 && slices.Max(slices.Collect(maps.Values(per))) == 2 {
 			q = name
 			break
 		}
