@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/shardq/shardq/queue"
@@ -228,6 +229,16 @@ type taskData struct {
 	// Result is the task's result as text, base64 when ResultBinary.
 	Result       string
 	ResultBinary bool
+	// Steps are the steps its handler finished, each value as JSON.
+	Steps []stepRow
+}
+
+// stepRow is a finished step as the task page shows it.
+type stepRow struct {
+	Name       string
+	FinishedAt time.Time
+	Value      string // indented JSON, or base64 with Error set
+	Error      string
 }
 
 func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -247,6 +258,13 @@ func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
 	v, enc, perr := payloadJSON(ti)
 	data.Payload, data.PayloadEncoding, data.PayloadError = prettyJSON(v), enc, perr
 	data.CancelRequested = ti.State == queue.StateActive && ti.CancelRequested
+	for i, sv := range stepViews(ti) {
+		row := stepRow{Name: sv.Name, FinishedAt: ti.Steps[i].FinishedAt, Value: prettyJSON(sv.Value), Error: sv.ValueError}
+		if sv.ValueError != "" {
+			row.Value = sv.ValueBase64
+		}
+		data.Steps = append(data.Steps, row)
+	}
 	d.render(w, r, http.StatusOK, "task", "Task "+ti.ID, data)
 }
 

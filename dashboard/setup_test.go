@@ -94,6 +94,15 @@ func (e *env) fill() {
 		}
 		return t.SetResult(ctx, []byte(`{"thumbnails": 3}`))
 	})
+	mux.HandleFunc("steps", func(ctx context.Context, t *worker.Task) error {
+		if _, err := worker.Step(ctx, "charge <card>", func(context.Context) (map[string]any, error) {
+			return map[string]any{"receipt": "r-<1>", "cents": 1250}, nil
+		}); err != nil {
+			return err
+		}
+		_, err := worker.Step(ctx, "mail", func(context.Context) (string, error) { return "sent", nil })
+		return err
+	})
 	// a client of its own, so the worker's calls are not counted
 	srv, err := worker.NewServer(e.redis.Client(t), worker.Config{Config: e.cfg,
 		Queues: map[string]int{e.q: 1}, Concurrency: 20, WorkerID: e.worker,

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/shardq/shardq/queue"
 )
 
@@ -61,18 +63,20 @@ type taskView struct {
 	Flow *flowView `json:"flow,omitempty"`
 	// Progress is the handler's last report; Result what it wrote: text
 	// when it is UTF-8, else ResultBase64.
-	Progress      *progressView `json:"progress,omitempty"`
-	Result        *string       `json:"result,omitempty"`
-	ResultBase64  string        `json:"result_base64,omitempty"`
-	Deadline      *jsonTime     `json:"deadline,omitempty"`
-	EnqueuedAt    *jsonTime     `json:"enqueued_at,omitempty"`
-	NextProcessAt *jsonTime     `json:"next_process_at,omitempty"`
-	StartedAt     *jsonTime     `json:"started_at,omitempty"`
-	FinishedAt    *jsonTime     `json:"finished_at,omitempty"`
-	LastFailedAt  *jsonTime     `json:"last_failed_at,omitempty"`
-	LastError     string        `json:"last_error,omitempty"`
-	Worker        string        `json:"worker,omitempty"`
-	Rank          int64         `json:"rank,omitempty"`
+	Progress *progressView `json:"progress,omitempty"`
+	// Steps are the steps its handler finished (worker.Step).
+	Steps         []stepView `json:"steps,omitempty"`
+	Result        *string    `json:"result,omitempty"`
+	ResultBase64  string     `json:"result_base64,omitempty"`
+	Deadline      *jsonTime  `json:"deadline,omitempty"`
+	EnqueuedAt    *jsonTime  `json:"enqueued_at,omitempty"`
+	NextProcessAt *jsonTime  `json:"next_process_at,omitempty"`
+	StartedAt     *jsonTime  `json:"started_at,omitempty"`
+	FinishedAt    *jsonTime  `json:"finished_at,omitempty"`
+	LastFailedAt  *jsonTime  `json:"last_failed_at,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+	Worker        string     `json:"worker,omitempty"`
+	Rank          int64      `json:"rank,omitempty"`
 }
 
 // jsonTime is a time in RFC 3339 with milliseconds, UTC.
@@ -105,6 +109,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 	if p := ti.Progress; p != nil {
 		v.Progress = &progressView{Percent: p.Percent, Message: p.Message, At: optTime(p.At)}
 	}
+	v.Steps = stepViews(ti)
 	if ti.HasResult {
 		if utf8.Valid(ti.Result) {
 			r := string(ti.Result)
@@ -139,6 +144,36 @@ func payloadJSON(ti *queue.TaskInfo) (value any, encoding, errText string) {
 		return base64.StdEncoding.EncodeToString(ti.Payload), "base64", err.Error()
 	}
 	return v, "msgpack", ""
+}
+
+// stepView is a finished step: its value decoded from msgpack, or, when
+// it does not decode, its bytes in base64 and why.
+type stepView struct {
+	Name        string    `json:"name"`
+	FinishedAt  *jsonTime `json:"finished_at,omitempty"`
+	Value       any       `json:"value"`
+	ValueBase64 string    `json:"value_base64,omitempty"`
+	ValueError  string    `json:"value_error,omitempty"`
+}
+
+// stepViews returns the task's finished steps as views.
+func stepViews(ti *queue.TaskInfo) []stepView {
+	var out []stepView
+	for _, st := range ti.Steps {
+		sv := stepView{Name: st.Name, FinishedAt: optTime(st.FinishedAt)}
+		var v any
+		err := msgpack.Unmarshal(st.Value, &v)
+		if err == nil {
+			v, err = jsonable(v)
+		}
+		if err != nil {
+			sv.ValueBase64, sv.ValueError = base64.StdEncoding.EncodeToString(st.Value), err.Error()
+		} else {
+			sv.Value = v
+		}
+		out = append(out, sv)
+	}
+	return out
 }
 
 // jsonable turns what msgpack decodes into (maps with any keys, byte

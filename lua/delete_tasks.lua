@@ -37,8 +37,7 @@ for i = 2, #ARGV, 2 do
     redis.call('HDEL', KEYS[5], id)
     redis.call('HDEL', KEYS[6], id)
     redis.call('HDEL', KEYS[7], id)
-    redis.call('HDEL', T .. ':progress', id)
-    redis.call('HDEL', T .. ':result', id)
+    record_forget(T, {id})
   end
   codes[#codes + 1] = which and 1 or 0
 end

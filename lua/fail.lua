@@ -8,7 +8,8 @@
     counting the attempt or recording an error)
   Only the token of the current lease counts, as in ack. A flow task that
   goes dead is reported in T:notify (wire.FlowNote), as ack reports
-  success. Trimming the dead feed deletes the records of the tasks it drops.
+  success. Trimming the dead feed deletes the records of the tasks it drops,
+  with their progress, result and steps.
   Returns: one code per task (include/codes.lua): FAIL_RETRY, FAIL_DEAD,
   FAIL_SNOOZED, or FAIL_STALE: a stale token ]]
 --@include codes
@@ -60,6 +61,7 @@ for _, id in ipairs(trimmed) do
   redis.call('HDEL', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
 end
+record_forget(ARGV[1], trimmed)
 local n = 0
 for _, c in ipairs(codes) do if c == FAIL_RETRY or c == FAIL_DEAD then n = n + 1 end end
 stats_add(ARGV[1], 'failed', now, n)

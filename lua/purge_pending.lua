@@ -34,7 +34,7 @@ for _, m in ipairs(msgs) do
   redis.call('HDEL', KEYS[3], id)
   redis.call('HDEL', KEYS[4], id)
   redis.call('HDEL', KEYS[5], id)
-  redis.call('HDEL', T .. ':progress', id)
+  record_forget(T, {id})
   redis.call('SREM', T .. ':tomb', id)
   flow_deleted(T, id, m)
 end

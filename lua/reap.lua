@@ -38,7 +38,6 @@ for _, id in ipairs(gone) do
   redis.call('ZREM', KEYS[7], id)
   redis.call('HDEL', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
-  redis.call('HDEL', T .. ':progress', id)
-  redis.call('HDEL', T .. ':result', id)
+  record_forget(T, {id})
 end
 return {requeued, returned, #gone}

@@ -54,6 +54,9 @@ type TaskInfo struct {
 	// none. GetTask and WaitResult read it.
 	Result    []byte
 	HasResult bool
+	// Steps are the steps its handler finished (worker.Step), in the
+	// order they first finished. GetTask reads them.
+	Steps []StepInfo
 	// CancelRequested is set while an operator's cancel of the running
 	// task (CancelTask) waits for its worker's next heartbeat. GetTask
 	// reads it.
@@ -113,6 +116,22 @@ func msTime(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// StepInfo is a step a task's handler finished (worker.Step).
+type StepInfo struct {
+	Name       string
+	FinishedAt time.Time
+	// Value is the msgpack of what the step returned; see Decode.
+	Value []byte
+}
+
+// Decode decodes the step's value into v, as the step returned it.
+func (s StepInfo) Decode(v any) error {
+	if err := wire.DecodePayload(s.Value, false, v); err != nil {
+		return fmt.Errorf("queue: step %q: %w", s.Name, err)
+	}
+	return nil
 }
 
 // Progress is a running task's progress, as its handler last reported it.

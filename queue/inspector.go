@@ -229,7 +229,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, script.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result(), k.Cancel()}, wire.StoredID(id))
+		cmds[part] = p.Run(ctx, script.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result(), k.Cancel(), k.Steps()}, wire.StoredID(id))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
@@ -259,6 +259,17 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 		}
 		if len(res) >= 6 {
 			ti.CancelRequested = res[5] == int64(1)
+		}
+		if len(res) >= 7 {
+			if s, ok := res[6].(string); ok {
+				steps, err := wire.DecodeSteps([]byte(s))
+				if err != nil {
+					return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
+				}
+				for _, st := range steps {
+					ti.Steps = append(ti.Steps, StepInfo{Name: st.Name, FinishedAt: time.UnixMilli(st.At), Value: st.Result})
+				}
+			}
 		}
 		return ti, nil
 	}

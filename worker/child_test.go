@@ -102,6 +102,11 @@ const (
 	// it then dies (SIGKILL), on later ones it writes a result naming the
 	// attempt and returns nil.
 	handleProgress = "progress"
+	// handleSteps runs the steps "one", "two" and "three" (worker.Step),
+	// each appending "<step>@<attempt>" to recKeys.stepRuns when its
+	// function runs. On a task's first attempt it dies (SIGKILL) after
+	// step two; on later ones it writes the three values as its result.
+	handleSteps = "steps"
 )
 
 // gaugeScript adds a running task and keeps the peak of all running at once.
@@ -192,7 +197,7 @@ func childOptsFromEnv() (childOpts, error) {
 	switch o.Handler {
 	case "":
 		o.Handler = handleRecord
-	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress, handleFlow, handleOrder:
+	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress, handleFlow, handleOrder, handleSteps:
 	default:
 		errs = append(errs, fmt.Errorf("unknown handler %q", o.Handler))
 	}
@@ -253,6 +258,8 @@ func (k recKeys) running() string { return k.p + ":running" }
 func (k recKeys) order() string { return k.p + ":order" }
 
 // peak is the most handlers handleGauge saw running at once.
+func (k recKeys) stepRuns() string { return k.p + ":stepruns" }
+
 func (k recKeys) peak() string { return k.p + ":peak" }
 
 // ready holds the pid of the child running as worker id, once it started.
@@ -493,6 +500,9 @@ func (c *childWorker) handle(ctx context.Context, t *Task) error {
 			return c.rdb.Set(ctx, c.k.crashTask(c.pid), t.ID, 0).Err()
 		})
 		c.die()
+	}
+	if c.o.Handler == handleSteps {
+		return c.handleSteps(ctx, t)
 	}
 	if c.o.Handler == handleProgress {
 		if err := t.SetProgress(ctx, 40, "working"); err != nil {
@@ -793,4 +803,25 @@ func childSchedules(o childOpts) []Schedule {
 		sc.Missed = MissedRunOnce
 	}
 	return []Schedule{sc}
+}
+
+// handleSteps is the steps handler (see handleSteps).
+func (c *childWorker) handleSteps(ctx context.Context, t *Task) error {
+	var vals []string
+	for _, name := range []string{"one", "two", "three"} {
+		if name == "three" && t.Attempt == 1 {
+			c.die()
+		}
+		v, err := Step(ctx, name, func(ctx context.Context) (string, error) {
+			if err := c.rdb.RPush(ctx, c.k.stepRuns(), fmt.Sprintf("%s@%d", name, t.Attempt)).Err(); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s of attempt %d", name, t.Attempt), nil
+		})
+		if err != nil {
+			return err
+		}
+		vals = append(vals, v)
+	}
+	return t.SetResult(ctx, []byte(strings.Join(vals, ", ")))
 }

@@ -184,3 +184,40 @@ func ExampleSnooze() {
 	// attempt 1: not ready, snoozed
 	// attempt 1: imported, 3 retries left
 }
+
+func ExampleStep() {
+	charges := 0
+	mux := worker.NewMux()
+	mux.HandleFunc("order:checkout", func(ctx context.Context, t *worker.Task) error {
+		receipt, err := worker.Step(ctx, "charge", func(ctx context.Context) (string, error) {
+			charges++ // call the payment provider here
+			return "r-7", nil
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Println("charged, receipt", receipt)
+		if t.Attempt == 1 {
+			return errors.New("the mail server is down") // retried
+		}
+		fmt.Println("mailed receipt", receipt)
+		return nil
+	})
+
+	// A Server records each step with the task in Redis. A Task that no
+	// Server runs keeps them in memory, so a unit test plays a retry by
+	// running the same Task again.
+	ctx := context.Background()
+	t := &worker.Task{ID: "order-7", Type: "order:checkout", Attempt: 1}
+	fmt.Println(mux.ProcessTask(ctx, t))
+	t.Attempt = 2
+	fmt.Println(mux.ProcessTask(ctx, t))
+	fmt.Println("charges:", charges)
+	// Output:
+	// charged, receipt r-7
+	// the mail server is down
+	// charged, receipt r-7
+	// mailed receipt r-7
+	// <nil>
+	// charges: 1
+}

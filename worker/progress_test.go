@@ -108,29 +108,40 @@ func TestProgressSurvivesCrash(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	base := childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: "p", Concurrency: 1,
-		Lease: time.Second, Heartbeat: 300 * time.Millisecond, Handler: handleProgress}
+	res, err := b.killThenRerun(t, "p", handleProgress, func(id string) {
+		ti, err := b.insp.GetTask(ctx, "p", id)
+		if err != nil || ti.Progress == nil || ti.Progress.Percent != 40 || ti.Progress.Message != "working" || ti.HasResult || ti.State == queue.StateDone {
+			t.Fatalf("after the kill: %+v, %v; want progress 40%% working, no result, not done", ti, err)
+		}
+	})
+	if err != nil || string(res) != "result of attempt 2" {
+		t.Fatalf("WaitResult: %q, %v", res, err)
+	}
+}
+
+// killThenRerun enqueues a task of queue q, kept an hour, for a child
+// worker with handler; that worker must die by SIGKILL while running it.
+// After afterKill(task ID), a second child runs it again, and
+// killThenRerun returns the task's result as WaitResult does.
+func (b *bundle) killThenRerun(t *testing.T, q, handler string, afterKill func(id string)) ([]byte, error) {
+	t.Helper()
+	base := childOpts{Addr: b.srv.Addr, Prefix: b.qcfg.Prefix, Queue: q, Concurrency: 1,
+		Lease: time.Second, Heartbeat: 300 * time.Millisecond, Handler: handler}
 	killer := base
 	killer.ID = "killer"
 	k := startChild(t, "killer", killer)
 	k.waitReady(t, b.rdb)
-	info := b.enqueue(t, queue.NewRawTask("p", nil), queue.In("p"), queue.Retention(time.Hour))
+	info := b.enqueue(t, queue.NewRawTask(q, nil), queue.In(q), queue.Retention(time.Hour))
 	waitFor(t, 15*time.Second, "the worker to die mid-task", k.exited)
 	if !k.killedBySIGKILL() {
 		t.Fatal("the child did not die by SIGKILL")
 	}
-	ti, err := b.insp.GetTask(ctx, "p", info.ID)
-	if err != nil || ti.Progress == nil || ti.Progress.Percent != 40 || ti.Progress.Message != "working" || ti.HasResult || ti.State == queue.StateDone {
-		t.Fatalf("after the kill: %+v, %v; want progress 40%% working, no result, not done", ti, err)
-	}
+	afterKill(info.ID)
 	healthy := base
 	healthy.ID = "healthy"
 	h := startChild(t, "healthy", healthy)
 	h.waitReady(t, b.rdb)
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := b.insp.WaitResult(wctx, "p", info.ID)
-	if err != nil || string(res) != "result of attempt 2" {
-		t.Fatalf("WaitResult: %q, %v", res, err)
-	}
+	return b.insp.WaitResult(wctx, q, info.ID)
 }

@@ -40,6 +40,7 @@ type Task struct {
 	srv       *Server
 	part      *part
 	report    report // SetProgress's throttle
+	steps     stepLog
 	token     int64
 	granted   int // attempts operators granted beyond MaxRetry+1 (RunTask)
 	retention time.Duration

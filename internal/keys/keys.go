@@ -97,6 +97,10 @@ func (p Partition) Progress() string { return p.T + ":progress" }
 // the task for its retention.
 func (p Partition) Result() string { return p.T + ":result" }
 
+// Steps is the hash id -> the steps a task's handler finished
+// (wire.Steps, worker.Step), kept with the task until it is gone.
+func (p Partition) Steps() string { return p.T + ":steps" }
+
 // Tomb is the set of IDs of pending tasks deleted (Inspector.DeleteTask)
 // that the dequeue has not reached yet: it drops them as it does.
 func (p Partition) Tomb() string { return p.T + ":tomb" }

@@ -34,6 +34,7 @@ var (
 	Ack       = registry["ack"]
 	Fail      = registry["fail"]
 	Extend    = registry["extend"]
+	Step      = registry["step"]
 	Requeue   = registry["requeue"]
 	LeasesOf  = registry["leases_of"]
 	Reap      = registry["reap"]

@@ -391,3 +391,28 @@ func TestCompactMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestStepsRoundTrip(t *testing.T) {
+	in := Steps{{Name: "charge", At: 1764230000000, Result: []byte{0x01}}, {Name: "mail", At: 1764230000123}}
+	b, err := EncodeSteps(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := DecodeSteps(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[0].Name != "charge" || out[0].At != 1764230000000 || string(out[0].Result) != "\x01" ||
+		out[1].Name != "mail" || len(out[1].Result) != 0 {
+		t.Fatalf("round trip: %+v", out)
+	}
+	if out.Find("mail") == nil || out.Find("nope") != nil || out.Size() != 1 {
+		t.Errorf("Find or Size wrong on %+v", out)
+	}
+	if s, err := DecodeSteps(nil); s != nil || err != nil {
+		t.Errorf("DecodeSteps(nil) = %v, %v", s, err)
+	}
+	if _, err := DecodeSteps([]byte{0xc1}); err == nil {
+		t.Error("DecodeSteps of garbage: no error")
+	}
+}

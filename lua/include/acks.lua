@@ -93,10 +93,9 @@ local function ack_tasks(T, now, argv, from, cap, size)
   if #gone > 0 then
     redis.call('HDEL', msgk, unpack(gone))
     redis.call('HDEL', statek, unpack(gone))
-    -- a handler's progress and result go with the task (kept ones stay
-    -- until its retention ends: reap, delete_tasks)
-    redis.call('HDEL', T .. ':progress', unpack(gone))
-    redis.call('HDEL', T .. ':result', unpack(gone))
+    -- a handler's progress, result and steps go with the task (kept ones
+    -- stay until its retention ends: reap, delete_tasks)
+    record_forget(T, gone)
   end
   if kept then
     redis.call('HSET', statek, unpack(keptStates))
@@ -105,8 +104,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
     for _, id in ipairs(trimmed) do
       redis.call('HDEL', msgk, id)
       redis.call('HDEL', statek, id)
-      redis.call('HDEL', T .. ':progress', id)
-      redis.call('HDEL', T .. ':result', id)
+      record_forget(T, {id})
       redis.call('ZREM', T .. ':expire', id)
     end
   end

@@ -102,7 +102,7 @@ local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes, size,
         if r[2] == 0 then keydepth_down(T, key, 1) end
         redis.call('HDEL', T .. ':state', id)
         redis.call('HDEL', T .. ':msg', id)
-        redis.call('HDEL', T .. ':progress', id)
+        record_forget(T, {id})
       else
         live[#live + 1] = m
       end

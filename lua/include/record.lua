@@ -12,6 +12,16 @@
 --        (0) until then, and [11] is then '' when there is no padding
 local RECORD_DEFAULTS = {'pending', 0, 0, '', '', 0, 0, 0, 0, ''}
 
+-- record_forget deletes what the handlers of the tasks ids wrote beside
+-- their records, their progress, result and finished steps: the tasks
+-- are gone.
+local function record_forget(T, ids)
+  if #ids == 0 then return end
+  redis.call('HDEL', T .. ':progress', unpack(ids))
+  redis.call('HDEL', T .. ':result', unpack(ids))
+  redis.call('HDEL', T .. ':steps', unpack(ids))
+end
+
 -- record_pack_active packs the record table r of a task being leased,
 -- padded (an 11th field of spaces) to more than 64 bytes:
 -- hash-max-listpack-value's default, past which Redis makes T:state a
