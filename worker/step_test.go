@@ -314,3 +314,43 @@ func TestStepAfterRunTask(t *testing.T) {
 		t.Fatalf("step runs %q, want export@1 alone", got)
 	}
 }
+
+// TestDeadTrimForgetsExtras: a task trimmed from a full dead feed takes
+// its progress, result and steps out of Redis; the task kept has them.
+func TestDeadTrimForgetsExtras(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.server(t, Config{Config: b.qcfg, DeadSize: 1}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if err := task.SetProgress(ctx, 50, "half"); err != nil {
+			return err
+		}
+		if err := task.SetResult(ctx, []byte("partial")); err != nil {
+			return err
+		}
+		if _, err := Step(ctx, "one", func(context.Context) (int, error) { return 1, nil }); err != nil {
+			return err
+		}
+		return SkipRetry(errors.New("no"))
+	}))
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	has := func(id string) []bool {
+		sid := wire.StoredID(id)
+		return []bool{b.rdb.HExists(ctx, k.Progress(), sid).Val(), b.rdb.HExists(ctx, k.Result(), sid).Val(), b.rdb.HExists(ctx, k.Steps(), sid).Val()}
+	}
+	var ids []string
+	for range 2 {
+		info := b.enqueue(t, queue.NewRawTask("doomed", nil))
+		waitFor(t, 15*time.Second, "the task dead", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateDead
+		})
+		ids = append(ids, info.ID)
+	}
+	if got := has(ids[0]); got[0] || got[1] || got[2] {
+		t.Errorf("the trimmed task still has progress, result, steps: %v", got)
+	}
+	if got := has(ids[1]); !got[0] || !got[1] || !got[2] {
+		t.Errorf("the dead task kept lost progress, result, steps: %v", got)
+	}
+}
