@@ -55,6 +55,12 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 // Redis has the task. opts override the task's own options. Concurrent
 // calls to one partition beyond a few at once share round trips: they wait
 // for a call in flight and go out together (see Config.NoCoalescing).
+//
+// A TaskID that another task holds is ErrDuplicateTaskID, returned with
+// that task's info: its state, and its result while it is kept
+// (Retention), so a caller that retries a request gets the answer of the
+// first. A task no longer kept has its ID, queue and partition alone. The
+// info is nil when reading it failed.
 func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*TaskInfo, error) {
 	var ctxHeaders map[string]string
 	if c.cfg.ContextHeaders != nil {
@@ -86,7 +92,8 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 	// turn, and skew the spread of a queue's tasks over its partitions).
 	// Its buffer goes back to the pool unless the call was given up on
 	// with ctx (then it may still be reading it).
-	infos, errs, err := c.sendGroup(ctx, []pending{p})
+	ps := []pending{p}
+	infos, errs, err := c.sendGroup(ctx, ps)
 	if ctx.Err() == nil {
 		putMsgBuf(buf, p.msg)
 	}
@@ -94,8 +101,12 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 		return nil, err
 	}
 	if errs[0] != nil {
-		if errors.Is(errs[0], ErrNotReplicated) {
+		switch {
+		case errors.Is(errs[0], ErrNotReplicated):
 			return infos[0], errs[0] // enqueued: its info is good
+		case errors.Is(errs[0], ErrDuplicateTaskID):
+			c.existing(ctx, ps, infos, errs)
+			return infos[0], errs[0] // the task that holds the ID
 		}
 		return nil, errs[0]
 	}
@@ -128,7 +139,9 @@ func (c *Client) sendGroup(ctx context.Context, ps []pending) ([]*TaskInfo, []er
 // one round trip, and returns their infos in order. opts apply to every
 // task, over its own options. Tasks that are invalid or rejected
 // (duplicate ID, duplicate unique task) are reported in a *EnqueueError and
-// leave no trace; the others are enqueued and their infos are non-nil.
+// leave no trace; the others are enqueued and their infos are non-nil. A
+// duplicate ID's info is the task that holds the ID, as Enqueue returns
+// it.
 // Any other error (Redis down, the context done) means the outcome of the
 // batch is unknown: with TaskID, enqueueing again is safe.
 func (c *Client) EnqueueMany(ctx context.Context, tasks []*Task, opts ...Option) ([]*TaskInfo, error) {
@@ -147,6 +160,11 @@ func (c *Client) EnqueueMany(ctx context.Context, tasks []*Task, opts ...Option)
 		if err := c.reroute(ctx, groups, infos, errs); err != nil {
 			return nil, err
 		}
+		var sent []pending
+		for _, g := range groups {
+			sent = append(sent, g.tasks...)
+		}
+		c.existing(ctx, sent, infos, errs)
 	}
 	for _, err := range errs {
 		if err != nil {

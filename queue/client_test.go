@@ -334,8 +334,15 @@ func TestEnqueueBatch(t *testing.T) {
 			if w == nil && (be.Errs[i] != nil || infos[i] == nil) {
 				t.Errorf("task %d: err %v info %v, want enqueued", i, be.Errs[i], infos[i])
 			}
-			if w != nil && (!errors.Is(be.Errs[i], w) || infos[i] != nil) {
+			if w != nil && !errors.Is(be.Errs[i], w) {
 				t.Errorf("task %d: err %v, want %v", i, be.Errs[i], w)
+			}
+			// a duplicate's info is the task that holds the ID
+			if w == ErrDuplicateTaskID && (infos[i] == nil || infos[i].ID != []string{1: "taken", 4: "fresh"}[i] || infos[i].State != StatePending) {
+				t.Errorf("task %d: info %+v, want the pending task that holds its ID", i, infos[i])
+			}
+			if w == ErrPayloadTooLarge && infos[i] != nil {
+				t.Errorf("task %d: info %+v for a task refused", i, infos[i])
 			}
 		}
 		if !errors.Is(err, ErrDuplicateTaskID) || !errors.Is(err, ErrPayloadTooLarge) {

@@ -25,7 +25,9 @@ var (
 	// of the type it is decoded into (TaskInfo.Decode, worker.Task.Decode,
 	// worker.Typed): an object none of whose keys names a field.
 	ErrPayloadMismatch = wire.ErrPayloadMismatch
-	// ErrDuplicateTaskID reports a caller-chosen task ID that is already taken.
+	// ErrDuplicateTaskID reports a caller-chosen task ID that is already
+	// taken. Enqueue and EnqueueMany return it with the info of the task
+	// that holds the ID.
 	ErrDuplicateTaskID = errors.New("queue: duplicate task ID")
 	// ErrDuplicateUniqueTask reports a unique task whose uniqueness lock is held by another task.
 	ErrDuplicateUniqueTask = errors.New("queue: duplicate unique task")

@@ -229,51 +229,68 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, script.GetTask, []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result(), k.Cancel(), k.Steps()}, wire.StoredID(id))
+		cmds[part] = p.Run(ctx, script.GetTask, getTaskKeys(k), wire.StoredID(id))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
 	}
 	for part, cmd := range cmds {
-		res, err := cmd.Slice()
-		if err != nil || len(res) < 3 {
-			return nil, fmt.Errorf("get task %q: unexpected reply %v: %w", id, res, err)
+		ti, err := getTaskReply(queue, part, id, cmd)
+		if err != nil {
+			return nil, err
 		}
-		msg, ok := res[0].(string)
-		if !ok {
-			continue // nil: not in this partition ("" is an empty, malformed message)
+		if ti != nil {
+			return ti, nil
 		}
-		rec, _ := res[1].(string)
-		ti := taskFromReply(queue, part, wire.StoredID(id), msg, rec)
-		ti.Rank, _ = res[2].(int64)
-		ti.Rank = max(ti.Rank, 0)
-		if len(res) >= 5 {
-			if s, ok := res[3].(string); ok {
-				if pr, err := wire.DecodeProgress([]byte(s)); err == nil {
-					ti.Progress = &Progress{Percent: pr.Percent, Message: pr.Message, At: time.UnixMilli(pr.At)}
-				}
-			}
-			if s, ok := res[4].(string); ok {
-				ti.Result, ti.HasResult = []byte(s), true
-			}
-		}
-		if len(res) >= 6 {
-			ti.CancelRequested = res[5] == int64(1)
-		}
-		if len(res) >= 7 {
-			if s, ok := res[6].(string); ok {
-				steps, err := wire.DecodeSteps([]byte(s))
-				if err != nil {
-					return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
-				}
-				for _, st := range steps {
-					ti.Steps = append(ti.Steps, StepInfo{Name: st.Name, FinishedAt: time.UnixMilli(st.At), Value: st.Result})
-				}
-			}
-		}
-		return ti, nil
 	}
 	return nil, fmt.Errorf("%w: %q in queue %q", ErrTaskNotFound, id, queue)
+}
+
+// getTaskKeys returns the KEYS of get_task.lua for partition k.
+func getTaskKeys(k keys.Partition) []string {
+	return []string{k.Msg(), k.State(), k.FeedMsg(), k.Feed(), k.Progress(), k.Result(), k.Cancel(), k.Steps()}
+}
+
+// getTaskReply reads get_task.lua's reply for task id in partition part
+// of queue: the task, or nil when the partition does not hold it.
+func getTaskReply(queue string, part int, id string, cmd *redis.Cmd) (*TaskInfo, error) {
+	res, err := cmd.Slice()
+	if err != nil || len(res) < 3 {
+		return nil, fmt.Errorf("get task %q: unexpected reply %v: %w", id, res, err)
+	}
+	msg, ok := res[0].(string)
+	if !ok {
+		return nil, nil // nil: not in this partition ("" is an empty, malformed message)
+	}
+	rec, _ := res[1].(string)
+	ti := taskFromReply(queue, part, wire.StoredID(id), msg, rec)
+	ti.Rank, _ = res[2].(int64)
+	ti.Rank = max(ti.Rank, 0)
+	if len(res) >= 5 {
+		if s, ok := res[3].(string); ok {
+			if pr, err := wire.DecodeProgress([]byte(s)); err == nil {
+				ti.Progress = &Progress{Percent: pr.Percent, Message: pr.Message, At: time.UnixMilli(pr.At)}
+			}
+		}
+		if s, ok := res[4].(string); ok {
+			ti.Result, ti.HasResult = []byte(s), true
+		}
+	}
+	if len(res) >= 6 {
+		ti.CancelRequested = res[5] == int64(1)
+	}
+	if len(res) >= 7 {
+		if s, ok := res[6].(string); ok {
+			steps, err := wire.DecodeSteps([]byte(s))
+			if err != nil {
+				return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
+			}
+			for _, st := range steps {
+				ti.Steps = append(ti.Steps, StepInfo{Name: st.Name, FinishedAt: time.UnixMilli(st.At), Value: st.Result})
+			}
+		}
+	}
+	return ti, nil
 }
 
 // taskFromReply decodes a message and an optional record. A message that

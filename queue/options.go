@@ -134,8 +134,8 @@ func UniqueKey(key string, ttl time.Duration) Option {
 
 // TaskID gives the task the caller's ID instead of a generated one.
 // Enqueueing a second task with an ID still claimed (Config.IDTTL) to the
-// same queue fails with ErrDuplicateTaskID, which makes enqueueing with an
-// ID idempotent. IDs are claimed per queue: the same ID in another queue
+// same queue fails with ErrDuplicateTaskID, returned with the info of the
+// task that holds the ID, which makes enqueueing with an ID idempotent. IDs are claimed per queue: the same ID in another queue
 // is another task (and on a queue of several partitions, tasks with a
 // ConcurrencyKey claim IDs among tasks of the same key, since the key
 // places them). Any name works (UTF-8, no whitespace, braces or

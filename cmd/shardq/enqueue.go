@@ -208,6 +208,9 @@ func (e *enqueuer) one(ctx context.Context, fromFlag bool) error {
 	defer cancel()
 	info, err := client.Enqueue(wctx, task, e.opts...)
 	if err != nil {
+		if errors.Is(err, queue.ErrDuplicateTaskID) && info != nil && info.State != "" {
+			return fmt.Errorf("%w; that task is %s", e.explain(err), info.State)
+		}
 		return e.explain(err)
 	}
 	fmt.Fprintf(e.m.Stdout, "%s %s\n", info.ID, info.State)

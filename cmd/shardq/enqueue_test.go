@@ -95,7 +95,7 @@ func TestEnqueue(t *testing.T) {
 			t.Fatalf("ID %q", id)
 		}
 		code, out, errOut := run(t, env, "enqueue", "--type", "x", "--payload", "2", "--id", "order-42")
-		if code != exitFailure || out != "" || !strings.Contains(errOut, `not enqueued: task ID "order-42" was already enqueued to queue "default"`) {
+		if code != exitFailure || out != "" || !strings.Contains(errOut, `not enqueued: task ID "order-42" was already enqueued to queue "default" (IDs stay claimed for 24h); that task is pending`) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
