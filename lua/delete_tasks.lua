@@ -13,6 +13,7 @@
 --@include msgid
 --@include record
 --@include keydepth
+--@include unique
 local T = ARGV[1]
 local sets = {KEYS[1], KEYS[2], KEYS[3], KEYS[4]}
 local codes = {}
@@ -20,9 +21,7 @@ for i = 2, #ARGV, 2 do
   local id, unique = ARGV[i], ARGV[i + 1]
   local which, key = task_set(sets, id)
   if which then
-    if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
-      redis.call('DEL', T .. ':unique:' .. unique)
-    end
+    unique_release(T, unique, id, 'gone')
     if which == 1 then
       -- a scheduled task that never ran leaves its key's depth
       local m = redis.call('HGET', KEYS[5], id)

@@ -9,7 +9,8 @@
   ARGV[5] fields per task: 2 when every task is plain (pending now, generated
     id, not unique), else 7
   ARGV[6..] per task: message, id, and with 7 fields: due at (ms, 0 = now),
-    due in (ms, 0 = now), unique key ("" = none), unique ttl (ms), id claim
+    due in (ms, 0 = now), unique key ("" = none), unique ttl (ms; < 0: until
+    the task finishes, then -ttl - 1 ms: include/unique.lua), id claim
     ttl (ms, 0 = generated id: no claim)
   Returns: one code per task (include/codes.lua): ENQ_PENDING, ENQ_SCHEDULED,
   ENQ_DUPLICATE_ID, ENQ_DUPLICATE_UNIQUE, or ENQ_CLOSED: the partition is
@@ -110,6 +111,7 @@ end
 
 --@include time
 --@include record
+--@include unique
 
 local now = now_ms(ARGV[2])
 
@@ -150,7 +152,7 @@ for i = FIRST, #ARGV, F do
       pending[#pending + 1] = msg
     end
     if claim > 0 then redis.call('SET', T .. ':id:' .. id, 1, 'PX', claim) end
-    if unique ~= '' then redis.call('SET', T .. ':unique:' .. unique, id, 'PX', unique_ttl) end
+    if unique ~= '' then unique_take(T, unique, id, unique_ttl) end
     members[#members + 1] = id
     bodies[#bodies + 1] = msg
   end

@@ -8,7 +8,8 @@
     counting the attempt or recording an error)
   Only the token of the current lease counts, as in ack. A flow task that
   goes dead is reported in T:notify (wire.FlowNote), as ack reports
-  success. Trimming the dead feed deletes the records of the tasks it drops,
+  success. A task gone dead releases a uniqueness lock held until it
+  finished (include/unique.lua). Trimming the dead feed deletes the records of the tasks it drops,
   with their progress, result and steps.
   Returns: one code per task (include/codes.lua): FAIL_RETRY, FAIL_DEAD,
   FAIL_SNOOZED, or FAIL_STALE: a stale token ]]
@@ -18,6 +19,7 @@
 --@include feed
 --@include stats
 --@include flowmsg
+--@include unique
 local now = now_ms(ARGV[2])
 local codes, held = {}, {}
 for i = 5, #ARGV, 5 do
@@ -43,7 +45,9 @@ for k, r in ipairs(held) do
       r[1], r[8], r[9] = 'dead', now, 0
       dead[#dead + 1] = id
       codes[k] = FAIL_DEAD
-      local flow = msg_flow(redis.call('HGET', KEYS[2], id))
+      local m = redis.call('HGET', KEYS[2], id)
+      unique_release(ARGV[1], m and msg_unique(m), id, 'dead')
+      local flow = msg_flow(m)
       if flow ~= '' then
         redis.call('RPUSH', ARGV[1] .. ':notify', cmsgpack.pack({flow, id, 'd', '', err}))
       end

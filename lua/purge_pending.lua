@@ -21,6 +21,7 @@
 --@include record
 --@include keydepth
 --@include fair
+--@include unique
 local T = ARGV[1]
 local msgs = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', tonumber(ARGV[2]), true)
 for _, m in ipairs(fair_purge(T, tonumber(ARGV[2]) - #msgs)) do msgs[#msgs + 1] = m end
@@ -28,9 +29,7 @@ for _, m in ipairs(msgs) do
   local id, key = msg_head(m)
   if key ~= '' and record_get(KEYS[4], id)[2] == 0 then keydepth_down(T, key, 1) end
   local unique = msg_unique(m)
-  if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
-    redis.call('DEL', T .. ':unique:' .. unique)
-  end
+  unique_release(T, unique, id, 'gone')
   redis.call('HDEL', KEYS[3], id)
   redis.call('HDEL', KEYS[4], id)
   redis.call('HDEL', KEYS[5], id)

@@ -13,6 +13,7 @@
 --@include flowmsg
 --@include msgfields
 --@include pendingref
+--@include unique
 local T, id = ARGV[1], ARGV[2]
 local copy = redis.call('HGET', KEYS[4], id)
 if not copy then
@@ -25,9 +26,7 @@ local r, has = record_get(KEYS[2], id)
 if has and r[1] ~= 'pending' then return 0 end
 if redis.call('SADD', KEYS[1], id) == 0 then return 0 end
 local unique = msg_unique(copy)
-if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
-  redis.call('DEL', T .. ':unique:' .. unique)
-end
+unique_release(T, unique, id, 'gone')
 flow_deleted(T, id, copy)
 redis.call('HDEL', KEYS[4], id)
 -- a record and message copy kept from an earlier attempt go now too

@@ -275,13 +275,17 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 	if !o.deadline.IsZero() {
 		m.Deadline = o.deadline.UnixMilli()
 	}
-	if o.unique > 0 {
+	if o.unique > 0 || o.untilFinished {
 		m.Unique = o.uniqueKey
 		if m.Unique == "" {
 			sum := sha1.Sum(t.payload)
 			m.Unique = t.typ + ":" + hex.EncodeToString(sum[:])
 		}
 		p.unique, p.uttl = m.Unique, o.unique.Milliseconds()
+		if o.untilFinished {
+			// < 0: until it finishes, then -uttl - 1 ms (lua/include/unique.lua)
+			p.uttl = -o.uniqueAfter.Milliseconds() - 1
+		}
 	}
 	if !o.processAt.IsZero() {
 		p.at = o.processAt.UnixMilli()

@@ -325,7 +325,7 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 			return nil, err
 		case o.taskID != "":
 			return nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", ErrInvalidOption, o.taskID)
-		case o.unique > 0:
+		case o.unique > 0 || o.untilFinished:
 			// a unique task refused at delivery would never run, and its
 			// batch or chain never finish
 			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or chain", ErrInvalidOption, t.typ)

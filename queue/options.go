@@ -26,12 +26,16 @@ type options struct {
 	processIn time.Duration
 	unique    time.Duration
 	uniqueKey string
-	taskID    string
-	retention time.Duration
-	key       string
-	headers   map[string]string
-	flow      string // wire.FlowRef text: set by Batch.Add and EnqueueChain only
-	waitRoom  bool
+	// untilFinished: the lock is held until the task finishes, then for
+	// uniqueAfter (UniqueUntilFinished), whatever unique says
+	untilFinished bool
+	uniqueAfter   time.Duration
+	taskID        string
+	retention     time.Duration
+	key           string
+	headers       map[string]string
+	flow          string // wire.FlowRef text: set by Batch.Add and EnqueueChain only
+	waitRoom      bool
 }
 
 func defaultOptions() options {
@@ -105,6 +109,8 @@ func ProcessIn(d time.Duration) Option {
 
 // Unique rejects, with ErrDuplicateUniqueTask, any task with the same queue,
 // type and payload enqueued within ttl while this one has not succeeded.
+// A task that goes to dead keeps the lock until ttl runs out. See
+// UniqueUntilFinished for a lock held as long as the task lives.
 // On a queue of several partitions a task with a ConcurrencyKey is placed
 // by its key, so there duplicates are found among tasks of the same key.
 func Unique(ttl time.Duration) Option {
@@ -128,6 +134,24 @@ func UniqueKey(key string, ttl time.Duration) Option {
 			return err
 		}
 		o.uniqueKey = key
+		return nil
+	}
+}
+
+// UniqueUntilFinished makes the task unique as Unique does, but for as
+// long as the task lives rather than for a time: a task with the same
+// queue, type and payload is refused with ErrDuplicateUniqueTask while
+// this one is scheduled, pending, running or waiting to retry, however
+// long that takes, and for after once it finished, done or dead (0:
+// released when it finishes). Deleting or purging the task releases it
+// at once. With UniqueKey the key is the caller's, and UniqueKey's ttl
+// gives way to this.
+func UniqueUntilFinished(after time.Duration) Option {
+	return func(o *options) error {
+		if after < 0 {
+			return fmt.Errorf("%w: UniqueUntilFinished(%v), want >= 0", ErrInvalidOption, after)
+		}
+		o.untilFinished, o.uniqueAfter = true, after
 		return nil
 	}
 }

@@ -2,6 +2,7 @@
 --@include limits
 --@include feed
 --@include stats
+--@include unique
 -- ack_tasks finishes the tasks of partition T that succeeded, given in
 -- argv from index from on: the number of fields per task, 2, 4 or 5, then
 -- the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
@@ -77,9 +78,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
           notes[#notes + 1] = cmsgpack.pack({flow, id, 's', result, ''})
         end
         local unique = width >= 4 and argv[i + 3] or ''
-        if unique ~= '' and redis.call('GET', T .. ':unique:' .. unique) == id then
-          redis.call('DEL', T .. ':unique:' .. unique)
-        end
+        unique_release(T, unique, id, 'done')
       end
     end
     codes[k] = code
