@@ -3,8 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,26 +85,6 @@ func fillClaims(b *testing.B, c *Client, q string) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// usedMemoryTB is INFO memory's used_memory.
-func usedMemoryTB(tb testing.TB, rdb redis.UniversalClient) int64 {
-	tb.Helper()
-	info, err := rdb.Info(context.Background(), "memory").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return n
-		}
-	}
-	tb.Fatal("INFO memory: no used_memory")
-	return 0
 }
 
 // deleteMatching deletes the keys matching pattern and returns how many.

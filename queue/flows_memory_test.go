@@ -2,8 +2,6 @@ package queue
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/shardq/shardq/internal/keys"
@@ -21,20 +19,7 @@ func TestBatchMemory(t *testing.T) {
 	const n = 10_000
 	b := setup(t, Config{})
 	ctx := context.Background()
-	used := func() int64 {
-		t.Helper()
-		info, err := b.rdb.Info(ctx, "memory").Result()
-		must(t, err)
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				must(t, err)
-				return n
-			}
-		}
-		t.Fatal("INFO memory: no used_memory")
-		return 0
-	}
+	used := func() int64 { return usedMemoryTB(t, b.rdb) }
 	tasks := func(q string) []*Task {
 		out := make([]*Task, n)
 		for i := range out {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -132,3 +133,23 @@ func isNetErr(err error) bool {
 }
 
 func asAny[T any](err error, target *T) bool { return errors.As(err, target) }
+
+// usedMemoryTB is INFO memory's used_memory.
+func usedMemoryTB(tb testing.TB, rdb redis.UniversalClient) int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return n
+		}
+	}
+	tb.Fatal("INFO memory: no used_memory")
+	return 0
+}
