@@ -212,6 +212,9 @@ func preview(ti *queue.TaskInfo, n int) string {
 	if ti.Type == "" && len(ti.Payload) == 0 {
 		return ""
 	}
+	if redacted(ti) {
+		return "redacted: encrypted with key " + ti.EncryptedWith
+	}
 	v, _, _ := payloadJSON(ti)
 	s := []rune(compactJSON(v))
 	if len(s) > n {

@@ -48,17 +48,22 @@ type taskView struct {
 	// stored: "msgpack", "json" or "text" (raw bytes that are JSON or
 	// UTF-8 text), "base64" (other raw bytes, or msgpack that did not
 	// decode: then PayloadError says why).
-	Payload         any               `json:"payload"`
-	PayloadEncoding string            `json:"payload_encoding,omitempty"`
-	PayloadError    string            `json:"payload_error,omitempty"`
-	Malformed       bool              `json:"malformed,omitempty"`
-	MaxRetry        int               `json:"max_retry"`
-	Attempts        int               `json:"attempts"`
-	TimeoutMS       int64             `json:"timeout_ms,omitempty"`
-	RetentionMS     int64             `json:"retention_ms,omitempty"`
-	UniqueKey       string            `json:"unique_key,omitempty"`
-	ConcurrencyKey  string            `json:"concurrency_key,omitempty"`
-	Headers         map[string]string `json:"headers,omitempty"`
+	Payload         any    `json:"payload"`
+	PayloadEncoding string `json:"payload_encoding,omitempty"`
+	PayloadError    string `json:"payload_error,omitempty"`
+	Malformed       bool   `json:"malformed,omitempty"`
+	// EncryptedWith names the key the payload is encrypted with; Redacted
+	// says the dashboard's key ring could not decrypt some of the task's
+	// values, which are then left out (payload_encoding "redacted").
+	EncryptedWith  string            `json:"encrypted_with,omitempty"`
+	Redacted       bool              `json:"redacted,omitempty"`
+	MaxRetry       int               `json:"max_retry"`
+	Attempts       int               `json:"attempts"`
+	TimeoutMS      int64             `json:"timeout_ms,omitempty"`
+	RetentionMS    int64             `json:"retention_ms,omitempty"`
+	UniqueKey      string            `json:"unique_key,omitempty"`
+	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
 	// Flow is the batch or chain the task belongs to.
 	Flow *flowView `json:"flow,omitempty"`
 	// Progress is the handler's last report; Result what it wrote: text
@@ -102,6 +107,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 		Deadline: optTime(ti.Deadline), EnqueuedAt: optTime(ti.EnqueuedAt), NextProcessAt: optTime(ti.NextProcessAt),
 		StartedAt: optTime(ti.StartedAt), FinishedAt: optTime(ti.FinishedAt), LastFailedAt: optTime(ti.LastFailedAt),
 		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,
+		EncryptedWith: ti.EncryptedWith, Redacted: ti.Redacted,
 	}
 	if f := ti.Flow; f != nil {
 		v.Flow = &flowView{BatchID: f.BatchID, ChainID: f.ChainID, Link: f.Link}
@@ -121,11 +127,17 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 	if ti.Type != "" || len(ti.Payload) > 0 {
 		v.Payload, v.PayloadEncoding, v.PayloadError = payloadJSON(ti)
 	}
+	if ti.Redacted && ti.HasResult && ti.Result == nil {
+		v.Result = nil
+	}
 	return v
 }
 
 // payloadJSON decodes a task's payload into a value encoding/json can write.
 func payloadJSON(ti *queue.TaskInfo) (value any, encoding, errText string) {
+	if redacted(ti) {
+		return nil, "redacted", ""
+	}
 	if ti.Raw || ti.Malformed {
 		switch {
 		case len(ti.Payload) > 0 && json.Valid(ti.Payload):
@@ -146,6 +158,12 @@ func payloadJSON(ti *queue.TaskInfo) (value any, encoding, errText string) {
 	return v, "msgpack", ""
 }
 
+// redacted reports a payload encrypted with a key the dashboard's key
+// ring lacks.
+func redacted(ti *queue.TaskInfo) bool {
+	return ti.Redacted && ti.EncryptedWith != "" && ti.Payload == nil
+}
+
 // stepView is a finished step: its value decoded from msgpack, or, when
 // it does not decode, its bytes in base64 and why.
 type stepView struct {
@@ -161,6 +179,11 @@ func stepViews(ti *queue.TaskInfo) []stepView {
 	var out []stepView
 	for _, st := range ti.Steps {
 		sv := stepView{Name: st.Name, FinishedAt: optTime(st.FinishedAt)}
+		if st.Value == nil && ti.Redacted {
+			sv.Value = "redacted"
+			out = append(out, sv)
+			continue
+		}
 		var v any
 		err := msgpack.Unmarshal(st.Value, &v)
 		if err == nil {

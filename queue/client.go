@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/codes"
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
@@ -32,6 +33,7 @@ type Client struct {
 	layouts    sync.Map               // queue name -> layoutEntry: its partition layout, and when read
 	lineDepth  int64                  // lineDepth, but for tests
 	inFlight   atomic.Int64           // single enqueues in flight (coalesce.go)
+	codec      *envelope.Codec        // compresses and encrypts payloads
 }
 
 // NewClient returns a Client over rdb.
@@ -48,7 +50,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
-	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth}, nil
+	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: cfg.codec()}, nil
 }
 
 // Enqueue adds task in one Redis round trip and returns its info, once
@@ -296,9 +298,12 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		// reading of the same moment, for the returned TaskInfo only.
 		p.due = now.Add(o.processIn).Round(0) // wall clock only, as GetTask reports
 	}
-	p.msg, p.id = m.AppendEncode(buf[:0], c.cfg.FullMessages), m.ID
 	p.route = routeKey(m.ID, m.Key, m.Unique, p.idClaim > 0)
 	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, p.route), &m, nil)
+	if m.Payload, err = c.codec.Wrap(nil, m.Payload, m.ID, envelope.Payload); err != nil {
+		return pending{}, fmt.Errorf("queue: task %q: %w", t.typ, err)
+	}
+	p.msg, p.id = m.AppendEncode(buf[:0], c.cfg.FullMessages), m.ID
 	return p, nil
 }
 

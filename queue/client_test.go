@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -474,6 +475,7 @@ func TestEnqueueWhenRedisMisbehaves(t *testing.T) {
 	t.Run("OutOfMemory", func(t *testing.T) {
 		b := setup(t, Config{}, redistest.WithMaxMemory(3<<20))
 		big := make([]byte, 64<<10)
+		_, _ = crand.Read(big) // incompressible: stored at its size
 		var err error
 		for i := 0; i < 200 && err == nil; i++ {
 			_, err = b.client.Enqueue(ctx, NewRawTask("big", big))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/config"
+	"github.com/shardq/shardq/internal/envelope"
 )
 
 // Config is shared by Client and Inspector (and worker.Server): where keys
@@ -70,6 +71,31 @@ type Config struct {
 	// task to dead. Set it while a rolling upgrade still runs such
 	// workers; every worker of v0.1.0 and later reads both forms.
 	FullMessages bool
+	// Compression is how payloads and results of at least CompressAbove
+	// bytes are stored: CompressFast (S2, the default), CompressSmall
+	// (zstd) or CompressNone. A value is stored compressed only when that
+	// makes it smaller. Every reader sees the original bytes: handlers,
+	// Inspector, the dashboard and the CLI. The stored form says how it
+	// was compressed, so producers and workers of different settings
+	// read each other's tasks. Workers before this version do not read a
+	// compressed payload: set CompressNone while a rolling upgrade still
+	// runs them. docs/payloads.md compares the two.
+	Compression Compression
+	// CompressAbove is the least size, in bytes, that is compressed.
+	// Defaults to 512: below it, JSON saves too little to pay for the
+	// CPU.
+	CompressAbove int
+	// KeyRing, when set, encrypts payloads, results, progress messages and
+	// step values with AES-256-GCM under its current key, and decrypts
+	// them under whichever key of the ring they name. Producers, workers
+	// and the Inspector that reads them need the ring; without it the
+	// Inspector and the dashboard show them redacted. The task's type,
+	// queue, IDs, times, headers and errors stay in clear
+	// (docs/payloads.md).
+	KeyRing *KeyRing
+	// EncryptErrors encrypts the errors handlers return too, as they are
+	// stored with the task. It needs a KeyRing.
+	EncryptErrors bool
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -83,6 +109,9 @@ func (c Config) withDefaults() (Config, error) {
 	n, err := config.Config(c).WithDefaults(ErrInvalidConfig)
 	return Config(n), err
 }
+
+// codec returns the envelope codec of c's Compression and KeyRing.
+func (c *Config) codec() *envelope.Codec { return (*config.Config)(c).Codec() }
 
 // partitions returns how many partitions queue has.
 func (c *Config) partitions(queue string) int {

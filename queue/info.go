@@ -32,9 +32,18 @@ type TaskInfo struct {
 	Payload []byte
 	Raw     bool
 	// Malformed is set when the stored message does not decode (a foreign
-	// or truncated push): Payload holds its bytes, LastError why.
+	// or truncated push), or a compressed or encrypted value of the task
+	// does not open: Payload holds the stored bytes, LastError why.
 	Malformed bool
-	State     State
+	// EncryptedWith is the ID of the key (Config.KeyRing) the payload is
+	// encrypted with; "" when it is not encrypted.
+	EncryptedWith string
+	// Redacted is set when some of the task's values are encrypted with a
+	// key the reader's KeyRing lacks, or it has none: the payload, the
+	// result, the progress message, step values or the error. Those are
+	// left empty.
+	Redacted bool
+	State    State
 
 	MaxRetry  int
 	Attempts  int // attempts started so far

@@ -284,7 +284,7 @@ func (i *Inspector) headOfSets(ctx context.Context, queue string, state State, s
 	}
 	out := map[int][]*TaskInfo{}
 	for part, cmd := range cmds {
-		run, err := parseListed(q, part, cmd)
+		run, err := parseReply(q, part, cmd)
 		if err != nil {
 			return nil, err
 		}

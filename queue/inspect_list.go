@@ -109,7 +109,7 @@ func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, erro
 		if cmd == nil {
 			continue
 		}
-		if runs[part], err = parseListed(q, part, cmd); err != nil {
+		if runs[part], err = parseListed(q, part, cmd, i.cfg.opener()); err != nil {
 			return nil, fmt.Errorf("list %s tasks of %q: %w", q.State, q.Queue, err)
 		}
 	}
@@ -170,7 +170,17 @@ type listed struct {
 }
 
 // parseListed decodes one partition's page.
-func parseListed(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
+// o opens each task's values.
+func parseListed(q TaskQuery, part int, cmd *redis.Cmd, o *opener) ([]listed, error) {
+	out, err := parseReply(q, part, cmd)
+	for _, l := range out {
+		o.open(l.task)
+	}
+	return out, err
+}
+
+// parseReply decodes one partition's page, values in their stored form.
+func parseReply(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 	res, err := cmd.Slice()
 	if err != nil {
 		return nil, err

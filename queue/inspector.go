@@ -235,7 +235,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
 	}
 	for part, cmd := range cmds {
-		ti, err := getTaskReply(queue, part, id, cmd)
+		ti, err := getTaskReply(i.cfg.opener(), queue, part, id, cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -252,8 +252,9 @@ func getTaskKeys(k keys.Partition) []string {
 }
 
 // getTaskReply reads get_task.lua's reply for task id in partition part
-// of queue: the task, or nil when the partition does not hold it.
-func getTaskReply(queue string, part int, id string, cmd *redis.Cmd) (*TaskInfo, error) {
+// of queue: the task, opened by o, or nil when the partition does not
+// hold it.
+func getTaskReply(o *opener, queue string, part int, id string, cmd *redis.Cmd) (*TaskInfo, error) {
 	res, err := cmd.Slice()
 	if err != nil || len(res) < 3 {
 		return nil, fmt.Errorf("get task %q: unexpected reply %v: %w", id, res, err)
@@ -290,6 +291,7 @@ func getTaskReply(queue string, part int, id string, cmd *redis.Cmd) (*TaskInfo,
 			}
 		}
 	}
+	o.open(ti)
 	return ti, nil
 }
 

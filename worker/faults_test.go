@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -366,7 +367,8 @@ func TestRedisAtMemoryLimit(t *testing.T) {
 func testMemoryLimit(t *testing.T, b *rig) {
 	qname := b.queue
 	ctx := context.Background()
-	payload := []byte(strings.Repeat("x", 8<<10))
+	payload := make([]byte, 8<<10)
+	_, _ = crand.Read(payload) // incompressible: stored at its size
 
 	enqueued := map[string]bool{}
 	var oom error

@@ -157,7 +157,7 @@ func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 		t, err := s.newTask(p, l)
 		if err != nil {
 			s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: codes.None,
-				err: fmt.Sprintf("undecodable task message: %v", err)})
+				err: err.Error()})
 			continue
 		}
 		s.log.Info("cancelled by an operator before it started", "task", t.ID, "queue", p.queue)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -60,6 +61,10 @@ func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 	}
 	t.report.last = now
 	t.report.mu.Unlock()
+	msg, err := t.srv.codec.WrapString(msg, t.sid, envelope.Progress)
+	if err != nil {
+		return fmt.Errorf("worker: progress of task %s: %w", t.ID, err)
+	}
 	b, err := msgpack.Marshal(&wire.Progress{Percent: percent, Message: msg, At: now.UnixMilli()})
 	if err != nil {
 		return err
@@ -82,6 +87,10 @@ func (t *Task) SetResult(ctx context.Context, b []byte) error {
 	}
 	if limit := t.srv.cfg.MaxPayloadSize; len(b) > limit {
 		return fmt.Errorf("%w: task %s result is %d bytes, limit %d", ErrResultTooLarge, t.ID, len(b), limit)
+	}
+	b, err := t.srv.codec.Wrap(nil, b, t.sid, envelope.Result)
+	if err != nil {
+		return fmt.Errorf("worker: result of task %s: %w", t.ID, err)
 	}
 	if err := t.srv.rdb.HSet(ctx, t.part.k.Result(), t.sid, b).Err(); err != nil {
 		return fmt.Errorf("worker: result of task %s: %w", t.ID, err)

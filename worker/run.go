@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/codes"
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -93,9 +94,11 @@ func (s *Server) runJob(j job) {
 func (s *Server) run(p *part, l leased) {
 	t, err := s.newTask(p, l)
 	if err != nil {
-		// a message that does not decode can never run: dead, with why
+		// a message or payload that does not decode can never run: dead,
+		// with why; its bytes stay, to run again once fixed (a key added
+		// to the ring)
 		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: codes.None,
-			err: fmt.Sprintf("undecodable task message: %v", err)})
+			err: err.Error()})
 		return
 	}
 	// Attempt-1-granted > MaxRetry, not Attempt > MaxRetry+1+granted:
@@ -196,6 +199,13 @@ func recovering(h Handler) Handler {
 // or dead (delay -1) when retries are spent or the handler said so.
 func (s *Server) failure(p *part, t *Task, err error) outcome {
 	o := outcome{p: p, id: t.sid, token: t.token, kind: outcomeFail, err: err.Error(), delayMS: codes.None, flow: t.flow}
+	if s.cfg.EncryptErrors {
+		if sealed, werr := s.codec.WrapString(o.err, t.sid, envelope.Error); werr == nil {
+			o.err = sealed
+		} else {
+			o.err = "the error could not be encrypted: " + werr.Error()
+		}
+	}
 	var sn *snoozeError
 	if errors.As(err, &sn) {
 		o.delayMS, o.snooze = max(sn.delay, 0).Milliseconds(), 1
@@ -216,7 +226,14 @@ func (s *Server) failure(p *part, t *Task, err error) outcome {
 func (s *Server) newTask(p *part, l leased) (*Task, error) {
 	var m wire.Message
 	if err := wire.DecodeMessageString(l.msg, &m); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("undecodable task message: %w", err)
+	}
+	if envelope.Wrapped(m.Payload) {
+		p, err := s.codec.Open(m.Payload, l.id, envelope.Payload, s.cfg.MaxPayloadSize)
+		if err != nil {
+			return nil, fmt.Errorf("payload of task %s does not open: %w", wire.PublicID(l.id), err)
+		}
+		m.Payload = p
 	}
 	t := &Task{
 		ID: wire.PublicID(l.id), sid: l.id, srv: s, part: p, Type: m.Type, Headers: m.Headers, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,

@@ -14,6 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/config"
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/limits"
@@ -33,6 +35,7 @@ type Server struct {
 	running registry
 	hooks   hooks
 	cron    *Scheduler // nil without Schedules
+	codec   *envelope.Codec
 
 	mu          sync.Mutex
 	state       int // 0 new, 1 started, 2 stopped
@@ -91,6 +94,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
 		running: registry{all: map[*running]struct{}{}},
 		lstate:  layoutState{emptySince: map[string]drainLook{}},
+		codec:   (*config.Config)(&cfg.Config).Codec(),
 	}
 	if len(cfg.Schedules) > 0 {
 		scfg := SchedulerConfig{Config: cfg.Config, Schedules: cfg.Schedules, Clock: cfg.Clock}

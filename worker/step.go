@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -106,6 +108,11 @@ func (t *Task) stepsDone(ctx context.Context) (wire.Steps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: task %s: %w", t.ID, err)
 	}
+	for i := range steps {
+		if steps[i].Result, err = t.srv.codec.Open(steps[i].Result, t.sid, envelope.Step, t.srv.cfg.MaxPayloadSize); err != nil {
+			return nil, fmt.Errorf("worker: step %q of task %s: %w", steps[i].Name, t.ID, err)
+		}
+	}
 	t.steps.steps, t.steps.loaded = steps, true
 	return steps, nil
 }
@@ -130,7 +137,14 @@ func (t *Task) recordStep(ctx context.Context, name string, b []byte) error {
 	if limit := t.srv.cfg.MaxPayloadSize; next.Size() > limit {
 		return fmt.Errorf("%w: task %s: steps' values would be %d bytes with step %q, limit %d", ErrResultTooLarge, t.ID, next.Size(), name, limit)
 	}
-	enc, err := wire.EncodeSteps(next)
+	stored := slices.Clone(next)
+	for i := range stored {
+		var err error
+		if stored[i].Result, err = t.srv.codec.Wrap(nil, stored[i].Result, t.sid, envelope.Step); err != nil {
+			return fmt.Errorf("worker: step %q of task %s: %w", stored[i].Name, t.ID, err)
+		}
+	}
+	enc, err := wire.EncodeSteps(stored)
 	if err != nil {
 		return fmt.Errorf("worker: task %s: %w", t.ID, err)
 	}

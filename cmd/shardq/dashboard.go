@@ -33,6 +33,8 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	basic := fs.String("basic-auth", "", "require HTTP basic auth: user:password (default $SHARDQ_DASHBOARD_BASIC_AUTH)")
 	token := fs.String("token", "", "require this bearer token (default $SHARDQ_DASHBOARD_TOKEN)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics (Prometheus) without the dashboard's authentication")
+	var store storeFlags
+	store.add(fs, false)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -49,7 +51,11 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 		return err
 	}
 	defer closeRedis()
-	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: *prefix})
+	cfg := queue.Config{Prefix: *prefix}
+	if err := store.apply(m, &cfg); err != nil {
+		return err
+	}
+	insp, err := queue.NewInspector(rdb, cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}

@@ -74,6 +74,7 @@ type enqueueFlags struct {
 	timeout  time.Duration
 	lines    bool
 	wait     time.Duration
+	store    storeFlags
 }
 
 func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -93,6 +94,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")
 	fs.BoolVar(&f.lines, "lines", false, "one task per line of stdin (or --file)")
 	fs.DurationVar(&f.wait, "wait", 0, "when the queue is full (its MaxDepth), wait up to this `long` for room")
+	f.store.add(fs, true)
 	describe(fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -227,7 +229,12 @@ func (e *enqueuer) client(ctx context.Context) (*queue.Client, func(), error) {
 	if p := rcall.Evicting(ctx, rdb); p != "" {
 		fmt.Fprintf(e.m.Stderr, "warning: Redis maxmemory-policy is %s, not noeviction: under memory pressure Redis may evict tasks\n", p)
 	}
-	client, err := queue.NewClient(rdb, queue.Config{Prefix: e.f.prefix})
+	cfg := queue.Config{Prefix: e.f.prefix}
+	if err := e.f.store.apply(e.m, &cfg); err != nil {
+		closeRedis()
+		return nil, nil, err
+	}
+	client, err := queue.NewClient(rdb, cfg)
 	if err != nil {
 		closeRedis()
 		return nil, nil, err

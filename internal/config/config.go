@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/shardq/shardq/internal/envelope"
 )
 
 // Config is queue.Config without its documentation: see there.
@@ -26,6 +28,10 @@ type Config struct {
 	WaitTimeout    time.Duration
 	NoCoalescing   bool
 	FullMessages   bool
+	Compression    envelope.Compression
+	CompressAbove  int
+	KeyRing        *envelope.KeyRing
+	EncryptErrors  bool
 	Logger         *slog.Logger
 }
 
@@ -38,6 +44,7 @@ const (
 	DefaultIDTTL          = 24 * time.Hour
 	DefaultWaitTimeout    = time.Second
 	DefaultFlowRetention  = 24 * time.Hour
+	DefaultCompressAbove  = 512
 	MaxShardSize          = 7000          // what one Lua unpack takes
 	MaxFeedSize           = 1_000_000_000 // packed into 4 bytes for enqueue_one.lua
 	MaxPartitions         = 1024
@@ -53,6 +60,7 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
 	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
 	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
+	c.CompressAbove = cmp.Or(c.CompressAbove, DefaultCompressAbove)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -74,6 +82,17 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", invalid, c.WaitTimeout)
 	case c.FlowRetention < 0:
 		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", invalid, c.FlowRetention)
+	case c.Compression < envelope.Fast || c.Compression > envelope.None:
+		return c, fmt.Errorf("%w: Compression %v, want CompressFast, CompressSmall or CompressNone", invalid, c.Compression)
+	case c.CompressAbove < 0:
+		return c, fmt.Errorf("%w: CompressAbove %d, want > 0", invalid, c.CompressAbove)
+	case c.EncryptErrors && c.KeyRing == nil:
+		return c, fmt.Errorf("%w: EncryptErrors needs a KeyRing", invalid)
+	}
+	if c.KeyRing != nil {
+		if err := c.KeyRing.Check(); err != nil {
+			return c, fmt.Errorf("%w: KeyRing: %w", invalid, err)
+		}
 	}
 	for q, n := range c.Partitions {
 		if err := CheckName(q); err != nil {
@@ -84,4 +103,9 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// Codec returns the envelope codec of c's compression and key ring.
+func (c *Config) Codec() *envelope.Codec {
+	return &envelope.Codec{Compression: c.Compression, Above: c.CompressAbove, Ring: c.KeyRing}
 }

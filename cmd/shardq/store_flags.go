@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// storeFlags are the flags of how task values are stored: encrypted under
+// a key ring, and compressed.
+type storeFlags struct {
+	keyFile     string
+	compression string
+}
+
+const keyFileHelp = "JSON key ring `file` that encrypts and decrypts payloads: " +
+	`{"current": "ID", "keys": {"ID": "<32 bytes in base64>"}} (default $SHARDQ_KEY_FILE)`
+
+// add registers --key-file, and --compression when the command writes.
+func (s *storeFlags) add(fs *flags, writes bool) {
+	fs.StringVar(&s.keyFile, "key-file", "", keyFileHelp)
+	if writes {
+		fs.StringVar(&s.compression, "compression", "fast", "how payloads of 512 bytes and more are stored: fast (S2), small (zstd) or none")
+	}
+}
+
+// apply sets cfg's key ring and compression from the flags; a file that
+// cannot be read or holds no usable ring is a usage error.
+func (s *storeFlags) apply(m *Main, cfg *queue.Config) error {
+	switch s.compression {
+	case "", "fast":
+		cfg.Compression = queue.CompressFast
+	case "small":
+		cfg.Compression = queue.CompressSmall
+	case "none":
+		cfg.Compression = queue.CompressNone
+	default:
+		return usageErr("--compression %q: want fast, small or none", s.compression)
+	}
+	path := cmpOr(s.keyFile, m.Getenv("SHARDQ_KEY_FILE"))
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: --key-file: %v", errUsage, err)
+	}
+	ring, err := queue.ParseKeyRing(b)
+	if err != nil {
+		return fmt.Errorf("%w: --key-file %s: %v", errUsage, path, err)
+	}
+	cfg.KeyRing = ring
+	return nil
+}

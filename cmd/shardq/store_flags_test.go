@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/queue"
+)
+
+// TestEnqueueKeyFile: shardq enqueue --key-file stores the payload
+// encrypted: an Inspector with the ring reads it, one without sees it
+// redacted, and no key of Redis holds it in clear. --compression small
+// stores a large payload in fewer bytes. A key file that is not a usable
+// ring, and an unknown compression, are usage errors that enqueue nothing.
+func TestEnqueueKeyFile(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+	ctx := context.Background()
+	dir := t.TempDir()
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32))
+	ringFile := filepath.Join(dir, "ring.json")
+	if err := os.WriteFile(ringFile, []byte(`{"current":"k1","keys":{"k1":"`+key+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "iban DE89 3704 0044 0532 0130 00"
+	code, out, errOut := run(t, env, "enqueue", "--type", "pay", "--key-file", ringFile, "--payload", secret)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	id := enqueued(t, out)[0][0]
+	ring, err := queue.ParseKeyRing([]byte(`{"current":"k1","keys":{"k1":"` + key + `"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := srv.Client(t)
+	with, err := queue.NewInspector(rdb, queue.Config{KeyRing: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, err := with.GetTask(ctx, queue.DefaultQueue, id)
+	if err != nil || string(ti.Payload) != secret || ti.EncryptedWith != "k1" {
+		t.Fatalf("with the ring: %+v, %v", ti, err)
+	}
+	blind := inspector(t, srv)
+	ti, err = blind.GetTask(ctx, queue.DefaultQueue, id)
+	if err != nil || ti.Payload != nil || !ti.Redacted {
+		t.Fatalf("without the ring: %+v, %v", ti, err)
+	}
+	if found := redistest.KeysHolding(t, rdb, "*", []byte("DE89")); len(found) > 0 {
+		t.Fatalf("keys holding the payload in clear: %v", found)
+	}
+
+	big := strings.Repeat(`{"line":"the same words again and again"},`, 100)
+	code, out, errOut = run(t, env, "enqueue", "--type", "big", "--compression", "small", "--payload", big)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	ti, err = blind.GetTask(ctx, queue.DefaultQueue, enqueued(t, out)[0][0])
+	if err != nil || string(ti.Payload) != big {
+		t.Fatalf("compressed payload read back as %d bytes, %v", len(ti.Payload), err)
+	}
+	used, err := rdb.MemoryUsage(ctx, keys.For(queue.DefaultPrefix, queue.DefaultQueue, 0).ShardPrefix()+"0").Result()
+	if err != nil || used > int64(len(big)) {
+		t.Fatalf("the pending list takes %d bytes for a %d-byte payload: %v", used, len(big), err)
+	}
+
+	short := filepath.Join(dir, "short.json")
+	if err := os.WriteFile(short, []byte(`{"current":"k1","keys":{"k1":"AQID"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--key-file", filepath.Join(dir, "missing.json")}, "missing.json"},
+		{[]string{"--key-file", short}, `key "k1" is 3 bytes, want 32`},
+		{[]string{"--compression", "max"}, `--compression "max"`},
+	} {
+		code, _, errOut := run(t, env, append([]string{"enqueue", "--type", "x", "--payload", "p"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.says) {
+			t.Errorf("%v: exit %d, stderr %q; want %d saying %s", tc.args, code, errOut, exitUsage, tc.says)
+		}
+	}
+	qi, err := blind.QueueInfo(ctx, queue.DefaultQueue)
+	if err != nil || qi.Pending != 2 {
+		t.Fatalf("pending %d after the refused calls, want 2: %v", qi.Pending, err)
+	}
+}

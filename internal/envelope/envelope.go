@@ -1,0 +1,301 @@
+// Package envelope is the stored form of values shardq may compress or
+// encrypt: task payloads, results, progress messages, step values and,
+// when asked, errors.
+//
+// A plain value is stored as it is. A wrapped value opens with the byte
+// 0xC1, which starts no msgpack value, no JSON and no UTF-8 text, then a
+// flags byte:
+//
+//	0xC1 flags body                      not encrypted
+//	0xC1 flags n keyID nonce ciphertext  encrypted (flags&Encrypted)
+//
+// The low two bits of flags name the compression of the body (or of the
+// plaintext inside the ciphertext): none, s2 or zstd. An encrypted value
+// names its key by ID (n bytes, 1 to 255), then holds a 12-byte nonce and
+// the AES-256-GCM sealing of the body, whose additional data binds it to
+// its task and its use, so a ciphertext moved to another task or field
+// does not open.
+//
+// A plain value that happens to open with 0xC1 (only raw binary can) is
+// wrapped with flags 0, so every stored value reads back exactly.
+package envelope
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Magic opens every wrapped value.
+const Magic byte = 0xC1
+
+// Flags of a wrapped value.
+const (
+	codecMask byte = 0x03
+	codecS2   byte = 0x01
+	codecZstd byte = 0x02
+	encrypted byte = 0x04
+	known          = codecMask | encrypted
+)
+
+// NonceSize is the bytes of an encrypted value's nonce.
+const NonceSize = 12
+
+// Use says what a value is, for the additional data of its encryption: a
+// payload does not open as a result of the same task.
+type Use byte
+
+// The uses of wrapped values.
+const (
+	Payload Use = iota + 1
+	Result
+	Progress
+	Step
+	Error
+)
+
+// Errors of Open.
+var (
+	// ErrUnknownKey reports a value encrypted with a key the ring lacks,
+	// or read without a ring.
+	ErrUnknownKey = errors.New("encrypted with a key that is not in the key ring")
+	// ErrCorrupt reports a wrapped value that does not open: cut short,
+	// tampered with, or of unknown flags.
+	ErrCorrupt = errors.New("corrupt envelope")
+	// ErrTooLarge reports a value that would decompress past the limit.
+	ErrTooLarge = errors.New("decompresses past the size limit")
+)
+
+// Wrapped reports whether b is a wrapped value.
+func Wrapped(b []byte) bool { return len(b) > 0 && b[0] == Magic }
+
+// WrappedString is Wrapped for a string.
+func WrappedString(s string) bool { return len(s) > 0 && s[0] == Magic }
+
+// KeyID returns the ID of the key b is encrypted with, or "" when b is
+// not encrypted (or not a well-formed envelope).
+func KeyID(b []byte) string {
+	if len(b) < 3 || b[0] != Magic || b[1]&encrypted == 0 {
+		return ""
+	}
+	n := int(b[2])
+	if n == 0 || len(b) < 3+n {
+		return ""
+	}
+	return string(b[3 : 3+n])
+}
+
+// Codec wraps and opens values by its settings. Its zero value stores
+// every value plain and opens wrapped values that are not encrypted.
+type Codec struct {
+	Compression Compression
+	// Above is the least size, in bytes, a value is compressed at.
+	Above int
+	Ring  *KeyRing
+}
+
+// Wrap returns the stored form of b, a value of the task id for use u,
+// appended to dst: compressed when b has at least c.Above bytes and
+// compression makes it smaller, encrypted when c has a key ring. With
+// neither, b itself (no copy), unless it opens with Magic.
+func (c *Codec) Wrap(dst, b []byte, id string, u Use) ([]byte, error) {
+	var flags byte
+	body := b
+	if c.Compression != None && len(b) >= c.Above && len(b) > 0 {
+		z, f := compress(c.Compression, b)
+		if len(z) < len(b) {
+			body, flags = z, f
+		}
+	}
+	if c.Ring == nil {
+		if flags == 0 && !Wrapped(b) {
+			if dst == nil {
+				return b, nil
+			}
+			return append(dst, b...), nil
+		}
+		return append(append(dst, Magic, flags), body...), nil
+	}
+	key, kid := c.Ring.current()
+	dst = append(dst, Magic, flags|encrypted, byte(len(kid)))
+	dst = append(dst, kid...)
+	nonce := make([]byte, NonceSize)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("envelope: nonce: %w", err)
+	}
+	dst = append(dst, nonce...)
+	return key.Seal(dst, nonce, body, aad(id, u)), nil
+}
+
+// WrapString is Wrap for a string value, returned as a string.
+func (c *Codec) WrapString(s, id string, u Use) (string, error) {
+	if c.Ring == nil && (c.Compression == None || len(s) < c.Above || s == "") && !WrappedString(s) {
+		return s, nil // the common case, without a copy
+	}
+	b, err := c.Wrap(nil, []byte(s), id, u)
+	return string(b), err
+}
+
+// Open returns the value b stores: b itself when it is plain, else its
+// body decrypted and decompressed, at most limit bytes (0: no limit).
+// Errors wrap ErrUnknownKey, ErrNoKeyRing, ErrCorrupt or ErrTooLarge and
+// name the key ID where there is one.
+func (c *Codec) Open(b []byte, id string, u Use, limit int) ([]byte, error) {
+	if !Wrapped(b) {
+		return b, nil
+	}
+	if len(b) < 2 || b[1]&^known != 0 || b[1]&codecMask == codecMask {
+		return nil, fmt.Errorf("%w: %d bytes, flags %#x", ErrCorrupt, len(b), flagsOf(b))
+	}
+	flags, body := b[1], b[2:]
+	if flags&encrypted != 0 {
+		kid := KeyID(b)
+		if kid == "" {
+			return nil, fmt.Errorf("%w: encrypted, but its key ID is cut short (%d bytes)", ErrCorrupt, len(b))
+		}
+		if c.Ring == nil {
+			return nil, fmt.Errorf("%w: key %q, and no key ring is configured", ErrUnknownKey, kid)
+		}
+		key := c.Ring.aead(kid)
+		if key == nil {
+			return nil, fmt.Errorf("%w: key %q", ErrUnknownKey, kid)
+		}
+		rest := b[3+len(kid):]
+		if len(rest) < NonceSize+key.Overhead() {
+			return nil, fmt.Errorf("%w: encrypted with key %q, cut short at %d bytes", ErrCorrupt, kid, len(b))
+		}
+		plain, err := key.Open(nil, rest[:NonceSize], rest[NonceSize:], aad(id, u))
+		if err != nil {
+			return nil, fmt.Errorf("%w: encrypted with key %q, does not authenticate: tampered with, or not this task's", ErrCorrupt, kid)
+		}
+		body = plain
+	}
+	switch flags & codecMask {
+	case codecS2:
+		return unS2(body, limit)
+	case codecZstd:
+		return unZstd(body, limit)
+	}
+	if flags&encrypted == 0 {
+		body = append([]byte(nil), body...) // not an alias of the stored bytes' envelope
+	}
+	return body, nil
+}
+
+// OpenString is Open for a string value.
+func (c *Codec) OpenString(s, id string, u Use, limit int) (string, error) {
+	if !WrappedString(s) {
+		return s, nil
+	}
+	b, err := c.Open([]byte(s), id, u, limit)
+	return string(b), err
+}
+
+func flagsOf(b []byte) byte {
+	if len(b) < 2 {
+		return 0
+	}
+	return b[1]
+}
+
+// aad is the additional data of a value's encryption: its use and its
+// task's stored ID.
+func aad(id string, u Use) []byte {
+	return append([]byte{byte(u)}, id...)
+}
+
+// Compression is how a Codec compresses values.
+type Compression int
+
+// The compressions.
+const (
+	// Fast is S2: about a microsecond per kilobyte each way.
+	Fast Compression = iota
+	// Small is zstd at its fastest level: smaller, and several times the
+	// CPU.
+	Small
+	// None stores values uncompressed.
+	None
+)
+
+// String returns the compression's name.
+func (c Compression) String() string {
+	switch c {
+	case Fast:
+		return "fast"
+	case Small:
+		return "small"
+	case None:
+		return "none"
+	}
+	return fmt.Sprintf("Compression(%d)", int(c))
+}
+
+func compress(c Compression, b []byte) ([]byte, byte) {
+	if c == Small {
+		return zstdCodec().enc.EncodeAll(b, make([]byte, 0, len(b))), codecZstd
+	}
+	return s2.Encode(nil, b), codecS2
+}
+
+func unS2(b []byte, limit int) ([]byte, error) {
+	n, err := s2.DecodedLen(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: s2: %v", ErrCorrupt, err)
+	}
+	if limit > 0 && n > limit {
+		return nil, fmt.Errorf("%w: s2 body of %d bytes, limit %d", ErrTooLarge, n, limit)
+	}
+	out, err := s2.Decode(nil, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: s2: %v", ErrCorrupt, err)
+	}
+	return out, nil
+}
+
+func unZstd(b []byte, limit int) ([]byte, error) {
+	var h zstd.Header
+	if err := h.Decode(b); err != nil {
+		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+	}
+	if !h.HasFCS {
+		return nil, fmt.Errorf("%w: zstd frame without its content size", ErrCorrupt)
+	}
+	if limit > 0 && h.FrameContentSize > uint64(limit) {
+		return nil, fmt.Errorf("%w: zstd body of %d bytes, limit %d", ErrTooLarge, h.FrameContentSize, limit)
+	}
+	out, err := zstdCodec().dec.DecodeAll(b, make([]byte, 0, h.FrameContentSize))
+	if err != nil {
+		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+	}
+	return out, nil
+}
+
+// zstd's encoder and decoder are safe for concurrent EncodeAll and
+// DecodeAll, and costly to build: one of each per process, built on
+// first use.
+var zstdCodec = sync.OnceValue(func() (z struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}) {
+	z.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
+	z.dec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithDecoderLowmem(true))
+	return z
+})
+
+// newAEAD returns AES-256-GCM under key.
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}

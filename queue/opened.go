@@ -1,0 +1,70 @@
+package queue
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/shardq/shardq/internal/envelope"
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// opener turns what a task holds in its stored form (compressed,
+// encrypted: see Config.Compression and Config.KeyRing) back into the
+// values handlers wrote.
+type opener struct {
+	codec *envelope.Codec
+	limit int
+}
+
+func (c *Config) opener() *opener { return &opener{codec: c.codec(), limit: c.MaxPayloadSize} }
+
+// open opens ti's payload, result, progress message, step values and last
+// error in place. What is encrypted with a key o's ring lacks is left
+// empty and ti.Redacted set; a value that does not open for another
+// reason (cut short, tampered with) marks the task Malformed, with why in
+// LastError, and its payload keeps the stored bytes.
+func (o *opener) open(ti *TaskInfo) {
+	if ti == nil {
+		return
+	}
+	sid := wire.StoredID(ti.ID)
+	var broken []string
+	// field returns b opened, or nil and ok false when it does not open.
+	field := func(b []byte, u envelope.Use) (v []byte, ok bool) {
+		if !envelope.Wrapped(b) {
+			return b, true
+		}
+		v, err := o.codec.Open(b, sid, u, o.limit)
+		switch {
+		case err == nil:
+			return v, true
+		case errors.Is(err, envelope.ErrUnknownKey):
+			ti.Redacted = true
+		default:
+			broken = append(broken, err.Error())
+		}
+		return nil, false
+	}
+	if !ti.Malformed && envelope.Wrapped(ti.Payload) {
+		ti.EncryptedWith = envelope.KeyID(ti.Payload)
+		if v, ok := field(ti.Payload, envelope.Payload); ok || ti.Redacted {
+			ti.Payload = v
+		}
+	}
+	if ti.HasResult {
+		ti.Result, _ = field(ti.Result, envelope.Result)
+	}
+	if ti.Progress != nil {
+		v, _ := field([]byte(ti.Progress.Message), envelope.Progress)
+		ti.Progress.Message = string(v)
+	}
+	for j := range ti.Steps {
+		ti.Steps[j].Value, _ = field(ti.Steps[j].Value, envelope.Step)
+	}
+	v, _ := field([]byte(ti.LastError), envelope.Error)
+	ti.LastError = string(v)
+	if len(broken) > 0 {
+		ti.Malformed = true
+		ti.LastError = strings.TrimPrefix(ti.LastError+"; "+strings.Join(broken, "; "), "; ")
+	}
+}
