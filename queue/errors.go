@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -25,6 +26,10 @@ var (
 	// of the type it is decoded into (TaskInfo.Decode, worker.Task.Decode,
 	// worker.Typed): an object none of whose keys names a field.
 	ErrPayloadMismatch = wire.ErrPayloadMismatch
+	// ErrUnknownKey reports a value encrypted with a key the KeyRing
+	// lacks, or read without a ring: WaitResult of such a result. A
+	// worker sends such a task to dead with this error's text.
+	ErrUnknownKey = envelope.ErrUnknownKey
 	// ErrDuplicateTaskID reports a caller-chosen task ID that is already
 	// taken. Enqueue and EnqueueMany return it with the info of the task
 	// that holds the ID.

@@ -21,7 +21,9 @@ const waitPoll = 500 * time.Millisecond
 // ending returns its error. The task must be kept once done (enqueue it
 // with Retention), or it may be gone before WaitResult sees it finish:
 // then it is ErrTaskNotFound. It reads the task with GetTask, after 10ms,
-// then at doubling intervals up to half a second: never a tight loop.
+// then at doubling intervals up to half a second: never a tight loop. A
+// result encrypted with a key the Inspector's KeyRing lacks is
+// ErrUnknownKey.
 func (i *Inspector) WaitResult(ctx context.Context, queue, id string) ([]byte, error) {
 	wait := 10 * time.Millisecond
 	for {
@@ -29,6 +31,8 @@ func (i *Inspector) WaitResult(ctx context.Context, queue, id string) ([]byte, e
 		switch {
 		case err != nil:
 			return nil, err
+		case ti.State == StateDone && ti.Redacted && ti.HasResult && ti.Result == nil:
+			return nil, fmt.Errorf("%w: the result of task %s of %q", ErrUnknownKey, id, queue)
 		case ti.State == StateDone:
 			return ti.Result, nil
 		case ti.State == StateDead:

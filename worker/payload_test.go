@@ -270,6 +270,12 @@ func TestEncryptedRoundTrip(t *testing.T) {
 			t.Fatalf("GetTask without the ring: redacted %v, key %q, malformed %v, holds %s", ti.Redacted, ti.EncryptedWith, ti.Malformed, text)
 		}
 	}
+	if _, err := blind.WaitResult(ctx, queue.DefaultQueue, ok.ID); !errors.Is(err, queue.ErrUnknownKey) {
+		t.Fatalf("WaitResult without the ring: %v, want ErrUnknownKey", err)
+	}
+	if res, err := insp.WaitResult(ctx, queue.DefaultQueue, ok.ID); err != nil || string(res) != "charged "+secret {
+		t.Fatalf("WaitResult with the ring: %q, %v", res, err)
+	}
 	page, err := blind.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateDead})
 	must(t, err)
 	if len(page.Tasks) != 1 || !page.Tasks[0].Redacted || page.Tasks[0].Payload != nil {
@@ -283,33 +289,57 @@ func TestEncryptedRoundTrip(t *testing.T) {
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	rotation(t, b.rdb, b.with)
+	rotation(t, b.rdb, b.qcfg, queue.DefaultQueue)
 }
 
-// rotation enqueues 20 tasks under k1, then 20 under k2 with k1 kept,
+// TestKeyRotationCluster is TestKeyRotation on a 3-master cluster, the
+// queue's 3 partitions one on each master.
+func TestKeyRotationCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix(t)
+	q, _ := spreadQueue(t, cl, prefix, 3)
+	rotation(t, clusterClient(t, cl), queue.Config{Prefix: prefix, Partitions: map[string]int{q: 3}}, q)
+}
+
+// rotation enqueues 20 tasks of q under k1, then 20 under k2 with k1 kept,
 // checks the key each is under, and runs them all with the newer ring.
-func rotation(t *testing.T, rdb redis.UniversalClient, with func(*testing.T, func(*queue.Config)) (*queue.Client, *queue.Inspector, queue.Config)) {
+func rotation(t *testing.T, rdb redis.UniversalClient, base queue.Config, q string) {
 	ctx := context.Background()
-	oldC, insp, _ := with(t, func(c *queue.Config) { c.KeyRing = ringOf("k1") })
-	newC, _, newCfg := with(t, func(c *queue.Config) { c.KeyRing = ringOf("k2", "k1") })
+	with := func(ring *queue.KeyRing) (*queue.Client, *queue.Inspector, queue.Config) {
+		cfg := base
+		cfg.KeyRing = ring
+		c, err := queue.NewClient(rdb, cfg)
+		must(t, err)
+		i, err := queue.NewInspector(rdb, cfg)
+		must(t, err)
+		return c, i, cfg
+	}
+	oldC, insp, _ := with(ringOf("k1"))
+	newC, _, newCfg := with(ringOf("k2", "k1"))
 	want := map[string]string{}
+	parts := map[int]bool{}
 	for i := range 20 {
 		for key, c := range map[string]*queue.Client{"k1": oldC, "k2": newC} {
 			p := fmt.Sprintf(`{"n":%d,"under":%q}`, i, key)
-			info, err := c.Enqueue(ctx, queue.NewRawTask("rotate", []byte(p)))
+			info, err := c.Enqueue(ctx, queue.NewRawTask("rotate", []byte(p)), queue.In(q))
 			must(t, err)
 			want[info.ID] = p
-			ti, err := insp.GetTask(ctx, info.Queue, info.ID)
+			parts[info.Partition] = true
+			ti, err := insp.GetTask(ctx, q, info.ID)
 			must(t, err)
 			if ti.EncryptedWith != key {
 				t.Fatalf("task %s is under key %q, want %q", info.ID, ti.EncryptedWith, key)
 			}
 		}
 	}
+	if len(parts) != max(base.Partitions[q], 1) {
+		t.Fatalf("tasks went to %d partitions of %d", len(parts), base.Partitions[q])
+	}
 	var mu sync.Mutex
 	got := map[string]string{}
 	newCfg.Logger = testLogger(t)
-	startServer(t, rdb, Config{Config: newCfg}, HandlerFunc(func(ctx context.Context, task *Task) error {
+	startServer(t, rdb, Config{Config: newCfg, Queues: map[string]int{q: 1}}, HandlerFunc(func(ctx context.Context, task *Task) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got[task.ID] = string(task.Payload)
@@ -325,7 +355,7 @@ func rotation(t *testing.T, rdb redis.UniversalClient, with func(*testing.T, fun
 			t.Fatalf("task %s ran with %q, want %q", id, got[id], p)
 		}
 	}
-	qi, err := insp.QueueInfo(ctx, queue.DefaultQueue)
+	qi, err := insp.QueueInfo(ctx, q)
 	must(t, err)
 	if qi.Dead != 0 {
 		t.Fatalf("%d tasks dead after the rotation", qi.Dead)
