@@ -12,11 +12,11 @@ type Compression = envelope.Compression
 
 // The compressions of Config.Compression.
 const (
-	// CompressFast compresses with S2: about a microsecond per kilobyte
-	// each way, and the default.
+	// CompressFast compresses with S2, for the least CPU. It is the
+	// default.
 	CompressFast = envelope.Fast
 	// CompressSmall compresses with zstd: smaller than CompressFast, for
-	// several times its CPU.
+	// more CPU. BENCHMARKS.md compares them.
 	CompressSmall = envelope.Small
 	// CompressNone stores values as they are.
 	CompressNone = envelope.None

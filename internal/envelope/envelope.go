@@ -216,10 +216,9 @@ type Compression int
 
 // The compressions.
 const (
-	// Fast is S2: about a microsecond per kilobyte each way.
+	// Fast is S2, for the least CPU.
 	Fast Compression = iota
-	// Small is zstd at its fastest level: smaller, and several times the
-	// CPU.
+	// Small is zstd at its fastest level: smaller, for more CPU.
 	Small
 	// None stores values uncompressed.
 	None
