@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
@@ -92,5 +93,42 @@ func TestEnqueueKeyFile(t *testing.T) {
 	qi, err := blind.QueueInfo(ctx, queue.DefaultQueue)
 	if err != nil || qi.Pending != 2 {
 		t.Fatalf("pending %d after the refused calls, want 2: %v", qi.Pending, err)
+	}
+}
+
+// TestWorkerKeyFile: shardq worker --key-file decrypts what a producer
+// with the same ring encrypted, and hands the command the plaintext.
+func TestWorkerKeyFile(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
+	text := `{"current":"k1","keys":{"k1":"` + key + `"}}`
+	ringFile := filepath.Join(t.TempDir(), "ring.json")
+	if err := os.WriteFile(ringFile, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startShardq(t, redisEnv(srv), "worker", "--key-file", ringFile, "--handler", "cat=exec:cat")
+	ring, err := queue.ParseKeyRing([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := queue.NewClient(srv.Client(t), queue.Config{KeyRing: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := client.Enqueue(context.Background(), queue.NewRawTask("cat", []byte("sealed words\n")), queue.Retention(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp, err := queue.NewInspector(srv.Client(t), queue.Config{KeyRing: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, insp, queue.DefaultQueue, info.ID, queue.StateDone)
+	if code := p.stop(t); code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.err.String())
+	}
+	if !strings.Contains(p.stdout.String(), "sealed words\n") {
+		t.Fatalf("the command did not get the plaintext: %q", p.stdout.String())
 	}
 }

@@ -112,6 +112,7 @@ type workerFlags struct {
 	retryIn         time.Duration
 	logLevel        string
 	metricsAddr     string
+	store           storeFlags
 }
 
 func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -131,6 +132,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.retryExitCode, "retry-exit-code", 75, "exec: the exit code that asks for a retry")
 	fs.DurationVar(&f.retryIn, "retry-in", 0, "wait before a requested retry without Retry-After (0: the usual backoff)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug (every task), info, warn or error")
+	f.store.add(fs, true)
 	describe(fs, c, "[flags]", workerDetails, workerExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -145,6 +147,9 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	cfg.Logger = log
+	if err := f.store.apply(m, &cfg.Config); err != nil {
+		return err
+	}
 	url := cmp.Or(f.redisURL, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL"), fileRedis)
 	if url == "" {
 		return errNoRedis // before the handlers are logged: a usage error is one line
