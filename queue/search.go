@@ -7,7 +7,9 @@ import (
 )
 
 // SearchQuery finds tasks of one queue and state by type, error text or
-// ID prefix. Every filter given must match.
+// ID prefix. Every filter given must match. Search never looks inside
+// payloads; an error encrypted with Config.EncryptErrors matches only when
+// the Inspector has the KeyRing.
 type SearchQuery struct {
 	Queue string
 	// State is where to look: StateRecent (every task enqueued lately,

@@ -270,6 +270,15 @@ func TestEncryptedRoundTrip(t *testing.T) {
 			t.Fatalf("GetTask without the ring: redacted %v, key %q, malformed %v, holds %s", ti.Redacted, ti.EncryptedWith, ti.Malformed, text)
 		}
 	}
+	for _, tc := range []struct {
+		insp *queue.Inspector
+		n    int
+	}{{insp, 1}, {blind, 0}} {
+		res, err := tc.insp.Search(ctx, queue.SearchQuery{Queue: queue.DefaultQueue, State: queue.StateDead, Error: "declined card"})
+		if err != nil || len(res.Tasks) != tc.n {
+			t.Fatalf("Search of the encrypted error: %v, %+v; want %d found", err, res, tc.n)
+		}
+	}
 	if _, err := blind.WaitResult(ctx, queue.DefaultQueue, ok.ID); !errors.Is(err, queue.ErrUnknownKey) {
 		t.Fatalf("WaitResult without the ring: %v, want ErrUnknownKey", err)
 	}
