@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/gocraft/work"
 	"github.com/gomodule/redigo/redis"
@@ -12,6 +13,10 @@ import (
 type gocraftSystem struct {
 	pool *redis.Pool
 	enq  *work.Enqueuer
+	// jsonArg passes each payload, a JSON document, as a JSON argument:
+	// stored as it is, where a string argument stores it escaped, every
+	// quote as \" (a sixth more bytes for the payloads workload's).
+	jsonArg bool
 }
 
 const gocraftNamespace = "gocraft"
@@ -24,10 +29,30 @@ func newGocraft(addr string) (system, error) {
 	return &gocraftSystem{pool: pool, enq: work.NewEnqueuer(gocraftNamespace, pool)}, nil
 }
 
-func (*gocraftSystem) name() string { return "gocraft/work" }
+// newGocraftJSON is newGocraft for JSON payloads, passed as JSON
+// arguments: gocraft/work at its smallest for them.
+func newGocraftJSON(addr string) (system, error) {
+	s, err := newGocraft(addr)
+	if err != nil {
+		return nil, err
+	}
+	s.(*gocraftSystem).jsonArg = true
+	return s, nil
+}
+
+func (s *gocraftSystem) name() string {
+	if s.jsonArg {
+		return "gocraft/work json"
+	}
+	return "gocraft/work"
+}
 
 func (s *gocraftSystem) enqueue(_ context.Context, payload []byte) error {
-	_, err := s.enq.Enqueue("bench", work.Q{"p": string(payload)})
+	var arg any = string(payload)
+	if s.jsonArg {
+		arg = json.RawMessage(payload)
+	}
+	_, err := s.enq.Enqueue("bench", work.Q{"p": arg})
 	return err
 }
 
@@ -42,6 +67,13 @@ type gocraftContext struct{}
 func (s *gocraftSystem) start(_ context.Context, conc int, h func([]byte)) (func(), error) {
 	wp := work.NewWorkerPool(gocraftContext{}, uint(conc), gocraftNamespace, s.pool)
 	wp.Job("bench", func(j *work.Job) error {
+		if s.jsonArg {
+			// the document decoded and encoded again: its content, not
+			// its bytes (keys sorted, numbers as float64)
+			p, err := json.Marshal(j.Args["p"])
+			h(p)
+			return err
+		}
 		h([]byte(j.ArgString("p")))
 		return nil
 	})

@@ -6,6 +6,14 @@
 //
 //	cd bench && go run .           # three rounds, the full sizes
 //	cd bench && go run . -quick    # a scaled-down smoke run
+//
+// The payloads workload runs only when -only names it: it measures
+// shardq's stored payload forms (uncompressed, S2, zstd, encrypted) with
+// ~1 KB JSON documents, Redis bytes per pending task beside the peers up
+// to a million tasks, and the forms' enqueue and processing rates, in its
+// own tables; it takes longer than all the other workloads together.
+//
+//	cd bench && go run . -only payloads
 package main
 
 import (
@@ -22,7 +30,7 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "a scaled-down smoke run (one round, small sizes)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every workload for every system, in a rotated order")
 	flag.DurationVar(&o.timeout, "timeout", 40*time.Minute, "stop the whole run after this long")
-	flag.StringVar(&o.only, "only", "", "comma-separated workloads: enqueue,producers,process,latency,memory (default all)")
+	flag.StringVar(&o.only, "only", "", "comma-separated workloads: enqueue,producers,process,latency,memory,payloads (default all but payloads, which runs only when named)")
 	flag.Parse()
 	if err := run(context.Background(), o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

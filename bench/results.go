@@ -46,6 +46,16 @@ func single(fig string) bool { return fig == figLimit || strings.HasPrefix(fig, 
 
 func figMemory(n int) string { return fmt.Sprintf("Memory per pending task at %d: bytes", n) }
 
+// figureNames are the figures measureOne records its process and memory
+// runs under: the standard workloads' (figures), or the payloads
+// workload's (docFigures). procCPU, if set, is Redis + client CPU.
+type figureNames struct {
+	procRate, procRedis, procClient, procCPU string
+	memory                                   func(n int) string
+}
+
+var figures = figureNames{procRate: figProcRate, procRedis: figProcRedis, procClient: figProcClient, procCPU: figProcCPU, memory: figMemory}
+
 // results holds every round's value of every figure, per system.
 type results struct {
 	systems []string
@@ -135,21 +145,9 @@ func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
 			fmt.Fprintf(w, "| %s | %s |%s\n", fig, cell(r.vals[fig]["redis"]), strings.Repeat(" |", 2*len(r.systems)-2))
 			continue
 		}
-		row := "| " + fig
-		for _, s := range r.systems {
-			if f := r.fails[fig][s]; len(f) > 0 {
-				row += " | no figure: " + f[0]
-				continue
-			}
-			row += " | " + cell(r.vals[fig][s])
-		}
+		row := "| " + fig + cells(r, fig, r.systems)
 		for _, p := range r.systems[1:] {
-			a, b := r.vals[fig][r.systems[0]], r.vals[fig][p]
-			if len(a) == 0 || len(b) == 0 || median(b) == 0 || len(r.fails[fig][r.systems[0]])+len(r.fails[fig][p]) > 0 {
-				row += " | –"
-				continue
-			}
-			row += fmt.Sprintf(" | %.2f×", median(a)/median(b))
+			row += " | " + ratioCell(r, fig, r.systems[0], p)
 		}
 		fmt.Fprintln(w, row+" |")
 	}
@@ -174,6 +172,45 @@ func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
 		}
 		fmt.Fprintln(w)
 	}
+	printFailures(w, r)
+}
+
+// cells are the table cells of fig for systems: each median (min–max),
+// or why there is none.
+func cells(r *results, fig string, systems []string) string {
+	row := ""
+	for _, s := range systems {
+		if f := r.fails[fig][s]; len(f) > 0 {
+			row += " | no figure: " + f[0]
+			continue
+		}
+		row += " | " + cell(r.vals[fig][s])
+	}
+	return row
+}
+
+// ratio is system a's median of fig over system b's; false if either
+// lacks a figure of a round.
+func ratio(r *results, fig, a, b string) (float64, bool) {
+	va, vb := r.vals[fig][a], r.vals[fig][b]
+	if len(va) == 0 || len(vb) == 0 || median(vb) == 0 || len(r.fails[fig][a])+len(r.fails[fig][b]) > 0 {
+		return 0, false
+	}
+	return median(va) / median(vb), true
+}
+
+// ratioCell is ratio as a table cell.
+func ratioCell(r *results, fig, a, b string) string { return ratioText(ratio(r, fig, a, b)) }
+
+func ratioText(v float64, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+// printFailures prints every failure r holds, figure by figure.
+func printFailures(w io.Writer, r *results) {
 	for _, fig := range r.order {
 		for _, s := range r.systems {
 			for _, f := range r.fails[fig][s] {

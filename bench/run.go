@@ -15,7 +15,12 @@ import (
 )
 
 // workloads in the order a round runs them.
-var workloads = []string{"enqueue", "producers", "process", "latency", "memory"}
+var workloads = []string{"enqueue", "producers", "process", "latency", "memory", "payloads"}
+
+// onRequest are the workloads that run only when -only names them, not
+// by default: payloads, at a million ~1 KB tasks for every system, takes
+// longer than the others together.
+var onRequest = []string{"payloads"}
 
 // workloadFigure is the figure a workload's failure is reported on.
 // (memory reports its own, per size).
@@ -43,6 +48,11 @@ func run(ctx context.Context, o options, out, progressW io.Writer) error {
 			want[w] = true
 		}
 	}
+	if len(want) == 0 {
+		for _, w := range workloads {
+			want[w] = !slices.Contains(onRequest, w)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	progress := progressTo(progressW)
@@ -57,24 +67,34 @@ func run(ctx context.Context, o options, out, progressW io.Writer) error {
 	st := stats{rdb: admin}
 	version, _ := admin.InfoMap(ctx, "server").Result()
 
-	var names []string
-	for _, mk := range systemMakers {
-		s, err := mk(srv.Addr)
-		if err != nil {
-			return err
-		}
-		names = append(names, s.name())
-		s.close()
+	names, err := nameSystems(srv.Addr, systemMakers)
+	if err != nil {
+		return err
 	}
 	res := newResults(names)
+	var docs docRun
+	var docRes *results
+	if want["payloads"] {
+		if docs, err = newDocRun(srv.Addr, sz, progress); err != nil {
+			return err
+		}
+		docRes = newResults(docs.systems())
+	}
 	for round := range o.rounds {
 		for _, w := range workloads {
-			if len(want) > 0 && !want[w] {
+			if !want[w] {
 				continue
 			}
 			limit, err := st.probeLimit(ctx, sz.probeCalls)
 			if err != nil {
 				return err
+			}
+			if w == "payloads" {
+				docRes.add(figLimit, "redis", limit)
+				if err := measurePayloadsAll(ctx, st, srv.Addr, sz, docs, round, o.rounds, docRes, progress); err != nil {
+					return fmt.Errorf("round %d, %w", round+1, err)
+				}
+				continue
 			}
 			res.add(figLimit, "redis", limit)
 			if w == "enqueue" {
@@ -95,7 +115,7 @@ func run(ctx context.Context, o options, out, progressW io.Writer) error {
 			for k := range systemMakers {
 				i := (k + round) % len(systemMakers)
 				progress("round %d/%d: %s: %s", round+1, o.rounds, w, names[i])
-				if err := measureOne(ctx, st, systemMakers[i], srv.Addr, w, sz, res); err != nil {
+				if err := measureOne(ctx, st, systemMakers[i], srv.Addr, w, sz, padded(sz.payload), figures, res); err != nil {
 					if ctx.Err() != nil {
 						return fmt.Errorf("round %d, %s, %s: %w", round+1, w, names[i], err)
 					}
@@ -110,13 +130,49 @@ func run(ctx context.Context, o options, out, progressW io.Writer) error {
 			}
 		}
 	}
-	report(out, res, sz, o, version["Server"]["redis_version"])
+	if len(res.order) > 0 {
+		report(out, res, sz, o, version["Server"]["redis_version"])
+	}
+	if docRes != nil {
+		reportPayloads(out, docRes, sz, o, docs, version["Server"]["redis_version"])
+	}
 	return nil
 }
 
-// measureOne runs workload w for one fresh system on an empty Redis and
-// records its figures; a failed check records why, not a figure.
-func measureOne(ctx context.Context, st stats, mk func(string) (system, error), addr, w string, sz sizes, res *results) error {
+// nameSystems is the names of the systems makers make, in their order.
+func nameSystems(addr string, makers []func(string) (system, error)) ([]string, error) {
+	var names []string
+	for _, mk := range makers {
+		s, err := mk(addr)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, s.name())
+		s.close()
+	}
+	return names, nil
+}
+
+// newDocRun makes the payloads workload's documents, before any
+// measurement, and names its systems.
+func newDocRun(addr string, sz sizes, progress func(string, ...any)) (docRun, error) {
+	var d docRun
+	var err error
+	if d.memNames, err = nameSystems(addr, docMemoryMakers); err != nil {
+		return d, err
+	}
+	if d.rateNames, err = nameSystems(addr, docRateMakers); err != nil {
+		return d, err
+	}
+	progress("payloads: making %d JSON documents", docCount(sz))
+	d.docs, err = newDocSet(docCount(sz), sz.process)
+	return d, err
+}
+
+// measureOne runs workload w for one fresh system on an empty Redis, its
+// tasks' payloads from src, and records its figures under figs' names; a
+// failed check records why, not a figure.
+func measureOne(ctx context.Context, st stats, mk func(string) (system, error), addr, w string, sz sizes, src payloadSource, figs figureNames, res *results) error {
 	if err := st.rdb.FlushAll(ctx).Err(); err != nil {
 		return err
 	}
@@ -128,18 +184,20 @@ func measureOne(ctx context.Context, st stats, mk func(string) (system, error), 
 	name := sys.name()
 	switch w {
 	case "process":
-		r, err := measureProcess(ctx, st, sys, sz)
+		r, err := measureProcess(ctx, st, sys, sz.process, sz.concurrency, src)
 		if isCheck(err) {
-			res.fail(figProcRate, name, err)
+			res.fail(figs.procRate, name, err)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		res.add(figProcRate, name, r.rate)
-		res.add(figProcRedis, name, r.redisUS)
-		res.add(figProcClient, name, r.clientUS)
-		res.add(figProcCPU, name, r.redisUS+r.clientUS)
+		res.add(figs.procRate, name, r.rate)
+		res.add(figs.procRedis, name, r.redisUS)
+		res.add(figs.procClient, name, r.clientUS)
+		if figs.procCPU != "" {
+			res.add(figs.procCPU, name, r.redisUS+r.clientUS)
+		}
 	case "latency":
 		r, err := measureLatency(ctx, sys, sz)
 		if isCheck(err) {
@@ -162,15 +220,15 @@ func measureOne(ctx context.Context, st stats, mk func(string) (system, error), 
 					return err
 				}
 			}
-			b, err := measureMemory(ctx, st, sys, n, sz.payload)
+			b, err := measureMemory(ctx, st, sys, n, src)
 			if err != nil && ctx.Err() == nil {
-				res.fail(figMemory(n), name, err) // this size's figure, not the run
+				res.fail(figs.memory(n), name, err) // this size's figure, not the run
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			res.add(figMemory(n), name, b)
+			res.add(figs.memory(n), name, b)
 		}
 	}
 	return st.rdb.FlushAll(ctx).Err()

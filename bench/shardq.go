@@ -14,30 +14,42 @@ import (
 
 // shardqSystem drives shardq with a client as queue.NewRedisClient makes it.
 type shardqSystem struct {
-	rdb  redis.UniversalClient
-	cfg  queue.Config
-	c    *queue.Client
-	insp *queue.Inspector
+	label string
+	rdb   redis.UniversalClient
+	cfg   queue.Config
+	c     *queue.Client
+	insp  *queue.Inspector
 }
 
+// newShardq makes shardq as an application gets it: the default Config.
 func newShardq(addr string) (system, error) {
-	rdb, err := queue.NewRedisClient("redis://" + addr)
-	if err != nil {
-		return nil, err
-	}
-	cfg := queue.Config{Prefix: "shardq"}
-	c, err := queue.NewClient(rdb, cfg)
-	if err != nil {
-		return nil, err
-	}
-	insp, err := queue.NewInspector(rdb, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &shardqSystem{rdb: rdb, cfg: cfg, c: c, insp: insp}, nil
+	return shardqWith("shardq", queue.Config{Prefix: "shardq"})(addr)
 }
 
-func (*shardqSystem) name() string { return "shardq" }
+// shardqWith returns a maker of shardq under cfg (its compression, its
+// key ring), named label in the tables. Its producers, workers and
+// Inspector share cfg, so the workers read what the producers wrote.
+func shardqWith(label string, cfg queue.Config) func(addr string) (system, error) {
+	return func(addr string) (system, error) {
+		rdb, err := queue.NewRedisClient("redis://" + addr)
+		if err != nil {
+			return nil, err
+		}
+		c, err := queue.NewClient(rdb, cfg)
+		if err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
+		insp, err := queue.NewInspector(rdb, cfg)
+		if err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
+		return &shardqSystem{label: label, rdb: rdb, cfg: cfg, c: c, insp: insp}, nil
+	}
+}
+
+func (s *shardqSystem) name() string { return s.label }
 
 func (s *shardqSystem) enqueue(ctx context.Context, payload []byte) error {
 	_, err := s.c.Enqueue(ctx, queue.NewRawTask("bench", payload), queue.In(queueName))

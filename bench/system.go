@@ -53,6 +53,28 @@ func indexOf(p []byte) int {
 	return n
 }
 
+// payloadSource hands out the tasks' payloads of a workload, and tells
+// which task a payload a handler got belongs to.
+type payloadSource interface {
+	// payloads returns the payloads of tasks from..to-1.
+	payloads(from, to int) [][]byte
+	// index is the task p belongs to, or -1 if p is none of them.
+	index(p []byte) int
+}
+
+// padded is the payloadSource of payloadFor's payloads of its size.
+type padded int
+
+func (size padded) payloads(from, to int) [][]byte {
+	ps := make([][]byte, 0, to-from)
+	for i := from; i < to; i++ {
+		ps = append(ps, payloadFor(i, int(size)))
+	}
+	return ps
+}
+
+func (padded) index(p []byte) int { return indexOf(p) }
+
 // parallelFill calls enqueue for every payload from 16 goroutines: for the
 // systems without a batch call, the fastest fill their API offers.
 func parallelFill(ctx context.Context, payloads [][]byte, enqueue func(context.Context, []byte) error) error {

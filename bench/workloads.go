@@ -22,16 +22,19 @@ type sizes struct {
 	probeCalls  int           // calls per limit probe
 	payload     int           // bytes per payload
 	concurrency int           // workers per processing and latency run
+	batch       int           // tasks per EnqueueMany measurement (payloads)
 }
 
 var fullSizes = sizes{
 	enqueues: 20_000, manyEnqueue: 64_000, process: 100_000, memory: []int{100_000, 1_000_000},
 	latWarm: time.Second, latWindow: 3 * time.Second, probeCalls: 5_000, payload: 100, concurrency: 16,
+	batch: 100_000,
 }
 
 var quickSizes = sizes{
 	enqueues: 500, manyEnqueue: 1_280, process: 2_000, memory: []int{2_000, 5_000},
 	latWarm: 200 * time.Millisecond, latWindow: 500 * time.Millisecond, probeCalls: 500, payload: 100, concurrency: 16,
+	batch: 5_000,
 }
 
 // latencyRate and latencyProducers shape the open-loop latency workload.
@@ -114,12 +117,7 @@ func enqueueN(ctx context.Context, sys enqueuer, payload []byte, n, producers in
 // block.
 func measureTurns(ctx context.Context, st stats, systems []enqueuer, total, block, producers, size, round int) ([]enqueueResult, []error) {
 	payload := payloadFor(0, size)
-	res := make([]enqueueResult, len(systems))
 	errs := make([]error, len(systems))
-	took := make([]time.Duration, len(systems))
-	redisCPU := make([]time.Duration, len(systems))
-	selfCPU := make([]time.Duration, len(systems))
-	calls := make([]int64, len(systems))
 	for i, sys := range systems {
 		// warm up: connections dialled, scripts loaded, registries written
 		for range 200 {
@@ -129,12 +127,29 @@ func measureTurns(ctx context.Context, st stats, systems []enqueuer, total, bloc
 			}
 		}
 	}
-	runtime.GC()
+	return takeTurns(ctx, st, errs, total, block, round, func(i, _, n int) error {
+		return enqueueN(ctx, systems[i], payload, n, producers)
+	})
+}
+
+// takeTurns measures total tasks per system, made by do(i, from, n) (n
+// tasks of system i, from its task from on) in turns of block tasks, the
+// systems' order rotated every block. A system with an error in errs
+// (its warm-up's) takes no turn; one whose turn fails drops out with its
+// error; the others go on.
+func takeTurns(ctx context.Context, st stats, errs []error, total, block, round int, do func(i, from, n int) error) ([]enqueueResult, []error) {
+	k := len(errs)
+	res := make([]enqueueResult, k)
+	took := make([]time.Duration, k)
+	redisCPU := make([]time.Duration, k)
+	selfCPU := make([]time.Duration, k)
+	calls := make([]int64, k)
+	runtime.GC() // the warm-up's garbage is no turn's
 	blocks := (total + block - 1) / block
 	for b := range blocks {
 		n := min(block, total-b*block)
-		for k := range systems {
-			i := (k + b + round) % len(systems)
+		for j := range k {
+			i := (j + b + round) % k
 			if errs[i] != nil {
 				continue
 			}
@@ -143,7 +158,7 @@ func measureTurns(ctx context.Context, st stats, systems []enqueuer, total, bloc
 				errs[i] = err
 				continue
 			}
-			err = enqueueN(ctx, systems[i], payload, n, producers)
+			err = do(i, b*block, n)
 			z, serr := st.snapEnd(ctx)
 			if err = errors.Join(err, serr); err != nil {
 				errs[i] = err
@@ -156,7 +171,7 @@ func measureTurns(ctx context.Context, st stats, systems []enqueuer, total, bloc
 		}
 	}
 	n := float64(total)
-	for i := range systems {
+	for i := range k {
 		if errs[i] != nil {
 			continue
 		}
@@ -177,9 +192,10 @@ type processResult struct {
 	clientUS float64
 }
 
-func measureProcess(ctx context.Context, st stats, sys system, sz sizes) (processResult, error) {
-	n := sz.process
-	if err := fillChunked(ctx, sys, 0, n, sz.payload); err != nil {
+// measureProcess fills n tasks of src's payloads, then runs them at
+// concurrency conc, checking each ran once with the payload it was given.
+func measureProcess(ctx context.Context, st stats, sys system, n, conc int, src payloadSource) (processResult, error) {
+	if err := fillChunked(ctx, sys, 0, n, src); err != nil {
 		return processResult{}, err
 	}
 	counts := make([]atomic.Int32, n)
@@ -187,7 +203,7 @@ func measureProcess(ctx context.Context, st stats, sys system, sz sizes) (proces
 	all := make(chan struct{})
 	h := func(p []byte) {
 		first.CompareAndSwap(0, time.Now().UnixNano())
-		i := indexOf(p)
+		i := src.index(p)
 		if i < 0 || i >= n {
 			bad.Add(1)
 		} else {
@@ -208,7 +224,7 @@ func measureProcess(ctx context.Context, st stats, sys system, sz sizes) (proces
 	if err != nil {
 		return processResult{}, err
 	}
-	stop, err := sys.start(ctx, sz.concurrency, h)
+	stop, err := sys.start(ctx, conc, h)
 	if err != nil {
 		return processResult{}, err
 	}
@@ -253,28 +269,25 @@ func measureProcess(ctx context.Context, st stats, sys system, sz sizes) (proces
 }
 
 // fillChunked enqueues tasks from..to-1 in chunks, so a million payloads
-// never sit in memory at once.
-func fillChunked(ctx context.Context, sys system, from, to, size int) error {
+// made on demand never sit in memory at once.
+func fillChunked(ctx context.Context, sys system, from, to int, src payloadSource) error {
 	const chunk = 20_000
 	for i := from; i < to; i += chunk {
-		ps := make([][]byte, 0, chunk)
-		for j := i; j < min(to, i+chunk); j++ {
-			ps = append(ps, payloadFor(j, size))
-		}
-		if err := sys.fill(ctx, ps); err != nil {
+		if err := sys.fill(ctx, src.payloads(i, min(to, i+chunk))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// measureMemory is Redis's used_memory delta of n pending tasks, per task.
-func measureMemory(ctx context.Context, st stats, sys system, n, size int) (float64, error) {
+// measureMemory is Redis's used_memory delta of n pending tasks of src's
+// payloads, per task.
+func measureMemory(ctx context.Context, st stats, sys system, n int, src payloadSource) (float64, error) {
 	before, err := st.usedMemory(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if err := fillChunked(ctx, sys, 0, n, size); err != nil {
+	if err := fillChunked(ctx, sys, 0, n, src); err != nil {
 		return 0, err
 	}
 	after, err := st.usedMemory(ctx)
