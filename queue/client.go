@@ -300,10 +300,22 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 	}
 	p.route = routeKey(m.ID, m.Key, m.Unique, p.idClaim > 0)
 	p.info = newTaskInfo(o.queue, c.partitionFor(o.queue, p.route), &m, nil)
+	p.id = m.ID
+	if need := 8 + len(m.ID) + len(m.Type) + c.codec.MaxSize(len(m.Payload)); cap(buf) < need {
+		buf = make([]byte, 0, need)
+	}
+	if head, ok := m.AppendCompactHead(buf[:0], c.cfg.FullMessages); ok {
+		// the compact form ends with the payload: wrap it in place, one
+		// buffer per task
+		if p.msg, err = c.codec.Wrap(head, m.Payload, m.ID, envelope.Payload); err != nil {
+			return pending{}, fmt.Errorf("queue: task %q: %w", t.typ, err)
+		}
+		return p, nil
+	}
 	if m.Payload, err = c.codec.Wrap(nil, m.Payload, m.ID, envelope.Payload); err != nil {
 		return pending{}, fmt.Errorf("queue: task %q: %w", t.typ, err)
 	}
-	p.msg, p.id = m.AppendEncode(buf[:0], c.cfg.FullMessages), m.ID
+	p.msg = m.AppendEncode(buf[:0], c.cfg.FullMessages)
 	return p, nil
 }
 

@@ -149,6 +149,19 @@ func (c *Codec) Wrap(dst, b []byte, id string, u Use) ([]byte, error) {
 	return key.Seal(dst, dst[n:], body, aad(id, u)), nil
 }
 
+// MaxSize bounds the stored size of a value of n bytes, so a caller can
+// size the buffer it wraps into once.
+func (c *Codec) MaxSize(n int) int {
+	size := n + 2
+	if c.Compression != None && n >= c.Above {
+		size = max(size, 2+s2.MaxEncodedLen(n), 2+n+n/64+64) // zstd's bound is under the last
+	}
+	if c.Ring != nil {
+		size += 3 + 255 + NonceSize + 16
+	}
+	return size
+}
+
 // WrapString is Wrap for a string value, returned as a string.
 func (c *Codec) WrapString(s, id string, u Use) (string, error) {
 	if c.Ring == nil && (c.Compression == None || len(s) < c.Above || s == "") && !WrappedString(s) {

@@ -62,14 +62,19 @@ func appendMessage(b []byte, m *Message) []byte {
 // appendCompact appends m's compact form (see Message): the header that
 // says the payload's kind, the ID and the type, then the payload as it is.
 func appendCompact(b []byte, m *Message) []byte {
+	return append(appendCompactHead(b, m), m.Payload...)
+}
+
+// appendCompactHead appends what comes before the payload in m's compact
+// form.
+func appendCompactHead(b []byte, m *Message) []byte {
 	if m.Raw {
 		b = append(b, compactRaw)
 	} else {
 		b = append(b, compactMsgpack)
 	}
 	b = appendString(b, m.ID)
-	b = appendString(b, m.Type)
-	return append(b, m.Payload...)
+	return appendString(b, m.Type)
 }
 
 func sortedKeys(h map[string]string) []string {

@@ -183,6 +183,17 @@ func (m *Message) AppendEncode(b []byte, full bool) []byte {
 	return appendMessage(b, m)
 }
 
+// AppendCompactHead appends the compact form's bytes before the payload
+// to b, when the message allows that form and full is false, and reports
+// whether it did. The payload then goes after them as it is, to the end:
+// a producer that compresses it writes it there straight away.
+func (m *Message) AppendCompactHead(b []byte, full bool) ([]byte, bool) {
+	if full || !m.Compact() {
+		return b, false
+	}
+	return appendCompactHead(b, m), true
+}
+
 // DecodeMessageString decodes a message held in a string, as go-redis
 // returns it, into m (which a caller may keep on its stack). Its string
 // fields share the string's memory; the payload is a copy.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 	"testing"
@@ -414,5 +415,27 @@ func TestStepsRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeSteps([]byte{0xc1}); err == nil {
 		t.Error("DecodeSteps of garbage: no error")
+	}
+}
+
+// TestAppendCompactHead: the compact head followed by the payload is the
+// compact message; a message that is not compact, or full, has no head.
+func TestAppendCompactHead(t *testing.T) {
+	m := &Message{ID: NewID(), Type: "t", Payload: []byte(`{"a":1}`), Raw: true, MaxRetry: CompactMaxRetry}
+	m.EnqueuedAt, _ = IDTime(m.ID)
+	head, ok := m.AppendCompactHead([]byte("x"), false)
+	if !ok {
+		t.Fatal("a plain task has no compact head")
+	}
+	whole, _ := m.Encode()
+	if got := append(head, m.Payload...); !bytes.Equal(got[1:], whole) || got[0] != 'x' {
+		t.Fatalf("head+payload = %x, want x then %x", got, whole)
+	}
+	if _, ok := m.AppendCompactHead(nil, true); ok {
+		t.Fatal("a compact head with full set")
+	}
+	m.Key = "k"
+	if b, ok := m.AppendCompactHead([]byte("x"), false); ok || string(b) != "x" {
+		t.Fatalf("a keyed task: %q, %v", b, ok)
 	}
 }
