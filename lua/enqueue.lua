@@ -4,7 +4,8 @@
   KEYS[5] T:feed:msg  KEYS[6] T:scheduled  KEYS[7] T:msg  KEYS[8] T:state
   KEYS[9] T:guard, which never exists (keys.Partition.Guard): declared so that
     Redis refuses this script while its slot migrates, as it reaches shards
-  ARGV[1] T, the partition's key prefix (for T:s:<n>, T:unique:<key>, T:id:<id>)
+  ARGV[1] T, the partition's key prefix (for T:s:<n>, T:unique:<key>,
+    T:ids:<bucket>:<shard>: include/idclaim.lua)
   ARGV[2] now (ms, "" = server time)  ARGV[3] shard size  ARGV[4] feed cap
   ARGV[5] fields per task: 2 when every task is plain (pending now, generated
     id, not unique), else 7
@@ -112,16 +113,19 @@ end
 --@include time
 --@include record
 --@include unique
+--@include idclaim
 
 local now = now_ms(ARGV[2])
 
 -- checks: no writes yet
-local codes, seen_id, seen_unique = {}, {}, {}
+local codes, seen_id, seen_unique, shards = {}, {}, {}, {}
 for i = FIRST, #ARGV, F do
   local id, unique, claim = ARGV[i + 1], ARGV[i + 4], tonumber(ARGV[i + 6])
-  local code = ENQ_PENDING
-  if claim > 0 and (seen_id[id] or redis.call('EXISTS', T .. ':id:' .. id) == 1
-      or redis.call('HEXISTS', KEYS[8], id) == 1) then
+  local code, held = ENQ_PENDING, false
+  if claim > 0 and not seen_id[id] then
+    held, shards[#codes + 1] = claim_held(T, id, claim, now)
+  end
+  if claim > 0 and (seen_id[id] or held or redis.call('HEXISTS', KEYS[8], id) == 1) then
     code = ENQ_DUPLICATE_ID
   elseif unique ~= '' and (seen_unique[unique] or redis.call('EXISTS', T .. ':unique:' .. unique) == 1) then
     code = ENQ_DUPLICATE_UNIQUE
@@ -134,7 +138,7 @@ for i = FIRST, #ARGV, F do
 end
 
 -- writes
-local pending, members, bodies = {}, {}, {}
+local pending, members, bodies, expiries = {}, {}, {}, {}
 for i = FIRST, #ARGV, F do
   local k = (i - FIRST) / F + 1
   if codes[k] == ENQ_PENDING then
@@ -151,7 +155,7 @@ for i = FIRST, #ARGV, F do
     else
       pending[#pending + 1] = msg
     end
-    if claim > 0 then redis.call('SET', T .. ':id:' .. id, 1, 'PX', claim) end
+    if claim > 0 then claim_take(T, id, shards[k], claim, now, expiries) end
     if unique ~= '' then unique_take(T, unique, id, unique_ttl) end
     members[#members + 1] = id
     bodies[#bodies + 1] = msg

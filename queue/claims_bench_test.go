@@ -17,26 +17,58 @@ const claimTasks = 100_000
 
 // BenchmarkClaims measures what the TaskID claims cost (issue 28): the
 // bytes one claim holds in Redis ("memory": used_memory before and after
-// deleting 100,000 claims, so the tasks' own bytes cancel out), and how
-// long moving a slot full of claims to another master takes ("migrate":
-// one partition's 100,000 tasks and claims on a 3-master cluster, moved
-// by MIGRATE in batches of 100 keys; "claims-share" is the claims' part of
-// the keys moved). Run it alone, with -benchtime 1x.
+// deleting the hashes of 100,000 claims, so the tasks' own bytes cancel
+// out), and how long moving a slot full of claims to another master takes
+// ("migrate": one partition's 100,000 tasks and their claims on a
+// 3-master cluster, moved by MIGRATE in batches of 100 keys; "keys" is
+// how many keys the slot held). Run it alone, with -benchtime 1x.
 func BenchmarkClaims(b *testing.B) {
-	b.Run("memory", func(b *testing.B) {
-		for range b.N {
-			bn := setupTB(b, Config{})
-			fillClaims(b, bn.client, "claims")
-			before := usedMemoryTB(b, bn.rdb)
-			k := keys.For(bn.cfg.Prefix, "claims", 0)
-			n := deleteMatching(b, bn.rdb, k.T+":id:*")
-			if n != claimTasks {
-				b.Fatalf("deleted %d claims, want %d", n, claimTasks)
+	// 100,000 claims in one bucket keep each shard's hash a listpack;
+	// 1,000,000 pass the 512 fields of Redis's default
+	// hash-max-listpack-entries, and the hashes become hash tables
+	for _, n := range []int{claimTasks, 10 * claimTasks} {
+		b.Run(fmt.Sprintf("memory/claims=%d", n), func(b *testing.B) {
+			for range b.N {
+				bn := setupTB(b, Config{})
+				fillClaimsN(b, bn.client, "claims", n)
+				before := usedMemoryTB(b, bn.rdb)
+				k := keys.For(bn.cfg.Prefix, "claims", 0)
+				deleted := deleteMatching(b, bn.rdb, k.IDClaims())
+				if deleted == 0 || deleted > 2*1024 {
+					b.Fatalf("deleted %d claim keys, want 1 to 2,048 (a bucket's shards, two if it turned)", deleted)
+				}
+				after := usedMemoryTB(b, bn.rdb)
+				b.ReportMetric(float64(before-after)/float64(n), "bytes/claim")
+				b.ReportMetric(float64(deleted), "claim-keys")
 			}
-			after := usedMemoryTB(b, bn.rdb)
-			b.ReportMetric(float64(before-after)/float64(n), "bytes/claim")
-		}
-	})
+		})
+	}
+	// Redis CPU per task of EnqueueMany by 1,000, with and without a
+	// TaskID: what checking and taking a claim adds
+	for _, claimed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("enqueue/claimed=%v", claimed), func(b *testing.B) {
+			for range b.N {
+				bn := setupTB(b, Config{})
+				fillClaimsN(b, bn.client, "warm", 1000)
+				start := redisCPU(b, bn.rdb)
+				ctx := context.Background()
+				for i := 0; i < claimTasks; i += 1000 {
+					tasks := make([]*Task, 1000)
+					for j := range tasks {
+						var opts []Option
+						if claimed {
+							opts = append(opts, TaskID(fmt.Sprintf("order-%08d", i+j)))
+						}
+						tasks[j] = NewRawTask("t", []byte("x"), opts...)
+					}
+					if _, err := bn.client.EnqueueMany(ctx, tasks, In("claims")); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((redisCPU(b, bn.rdb)-start).Microseconds())/claimTasks, "redis-µs/task")
+			}
+		})
+	}
 	b.Run("migrate", func(b *testing.B) {
 		for range b.N {
 			cl := redistest.StartCluster(b, 3)
@@ -66,17 +98,19 @@ func BenchmarkClaims(b *testing.B) {
 			took := time.Since(start)
 			b.ReportMetric(took.Seconds(), "s/migration")
 			b.ReportMetric(float64(inSlot), "keys")
-			b.ReportMetric(float64(claimTasks)/float64(inSlot), "claims-share")
 		}
 	})
 }
 
 // fillClaims enqueues claimTasks tasks with TaskIDs to queue q, 1,000 a
 // call: each claims its ID for Config.IDTTL.
-func fillClaims(b *testing.B, c *Client, q string) {
+func fillClaims(b *testing.B, c *Client, q string) { fillClaimsN(b, c, q, claimTasks) }
+
+// fillClaimsN is fillClaims of n tasks, a multiple of 1,000.
+func fillClaimsN(b *testing.B, c *Client, q string, n int) {
 	b.Helper()
 	ctx := context.Background()
-	for i := 0; i < claimTasks; i += 1000 {
+	for i := 0; i < n; i += 1000 {
 		tasks := make([]*Task, 1000)
 		for j := range tasks {
 			tasks[j] = NewRawTask("t", []byte("x"), TaskID(fmt.Sprintf("order-%08d", i+j)))

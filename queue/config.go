@@ -28,7 +28,9 @@ type Config struct {
 	// for every producer and worker, and may grow or shrink. Defaults to 1
 	// per queue.
 	Partitions map[string]int
-	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed.
+	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed:
+	// at least IDTTL, at most 1.25 IDTTL, since claims expire in groups.
+	// Producers that differ in IDTTL do not see each other's claims.
 	// Defaults to 24h.
 	IDTTL time.Duration
 	// FlowRetention is how long a finished chain's or batch's bookkeeping

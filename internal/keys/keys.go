@@ -129,8 +129,10 @@ func WorkerStatus(prefix string) string { return prefix + ":workers:status" }
 // Unique is the uniqueness lock of a unique key (its value is the task ID).
 func (p Partition) Unique(key string) string { return p.T + ":unique:" + key }
 
-// IDClaim is the claim of a caller-chosen task ID.
-func (p Partition) IDClaim(id string) string { return p.T + ":id:" + id }
+// IDClaims is the pattern of the hashes that hold the claims of
+// caller-chosen task IDs, per time bucket and shard
+// (lua/include/idclaim.lua).
+func (p Partition) IDClaims() string { return p.T + ":ids:*" }
 
 // Semaphore returns the sorted set of a fleet-wide semaphore of the
 // worker's Semaphore middleware: holder -> expiry.
