@@ -475,3 +475,36 @@ func TestKeyRingRefused(t *testing.T) {
 		t.Fatalf("ParseKeyRing of a short key: %v", err)
 	}
 }
+
+// TestCompressedPastTheLimit: a payload that decompresses past the
+// worker's MaxPayloadSize goes to dead with why, before it is
+// decompressed, and its bytes stay.
+func TestCompressedPastTheLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	big := bytes.Repeat([]byte(`{"line":"the same words again"},`), 20_000) // 640 KB, compresses well
+	info := b.enqueue(t, queue.NewRawTask("big", big))
+	if stored := b.pendingBytes(t)[0]; len(stored) > len(big)/10 {
+		t.Fatalf("a %d-byte payload is stored in %d bytes", len(big), len(stored))
+	}
+	_, insp, small := b.with(t, func(c *queue.Config) { c.MaxPayloadSize = 100 << 10 })
+	rec := newRecorder(nil)
+	b.serverWith(t, small, rec)
+	waitFor(t, 10*time.Second, "the task dead", func() bool {
+		ti, err := insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+		return err == nil && ti.State == queue.StateDead
+	})
+	ti, err := insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+	must(t, err)
+	if !strings.Contains(ti.LastError, "decompresses past the size limit") || !strings.Contains(ti.LastError, "limit 102400") {
+		t.Fatalf("dead task's error %q", ti.LastError)
+	}
+	if rec.total() != 0 {
+		t.Fatal("the handler ran a payload past its limit")
+	}
+	whole, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+	if err != nil || !bytes.Equal(whole.Payload, big) {
+		t.Fatalf("an Inspector of the producer's limit reads %d bytes back, %v", len(whole.Payload), err)
+	}
+}

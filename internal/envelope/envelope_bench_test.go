@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/shardq/shardq/internal/sampledoc"
 )
 
@@ -20,6 +22,27 @@ func BenchmarkCodec(b *testing.B) {
 		docs[i] = sampledoc.JSON(r)
 		total += len(docs[i])
 	}
+	b.Run("wrap/s2-dictionary", func(b *testing.B) {
+		// not a setting: what an S2 dictionary of 60 other orders would
+		// give, for BENCHMARKS.md "Next"
+		var sample []byte
+		for range 60 {
+			sample = append(sample, sampledoc.JSON(r)...)
+		}
+		d := s2.MakeDict(sample[max(0, len(sample)-64<<10):], nil)
+		size := 0
+		for _, doc := range docs {
+			size += len(d.Encode(nil, doc))
+		}
+		b.SetBytes(int64(total / len(docs)))
+		buf := make([]byte, 0, 4096)
+		i := 0
+		for b.Loop() {
+			buf = d.Encode(buf[:0], docs[i%len(docs)])
+			i++
+		}
+		b.ReportMetric(float64(size)/float64(total), "stored/doc")
+	})
 	ring := &KeyRing{Current: "k1", Keys: map[string][]byte{"k1": make([]byte, 32)}}
 	for _, c := range []struct {
 		name  string
