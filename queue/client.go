@@ -34,6 +34,7 @@ type Client struct {
 	lineDepth  int64                  // lineDepth, but for tests
 	inFlight   atomic.Int64           // single enqueues in flight (coalesce.go)
 	codec      *envelope.Codec        // compresses and encrypts payloads
+	dicts      *learner               // compression dictionaries per task type
 }
 
 // NewClient returns a Client over rdb.
@@ -50,7 +51,9 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
-	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: cfg.codec()}, nil
+	codec := cfg.codec()
+	codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
+	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: codec, dicts: newLearner(rdb, cfg.Prefix)}, nil
 }
 
 // Enqueue adds task in one Redis round trip and returns its info, once
@@ -304,15 +307,19 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 	if need := 8 + len(m.ID) + len(m.Type) + c.codec.MaxSize(len(m.Payload)); cap(buf) < need {
 		buf = make([]byte, 0, need)
 	}
+	var dict *envelope.Dict
+	if c.cfg.Compression == CompressFast && c.cfg.KeyRing == nil && len(m.Payload) >= c.cfg.CompressAbove && len(m.Payload) <= dictMaxPayload {
+		dict = c.dicts.dict(t.typ, m.Payload)
+	}
 	if head, ok := m.AppendCompactHead(buf[:0], c.cfg.FullMessages); ok {
 		// the compact form ends with the payload: wrap it in place, one
 		// buffer per task
-		if p.msg, err = c.codec.Wrap(head, m.Payload, m.ID, envelope.Payload); err != nil {
+		if p.msg, err = c.codec.WrapDict(head, m.Payload, dict, m.ID, envelope.Payload); err != nil {
 			return pending{}, fmt.Errorf("queue: task %q: %w", t.typ, err)
 		}
 		return p, nil
 	}
-	if m.Payload, err = c.codec.Wrap(nil, m.Payload, m.ID, envelope.Payload); err != nil {
+	if m.Payload, err = c.codec.WrapDict(nil, m.Payload, dict, m.ID, envelope.Payload); err != nil {
 		return pending{}, fmt.Errorf("queue: task %q: %w", t.typ, err)
 	}
 	p.msg = m.AppendEncode(buf[:0], c.cfg.FullMessages)

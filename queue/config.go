@@ -81,7 +81,10 @@ type Config struct {
 	// was compressed, so producers and workers of different settings
 	// read each other's tasks. Workers before this version do not read a
 	// compressed payload: set CompressNone while a rolling upgrade still
-	// runs them. docs/payloads.md compares the two.
+	// runs them. With CompressFast each producer also learns a dictionary
+	// per task type from its first payloads, stores it in Redis, and
+	// compresses the type's payloads of up to 4 KiB against it; not under
+	// a KeyRing. docs/payloads.md compares the two.
 	Compression Compression
 	// CompressAbove is the least size, in bytes, that is compressed.
 	// Defaults to 512: below it, JSON saves too little to pay for the

@@ -39,7 +39,7 @@ func (c *Client) existing(ctx context.Context, ps []pending, infos []*TaskInfo, 
 		return
 	}
 	for i, p := range dups {
-		ti, err := getTaskReply(c.cfg.opener(), p.info.Queue, p.info.Partition, p.info.ID, cmds[i])
+		ti, err := getTaskReply(&opener{codec: c.codec, limit: c.cfg.MaxPayloadSize}, p.info.Queue, p.info.Partition, p.info.ID, cmds[i])
 		switch {
 		case err != nil:
 		case ti == nil:

@@ -109,7 +109,7 @@ func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, erro
 		if cmd == nil {
 			continue
 		}
-		if runs[part], err = parseListed(q, part, cmd, i.cfg.opener()); err != nil {
+		if runs[part], err = parseListed(q, part, cmd, i.opener()); err != nil {
 			return nil, fmt.Errorf("list %s tasks of %q: %w", q.State, q.Queue, err)
 		}
 	}

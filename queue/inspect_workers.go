@@ -134,7 +134,7 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 	}
 	var orphans []*WorkerInfo
 	for _, c := range cmds {
-		run, err := parseListed(TaskQuery{Queue: c.queue, State: StateActive}, c.part, c.cmd, i.cfg.opener())
+		run, err := parseListed(TaskQuery{Queue: c.queue, State: StateActive}, c.part, c.cmd, i.opener())
 		if err != nil {
 			return nil, fmt.Errorf("read active tasks of %q: %w", c.queue, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
@@ -20,8 +21,9 @@ import (
 // Inspector reads queues and tasks for dashboards and tools. Every method
 // costs a bounded number of Redis calls, whatever the size of the queues.
 type Inspector struct {
-	rdb redis.UniversalClient
-	cfg Config
+	rdb   redis.UniversalClient
+	cfg   Config
+	codec *envelope.Codec // opens compressed and encrypted values
 }
 
 // NewInspector returns an Inspector over rdb.
@@ -33,7 +35,9 @@ func NewInspector(rdb redis.UniversalClient, cfg Config) (*Inspector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Inspector{rdb: rdb, cfg: cfg}, nil
+	codec := cfg.codec()
+	codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
+	return &Inspector{rdb: rdb, cfg: cfg, codec: codec}, nil
 }
 
 // QueueInfo is the size of every state of a queue, summed over its partitions.
@@ -235,7 +239,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 		return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
 	}
 	for part, cmd := range cmds {
-		ti, err := getTaskReply(i.cfg.opener(), queue, part, id, cmd)
+		ti, err := getTaskReply(i.opener(), queue, part, id, cmd)
 		if err != nil {
 			return nil, err
 		}

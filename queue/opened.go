@@ -16,7 +16,7 @@ type opener struct {
 	limit int
 }
 
-func (c *Config) opener() *opener { return &opener{codec: c.codec(), limit: c.MaxPayloadSize} }
+func (i *Inspector) opener() *opener { return &opener{codec: i.codec, limit: i.cfg.MaxPayloadSize} }
 
 // open opens ti's payload, result, progress message, step values and last
 // error in place. What is encrypted with a key o's ring lacks is left

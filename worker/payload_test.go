@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/sampledoc"
@@ -506,5 +507,109 @@ func TestCompressedPastTheLimit(t *testing.T) {
 	whole, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
 	if err != nil || !bytes.Equal(whole.Payload, big) {
 		t.Fatalf("an Inspector of the producer's limit reads %d bytes back, %v", len(whole.Payload), err)
+	}
+}
+
+// TestCompressionDictionary: a producer learns a dictionary from a task
+// type's first payloads, stores it in Redis, and then compresses the
+// type's payloads against it, in under half their size; a worker that
+// never saw it reads it from Redis and runs every task with its payload.
+// Were the dictionary lost, its tasks go to dead with why, their bytes
+// kept, and run once it is put back.
+func TestCompressionDictionary(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	want := map[string][]byte{}
+	enqueue := func(n int) (docBytes int) {
+		for range n {
+			doc := sampledoc.JSON(r)
+			docBytes += len(doc)
+			want[b.enqueue(t, queue.NewRawTask("order", doc)).ID] = doc
+		}
+		return docBytes
+	}
+	enqueue(40)
+	var dictKey string
+	waitFor(t, 10*time.Second, "a dictionary in Redis", func() bool {
+		found, _ := b.rdb.Keys(ctx, b.qcfg.Prefix+":dict:*").Result()
+		if len(found) == 1 {
+			dictKey = found[0]
+		}
+		return len(found) == 1
+	})
+	before := len(b.pendingBytes(t))
+	docBytes := enqueue(100)
+	stored := 0
+	for _, msg := range b.pendingBytes(t)[before:] {
+		stored += len(msg)
+		if !strings.Contains(msg, "\xc1\x03") {
+			t.Fatal("a payload enqueued after the dictionary was stored is not compressed against it")
+		}
+	}
+	if stored*2 > docBytes {
+		t.Fatalf("100 documents of %d bytes are stored in %d", docBytes, stored)
+	}
+
+	fresh, err := queue.NewInspector(b.rdb, b.qcfg)
+	must(t, err)
+	page, err := fresh.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StatePending, Limit: 500})
+	must(t, err)
+	if len(page.Tasks) != len(want) {
+		t.Fatalf("%d pending tasks listed, want %d", len(page.Tasks), len(want))
+	}
+	for _, ti := range page.Tasks {
+		if !bytes.Equal(ti.Payload, want[ti.ID]) || ti.Malformed {
+			t.Fatalf("an Inspector reads task %s as %q (malformed %v)", ti.ID, ti.Payload, ti.Malformed)
+		}
+	}
+
+	rec := newRecorder(nil)
+	s := b.server(t, Config{}, rec)
+	waitFor(t, 20*time.Second, "every task run", func() bool { return rec.total() == len(want) })
+	rec.mu.Lock()
+	for _, task := range rec.tasks {
+		if !bytes.Equal(task.Payload, want[task.ID]) {
+			t.Fatalf("task %s ran with %q", task.ID, task.Payload)
+		}
+	}
+	rec.mu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	must(t, s.Shutdown(sctx))
+
+	// The dictionary lost: a worker that has not read it yet cannot open
+	// its tasks.
+	saved, err := b.rdb.Get(ctx, dictKey).Bytes()
+	must(t, err)
+	must(t, b.rdb.Del(ctx, dictKey).Err())
+	lost := b.enqueue(t, queue.NewRawTask("order", sampledoc.JSON(r)))
+	again := newRecorder(nil)
+	b.server(t, Config{}, again)
+	waitFor(t, 10*time.Second, "the task dead", func() bool {
+		ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, lost.ID)
+		return err == nil && ti.State == queue.StateDead
+	})
+	ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, lost.ID)
+	must(t, err)
+	id := strings.TrimPrefix(dictKey, b.qcfg.Prefix+":dict:")
+	if !strings.Contains(ti.LastError, "dictionary that is not stored") || !strings.Contains(ti.LastError, id) {
+		t.Fatalf("dead task's error %q does not name dictionary %s", ti.LastError, id)
+	}
+	must(t, b.rdb.Set(ctx, dictKey, saved, 0).Err())
+	must(t, b.insp.RunTask(ctx, queue.DefaultQueue, lost.ID))
+	waitFor(t, 10*time.Second, "the task run once its dictionary is back", func() bool { return again.count(lost.ID) == 1 })
+}
+
+// TestDictionaryUnavailableRetries: a task whose dictionary could not be
+// read (Redis failed) is retried, not sent to dead.
+func TestDictionaryUnavailableRetries(t *testing.T) {
+	o := undecodable(nil, leased{id: "x"}, fmt.Errorf("payload: %w: connection refused", envelope.ErrDictUnavailable))
+	if o.delayMS != dictRetry.Milliseconds() {
+		t.Fatalf("delay %d ms, want a retry in %v", o.delayMS, dictRetry)
+	}
+	if o := undecodable(nil, leased{id: "x"}, fmt.Errorf("payload: %w", envelope.ErrNoDict)); o.delayMS >= 0 {
+		t.Fatalf("a lost dictionary: delay %d ms, want dead", o.delayMS)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/shardq/shardq/internal/codes"
 )
 
 // prefetchWait bounds how long, by the queue's recent handler times, a
@@ -156,8 +154,7 @@ func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 	for _, l := range stopped {
 		t, err := s.newTask(p, l)
 		if err != nil {
-			s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: codes.None,
-				err: err.Error()})
+			s.finish(undecodable(p, l, err))
 			continue
 		}
 		s.log.Info("cancelled by an operator before it started", "task", t.ID, "queue", p.queue)

@@ -94,11 +94,7 @@ func (s *Server) runJob(j job) {
 func (s *Server) run(p *part, l leased) {
 	t, err := s.newTask(p, l)
 	if err != nil {
-		// a message or payload that does not decode can never run: dead,
-		// with why; its bytes stay, to run again once fixed (a key added
-		// to the ring)
-		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: codes.None,
-			err: err.Error()})
+		s.finish(undecodable(p, l, err))
 		return
 	}
 	// Attempt-1-granted > MaxRetry, not Attempt > MaxRetry+1+granted:
@@ -219,6 +215,23 @@ func (s *Server) failure(p *part, t *Task, err error) outcome {
 		o.delayMS = max(ri.delay, 0).Milliseconds()
 	} else {
 		o.delayMS = max(s.cfg.RetryDelay(t.Attempt, err, t), 0).Milliseconds()
+	}
+	return o
+}
+
+// dictRetry is how long a task waits whose compression dictionary could
+// not be read (Redis failed) before it is tried again.
+const dictRetry = 5 * time.Second
+
+// undecodable is the outcome of a leased task that newTask could not
+// make. A message or payload that does not decode can never run: dead,
+// with why; its bytes stay, to run again once fixed (a key added to the
+// ring, a dictionary put back). One whose dictionary could not be read
+// now is retried.
+func undecodable(p *part, l leased, err error) outcome {
+	o := outcome{p: p, id: l.id, token: l.token, kind: outcomeFail, delayMS: codes.None, err: err.Error()}
+	if errors.Is(err, envelope.ErrDictUnavailable) {
+		o.delayMS = dictRetry.Milliseconds()
 	}
 	return o
 }

@@ -96,6 +96,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		lstate:  layoutState{emptySince: map[string]drainLook{}},
 		codec:   (*config.Config)(&cfg.Config).Codec(),
 	}
+	s.codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
 	if len(cfg.Schedules) > 0 {
 		scfg := SchedulerConfig{Config: cfg.Config, Schedules: cfg.Schedules, Clock: cfg.Clock}
 		if s.cron, err = NewScheduler(rdb, scfg); err != nil {

@@ -101,6 +101,9 @@ type Codec struct {
 	// Above is the least size, in bytes, a value is compressed at.
 	Above int
 	Ring  *KeyRing
+	// Dicts finds the dictionaries values were compressed against
+	// (WrapDict); nil when none are to be read.
+	Dicts *Dicts
 }
 
 // Wrap returns the stored form of b, a value of the task id for use u,
@@ -178,6 +181,9 @@ func (c *Codec) WrapString(s, id string, u Use) (string, error) {
 func (c *Codec) Open(b []byte, id string, u Use, limit int) ([]byte, error) {
 	if !Wrapped(b) {
 		return b, nil
+	}
+	if len(b) >= 2 && b[1] == codecDict {
+		return c.openDict(b, limit)
 	}
 	if len(b) < 2 || b[1]&^known != 0 || b[1]&codecMask == codecMask {
 		return nil, fmt.Errorf("%w: %d bytes, flags %#x", ErrCorrupt, len(b), flagsOf(b))

@@ -163,3 +163,63 @@ func TestParseKeyRing(t *testing.T) {
 		}
 	}
 }
+
+func TestDict(t *testing.T) {
+	var sample []byte
+	for i := range 40 {
+		sample = append(sample, doc(700+i)...)
+	}
+	d := NewDict(sample)
+	if d == nil || len(d.ID) != 2*DictIDSize {
+		t.Fatalf("NewDict: %+v", d)
+	}
+	stored := map[string][]byte{d.ID: d.Bytes}
+	loads := 0
+	dicts := &Dicts{Load: func(id string) ([]byte, error) { loads++; return stored[id], nil }}
+	c := &Codec{Above: 512, Dicts: dicts}
+	v := doc(900)
+	w, err := c.WrapDict(nil, v, d, "id", Payload)
+	if err != nil || DictID(w) != d.ID {
+		t.Fatalf("WrapDict: %v, dictionary %q", err, DictID(w))
+	}
+	plain, _ := c.Wrap(nil, v, "id", Payload)
+	if len(w) >= len(plain) {
+		t.Fatalf("against the dictionary %d bytes, alone %d", len(w), len(plain))
+	}
+	for range 2 {
+		got, err := c.Open(w, "id", Payload, 0)
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("Open: %v", err)
+		}
+	}
+	if loads != 1 {
+		t.Fatalf("the dictionary was loaded %d times, want once", loads)
+	}
+	// Under a key ring, or for a small value, no dictionary.
+	for _, cc := range []*Codec{{Above: 512, Ring: &KeyRing{Current: "k", Keys: map[string][]byte{"k": key(1)}}}, {Above: 5000}} {
+		if w, _ := cc.WrapDict(nil, v, d, "id", Payload); DictID(w) != "" {
+			t.Fatal("a dictionary under a key ring, or below Above")
+		}
+	}
+	// A dictionary Redis does not hold, one that cannot be read, one
+	// stored wrong.
+	for _, tc := range []struct {
+		load func(string) ([]byte, error)
+		want error
+	}{
+		{func(string) ([]byte, error) { return nil, nil }, ErrNoDict},
+		{func(string) ([]byte, error) { return nil, errors.New("connection refused") }, ErrDictUnavailable},
+		{func(string) ([]byte, error) { return NewDict(doc(3000)).Bytes, nil }, ErrCorrupt},
+	} {
+		cc := &Codec{Dicts: &Dicts{Load: tc.load}}
+		if _, err := cc.Open(w, "id", Payload, 0); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), d.ID) {
+			t.Errorf("Open = %v, want %v naming %s", err, tc.want, d.ID)
+		}
+	}
+	if _, err := (&Codec{}).Open(w, "id", Payload, 0); !errors.Is(err, ErrDictUnavailable) {
+		t.Errorf("Open without Dicts = %v", err)
+	}
+	if _, err := c.Open(w, "id", Payload, 100); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Open past the limit = %v", err)
+	}
+}
