@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -213,14 +214,13 @@ func (c *Client) prepare(tasks []*Task, opts []Option, ctxHeaders map[string]str
 	byKey := map[keys.Partition]*group{}
 	var order []*group
 	failed := false
-	now := time.Now()
-	for i, t := range tasks {
-		p, err := c.build(t, opts, ctxHeaders, now, nil)
-		if err != nil {
-			errs[i] = err
+	built := c.buildAll(tasks, opts, ctxHeaders, errs)
+	for i := range tasks {
+		if errs[i] != nil {
 			failed = true
 			continue
 		}
+		p := built[i]
 		p.index = i
 		k := keys.For(c.cfg.Prefix, p.info.Queue, p.info.Partition)
 		g := byKey[k]
@@ -232,6 +232,35 @@ func (c *Client) prepare(tasks []*Task, opts []Option, ctxHeaders map[string]str
 		g.tasks = append(g.tasks, p)
 	}
 	return order, failed
+}
+
+// parallelBuild is the least batch whose tasks buildAll builds on several
+// goroutines.
+const parallelBuild = 128
+
+// buildAll builds every task, its error in errs. A large batch is built
+// on GOMAXPROCS goroutines: compressing and encrypting cost the producer
+// CPU per task, and the batch's round trip waits for all of them.
+func (c *Client) buildAll(tasks []*Task, opts []Option, ctxHeaders map[string]string, errs []error) []pending {
+	now := time.Now()
+	built := make([]pending, len(tasks))
+	run := func(from, to int) {
+		for i := from; i < to; i++ {
+			built[i], errs[i] = c.build(tasks[i], opts, ctxHeaders, now, nil)
+		}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	if len(tasks) < parallelBuild || procs == 1 {
+		run(0, len(tasks))
+		return built
+	}
+	var wg sync.WaitGroup
+	step := (len(tasks) + procs - 1) / procs
+	for from := 0; from < len(tasks); from += step {
+		wg.Go(func() { run(from, min(from+step, len(tasks))) })
+	}
+	wg.Wait()
+	return built
 }
 
 // build validates one task and encodes its message.
