@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -10,43 +11,56 @@ import (
 	"github.com/shardq/shardq/internal/envelope"
 )
 
-// A producer learns a compression dictionary per task type from the
-// type's first payloads, stores it in Redis, and from then on compresses
-// the type's payloads against it (CompressFast, without a key ring):
-// small documents of one kind share most of their bytes.
+// A producer compresses a task type's small payloads against a dictionary
+// made of earlier payloads of the type (CompressFast, without a key
+// ring): small documents of one kind share most of their bytes.
+//
+// A type has one dictionary per prefix, however many producers run and
+// restart: <prefix>:dicts maps the type to its dictionary's ID, set once
+// by the first producer that stored one (HSETNX). A producer first looks
+// the type up there; only when it finds none does it learn one from the
+// type's first payloads, store it (SET NX), and claim the type for it. A
+// producer that loses that race uses the winner's. Until a dictionary is
+// ready, payloads are compressed alone.
 const (
 	dictSamples = 32       // payloads a dictionary is made of, at most
 	dictBytes   = 60 << 10 // their bytes, at most (S2 takes 64 KiB)
-	dictTypes   = 1000     // task types a client learns dictionaries for
+	dictTypes   = 1000     // task types a client keeps dictionaries for
 	// dictMaxPayload bounds the payloads sampled and compressed against a
 	// dictionary: a larger one repeats itself enough to compress alone
 	dictMaxPayload = 4 << 10
-	dictWriteWait  = 5 * time.Second
+	dictWait       = 5 * time.Second  // one Redis call of the learner
+	dictRetry      = 30 * time.Second // after a failed one
 )
 
 // learner holds a client's dictionaries per task type.
 type learner struct {
 	rdb    redis.UniversalClient
 	prefix string
+	dicts  *envelope.Dicts // reads stored dictionaries by ID
 
 	mu    sync.Mutex
 	types map[string]*learning
 }
 
-// learning is one task type's dictionary, or the samples toward it.
+// learning is one task type's dictionary, or the way to one.
 type learning struct {
-	samples []byte
-	n       int
-	dict    *envelope.Dict // stored in Redis: ready to compress against
-	writing bool
+	dict     *envelope.Dict // ready: stored in Redis and claimed for the type
+	busy     bool           // a lookup or a store runs
+	looked   bool           // Redis had no dictionary for the type: learn one
+	retryAt  time.Time      // after a failed call, when to try again
+	samples  []byte
+	nSamples int
 }
 
-func newLearner(rdb redis.UniversalClient, prefix string) *learner {
-	return &learner{rdb: rdb, prefix: prefix, types: map[string]*learning{}}
+func newLearner(rdb redis.UniversalClient, prefix string, dicts *envelope.Dicts) *learner {
+	return &learner{rdb: rdb, prefix: prefix, dicts: dicts, types: map[string]*learning{}}
 }
+
+func (l *learner) typesKey() string { return l.prefix + ":dicts" }
 
 // dict returns the dictionary to compress a payload of typ against, or
-// nil while there is none yet; it takes payload as a sample toward one.
+// nil while there is none yet; it may take payload as a sample toward one.
 func (l *learner) dict(typ string, payload []byte) *envelope.Dict {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -58,36 +72,83 @@ func (l *learner) dict(typ string, payload []byte) *envelope.Dict {
 		e = &learning{}
 		l.types[typ] = e
 	}
-	if e.dict != nil || e.writing {
+	switch {
+	case e.dict != nil || e.busy:
 		return e.dict
+	case !e.retryAt.IsZero() && time.Now().Before(e.retryAt):
+		return nil
+	case !e.looked:
+		e.busy = true
+		go l.lookup(typ, e)
+		return nil
 	}
 	e.samples = append(e.samples, payload...)
-	e.n++
-	if e.n < dictSamples && len(e.samples) < dictBytes {
+	e.nSamples++
+	if e.nSamples < dictSamples && len(e.samples) < dictBytes {
 		return nil
 	}
 	sample := e.samples[max(0, len(e.samples)-dictBytes):]
-	e.samples, e.n, e.writing = nil, 0, true
-	go l.store(e, sample)
+	e.samples, e.nSamples, e.busy = nil, 0, true
+	go l.store(typ, e, sample)
 	return nil
 }
 
-// store makes the dictionary of sample and writes it to Redis; only once
-// Redis has it do payloads use it, so every reader finds it. A failed
-// write starts the samples over.
-func (l *learner) store(e *learning, sample []byte) {
+// lookup reads the type's dictionary, if Redis has one.
+func (l *learner) lookup(typ string, e *learning) {
+	d, found, err := l.claimed(typ)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.busy = false
+	switch {
+	case err != nil:
+		e.retryAt = time.Now().Add(dictRetry)
+	case found:
+		e.dict = d
+	default:
+		e.looked = true
+	}
+}
+
+// claimed returns the dictionary <prefix>:dicts names for typ; found is
+// false when it names none.
+func (l *learner) claimed(typ string) (d *envelope.Dict, found bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dictWait)
+	defer cancel()
+	id, err := l.rdb.HGet(ctx, l.typesKey(), typ).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	d, err = l.dicts.Get(id)
+	return d, err == nil, err
+}
+
+// store makes the dictionary of sample, writes it to Redis and claims the
+// type for it; only then do payloads use it, so every reader finds it. A
+// producer that lost the claim to another uses that one. A failed write
+// starts the samples over, later.
+func (l *learner) store(typ string, e *learning, sample []byte) {
 	d := envelope.NewDict(sample)
 	var err error
 	if d != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), dictWriteWait)
+		ctx, cancel := context.WithTimeout(context.Background(), dictWait)
 		// NX: the ID is the content's hash, so a stored one is this one
-		err = l.rdb.SetNX(ctx, envelope.DictKey(l.prefix, d.ID), d.Bytes, 0).Err()
+		if err = l.rdb.SetNX(ctx, envelope.DictKey(l.prefix, d.ID), d.Bytes, 0).Err(); err == nil {
+			var won bool
+			if won, err = l.rdb.HSetNX(ctx, l.typesKey(), typ, d.ID).Result(); err == nil && !won {
+				d, _, err = l.claimed(typ)
+			}
+		}
 		cancel()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.writing = false
+	e.busy = false
 	if d != nil && err == nil {
 		e.dict = d
+	} else {
+		e.retryAt = time.Now().Add(dictRetry)
 	}
 }

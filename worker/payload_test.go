@@ -512,8 +512,9 @@ func TestCompressedPastTheLimit(t *testing.T) {
 
 // TestCompressionDictionary: a producer learns a dictionary from a task
 // type's first payloads, stores it in Redis, and then compresses the
-// type's payloads against it, in under half their size; a worker that
-// never saw it reads it from Redis and runs every task with its payload.
+// type's payloads against it, in under half their size; another
+// producer uses the same one; a worker that never saw it reads it from
+// Redis and runs every task with its payload.
 // Were the dictionary lost, its tasks go to dead with why, their bytes
 // kept, and run once it is put back.
 func TestCompressionDictionary(t *testing.T) {
@@ -530,15 +531,32 @@ func TestCompressionDictionary(t *testing.T) {
 		}
 		return docBytes
 	}
-	enqueue(40)
 	var dictKey string
 	waitFor(t, 10*time.Second, "a dictionary in Redis", func() bool {
+		enqueue(1) // the producer learns from the type's payloads
 		found, _ := b.rdb.Keys(ctx, b.qcfg.Prefix+":dict:*").Result()
 		if len(found) == 1 {
 			dictKey = found[0]
 		}
 		return len(found) == 1
 	})
+	id := strings.TrimPrefix(dictKey, b.qcfg.Prefix+":dict:")
+	if got := b.rdb.HGet(ctx, b.qcfg.Prefix+":dicts", "order").Val(); got != id {
+		t.Fatalf("the type's dictionary is %q, want %s", got, id)
+	}
+	// A second producer uses the type's dictionary, and stores none.
+	other, _, _ := b.with(t, func(*queue.Config) {})
+	waitFor(t, 10*time.Second, "the second producer to compress against the dictionary", func() bool {
+		doc := sampledoc.JSON(r)
+		info, err := other.Enqueue(ctx, queue.NewRawTask("order", doc))
+		must(t, err)
+		want[info.ID] = doc
+		msgs := b.pendingBytes(t)
+		return strings.Contains(msgs[len(msgs)-1], "\xc1\x03")
+	})
+	if found, _ := b.rdb.Keys(ctx, b.qcfg.Prefix+":dict:*").Result(); len(found) != 1 {
+		t.Fatalf("%d dictionaries stored for one type, want 1", len(found))
+	}
 	before := len(b.pendingBytes(t))
 	docBytes := enqueue(100)
 	stored := 0
@@ -593,7 +611,6 @@ func TestCompressionDictionary(t *testing.T) {
 	})
 	ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, lost.ID)
 	must(t, err)
-	id := strings.TrimPrefix(dictKey, b.qcfg.Prefix+":dict:")
 	if !strings.Contains(ti.LastError, "dictionary that is not stored") || !strings.Contains(ti.LastError, id) {
 		t.Fatalf("dead task's error %q does not name dictionary %s", ti.LastError, id)
 	}
