@@ -176,8 +176,9 @@ func (c *Codec) WrapString(s, id string, u Use) (string, error) {
 
 // Open returns the value b stores: b itself when it is plain, else its
 // body decrypted and decompressed, at most limit bytes (0: no limit).
-// Errors wrap ErrUnknownKey, ErrNoKeyRing, ErrCorrupt or ErrTooLarge and
-// name the key ID where there is one.
+// Errors wrap ErrUnknownKey, ErrCorrupt, ErrTooLarge, ErrNoDict or
+// ErrDictUnavailable, and name the key's or the dictionary's ID where
+// there is one.
 func (c *Codec) Open(b []byte, id string, u Use, limit int) ([]byte, error) {
 	if !Wrapped(b) {
 		return b, nil

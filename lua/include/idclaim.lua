@@ -1,8 +1,7 @@
 -- TaskID claims (queue.TaskID, Config.IDTTL). A claim is a field of a
 -- hash per time bucket and shard, T:ids:<width>:<bucket>:<shard>, not a
--- key of its own: a hash of at most 128 fields stays a listpack, a few
--- dozen bytes per field where a key of its own costs about 150, and a
--- slot moves a few thousand keys however many IDs it claims
+-- key of its own: a small hash is a listpack, far smaller per field than
+-- a key, and a slot moves a few thousand keys however many IDs it claims
 -- (BENCHMARKS.md, "Measured design choices"). A bucket is a quarter of
 -- the claim's ttl wide, and its key expires ttl after the bucket ends: a
 -- claim lives between ttl and 1.25 ttl, and a check reads 5 or 6 buckets.
