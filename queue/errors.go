@@ -77,6 +77,18 @@ var (
 	ErrBatchFinished = errors.New("queue: batch finished")
 	// ErrBatchClosed reports an Add from outside a closed batch.
 	ErrBatchClosed = errors.New("queue: batch closed")
+	// ErrInvalidWorkflow reports a workflow refused before anything was
+	// written: empty, a cycle, a node name used twice, an unknown parent,
+	// or over MaxWorkflowNodes or MaxWorkflowEdges.
+	ErrInvalidWorkflow = errors.New("queue: invalid workflow")
+	// ErrWorkflowNotFound reports a workflow ID no flow home knows: never
+	// created, or finished longer ago than Config.FlowRetention.
+	ErrWorkflowNotFound = errors.New("queue: workflow not found")
+	// ErrWorkflowFinished reports an extension or a cancel of a workflow
+	// whose nodes have all finished.
+	ErrWorkflowFinished = errors.New("queue: workflow finished")
+	// ErrWorkflowCancelled reports an extension of a cancelled workflow.
+	ErrWorkflowCancelled = errors.New("queue: workflow cancelled")
 )
 
 // EnqueueError reports the tasks of an EnqueueMany that have an error;

@@ -15,12 +15,15 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// TaskFlow is the flow a task belongs to: a batch (BatchID) or a chain
-// (ChainID and the task's link, from 1).
+// TaskFlow is the flow a task belongs to: a batch (BatchID), a chain
+// (ChainID and the task's link, from 1) or a workflow (WorkflowID and the
+// task's node name).
 type TaskFlow struct {
-	BatchID string
-	ChainID string
-	Link    int
+	BatchID    string
+	ChainID    string
+	Link       int
+	WorkflowID string
+	Node       string
 }
 
 // flowOf reads a message's flow ref; nil when it has none.
@@ -32,8 +35,16 @@ func flowOf(ref string) *TaskFlow {
 	if err != nil {
 		return nil
 	}
-	if r.Kind == 'b' {
+	return taskFlowOf(r)
+}
+
+// taskFlowOf returns the TaskFlow of a parsed flow ref.
+func taskFlowOf(r wire.FlowRef) *TaskFlow {
+	switch r.Kind {
+	case 'b':
 		return &TaskFlow{BatchID: r.ID}
+	case 'w':
+		return &TaskFlow{WorkflowID: r.ID, Node: r.Node}
 	}
 	return &TaskFlow{ChainID: r.ID, Link: r.Link}
 }

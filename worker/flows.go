@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
@@ -23,7 +23,8 @@ import (
 type flows struct {
 	env    *flow.Env
 	kick   chan struct{} // one token: a flow outcome was written
-	client *queue.Client // for Task.Batch
+	client *queue.Client    // for Task.Batch and Task.ExtendWorkflow
+	insp   *queue.Inspector // for Task.ParentResult
 }
 
 func (s *Server) newFlows() *flows {
@@ -36,6 +37,7 @@ func (s *Server) newFlows() *flows {
 		f.env.Now = s.cfg.now
 	}
 	f.client, _ = queue.NewClient(s.rdb, s.cfg.Config) // cfg was validated by NewServer
+	f.insp, _ = queue.NewInspector(s.rdb, s.cfg.Config)
 	return f
 }
 
@@ -139,14 +141,18 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 	return errs
 }
 
-// Flow returns the chain or batch the task belongs to; nil when none.
+// Flow returns the chain, batch or workflow the task belongs to; nil when
+// none.
 func (t *Task) Flow() *queue.TaskFlow {
 	r, err := wire.ParseFlowRef(t.flow)
 	if t.flow == "" || err != nil {
 		return nil
 	}
-	if r.Kind == 'b' {
+	switch r.Kind {
+	case 'b':
 		return &queue.TaskFlow{BatchID: r.ID}
+	case 'w':
+		return &queue.TaskFlow{WorkflowID: r.ID, Node: r.Node}
 	}
 	return &queue.TaskFlow{ChainID: r.ID, Link: r.Link}
 }
@@ -173,12 +179,47 @@ func (t *Task) PreviousResult(ctx context.Context) ([]byte, error) {
 		return nil, nil
 	}
 	h := keys.Home(t.srv.cfg.Prefix, r.Home)
-	b, err := t.srv.rdb.HGet(ctx, h.Chain(r.ID), fmt.Sprintf("r:%d", r.Link-1)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
+	vals, err := t.srv.rdb.HMGet(ctx, h.Chain(r.ID), fmt.Sprintf("r:%d", r.Link-1), fmt.Sprintf("i:%d", r.Link-1)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("worker: task %s: previous result: %w", t.ID, err)
 	}
-	return b, nil
+	b, _ := vals[0].(string)
+	if b == "" {
+		return nil, nil
+	}
+	if !envelope.Wrapped([]byte(b)) {
+		return []byte(b), nil
+	}
+	// compressed or encrypted under the previous link's ID
+	sid, _ := vals[1].(string)
+	v, err := t.srv.codec.Open([]byte(b), sid, envelope.Result, t.srv.cfg.MaxPayloadSize)
+	if err != nil {
+		return nil, fmt.Errorf("worker: task %s: previous result: %w", t.ID, err)
+	}
+	return v, nil
+}
+
+// ParentResult returns the result that parent, a node of the task's
+// workflow, recorded when it succeeded (SetResult): nil when it wrote
+// none, or did not succeed (a child over an EdgeRun edge runs after a
+// dead parent). A task in no workflow, or a parent the workflow lacks, is
+// queue.ErrInvalidWorkflow.
+func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) {
+	f := t.Flow()
+	if f == nil || f.WorkflowID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.insp == nil {
+		return nil, fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalidWorkflow)
+	}
+	return t.srv.flows.insp.NodeResult(ctx, f.WorkflowID, parent)
+}
+
+// ExtendWorkflow adds w's nodes to the task's workflow, as
+// queue.Client.ExtendWorkflow does: fan-out from inside a node. A new node
+// may name this task's node as its parent: it waits for this task to
+// succeed. A task in no workflow is queue.ErrInvalidWorkflow.
+func (t *Task) ExtendWorkflow(ctx context.Context, w *queue.Workflow) error {
+	f := t.Flow()
+	if f == nil || f.WorkflowID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
+		return fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalidWorkflow)
+	}
+	return t.srv.flows.client.ExtendWorkflow(ctx, f.WorkflowID, w)
 }

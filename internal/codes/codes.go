@@ -22,14 +22,19 @@ const (
 	EnqGuessed         = -6
 )
 
-// Flow codes of flow_batch_new, flow_chain_new, flow_add and flow_close:
-// about the batch, or about the parent a new batch names.
+// Flow codes of flow_batch_new, flow_chain_new, flow_add, flow_close,
+// flow_workflow and flow_workflow_cancel: about the flow, or about the
+// parent a new batch names.
 const (
 	FlowCreated  = 1
 	FlowIDTaken  = -1
 	FlowNotFound = -2
 	FlowFinished = -3
 	FlowClosed   = -4
+	// flow_workflow only
+	FlowNameTaken     = -5
+	FlowUnknownParent = -6
+	FlowTooBig        = -7
 )
 
 // Pop codes: why pop or claim leased nothing.

@@ -48,7 +48,12 @@ func (h FlowHome) Members(id string) string { return h.H + ":bm:" + id }
 // where it stopped.
 func (h FlowHome) Chain(id string) string { return h.H + ":c:" + id }
 
-// Recent is the zset "b:<id>" or "c:<id>" -> creation time (ms) of the
+// Workflow is the hash of workflow id: its state and counters, and per
+// node its task, state, parents' effects, children, delivery until it is
+// released, result and error (lua/include/flowhome.lua).
+func (h FlowHome) Workflow(id string) string { return h.H + ":w:" + id }
+
+// Recent is the zset "b:<id>", "c:<id>" or "w:<id>" -> creation time (ms) of the
 // home's newest flows, capped.
 func (h FlowHome) Recent() string { return h.H + ":recent" }
 

@@ -49,6 +49,9 @@ var (
 	FlowChainNew = registry["flow_chain_new"]
 	FlowOutDue   = registry["flow_out_due"]
 
+	FlowWorkflow       = registry["flow_workflow"]
+	FlowWorkflowCancel = registry["flow_workflow_cancel"]
+
 	QuotaLock   = registry["quota_lock"]
 	QuotaReport = registry["quota_report"]
 	QuotaSet    = registry["quota_set"]

@@ -12,20 +12,26 @@ import (
 // FlowRef is a task's place in a flow, carried in its message (Message.Flow)
 // so the worker knows at ack time, without a read, that the outcome must
 // be reported, and where: "b<home>:<batch id>" for a batch member,
-// "c<home>:<chain id>:<link>" for a chain link (links count from 1).
-// lua/include/flowhome.lua parses the same text.
+// "c<home>:<chain id>:<link>" for a chain link (links count from 1),
+// "w<home>:<workflow id>:<node name>" for a workflow's node (a workflow ID
+// has no colon; the name may). lua/include/flowhome.lua parses the same
+// text.
 type FlowRef struct {
-	Kind byte // 'b' batch, 'c' chain
+	Kind byte // 'b' batch, 'c' chain, 'w' workflow
 	Home int
 	ID   string
-	Link int // chains only
+	Link int    // chains only
+	Node string // workflows only
 }
 
 // String returns the ref's stored text.
 func (r FlowRef) String() string {
 	s := string(r.Kind) + strconv.Itoa(r.Home) + ":" + r.ID
-	if r.Kind == 'c' {
+	switch r.Kind {
+	case 'c':
 		s += ":" + strconv.Itoa(r.Link)
+	case 'w':
+		s += ":" + r.Node
 	}
 	return s
 }
@@ -33,7 +39,7 @@ func (r FlowRef) String() string {
 // ParseFlowRef parses a ref's stored text.
 func ParseFlowRef(s string) (FlowRef, error) {
 	bad := fmt.Errorf("bad flow ref %q", s)
-	if len(s) < 4 || (s[0] != 'b' && s[0] != 'c') {
+	if len(s) < 4 || (s[0] != 'b' && s[0] != 'c' && s[0] != 'w') {
 		return FlowRef{}, bad
 	}
 	head, rest, ok := strings.Cut(s[1:], ":")
@@ -42,6 +48,14 @@ func ParseFlowRef(s string) (FlowRef, error) {
 		return FlowRef{}, bad
 	}
 	r := FlowRef{Kind: s[0], Home: home, ID: rest}
+	if r.Kind == 'w' {
+		id, node, ok := strings.Cut(rest, ":")
+		if !ok || id == "" || node == "" {
+			return FlowRef{}, bad
+		}
+		r.ID, r.Node = id, node
+		return r, nil
+	}
 	if r.Kind == 'c' {
 		i := strings.LastIndexByte(rest, ':')
 		if i <= 0 {

@@ -37,13 +37,13 @@ func TestMessageFlow(t *testing.T) {
 }
 
 func TestFlowRef(t *testing.T) {
-	for _, r := range []FlowRef{{Kind: 'b', Home: 15, ID: "0190a0a0-0000-7000-8000-000000000000"}, {Kind: 'c', Home: 0, ID: "x:y", Link: 12}} {
+	for _, r := range []FlowRef{{Kind: 'b', Home: 15, ID: "0190a0a0-0000-7000-8000-000000000000"}, {Kind: 'c', Home: 0, ID: "x:y", Link: 12}, {Kind: 'w', Home: 3, ID: "0190a0a0-0000-7000-8000-000000000000", Node: "resize:small"}} {
 		got, err := ParseFlowRef(r.String())
 		if err != nil || got != r {
 			t.Fatalf("%q: parsed %+v, %v", r.String(), got, err)
 		}
 	}
-	for _, bad := range []string{"", "b", "x1:id", "b:id", "bx:id", "b1:", "c1:id", "c1:id:0", "c1:id:x"} {
+	for _, bad := range []string{"", "b", "x1:id", "b:id", "bx:id", "b1:", "c1:id", "c1:id:0", "c1:id:x", "w1:id", "w1:id:", "w1::n"} {
 		if _, err := ParseFlowRef(bad); err == nil {
 			t.Fatalf("%q parsed", bad)
 		}

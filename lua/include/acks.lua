@@ -71,7 +71,8 @@ local function ack_tasks(T, now, argv, from, cap, size)
         end
         if width == 5 and argv[i + 4] ~= '' then
           local flow, result = argv[i + 4], ''
-          if string.byte(flow, 1) == 99 then -- 'c': a chain link passes its result on
+          local kind = string.byte(flow, 1)
+          if kind == 99 or kind == 119 then -- 'c', 'w': a chain link or workflow node passes its result on
             result = redis.call('HGET', T .. ':result', id) or ''
           end
           notes = notes or {}

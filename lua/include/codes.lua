@@ -25,6 +25,10 @@ local FLOW_ID_TAKEN = -1
 local FLOW_NOT_FOUND = -2
 local FLOW_FINISHED = -3
 local FLOW_CLOSED = -4
+-- flow_workflow only
+local FLOW_NAME_TAKEN = -5
+local FLOW_UNKNOWN_PARENT = -6
+local FLOW_TOO_BIG = -7
 
 -- pop and claim: why nothing was leased
 local POP_OK = 0

@@ -144,13 +144,146 @@ local function chain_apply(H, cid, k, outcome, result, err, now)
   return true
 end
 
+-- Workflows. A workflow wid keeps everything in one hash W = H:w:<wid>:
+-- its state and counters (state, n, edges, open: nodes waiting or
+-- enqueued, bad: nodes dead or failed, why, created, finished, ret), and
+-- per node name x: m:x {task ID, queue, type} (cmsgpack), s:x its state,
+-- u:x its parents' effects "<unfinished> <fail> <skip>", c:x its children
+-- {{name, edge}, ...} (cmsgpack), e:x its delivery until it is released,
+-- r:x its result, x:x its error. A node's state: w waiting for parents, p
+-- enqueued (pending, running or retrying), s succeeded, d dead, f failed
+-- (a parent did not succeed, over a fail edge), k skipped (over a skip
+-- edge), x cancelled. An edge says what a parent that did not succeed
+-- (d, f, k or x) means to its child: 'f' fail, 'r' run anyway, 'k' skip.
+-- A child's counters change only when a parent's state changes, so a
+-- notification costs O(its node's children), never a walk of the graph.
+
+local WF_OPEN = {w = true, p = true}
+local WF_BAD = {d = true, f = true}
+
+-- wf_effect is what parent state ps means to a child over edge e:
+-- 'u' unfinished, 'f' fail, 'k' skip, '' satisfied.
+local function wf_effect(ps, e)
+  if ps == 'w' or ps == 'p' then return 'u' end
+  if ps == 's' or e == 'r' then return '' end
+  return e
+end
+
+local function wf_counts(W, x)
+  local u, f, k = string.match(redis.call('HGET', W, 'u:' .. x) or '', '^(%d+) (%d+) (%d+)$')
+  return tonumber(u) or 0, tonumber(f) or 0, tonumber(k) or 0
+end
+
+-- wf_count adds d to the counter of effect ef in c = {u, f, k}.
+local function wf_count(c, ef, d)
+  if ef == 'u' then c[1] = c[1] + d elseif ef == 'f' then c[2] = c[2] + d elseif ef == 'k' then c[3] = c[3] + d end
+end
+
+-- wf_set moves node x from state st to new: the workflow's counters, and
+-- its children's, which are queued in work for evaluation.
+local function wf_set(W, x, st, new, work)
+  redis.call('HSET', W, 's:' .. x, new)
+  local dopen = (WF_OPEN[new] and 1 or 0) - (WF_OPEN[st] and 1 or 0)
+  if dopen ~= 0 then redis.call('HINCRBY', W, 'open', dopen) end
+  local dbad = (WF_BAD[new] and 1 or 0) - (WF_BAD[st] and 1 or 0)
+  if dbad ~= 0 then redis.call('HINCRBY', W, 'bad', dbad) end
+  local cs = redis.call('HGET', W, 'c:' .. x)
+  if not cs then return end
+  for _, ch in ipairs(cmsgpack.unpack(cs)) do
+    local a, b = wf_effect(st, ch[2]), wf_effect(new, ch[2])
+    if a ~= b then
+      local c = {wf_counts(W, ch[1])}
+      wf_count(c, a, -1)
+      wf_count(c, b, 1)
+      redis.call('HSET', W, 'u:' .. ch[1], c[1] .. ' ' .. c[2] .. ' ' .. c[3])
+      work[#work + 1] = ch[1]
+    end
+  end
+end
+
+-- wf_run evaluates the nodes in work, and those their changes queue: a
+-- node waiting, failed or skipped takes the state its counters give; one
+-- whose parents all allow it is released into H's outbox, visible at at.
+-- It returns the task IDs it released.
+local function wf_run(H, W, work, at)
+  local released = {}
+  local i = 1
+  while i <= #work do
+    local x = work[i]
+    i = i + 1
+    local st = redis.call('HGET', W, 's:' .. x)
+    if st == 'w' or st == 'f' or st == 'k' then
+      local u, f, k = wf_counts(W, x)
+      local new = 'p'
+      if f > 0 then new = 'f' elseif u > 0 then new = 'w' elseif k > 0 then new = 'k' end
+      if new ~= st then
+        if new == 'p' then
+          local id = cmsgpack.unpack(redis.call('HGET', W, 'm:' .. x))[1]
+          flow_out_put(H, id, redis.call('HGET', W, 'e:' .. x), at)
+          redis.call('HDEL', W, 'e:' .. x)
+          released[#released + 1] = id
+        end
+        wf_set(W, x, st, new, work)
+      end
+    end
+  end
+  return released
+end
+
+-- wf_check finishes the workflow when no node is open (its state: failed
+-- when a node is dead or failed, else succeeded, unless cancelled), and
+-- sets its retention; a finished one a retried node opened again runs
+-- again.
+local function wf_check(W, now)
+  local f = redis.call('HMGET', W, 'state', 'open', 'bad', 'finished', 'ret')
+  if tonumber(f[2]) > 0 then
+    if f[4] ~= '0' then
+      redis.call('HSET', W, 'finished', 0, 'state', f[1] == 'cancelled' and 'cancelled' or 'running')
+      redis.call('PERSIST', W)
+    end
+    return
+  end
+  if f[4] ~= '0' then return end
+  local state = f[1]
+  if state ~= 'cancelled' then state = tonumber(f[3]) > 0 and 'failed' or 'succeeded' end
+  redis.call('HSET', W, 'finished', now, 'state', state)
+  if state == 'succeeded' then redis.call('HSET', W, 'why', '') end
+  local ret = tonumber(f[5])
+  if ret > 0 then redis.call('PEXPIRE', W, ret) end
+end
+
+-- wf_apply records node x of workflow wid reaching outcome ("s" or "d"):
+-- from enqueued to either, or from dead to succeeded (an operator retried
+-- it, which resumes the graph below it). Anything else changes nothing.
+local function wf_apply(H, wid, x, outcome, result, err, now)
+  local W = H .. ':w:' .. wid
+  local st = redis.call('HGET', W, 's:' .. x)
+  if not (st == 'p' or (st == 'd' and outcome == 's')) or st == outcome then return false end
+  if outcome == 's' then
+    if result and result ~= '' then redis.call('HSET', W, 'r:' .. x, result) end
+    redis.call('HDEL', W, 'x:' .. x)
+  else
+    redis.call('HSET', W, 'x:' .. x, err, 'why', 'node ' .. x .. ' is dead: ' .. err)
+  end
+  local work = {}
+  wf_set(W, x, st, outcome, work)
+  wf_run(H, W, work, now)
+  wf_check(W, now)
+  return true
+end
+
 -- flow_apply applies one notification {ref, member, outcome, result,
 -- error} (wire.FlowNote) at home H. A ref that does not parse is dropped.
 local function flow_apply(H, note, now)
   local ok, n = pcall(cmsgpack.unpack, note)
   if not ok or type(n) ~= 'table' or type(n[1]) ~= 'string' then return false end
-  local kind, rest = string.match(n[1], '^([bc])%d+:(.+)$')
+  local kind, rest = string.match(n[1], '^([bcw])%d+:(.+)$')
   if kind == 'b' then return batch_apply(H, rest, n[2], n[3], now) end
+  if kind == 'w' then
+    local wid, x = string.match(rest, '^([^:]+):(.+)$')
+    if wid then return wf_apply(H, wid, x, n[3], n[4], n[5] or '', now) end
+    return false
+  end
   if kind == 'c' then
     local cid, k = string.match(rest, '^(.+):(%d+)$')
     if cid then return chain_apply(H, cid, tonumber(k), n[3], n[4], n[5] or '', now) end

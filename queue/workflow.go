@@ -1,0 +1,330 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/codes"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// Workflow bounds: a workflow, with every extension, holds at most
+// MaxWorkflowNodes nodes and MaxWorkflowEdges edges, so a running one
+// takes bounded memory at its home. A node name is at most
+// MaxNodeNameLen bytes.
+const (
+	MaxWorkflowNodes = 10000
+	MaxWorkflowEdges = 100000
+	MaxNodeNameLen   = 128
+)
+
+// EdgePolicy says what a child does when its parent does not succeed:
+// the parent went dead, or was itself failed, skipped or cancelled.
+type EdgePolicy string
+
+// Edge policies.
+const (
+	// EdgeFail fails the child, and the nodes below it follow their own
+	// edges. It is the policy of an Edge that names none.
+	EdgeFail EdgePolicy = "fail"
+	// EdgeRun runs the child anyway, once its other parents allow it.
+	EdgeRun EdgePolicy = "run"
+	// EdgeSkip skips the child: it never runs, and the nodes below it
+	// follow their own edges.
+	EdgeSkip EdgePolicy = "skip"
+)
+
+// Edge is a node's dependency on its parent: the node becomes pending
+// once the parent succeeded, and OnDead says what it does when the parent
+// does not succeed. The zero OnDead is EdgeFail.
+type Edge struct {
+	Parent string
+	OnDead EdgePolicy
+}
+
+// After returns the edge on parent with EdgeFail: the node runs after
+// parent succeeded, and fails when parent does not.
+func After(parent string) Edge { return Edge{Parent: parent, OnDead: EdgeFail} }
+
+// Workflow is a graph of tasks built in memory: nodes with names, and
+// edges from parents to children. Client.EnqueueWorkflow records it in
+// one atomic call; Client.ExtendWorkflow adds nodes to a running one.
+type Workflow struct {
+	nodes []workflowNode
+	names map[string]int
+	err   error
+}
+
+type workflowNode struct {
+	name    string
+	task    *Task
+	parents []Edge
+}
+
+// NewWorkflow returns an empty workflow.
+func NewWorkflow() *Workflow {
+	return &Workflow{names: map[string]int{}}
+}
+
+// Add adds task t as node name, a child of parents. A parent is a node
+// added to w, before or after this one, or a node of the running workflow
+// w extends. A node without parents is a root: it is enqueued at once.
+// Add reports nothing: the first invalid node is the workflow's error,
+// from EnqueueWorkflow or ExtendWorkflow.
+func (w *Workflow) Add(name string, t *Task, parents ...Edge) {
+	if w.err != nil {
+		return
+	}
+	if err := validNodeName(name); err != nil {
+		w.err = err
+		return
+	}
+	if _, ok := w.names[name]; ok {
+		w.err = fmt.Errorf("%w: node %q added twice", ErrInvalidWorkflow, name)
+		return
+	}
+	if t == nil {
+		w.err = fmt.Errorf("%w: node %q has no task", ErrInvalidWorkflow, name)
+		return
+	}
+	seen := map[string]bool{}
+	for _, e := range parents {
+		switch e.OnDead {
+		case "", EdgeFail, EdgeRun, EdgeSkip:
+		default:
+			w.err = fmt.Errorf("%w: node %q: edge from %q has policy %q; want fail, run or skip", ErrInvalidWorkflow, name, e.Parent, e.OnDead)
+			return
+		}
+		if e.Parent == name {
+			w.err = fmt.Errorf("%w: node %q is its own parent", ErrInvalidWorkflow, name)
+			return
+		}
+		if seen[e.Parent] {
+			w.err = fmt.Errorf("%w: node %q names parent %q twice", ErrInvalidWorkflow, name, e.Parent)
+			return
+		}
+		seen[e.Parent] = true
+	}
+	w.names[name] = len(w.nodes)
+	w.nodes = append(w.nodes, workflowNode{name, t, parents})
+}
+
+// Len returns how many nodes w has.
+func (w *Workflow) Len() int { return len(w.nodes) }
+
+func validNodeName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty node name", ErrInvalidWorkflow)
+	case len(name) > MaxNodeNameLen:
+		return fmt.Errorf("%w: node name of %d bytes, limit %d", ErrInvalidWorkflow, len(name), MaxNodeNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: node name %q is not UTF-8", ErrInvalidWorkflow, name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("%w: node name %q has a space or control character", ErrInvalidWorkflow, name)
+		}
+	}
+	return nil
+}
+
+// check refuses an empty or oversized w, and a cycle among its nodes;
+// parents not in w must be nodes of the workflow it extends (the home
+// checks those).
+func (w *Workflow) check() error {
+	if w == nil || len(w.nodes) == 0 {
+		return fmt.Errorf("%w: no nodes", ErrInvalidWorkflow)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	edges := 0
+	for _, n := range w.nodes {
+		edges += len(n.parents)
+	}
+	if len(w.nodes) > MaxWorkflowNodes || edges > MaxWorkflowEdges {
+		return fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", ErrInvalidWorkflow, len(w.nodes), edges, MaxWorkflowNodes, MaxWorkflowEdges)
+	}
+	// Kahn's algorithm over the edges inside w: what is left is a cycle
+	indeg := make([]int, len(w.nodes))
+	children := make([][]int, len(w.nodes))
+	for i, n := range w.nodes {
+		for _, e := range n.parents {
+			if p, ok := w.names[e.Parent]; ok {
+				indeg[i]++
+				children[p] = append(children[p], i)
+			}
+		}
+	}
+	var ready []int
+	for i, d := range indeg {
+		if d == 0 {
+			ready = append(ready, i)
+		}
+	}
+	done := 0
+	for len(ready) > 0 {
+		i := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		done++
+		for _, c := range children[i] {
+			if indeg[c]--; indeg[c] == 0 {
+				ready = append(ready, c)
+			}
+		}
+	}
+	if done < len(w.nodes) {
+		for i, d := range indeg {
+			if d > 0 {
+				return fmt.Errorf("%w: a cycle runs through node %q", ErrInvalidWorkflow, w.nodes[i].name)
+			}
+		}
+	}
+	return nil
+}
+
+// EnqueueWorkflow records w as a new workflow at its home and enqueues its
+// roots; it returns the workflow's ID. The call is atomic: a cycle, an
+// unknown parent or a workflow over the bounds is ErrInvalidWorkflow, and
+// nothing is written; no node runs before every node is recorded. Each
+// task's own options give its queue and the rest; TaskID and Unique are
+// refused, as for chains.
+func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, error) {
+	id := newFlowID("")
+	if err := c.recordWorkflow(ctx, id, w, false); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// ExtendWorkflow adds w's nodes to the running workflow id: fan-out. A
+// parent may be a node of w or of the workflow; a child of a node that
+// already succeeded is enqueued at once. From a handler of one of the
+// workflow's tasks, worker.Task.ExtendWorkflow does the same. A finished
+// workflow is ErrWorkflowFinished, a cancelled one ErrWorkflowCancelled.
+func (c *Client) ExtendWorkflow(ctx context.Context, id string, w *Workflow) error {
+	return c.recordWorkflow(ctx, id, w, true)
+}
+
+func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, extend bool) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	home := keys.HomeOf(id)
+	h := keys.Home(c.cfg.Prefix, home)
+	mode := "new"
+	if extend {
+		mode = "extend"
+	}
+	args := []any{h.H, "", id, c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges}
+	byID := make(map[string]*wire.Delivery, len(w.nodes))
+	for _, n := range w.nodes {
+		ref := wire.FlowRef{Kind: 'w', Home: home, ID: id, Node: n.name}.String()
+		info := &TaskInfo{}
+		d, err := c.delivery(n.task, nil, ref, info)
+		if err != nil {
+			return fmt.Errorf("workflow node %q: %w", n.name, err)
+		}
+		enc, err := wire.EncodeDelivery(d)
+		if err != nil {
+			return err
+		}
+		meta, err := msgpack.Marshal([]string{d.ID, info.Queue, info.Type})
+		if err != nil {
+			return err
+		}
+		parents := make([][]string, len(n.parents))
+		for i, e := range n.parents {
+			parents[i] = []string{e.Parent, edgeCode(e.OnDead)}
+		}
+		pb, err := msgpack.Marshal(parents)
+		if err != nil {
+			return err
+		}
+		byID[d.ID] = d
+		args = append(args, n.name, meta, enc, pb)
+	}
+	var reply []any
+	err := rcall.Do(ctx, c.rdb, func() error {
+		var err error
+		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("workflow %s: record: %w", id, redisError(err))
+	}
+	if err := workflowCode(id, reply); err != nil {
+		return err
+	}
+	var ds []*wire.Delivery
+	for _, v := range reply[1:] {
+		if s, ok := v.(string); ok && byID[s] != nil {
+			ds = append(ds, byID[s])
+		}
+	}
+	env := c.flowEnv()
+	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, home, ds) }); err != nil {
+		// recorded: workers deliver them after the grace
+		return fmt.Errorf("workflow %s: enqueue its first tasks (recorded; workers deliver them later): %w", id, err)
+	}
+	return nil
+}
+
+func edgeCode(p EdgePolicy) string {
+	switch p {
+	case EdgeRun:
+		return "r"
+	case EdgeSkip:
+		return "k"
+	}
+	return "f"
+}
+
+// workflowCode turns flow_workflow's reply into an error.
+func workflowCode(id string, reply []any) error {
+	if len(reply) == 0 {
+		return fmt.Errorf("workflow %s: empty reply", id)
+	}
+	code, _ := reply[0].(int64)
+	str := func(i int) string {
+		if i < len(reply) {
+			s, _ := reply[i].(string)
+			return s
+		}
+		return ""
+	}
+	num := func(i int) int64 {
+		if i < len(reply) {
+			n, _ := reply[i].(int64)
+			return n
+		}
+		return 0
+	}
+	switch code {
+	case codes.FlowCreated:
+		return nil
+	case codes.FlowIDTaken:
+		return fmt.Errorf("workflow %s: ID taken", id) // a UUIDv7 collision: never
+	case codes.FlowNotFound:
+		return fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	case codes.FlowFinished:
+		return fmt.Errorf("workflow %s: %w", id, ErrWorkflowFinished)
+	case codes.FlowClosed:
+		return fmt.Errorf("workflow %s: %w", id, ErrWorkflowCancelled)
+	case codes.FlowNameTaken:
+		return fmt.Errorf("%w: workflow %s already has a node %q", ErrInvalidWorkflow, id, str(1))
+	case codes.FlowUnknownParent:
+		return fmt.Errorf("%w: node %q names parent %q, which is no node of workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
+	case codes.FlowTooBig:
+		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", ErrInvalidWorkflow, id, num(1), num(2), MaxWorkflowNodes, MaxWorkflowEdges)
+	}
+	return fmt.Errorf("workflow %s: unexpected reply code %d", id, code)
+}

@@ -1,0 +1,322 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/envelope"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/script"
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// WorkflowState is where a workflow is.
+type WorkflowState string
+
+// Workflow states. A failed workflow runs again when a dead node is
+// retried, and succeeds when every node then succeeds.
+const (
+	WorkflowRunning   WorkflowState = "running"   // a node waits or is enqueued
+	WorkflowSucceeded WorkflowState = "succeeded" // every node finished, none dead or failed
+	WorkflowFailed    WorkflowState = "failed"    // every node finished, one dead or failed
+	WorkflowCancelled WorkflowState = "cancelled" // cancelled; its enqueued nodes may still finish
+)
+
+// NodeState is where one node of a workflow is.
+type NodeState string
+
+// Node states.
+const (
+	NodeWaiting   NodeState = "waiting"   // a parent has not finished
+	NodeEnqueued  NodeState = "enqueued"  // pending, running or retrying
+	NodeSucceeded NodeState = "succeeded" // its task succeeded
+	NodeDead      NodeState = "dead"      // its task went dead; retrying it resumes the graph
+	NodeFailed    NodeState = "failed"    // a parent did not succeed, over an EdgeFail edge
+	NodeSkipped   NodeState = "skipped"   // a parent did not succeed, over an EdgeSkip edge
+	NodeCancelled NodeState = "cancelled" // the workflow was cancelled before it ran
+)
+
+// WorkflowNode is one node of a workflow.
+type WorkflowNode struct {
+	Name   string
+	TaskID string
+	Queue  string
+	Type   string
+	State  NodeState
+	// Parents are the node's edges, in the order they were added.
+	Parents []Edge
+	// Error is the error a dead node's task died with.
+	Error string
+}
+
+// WorkflowInfo is a workflow's progress, as its home keeps it.
+type WorkflowInfo struct {
+	ID    string
+	State WorkflowState
+	// Why says why the workflow failed or was cancelled: the last node
+	// that died, and its error.
+	Why string
+	// Nodes in the order they were added, extensions last.
+	Nodes []WorkflowNode
+	// Edges counts the nodes' parents.
+	Edges      int
+	CreatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Node returns the node called name, or nil.
+func (w *WorkflowInfo) Node(name string) *WorkflowNode {
+	for i := range w.Nodes {
+		if w.Nodes[i].Name == name {
+			return &w.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// Count returns how many of w's nodes are in state s.
+func (w *WorkflowInfo) Count(s NodeState) int {
+	n := 0
+	for i := range w.Nodes {
+		if w.Nodes[i].State == s {
+			n++
+		}
+	}
+	return n
+}
+
+func nodeState(s string) NodeState {
+	switch s {
+	case "w":
+		return NodeWaiting
+	case "p":
+		return NodeEnqueued
+	case "s":
+		return NodeSucceeded
+	case "d":
+		return NodeDead
+	case "f":
+		return NodeFailed
+	case "k":
+		return NodeSkipped
+	case "x":
+		return NodeCancelled
+	}
+	return NodeState(s)
+}
+
+func edgePolicy(code string) EdgePolicy {
+	switch code {
+	case "r":
+		return EdgeRun
+	case "k":
+		return EdgeSkip
+	}
+	return EdgeFail
+}
+
+// workflowScan is how many fields one HSCAN step of GetWorkflow asks for.
+const workflowScan = 2000
+
+// GetWorkflow returns workflow id's progress: its state and every node
+// with its edges. It reads the workflow's hash but not its results: one
+// round trip, then one per 2,000 fields (about 600 nodes).
+func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, error) {
+	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
+	key := h.Workflow(id)
+	f := map[string]string{}
+	metaFields := []string{"state", "why", "edges", "created", "finished"}
+	var meta []any
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var err error
+		meta, err = i.rdb.HMGet(ctx, key, metaFields...).Result()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get workflow %s: %w", id, err)
+	}
+	for j, name := range metaFields {
+		f[name], _ = meta[j].(string)
+	}
+	if f["state"] == "" {
+		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	}
+	var cursor uint64
+	for {
+		var vals []string
+		err := rcall.Do(ctx, i.rdb, func() error {
+			var err error
+			// the nodes' tasks, states, children and errors: not their
+			// results (r:) and deliveries (e:)
+			vals, cursor, err = i.rdb.HScan(ctx, key, cursor, "[mscx]:*", workflowScan).Result()
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("get workflow %s: %w", id, err)
+		}
+		for j := 0; j+1 < len(vals); j += 2 {
+			f[vals[j]] = vals[j+1]
+		}
+		if cursor == 0 {
+			break
+		}
+	}
+	w := &WorkflowInfo{
+		ID: id, State: WorkflowState(f["state"]), Why: i.openError(f["why"], ""), Edges: atoi(f["edges"]),
+		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
+	}
+	type placed struct {
+		n     WorkflowNode
+		order string // the task ID: UUIDv7s sort in creation order
+	}
+	var nodes []placed
+	parents := map[string][]Edge{}
+	for field, v := range f {
+		name, ok := strings.CutPrefix(field, "m:")
+		if ok {
+			var meta []string
+			if err := msgpack.Unmarshal([]byte(v), &meta); err != nil || len(meta) < 3 {
+				continue
+			}
+			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta[0]), Queue: meta[1], Type: meta[2], State: nodeState(f["s:"+name])}
+			if e, ok := f["x:"+name]; ok {
+				n.Error = i.openError(e, meta[0])
+			}
+			nodes = append(nodes, placed{n, meta[0]})
+			continue
+		}
+		if parent, ok := strings.CutPrefix(field, "c:"); ok {
+			var cs [][]string
+			if err := msgpack.Unmarshal([]byte(v), &cs); err != nil {
+				continue
+			}
+			for _, c := range cs {
+				if len(c) == 2 {
+					parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
+				}
+			}
+		}
+	}
+	slices.SortFunc(nodes, func(a, b placed) int { return strings.Compare(a.order, b.order) })
+	for _, p := range nodes {
+		p.n.Parents = parents[p.n.Name]
+		w.Nodes = append(w.Nodes, p.n)
+	}
+	// parents were read from children lists, in no order: put them in
+	// the order of the nodes
+	rank := make(map[string]int, len(w.Nodes))
+	for k, n := range w.Nodes {
+		rank[n.Name] = k
+	}
+	for k := range w.Nodes {
+		slices.SortFunc(w.Nodes[k].Parents, func(a, b Edge) int { return rank[a.Parent] - rank[b.Parent] })
+	}
+	return w, nil
+}
+
+// openError opens an error a node died with (Config.EncryptErrors): one
+// encrypted under a key the ring lacks reads "(encrypted)". sid is the
+// stored ID of the task that wrote it; "" for the workflow's Why, which
+// names its node first.
+func (i *Inspector) openError(e, sid string) string {
+	if sid == "" {
+		// "node <name> is dead: <error>"
+		head, rest, ok := strings.Cut(e, ": ")
+		if !ok || !envelope.Wrapped([]byte(rest)) {
+			return e
+		}
+		return head + ": (encrypted)"
+	}
+	if !envelope.Wrapped([]byte(e)) {
+		return e
+	}
+	v, err := i.codec.Open([]byte(e), sid, envelope.Error, i.cfg.MaxPayloadSize)
+	if err != nil {
+		return "(encrypted)"
+	}
+	return string(v)
+}
+
+// CancelWorkflow cancels workflow id: nodes that have not run are
+// cancelled, pending ones are deleted, and running ones are asked to stop
+// (CancelTask). Their outcomes still arrive and release nothing. Once
+// every node has finished, the workflow is cancelled and expires after
+// Config.FlowRetention. A finished workflow is ErrWorkflowFinished.
+func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
+	home := keys.HomeOf(id)
+	h := keys.Home(i.cfg.Prefix, home)
+	var reply []any
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var err error
+		reply, err = script.FlowWorkflowCancel.Run(ctx, i.rdb, []string{h.Workflow(id)}, h.H, "").Slice()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cancel workflow %s: %w", id, redisError(err))
+	}
+	if err := workflowCode(id, reply); err != nil {
+		return err
+	}
+	var errs []error
+	for j := 1; j+1 < len(reply); j += 2 {
+		q, _ := reply[j].(string)
+		tid, _ := reply[j+1].(string)
+		tid = wire.PublicID(tid)
+		err := i.DeleteTask(ctx, q, tid)
+		if errors.Is(err, ErrTaskState) {
+			err = i.CancelTask(ctx, q, tid)
+		}
+		if err != nil && !errors.Is(err, ErrTaskState) && !errors.Is(err, ErrTaskNotFound) {
+			errs = append(errs, fmt.Errorf("node task %s of %q: %w", tid, q, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cancel workflow %s: cancelled, but stopping its enqueued tasks: %w", id, errors.Join(errs...))
+	}
+	return nil
+}
+
+// NodeResult returns the result node of workflow id recorded when it
+// succeeded (worker.Task.SetResult); nil when it wrote none or has not
+// succeeded. A node the workflow lacks is ErrInvalidWorkflow. In a
+// handler, worker.Task.ParentResult reads a parent's. One round trip.
+func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, error) {
+	parent := node
+	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
+	var vals []any
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var err error
+		vals, err = i.rdb.HMGet(ctx, h.Workflow(id), "m:"+parent, "r:"+parent).Result()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
+	}
+	meta, _ := vals[0].(string)
+	if meta == "" {
+		return nil, fmt.Errorf("%w: workflow %s has no node %q", ErrInvalidWorkflow, id, parent)
+	}
+	res, _ := vals[1].(string)
+	if res == "" {
+		return nil, nil
+	}
+	var m []string
+	if err := msgpack.Unmarshal([]byte(meta), &m); err != nil || len(m) < 1 {
+		return nil, fmt.Errorf("workflow %s: node %q: undecodable: %v", id, parent, err)
+	}
+	if !envelope.Wrapped([]byte(res)) {
+		return []byte(res), nil
+	}
+	v, err := i.codec.Open([]byte(res), m[0], envelope.Result, i.cfg.MaxPayloadSize)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
+	}
+	return v, nil
+}
