@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
@@ -22,7 +21,7 @@ import (
 // homes, so what a killed worker left behind is picked up by the others.
 type flows struct {
 	env    *flow.Env
-	kick   chan struct{} // one token: a flow outcome was written
+	kick   chan struct{}    // one token: a flow outcome was written
 	client *queue.Client    // for Task.Batch and Task.ExtendWorkflow
 	insp   *queue.Inspector // for Task.ParentResult
 }
