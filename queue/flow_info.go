@@ -207,16 +207,16 @@ func atoi(s string) int {
 	return n
 }
 
-// FlowSummary names one recent chain or batch.
+// FlowSummary names one recent chain, batch or workflow.
 type FlowSummary struct {
-	Kind      string // "batch" or "chain"
+	Kind      string // "batch", "chain" or "workflow"
 	ID        string
 	CreatedAt time.Time
 }
 
-// RecentFlows returns up to limit of the newest chains and batches, newest
-// first, in one round trip (one read per flow home, pipelined). Each home
-// keeps its newest 1,000.
+// RecentFlows returns up to limit of the newest chains, batches and
+// workflows, newest first, in one round trip (one read per flow home,
+// pipelined). Each home keeps its newest 1,000.
 func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -242,8 +242,11 @@ func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, 
 				continue
 			}
 			kind := "batch"
-			if m[0] == 'c' {
+			switch m[0] {
+			case 'c':
 				kind = "chain"
+			case 'w':
+				kind = "workflow"
 			}
 			out = append(out, FlowSummary{Kind: kind, ID: m[2:], CreatedAt: time.UnixMilli(int64(z.Score))})
 		}
