@@ -140,11 +140,11 @@ func validNodeName(name string) error {
 // parents not in w must be nodes of the workflow it extends (the home
 // checks those).
 func (w *Workflow) check() error {
+	if w != nil && w.err != nil {
+		return w.err
+	}
 	if w == nil || len(w.nodes) == 0 {
 		return fmt.Errorf("%w: no nodes", ErrInvalidWorkflow)
-	}
-	if w.err != nil {
-		return w.err
 	}
 	edges := 0
 	for _, n := range w.nodes {

@@ -296,3 +296,144 @@ func TestChainKilledWorkers(t *testing.T) {
 	}
 	t.Logf("chain of %d links done; %d workers died at crash points", links, len(died))
 }
+
+// TestWorkflowKilledWorkers: a 2,001-node graph over 4 partitions (on one
+// server, and on a 3-master cluster): ten layers of 199 nodes fanned out
+// from the layer above's join and joined again, run by worker
+// processes that are SIGKILLed as it runs and that die by themselves
+// right after a node's ack and right after forwarding outcomes that
+// released nodes. The workflow succeeds; each node's task is enqueued
+// once: an external counter sees it start more than once, and complete
+// more than once, only where a killed worker had started or completed it.
+func TestWorkflowKilledWorkers(t *testing.T) {
+	t.Parallel()
+	t.Run("Single", func(t *testing.T) {
+		t.Parallel()
+		testWorkflowKilledWorkers(t, fourPartitionRig(t, nil))
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		testWorkflowKilledWorkers(t, fourPartitionRig(t, redistest.StartCluster(t, 3)))
+	})
+}
+
+func testWorkflowKilledWorkers(t *testing.T, r *rig) {
+	const layers, width = 10, 200
+	qname := r.queue
+	ctx := context.Background()
+	k := recKeysFor(r.qcfg.Prefix)
+	base := r.base
+	base.Handler, base.Concurrency, base.Lease, base.Heartbeat = handleFlow, 8, 2*time.Second, 400*time.Millisecond
+	var live, died []*child
+	seq := 0
+	spawn := func(crash string, at int) {
+		o := base
+		o.Crash, o.CrashAt = crash, at
+		seq++
+		c := startChild(t, fmt.Sprintf("g%d", seq), o)
+		c.waitReady(t, r.rdb)
+		live = append(live, c)
+	}
+	selfCrashed := map[string]int{}
+	reap := func() {
+		for i := 0; i < len(live); i++ {
+			if c := live[i]; c.exited() {
+				live = append(live[:i], live[i+1:]...)
+				i--
+				died = append(died, c)
+				selfCrashed[c.opts.Crash]++
+				spawn("", 0)
+			}
+		}
+	}
+	spawn(crashBeforeFlowDeliver, 5)
+	spawn(crashAfterFlowOutcome, 300)
+	spawn(crashBeforeFlowDeliver, 40)
+	spawn("", 0)
+
+	wf := queue.NewWorkflow()
+	node := func(name string, parents ...queue.Edge) {
+		wf.Add(name, queue.NewRawTask("cb-node", []byte(name), queue.In(qname)), parents...)
+	}
+	node("root")
+	parent := "root"
+	for l := range layers {
+		var joins []queue.Edge
+		for j := range width - 1 {
+			name := fmt.Sprintf("l%d-%d", l, j)
+			node(name, queue.After(parent))
+			joins = append(joins, queue.After(name))
+		}
+		parent = fmt.Sprintf("join%d", l)
+		node(parent, joins...)
+	}
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+
+	deadline := time.Now().Add(120 * time.Second)
+	var wi *queue.WorkflowInfo
+	for kills := 0; ; {
+		reap()
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		must(t, err)
+		if wi.State == queue.WorkflowSucceeded {
+			break
+		}
+		if wi.State != queue.WorkflowRunning || time.Now().After(deadline) {
+			t.Fatalf("workflow %s after %d kills: %d succeeded, %d enqueued, %d waiting; why %q",
+				wi.State, kills, wi.Count(queue.NodeSucceeded), wi.Count(queue.NodeEnqueued), wi.Count(queue.NodeWaiting), wi.Why)
+		}
+		// kill one worker each time another layer has finished
+		// kill a worker without a crash point each time a sixth more of
+		// the nodes succeeded
+		if done := wi.Count(queue.NodeSucceeded); kills < 4 && done > (kills+1)*len(wi.Nodes)/6 {
+			i := len(live) - 1
+			for i > 0 && live[i].opts.Crash != "" {
+				i--
+			}
+			c := live[i]
+			live = append(live[:i:i], live[i+1:]...)
+			c.signal(t, syscall.SIGKILL)
+			if !c.waitExit(10 * time.Second) {
+				t.Fatalf("child %s survived SIGKILL", c.name)
+			}
+			died = append(died, c)
+			spawn("", 0)
+			kills++
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	reap()
+	t.Logf("workflow of %d nodes succeeded; %d workers died: %d after a flow ack, %d before delivering",
+		len(wi.Nodes), len(died), selfCrashed[crashAfterFlowOutcome], selfCrashed[crashBeforeFlowDeliver])
+	if len(wi.Nodes) != 1+layers*width || wi.Count(queue.NodeSucceeded) != len(wi.Nodes) {
+		t.Fatalf("nodes: %d, %d succeeded", len(wi.Nodes), wi.Count(queue.NodeSucceeded))
+	}
+	if selfCrashed[crashAfterFlowOutcome] == 0 || selfCrashed[crashBeforeFlowDeliver] == 0 {
+		t.Errorf("crash points hit: %v", selfCrashed)
+	}
+	starts := r.rdb.HGetAll(ctx, k.starts()).Val()
+	completed := r.rdb.HGetAll(ctx, k.completions()).Val()
+	byDead := func(key func(int) string, id string) int {
+		n := 0
+		for _, c := range died {
+			if ok, _ := r.rdb.SIsMember(ctx, key(c.pid), id).Result(); ok {
+				n++
+			}
+		}
+		return n
+	}
+	for _, n := range wi.Nodes {
+		s, _ := strconv.Atoi(starts[n.TaskID])
+		c, _ := strconv.Atoi(completed[n.TaskID])
+		if s < 1 || (s > 1 && s > 1+byDead(k.started, n.TaskID)) {
+			t.Fatalf("node %s started %d times; killed workers had started it %d times", n.Name, s, byDead(k.started, n.TaskID))
+		}
+		if c < 1 || (c > 1 && c > 1+byDead(k.done, n.TaskID)) {
+			t.Fatalf("node %s completed %d times; killed workers had completed it %d times", n.Name, c, byDead(k.done, n.TaskID))
+		}
+	}
+	if len(starts) != len(wi.Nodes) {
+		t.Fatalf("%d tasks started, want one per node: %d", len(starts), len(wi.Nodes))
+	}
+}

@@ -1,0 +1,157 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+)
+
+// TestWorkflowRefused: every invalid workflow is ErrInvalidWorkflow with
+// a message naming what was wrong, and nothing is written to Redis.
+func TestWorkflowRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	task := func(typ string, opts ...Option) *Task { return NewRawTask(typ, nil, opts...) }
+	big := NewWorkflow()
+	for k := range MaxWorkflowNodes + 1 {
+		big.Add(fmt.Sprintf("n%d", k), task("x"))
+	}
+	cases := []struct {
+		name  string
+		build func(w *Workflow)
+		want  string
+	}{
+		{"empty", func(w *Workflow) {}, "no nodes"},
+		{"cycle", func(w *Workflow) {
+			w.Add("a", task("a"))
+			w.Add("b", task("b"), After("a"), After("d"))
+			w.Add("c", task("c"), After("b"))
+			w.Add("d", task("d"), After("c"))
+		}, "a cycle runs through node"},
+		{"self", func(w *Workflow) { w.Add("a", task("a"), After("a")) }, `node "a" is its own parent`},
+		{"unknown parent", func(w *Workflow) {
+			w.Add("a", task("a"))
+			w.Add("b", task("b"), After("nope"))
+		}, `node "b" names parent "nope"`},
+		{"twice", func(w *Workflow) {
+			w.Add("a", task("a"))
+			w.Add("a", task("a"))
+		}, `node "a" added twice`},
+		{"parent twice", func(w *Workflow) {
+			w.Add("a", task("a"))
+			w.Add("b", task("b"), After("a"), After("a"))
+		}, `names parent "a" twice`},
+		{"bad policy", func(w *Workflow) {
+			w.Add("a", task("a"))
+			w.Add("b", task("b"), Edge{Parent: "a", OnDead: "maybe"})
+		}, `policy "maybe"`},
+		{"empty name", func(w *Workflow) { w.Add("", task("a")) }, "empty node name"},
+		{"space", func(w *Workflow) { w.Add("a b", task("a")) }, "space or control"},
+		{"long name", func(w *Workflow) { w.Add(strings.Repeat("n", MaxNodeNameLen+1), task("a")) }, "limit 128"},
+		{"nil task", func(w *Workflow) { w.Add("a", nil) }, "has no task"},
+		{"task ID", func(w *Workflow) { w.Add("a", task("a", TaskID("mine"))) }, "TaskID"},
+		{"unique", func(w *Workflow) { w.Add("a", task("a", Unique(time.Hour))) }, "Unique"},
+		{"bad queue", func(w *Workflow) { w.Add("a", task("a", In("no spaces allowed"))) }, "queue"},
+	}
+	for _, c := range cases {
+		w := NewWorkflow()
+		c.build(w)
+		_, err := b.client.EnqueueWorkflow(ctx, w)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	_, err := b.client.EnqueueWorkflow(ctx, big)
+	if !errors.Is(err, ErrInvalidWorkflow) || !strings.Contains(err.Error(), "10001 nodes") {
+		t.Fatalf("too big: %v", err)
+	}
+	if n := b.rdb.DBSize(ctx).Val(); n != 0 {
+		t.Fatalf("refused workflows wrote %d keys", n)
+	}
+}
+
+// TestWorkflowExtendRefused: an extension that reuses a node name, names
+// a parent the workflow lacks, or targets an unknown workflow writes
+// nothing; the workflow is unchanged.
+func TestWorkflowExtendRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	w := NewWorkflow()
+	w.Add("a", NewRawTask("a", nil))
+	w.Add("b", NewRawTask("b", nil), After("a"))
+	id, err := b.client.EnqueueWorkflow(ctx, w)
+	must(t, err)
+	key := keys.Home(b.cfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	before := b.rdb.HGetAll(ctx, key).Val()
+	for _, c := range []struct {
+		build func(w *Workflow)
+		want  error
+		text  string
+	}{
+		{func(w *Workflow) { w.Add("b", NewRawTask("b", nil)) }, ErrInvalidWorkflow, `already has a node "b"`},
+		{func(w *Workflow) {
+			w.Add("c", NewRawTask("c", nil), After("a"))
+			w.Add("d", NewRawTask("d", nil), After("zz"))
+		}, ErrInvalidWorkflow, `names parent "zz", which is no node`},
+	} {
+		more := NewWorkflow()
+		c.build(more)
+		err := b.client.ExtendWorkflow(ctx, id, more)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+			t.Fatalf("extend: %v, want %v with %q", err, c.want, c.text)
+		}
+	}
+	after := b.rdb.HGetAll(ctx, key).Val()
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a refused extension changed the workflow:\n%v\n%v", before, after)
+	}
+	more := NewWorkflow()
+	more.Add("c", NewRawTask("c", nil))
+	if err := b.client.ExtendWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000", more); !errors.Is(err, ErrWorkflowNotFound) {
+		t.Fatalf("extend unknown: %v", err)
+	}
+	if _, err := b.insp.GetWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrWorkflowNotFound) {
+		t.Fatalf("get unknown: %v", err)
+	}
+	if err := b.insp.CancelWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrWorkflowNotFound) {
+		t.Fatalf("cancel unknown: %v", err)
+	}
+	if _, err := b.insp.NodeResult(ctx, id, "zz"); !errors.Is(err, ErrInvalidWorkflow) {
+		t.Fatalf("result of an unknown node: %v", err)
+	}
+	wi, err := b.insp.GetWorkflow(ctx, id)
+	must(t, err)
+	if wi.State != WorkflowRunning || len(wi.Nodes) != 2 || wi.Node("a").State != NodeEnqueued || wi.Node("b").State != NodeWaiting {
+		t.Fatalf("workflow after refused extensions: %+v", wi)
+	}
+}
+
+// TestWorkflowRedisGone: with Redis gone, EnqueueWorkflow returns an
+// error and no ID; once Redis is back, the same workflow is recorded.
+func TestWorkflowRedisGone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	w := NewWorkflow()
+	w.Add("a", NewRawTask("a", nil))
+	b.srv.Stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if id, err := b.client.EnqueueWorkflow(ctx, w); err == nil || id != "" {
+		t.Fatalf("with Redis gone: %q, %v", id, err)
+	}
+	b.srv.Restart(t)
+	id, err := b.client.EnqueueWorkflow(context.Background(), w)
+	must(t, err)
+	wi, err := b.insp.GetWorkflow(context.Background(), id)
+	must(t, err)
+	if wi.Node("a").State != NodeEnqueued {
+		t.Fatalf("after the restart: %+v", wi)
+	}
+}
