@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -303,5 +304,54 @@ func TestAlbumBatchCallback(t *testing.T) {
 	info, err := env.Inspector.GetBatch(ctx, batch.ID())
 	if err != nil || !info.Finished || info.Succeeded != 12 {
 		t.Fatalf("batch: %+v, %v", info, err)
+	}
+}
+
+// TestWorkflowDrain is written as a user would test code that runs a
+// graph: one Drain runs every node in the graph's order, the fan-out a
+// node adds included, and returns once the last node ran.
+func TestWorkflowDrain(t *testing.T) {
+	env := queuetest.New(t)
+	ctx := context.Background()
+	wf := queue.NewWorkflow()
+	wf.Add("fetch", queue.NewRawTask("order:fetch", nil))
+	wf.Add("charge", queue.NewRawTask("order:charge", nil), queue.After("fetch"))
+	wf.Add("reserve", queue.NewRawTask("order:reserve", nil), queue.After("fetch"))
+	wf.Add("ship", queue.NewRawTask("order:ship", nil), queue.After("charge"), queue.After("reserve"))
+	id, err := env.Client.EnqueueWorkflow(ctx, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // Drain runs handlers concurrently
+	var order []string
+	res := env.Drain(t, worker.HandlerFunc(func(ctx context.Context, task *worker.Task) error {
+		mu.Lock()
+		order = append(order, task.Type)
+		mu.Unlock()
+		switch task.Type {
+		case "order:reserve":
+			// one label per parcel, added from inside the graph
+			more := queue.NewWorkflow()
+			for _, p := range []string{"label-1", "label-2"} {
+				more.Add(p, queue.NewRawTask("order:label", nil), queue.After("reserve"))
+			}
+			return task.ExtendWorkflow(ctx, more)
+		case "order:ship":
+			if v, err := task.ParentResult(ctx, "charge"); err != nil || string(v) != "paid" {
+				return fmt.Errorf("charge's result: %q, %v", v, err)
+			}
+		case "order:charge":
+			return task.SetResult(ctx, []byte("paid"))
+		}
+		return nil
+	}))
+	if res.Done != 6 || res.Dead != 0 || len(order) != 6 || order[0] != "order:fetch" ||
+		slices.Index(order, "order:ship") < slices.Index(order, "order:charge") ||
+		slices.Index(order, "order:ship") < slices.Index(order, "order:reserve") {
+		t.Fatalf("drain %+v, order %v", res, order)
+	}
+	wi, err := env.Inspector.GetWorkflow(ctx, id)
+	if err != nil || wi.State != queue.WorkflowSucceeded || len(wi.Nodes) != 6 {
+		t.Fatalf("workflow after the drain: %+v, %v", wi, err)
 	}
 }
