@@ -22,6 +22,9 @@ type actionDef struct {
 	// keys sends a form that names no page to return to back to the
 	// queue's Keys tab, not to its tasks
 	keys bool
+	// back, when set, is where a form that names no page to return to
+	// goes back to, from the path's ID
+	back func(id string) string
 	// do runs the action and returns how many tasks it changed.
 	do func(d *Dashboard, r *http.Request, q, id string) (int64, error)
 }
@@ -62,6 +65,11 @@ var actions = []*actionDef{
 			return 0, d.insp.ResumeKey(r.Context(), q, r.PathValue("key"))
 		}},
 	{name: "set-key-weight", pattern: "/queues/{queue}/keys/{key}/weight", keys: true, do: setKeyWeight},
+	{name: "cancel-workflow", pattern: "/workflows/{id}/cancel",
+		back: func(id string) string { return "/workflows/" + url.PathEscape(id) },
+		do: func(d *Dashboard, r *http.Request, _, id string) (int64, error) {
+			return 0, d.insp.CancelWorkflow(r.Context(), id)
+		}},
 }
 
 // actionHandler serves a; ServeHTTP has checked read-only mode, origin
@@ -75,7 +83,10 @@ func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 			return
 		}
 		if api {
-			out := map[string]any{"ok": true, "action": a.name, "queue": q, "count": n}
+			out := map[string]any{"ok": true, "action": a.name, "count": n}
+			if q != "" {
+				out["queue"] = q
+			}
 			if id != "" {
 				out["id"] = id
 			}
@@ -87,6 +98,8 @@ func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 		}
 		back, ok := safeReturn(r.FormValue("return"))
 		switch {
+		case !ok && a.back != nil:
+			back = a.back(id)
 		case !ok && a.keys:
 			back = "/queues/" + url.PathEscape(q) + "/keys"
 		case !ok:

@@ -23,9 +23,11 @@ func status(err error) int {
 		errors.Is(err, queue.ErrInvalidOption), errors.Is(err, queue.ErrInvalidMarker):
 		return http.StatusBadRequest
 	case errors.Is(err, queue.ErrTaskNotFound), errors.Is(err, queue.ErrQueueNotFound),
-		errors.Is(err, queue.ErrBatchNotFound), errors.Is(err, queue.ErrChainNotFound):
+		errors.Is(err, queue.ErrBatchNotFound), errors.Is(err, queue.ErrChainNotFound),
+		errors.Is(err, queue.ErrWorkflowNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrQueueInUse):
+	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrQueueInUse),
+		errors.Is(err, queue.ErrWorkflowFinished):
 		return http.StatusConflict
 	case errors.Is(err, queue.ErrTaskState):
 		return http.StatusConflict

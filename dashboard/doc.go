@@ -13,18 +13,20 @@
 //     autoscaling figure and its formula; a Keys tab with the concurrency
 //     keys by backlog and a search by key;
 //   - a task page: the payload decoded from msgpack and shown as JSON, the
-//     last error, attempts, timestamps, progress and result, and the chain
-//     or batch it belongs to;
+//     last error, attempts, timestamps, progress and result, and the chain,
+//     batch or workflow it belongs to;
 //   - workers: each live worker, its queues and the tasks it holds;
 //   - schedules: the cron schedules schedulers registered in Redis;
 //   - limits: every queue's limits, their holders and waiters, per key;
-//   - flows: recent chains and batches, each with a page of its own;
+//   - flows: recent chains, batches and workflows, each with a page of its
+//     own; a workflow's draws its graph, nodes coloured by state;
 //   - search: tasks of a queue and state by type, error text or ID prefix;
 //   - find: a task by ID.
 //
 // Actions (POST only): run or delete a task, or every task of a state, or
 // a selection; pause and resume a queue or one of its concurrency keys;
-// set a key's weight; cancel an active task; delete a queue. A JSON API
+// set a key's weight; cancel an active task or a running workflow; delete
+// a queue. A JSON API
 // under /api serves the same data and actions; API.md documents it.
 // Options.Metrics serves Prometheus metrics at /metrics.
 //

@@ -10,17 +10,21 @@ import (
 )
 
 // maxFlows bounds the flows page and /api/flows: one read per flow home
-// for the list, then one per flow shown.
+// for the list, then one per flow shown. A workflow's read grows with its
+// nodes.
 const maxFlows = 100
 
-// flowRow is one chain or batch on the flows page and in /api/flows.
+// flowRow is one chain, batch or workflow on the flows page and in
+// /api/flows.
 type flowRow struct {
 	Kind      string    `json:"kind"`
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"created_at"`
-	// Batch or Chain is its progress (nil when it expired meanwhile).
-	Batch *batchView `json:"batch,omitempty"`
-	Chain *chainView `json:"chain,omitempty"`
+	// Batch, Chain or Workflow is its progress (nil when it expired
+	// meanwhile).
+	Batch    *batchView       `json:"batch,omitempty"`
+	Chain    *chainView       `json:"chain,omitempty"`
+	Workflow *workflowSummary `json:"workflow,omitempty"`
 }
 
 // batchView is a batch as the API returns it.
@@ -106,24 +110,37 @@ func (d *Dashboard) flowRows(r *http.Request) ([]flowRow, error) {
 	rows := make([]flowRow, 0, len(recent))
 	for _, f := range recent {
 		row := flowRow{Kind: f.Kind, ID: f.ID, CreatedAt: f.CreatedAt}
-		if f.Kind == "chain" {
-			c, err := d.insp.GetChain(r.Context(), f.ID)
-			if err == nil {
-				row.Chain = newChainView(c)
-			} else if !errorsIsNotFound(err) {
-				return nil, err
-			}
-		} else {
-			b, err := d.insp.GetBatch(r.Context(), f.ID)
-			if err == nil {
-				row.Batch = newBatchView(b)
-			} else if !errorsIsNotFound(err) {
-				return nil, err
-			}
+		if err := d.flowProgress(r, &row); err != nil && !errorsIsNotFound(err) {
+			return nil, err
 		}
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// flowProgress reads row's flow into its Batch, Chain or Workflow.
+func (d *Dashboard) flowProgress(r *http.Request, row *flowRow) error {
+	switch row.Kind {
+	case "chain":
+		c, err := d.insp.GetChain(r.Context(), row.ID)
+		if err != nil {
+			return err
+		}
+		row.Chain = newChainView(c)
+	case "workflow":
+		w, err := d.insp.GetWorkflow(r.Context(), row.ID)
+		if err != nil {
+			return err
+		}
+		row.Workflow = newWorkflowSummary(w)
+	default:
+		b, err := d.insp.GetBatch(r.Context(), row.ID)
+		if err != nil {
+			return err
+		}
+		row.Batch = newBatchView(b)
+	}
+	return nil
 }
 
 func (d *Dashboard) flowsPage(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +149,7 @@ func (d *Dashboard) flowsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "flows", "Chains and batches", rows)
+	d.render(w, r, http.StatusOK, "flows", "Flows", rows)
 }
 
 func (d *Dashboard) apiFlows(w http.ResponseWriter, r *http.Request) {
@@ -183,5 +200,6 @@ func (d *Dashboard) apiChain(w http.ResponseWriter, r *http.Request) {
 // errorsIsNotFound: a flow listed as recent whose record expired since
 // (its retention ended) is shown without progress, not an error.
 func errorsIsNotFound(err error) bool {
-	return errors.Is(err, queue.ErrBatchNotFound) || errors.Is(err, queue.ErrChainNotFound)
+	return errors.Is(err, queue.ErrBatchNotFound) || errors.Is(err, queue.ErrChainNotFound) ||
+		errors.Is(err, queue.ErrWorkflowNotFound)
 }

@@ -33,10 +33,36 @@ var funcs = template.FuncMap{
 	"listPath":  listPath,
 	"pauseArgs": pauseArgs,
 	"keyArgs":   keyArgs,
+	// the states of a workflow node in order, and the badge of each
+	"nodeStates": func() []string {
+		out := make([]string, len(nodeStates))
+		for i, s := range nodeStates {
+			out[i] = string(s)
+		}
+		return out
+	},
+	"badge": badge,
 	// a worker's row lists its first leased tasks, not hundreds (a
 	// prefetching worker holds up to its Prefetch ahead per partition)
 	"shownTasks": func(ts []*queue.TaskInfo) []*queue.TaskInfo { return ts[:min(len(ts), workerTasksShown)] },
 	"moreTasks":  func(ts []*queue.TaskInfo) int { return max(0, len(ts)-workerTasksShown) },
+}
+
+// badge is the badge class of a workflow's or node's state, in the
+// colours the task states use: green for success, red for dead or
+// failed, blue for what is under way, amber for cancelled.
+func badge(state string) string {
+	switch state {
+	case "succeeded":
+		return "done"
+	case "dead", "failed":
+		return "dead"
+	case "running", "enqueued":
+		return "active"
+	case "cancelled":
+		return "paused"
+	}
+	return ""
 }
 
 // workerTasksShown is how many of a worker's leased tasks its row on the
@@ -220,18 +246,19 @@ func timeOf(s queue.State, ti *queue.TaskInfo) time.Time {
 // by the action's name: fixed texts, so a link cannot make the dashboard
 // say something of its own.
 var flashes = map[string]string{
-	"pause":          "Queue paused: workers start none of its tasks until it is resumed.",
-	"resume":         "Queue resumed.",
-	"run":            "Task queued to run now.",
-	"run-all":        "%s tasks queued to run now.",
-	"delete":         "Task deleted.",
-	"delete-all":     "%s tasks deleted.",
-	"cancel":         "Cancel requested: the worker running the task cancels it at its next heartbeat.",
-	"delete-queue":   "Queue deleted, with all its keys.",
-	"bulk":           "%s tasks changed.",
-	"pause-key":      "Key paused: workers start none of its tasks until it is resumed.",
-	"resume-key":     "Key resumed: its tasks take their turns again.",
-	"set-key-weight": "Key weight set: it counts from the key's next turn.",
+	"pause":           "Queue paused: workers start none of its tasks until it is resumed.",
+	"resume":          "Queue resumed.",
+	"run":             "Task queued to run now.",
+	"run-all":         "%s tasks queued to run now.",
+	"delete":          "Task deleted.",
+	"delete-all":      "%s tasks deleted.",
+	"cancel":          "Cancel requested: the worker running the task cancels it at its next heartbeat.",
+	"delete-queue":    "Queue deleted, with all its keys.",
+	"bulk":            "%s tasks changed.",
+	"pause-key":       "Key paused: workers start none of its tasks until it is resumed.",
+	"resume-key":      "Key resumed: its tasks take their turns again.",
+	"set-key-weight":  "Key weight set: it counts from the key's next turn.",
+	"cancel-workflow": "Workflow cancelled: its nodes that have not run never will, and its running tasks are asked to stop.",
 }
 
 func flash(r *http.Request) string {

@@ -110,7 +110,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 		EncryptedWith: ti.EncryptedWith, Redacted: ti.Redacted,
 	}
 	if f := ti.Flow; f != nil {
-		v.Flow = &flowView{BatchID: f.BatchID, ChainID: f.ChainID, Link: f.Link}
+		v.Flow = &flowView{BatchID: f.BatchID, ChainID: f.ChainID, Link: f.Link, WorkflowID: f.WorkflowID, Node: f.Node}
 	}
 	if p := ti.Progress; p != nil {
 		v.Progress = &progressView{Percent: p.Percent, Message: p.Message, At: optTime(p.At)}
@@ -335,11 +335,14 @@ type progressView struct {
 	At      *jsonTime `json:"at,omitempty"`
 }
 
-// flowView names the batch, or the chain and link, a task belongs to.
+// flowView names the batch, the chain and link, or the workflow and
+// node a task belongs to.
 type flowView struct {
-	BatchID string `json:"batch_id,omitempty"`
-	ChainID string `json:"chain_id,omitempty"`
-	Link    int    `json:"link,omitempty"`
+	BatchID    string `json:"batch_id,omitempty"`
+	ChainID    string `json:"chain_id,omitempty"`
+	Link       int    `json:"link,omitempty"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+	Node       string `json:"node,omitempty"`
 }
 
 // keyView is a concurrency key as the API returns it.
