@@ -35,14 +35,15 @@ end
 local nodes, new = {}, {}
 for i = 9, #ARGV, 4 do
   local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = cmsgpack.unpack(ARGV[i + 3])}
-  if new[nd.name] or redis.call('HEXISTS', W, 's:' .. nd.name) == 1 then return {FLOW_NAME_TAKEN, nd.name} end
+  if new[nd.name] or (extend and redis.call('HEXISTS', W, 's:' .. nd.name) == 1) then return {FLOW_NAME_TAKEN, nd.name} end
   new[nd.name] = true
   nodes[#nodes + 1] = nd
 end
+local r = wf_start(H, W)
 local edges = 0
 for _, nd in ipairs(nodes) do
   for _, pe in ipairs(nd.parents) do
-    if not new[pe[1]] and redis.call('HEXISTS', W, 's:' .. pe[1]) == 0 then
+    if not new[pe[1]] and not wf_node(r, pe[1]) then
       return {FLOW_UNKNOWN_PARENT, nd.name, pe[1]}
     end
     edges = edges + 1
@@ -59,33 +60,47 @@ if not extend then
 end
 redis.call('HINCRBY', W, 'n', #nodes)
 redis.call('HINCRBY', W, 'edges', edges)
-redis.call('HINCRBY', W, 'open', #nodes)
+r.open = #nodes
+local kv = {}
 for _, nd in ipairs(nodes) do
-  redis.call('HSET', W, 'm:' .. nd.name, nd.meta, 's:' .. nd.name, 'w', 'e:' .. nd.name, nd.e)
+  kv[#kv + 1], kv[#kv + 2] = 'm:' .. nd.name, nd.meta
+  kv[#kv + 1], kv[#kv + 2] = 'e:' .. nd.name, nd.e
+  r.nodes[nd.name] = {'w', 0, 0, 0}
 end
+wf_chunks('HSET', W, kv, 1000)
 -- children lists, then each new node's counters from its parents' states
 local children, order = {}, {}
 for _, nd in ipairs(nodes) do
-  local c = {0, 0, 0}
+  local c = r.nodes[nd.name]
   for _, pe in ipairs(nd.parents) do
     local p = pe[1]
     if not children[p] then
-      local cs = redis.call('HGET', W, 'c:' .. p)
+      local cs = not new[p] and redis.call('HGET', W, 'c:' .. p)
       children[p] = cs and cmsgpack.unpack(cs) or {}
       order[#order + 1] = p
     end
     local list = children[p]
     list[#list + 1] = {nd.name, pe[2]}
-    wf_count(c, wf_effect(redis.call('HGET', W, 's:' .. p), pe[2]), 1)
+    wf_count(c, wf_effect(wf_node(r, p)[1], pe[2]), 1)
   end
-  redis.call('HSET', W, 'u:' .. nd.name, c[1] .. ' ' .. c[2] .. ' ' .. c[3])
+  wf_dirty(r, nd.name)
+  r.work[#r.work + 1] = nd.name
 end
+kv = {}
 for _, p in ipairs(order) do
-  redis.call('HSET', W, 'c:' .. p, cmsgpack.pack(children[p]))
+  local packed = cmsgpack.pack(children[p])
+  kv[#kv + 1], kv[#kv + 2] = 'c:' .. p, packed
+  local n = r.nodes[p]
+  if n then n.c = packed end
 end
-local work = {}
-for _, nd in ipairs(nodes) do work[#work + 1] = nd.name end
-local released = wf_run(H, W, work, now + tonumber(ARGV[5]))
+wf_chunks('HSET', W, kv, 1000)
+for _, nd in ipairs(nodes) do
+  local n = r.nodes[nd.name]
+  if n.c == nil then n.c = false end -- no children yet, none to read
+end
+wf_run(r, now + tonumber(ARGV[5]))
+wf_flush(r)
 wf_check(W, now)
-table.insert(released, 1, FLOW_CREATED)
-return released
+local out = r.released
+table.insert(out, 1, FLOW_CREATED)
+return out

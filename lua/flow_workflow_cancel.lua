@@ -1,8 +1,10 @@
 #!lua
---[[ flow_workflow_cancel: cancel workflow wid at its home H. Nodes not
-  yet enqueued are cancelled; those whose outbox entry was not delivered
+--[[ flow_workflow_cancel: cancel workflow wid at its home H. Waiting
+  nodes are cancelled; enqueued ones whose outbox entry was not delivered
   yet are taken out and cancelled too. The caller stops the rest, which
-  are enqueued: their outcomes still arrive, and release nothing.
+  are enqueued: their outcomes still arrive, and release nothing. Failed
+  and skipped nodes keep their states; a node freed later, by a retried
+  node, is cancelled.
   KEYS[1] H:w:<wid>
   ARGV[1] H  ARGV[2] now (ms, "" = server time)
   Returns: {FLOW_CREATED, queue, task ID, ...} of the enqueued nodes, or
@@ -17,12 +19,20 @@ if not f[1] then return {FLOW_NOT_FOUND} end
 if f[2] ~= '0' then return {FLOW_FINISHED} end
 redis.call('HSET', W, 'state', 'cancelled', 'why', 'cancelled')
 local out = {FLOW_CREATED}
+local r = wf_start(H, W)
 local all = redis.call('HGETALL', W)
-local work = {}
+local states = {}
 for i = 1, #all, 2 do
   local x = string.match(all[i], '^s:(.+)$')
-  local st = all[i + 1]
-  if x and st ~= 's' and st ~= 'd' and st ~= 'x' then
+  if x then
+    r.nodes[x] = wf_parse(all[i + 1])
+    states[#states + 1] = x
+  end
+end
+for _, x in ipairs(states) do
+  local n = r.nodes[x]
+  local st = n[1]
+  if st == 'w' or st == 'p' then
     local cancel = st ~= 'p'
     local m = cmsgpack.unpack(redis.call('HGET', W, 'm:' .. x))
     if st == 'p' and redis.call('ZREM', H .. ':out', m[1]) == 1 then
@@ -31,12 +41,13 @@ for i = 1, #all, 2 do
       cancel = true
     end
     if cancel then
-      redis.call('HDEL', W, 'e:' .. x)
-      wf_set(W, x, st, 'x', work)
+      r.gone[#r.gone + 1] = 'e:' .. x
+      wf_set(r, x, n, 'x')
     else
       out[#out + 1], out[#out + 2] = m[2], m[1]
     end
   end
 end
+wf_flush(r)
 wf_check(W, now)
 return out

@@ -185,7 +185,7 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 			if err := msgpack.Unmarshal([]byte(v), &meta); err != nil || len(meta) < 3 {
 				continue
 			}
-			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta[0]), Queue: meta[1], Type: meta[2], State: nodeState(f["s:"+name])}
+			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta[0]), Queue: meta[1], Type: meta[2], State: nodeState(f["s:"+name][:min(1, len(f["s:"+name]))])}
 			if e, ok := f["x:"+name]; ok {
 				n.Error = i.openError(e, meta[0])
 			}

@@ -342,13 +342,17 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 				i--
 				died = append(died, c)
 				selfCrashed[c.opts.Crash]++
-				spawn("", 0)
+				if c.opts.Crash == crashAfterFlowOutcome {
+					spawn(crashBeforeFlowDeliver, 1) // whoever sees released nodes due first dies
+				} else {
+					spawn("", 0)
+				}
 			}
 		}
 	}
-	spawn(crashBeforeFlowDeliver, 5)
-	spawn(crashAfterFlowOutcome, 300)
-	spawn(crashBeforeFlowDeliver, 40)
+	spawn(crashBeforeFlowDeliver, 1)
+	spawn(crashAfterFlowOutcome, 20)
+	spawn("", 0)
 	spawn("", 0)
 
 	wf := queue.NewWorkflow()
@@ -398,7 +402,7 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 				t.Fatalf("child %s survived SIGKILL", c.name)
 			}
 			died = append(died, c)
-			spawn("", 0)
+			spawn(crashBeforeFlowDeliver, 1)
 			kills++
 		}
 		time.Sleep(200 * time.Millisecond)

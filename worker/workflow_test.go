@@ -201,14 +201,20 @@ func testWorkflowFanOut(t *testing.T, r *flowRig) {
 }
 
 // testWorkflowCancel: a running node is asked to stop, a pending one is
-// deleted, the waiting ones are cancelled and never run; the workflow ends
-// cancelled.
+// deleted, the waiting ones are cancelled and never run; a failed node
+// stays failed, and once its dead parent is retried it is cancelled, not
+// run. The workflow ends cancelled, and says so.
 func testWorkflowCancel(t *testing.T, r *flowRig) {
 	ctx := context.Background()
 	var log runLog
+	var fail sync.Map
+	fail.Store("broken", true)
 	started := make(chan struct{}, 1)
 	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
 		log.add(task.Type)
+		if _, ok := fail.Load(task.Type); ok {
+			return SkipRetry(errors.New("broken"))
+		}
 		if task.Type == "long" {
 			started <- struct{}{}
 			<-ctx.Done()
@@ -221,19 +227,35 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 	wf.Add("later", queue.NewRawTask("later", nil, queue.In("fb"), queue.ProcessIn(time.Hour)))
 	wf.Add("after", queue.NewRawTask("after", nil, queue.In("fa")), queue.After("long"))
 	wf.Add("end", queue.NewRawTask("end", nil, queue.In("fa")), queue.After("after"), queue.After("later"))
+	wf.Add("broken", queue.NewRawTask("broken", nil, queue.In("fb")))
+	wf.Add("below", queue.NewRawTask("below", nil, queue.In("fb")), queue.After("broken"))
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
 	<-started
+	waitFor(t, 30*time.Second, "below to fail", func() bool {
+		wi, err := r.insp.GetWorkflow(ctx, id)
+		return err == nil && wi.Node("below").State == queue.NodeFailed
+	})
 	must(t, r.insp.CancelWorkflow(ctx, id))
 	wi := waitWorkflow(t, r, id, queue.WorkflowCancelled)
 	waitFor(t, 30*time.Second, "the cancelled workflow to finish", func() bool {
 		wi, err = r.insp.GetWorkflow(ctx, id)
 		return err == nil && !wi.FinishedAt.IsZero()
 	})
-	if got := nodeStates(wi); got != "long=dead later=dead after=cancelled end=cancelled" {
-		t.Fatalf("nodes %s", got)
+	if got := nodeStates(wi); got != "long=dead later=dead after=cancelled end=cancelled broken=dead below=failed" || wi.Why != "cancelled" {
+		t.Fatalf("nodes %s, why %q", got, wi.Why)
 	}
-	if log.count("after")+log.count("end")+log.count("later") != 0 {
+	// the dead parent retried: its child is freed, and cancelled
+	fail.Delete("broken")
+	must(t, r.insp.RunTask(ctx, "fb", wi.Node("broken").TaskID))
+	waitFor(t, 30*time.Second, "broken to succeed", func() bool {
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		return err == nil && wi.Node("broken").State == queue.NodeSucceeded && wi.Node("below").State == queue.NodeCancelled
+	})
+	if wi.State != queue.WorkflowCancelled || wi.FinishedAt.IsZero() {
+		t.Fatalf("after the retry: %s, finished %v", wi.State, wi.FinishedAt)
+	}
+	if log.count("after")+log.count("end")+log.count("later")+log.count("below") != 0 {
 		t.Fatalf("cancelled nodes ran: %v", log.order())
 	}
 	if err := r.insp.CancelWorkflow(ctx, id); !errors.Is(err, queue.ErrWorkflowFinished) {
@@ -241,8 +263,8 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 	}
 	more := queue.NewWorkflow()
 	more.Add("x", queue.NewRawTask("x", nil, queue.In("fa")))
-	if err := r.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, queue.ErrWorkflowFinished) && !errors.Is(err, queue.ErrWorkflowCancelled) {
-		t.Fatalf("extending a cancelled workflow: %v", err)
+	if err := r.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, queue.ErrWorkflowCancelled) {
+		t.Fatalf("extending a cancelled workflow: %v, want ErrWorkflowCancelled", err)
 	}
 }
 

@@ -147,19 +147,22 @@ end
 -- Workflows. A workflow wid keeps everything in one hash W = H:w:<wid>:
 -- its state and counters (state, n, edges, open: nodes waiting or
 -- enqueued, bad: nodes dead or failed, why, created, finished, ret), and
--- per node name x: m:x {task ID, queue, type} (cmsgpack), s:x its state,
--- u:x its parents' effects "<unfinished> <fail> <skip>", c:x its children
--- {{name, edge}, ...} (cmsgpack), e:x its delivery until it is released,
--- r:x its result, x:x its error. A node's state: w waiting for parents, p
--- enqueued (pending, running or retrying), s succeeded, d dead, f failed
--- (a parent did not succeed, over a fail edge), k skipped (over a skip
--- edge), x cancelled. An edge says what a parent that did not succeed
--- (d, f, k or x) means to its child: 'f' fail, 'r' run anyway, 'k' skip.
--- A child's counters change only when a parent's state changes, so a
--- notification costs O(its node's children), never a walk of the graph.
+-- per node name x: m:x {task ID, queue, type} (cmsgpack); s:x its state,
+-- followed while it waits by its parents' effects, "<state> <unfinished>
+-- <fail> <skip>"; c:x its children {{name, edge}, ...} (cmsgpack); e:x
+-- its delivery until it is released; r:x its result; x:x its error. A
+-- node's state: w waiting for parents, p enqueued (pending, running or
+-- retrying), s succeeded, d dead, f failed (a parent did not succeed,
+-- over a fail edge), k skipped (over a skip edge), x cancelled. An edge
+-- says what a parent that did not succeed (d, f, k or x) means to its
+-- child: 'f' fail, 'r' run anyway, 'k' skip. A child's counters change
+-- only when a parent's state changes, so an outcome costs O(its node's
+-- children), never a walk of the graph. A node leaves w, f and k only to
+-- be enqueued, and never comes back, so only those states keep counters.
 
 local WF_OPEN = {w = true, p = true}
 local WF_BAD = {d = true, f = true}
+local WF_WAITS = {w = true, f = true, k = true}
 
 -- wf_effect is what parent state ps means to a child over edge e:
 -- 'u' unfinished, 'f' fail, 'k' skip, '' satisfied.
@@ -169,65 +172,125 @@ local function wf_effect(ps, e)
   return e
 end
 
-local function wf_counts(W, x)
-  local u, f, k = string.match(redis.call('HGET', W, 'u:' .. x) or '', '^(%d+) (%d+) (%d+)$')
-  return tonumber(u) or 0, tonumber(f) or 0, tonumber(k) or 0
+-- wf_count adds d to the counter of effect ef of node entry n.
+local function wf_count(n, ef, d)
+  if ef == 'u' then n[2] = n[2] + d elseif ef == 'f' then n[3] = n[3] + d elseif ef == 'k' then n[4] = n[4] + d end
 end
 
--- wf_count adds d to the counter of effect ef in c = {u, f, k}.
-local function wf_count(c, ef, d)
-  if ef == 'u' then c[1] = c[1] + d elseif ef == 'f' then c[2] = c[2] + d elseif ef == 'k' then c[3] = c[3] + d end
+-- A run is one script's work on workflow W: the nodes it read ({state,
+-- unfinished, fail, skip}, and c: their children once read), the ones it
+-- changed, and what it puts into the outbox, all written once by
+-- wf_flush.
+local function wf_start(H, W)
+  return {H = H, W = W, nodes = {}, dirty = {}, order = {}, work = {}, open = 0, bad = 0,
+    out = {}, outmsg = {}, gone = {}, released = {}}
 end
 
--- wf_set moves node x from state st to new: the workflow's counters, and
--- its children's, which are queued in work for evaluation.
-local function wf_set(W, x, st, new, work)
-  redis.call('HSET', W, 's:' .. x, new)
-  local dopen = (WF_OPEN[new] and 1 or 0) - (WF_OPEN[st] and 1 or 0)
-  if dopen ~= 0 then redis.call('HINCRBY', W, 'open', dopen) end
-  local dbad = (WF_BAD[new] and 1 or 0) - (WF_BAD[st] and 1 or 0)
-  if dbad ~= 0 then redis.call('HINCRBY', W, 'bad', dbad) end
-  local cs = redis.call('HGET', W, 'c:' .. x)
+-- wf_parse reads a node's stored state.
+local function wf_parse(v)
+  local st, u, f, k = string.match(v, '^(%a) (%d+) (%d+) (%d+)$')
+  if st then return {st, tonumber(u), tonumber(f), tonumber(k)} end
+  return {v, 0, 0, 0}
+end
+
+-- wf_node returns node x's entry, or nil when W has no such node.
+local function wf_node(r, x)
+  local n = r.nodes[x]
+  if n == nil then
+    local v = redis.call('HGET', r.W, 's:' .. x)
+    n = v and wf_parse(v) or false
+    r.nodes[x] = n
+  end
+  return n or nil
+end
+
+local function wf_dirty(r, x)
+  if not r.dirty[x] then
+    r.dirty[x] = true
+    r.order[#r.order + 1] = x
+  end
+end
+
+-- wf_set moves node x (entry n) to state new: the workflow's counters,
+-- and its waiting children's, which are queued for evaluation.
+local function wf_set(r, x, n, new)
+  local st = n[1]
+  n[1] = new
+  wf_dirty(r, x)
+  r.open = r.open + (WF_OPEN[new] and 1 or 0) - (WF_OPEN[st] and 1 or 0)
+  r.bad = r.bad + (WF_BAD[new] and 1 or 0) - (WF_BAD[st] and 1 or 0)
+  local cs = n.c
+  if cs == nil then cs = redis.call('HGET', r.W, 'c:' .. x) end
   if not cs then return end
   for _, ch in ipairs(cmsgpack.unpack(cs)) do
     local a, b = wf_effect(st, ch[2]), wf_effect(new, ch[2])
     if a ~= b then
-      local c = {wf_counts(W, ch[1])}
-      wf_count(c, a, -1)
-      wf_count(c, b, 1)
-      redis.call('HSET', W, 'u:' .. ch[1], c[1] .. ' ' .. c[2] .. ' ' .. c[3])
-      work[#work + 1] = ch[1]
+      local c = wf_node(r, ch[1])
+      if c and WF_WAITS[c[1]] then
+        wf_count(c, a, -1)
+        wf_count(c, b, 1)
+        wf_dirty(r, ch[1])
+        r.work[#r.work + 1] = ch[1]
+      end
     end
   end
 end
 
--- wf_run evaluates the nodes in work, and those their changes queue: a
+-- wf_run evaluates the queued nodes, and those their changes queue: a
 -- node waiting, failed or skipped takes the state its counters give; one
--- whose parents all allow it is released into H's outbox, visible at at.
--- It returns the task IDs it released.
-local function wf_run(H, W, work, at)
-  local released = {}
+-- whose parents all allow it is released into the outbox, visible at at.
+local function wf_run(r, at)
   local i = 1
-  while i <= #work do
-    local x = work[i]
+  while i <= #r.work do
+    local x = r.work[i]
     i = i + 1
-    local st = redis.call('HGET', W, 's:' .. x)
-    if st == 'w' or st == 'f' or st == 'k' then
-      local u, f, k = wf_counts(W, x)
+    local n = wf_node(r, x)
+    if n and WF_WAITS[n[1]] then
       local new = 'p'
-      if f > 0 then new = 'f' elseif u > 0 then new = 'w' elseif k > 0 then new = 'k' end
-      if new ~= st then
+      if n[3] > 0 then new = 'f' elseif n[2] > 0 then new = 'w' elseif n[4] > 0 then new = 'k' end
+      if new == 'p' then
+        -- a cancelled workflow releases nothing: a node it frees is cancelled
+        if r.cancelled == nil then r.cancelled = redis.call('HGET', r.W, 'state') == 'cancelled' end
+        if r.cancelled then new = 'x' end
+      end
+      if new ~= n[1] then
         if new == 'p' then
-          local id = cmsgpack.unpack(redis.call('HGET', W, 'm:' .. x))[1]
-          flow_out_put(H, id, redis.call('HGET', W, 'e:' .. x), at)
-          redis.call('HDEL', W, 'e:' .. x)
-          released[#released + 1] = id
+          local v = redis.call('HMGET', r.W, 'm:' .. x, 'e:' .. x, 'c:' .. x)
+          local id = cmsgpack.unpack(v[1])[1]
+          r.out[#r.out + 1], r.out[#r.out + 2] = at, id
+          r.outmsg[#r.outmsg + 1], r.outmsg[#r.outmsg + 2] = id, v[2]
+          r.gone[#r.gone + 1] = 'e:' .. x
+          r.released[#r.released + 1] = id
+          n.c = v[3] or false
         end
-        wf_set(W, x, st, new, work)
+        wf_set(r, x, n, new)
       end
     end
   end
-  return released
+end
+
+-- wf_chunks calls cmd on key with args, at most step of them per call.
+local function wf_chunks(cmd, key, args, step)
+  for i = 1, #args, step do
+    redis.call(cmd, key, unpack(args, i, math.min(i + step - 1, #args)))
+  end
+end
+
+-- wf_flush writes what run r changed.
+local function wf_flush(r)
+  local kv = {}
+  for _, x in ipairs(r.order) do
+    local n = r.nodes[x]
+    kv[#kv + 1] = 's:' .. x
+    kv[#kv + 1] = WF_WAITS[n[1]] and (n[1] .. ' ' .. n[2] .. ' ' .. n[3] .. ' ' .. n[4]) or n[1]
+  end
+  wf_chunks('HSET', r.W, kv, 1000)
+  if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
+  if r.bad ~= 0 then redis.call('HINCRBY', r.W, 'bad', r.bad) end
+  wf_chunks('HDEL', r.W, r.gone, 1000)
+  wf_chunks('ZADD', r.H .. ':out', r.out, 1000)
+  wf_chunks('HSET', r.H .. ':outmsg', r.outmsg, 1000)
+  r.order, r.dirty, r.gone, r.out, r.outmsg, r.open, r.bad = {}, {}, {}, {}, {}, 0, 0
 end
 
 -- wf_check finishes the workflow when no node is open (its state: failed
@@ -256,19 +319,23 @@ end
 -- from enqueued to either, or from dead to succeeded (an operator retried
 -- it, which resumes the graph below it). Anything else changes nothing.
 local function wf_apply(H, wid, x, outcome, result, err, now)
-  local W = H .. ':w:' .. wid
-  local st = redis.call('HGET', W, 's:' .. x)
-  if not (st == 'p' or (st == 'd' and outcome == 's')) or st == outcome then return false end
+  local r = wf_start(H, H .. ':w:' .. wid)
+  local n = wf_node(r, x)
+  if not n or not (n[1] == 'p' or (n[1] == 'd' and outcome == 's')) then return false end
   if outcome == 's' then
-    if result and result ~= '' then redis.call('HSET', W, 'r:' .. x, result) end
-    redis.call('HDEL', W, 'x:' .. x)
+    if result and result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
+    redis.call('HDEL', r.W, 'x:' .. x)
   else
-    redis.call('HSET', W, 'x:' .. x, err, 'why', 'node ' .. x .. ' is dead: ' .. err)
+    redis.call('HSET', r.W, 'x:' .. x, err)
+    -- a cancelled workflow keeps its reason: its tasks die of the cancel
+    if redis.call('HGET', r.W, 'state') ~= 'cancelled' then
+      redis.call('HSET', r.W, 'why', 'node ' .. x .. ' is dead: ' .. err)
+    end
   end
-  local work = {}
-  wf_set(W, x, st, outcome, work)
-  wf_run(H, W, work, now)
-  wf_check(W, now)
+  wf_set(r, x, n, outcome)
+  wf_run(r, now)
+  wf_flush(r)
+  wf_check(r.W, now)
   return true
 end
 

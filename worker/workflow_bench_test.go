@@ -1,0 +1,211 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/queue"
+)
+
+// BenchmarkWorkflow measures what a workflow node costs Redis against a
+// plain task, in one run on one private redis-server: 10,000 plain tasks
+// (EnqueueMany, then processed) beside a 10,000-node graph (EnqueueWorkflow,
+// then run to its end), both with 100-byte payloads and a no-op handler at
+// concurrency 16. It reports Redis CPU per task and per node, from enqueue
+// to the last ack (the graph's includes forwarding outcomes and delivering
+// released nodes), and Redis memory per task pending and per node while
+// the graph runs: waiting just after it was recorded, and enqueued (the
+// fan-out's children, released, not yet run). Shapes: fan-out, a root
+// with 9,999 children; layers, 100 layers of 100 nodes, each node a child
+// of two nodes of the layer above. Run it with -benchtime 1x; each
+// iteration is one whole run.
+func BenchmarkWorkflow(b *testing.B) {
+	for _, shape := range []string{"fan-out", "layers"} {
+		b.Run("shape="+shape, func(b *testing.B) {
+			var m workflowFigures
+			for range b.N {
+				m = measureWorkflow(b, shape)
+			}
+			b.ReportMetric(m.plainCPU, "plain-redis-cpu-us/task")
+			b.ReportMetric(m.nodeCPU, "node-redis-cpu-us/node")
+			b.ReportMetric(m.nodeCPU/m.plainCPU, "cpu-x")
+			b.ReportMetric(m.plainMem, "plain-B/task")
+			b.ReportMetric(m.waitingMem, "waiting-B/node")
+			b.ReportMetric(m.waitingMem/m.plainMem, "waiting-mem-x")
+			if m.enqueuedMem > 0 {
+				b.ReportMetric(m.enqueuedMem, "enqueued-B/node")
+				b.ReportMetric(m.enqueuedMem/m.plainMem, "enqueued-mem-x")
+			}
+		})
+	}
+}
+
+type workflowFigures struct {
+	plainCPU, nodeCPU                 float64 // Redis µs
+	plainMem, waitingMem, enqueuedMem float64 // bytes
+}
+
+func measureWorkflow(b *testing.B, shape string) workflowFigures {
+	const n = 10_000
+	b.StopTimer()
+	rdb := redistest.Start(b).Client(b)
+	qcfg := queue.Config{Prefix: redistest.Prefix(b)}
+	client, _ := queue.NewClient(rdb, qcfg)
+	insp, _ := queue.NewInspector(rdb, qcfg)
+	ctx := context.Background()
+	payload := make([]byte, 100)
+	var f workflowFigures
+
+	// warm the script cache and the queues' registrations
+	wf := queue.NewWorkflow()
+	wf.Add("warm", queue.NewRawTask("noop", payload, queue.In("plain")))
+	if _, err := client.EnqueueWorkflow(ctx, wf); err != nil {
+		b.Fatal(err)
+	}
+	run(b, rdb, qcfg, insp, "plain", 1)
+
+	// plain tasks
+	m0, c0 := usedMemory(b, rdb), redisCPU(b, rdb)
+	tasks := make([]*queue.Task, n)
+	for i := range tasks {
+		tasks[i] = queue.NewRawTask("noop", payload, queue.In("plain"))
+	}
+	if _, err := client.EnqueueMany(ctx, tasks); err != nil {
+		b.Fatal(err)
+	}
+	f.plainMem = float64(usedMemory(b, rdb)-m0) / n
+	run(b, rdb, qcfg, insp, "plain", n)
+	f.plainCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
+
+	// the graph
+	wf = queue.NewWorkflow()
+	switch shape {
+	case "fan-out":
+		wf.Add("root", queue.NewRawTask("noop", payload, queue.In("root")))
+		for i := 1; i < n; i++ {
+			wf.Add("n"+strconv.Itoa(i), queue.NewRawTask("noop", payload, queue.In("graph")), queue.After("root"))
+		}
+	case "layers":
+		const width = 100
+		for l := range n / width {
+			for i := range width {
+				var parents []queue.Edge
+				if l > 0 {
+					parents = []queue.Edge{queue.After(fmt.Sprintf("%d-%d", l-1, i)), queue.After(fmt.Sprintf("%d-%d", l-1, (i+1)%width))}
+				}
+				wf.Add(fmt.Sprintf("%d-%d", l, i), queue.NewRawTask("noop", payload, queue.In("graph")), parents...)
+			}
+		}
+	}
+	m0, c0 = usedMemory(b, rdb), redisCPU(b, rdb)
+	b.StartTimer()
+	id, err := client.EnqueueWorkflow(ctx, wf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.waitingMem = float64(usedMemory(b, rdb)-m0) / n
+	if shape == "fan-out" {
+		// the root runs; its 9,999 children are released, not run
+		run(b, rdb, qcfg, insp, "root", 1)
+		for {
+			qi, err := insp.QueueInfo(ctx, "graph")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if qi.Pending == n-1 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		f.enqueuedMem = float64(usedMemory(b, rdb)-m0) / n
+	}
+	// the rest of the graph; a cheap read of the workflow's state says
+	// when it is done
+	key := keys.Home(qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for rdb.HGet(ctx, key, "state").Val() == string(queue.WorkflowRunning) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	runUntil(b, rdb, qcfg, []string{"root", "graph"}, done)
+	b.StopTimer()
+	f.nodeCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
+	wi, err := insp.GetWorkflow(ctx, id)
+	if err != nil || wi.State != queue.WorkflowSucceeded {
+		b.Fatalf("workflow: %v, %v", wi.State, err)
+	}
+	return f
+}
+
+// run processes n tasks of queue q with a no-op handler, then stops.
+func run(b *testing.B, rdb *redis.Client, qcfg queue.Config, insp *queue.Inspector, q string, n int64) {
+	var got atomic.Int64
+	done := make(chan struct{})
+	h := HandlerFunc(func(context.Context, *Task) error {
+		if got.Add(1) == n {
+			close(done)
+		}
+		return nil
+	})
+	s := benchServer(b, rdb, qcfg, []string{q}, h)
+	<-done
+	for { // the last acks
+		qi, err := insp.QueueInfo(context.Background(), q)
+		if err != nil || qi.Active == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_ = s.Shutdown(context.Background())
+}
+
+// runUntil serves queues with a no-op handler until done closes.
+func runUntil(b *testing.B, rdb *redis.Client, qcfg queue.Config, queues []string, done <-chan struct{}) {
+	s := benchServer(b, rdb, qcfg, queues, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	<-done
+	_ = s.Shutdown(context.Background())
+}
+
+func benchServer(b *testing.B, rdb *redis.Client, qcfg queue.Config, queues []string, h Handler) *Server {
+	cfg := Config{Config: qcfg, Concurrency: 16, Queues: map[string]int{}, FlowSweep: 100 * time.Millisecond}
+	for _, q := range queues {
+		cfg.Queues[q] = 1
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := NewServer(rdb, cfg, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func usedMemory(b *testing.B, rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO")
+	return 0
+}
