@@ -2,7 +2,9 @@
 --[[ flow_workflow: create workflow wid at its home H, or extend a running
   one with new nodes, atomically: the nodes are checked first (names new,
   parents known, the size within bounds), and nothing is written when one
-  is refused. Nodes whose parents allow it go into the outbox at once
+  is refused. An extension whose nodes all exist already is a repeat: it
+  succeeds and writes nothing. Nodes whose parents allow it go into the
+  outbox at once
   (the caller delivers them; sweepers do after the grace).
   KEYS[1] H:w:<wid>
   ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] workflow ID
@@ -32,12 +34,20 @@ elseif redis.call('EXISTS', W) == 1 then
 end
 
 -- check everything before the first write
-local nodes, new = {}, {}
+local nodes, new, taken = {}, {}, nil
 for i = 9, #ARGV, 4 do
   local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = cmsgpack.unpack(ARGV[i + 3])}
-  if new[nd.name] or (extend and redis.call('HEXISTS', W, 's:' .. nd.name) == 1) then return {FLOW_NAME_TAKEN, nd.name} end
+  if new[nd.name] then return {FLOW_NAME_TAKEN, nd.name} end
+  if extend and redis.call('HEXISTS', W, 's:' .. nd.name) == 1 then taken = taken or nd.name end
   new[nd.name] = true
   nodes[#nodes + 1] = nd
+end
+if taken then
+  -- every node there already: a repeat (a fan-out handler retried) is done
+  for _, nd in ipairs(nodes) do
+    if redis.call('HEXISTS', W, 's:' .. nd.name) == 0 then return {FLOW_NAME_TAKEN, taken} end
+  end
+  return {FLOW_CREATED}
 end
 local r = wf_start(H, W)
 local edges = 0

@@ -194,15 +194,19 @@ func (w *Workflow) check() error {
 // EnqueueWorkflow records w as a new workflow at its home and enqueues its
 // roots; it returns the workflow's ID. The call is atomic: a cycle, an
 // unknown parent or a workflow over the bounds is ErrInvalidWorkflow, and
-// nothing is written; no node runs before every node is recorded. Each
+// nothing is written; no node runs before every node is recorded. When
+// the workflow was recorded but its roots could not be enqueued, it
+// returns the ID with the error: workers enqueue them after a grace of
+// 15s. Each
 // task's own options give its queue and the rest; TaskID and Unique are
 // refused, as for chains.
 func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, error) {
 	id := newFlowID("")
-	if err := c.recordWorkflow(ctx, id, w, false); err != nil {
-		return "", err
+	recorded, err := c.recordWorkflow(ctx, id, w, false)
+	if !recorded {
+		id = ""
 	}
-	return id, nil
+	return id, err
 }
 
 // ExtendWorkflow adds w's nodes to the running workflow id: fan-out. A
@@ -210,13 +214,20 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, erro
 // already succeeded is enqueued at once. From a handler of one of the
 // workflow's tasks, worker.Task.ExtendWorkflow does the same. A finished
 // workflow is ErrWorkflowFinished, a cancelled one ErrWorkflowCancelled.
+//
+// An extension whose nodes all exist already is a repeat, from a handler
+// that runs again: it succeeds and changes nothing. One that reuses some
+// names is ErrInvalidWorkflow.
 func (c *Client) ExtendWorkflow(ctx context.Context, id string, w *Workflow) error {
-	return c.recordWorkflow(ctx, id, w, true)
+	_, err := c.recordWorkflow(ctx, id, w, true)
+	return err
 }
 
-func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, extend bool) error {
+// recordWorkflow records w as workflow id, or adds it to id, and delivers
+// the nodes released; it reports whether w was recorded.
+func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, extend bool) (bool, error) {
 	if err := w.check(); err != nil {
-		return err
+		return false, err
 	}
 	home := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, home)
@@ -231,15 +242,15 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		info := &TaskInfo{}
 		d, err := c.delivery(n.task, nil, ref, info)
 		if err != nil {
-			return fmt.Errorf("workflow node %q: %w", n.name, err)
+			return false, fmt.Errorf("workflow node %q: %w", n.name, err)
 		}
 		enc, err := wire.EncodeDelivery(d)
 		if err != nil {
-			return err
+			return false, err
 		}
 		meta, err := msgpack.Marshal([]string{d.ID, info.Queue, info.Type})
 		if err != nil {
-			return err
+			return false, err
 		}
 		parents := make([][]string, len(n.parents))
 		for i, e := range n.parents {
@@ -247,7 +258,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		}
 		pb, err := msgpack.Marshal(parents)
 		if err != nil {
-			return err
+			return false, err
 		}
 		byID[d.ID] = d
 		args = append(args, n.name, meta, enc, pb)
@@ -259,10 +270,10 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("workflow %s: record: %w", id, redisError(err))
+		return false, fmt.Errorf("workflow %s: record: %w", id, redisError(err))
 	}
 	if err := workflowCode(id, reply); err != nil {
-		return err
+		return false, err
 	}
 	var ds []*wire.Delivery
 	for _, v := range reply[1:] {
@@ -273,9 +284,9 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	env := c.flowEnv()
 	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, home, ds) }); err != nil {
 		// recorded: workers deliver them after the grace
-		return fmt.Errorf("workflow %s: enqueue its first tasks (recorded; workers deliver them later): %w", id, err)
+		return true, fmt.Errorf("workflow %s: enqueue its first tasks (recorded; workers deliver them later): %w", id, err)
 	}
-	return nil
+	return true, nil
 }
 
 func edgeCode(p EdgePolicy) string {

@@ -285,7 +285,8 @@ func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
 
 // NodeResult returns the result node of workflow id recorded when it
 // succeeded (worker.Task.SetResult); nil when it wrote none or has not
-// succeeded. A node the workflow lacks is ErrInvalidWorkflow. In a
+// succeeded. An unknown workflow is ErrWorkflowNotFound, a node it lacks
+// ErrInvalidWorkflow. In a
 // handler, worker.Task.ParentResult reads a parent's. One round trip.
 func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, error) {
 	parent := node
@@ -293,11 +294,14 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 	var vals []any
 	err := rcall.Do(ctx, i.rdb, func() error {
 		var err error
-		vals, err = i.rdb.HMGet(ctx, h.Workflow(id), "m:"+parent, "r:"+parent).Result()
+		vals, err = i.rdb.HMGet(ctx, h.Workflow(id), "m:"+parent, "r:"+parent, "state").Result()
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
+	}
+	if vals[2] == nil {
+		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
 	}
 	meta, _ := vals[0].(string)
 	if meta == "" {

@@ -95,7 +95,10 @@ func TestWorkflowExtendRefused(t *testing.T) {
 		want  error
 		text  string
 	}{
-		{func(w *Workflow) { w.Add("b", NewRawTask("b", nil)) }, ErrInvalidWorkflow, `already has a node "b"`},
+		{func(w *Workflow) {
+			w.Add("b", NewRawTask("b", nil))
+			w.Add("new", NewRawTask("new", nil))
+		}, ErrInvalidWorkflow, `already has a node "b"`},
 		{func(w *Workflow) {
 			w.Add("c", NewRawTask("c", nil), After("a"))
 			w.Add("d", NewRawTask("d", nil), After("zz"))
@@ -122,6 +125,9 @@ func TestWorkflowExtendRefused(t *testing.T) {
 	}
 	if err := b.insp.CancelWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrWorkflowNotFound) {
 		t.Fatalf("cancel unknown: %v", err)
+	}
+	if _, err := b.insp.NodeResult(ctx, "0190a0a0-0000-7000-8000-000000000000", "a"); !errors.Is(err, ErrWorkflowNotFound) {
+		t.Fatalf("result of an unknown workflow: %v", err)
 	}
 	if _, err := b.insp.NodeResult(ctx, id, "zz"); !errors.Is(err, ErrInvalidWorkflow) {
 		t.Fatalf("result of an unknown node: %v", err)

@@ -23,6 +23,8 @@ func TestWorkflow(t *testing.T) {
 	t.Run("FanOut", func(t *testing.T) { t.Parallel(); testWorkflowFanOut(t, singleFlowRig(t)) })
 	t.Run("Cancel", func(t *testing.T) { t.Parallel(); testWorkflowCancel(t, singleFlowRig(t)) })
 	t.Run("DeadNodeResumes", func(t *testing.T) { t.Parallel(); testWorkflowDeadNodeResumes(t, singleFlowRig(t)) })
+	t.Run("DeadLeafRetried", func(t *testing.T) { t.Parallel(); testWorkflowDeadLeafRetried(t, singleFlowRig(t)) })
+	t.Run("FanOutRepeated", func(t *testing.T) { t.Parallel(); testWorkflowFanOutRepeated(t, singleFlowRig(t)) })
 }
 
 // TestWorkflowsOnCluster: the workflow tests on a three-master cluster,
@@ -310,5 +312,72 @@ func testWorkflowDeadNodeResumes(t *testing.T, r *flowRig) {
 		if log.count(typ) != n {
 			t.Fatalf("%s ran %d times, want %d: %v", typ, log.count(typ), n, log.order())
 		}
+	}
+}
+
+// testWorkflowDeadLeafRetried: a dead leaf, whose only child ran over an
+// EdgeRun edge, fails the workflow; retried to success it reopens no node,
+// and the workflow turns succeeded.
+func testWorkflowDeadLeafRetried(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var fail sync.Map
+	fail.Store("leaf", true)
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if _, ok := fail.Load(task.Type); ok {
+			return SkipRetry(errors.New("leaf broke"))
+		}
+		return nil
+	}))
+	wf := queue.NewWorkflow()
+	wf.Add("a", queue.NewRawTask("a", nil, queue.In("fa")))
+	wf.Add("leaf", queue.NewRawTask("leaf", nil, queue.In("fb")), queue.After("a"))
+	wf.Add("tidy", queue.NewRawTask("tidy", nil, queue.In("fa")), queue.Edge{Parent: "leaf", OnDead: queue.EdgeRun})
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	fail.Delete("leaf")
+	must(t, r.insp.RunTask(ctx, "fb", wi.Node("leaf").TaskID))
+	wi = waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if wi.Why != "" || wi.Count(queue.NodeSucceeded) != 3 {
+		t.Fatalf("after the retry: %s, why %q", nodeStates(wi), wi.Why)
+	}
+}
+
+// testWorkflowFanOutRepeated: a fan-out handler that fails after it
+// extended the workflow runs again and extends it again: the repeat
+// succeeds and adds nothing, and each part runs once. An extension that
+// reuses only some names is refused.
+func testWorkflowFanOutRepeated(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		if task.Type != "split" {
+			return nil
+		}
+		more := queue.NewWorkflow()
+		more.Add("part-1", queue.NewRawTask("part", nil, queue.In("fa")), queue.After("split"))
+		more.Add("part-2", queue.NewRawTask("part", nil, queue.In("fa")), queue.After("split"))
+		if err := task.ExtendWorkflow(ctx, more); err != nil {
+			return err
+		}
+		if task.Attempt == 1 {
+			return errors.New("lost after extending")
+		}
+		mixed := queue.NewWorkflow()
+		mixed.Add("part-2", queue.NewRawTask("part", nil, queue.In("fa")), queue.After("split"))
+		mixed.Add("part-3", queue.NewRawTask("part", nil, queue.In("fa")), queue.After("split"))
+		if err := task.ExtendWorkflow(ctx, mixed); !errors.Is(err, queue.ErrInvalidWorkflow) {
+			return fmt.Errorf("a partial repeat: %v, want ErrInvalidWorkflow", err)
+		}
+		return nil
+	}))
+	wf := queue.NewWorkflow()
+	wf.Add("split", queue.NewRawTask("split", nil, queue.In("fa"), queue.MaxRetry(3)))
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+	wi := waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if len(wi.Nodes) != 3 || log.count("split") != 2 || log.count("part") != 2 {
+		t.Fatalf("nodes %s, runs %v", nodeStates(wi), log.order())
 	}
 }

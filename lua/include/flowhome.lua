@@ -306,9 +306,11 @@ local function wf_check(W, now)
     end
     return
   end
-  if f[4] ~= '0' then return end
   local state = f[1]
   if state ~= 'cancelled' then state = tonumber(f[3]) > 0 and 'failed' or 'succeeded' end
+  -- a finished workflow changes state only when a retried node that
+  -- reopened nothing succeeded: failed becomes succeeded
+  if f[4] ~= '0' and state == f[1] then return end
   redis.call('HSET', W, 'finished', now, 'state', state)
   if state == 'succeeded' then redis.call('HSET', W, 'why', '') end
   local ret = tonumber(f[5])
