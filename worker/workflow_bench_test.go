@@ -136,7 +136,11 @@ func measureWorkflow(b *testing.B, shape string) workflowFigures {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for rdb.HGet(ctx, key, "state").Val() == string(queue.WorkflowRunning) {
+		for {
+			// a failed read (a pool busy with the workers' pops) is no answer
+			if st, err := rdb.HGet(ctx, key, "state").Result(); err == nil && st != string(queue.WorkflowRunning) {
+				return
+			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
