@@ -621,3 +621,29 @@ func TestBatchDeletedMembers(t *testing.T) {
 		t.Fatalf("batch after deletions: %+v, runs %v", bi, log.order())
 	}
 }
+
+// TestChainCompressedResult: a link's result large enough to be stored
+// compressed reaches the next link as the link wrote it.
+func TestChainCompressedResult(t *testing.T) {
+	t.Parallel()
+	r := singleFlowRig(t)
+	ctx := context.Background()
+	want := strings.Repeat("a result long enough to be compressed; ", 64)
+	got := make(chan string, 1)
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if task.Type == "one" {
+			return task.SetResult(ctx, []byte(want))
+		}
+		prev, err := task.PreviousResult(ctx)
+		if err != nil {
+			return err
+		}
+		got <- string(prev)
+		return nil
+	}))
+	_, err := r.client.EnqueueChain(ctx, queue.NewRawTask("one", nil, queue.In("fa")), queue.NewRawTask("two", nil, queue.In("fb")))
+	must(t, err)
+	if prev := <-got; prev != want {
+		t.Fatalf("PreviousResult: %d bytes starting %q, want the %d bytes link one wrote", len(prev), prev[:min(20, len(prev))], len(want))
+	}
+}
