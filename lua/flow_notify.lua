@@ -11,7 +11,9 @@
 local H = ARGV[1]
 local now = now_ms(ARGV[2])
 local changed = 0
+local runs = {} -- one per workflow: its outcomes are applied in one pass
 for i = 3, #ARGV do
-  if flow_apply(H, ARGV[i], now) then changed = changed + 1 end
+  if flow_apply(H, ARGV[i], now, runs) then changed = changed + 1 end
 end
+for _, r in pairs(runs) do wf_finish(r, now) end
 return {changed, flow_due(H, now)}

@@ -44,7 +44,7 @@ func taskFlowOf(r wire.FlowRef) *TaskFlow {
 	case 'b':
 		return &TaskFlow{BatchID: r.ID}
 	case 'w':
-		return &TaskFlow{WorkflowID: r.ID, Node: r.Node}
+		return &TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
 	}
 	return &TaskFlow{ChainID: r.ID, Link: r.Link}
 }
@@ -248,7 +248,7 @@ func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, 
 			case 'w':
 				kind = "workflow"
 			}
-			out = append(out, FlowSummary{Kind: kind, ID: m[2:], CreatedAt: time.UnixMilli(int64(z.Score))})
+			out = append(out, FlowSummary{Kind: kind, ID: keys.LongID(m[2:]), CreatedAt: time.UnixMilli(int64(z.Score))})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b FlowSummary) int { return b.CreatedAt.Compare(a.CreatedAt) })

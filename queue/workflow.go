@@ -235,10 +235,10 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	if extend {
 		mode = "extend"
 	}
-	args := []any{h.H, "", id, c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges}
+	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges}
 	byID := make(map[string]*wire.Delivery, len(w.nodes))
 	for _, n := range w.nodes {
-		ref := wire.FlowRef{Kind: 'w', Home: home, ID: id, Node: n.name}.String()
+		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
 		info := &TaskInfo{}
 		d, err := c.delivery(n.task, nil, ref, info)
 		if err != nil {

@@ -151,7 +151,7 @@ func (t *Task) Flow() *queue.TaskFlow {
 	case 'b':
 		return &queue.TaskFlow{BatchID: r.ID}
 	case 'w':
-		return &queue.TaskFlow{WorkflowID: r.ID, Node: r.Node}
+		return &queue.TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
 	}
 	return &queue.TaskFlow{ChainID: r.ID, Link: r.Link}
 }

@@ -1,8 +1,11 @@
 package keys
 
 import (
+	"encoding/base64"
 	"hash/fnv"
 	"strconv"
+
+	"github.com/google/uuid"
 )
 
 // FlowPartitions is how many flow homes there are: every chain and batch
@@ -50,8 +53,35 @@ func (h FlowHome) Chain(id string) string { return h.H + ":c:" + id }
 
 // Workflow is the hash of workflow id: its state and counters, and per
 // node its task, state, parents' effects, children, delivery until it is
-// released, result and error (lua/include/flowhome.lua).
-func (h FlowHome) Workflow(id string) string { return h.H + ":w:" + id }
+// released, result and error (lua/include/flowhome.lua). Its name holds
+// the ID's short form.
+func (h FlowHome) Workflow(id string) string { return h.H + ":w:" + ShortID(id) }
+
+// ShortID returns the form of workflow ID id (a UUID) that its key, its
+// entry in Recent and its tasks' flow refs carry: the UUID's 16 bytes in
+// unpadded base64url, 22 characters against 36, with no colon. A ref
+// travels in every node's message and its feed copy, so this saves 28
+// bytes per enqueued node. An ID that is no UUID stays as it is.
+func ShortID(id string) string {
+	u, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 {
+		return id
+	}
+	return base64.RawURLEncoding.EncodeToString(u[:])
+}
+
+// LongID returns the UUID text of a short ID (ShortID); anything else
+// stays as it is.
+func LongID(s string) string {
+	if len(s) != 22 {
+		return s
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return s
+	}
+	return uuid.UUID(b).String()
+}
 
 // Recent is the zset "b:<id>", "c:<id>" or "w:<id>" -> creation time (ms) of the
 // home's newest flows, capped.

@@ -317,11 +317,11 @@ local function wf_check(W, now)
   if ret > 0 then redis.call('PEXPIRE', W, ret) end
 end
 
--- wf_apply records node x of workflow wid reaching outcome ("s" or "d"):
--- from enqueued to either, or from dead to succeeded (an operator retried
--- it, which resumes the graph below it). Anything else changes nothing.
-local function wf_apply(H, wid, x, outcome, result, err, now)
-  local r = wf_start(H, H .. ':w:' .. wid)
+-- wf_note records, in run r, node x reaching outcome ("s" or "d"): from
+-- enqueued to either, or from dead to succeeded (an operator retried it,
+-- which resumes the graph below it). Anything else changes nothing. It
+-- reports whether the state changed; wf_finish does the rest.
+local function wf_note(r, x, outcome, result, err)
   local n = wf_node(r, x)
   if not n or not (n[1] == 'p' or (n[1] == 'd' and outcome == 's')) then return false end
   if outcome == 's' then
@@ -335,22 +335,36 @@ local function wf_apply(H, wid, x, outcome, result, err, now)
     end
   end
   wf_set(r, x, n, outcome)
+  return true
+end
+
+-- wf_finish releases what run r's outcomes freed, writes its changes and
+-- checks whether the workflow finished.
+local function wf_finish(r, now)
   wf_run(r, now)
   wf_flush(r)
   wf_check(r.W, now)
-  return true
 end
 
 -- flow_apply applies one notification {ref, member, outcome, result,
 -- error} (wire.FlowNote) at home H. A ref that does not parse is dropped.
-local function flow_apply(H, note, now)
+-- A workflow's outcomes go into its run in runs (wid -> run), which the
+-- caller finishes once for all of them (wf_finish).
+local function flow_apply(H, note, now, runs)
   local ok, n = pcall(cmsgpack.unpack, note)
   if not ok or type(n) ~= 'table' or type(n[1]) ~= 'string' then return false end
   local kind, rest = string.match(n[1], '^([bcw])%d+:(.+)$')
   if kind == 'b' then return batch_apply(H, rest, n[2], n[3], now) end
   if kind == 'w' then
     local wid, x = string.match(rest, '^([^:]+):(.+)$')
-    if wid then return wf_apply(H, wid, x, n[3], n[4], n[5] or '', now) end
+    if wid then
+      local r = runs[wid]
+      if not r then
+        r = wf_start(H, H .. ':w:' .. wid)
+        runs[wid] = r
+      end
+      return wf_note(r, x, n[3], n[4], n[5] or '')
+    end
     return false
   end
   if kind == 'c' then
