@@ -128,7 +128,7 @@ func (d *Dashboard) flowProgress(r *http.Request, row *flowRow) error {
 		}
 		row.Chain = newChainView(c)
 	case "workflow":
-		w, err := d.insp.GetWorkflow(r.Context(), row.ID)
+		w, err := d.insp.WorkflowSummary(r.Context(), row.ID)
 		if err != nil {
 			return err
 		}

@@ -33,13 +33,10 @@ type workflowSummary struct {
 }
 
 func newWorkflowSummary(w *queue.WorkflowInfo) *workflowSummary {
-	v := &workflowSummary{ID: w.ID, State: string(w.State), Why: w.Why, Total: len(w.Nodes), Edges: w.Edges,
+	v := &workflowSummary{ID: w.ID, State: string(w.State), Why: w.Why, Total: w.Total, Edges: w.Edges,
 		Counts: map[string]int{}, CreatedAt: w.CreatedAt, FinishedAt: timePtr(w.FinishedAt)}
 	for _, s := range nodeStates {
-		v.Counts[string(s)] = 0
-	}
-	for _, n := range w.Nodes {
-		v.Counts[string(n.State)]++
+		v.Counts[string(s)] = w.Counts[s]
 	}
 	if v.Total > 0 {
 		v.Percent = (v.Total - v.Counts[string(queue.NodeWaiting)] - v.Counts[string(queue.NodeEnqueued)]) * 100 / v.Total

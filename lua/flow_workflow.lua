@@ -71,6 +71,7 @@ end
 redis.call('HINCRBY', W, 'n', #nodes)
 redis.call('HINCRBY', W, 'edges', edges)
 r.open = #nodes
+r.counts.w = #nodes
 local kv = {}
 for _, nd in ipairs(nodes) do
   kv[#kv + 1], kv[#kv + 2] = 'm:' .. nd.name, nd.meta

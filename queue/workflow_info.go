@@ -63,10 +63,14 @@ type WorkflowInfo struct {
 	// Why says why the workflow failed or was cancelled: the last node
 	// that died, and its error.
 	Why string
-	// Nodes in the order they were added, extensions last.
-	Nodes []WorkflowNode
-	// Edges counts the nodes' parents.
-	Edges      int
+	// Total counts the nodes, Edges their parents, and Counts the nodes
+	// in each state.
+	Total  int
+	Edges  int
+	Counts map[NodeState]int
+	// Nodes in the order they were added, extensions last; WorkflowSummary
+	// leaves it empty.
+	Nodes      []WorkflowNode
 	CreatedAt  time.Time
 	FinishedAt time.Time
 }
@@ -79,17 +83,6 @@ func (w *WorkflowInfo) Node(name string) *WorkflowNode {
 		}
 	}
 	return nil
-}
-
-// Count returns how many of w's nodes are in state s.
-func (w *WorkflowInfo) Count(s NodeState) int {
-	n := 0
-	for i := range w.Nodes {
-		if w.Nodes[i].State == s {
-			n++
-		}
-	}
-	return n
 }
 
 func nodeState(s string) NodeState {
@@ -122,32 +115,63 @@ func edgePolicy(code string) EdgePolicy {
 	return EdgeFail
 }
 
+// nodeStates are the node states, with their stored letters.
+var nodeStates = []struct {
+	code  string
+	state NodeState
+}{{"w", NodeWaiting}, {"p", NodeEnqueued}, {"s", NodeSucceeded}, {"d", NodeDead}, {"f", NodeFailed}, {"k", NodeSkipped}, {"x", NodeCancelled}}
+
+// WorkflowSummary returns workflow id's state and its counts of nodes per
+// state, without its nodes, in one round trip: a read that costs the same
+// at any size, for lists of workflows.
+func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowInfo, error) {
+	key := keys.Home(i.cfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	fields := []string{"state", "why", "n", "edges", "created", "finished"}
+	for _, s := range nodeStates {
+		fields = append(fields, "cnt_"+s.code)
+	}
+	var vals []any
+	err := rcall.Do(ctx, i.rdb, func() error {
+		var err error
+		vals, err = i.rdb.HMGet(ctx, key, fields...).Result()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: %w", id, err)
+	}
+	f := make(map[string]string, len(fields))
+	for j, name := range fields {
+		f[name], _ = vals[j].(string)
+	}
+	if f["state"] == "" {
+		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	}
+	w := &WorkflowInfo{
+		ID: id, State: WorkflowState(f["state"]), Why: i.openError(f["why"], ""),
+		Total: atoi(f["n"]), Edges: atoi(f["edges"]), Counts: make(map[NodeState]int, len(nodeStates)),
+		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
+	}
+	for _, s := range nodeStates {
+		w.Counts[s.state] = atoi(f["cnt_"+s.code])
+	}
+	return w, nil
+}
+
 // workflowScan is how many fields one HSCAN step of GetWorkflow asks for.
 const workflowScan = 2000
 
 // GetWorkflow returns workflow id's progress: its state and every node
 // with its edges. It reads the workflow's hash but not its results: one
-// round trip, then one per 2,000 fields (about 600 nodes).
+// round trip, then one per 2,000 fields (about 600 nodes). For its state
+// and counts alone, WorkflowSummary costs one round trip at any size.
 func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, error) {
 	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
 	key := h.Workflow(id)
-	f := map[string]string{}
-	metaFields := []string{"state", "why", "edges", "created", "finished"}
-	var meta []any
-	err := rcall.Do(ctx, i.rdb, func() error {
-		var err error
-		meta, err = i.rdb.HMGet(ctx, key, metaFields...).Result()
-		return err
-	})
+	w, err := i.WorkflowSummary(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("get workflow %s: %w", id, err)
+		return nil, err
 	}
-	for j, name := range metaFields {
-		f[name], _ = meta[j].(string)
-	}
-	if f["state"] == "" {
-		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
-	}
+	f := map[string]string{}
 	var cursor uint64
 	for {
 		var vals []string
@@ -167,10 +191,6 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 		if cursor == 0 {
 			break
 		}
-	}
-	w := &WorkflowInfo{
-		ID: id, State: WorkflowState(f["state"]), Why: i.openError(f["why"], ""), Edges: atoi(f["edges"]),
-		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
 	}
 	type placed struct {
 		n     WorkflowNode

@@ -137,6 +137,14 @@ func TestWorkflowExtendRefused(t *testing.T) {
 	if wi.State != WorkflowRunning || len(wi.Nodes) != 2 || wi.Node("a").State != NodeEnqueued || wi.Node("b").State != NodeWaiting {
 		t.Fatalf("workflow after refused extensions: %+v", wi)
 	}
+	sum, err := b.insp.WorkflowSummary(ctx, id)
+	must(t, err)
+	if sum.Total != 2 || sum.Edges != 1 || sum.Counts[NodeEnqueued] != 1 || sum.Counts[NodeWaiting] != 1 || sum.Counts[NodeSucceeded] != 0 || len(sum.Nodes) != 0 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	if _, err := b.insp.WorkflowSummary(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrWorkflowNotFound) {
+		t.Fatalf("summary of an unknown workflow: %v", err)
+	}
 }
 
 // TestWorkflowRedisGone: with Redis gone, EnqueueWorkflow returns an

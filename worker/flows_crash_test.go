@@ -385,12 +385,12 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 		}
 		if wi.State != queue.WorkflowRunning || time.Now().After(deadline) {
 			t.Fatalf("workflow %s after %d kills: %d succeeded, %d enqueued, %d waiting; why %q",
-				wi.State, kills, wi.Count(queue.NodeSucceeded), wi.Count(queue.NodeEnqueued), wi.Count(queue.NodeWaiting), wi.Why)
+				wi.State, kills, wi.Counts[queue.NodeSucceeded], wi.Counts[queue.NodeEnqueued], wi.Counts[queue.NodeWaiting], wi.Why)
 		}
 		// kill one worker each time another layer has finished
 		// kill a worker without a crash point each time a sixth more of
 		// the nodes succeeded
-		if done := wi.Count(queue.NodeSucceeded); kills < 4 && done > (kills+1)*len(wi.Nodes)/6 {
+		if done := wi.Counts[queue.NodeSucceeded]; kills < 4 && done > (kills+1)*len(wi.Nodes)/6 {
 			i := len(live) - 1
 			for i > 0 && live[i].opts.Crash != "" {
 				i--
@@ -410,8 +410,8 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 	reap()
 	t.Logf("workflow of %d nodes succeeded; %d workers died: %d after a flow ack, %d before delivering",
 		len(wi.Nodes), len(died), selfCrashed[crashAfterFlowOutcome], selfCrashed[crashBeforeFlowDeliver])
-	if len(wi.Nodes) != 1+layers*width || wi.Count(queue.NodeSucceeded) != len(wi.Nodes) {
-		t.Fatalf("nodes: %d, %d succeeded", len(wi.Nodes), wi.Count(queue.NodeSucceeded))
+	if len(wi.Nodes) != 1+layers*width || wi.Counts[queue.NodeSucceeded] != len(wi.Nodes) {
+		t.Fatalf("nodes: %d, %d succeeded", len(wi.Nodes), wi.Counts[queue.NodeSucceeded])
 	}
 	if selfCrashed[crashAfterFlowOutcome] == 0 || selfCrashed[crashBeforeFlowDeliver] == 0 {
 		t.Errorf("crash points hit: %v", selfCrashed)

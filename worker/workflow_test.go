@@ -101,7 +101,7 @@ func testWorkflowDiamond(t *testing.T, r *flowRig) {
 		t.Fatalf("d read parent results %q", got)
 	}
 	mu.Unlock()
-	if wi.Count(queue.NodeSucceeded) != 4 || wi.Edges != 4 || wi.FinishedAt.IsZero() {
+	if wi.Counts[queue.NodeSucceeded] != 4 || wi.Total != 4 || wi.Counts[queue.NodeWaiting]+wi.Counts[queue.NodeEnqueued] != 0 || wi.Edges != 4 || wi.FinishedAt.IsZero() {
 		t.Fatalf("workflow: %+v", wi)
 	}
 	d := wi.Node("d")
@@ -188,7 +188,7 @@ func testWorkflowFanOut(t *testing.T, r *flowRig) {
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
 	wi := waitWorkflow(t, r, id, queue.WorkflowSucceeded)
-	if len(wi.Nodes) != 5 || wi.Count(queue.NodeSucceeded) != 5 || log.count("part") != 3 || log.count("join") != 1 {
+	if len(wi.Nodes) != 5 || wi.Counts[queue.NodeSucceeded] != 5 || log.count("part") != 3 || log.count("join") != 1 {
 		t.Fatalf("nodes %s, runs %v", nodeStates(wi), log.order())
 	}
 	if o := log.order(); o[len(o)-1] != "join" {
@@ -305,7 +305,7 @@ func testWorkflowDeadNodeResumes(t *testing.T, r *flowRig) {
 	fail.Delete("b")
 	must(t, r.insp.RunTask(ctx, "fb", wi.Node("b").TaskID))
 	wi = waitWorkflow(t, r, id, queue.WorkflowSucceeded)
-	if wi.Count(queue.NodeSucceeded) != 5 || wi.Why != "" {
+	if wi.Counts[queue.NodeSucceeded] != 5 || wi.Why != "" {
 		t.Fatalf("after the retry: %s, why %q", nodeStates(wi), wi.Why)
 	}
 	for typ, n := range map[string]int{"a": 1, "b": 2, "c": 1, "d": 1, "e": 1} {
@@ -338,7 +338,7 @@ func testWorkflowDeadLeafRetried(t *testing.T, r *flowRig) {
 	fail.Delete("leaf")
 	must(t, r.insp.RunTask(ctx, "fb", wi.Node("leaf").TaskID))
 	wi = waitWorkflow(t, r, id, queue.WorkflowSucceeded)
-	if wi.Why != "" || wi.Count(queue.NodeSucceeded) != 3 {
+	if wi.Why != "" || wi.Counts[queue.NodeSucceeded] != 3 {
 		t.Fatalf("after the retry: %s, why %q", nodeStates(wi), wi.Why)
 	}
 }

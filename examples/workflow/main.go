@@ -165,7 +165,7 @@ func main() {
 		var counts []string
 		for _, s := range []queue.NodeState{queue.NodeWaiting, queue.NodeEnqueued, queue.NodeSucceeded,
 			queue.NodeDead, queue.NodeFailed, queue.NodeSkipped} {
-			if n := wi.Count(s); n > 0 {
+			if n := wi.Counts[s]; n > 0 {
 				counts = append(counts, fmt.Sprintf("%d %s", n, s))
 			}
 		}

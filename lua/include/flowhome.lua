@@ -146,7 +146,8 @@ end
 
 -- Workflows. A workflow wid keeps everything in one hash W = H:w:<wid>:
 -- its state and counters (state, n, edges, open: nodes waiting or
--- enqueued, bad: nodes dead or failed, why, created, finished, ret), and
+-- enqueued, bad: nodes dead or failed, cnt_<state>: nodes per state, why,
+-- created, finished, ret), and
 -- per node name x: m:x {task ID, queue, type} (cmsgpack); s:x its state,
 -- followed while it waits by its parents' effects, "<state> <unfinished>
 -- <fail> <skip>"; c:x its children {{name, edge}, ...} (cmsgpack); e:x
@@ -183,7 +184,7 @@ end
 -- wf_flush.
 local function wf_start(H, W)
   return {H = H, W = W, nodes = {}, dirty = {}, order = {}, work = {}, open = 0, bad = 0,
-    out = {}, outmsg = {}, gone = {}, released = {}}
+    counts = {}, out = {}, outmsg = {}, gone = {}, released = {}}
 end
 
 -- wf_parse reads a node's stored state.
@@ -219,6 +220,8 @@ local function wf_set(r, x, n, new)
   wf_dirty(r, x)
   r.open = r.open + (WF_OPEN[new] and 1 or 0) - (WF_OPEN[st] and 1 or 0)
   r.bad = r.bad + (WF_BAD[new] and 1 or 0) - (WF_BAD[st] and 1 or 0)
+  r.counts[st] = (r.counts[st] or 0) - 1
+  r.counts[new] = (r.counts[new] or 0) + 1
   local cs = n.c
   if cs == nil then cs = redis.call('HGET', r.W, 'c:' .. x) end
   if not cs then return end
@@ -287,10 +290,13 @@ local function wf_flush(r)
   wf_chunks('HSET', r.W, kv, 1000)
   if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
   if r.bad ~= 0 then redis.call('HINCRBY', r.W, 'bad', r.bad) end
+  for st, d in pairs(r.counts) do
+    if d ~= 0 then redis.call('HINCRBY', r.W, 'cnt_' .. st, d) end
+  end
   wf_chunks('HDEL', r.W, r.gone, 1000)
   wf_chunks('ZADD', r.H .. ':out', r.out, 1000)
   wf_chunks('HSET', r.H .. ':outmsg', r.outmsg, 1000)
-  r.order, r.dirty, r.gone, r.out, r.outmsg, r.open, r.bad = {}, {}, {}, {}, {}, 0, 0
+  r.order, r.dirty, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, {}, 0, 0, {}
 end
 
 -- wf_check finishes the workflow when no node is open (its state: failed
