@@ -238,6 +238,13 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	for k := range w.Nodes {
 		slices.SortFunc(w.Nodes[k].Parents, func(a, b Edge) int { return rank[a.Parent] - rank[b.Parent] })
 	}
+	// an encrypted Why opens with its node's task ID, which the nodes give
+	if name, ok := strings.CutPrefix(w.Why, "node "); ok && strings.HasSuffix(w.Why, ": (encrypted)") {
+		name = strings.TrimSuffix(name, " is dead: (encrypted)")
+		if n := w.Node(name); n != nil && n.Error != "" {
+			w.Why = "node " + name + " is dead: " + n.Error
+		}
+	}
 	return w, nil
 }
 

@@ -25,6 +25,7 @@ func TestWorkflow(t *testing.T) {
 	t.Run("DeadNodeResumes", func(t *testing.T) { t.Parallel(); testWorkflowDeadNodeResumes(t, singleFlowRig(t)) })
 	t.Run("DeadLeafRetried", func(t *testing.T) { t.Parallel(); testWorkflowDeadLeafRetried(t, singleFlowRig(t)) })
 	t.Run("FanOutRepeated", func(t *testing.T) { t.Parallel(); testWorkflowFanOutRepeated(t, singleFlowRig(t)) })
+	t.Run("SealedResults", func(t *testing.T) { t.Parallel(); testWorkflowSealedResults(t) })
 }
 
 // TestWorkflowsOnCluster: the workflow tests on a three-master cluster,
@@ -379,5 +380,55 @@ func testWorkflowFanOutRepeated(t *testing.T, r *flowRig) {
 	wi := waitWorkflow(t, r, id, queue.WorkflowSucceeded)
 	if len(wi.Nodes) != 3 || log.count("split") != 2 || log.count("part") != 2 {
 		t.Fatalf("nodes %s, runs %v", nodeStates(wi), log.order())
+	}
+}
+
+// testWorkflowSealedResults: under a key ring, with errors encrypted, a
+// parent's large result reaches its child through ParentResult as the
+// parent wrote it, and a dead node's error reads back through
+// GetWorkflow; Redis holds neither in clear.
+func testWorkflowSealedResults(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	qcfg := queue.Config{Prefix: redistest.Prefix(t), KeyRing: ringOf("k1"), EncryptErrors: true}
+	client, err := queue.NewClient(rdb, qcfg)
+	must(t, err)
+	insp, err := queue.NewInspector(rdb, qcfg)
+	must(t, err)
+	r := &flowRig{rdb: rdb, qcfg: qcfg, client: client, insp: insp}
+	ctx := context.Background()
+	want := strings.Repeat("a secret result of the parent; ", 40)
+	got := make(chan string, 1)
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		switch task.Type {
+		case "parent":
+			return task.SetResult(ctx, []byte(want))
+		case "child":
+			v, err := task.ParentResult(ctx, "parent")
+			if err != nil {
+				return err
+			}
+			got <- string(v)
+			return nil
+		}
+		return SkipRetry(errors.New("a secret failure"))
+	}))
+	wf := queue.NewWorkflow()
+	wf.Add("parent", queue.NewRawTask("parent", nil, queue.In("fa")))
+	wf.Add("child", queue.NewRawTask("child", nil, queue.In("fb")), queue.After("parent"))
+	wf.Add("broken", queue.NewRawTask("broken", nil, queue.In("fa")))
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+	if v := <-got; v != want {
+		t.Fatalf("ParentResult: %d bytes, want the %d the parent wrote", len(v), len(want))
+	}
+	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	if e := wi.Node("broken").Error; !strings.Contains(e, "a secret failure") || !strings.Contains(wi.Why, "node broken is dead: worker: skip retry: a secret failure") {
+		t.Fatalf("broken's error reads %q, why %q", e, wi.Why)
+	}
+	for _, secret := range []string{"a secret result", "a secret failure"} {
+		if held := redistest.KeysHolding(t, rdb, "*", []byte(secret)); len(held) > 0 {
+			t.Fatalf("%q in clear in %v", secret, held)
+		}
 	}
 }
