@@ -39,25 +39,44 @@ if rank_closed(redis.call('GET', KEYS[4])) then
   return codes
 end
 
--- finish keeps each new member's message for the feed (bodies[i] is the
--- message of members[i]), stores the pending messages, records the feed's
--- members and trims it
-local function finish(pending, members, bodies)
-  for j = 1, #members, 500 do
-    local kv = {}
-    for i = j, math.min(#members, j + 499) do
-      kv[#kv + 1] = members[i]
-      kv[#kv + 1] = bodies[i]
+-- finish stores the checked path's new tasks: pending holds the messages
+-- of those pending now, pos their positions among members (the feed's new
+-- members); copies holds {id, message} of the ones whose message the feed
+-- keeps (scheduled or with a concurrency key). A keyless pending task has
+-- no copy: readers find it in its shard through the pending index, as a
+-- plain task. It records the feed's members and trims it.
+local function finish(pending, pos, members, copies)
+  local keyed, plain, at = {}, {}, {}
+  for i, m in ipairs(pending) do
+    if msg_keyed(m) then
+      keyed[#keyed + 1] = m
+    else
+      plain[#plain + 1] = m
+      at[#at + 1] = pos[i]
     end
-    redis.call('HSET', KEYS[5], unpack(kv))
   end
   -- tasks with a key wait in their keys' lists (include/fair.lua)
-  pending = fair_route(T, pending, false, size)
-  if #pending > 0 then sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false) end
-  local _, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
-  for j = 1, #trimmed, 1000 do
-    redis.call('HDEL', KEYS[5], unpack(trimmed, j, math.min(#trimmed, j + 999)))
+  if #keyed > 0 then fair_route(T, keyed, false, size) end
+  local rolls = {}
+  if #plain > 0 then
+    local _, r, empty = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, plain, false)
+    for j = 1, #r, 2 do
+      rolls[#rolls + 1] = at[r[j]] or (#members + 1)
+      rolls[#rolls + 1] = r[j + 1]
+    end
+    if empty then
+      -- a blocked worker's move may hold it out of every shard until its
+      -- claim: the copy covers that moment, as on the plain path
+      copies[#copies + 1] = members[at[1]]
+      copies[#copies + 1] = plain[1]
+    end
   end
+  for j = 1, #copies, 1000 do
+    redis.call('HSET', KEYS[5], unpack(copies, j, math.min(#copies, j + 999)))
+  end
+  local first, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
+  pending_index(T, first, rolls)
+  pending_forget(T, KEYS[3], KEYS[5], trimmed)
 end
 
 if F == 2 then
@@ -138,7 +157,7 @@ for i = FIRST, #ARGV, F do
 end
 
 -- writes
-local pending, members, bodies, expiries = {}, {}, {}, {}
+local pending, pos, members, copies, expiries = {}, {}, {}, {}, {}
 for i = FIRST, #ARGV, F do
   local k = (i - FIRST) / F + 1
   if codes[k] == ENQ_PENDING then
@@ -147,19 +166,20 @@ for i = FIRST, #ARGV, F do
     local unique, unique_ttl, claim = ARGV[i + 4], tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
     local due = 0
     if at > 0 then due = at elseif delay > 0 then due = now + delay end
+    members[#members + 1] = id
     if due > now then
       redis.call('ZADD', KEYS[6], due, id)
       redis.call('HSET', KEYS[7], id, msg)
       redis.call('HSET', KEYS[8], id, record_new('scheduled', due))
       codes[k] = ENQ_SCHEDULED
+      copies[#copies + 1], copies[#copies + 2] = id, msg
     else
-      pending[#pending + 1] = msg
+      pending[#pending + 1], pos[#pos + 1] = msg, #members
+      if msg_keyed(msg) then copies[#copies + 1], copies[#copies + 2] = id, msg end
     end
     if claim > 0 then claim_take(T, id, shards[k], claim, now, expiries) end
     if unique ~= '' then unique_take(T, unique, id, unique_ttl) end
-    members[#members + 1] = id
-    bodies[#bodies + 1] = msg
   end
 end
-finish(pending, members, bodies)
+finish(pending, pos, members, copies)
 return codes

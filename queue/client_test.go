@@ -633,6 +633,55 @@ func TestPendingFoundInItsShard(t *testing.T) {
 	}
 }
 
+// TestCheckedPendingFoundInItsShard: tasks of the checked path (chosen
+// IDs, unique) pending now keep no message copy: readers find them in
+// their shards, over several shards, as plain tasks; a scheduled task and
+// a keyed one keep theirs. Deleting one by ID releases its unique lock.
+func TestCheckedPendingFoundInItsShard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{ShardSize: 3, FeedSize: 100})
+	var tasks []*Task
+	for i := range 20 {
+		opts := []Option{TaskID(fmt.Sprint("chosen-", i))}
+		if i == 7 {
+			opts = append(opts, Unique(time.Hour))
+		}
+		tasks = append(tasks, NewRawTask("t", []byte(fmt.Sprint("p-", i)), opts...))
+	}
+	tasks = append(tasks, NewRawTask("t", []byte("later"), TaskID("later"), ProcessIn(time.Hour)),
+		NewRawTask("t", []byte("keyed"), TaskID("keyed"), ConcurrencyKey("tenant-1")))
+	_, err := b.client.EnqueueMany(ctx, tasks)
+	must(t, err)
+	k := keys.For(b.cfg.Prefix, DefaultQueue, 0)
+	shards := len(b.rdb.Keys(ctx, k.T+":s:*").Val())
+	if n := len(b.rdb.HKeys(ctx, k.FeedMsg()).Val()); n < 2 || n > 2+shards || shards < 6 {
+		t.Fatalf("T:feed:msg holds %d copies over %d shards: want the scheduled and keyed tasks', and at most one per shard", n, shards)
+	}
+	for i := range 20 {
+		got, err := b.insp.GetTask(ctx, DefaultQueue, fmt.Sprint("chosen-", i))
+		if err != nil || string(got.Payload) != fmt.Sprint("p-", i) || got.State != StatePending {
+			t.Fatalf("GetTask(chosen-%d) = %+v, %v", i, got, err)
+		}
+	}
+	for id, state := range map[string]State{"later": StateScheduled, "keyed": StatePending} {
+		if got, err := b.insp.GetTask(ctx, DefaultQueue, id); err != nil || string(got.Payload) != id || got.State != state {
+			t.Fatalf("GetTask(%s) = %+v, %v", id, got, err)
+		}
+	}
+	// the unique task deleted by ID: its lock goes with it
+	if _, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("p-7"), Unique(time.Hour))); !errors.Is(err, ErrDuplicateUniqueTask) {
+		t.Fatalf("a duplicate of the unique task: %v, want ErrDuplicateUniqueTask", err)
+	}
+	must(t, b.insp.DeleteTask(ctx, DefaultQueue, "chosen-7"))
+	if _, err := b.insp.GetTask(ctx, DefaultQueue, "chosen-7"); !errors.Is(err, ErrTaskNotFound) {
+		t.Fatalf("GetTask of the deleted task: %v", err)
+	}
+	if _, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("p-7"), Unique(time.Hour))); err != nil {
+		t.Fatalf("a unique task after the deletion: %v", err)
+	}
+}
+
 // TestPendingFoundWhileMovedToInFlight: a task pushed into an empty shard
 // may be moved out of every shard by a blocked worker's BLMOVE until its
 // claim; it keeps its copy, so GetTask finds it meanwhile.

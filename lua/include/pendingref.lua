@@ -1,11 +1,11 @@
 --@include msgid
 --@include sharded
--- A task enqueued by the plain path (pending now, generated ID, not unique,
--- no concurrency key) has no copy of its message in T:feed:msg: its message
--- is only in the pending list. T:feed:shards says where to look for it: a
--- zset of shard numbers, each scored by the first feed rank the plain path
+-- A task enqueue.lua pushed pending without a concurrency key (by the plain
+-- path or the checked one) has no copy of its message in T:feed:msg: its
+-- message is only in the pending list. T:feed:shards says where to look for
+-- it: a zset of shard numbers, each scored by the first feed rank enqueue
 -- pushed to that shard, written only when a push moves the tail pointer
--- (once per ShardSize plain tasks). A task of rank r is in the shard of the greatest
+-- (once per ShardSize tasks). A task of rank r is in the shard of the greatest
 -- score <= r, or a later one (other writers roll shards unrecorded): readers
 -- look through at most PENDING_LOOKUP_SHARDS shards from there.
 
