@@ -1,21 +1,24 @@
 #!lua
 --[[ flow_workflow: create workflow wid at its home H, or extend a running
   one with new nodes, atomically: the nodes are checked first (names new,
-  parents known, the size within bounds), and nothing is written when one
-  is refused. An extension whose nodes all exist already is a repeat: it
-  succeeds and writes nothing. Nodes whose parents allow it go into the
-  outbox at once
-  (the caller delivers them; sweepers do after the grace).
+  parents known, the size within bounds, no cycle), and nothing is written
+  when one is refused. An extension whose nodes all exist already is a
+  repeat: it succeeds and writes nothing. A new node may also be made a
+  parent of an existing node that still waits (queue.Before): that node
+  then waits for it too. Nodes whose parents allow it go into the outbox at
+  once (the caller delivers them; sweepers do after the grace).
   KEYS[1] H:w:<wid>
-  ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] workflow ID
+  ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] workflow ID (short)
   ARGV[4] retention after it finished (ms, 0 = forever)  ARGV[5] grace (ms)
   ARGV[6] "new" or "extend"  ARGV[7] max nodes  ARGV[8] max edges
   ARGV[9..] per node: name, {task ID, queue, type} (msgpack), delivery,
-    parents {{name, edge}, ...} (msgpack; edge 'f', 'r' or 'k')
+    parents {{name, edge}, ...} and existing children {{name, edge}, ...}
+    (msgpack; edge 'f', 'r' or 'k')
   Returns: {FLOW_CREATED, released task ID, ...}, or {code, detail...}:
   FLOW_ID_TAKEN, FLOW_NOT_FOUND, FLOW_FINISHED, FLOW_CLOSED (cancelled),
-  FLOW_NAME_TAKEN {name}, FLOW_UNKNOWN_PARENT {node, parent},
-  FLOW_TOO_BIG {nodes, edges} (include/codes.lua) ]]
+  FLOW_NAME_TAKEN {name}, FLOW_UNKNOWN_PARENT {node, named node},
+  FLOW_TOO_BIG {nodes, edges}, FLOW_NOT_WAITING {node, child},
+  FLOW_CYCLE {node, child} (include/codes.lua) ]]
 --@include codes
 --@include time
 --@include flowhome
@@ -35,8 +38,9 @@ end
 
 -- check everything before the first write
 local nodes, new, taken = {}, {}, nil
-for i = 9, #ARGV, 4 do
-  local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = cmsgpack.unpack(ARGV[i + 3])}
+for i = 9, #ARGV, 5 do
+  local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = cmsgpack.unpack(ARGV[i + 3]),
+    before = cmsgpack.unpack(ARGV[i + 4])}
   if new[nd.name] then return {FLOW_NAME_TAKEN, nd.name} end
   if extend and redis.call('HEXISTS', W, 's:' .. nd.name) == 1 then taken = taken or nd.name end
   new[nd.name] = true
@@ -50,17 +54,66 @@ if taken then
   return {FLOW_CREATED}
 end
 local r = wf_start(H, W)
-local edges = 0
+-- adds: the children this call gives each node, new or existing
+local adds, edges = {}, 0
+local function add(p, child, e)
+  local list = adds[p]
+  if not list then
+    list = {}
+    adds[p] = list
+  end
+  list[#list + 1] = {child, e}
+  edges = edges + 1
+end
 for _, nd in ipairs(nodes) do
   for _, pe in ipairs(nd.parents) do
     if not new[pe[1]] and not wf_node(r, pe[1]) then
       return {FLOW_UNKNOWN_PARENT, nd.name, pe[1]}
     end
-    edges = edges + 1
+    add(pe[1], nd.name, pe[2])
+  end
+  for _, ce in ipairs(nd.before) do
+    local c = wf_node(r, ce[1])
+    if not c then return {FLOW_UNKNOWN_PARENT, nd.name, ce[1]} end
+    if c[1] ~= 'w' then return {FLOW_NOT_WAITING, nd.name, ce[1]} end
+    add(nd.name, ce[1], ce[2])
   end
 end
 if n0 + #nodes > tonumber(ARGV[7]) or e0 + edges > tonumber(ARGV[8]) then
   return {FLOW_TOO_BIG, n0 + #nodes, e0 + edges}
+end
+-- an edge into an existing node makes a cycle when that node reaches the
+-- new parent: search below it, through the stored children and this
+-- call's
+local stored = {}
+local function children_of(x)
+  local out = {}
+  if not new[x] then
+    local cs = stored[x]
+    if cs == nil then
+      cs = redis.call('HGET', W, 'c:' .. x)
+      cs = cs and cmsgpack.unpack(cs) or false
+      stored[x] = cs
+    end
+    for _, ch in ipairs(cs or {}) do out[#out + 1] = ch[1] end
+  end
+  for _, ch in ipairs(adds[x] or {}) do out[#out + 1] = ch[1] end
+  return out
+end
+for _, nd in ipairs(nodes) do
+  for _, ce in ipairs(nd.before) do
+    local seen, stack = {[ce[1]] = true}, {ce[1]}
+    while #stack > 0 do
+      local x = table.remove(stack)
+      for _, c in ipairs(children_of(x)) do
+        if c == nd.name then return {FLOW_CYCLE, nd.name, ce[1]} end
+        if not seen[c] then
+          seen[c] = true
+          stack[#stack + 1] = c
+        end
+      end
+    end
+  end
 end
 
 if not extend then
@@ -79,35 +132,36 @@ for _, nd in ipairs(nodes) do
   r.nodes[nd.name] = {'w', 0, 0, 0}
 end
 wf_chunks('HSET', W, kv, 1000)
--- children lists, then each new node's counters from its parents' states
-local children, order = {}, {}
-for _, nd in ipairs(nodes) do
-  local c = r.nodes[nd.name]
-  for _, pe in ipairs(nd.parents) do
-    local p = pe[1]
-    if not children[p] then
-      local cs = not new[p] and redis.call('HGET', W, 'c:' .. p)
-      children[p] = cs and cmsgpack.unpack(cs) or {}
-      order[#order + 1] = p
-    end
-    local list = children[p]
-    list[#list + 1] = {nd.name, pe[2]}
-    wf_count(c, wf_effect(wf_node(r, p)[1], pe[2]), 1)
-  end
-  wf_dirty(r, nd.name)
-  r.work[#r.work + 1] = nd.name
-end
+-- each child's counters from its new parents' states, then the children
+-- lists
 kv = {}
-for _, p in ipairs(order) do
-  local packed = cmsgpack.pack(children[p])
+for p, list in pairs(adds) do
+  local ps = wf_node(r, p)[1]
+  for _, ch in ipairs(list) do
+    wf_count(wf_node(r, ch[1]), wf_effect(ps, ch[2]), 1)
+    wf_dirty(r, ch[1])
+  end
+  local all = list
+  if not new[p] then
+    all = {}
+    local cs = stored[p]
+    if cs == nil then
+      cs = redis.call('HGET', W, 'c:' .. p)
+      cs = cs and cmsgpack.unpack(cs) or false
+    end
+    for _, ch in ipairs(cs or {}) do all[#all + 1] = ch end
+    for _, ch in ipairs(list) do all[#all + 1] = ch end
+  end
+  local packed = cmsgpack.pack(all)
   kv[#kv + 1], kv[#kv + 2] = 'c:' .. p, packed
-  local n = r.nodes[p]
-  if n then n.c = packed end
+  r.nodes[p].c = packed
 end
 wf_chunks('HSET', W, kv, 1000)
 for _, nd in ipairs(nodes) do
   local n = r.nodes[nd.name]
   if n.c == nil then n.c = false end -- no children yet, none to read
+  wf_dirty(r, nd.name)
+  r.work[#r.work + 1] = nd.name
 end
 wf_run(r, now + tonumber(ARGV[5]))
 wf_flush(r)

@@ -316,3 +316,46 @@ func nodeStates(info *queue.WorkflowInfo) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// ExampleBefore records a join with the graph, before the nodes that feed
+// it exist: the fan-out adds each part before the join, which waits for
+// all of them.
+func ExampleBefore() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	ctx := context.Background()
+
+	mux := worker.NewMux()
+	mux.HandleFunc("split", func(ctx context.Context, t *worker.Task) error {
+		more := queue.NewWorkflow()
+		for _, part := range []string{"a", "b", "c"} {
+			more.Add("part-"+part, queue.NewRawTask("part", []byte(part)), queue.After("split"), queue.Before("join"))
+		}
+		return t.ExtendWorkflow(ctx, more)
+	})
+	mux.HandleFunc("part", func(ctx context.Context, t *worker.Task) error { return nil })
+	mux.HandleFunc("join", func(ctx context.Context, t *worker.Task) error { return nil })
+	server, _ := worker.NewServer(rdb, worker.Config{}, mux)
+	_ = server.Start(ctx)
+	defer server.Shutdown(ctx)
+
+	client, _ := queue.NewClient(rdb, queue.Config{})
+	wf := queue.NewWorkflow()
+	wf.Add("split", queue.NewRawTask("split", nil))
+	wf.Add("join", queue.NewRawTask("join", nil), queue.After("split"))
+	id, err := client.EnqueueWorkflow(ctx, wf)
+	if err != nil {
+		panic(err)
+	}
+	insp, _ := queue.NewInspector(rdb, queue.Config{})
+	info := waitWorkflow(ctx, insp, id, queue.WorkflowSucceeded)
+	fmt.Println(info.State, nodeStates(info))
+	var parents []string
+	for _, e := range info.Node("join").Parents {
+		parents = append(parents, e.Parent)
+	}
+	fmt.Println("join after", parents)
+	// Output:
+	// succeeded split=succeeded join=succeeded part-a=succeeded part-b=succeeded part-c=succeeded
+	// join after [split part-a part-b part-c]
+}

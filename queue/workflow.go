@@ -41,17 +41,26 @@ const (
 	EdgeSkip EdgePolicy = "skip"
 )
 
-// Edge is a node's dependency on its parent: the node becomes pending
-// once the parent succeeded, and OnDead says what it does when the parent
-// does not succeed. The zero OnDead is EdgeFail.
+// Edge is a dependency between a node and its parent: the child becomes
+// pending once the parent succeeded, and OnDead says what the child does
+// when the parent does not succeed. The zero OnDead is EdgeFail. An edge
+// given to Workflow.Add names the other end: Parent for an edge into the
+// node added (After), or Child for an edge out of it (Before).
 type Edge struct {
 	Parent string
+	Child  string
 	OnDead EdgePolicy
 }
 
-// After returns the edge on parent with EdgeFail: the node runs after
+// After returns the edge from parent with EdgeFail: the node runs after
 // parent succeeded, and fails when parent does not.
 func After(parent string) Edge { return Edge{Parent: parent, OnDead: EdgeFail} }
+
+// Before returns the edge to child with EdgeFail: child runs after the
+// node succeeded, and fails when the node does not. In an extension, child
+// may be a node of the running workflow that still waits, such as a join
+// recorded before the fan-out that feeds it.
+func Before(child string) Edge { return Edge{Child: child, OnDead: EdgeFail} }
 
 // Workflow is a graph of tasks built in memory: nodes with names, and
 // edges from parents to children. Client.EnqueueWorkflow records it in
@@ -96,21 +105,25 @@ func (w *Workflow) Add(name string, t *Task, parents ...Edge) {
 	}
 	seen := map[string]bool{}
 	for _, e := range parents {
+		other := e.Parent + e.Child
 		switch e.OnDead {
 		case "", EdgeFail, EdgeRun, EdgeSkip:
 		default:
-			w.err = fmt.Errorf("%w: node %q: edge from %q has policy %q; want fail, run or skip", ErrInvalidWorkflow, name, e.Parent, e.OnDead)
+			w.err = fmt.Errorf("%w: node %q: edge with %q has policy %q; want fail, run or skip", ErrInvalidWorkflow, name, other, e.OnDead)
 			return
 		}
-		if e.Parent == name {
+		switch {
+		case (e.Parent == "") == (e.Child == ""):
+			w.err = fmt.Errorf("%w: node %q: an edge names a parent or a child, not %q and %q", ErrInvalidWorkflow, name, e.Parent, e.Child)
+			return
+		case other == name:
 			w.err = fmt.Errorf("%w: node %q is its own parent", ErrInvalidWorkflow, name)
 			return
-		}
-		if seen[e.Parent] {
-			w.err = fmt.Errorf("%w: node %q names parent %q twice", ErrInvalidWorkflow, name, e.Parent)
+		case seen[e.Parent+"\x00"+e.Child]:
+			w.err = fmt.Errorf("%w: node %q names %q twice", ErrInvalidWorkflow, name, other)
 			return
 		}
-		seen[e.Parent] = true
+		seen[e.Parent+"\x00"+e.Child] = true
 	}
 	w.names[name] = len(w.nodes)
 	w.nodes = append(w.nodes, workflowNode{name, t, parents})
@@ -136,31 +149,56 @@ func validNodeName(name string) error {
 	return nil
 }
 
+// plan is a checked workflow: per node, its parents and the existing
+// nodes it is a parent of (Before edges to nodes outside w); a Before
+// edge between two nodes of w counts as its child's parent.
+type plan struct {
+	parents [][]Edge
+	before  [][]Edge
+}
+
 // check refuses an empty or oversized w, and a cycle among its nodes;
-// parents not in w must be nodes of the workflow it extends (the home
-// checks those).
-func (w *Workflow) check() error {
+// nodes not in w must be nodes of the workflow it extends (the home
+// checks those, and the cycles Before edges into them could make).
+func (w *Workflow) check() (*plan, error) {
 	if w != nil && w.err != nil {
-		return w.err
+		return nil, w.err
 	}
 	if w == nil || len(w.nodes) == 0 {
-		return fmt.Errorf("%w: no nodes", ErrInvalidWorkflow)
+		return nil, fmt.Errorf("%w: no nodes", ErrInvalidWorkflow)
 	}
+	p := &plan{parents: make([][]Edge, len(w.nodes)), before: make([][]Edge, len(w.nodes))}
 	edges := 0
-	for _, n := range w.nodes {
-		edges += len(n.parents)
+	for i, n := range w.nodes {
+		for _, e := range n.parents {
+			edges++
+			if e.Parent != "" {
+				p.parents[i] = append(p.parents[i], e)
+				continue
+			}
+			if c, ok := w.names[e.Child]; ok {
+				p.parents[c] = append(p.parents[c], Edge{Parent: n.name, OnDead: e.OnDead})
+				continue
+			}
+			p.before[i] = append(p.before[i], e)
+		}
 	}
 	if len(w.nodes) > MaxWorkflowNodes || edges > MaxWorkflowEdges {
-		return fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", ErrInvalidWorkflow, len(w.nodes), edges, MaxWorkflowNodes, MaxWorkflowEdges)
+		return nil, fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", ErrInvalidWorkflow, len(w.nodes), edges, MaxWorkflowNodes, MaxWorkflowEdges)
 	}
 	// Kahn's algorithm over the edges inside w: what is left is a cycle
 	indeg := make([]int, len(w.nodes))
 	children := make([][]int, len(w.nodes))
-	for i, n := range w.nodes {
-		for _, e := range n.parents {
-			if p, ok := w.names[e.Parent]; ok {
+	for i := range w.nodes {
+		seen := map[string]bool{}
+		for _, e := range p.parents[i] {
+			if seen[e.Parent] {
+				return nil, fmt.Errorf("%w: node %q names %q twice", ErrInvalidWorkflow, w.nodes[i].name, e.Parent)
+			}
+			seen[e.Parent] = true
+			if pi, ok := w.names[e.Parent]; ok {
 				indeg[i]++
-				children[p] = append(children[p], i)
+				children[pi] = append(children[pi], i)
 			}
 		}
 	}
@@ -184,11 +222,11 @@ func (w *Workflow) check() error {
 	if done < len(w.nodes) {
 		for i, d := range indeg {
 			if d > 0 {
-				return fmt.Errorf("%w: a cycle runs through node %q", ErrInvalidWorkflow, w.nodes[i].name)
+				return nil, fmt.Errorf("%w: a cycle runs through node %q", ErrInvalidWorkflow, w.nodes[i].name)
 			}
 		}
 	}
-	return nil
+	return p, nil
 }
 
 // EnqueueWorkflow records w as a new workflow at its home and enqueues its
@@ -226,7 +264,8 @@ func (c *Client) ExtendWorkflow(ctx context.Context, id string, w *Workflow) err
 // recordWorkflow records w as workflow id, or adds it to id, and delivers
 // the nodes released; it reports whether w was recorded.
 func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, extend bool) (bool, error) {
-	if err := w.check(); err != nil {
+	pl, err := w.check()
+	if err != nil {
 		return false, err
 	}
 	home := keys.HomeOf(id)
@@ -237,7 +276,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	}
 	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges}
 	byID := make(map[string]*wire.Delivery, len(w.nodes))
-	for _, n := range w.nodes {
+	for i, n := range w.nodes {
 		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
 		info := &TaskInfo{}
 		d, err := c.delivery(n.task, nil, ref, info)
@@ -252,19 +291,19 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		if err != nil {
 			return false, err
 		}
-		parents := make([][]string, len(n.parents))
-		for i, e := range n.parents {
-			parents[i] = []string{e.Parent, edgeCode(e.OnDead)}
+		pb, err := edgesArg(pl.parents[i], func(e Edge) string { return e.Parent })
+		if err != nil {
+			return false, err
 		}
-		pb, err := msgpack.Marshal(parents)
+		bb, err := edgesArg(pl.before[i], func(e Edge) string { return e.Child })
 		if err != nil {
 			return false, err
 		}
 		byID[d.ID] = d
-		args = append(args, n.name, meta, enc, pb)
+		args = append(args, n.name, meta, enc, pb, bb)
 	}
 	var reply []any
-	err := rcall.Do(ctx, c.rdb, func() error {
+	err = rcall.Do(ctx, c.rdb, func() error {
 		var err error
 		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
 		return err
@@ -287,6 +326,15 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		return true, fmt.Errorf("workflow %s: enqueue its first tasks (recorded; workers deliver them later): %w", id, err)
 	}
 	return true, nil
+}
+
+// edgesArg encodes edges for flow_workflow: {{other end, policy}, ...}.
+func edgesArg(edges []Edge, end func(Edge) string) ([]byte, error) {
+	out := make([][]string, len(edges))
+	for i, e := range edges {
+		out[i] = []string{end(e), edgeCode(e.OnDead)}
+	}
+	return msgpack.Marshal(out)
 }
 
 func edgeCode(p EdgePolicy) string {
@@ -333,7 +381,11 @@ func workflowCode(id string, reply []any) error {
 	case codes.FlowNameTaken:
 		return fmt.Errorf("%w: workflow %s already has a node %q", ErrInvalidWorkflow, id, str(1))
 	case codes.FlowUnknownParent:
-		return fmt.Errorf("%w: node %q names parent %q, which is no node of workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
+		return fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
+	case codes.FlowNotWaiting:
+		return fmt.Errorf("%w: node %q is to come before %q, which no longer waits in workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
+	case codes.FlowCycle:
+		return fmt.Errorf("%w: node %q before %q makes a cycle in workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
 	case codes.FlowTooBig:
 		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", ErrInvalidWorkflow, id, num(1), num(2), MaxWorkflowNodes, MaxWorkflowEdges)
 	}

@@ -38,7 +38,7 @@ func TestWorkflowRefused(t *testing.T) {
 		{"unknown parent", func(w *Workflow) {
 			w.Add("a", task("a"))
 			w.Add("b", task("b"), After("nope"))
-		}, `node "b" names parent "nope"`},
+		}, `node "b" names "nope", which is no node`},
 		{"twice", func(w *Workflow) {
 			w.Add("a", task("a"))
 			w.Add("a", task("a"))
@@ -46,7 +46,7 @@ func TestWorkflowRefused(t *testing.T) {
 		{"parent twice", func(w *Workflow) {
 			w.Add("a", task("a"))
 			w.Add("b", task("b"), After("a"), After("a"))
-		}, `names parent "a" twice`},
+		}, `names "a" twice`},
 		{"bad policy", func(w *Workflow) {
 			w.Add("a", task("a"))
 			w.Add("b", task("b"), Edge{Parent: "a", OnDead: "maybe"})
@@ -58,6 +58,17 @@ func TestWorkflowRefused(t *testing.T) {
 		{"task ID", func(w *Workflow) { w.Add("a", task("a", TaskID("mine"))) }, "TaskID"},
 		{"unique", func(w *Workflow) { w.Add("a", task("a", Unique(time.Hour))) }, "Unique"},
 		{"bad queue", func(w *Workflow) { w.Add("a", task("a", In("no spaces allowed"))) }, "queue"},
+		{"before cycle", func(w *Workflow) {
+			w.Add("a", task("a"), Before("c"))
+			w.Add("b", task("b"), After("a"))
+			w.Add("c", task("c"), After("b"), Before("b"))
+		}, "a cycle runs through node"},
+		{"both ends", func(w *Workflow) {
+			w.Add("a", task("a"))
+			w.Add("b", task("b"), Edge{Parent: "a", Child: "a"})
+		}, "names a parent or a child"},
+		{"no end", func(w *Workflow) { w.Add("a", task("a"), Edge{OnDead: EdgeRun}) }, "names a parent or a child"},
+		{"before unknown", func(w *Workflow) { w.Add("a", task("a"), Before("nope")) }, `node "a" names "nope", which is no node`},
 	}
 	for _, c := range cases {
 		w := NewWorkflow()
@@ -102,13 +113,27 @@ func TestWorkflowExtendRefused(t *testing.T) {
 		{func(w *Workflow) {
 			w.Add("c", NewRawTask("c", nil), After("a"))
 			w.Add("d", NewRawTask("d", nil), After("zz"))
-		}, ErrInvalidWorkflow, `names parent "zz", which is no node`},
+		}, ErrInvalidWorkflow, `names "zz", which is no node`},
 	} {
 		more := NewWorkflow()
 		c.build(more)
 		err := b.client.ExtendWorkflow(ctx, id, more)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
 			t.Fatalf("extend: %v, want %v with %q", err, c.want, c.text)
+		}
+	}
+	// an edge into a node that no longer waits, and one that makes a cycle
+	for _, c := range []struct {
+		build func(w *Workflow)
+		text  string
+	}{
+		{func(w *Workflow) { w.Add("c", NewRawTask("c", nil), Before("a")) }, `node "c" is to come before "a", which no longer waits`},
+		{func(w *Workflow) { w.Add("c", NewRawTask("c", nil), After("b"), Before("b")) }, `node "c" before "b" makes a cycle`},
+	} {
+		more := NewWorkflow()
+		c.build(more)
+		if err := b.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, ErrInvalidWorkflow) || !strings.Contains(err.Error(), c.text) {
+			t.Fatalf("extend: %v, want ErrInvalidWorkflow with %q", err, c.text)
 		}
 	}
 	after := b.rdb.HGetAll(ctx, key).Val()

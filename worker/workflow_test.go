@@ -26,6 +26,7 @@ func TestWorkflow(t *testing.T) {
 	t.Run("DeadLeafRetried", func(t *testing.T) { t.Parallel(); testWorkflowDeadLeafRetried(t, singleFlowRig(t)) })
 	t.Run("FanOutRepeated", func(t *testing.T) { t.Parallel(); testWorkflowFanOutRepeated(t, singleFlowRig(t)) })
 	t.Run("SealedResults", func(t *testing.T) { t.Parallel(); testWorkflowSealedResults(t) })
+	t.Run("FanOutIntoJoin", func(t *testing.T) { t.Parallel(); testWorkflowFanOutIntoJoin(t, singleFlowRig(t)) })
 }
 
 // TestWorkflowsOnCluster: the workflow tests on a three-master cluster,
@@ -38,6 +39,7 @@ func TestWorkflowsOnCluster(t *testing.T) {
 	t.Run("EdgeSkip", func(t *testing.T) { testWorkflowEdge(t, newFlowRig(t, rdb), queue.EdgeSkip) })
 	t.Run("FanOut", func(t *testing.T) { testWorkflowFanOut(t, newFlowRig(t, rdb)) })
 	t.Run("DeadNodeResumes", func(t *testing.T) { testWorkflowDeadNodeResumes(t, newFlowRig(t, rdb)) })
+	t.Run("FanOutIntoJoin", func(t *testing.T) { testWorkflowFanOutIntoJoin(t, newFlowRig(t, rdb)) })
 }
 
 // waitWorkflow waits until workflow id is in state want, and returns it.
@@ -430,5 +432,45 @@ func testWorkflowSealedResults(t *testing.T) {
 		if held := redistest.KeysHolding(t, rdb, "*", []byte(secret)); len(held) > 0 {
 			t.Fatalf("%q in clear in %v", secret, held)
 		}
+	}
+}
+
+// testWorkflowFanOutIntoJoin: the graph is recorded with its join after
+// split; split's handler adds parts, each before the join. The join waits
+// for every part and runs once, after them; a part that dies over an
+// EdgeRun edge does not stop it.
+func testWorkflowFanOutIntoJoin(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	var log runLog
+	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(task.Type)
+		switch task.Type {
+		case "split":
+			more := queue.NewWorkflow()
+			for k := range 4 {
+				more.Add(fmt.Sprintf("part-%d", k), queue.NewRawTask("part", []byte{byte(k)}, queue.In("fa")),
+					queue.After("split"), queue.Edge{Child: "join", OnDead: queue.EdgeRun})
+			}
+			return task.ExtendWorkflow(ctx, more)
+		case "part":
+			if task.Payload[0] == 3 {
+				return SkipRetry(errors.New("part 3 broke"))
+			}
+		}
+		return nil
+	}))
+	wf := queue.NewWorkflow()
+	wf.Add("split", queue.NewRawTask("split", nil, queue.In("fa")))
+	wf.Add("join", queue.NewRawTask("join", nil, queue.In("fb")), queue.After("split"))
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	o := log.order()
+	if log.count("part") != 4 || log.count("join") != 1 || o[len(o)-1] != "join" {
+		t.Fatalf("runs %v", o)
+	}
+	join := wi.Node("join")
+	if join.State != queue.NodeSucceeded || len(join.Parents) != 5 || join.Parents[1] != (queue.Edge{Parent: "part-0", OnDead: queue.EdgeRun}) {
+		t.Fatalf("join: %+v", join)
 	}
 }

@@ -35,6 +35,8 @@ const (
 	FlowNameTaken     = -5
 	FlowUnknownParent = -6
 	FlowTooBig        = -7
+	FlowNotWaiting    = -8
+	FlowCycle         = -9
 )
 
 // Pop codes: why pop or claim leased nothing.

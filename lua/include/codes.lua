@@ -29,6 +29,8 @@ local FLOW_CLOSED = -4
 local FLOW_NAME_TAKEN = -5
 local FLOW_UNKNOWN_PARENT = -6
 local FLOW_TOO_BIG = -7
+local FLOW_NOT_WAITING = -8
+local FLOW_CYCLE = -9
 
 -- pop and claim: why nothing was leased
 local POP_OK = 0
