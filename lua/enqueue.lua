@@ -39,34 +39,29 @@ if rank_closed(redis.call('GET', KEYS[4])) then
   return codes
 end
 
--- finish stores the checked path's new tasks: pending holds the messages
--- of those pending now, pos their positions among members (the feed's new
--- members); copies holds {id, message} of the ones whose message the feed
--- keeps (scheduled or with a concurrency key). A keyless pending task has
--- no copy: readers find it in its shard through the pending index, as a
--- plain task. It records the feed's members and trims it.
-local function finish(pending, pos, members, copies)
-  local keyed, plain, at = {}, {}, {}
-  for i, m in ipairs(pending) do
-    if msg_keyed(m) then
-      keyed[#keyed + 1] = m
-    else
-      plain[#plain + 1] = m
-      at[#at + 1] = pos[i]
-    end
-  end
+-- store writes a call's new tasks: keyed holds the messages pending now
+-- with a concurrency key, plain the others pending now and at their
+-- positions among members (the feed's new members), copies {id, message}
+-- of the tasks whose message the feed keeps. A keyless pending task has
+-- no copy: readers find it in its shard through the feed rank and
+-- T:feed:shards (include/pendingref.lua), written only when a push rolls
+-- to a new shard. It records the feed's members and trims it.
+local function store(keyed, plain, at, members, copies)
   -- tasks with a key wait in their keys' lists (include/fair.lua)
   if #keyed > 0 then fair_route(T, keyed, false, size) end
   local rolls = {}
   if #plain > 0 then
     local _, r, empty = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, plain, false)
+    -- the rolls count the pushed items: count feed positions instead
     for j = 1, #r, 2 do
       rolls[#rolls + 1] = at[r[j]] or (#members + 1)
       rolls[#rolls + 1] = r[j + 1]
     end
     if empty then
-      -- a blocked worker's move may hold it out of every shard until its
-      -- claim: the copy covers that moment, as on the plain path
+      -- into an empty shard: a blocked worker's move may take it into its
+      -- in-flight list, out of every shard, until its claim; the copy
+      -- covers that moment (the ack deletes it). Later items of the shard
+      -- are only ever taken by an atomic pop or claim.
       copies[#copies + 1] = members[at[1]]
       copies[#copies + 1] = plain[1]
     end
@@ -76,18 +71,16 @@ local function finish(pending, pos, members, copies)
   end
   local first, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
   pending_index(T, first, rolls)
+  -- copies of tasks that left the feed go with their entries
   pending_forget(T, KEYS[3], KEYS[5], trimmed)
 end
 
 if F == 2 then
   -- plain tasks: nothing to check, nothing scheduled; the common case
-  -- skips the per-task options entirely. Their messages are not copied into
-  -- T:feed:msg (but for a task with a concurrency key, which waits in its
-  -- key's list, away from the shards): readers find a pending one in its
-  -- shard through the feed rank and T:feed:shards (include/pendingref.lua),
-  -- written only when the push rolls to a new shard. One task onto a
-  -- backlog: GET, RPUSH, INCRBY, ZADD.
-  local codes, pending, members, copies, keyed, at = {}, {}, {}, {}, {}, {}
+  -- skips the per-task options entirely. A task with a concurrency key
+  -- keeps a copy: it waits in its key's list, away from the shards. One
+  -- task onto a backlog: GET, RPUSH, INCRBY, ZADD.
+  local codes, plain, members, copies, keyed, at = {}, {}, {}, {}, {}, {}
   for i = FIRST, #ARGV, 2 do
     codes[#codes + 1] = ENQ_PENDING
     members[#members + 1] = ARGV[i + 1]
@@ -96,36 +89,11 @@ if F == 2 then
       copies[#copies + 1] = ARGV[i + 1]
       copies[#copies + 1] = ARGV[i]
     else
-      pending[#pending + 1] = ARGV[i]
+      plain[#plain + 1] = ARGV[i]
       at[#at + 1] = #members -- its feed position, for the pending index
     end
   end
-  if #keyed > 0 then fair_route(T, keyed, false, size) end
-  local rolls, empty = {}, false
-  if #pending > 0 then
-    local _, r, e = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, pending, false)
-    empty = e
-    -- the rolls count the pushed items: count feed positions instead
-    for j = 1, #r, 2 do
-      rolls[#rolls + 1] = at[r[j]] or (#members + 1)
-      rolls[#rolls + 1] = r[j + 1]
-    end
-  end
-  if empty then
-    -- into an empty shard: a blocked worker's move may take it into its
-    -- in-flight list, out of every shard, until its claim; the copy covers
-    -- that moment (the ack deletes it). Later items of the shard are only
-    -- ever taken by an atomic pop or claim.
-    copies[#copies + 1] = members[at[1]]
-    copies[#copies + 1] = pending[1]
-  end
-  for j = 1, #copies, 1000 do
-    redis.call('HSET', KEYS[5], unpack(copies, j, math.min(#copies, j + 999)))
-  end
-  local first, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
-  pending_index(T, first, rolls)
-  -- copies the checked path made go with their feed entries
-  pending_forget(T, KEYS[3], KEYS[5], trimmed)
+  store(keyed, plain, at, members, copies)
   return codes
 end
 
@@ -157,15 +125,15 @@ for i = FIRST, #ARGV, F do
 end
 
 -- writes
-local pending, pos, members, copies, expiries = {}, {}, {}, {}, {}
+local keyed, plain, at, members, copies, expiries = {}, {}, {}, {}, {}, {}
 for i = FIRST, #ARGV, F do
   local k = (i - FIRST) / F + 1
   if codes[k] == ENQ_PENDING then
     local msg, id = ARGV[i], ARGV[i + 1]
-    local at, delay = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+    local due_at, delay = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
     local unique, unique_ttl, claim = ARGV[i + 4], tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
     local due = 0
-    if at > 0 then due = at elseif delay > 0 then due = now + delay end
+    if due_at > 0 then due = due_at elseif delay > 0 then due = now + delay end
     members[#members + 1] = id
     if due > now then
       redis.call('ZADD', KEYS[6], due, id)
@@ -173,13 +141,15 @@ for i = FIRST, #ARGV, F do
       redis.call('HSET', KEYS[8], id, record_new('scheduled', due))
       codes[k] = ENQ_SCHEDULED
       copies[#copies + 1], copies[#copies + 2] = id, msg
+    elseif msg_keyed(msg) then
+      keyed[#keyed + 1] = msg
+      copies[#copies + 1], copies[#copies + 2] = id, msg
     else
-      pending[#pending + 1], pos[#pos + 1] = msg, #members
-      if msg_keyed(msg) then copies[#copies + 1], copies[#copies + 2] = id, msg end
+      plain[#plain + 1], at[#at + 1] = msg, #members
     end
     if claim > 0 then claim_take(T, id, shards[k], claim, now, expiries) end
     if unique ~= '' then unique_take(T, unique, id, unique_ttl) end
   end
 end
-finish(pending, pos, members, copies)
+store(keyed, plain, at, members, copies)
 return codes
