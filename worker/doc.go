@@ -34,10 +34,11 @@
 // queues; Config.Schedules enqueue periodic tasks, exactly once per tick
 // however many servers carry them.
 //
-// A server also keeps chains and batches (queue.Client.EnqueueChain,
-// queue.Client.NewBatch) moving: a flow task's success or death is
-// recorded with its ack or failure and forwarded to its flow, which sends
-// the next link or the callbacks. In a handler, Task.PreviousResult reads
-// the previous link's result and Task.Batch adds tasks to the task's own
-// batch.
+// A server also keeps chains, batches and workflows
+// (queue.Client.EnqueueChain, NewBatch, EnqueueWorkflow) moving: a flow
+// task's success or death is recorded with its ack or failure and
+// forwarded to its flow, which sends the next link, the callbacks or the
+// nodes it frees. In a handler, Task.PreviousResult reads the previous
+// link's result, Task.ParentResult a parent node's, Task.Batch adds tasks
+// to the task's own batch and Task.ExtendWorkflow nodes to its workflow.
 package worker
