@@ -1,10 +1,11 @@
 // Command workflow runs an order through a graph of tasks. The order is
 // fetched first; then the card is charged and the stock reserved side by
-// side. The reserve step fans out from its handler: it adds one pick node
-// per item of the order, a ship node that joins the charge and every
-// pick, and two emails below ship. The status email is on an EdgeRun edge,
-// so it goes out whether the parcel ships or not. The review request is on
-// an EdgeSkip edge, so it is skipped when the parcel does not ship.
+// side. Ship joins them, and two emails follow ship. The status email is
+// on an EdgeRun edge, so it goes out whether the parcel ships or not. The
+// review request is on an EdgeSkip edge, so it is skipped when the parcel
+// does not ship. The reserve step fans out from its handler: it adds one
+// pick node per item of the order, each before ship, which waits for them
+// too.
 //
 // The lamp is out of stock the first time: its pick goes dead, ship fails,
 // the status email says the order is delayed, the review request is
@@ -80,21 +81,13 @@ func main() {
 		if err != nil {
 			return err
 		}
-		// Fan-out: one pick per item, and everything below them. Nodes
-		// added now can name nodes recorded before as parents, never the
-		// other way round, so the join and what follows it are added here.
+		// Fan-out: one pick per item, each after reserve and before ship,
+		// which was recorded with the graph and still waits.
 		more := queue.NewWorkflow()
-		ship := []queue.Edge{queue.After("charge")}
 		for _, item := range order.Items {
-			name := "pick-" + item
-			more.Add(name, queue.NewRawTask("stock:pick", []byte(item), queue.In("stock")), queue.After("reserve"))
-			ship = append(ship, queue.After(name))
+			more.Add("pick-"+item, queue.NewRawTask("stock:pick", []byte(item), queue.In("stock")),
+				queue.After("reserve"), queue.Before("ship"))
 		}
-		more.Add("ship", queue.NewRawTask("order:ship", nil, queue.In("shipping")), ship...)
-		more.Add("notify", queue.NewRawTask("email:status", nil, queue.In("emails")),
-			queue.Edge{Parent: "ship", OnDead: queue.EdgeRun})
-		more.Add("review", queue.NewRawTask("email:review", nil, queue.In("emails")),
-			queue.Edge{Parent: "ship", OnDead: queue.EdgeSkip})
 		// A retry of this handler adds the same nodes: a repeat that
 		// changes nothing.
 		err = t.ExtendWorkflow(ctx, more)
@@ -150,6 +143,11 @@ func main() {
 	wf.Add("fetch", queue.NewRawTask("order:fetch", []byte(`{"order": 7}`), queue.In("orders")))
 	wf.Add("charge", queue.NewRawTask("card:charge", nil, queue.In("payments")), queue.After("fetch"))
 	wf.Add("reserve", queue.NewRawTask("stock:reserve", nil, queue.In("stock")), queue.After("fetch"))
+	wf.Add("ship", queue.NewRawTask("order:ship", nil, queue.In("shipping")), queue.After("charge"), queue.After("reserve"))
+	wf.Add("notify", queue.NewRawTask("email:status", nil, queue.In("emails")),
+		queue.Edge{Parent: "ship", OnDead: queue.EdgeRun})
+	wf.Add("review", queue.NewRawTask("email:review", nil, queue.In("emails")),
+		queue.Edge{Parent: "ship", OnDead: queue.EdgeSkip})
 	id, err := client.EnqueueWorkflow(ctx, wf)
 	if err != nil {
 		log.Fatal(err)
