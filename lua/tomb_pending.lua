@@ -17,7 +17,7 @@
 local T, id = ARGV[1], ARGV[2]
 local copy = redis.call('HGET', KEYS[4], id)
 if not copy then
-  -- a plain task has no copy: still pending when its shard holds it
+  -- a task pending without a copy: still pending when its shard holds it
   local rank = redis.call('ZSCORE', T .. ':feed', id)
   if rank then copy = pending_lookup(T, {id}, {rank})[id] end
 end

@@ -58,13 +58,14 @@ func (p Partition) Retry() string { return p.T + ":retry" }
 // Feed is the ranked feed of recently enqueued task IDs.
 func (p Partition) Feed() string { return p.T + ":feed" }
 
-// FeedMsg is the hash id -> message of the tasks in Feed that keep a copy
-// (all but plain tasks: see FeedShards).
+// FeedMsg is the hash id -> message of the tasks in Feed that keep a copy:
+// scheduled tasks, tasks with a concurrency key, and a task pushed into an
+// empty shard. Other pending tasks are found through FeedShards.
 func (p Partition) FeedMsg() string { return p.T + ":feed:msg" }
 
 // FeedShards is the zset shard number -> first feed rank pushed there by
-// the plain enqueue path: where readers find a plain pending task's message
-// (lua/include/pendingref.lua builds the same name from T).
+// enqueue: where readers find a pending task's message when Feed keeps no
+// copy (lua/include/pendingref.lua builds the same name from T).
 func (p Partition) FeedShards() string { return p.T + ":feed:shards" }
 
 // Done is the ranked feed of finished tasks.

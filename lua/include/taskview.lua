@@ -2,7 +2,7 @@
 -- task_views returns {id, score, message or nil, record or "", ...} for the
 -- ids and scores given, in their order: each task's message from T:msg
 -- when it has a record, else from the recent feed's copy (a pending task),
--- else, for a plain task still pending, from its shard (pendingref).
+-- else, for a task still pending without a copy, from its shard (pendingref).
 -- One HMGET per hash for the whole page. nil (false here), not "", says
 -- there is no message: an empty element is a (malformed) message too.
 local function task_views(ids, scores, msg_key, state_key, feedmsg_key)
@@ -11,7 +11,7 @@ local function task_views(ids, scores, msg_key, state_key, feedmsg_key)
   local msgs = redis.call('HMGET', msg_key, unpack(ids))
   local copies = redis.call('HMGET', feedmsg_key, unpack(ids))
   local recs = redis.call('HMGET', state_key, unpack(ids))
-  -- plain tasks still pending have no copy: found in their shards by rank
+  -- pending tasks without a copy: found in their shards by rank
   local missing = {}
   for i, id in ipairs(ids) do
     if not msgs[i] and not copies[i] then missing[#missing + 1] = id end
