@@ -11,7 +11,7 @@
   ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] workflow ID (short)
   ARGV[4] retention after it finished (ms, 0 = forever)  ARGV[5] grace (ms)
   ARGV[6] "new" or "extend"  ARGV[7] max nodes  ARGV[8] max edges
-  ARGV[9..] per node: name, {task ID, queue, type} (msgpack), delivery,
+  ARGV[9..] per node: name, {task ID, queue, type, partition} (msgpack), delivery,
     parents {{name, edge}, ...} and existing children {{name, edge}, ...}
     (msgpack; edge 'f', 'r' or 'k')
   Returns: {FLOW_CREATED, released task ID, ...}, or {code, detail...}:
@@ -118,7 +118,7 @@ end
 
 if not extend then
   redis.call('HSET', W, 'state', 'running', 'n', 0, 'edges', 0, 'open', 0, 'bad', 0,
-    'why', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
+    'why', '', 'why_node', '', 'why_id', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
   flow_recent(H, 'w:' .. wid, now)
 end
 redis.call('HINCRBY', W, 'n', #nodes)

@@ -7,7 +7,8 @@
   node, is cancelled.
   KEYS[1] H:w:<wid>
   ARGV[1] H  ARGV[2] now (ms, "" = server time)
-  Returns: {FLOW_CREATED, queue, task ID, ...} of the enqueued nodes, or
+  Returns: {FLOW_CREATED, node record, ...}: the m: field, {task ID, queue,
+  type, partition}, of each enqueued node; or
   {FLOW_NOT_FOUND} or {FLOW_FINISHED} (include/codes.lua) ]]
 --@include codes
 --@include time
@@ -17,7 +18,7 @@ local now = now_ms(ARGV[2])
 local f = redis.call('HMGET', W, 'state', 'finished')
 if not f[1] then return {FLOW_NOT_FOUND} end
 if f[2] ~= '0' then return {FLOW_FINISHED} end
-redis.call('HSET', W, 'state', 'cancelled', 'why', 'cancelled')
+redis.call('HSET', W, 'state', 'cancelled', 'why', 'cancelled', 'why_node', '', 'why_id', '')
 local out = {FLOW_CREATED}
 local r = wf_start(H, W)
 local all = redis.call('HGETALL', W)
@@ -34,7 +35,8 @@ for _, x in ipairs(states) do
   local st = n[1]
   if st == 'w' or st == 'p' then
     local cancel = st ~= 'p'
-    local m = cmsgpack.unpack(redis.call('HGET', W, 'm:' .. x))
+    local raw = redis.call('HGET', W, 'm:' .. x)
+    local m = cmsgpack.unpack(raw)
     if st == 'p' and redis.call('ZREM', H .. ':out', m[1]) == 1 then
       -- never delivered: it will not be
       redis.call('HDEL', H .. ':outmsg', m[1])
@@ -44,7 +46,7 @@ for _, x in ipairs(states) do
       r.gone[#r.gone + 1] = 'e:' .. x
       wf_set(r, x, n, 'x')
     else
-      out[#out + 1], out[#out + 2] = m[2], m[1]
+      out[#out + 1] = raw
     end
   end
 end

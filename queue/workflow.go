@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -72,9 +73,9 @@ type Workflow struct {
 }
 
 type workflowNode struct {
-	name    string
-	task    *Task
-	parents []Edge
+	name  string
+	task  *Task
+	edges []Edge
 }
 
 // NewWorkflow returns an empty workflow.
@@ -82,12 +83,13 @@ func NewWorkflow() *Workflow {
 	return &Workflow{names: map[string]int{}}
 }
 
-// Add adds task t as node name, a child of parents. A parent is a node
-// added to w, before or after this one, or a node of the running workflow
-// w extends. A node without parents is a root: it is enqueued at once.
+// Add adds task t as node name, with edges to its parents (After) and
+// its children (Before). The other end of an edge is a node added to w,
+// before or after this one, or a node of the running workflow w extends.
+// A node without parents is a root: it is enqueued at once.
 // Add reports nothing: the first invalid node is the workflow's error,
 // from EnqueueWorkflow or ExtendWorkflow.
-func (w *Workflow) Add(name string, t *Task, parents ...Edge) {
+func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 	if w.err != nil {
 		return
 	}
@@ -104,7 +106,7 @@ func (w *Workflow) Add(name string, t *Task, parents ...Edge) {
 		return
 	}
 	seen := map[string]bool{}
-	for _, e := range parents {
+	for _, e := range edges {
 		other := e.Parent + e.Child
 		switch e.OnDead {
 		case "", EdgeFail, EdgeRun, EdgeSkip:
@@ -126,11 +128,8 @@ func (w *Workflow) Add(name string, t *Task, parents ...Edge) {
 		seen[e.Parent+"\x00"+e.Child] = true
 	}
 	w.names[name] = len(w.nodes)
-	w.nodes = append(w.nodes, workflowNode{name, t, parents})
+	w.nodes = append(w.nodes, workflowNode{name, t, slices.Clone(edges)})
 }
-
-// Len returns how many nodes w has.
-func (w *Workflow) Len() int { return len(w.nodes) }
 
 func validNodeName(name string) error {
 	switch {
@@ -170,7 +169,7 @@ func (w *Workflow) check() (*plan, error) {
 	p := &plan{parents: make([][]Edge, len(w.nodes)), before: make([][]Edge, len(w.nodes))}
 	edges := 0
 	for i, n := range w.nodes {
-		for _, e := range n.parents {
+		for _, e := range n.edges {
 			edges++
 			if e.Parent != "" {
 				p.parents[i] = append(p.parents[i], e)
@@ -235,9 +234,8 @@ func (w *Workflow) check() (*plan, error) {
 // nothing is written; no node runs before every node is recorded. When
 // the workflow was recorded but its roots could not be enqueued, it
 // returns the ID with the error: workers enqueue them after a grace of
-// 15s. Each
-// task's own options give its queue and the rest; TaskID and Unique are
-// refused, as for chains.
+// 15s. Each task's own options give its queue and the rest; TaskID and
+// Unique are refused, as for chains.
 func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, error) {
 	id := newFlowID("")
 	recorded, err := c.recordWorkflow(ctx, id, w, false)
@@ -287,7 +285,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		if err != nil {
 			return false, err
 		}
-		meta, err := msgpack.Marshal([]string{d.ID, info.Queue, info.Type})
+		meta, err := msgpack.Marshal([]any{d.ID, info.Queue, info.Type, d.Partition})
 		if err != nil {
 			return false, err
 		}

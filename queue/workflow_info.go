@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/envelope"
@@ -85,24 +86,13 @@ func (w *WorkflowInfo) Node(name string) *WorkflowNode {
 	return nil
 }
 
-func nodeState(s string) NodeState {
-	switch s {
-	case "w":
-		return NodeWaiting
-	case "p":
-		return NodeEnqueued
-	case "s":
-		return NodeSucceeded
-	case "d":
-		return NodeDead
-	case "f":
-		return NodeFailed
-	case "k":
-		return NodeSkipped
-	case "x":
-		return NodeCancelled
+func nodeState(code string) NodeState {
+	for _, s := range nodeStates {
+		if s.code == code {
+			return s.state
+		}
 	}
-	return NodeState(s)
+	return NodeState(code)
 }
 
 func edgePolicy(code string) EdgePolicy {
@@ -126,7 +116,7 @@ var nodeStates = []struct {
 // at any size, for lists of workflows.
 func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowInfo, error) {
 	key := keys.Home(i.cfg.Prefix, keys.HomeOf(id)).Workflow(id)
-	fields := []string{"state", "why", "n", "edges", "created", "finished"}
+	fields := []string{"state", "why", "why_node", "why_id", "n", "edges", "created", "finished"}
 	for _, s := range nodeStates {
 		fields = append(fields, "cnt_"+s.code)
 	}
@@ -147,9 +137,12 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
 	}
 	w := &WorkflowInfo{
-		ID: id, State: WorkflowState(f["state"]), Why: i.openError(f["why"], ""),
+		ID: id, State: WorkflowState(f["state"]), Why: f["why"],
 		Total: atoi(f["n"]), Edges: atoi(f["edges"]), Counts: make(map[NodeState]int, len(nodeStates)),
 		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
+	}
+	if f["why_node"] != "" {
+		w.Why = "node " + f["why_node"] + " is dead: " + i.openError(f["why"], f["why_id"])
 	}
 	for _, s := range nodeStates {
 		w.Counts[s.state] = atoi(f["cnt_"+s.code])
@@ -201,15 +194,15 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	for field, v := range f {
 		name, ok := strings.CutPrefix(field, "m:")
 		if ok {
-			var meta []string
-			if err := msgpack.Unmarshal([]byte(v), &meta); err != nil || len(meta) < 3 {
+			meta, err := nodeMeta(v)
+			if err != nil {
 				continue
 			}
-			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta[0]), Queue: meta[1], Type: meta[2], State: nodeState(f["s:"+name][:min(1, len(f["s:"+name]))])}
+			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ, State: nodeState(f["s:"+name][:min(1, len(f["s:"+name]))])}
 			if e, ok := f["x:"+name]; ok {
-				n.Error = i.openError(e, meta[0])
+				n.Error = i.openError(e, meta.id)
 			}
-			nodes = append(nodes, placed{n, meta[0]})
+			nodes = append(nodes, placed{n, meta.id})
 			continue
 		}
 		if parent, ok := strings.CutPrefix(field, "c:"); ok {
@@ -238,29 +231,13 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	for k := range w.Nodes {
 		slices.SortFunc(w.Nodes[k].Parents, func(a, b Edge) int { return rank[a.Parent] - rank[b.Parent] })
 	}
-	// an encrypted Why opens with its node's task ID, which the nodes give
-	if name, ok := strings.CutPrefix(w.Why, "node "); ok && strings.HasSuffix(w.Why, ": (encrypted)") {
-		name = strings.TrimSuffix(name, " is dead: (encrypted)")
-		if n := w.Node(name); n != nil && n.Error != "" {
-			w.Why = "node " + name + " is dead: " + n.Error
-		}
-	}
 	return w, nil
 }
 
 // openError opens an error a node died with (Config.EncryptErrors): one
 // encrypted under a key the ring lacks reads "(encrypted)". sid is the
-// stored ID of the task that wrote it; "" for the workflow's Why, which
-// names its node first.
+// stored ID of the task that wrote it.
 func (i *Inspector) openError(e, sid string) string {
-	if sid == "" {
-		// "node <name> is dead: <error>"
-		head, rest, ok := strings.Cut(e, ": ")
-		if !ok || !envelope.Wrapped([]byte(rest)) {
-			return e
-		}
-		return head + ": (encrypted)"
-	}
 	if !envelope.Wrapped([]byte(e)) {
 		return e
 	}
@@ -276,6 +253,8 @@ func (i *Inspector) openError(e, sid string) string {
 // (CancelTask). Their outcomes still arrive and release nothing. Once
 // every node has finished, the workflow is cancelled and expires after
 // Config.FlowRetention. A finished workflow is ErrWorkflowFinished.
+// Stopping the enqueued nodes takes two round trips however many there
+// are, and one more per node scheduled or retrying.
 func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
 	home := keys.HomeOf(id)
 	h := keys.Home(i.cfg.Prefix, home)
@@ -291,23 +270,124 @@ func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
 	if err := workflowCode(id, reply); err != nil {
 		return err
 	}
-	var errs []error
-	for j := 1; j+1 < len(reply); j += 2 {
-		q, _ := reply[j].(string)
-		tid, _ := reply[j+1].(string)
-		tid = wire.PublicID(tid)
-		err := i.DeleteTask(ctx, q, tid)
-		if errors.Is(err, ErrTaskState) {
-			err = i.CancelTask(ctx, q, tid)
-		}
-		if err != nil && !errors.Is(err, ErrTaskState) && !errors.Is(err, ErrTaskNotFound) {
-			errs = append(errs, fmt.Errorf("node task %s of %q: %w", tid, q, err))
+	var tasks []nodeTask
+	for j := 1; j < len(reply); j++ {
+		if v, _ := reply[j].(string); v != "" {
+			if m, err := nodeMeta(v); err == nil {
+				tasks = append(tasks, m)
+			}
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("cancel workflow %s: cancelled, but stopping its enqueued tasks: %w", id, errors.Join(errs...))
+	if err := i.stopTasks(ctx, tasks); err != nil {
+		return fmt.Errorf("cancel workflow %s: cancelled, but stopping its enqueued tasks: %w", id, err)
 	}
 	return nil
+}
+
+// nodeTask is a node's task as the workflow records it: stored ID, queue,
+// type and the partition it was sent to.
+type nodeTask struct {
+	id, queue, typ string
+	part           int
+}
+
+// nodeMeta reads a node's m: field: {task ID, queue, type, partition}.
+func nodeMeta(v string) (nodeTask, error) {
+	var m []any
+	if err := msgpack.Unmarshal([]byte(v), &m); err != nil || len(m) < 3 {
+		return nodeTask{}, fmt.Errorf("undecodable node record (%d bytes): %v", len(v), err)
+	}
+	t := nodeTask{part: -1}
+	t.id, _ = m[0].(string)
+	t.queue, _ = m[1].(string)
+	t.typ, _ = m[2].(string)
+	if len(m) > 3 {
+		// msgpack gives an integer the narrowest type that holds it
+		switch n := m[3].(type) {
+		case int8:
+			t.part = int(n)
+		case int16:
+			t.part = int(n)
+		case int32:
+			t.part = int(n)
+		case int64:
+			t.part = int(n)
+		case uint8:
+			t.part = int(n)
+		case uint16:
+			t.part = int(n)
+		case uint32:
+			t.part = int(n)
+		case uint64:
+			t.part = int(n)
+		}
+	}
+	return t, nil
+}
+
+// stopTasks deletes the pending tasks of tasks, in one pipelined round
+// trip, and asks the running ones to stop, in another; those that are
+// neither there (scheduled, retrying, or moved to another partition) are
+// deleted one by one. Then it forwards the flow notifications of their
+// queues once, as DeleteTask does.
+func (i *Inspector) stopTasks(ctx context.Context, tasks []nodeTask) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	step := func(tasks []nodeTask, run func(p *rcall.Pipe, t nodeTask, k keys.Partition) *redis.Cmd) ([]nodeTask, error) {
+		cmds := make([]*redis.Cmd, len(tasks))
+		err := rcall.Do(ctx, i.rdb, func() error {
+			return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
+				for j, t := range tasks {
+					if t.part >= 0 {
+						cmds[j] = run(p, t, keys.For(i.cfg.Prefix, t.queue, t.part))
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, redisError(err)
+		}
+		var rest []nodeTask
+		for j, t := range tasks {
+			if cmds[j] == nil || cmds[j].Val() != int64(1) {
+				rest = append(rest, t)
+			}
+		}
+		return rest, nil
+	}
+	rest, err := step(tasks, func(p *rcall.Pipe, t nodeTask, k keys.Partition) *redis.Cmd {
+		return p.Run(ctx, script.TombPending, []string{k.Tomb(), k.State(), k.Active(), k.FeedMsg()}, k.T, t.id)
+	})
+	if err == nil {
+		rest, err = step(rest, func(p *rcall.Pipe, t nodeTask, k keys.Partition) *redis.Cmd {
+			return p.Run(ctx, script.CancelTask, []string{k.Active(), k.Cancel()}, "", t.id, cancelKeep.Milliseconds())
+		})
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range rest {
+		tid := wire.PublicID(t.id)
+		err := i.DeleteTask(ctx, t.queue, tid)
+		if errors.Is(err, ErrTaskState) {
+			err = i.CancelTask(ctx, t.queue, tid)
+		}
+		if err != nil && !errors.Is(err, ErrTaskState) && !errors.Is(err, ErrTaskNotFound) {
+			errs = append(errs, fmt.Errorf("node task %s of %q: %w", tid, t.queue, err))
+		}
+	}
+	queues := map[string]bool{}
+	for _, t := range tasks {
+		if !queues[t.queue] {
+			queues[t.queue] = true
+			var none error
+			i.forwardFlowsAfter(ctx, t.queue, &none)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // NodeResult returns the result node of workflow id recorded when it
@@ -338,14 +418,14 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 	if res == "" {
 		return nil, nil
 	}
-	var m []string
-	if err := msgpack.Unmarshal([]byte(meta), &m); err != nil || len(m) < 1 {
-		return nil, fmt.Errorf("workflow %s: node %q: undecodable: %v", id, parent, err)
+	m, err := nodeMeta(meta)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: node %q: %w", id, parent, err)
 	}
 	if !envelope.Wrapped([]byte(res)) {
 		return []byte(res), nil
 	}
-	v, err := i.codec.Open([]byte(res), m[0], envelope.Result, i.cfg.MaxPayloadSize)
+	v, err := i.codec.Open([]byte(res), m.id, envelope.Result, i.cfg.MaxPayloadSize)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
 	}

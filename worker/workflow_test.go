@@ -234,6 +234,8 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 	wf.Add("end", queue.NewRawTask("end", nil, queue.In("fa")), queue.After("after"), queue.After("later"))
 	wf.Add("broken", queue.NewRawTask("broken", nil, queue.In("fb")))
 	wf.Add("below", queue.NewRawTask("below", nil, queue.In("fb")), queue.After("broken"))
+	// pending in a queue no worker serves: the cancel deletes it
+	wf.Add("parked", queue.NewRawTask("parked", nil, queue.In("idle")))
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
 	<-started
@@ -247,7 +249,7 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 		wi, err = r.insp.GetWorkflow(ctx, id)
 		return err == nil && !wi.FinishedAt.IsZero()
 	})
-	if got := nodeStates(wi); got != "long=dead later=dead after=cancelled end=cancelled broken=dead below=failed" || wi.Why != "cancelled" {
+	if got := nodeStates(wi); got != "long=dead later=dead after=cancelled end=cancelled broken=dead below=failed parked=dead" || wi.Why != "cancelled" {
 		t.Fatalf("nodes %s, why %q", got, wi.Why)
 	}
 	// the dead parent retried: its child is freed, and cancelled
@@ -260,7 +262,7 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 	if wi.State != queue.WorkflowCancelled || wi.FinishedAt.IsZero() {
 		t.Fatalf("after the retry: %s, finished %v", wi.State, wi.FinishedAt)
 	}
-	if log.count("after")+log.count("end")+log.count("later")+log.count("below") != 0 {
+	if log.count("after")+log.count("end")+log.count("later")+log.count("below")+log.count("parked") != 0 {
 		t.Fatalf("cancelled nodes ran: %v", log.order())
 	}
 	if err := r.insp.CancelWorkflow(ctx, id); !errors.Is(err, queue.ErrWorkflowFinished) {

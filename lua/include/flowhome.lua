@@ -146,9 +146,10 @@ end
 
 -- Workflows. A workflow wid keeps everything in one hash W = H:w:<wid>:
 -- its state and counters (state, n, edges, open: nodes waiting or
--- enqueued, bad: nodes dead or failed, cnt_<state>: nodes per state, why,
--- created, finished, ret), and
--- per node name x: m:x {task ID, queue, type} (cmsgpack); s:x its state,
+-- enqueued, bad: nodes dead or failed, cnt_<state>: nodes per state; why,
+-- and the node and task ID that died of it, why_node and why_id, or
+-- "cancelled"; created, finished, ret), and
+-- per node name x: m:x {task ID, queue, type, partition} (cmsgpack); s:x its state,
 -- followed while it waits by its parents' effects, "<state> <unfinished>
 -- <fail> <skip>"; c:x its children {{name, edge}, ...} (cmsgpack); e:x
 -- its delivery until it is released; r:x its result; x:x its error. A
@@ -318,16 +319,17 @@ local function wf_check(W, now)
   -- reopened nothing succeeded: failed becomes succeeded
   if f[4] ~= '0' and state == f[1] then return end
   redis.call('HSET', W, 'finished', now, 'state', state)
-  if state == 'succeeded' then redis.call('HSET', W, 'why', '') end
+  if state == 'succeeded' then redis.call('HSET', W, 'why', '', 'why_node', '', 'why_id', '') end
   local ret = tonumber(f[5])
   if ret > 0 then redis.call('PEXPIRE', W, ret) end
 end
 
--- wf_note records, in run r, node x reaching outcome ("s" or "d"): from
+-- wf_note records, in run r, node x (task id) reaching outcome ("s" or
+-- "d"): from
 -- enqueued to either, or from dead to succeeded (an operator retried it,
 -- which resumes the graph below it). Anything else changes nothing. It
 -- reports whether the state changed; wf_finish does the rest.
-local function wf_note(r, x, outcome, result, err)
+local function wf_note(r, x, id, outcome, result, err)
   local n = wf_node(r, x)
   if not n or not (n[1] == 'p' or (n[1] == 'd' and outcome == 's')) then return false end
   if outcome == 's' then
@@ -337,7 +339,7 @@ local function wf_note(r, x, outcome, result, err)
     redis.call('HSET', r.W, 'x:' .. x, err)
     -- a cancelled workflow keeps its reason: its tasks die of the cancel
     if redis.call('HGET', r.W, 'state') ~= 'cancelled' then
-      redis.call('HSET', r.W, 'why', 'node ' .. x .. ' is dead: ' .. err)
+      redis.call('HSET', r.W, 'why', err, 'why_node', x, 'why_id', id)
     end
   end
   wf_set(r, x, n, outcome)
@@ -369,7 +371,7 @@ local function flow_apply(H, note, now, runs)
         r = wf_start(H, H .. ':w:' .. wid)
         runs[wid] = r
       end
-      return wf_note(r, x, n[3], n[4], n[5] or '')
+      return wf_note(r, x, n[2], n[3], n[4], n[5] or '')
     end
     return false
   end
