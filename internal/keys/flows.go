@@ -60,8 +60,8 @@ func (h FlowHome) Workflow(id string) string { return h.H + ":w:" + ShortID(id) 
 // ShortID returns the form of workflow ID id (a UUID) that its key, its
 // entry in Recent and its tasks' flow refs carry: the UUID's 16 bytes in
 // unpadded base64url, 22 characters against 36, with no colon. A ref
-// travels in every node's message and its feed copy, so this saves 28
-// bytes per enqueued node. An ID that is no UUID stays as it is.
+// travels in every node's message, so the short form keeps each enqueued
+// node smaller. An ID that is no UUID stays as it is.
 func ShortID(id string) string {
 	u, err := uuid.Parse(id)
 	if err != nil || len(id) != 36 {
