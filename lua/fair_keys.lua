@@ -11,8 +11,13 @@
   may be seen twice, or not at all.
   Returns: {key, tasks waiting, tasks running, weight (0: the default),
   paused (0/1), state ("" when none waits; else as include/fair.lua's
-  T:fk), ...} ]]
+  T:fk), ...}
+  A lease counts its key's running tasks only under a KeyConcurrency
+  (include/lease.lua), so without one the running tasks are counted here,
+  from the messages of the partition's leases: the cost grows with the
+  tasks running, never with the keys or their backlogs. ]]
 --@include zpos
+--@include msgid
 local keys = {}
 if ARGV[1] ~= '' then
   keys = {ARGV[1]}
@@ -32,7 +37,24 @@ else
 end
 if #keys == 0 then return {} end
 local waiting = redis.call('ZMSCORE', KEYS[1], unpack(keys))
-local running = redis.call('HMGET', KEYS[2], unpack(keys))
+local running
+if (tonumber(redis.call('HGET', KEYS[6], 'keyconc')) or 0) > 0 then
+  running = redis.call('HMGET', KEYS[2], unpack(keys))
+else
+  local want, count = {}, {}
+  for _, key in ipairs(keys) do want[key] = true end
+  local ids = redis.call('ZRANGE', KEYS[7], 0, -1)
+  for j = 1, #ids, 1000 do
+    for _, m in ipairs(redis.call('HMGET', KEYS[8], unpack(ids, j, math.min(#ids, j + 999)))) do
+      if m then
+        local _, key = msg_head(m)
+        if want[key] then count[key] = (count[key] or 0) + 1 end
+      end
+    end
+  end
+  running = {}
+  for i, key in ipairs(keys) do running[i] = count[key] or 0 end
+end
 local weights = redis.call('HMGET', KEYS[3], unpack(keys))
 local paused = redis.call('SMISMEMBER', KEYS[4], unpack(keys))
 local recs = redis.call('HMGET', KEYS[5], unpack(keys))

@@ -22,8 +22,12 @@ const maxKeyWeight = 1000
 // KeyInfo is what runs and waits for one concurrency key.
 type KeyInfo struct {
 	// Key is the concurrency key; "" in LimitInfo.Keys, whose map names it.
-	Key     string
+	Key string
+	// Running is how many of the key's tasks are leased, as QueueInfo.Active
+	// counts them. Under a KeyConcurrency it is what the limit counts: the
+	// tasks leased while it was set.
 	Running int64
+	// Waiting is how many of the key's tasks wait to start.
 	Waiting int64
 	// Weight is how many tasks the key starts per turn while several keys
 	// have tasks waiting (SetKeyWeight); 1 unless set.
@@ -203,7 +207,7 @@ func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
 }
 
 func fairKeysKeys(k keys.Partition) []string {
-	return []string{k.FairBacklog(), k.KeyActive(), k.FairWeights(), k.FairPaused(), k.FairKeys()}
+	return []string{k.FairBacklog(), k.KeyActive(), k.FairWeights(), k.FairPaused(), k.FairKeys(), k.Limits(), k.Active(), k.Msg()}
 }
 
 // parseKeyRows reads a fair_keys.lua reply.

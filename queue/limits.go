@@ -35,7 +35,8 @@ type Limits struct {
 	// KeyConcurrency is how many tasks with the same ConcurrencyKey may run
 	// at once (0 = no limit). A key at it sits out its turns: its tasks
 	// wait, in order, without holding a worker slot, while tasks of other
-	// keys run.
+	// keys run. Set while a key's tasks run, it counts the tasks leased
+	// from then on.
 	KeyConcurrency int
 	// MaxDepth caps how many tasks may wait in the queue (pending, held
 	// for their key, scheduled and retrying; 0 = no cap). An enqueue
@@ -139,7 +140,9 @@ type LimitInfo struct {
 	// counts the same tasks.
 	Waiting int64
 	// Keys holds, for up to 1,000 keys a partition, how many of their
-	// tasks run and wait: the keys with the most tasks waiting.
+	// tasks run and wait: the keys with the most tasks waiting. Running
+	// there is what KeyConcurrency counts, 0 without one; Inspector.Keys
+	// counts a key's running tasks either way.
 	Keys map[string]KeyInfo
 	// Quotas is, on a queue of several partitions, each partition's share
 	// of the concurrency and rate limits now.

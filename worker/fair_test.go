@@ -192,6 +192,110 @@ func TestFairKeyAtLimitHoldsNoSlot(t *testing.T) {
 	checkFair(t, b)
 }
 
+// TestFairRunningWithoutLimit: with no KeyConcurrency a lease counts no
+// key (so a keyed task costs what a plain one does), yet GetKey and Keys
+// still say how many of a key's tasks run, counted from the leases.
+func TestFairRunningWithoutLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	enqueueKeyed(t, b, 4, "a", "b")
+	release := make(chan struct{})
+	log := &startLog{}
+	// no prefetch: a task leased ahead counts as running, as in
+	// QueueInfo.Active, and the starts would not say how many run
+	b.server(t, Config{Concurrency: 3, Prefetch: -1}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(keyOf(task))
+		<-release
+		return nil
+	}))
+	waitFor(t, 20*time.Second, "three starts", func() bool { return len(log.all()) == 3 })
+	want := map[string]int64{}
+	for _, k := range log.all() {
+		want[k]++
+	}
+	for _, k := range []string{"a", "b"} {
+		ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, k)
+		must(t, err)
+		if ki.Running != want[k] || ki.Waiting != 4-want[k] {
+			t.Fatalf("GetKey(%s) = %+v, want %d running, %d waiting", k, ki, want[k], 4-want[k])
+		}
+	}
+	page, err := b.insp.Keys(ctx, queue.KeyQuery{Queue: queue.DefaultQueue})
+	must(t, err)
+	for _, ki := range page.Keys {
+		if ki.Running != want[ki.Key] {
+			t.Fatalf("Keys: %+v, want %d running", ki, want[ki.Key])
+		}
+	}
+	if len(page.Keys) != 2 {
+		t.Fatalf("Keys: %+v, want a and b", page.Keys)
+	}
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	if n, err := b.rdb.Exists(ctx, k.KeyActive()).Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS %s = %d, %v: a lease with no KeyConcurrency counted its key", k.KeyActive(), n, err)
+	}
+	close(release)
+	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 8 })
+	waitFor(t, 20*time.Second, "an empty queue", func() bool {
+		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		must(t, err)
+		return qi.Pending == 0 && qi.Waiting == 0 && qi.Active == 0
+	})
+	checkFair(t, b)
+}
+
+// TestFairLimitSetWhileRunning: a KeyConcurrency set while a key's tasks
+// run without one holds the key's starts to the limit from then on: the
+// tasks already running are not counted, so at most the limit more start
+// while they run, and none start past it.
+func TestFairLimitSetWhileRunning(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	enqueueKeyed(t, b, 10, "a")
+	before, after := make(chan struct{}), make(chan struct{})
+	log := &startLog{}
+	// no prefetch: a task leased ahead before the limit is not counted
+	// either, and would start past it once a slot frees
+	b.server(t, Config{Concurrency: 6, Prefetch: -1}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(keyOf(task))
+		if len(log.all()) <= 6 {
+			<-before
+		} else {
+			<-after
+		}
+		return nil
+	}))
+	waitFor(t, 20*time.Second, "six starts", func() bool { return len(log.all()) == 6 })
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyConcurrency: 2}))
+	close(before)
+	// the six end and their acks land; two more start under the limit
+	// and hold it, and the other two are held for the key
+	waitFor(t, 20*time.Second, "two starts under the limit", func() bool {
+		ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "a")
+		must(t, err)
+		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		must(t, err)
+		return ki.Running == 2 && ki.Waiting == 2 && qi.Active == 2 && qi.Waiting == 2
+	})
+	if n := len(log.all()); n != 8 {
+		t.Fatalf("under KeyConcurrency 2: %d tasks started, want 8", n)
+	}
+	close(after)
+	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 10 })
+	waitFor(t, 20*time.Second, "an empty queue", func() bool {
+		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		must(t, err)
+		return qi.Pending == 0 && qi.Waiting == 0 && qi.Active == 0
+	})
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	if n, err := b.rdb.Exists(ctx, k.KeyActive()).Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS %s = %d, %v after every task ended: a count was left behind", k.KeyActive(), n, err)
+	}
+	checkFair(t, b)
+}
+
 // TestFairIsolation: a key enqueued behind another key's long backlog
 // starts at its first turn, not after the backlog.
 func TestFairIsolation(t *testing.T) {

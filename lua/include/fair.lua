@@ -262,7 +262,11 @@ local function fair_take(T, n, lim, now, size)
     for j, key in ipairs(got) do
       local i = from + j
       keys[i] = key
-      local k = {key = key, took = 0, fate = 'turn', weight = math.max(1, tonumber(weights[j] or 1) or 1)}
+      local w = weights[j]
+      -- every field a key may get, set here: a table sized once
+      local k = {key = key, took = 0, fate = 'turn', weight = w and math.max(1, tonumber(w) or 1) or 1,
+        avail = 0, room = 0, first = 0, last = 0, head = false, items = false, next = 1,
+        ratebound = false, due = false}
       ks[i] = k
       if key == '' then
         k.avail = fair_plain_count(T, size)
@@ -272,6 +276,9 @@ local function fair_take(T, n, lim, now, size)
       else
         local f, l = string.match(recs[j], '^(-?%d+) (-?%d+)')
         k.first, k.last = tonumber(f), tonumber(l)
+        -- the head shard's name, built from the record's own digits: a
+        -- number joined to a string is formatted, which costs more
+        k.head = T .. ':fq:' .. key .. ':' .. f
         k.avail = tonumber(avail[j] or 0) or 0
         k.room = math.huge
         if stops[j] == 1 then k.fate = 'p' end
@@ -292,7 +299,7 @@ local function fair_take(T, n, lim, now, size)
           end
         end
       end
-      if k.fate == 'turn' and (k.avail or 0) <= 0 then k.fate = 'gone' end
+      if k.fate == 'turn' and k.avail <= 0 then k.fate = 'gone' end
       if k.fate == 'turn' then queue[#queue + 1] = i end
     end
     return #got == count
@@ -300,7 +307,7 @@ local function fair_take(T, n, lim, now, size)
 
   -- the plan: turns in ring order, round after round, until n are taken
   local want, head, visited = n, nil, {}
-  local turns = {} -- {key index, tasks}, in the order they start
+  local turns, turnn, nt = {}, {}, 0 -- key index and tasks, in the order they start
   local q, more = 1, load(math.min(n, FAIR_WINDOW))
   while want > 0 do
     if q > #queue then
@@ -317,7 +324,8 @@ local function fair_take(T, n, lim, now, size)
       if i == 1 and turn_key == k.key and turn_left > 0 and k.took == 0 then credit = turn_left end
       local t = math.min(credit, k.room - k.took, k.avail - k.took, want)
       k.took, want = k.took + t, want - t
-      turns[#turns + 1] = {i, t}
+      nt = nt + 1
+      turns[nt], turnn[nt] = i, t
       if want == 0 and t < credit and k.avail > k.took and k.room > k.took then
         head = {i, credit - t} -- the rest of its turn comes first next time
       elseif k.avail <= k.took then
@@ -346,8 +354,8 @@ local function fair_take(T, n, lim, now, size)
   local touch = {}
   for _, k in ipairs(ks) do
     if k.took > 0 and k.key ~= '' then
-      k.prefix = T .. ':fq:' .. k.key .. ':'
-      for f = k.first, math.min(k.last, k.first + math.ceil(k.took / size)) do touch[#touch + 1] = k.prefix .. f end
+      touch[#touch + 1] = k.head
+      for f = k.first + 1, math.min(k.last, k.first + math.ceil(k.took / size)) do touch[#touch + 1] = T .. ':fq:' .. k.key .. ':' .. f end
     elseif k.took > 0 then
       fair_read(T .. ':s:', plain_first, plain_last, k.took + 2)
     end
@@ -371,8 +379,12 @@ local function fair_take(T, n, lim, now, size)
       if k.fate == 'gone' then redis.call('DEL', T .. ':fs') end
     elseif k.took > 0 then
       local items, f = {}, k.first
-      while true do
-        local got = redis.call('LPOP', k.prefix .. f, k.took - #items)
+      if k.took == 1 then
+        -- one task, the common turn: LPOP without a count answers it alone
+        items[1] = redis.call('LPOP', k.head) or nil
+      end
+      while #items < k.took do
+        local got = redis.call('LPOP', f == k.first and k.head or T .. ':fq:' .. k.key .. ':' .. f, string.format('%d', k.took - #items))
         if got then
           for _, v in ipairs(got) do items[#items + 1] = v end
         end
@@ -392,9 +404,9 @@ local function fair_take(T, n, lim, now, size)
       if left <= 0 then
         k.fate = 'gone'
       else
-        backlog[#backlog + 1] = left
+        backlog[#backlog + 1] = string.format('%d', left)
         backlog[#backlog + 1] = key
-        if f < k.last and redis.call('EXISTS', k.prefix .. f) == 0 then f = f + 1 end
+        if f < k.last and redis.call('EXISTS', T .. ':fq:' .. k.key .. ':' .. f) == 0 then f = f + 1 end
         local state = 'r'
         if k.fate == 'b' or k.fate == 'w' then
           state = k.fate
@@ -424,12 +436,16 @@ local function fair_take(T, n, lim, now, size)
   end
   -- the messages in the order of the turns that took them
   local out = {}
-  for _, tn in ipairs(turns) do
-    local k = ks[tn[1]]
-    k.next = k.next or 1
-    for _ = 1, tn[2] do
-      local m = k.items and k.items[k.next]
-      if m then out[#out + 1] = m end
+  local no = 0
+  for x = 1, nt do
+    local k = ks[turns[x]]
+    local items = k.items
+    for _ = 1, turnn[x] do
+      local m = items and items[k.next]
+      if m then
+        no = no + 1
+        out[no] = m
+      end
       k.next = k.next + 1
     end
   end

@@ -1,16 +1,20 @@
 --@include limits
 --@include keydepth
 -- lease_tasks leases each message until deadline: its record becomes
--- active with one more attempt, a new fencing token and its concurrency
--- key; its message moves to T:msg, its ID to T:active, its key's running
--- count goes up, and a rate-limited partition logs the start. Reads and
+-- active with one more attempt and a new fencing token; its message moves
+-- to T:msg, its ID to T:active, and a rate-limited partition logs the
+-- start. Under a KeyConcurrency (lim.keyconc) the record also names the
+-- task's concurrency key and the key's running count goes up; without one
+-- nothing counts a key's running tasks, so a keyed task's lease costs what
+-- a plain one's does (Inspector.Keys counts them from T:active). Reads and
 -- writes are one variadic call each for the whole batch. It returns the
 -- leased messages and, for each whose attempt and token are not 1 (it ran
 -- before) or whose ID is not the one it opens with (a "bad:" ID), {index
 -- among them, attempt, token, ID or "", attempts granted by operators}: a
 -- first lease, the common case, costs the reply one value, and the worker
 -- reads its ID in the message.
-local function lease_tasks(T, msgs, now, deadline, worker, rate)
+local function lease_tasks(T, msgs, now, deadline, worker, lim)
+  local rate, counts = lim.rate, lim.keyconc > 0
   local leased, extra = {}, {}
   local n = #msgs
   if n == 0 then return leased, extra end
@@ -20,6 +24,8 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local dl = string.format('%d', deadline)
   local ids, keys, bad = {}, {}, {}
   for i = 1, n do ids[i], keys[i], bad[i] = msg_head(msgs[i]) end
+  -- the key a lease counts against: none without a KeyConcurrency
+  local counted_keys = counts and keys or {}
   -- KeyMaxDepth counts keyed tasks until their first start: one EXISTS a
   -- batch tells whether any is counted
   local counted = redis.call('EXISTS', T .. ':kdepth') == 1
@@ -30,9 +36,9 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
   local states, bodies, leases, starts = {}, {}, {}, {}
   local j, e = 0, 0
   for i = 1, n do
-    local id, key, m = ids[i], keys[i], msgs[i]
+    local id, key, m = ids[i], counted_keys[i] or '', msgs[i]
     local rec, attempt, token, granted
-    if not raws[i] and key == '' then
+    if not raws[i] and key == '' and (keys[i] == '' or not counted) then
       fresh = fresh or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, ''})
       rec, attempt, token = fresh, 1, 1
     elseif not raws[i] and not counted then
@@ -41,7 +47,7 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
       rec, attempt, token = freshOf[key], 1, 1
     else
       local r = record_decode(raws[i])
-      if r[2] == 0 and counted then keydepth_down(T, key, 1) end -- its first start
+      if r[2] == 0 and counted then keydepth_down(T, keys[i], 1) end -- its first start
       r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
       rec, attempt, token, granted = record_pack_active(r), r[2], r[3], r[12]
     end
@@ -72,7 +78,7 @@ local function lease_tasks(T, msgs, now, deadline, worker, rate)
     for key in pairs(running) do ks[#ks + 1] = key end
     local cur, set = redis.call('HMGET', T .. ':keyactive', unpack(ks)), {}
     for j2, key in ipairs(ks) do
-      set[2 * j2 - 1], set[2 * j2] = key, (tonumber(cur[j2]) or 0) + running[key]
+      set[2 * j2 - 1], set[2 * j2] = key, string.format('%d', (tonumber(cur[j2]) or 0) + running[key])
     end
     redis.call('HSET', T .. ':keyactive', unpack(set))
   end
@@ -116,6 +122,6 @@ local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes, size,
   end
   local status = POP_OK
   if #keep == 0 and (parked > 0 or dropped > 0) then status = POP_PARKED end
-  local leased, extra = lease_tasks(T, keep, now, now + lease, worker, lim.rate)
+  local leased, extra = lease_tasks(T, keep, now, now + lease, worker, lim)
   return {status, aux, now, codes, leased, extra}
 end
