@@ -106,11 +106,12 @@ local now = now_ms(ARGV[2])
 
 -- checks: no writes yet
 local codes, seen_id, seen_unique, shards = {}, {}, {}, {}
+local buckets = {} -- claim bucket names per IDTTL, built once a call
 for i = FIRST, #ARGV, F do
   local id, unique, claim = ARGV[i + 1], ARGV[i + 4], tonumber(ARGV[i + 6])
   local code, held = ENQ_PENDING, false
   if claim > 0 and not seen_id[id] then
-    held, shards[#codes + 1] = claim_held(T, id, claim, now)
+    held, shards[#codes + 1] = claim_held(T, id, claim, now, buckets)
   end
   if claim > 0 and (seen_id[id] or held or redis.call('HEXISTS', KEYS[8], id) == 1) then
     code = ENQ_DUPLICATE_ID
@@ -147,7 +148,7 @@ for i = FIRST, #ARGV, F do
     else
       plain[#plain + 1], at[#at + 1] = msg, #members
     end
-    if claim > 0 then claim_take(T, id, shards[k], claim, now, expiries) end
+    if claim > 0 then claim_take(T, id, shards[k], claim, now, expiries, buckets) end
     if unique ~= '' then unique_take(T, unique, id, unique_ttl) end
   end
 end

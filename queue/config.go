@@ -29,7 +29,7 @@ type Config struct {
 	// per queue.
 	Partitions map[string]int
 	// IDTTL is how long a caller-chosen task ID (TaskID) stays claimed:
-	// at least IDTTL, at most 1.25 IDTTL, since claims expire in groups.
+	// at least IDTTL, at most 1.5 IDTTL, since claims expire in groups.
 	// Producers that differ in IDTTL do not see each other's claims.
 	// Defaults to 24h.
 	IDTTL time.Duration

@@ -62,7 +62,7 @@ func TestIDClaims(t *testing.T) {
 		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil, TaskID("short"))); err != nil {
 			t.Fatal(err)
 		}
-		// the claim lives 50 to 62.5 ms: a later enqueue of the ID takes it
+		// the claim lives 50 to 75 ms: a later enqueue of the ID takes it
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			_, err := b.client.Enqueue(ctx, NewRawTask("t", nil, TaskID("short")))
@@ -73,6 +73,34 @@ func TestIDClaims(t *testing.T) {
 				t.Fatalf("the ID is still claimed long after its IDTTL: %v", err)
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
+	t.Run("HeldForIDTTL", func(t *testing.T) {
+		t.Parallel()
+		const ttl = 300 * time.Millisecond
+		b := setup(t, Config{IDTTL: ttl})
+		// the claim is made at or after start, by the server's clock,
+		// which is this machine's: an attempt that returns before
+		// start+ttl reached the server within the claim's IDTTL
+		start := time.Now()
+		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil, TaskID("held"))); err != nil {
+			t.Fatal(err)
+		}
+		attempts := 0
+		for {
+			_, err := b.client.Enqueue(ctx, NewRawTask("t", nil, TaskID("held")))
+			if time.Since(start) >= ttl {
+				break
+			}
+			attempts++
+			if !errors.Is(err, ErrDuplicateTaskID) {
+				t.Fatalf("%v after the claim, within its IDTTL of %v: %v", time.Since(start), ttl, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if attempts == 0 {
+			t.Fatal("no attempt within the IDTTL")
 		}
 	})
 

@@ -244,9 +244,9 @@ end
 -- node waiting, failed or skipped takes the state its counters give; one
 -- whose parents all allow it is released into the outbox, visible at at.
 local function wf_run(r, at)
-  local i = 1
-  while i <= #r.work do
-    local x = r.work[i]
+  local i, work = 1, r.work
+  while work[i] ~= nil do
+    local x = work[i]
     i = i + 1
     local n = wf_node(r, x)
     if n and WF_WAITS[n[1]] then
@@ -330,11 +330,19 @@ end
 -- which resumes the graph below it). Anything else changes nothing. It
 -- reports whether the state changed; wf_finish does the rest.
 local function wf_note(r, x, id, outcome, result, err)
+  if r.nodes[x] == nil then
+    -- its state and children in one call: a change of state reads both
+    local v = redis.call('HMGET', r.W, 's:' .. x, 'c:' .. x)
+    local n = v[1] and wf_parse(v[1]) or false
+    if n then n.c = v[2] or false end
+    r.nodes[x] = n
+  end
   local n = wf_node(r, x)
   if not n or not (n[1] == 'p' or (n[1] == 'd' and outcome == 's')) then return false end
   if outcome == 's' then
     if result and result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
-    redis.call('HDEL', r.W, 'x:' .. x)
+    -- only a dead node has an error to drop
+    if n[1] == 'd' then redis.call('HDEL', r.W, 'x:' .. x) end
   else
     redis.call('HSET', r.W, 'x:' .. x, err)
     -- a cancelled workflow keeps its reason: its tasks die of the cancel
