@@ -184,11 +184,7 @@ func TestFairKeyAtLimitHoldsNoSlot(t *testing.T) {
 	checkFair(t, b)
 	close(release)
 	waitFor(t, 20*time.Second, "the slow key's tasks", func() bool { return log.count("slow") == 20 })
-	waitFor(t, 20*time.Second, "an empty queue", func() bool {
-		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
-		must(t, err)
-		return qi.Pending == 0 && qi.Waiting == 0 && qi.Active == 0
-	})
+	waitQueueEmpty(t, b)
 	checkFair(t, b)
 }
 
@@ -237,11 +233,7 @@ func TestFairRunningWithoutLimit(t *testing.T) {
 	}
 	close(release)
 	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 8 })
-	waitFor(t, 20*time.Second, "an empty queue", func() bool {
-		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
-		must(t, err)
-		return qi.Pending == 0 && qi.Waiting == 0 && qi.Active == 0
-	})
+	waitQueueEmpty(t, b)
 	checkFair(t, b)
 }
 
@@ -284,11 +276,7 @@ func TestFairLimitSetWhileRunning(t *testing.T) {
 	}
 	close(after)
 	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 10 })
-	waitFor(t, 20*time.Second, "an empty queue", func() bool {
-		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
-		must(t, err)
-		return qi.Pending == 0 && qi.Waiting == 0 && qi.Active == 0
-	})
+	waitQueueEmpty(t, b)
 	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 	if n, err := b.rdb.Exists(ctx, k.KeyActive()).Result(); err != nil || n != 0 {
 		t.Fatalf("EXISTS %s = %d, %v after every task ended: a count was left behind", k.KeyActive(), n, err)
@@ -386,6 +374,17 @@ func TestFairPausedKeysAhead(t *testing.T) {
 		t.Fatalf("GetKey(stopped7-) = %+v, want paused with 1 waiting", ki)
 	}
 	checkFair(t, b)
+}
+
+// waitQueueEmpty waits until the default queue has nothing pending, held
+// or leased: every task ran and its ack landed.
+func waitQueueEmpty(t *testing.T, b *bundle) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "an empty queue", func() bool {
+		qi, err := b.insp.QueueInfo(context.Background(), queue.DefaultQueue)
+		must(t, err)
+		return qi.Pending == 0 && qi.Waiting == 0 && qi.Active == 0
+	})
 }
 
 // checkFair checks the bookkeeping of fair queues (lua/include/fair.lua)
