@@ -14,8 +14,9 @@
   T:fk), ...}
   A lease counts its key's running tasks only under a KeyConcurrency
   (include/lease.lua), so without one the running tasks are counted here,
-  from the messages of the partition's leases: the cost grows with the
-  tasks running, never with the keys or their backlogs. ]]
+  from the messages of the partition's leases, the first RUN_SCAN of them
+  by deadline: a call reads at most that many messages, whatever the
+  keys, their backlogs or the tasks running. ]]
 --@include zpos
 --@include msgid
 local keys = {}
@@ -37,13 +38,14 @@ else
 end
 if #keys == 0 then return {} end
 local waiting = redis.call('ZMSCORE', KEYS[1], unpack(keys))
+local RUN_SCAN = 10000
 local running
 if (tonumber(redis.call('HGET', KEYS[6], 'keyconc')) or 0) > 0 then
   running = redis.call('HMGET', KEYS[2], unpack(keys))
 else
   local want, count = {}, {}
   for _, key in ipairs(keys) do want[key] = true end
-  local ids = redis.call('ZRANGE', KEYS[7], 0, -1)
+  local ids = redis.call('ZRANGE', KEYS[7], 0, RUN_SCAN - 1)
   for j = 1, #ids, 1000 do
     for _, m in ipairs(redis.call('HMGET', KEYS[8], unpack(ids, j, math.min(#ids, j + 999)))) do
       if m then

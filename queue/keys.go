@@ -25,7 +25,9 @@ type KeyInfo struct {
 	Key string
 	// Running is how many of the key's tasks are leased, as QueueInfo.Active
 	// counts them. Under a KeyConcurrency it is what the limit counts: the
-	// tasks leased while it was set.
+	// tasks leased while it was set. Without one it is counted among the
+	// first 10,000 leases of the key's partition, so a call reads a bounded
+	// number of tasks.
 	Running int64
 	// Waiting is how many of the key's tasks wait to start.
 	Waiting int64
