@@ -244,6 +244,8 @@ end
 -- node waiting, failed or skipped takes the state its counters give; one
 -- whose parents all allow it is released into the outbox, visible at at.
 local function wf_run(r, at)
+  -- formatted once: a number argument is formatted at every use
+  local ats = string.format('%d', at)
   local i, work = 1, r.work
   while work[i] ~= nil do
     local x = work[i]
@@ -261,7 +263,7 @@ local function wf_run(r, at)
         if new == 'p' then
           local v = redis.call('HMGET', r.W, 'm:' .. x, 'e:' .. x, 'c:' .. x)
           local id = cmsgpack.unpack(v[1])[1]
-          r.out[#r.out + 1], r.out[#r.out + 2] = at, id
+          r.out[#r.out + 1], r.out[#r.out + 2] = ats, id
           r.outmsg[#r.outmsg + 1], r.outmsg[#r.outmsg + 2] = id, v[2]
           r.gone[#r.gone + 1] = 'e:' .. x
           r.released[#r.released + 1] = id
@@ -286,7 +288,7 @@ local function wf_flush(r)
   for _, x in ipairs(r.order) do
     local n = r.nodes[x]
     kv[#kv + 1] = 's:' .. x
-    kv[#kv + 1] = WF_WAITS[n[1]] and (n[1] .. ' ' .. n[2] .. ' ' .. n[3] .. ' ' .. n[4]) or n[1]
+    kv[#kv + 1] = WF_WAITS[n[1]] and string.format('%s %d %d %d', n[1], n[2], n[3], n[4]) or n[1]
   end
   wf_chunks('HSET', r.W, kv, 1000)
   if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
