@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -235,6 +237,44 @@ func TestFairRunningWithoutLimit(t *testing.T) {
 	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 8 })
 	waitQueueEmpty(t, b)
 	checkFair(t, b)
+}
+
+// TestFairRunningCountBounded: with no KeyConcurrency, GetKey counts a
+// key's running tasks among the partition's first 10,000 leases, so a
+// call reads a bounded number of messages however many tasks run.
+func TestFairRunningCountBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const leased = 10_050
+	tasks := make([]*queue.Task, leased)
+	for i := range tasks {
+		tasks[i] = queue.NewRawTask("t", nil, queue.ConcurrencyKey("a"))
+	}
+	if _, err := b.client.EnqueueMany(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Config: b.qcfg, Concurrency: 1}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := NewServer(b.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	must(t, err)
+	s.outbox = newOutbox()
+	// lease every task, none acked: the worker never starts
+	for got := 0; got < leased; {
+		r, err := s.dequeue(ctx, s.parts[0], min(1000, leased-got), 0, false)
+		must(t, err)
+		if len(r.tasks) == 0 {
+			t.Fatalf("a pop leased nothing after %d of %d", got, leased)
+		}
+		got += len(r.tasks)
+	}
+	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "a")
+	must(t, err)
+	if qi.Active != leased || ki.Running != 10_000 || ki.Waiting != 0 {
+		t.Fatalf("%d leased; GetKey(a) = %+v, want 10,000 running counted and none waiting", qi.Active, ki)
+	}
 }
 
 // TestFairLimitSetWhileRunning: a KeyConcurrency set while a key's tasks
