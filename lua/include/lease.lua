@@ -14,7 +14,7 @@
 -- first lease, the common case, costs the reply one value, and the worker
 -- reads its ID in the message.
 local function lease_tasks(T, msgs, now, deadline, worker, lim)
-  local rate, counts = lim.rate, lim.keyconc > 0
+  local rate = lim.rate
   local leased, extra = {}, {}
   local n = #msgs
   if n == 0 then return leased, extra end
@@ -24,30 +24,26 @@ local function lease_tasks(T, msgs, now, deadline, worker, lim)
   local dl = string.format('%d', deadline)
   local ids, keys, bad = {}, {}, {}
   for i = 1, n do ids[i], keys[i], bad[i] = msg_head(msgs[i]) end
-  -- the key a lease counts against: none without a KeyConcurrency
-  local counted_keys = counts and keys or {}
+  -- the key each lease counts against: none without a KeyConcurrency
+  local lease_keys = lim.keyconc > 0 and keys or {}
   -- KeyMaxDepth counts keyed tasks until their first start: one EXISTS a
   -- batch tells whether any is counted
-  local counted = redis.call('EXISTS', T .. ':kdepth') == 1
+  local depth_counted = redis.call('EXISTS', T .. ':kdepth') == 1
   local raws = redis.call('HMGET', statek, unpack(ids))
-  -- every first lease without a concurrency key gets the same record:
-  -- packed once per batch
-  local fresh, freshOf, running = nil, {}, nil
+  -- the first leases of one key (or of none) get the same record: packed
+  -- once per batch
+  local fresh, running = {}, nil
   local states, bodies, leases, starts = {}, {}, {}, {}
   local j, e = 0, 0
   for i = 1, n do
-    local id, key, m = ids[i], counted_keys[i] or '', msgs[i]
+    local id, key, m = ids[i], lease_keys[i] or '', msgs[i]
     local rec, attempt, token, granted
-    if not raws[i] and key == '' and (keys[i] == '' or not counted) then
-      fresh = fresh or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, ''})
-      rec, attempt, token = fresh, 1, 1
-    elseif not raws[i] and not counted then
-      -- a first lease of a key's task: one record per key and batch
-      freshOf[key] = freshOf[key] or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, key})
-      rec, attempt, token = freshOf[key], 1, 1
+    if not raws[i] and not (depth_counted and keys[i] ~= '') then
+      fresh[key] = fresh[key] or record_pack_active({'active', 1, 1, worker, '', 0, now, 0, 0, key})
+      rec, attempt, token = fresh[key], 1, 1
     else
       local r = record_decode(raws[i])
-      if r[2] == 0 and counted then keydepth_down(T, keys[i], 1) end -- its first start
+      if r[2] == 0 and depth_counted then keydepth_down(T, keys[i], 1) end -- its first start
       r[1], r[2], r[3], r[4], r[7], r[9], r[10] = 'active', r[2] + 1, r[3] + 1, worker, now, 0, key
       rec, attempt, token, granted = record_pack_active(r), r[2], r[3], r[12]
     end
