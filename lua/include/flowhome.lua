@@ -195,12 +195,20 @@ local function wf_parse(v)
   return {v, 0, 0, 0}
 end
 
--- wf_node returns node x's entry, or nil when W has no such node.
-local function wf_node(r, x)
+-- wf_node returns node x's entry, or nil when W has no such node. With
+-- children, a first read takes its children list in the same call, for a
+-- node about to change state (wf_set reads it then).
+local function wf_node(r, x, children)
   local n = r.nodes[x]
   if n == nil then
-    local v = redis.call('HGET', r.W, 's:' .. x)
-    n = v and wf_parse(v) or false
+    if children then
+      local v = redis.call('HMGET', r.W, 's:' .. x, 'c:' .. x)
+      n = v[1] and wf_parse(v[1]) or false
+      if n then n.c = v[2] or false end
+    else
+      local v = redis.call('HGET', r.W, 's:' .. x)
+      n = v and wf_parse(v) or false
+    end
     r.nodes[x] = n
   end
   return n or nil
@@ -332,14 +340,7 @@ end
 -- which resumes the graph below it). Anything else changes nothing. It
 -- reports whether the state changed; wf_finish does the rest.
 local function wf_note(r, x, id, outcome, result, err)
-  if r.nodes[x] == nil then
-    -- its state and children in one call: a change of state reads both
-    local v = redis.call('HMGET', r.W, 's:' .. x, 'c:' .. x)
-    local n = v[1] and wf_parse(v[1]) or false
-    if n then n.c = v[2] or false end
-    r.nodes[x] = n
-  end
-  local n = wf_node(r, x)
+  local n = wf_node(r, x, true)
   if not n or not (n[1] == 'p' or (n[1] == 'd' and outcome == 's')) then return false end
   if outcome == 's' then
     if result and result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
