@@ -292,35 +292,27 @@ type nodeTask struct {
 }
 
 // nodeMeta reads a node's m: field: {task ID, queue, type, partition}.
+// The partition is -1 in a record that lacks it.
 func nodeMeta(v string) (nodeTask, error) {
-	var m []any
-	if err := msgpack.Unmarshal([]byte(v), &m); err != nil || len(m) < 3 {
-		return nodeTask{}, fmt.Errorf("undecodable node record (%d bytes): %v", len(v), err)
-	}
 	t := nodeTask{part: -1}
-	t.id, _ = m[0].(string)
-	t.queue, _ = m[1].(string)
-	t.typ, _ = m[2].(string)
-	if len(m) > 3 {
-		// msgpack gives an integer the narrowest type that holds it
-		switch n := m[3].(type) {
-		case int8:
-			t.part = int(n)
-		case int16:
-			t.part = int(n)
-		case int32:
-			t.part = int(n)
-		case int64:
-			t.part = int(n)
-		case uint8:
-			t.part = int(n)
-		case uint16:
-			t.part = int(n)
-		case uint32:
-			t.part = int(n)
-		case uint64:
-			t.part = int(n)
+	dec := msgpack.NewDecoder(strings.NewReader(v))
+	n, err := dec.DecodeArrayLen()
+	if err == nil && n < 3 {
+		err = fmt.Errorf("%d fields, want at least 3", n)
+	}
+	for j, f := range []*string{&t.id, &t.queue, &t.typ} {
+		if err == nil {
+			*f, err = dec.DecodeString()
+			if err != nil {
+				err = fmt.Errorf("field %d: %w", j+1, err)
+			}
 		}
+	}
+	if err == nil && n > 3 {
+		t.part, err = dec.DecodeInt()
+	}
+	if err != nil {
+		return nodeTask{}, fmt.Errorf("undecodable node record (%d bytes): %w", len(v), err)
 	}
 	return t, nil
 }
