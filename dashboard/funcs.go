@@ -257,7 +257,7 @@ var flashes = map[string]string{
 	"bulk":            "%s tasks changed.",
 	"pause-key":       "Key paused: workers start none of its tasks until it is resumed.",
 	"resume-key":      "Key resumed: its tasks take their turns again.",
-	"set-key-weight":  "Key weight set: it counts from the key's next turn.",
+	"set-key-weight":  "Key weight set: it counts for the key's tasks enqueued from now on.",
 	"cancel-workflow": "Workflow cancelled: its nodes that have not run never will, and its running tasks are asked to stop.",
 }
 

@@ -8,8 +8,9 @@
   Returns: {pending, active, scheduled, retry, dead, done, paused (0/1),
   the oldest pending message or "", tasks held for their key (its limits
   or a pause: include/fair.lua's T:fh; or parked by a build before fair
-  queues), tasks succeeded ever, attempts failed ever, {the first message
-  of up to 16 keys next in turn and of the key with the most tasks},
+  queues), tasks succeeded ever, attempts failed ever, {the first messages
+  of the turn now, of up to 16 keys next in turn and of the key with the
+  most tasks},
   concurrency keys with tasks waiting}:
   pending counts the other tasks waiting in their keys' lists too, and the
   readers take the oldest of the messages as the partition's latency, at
@@ -30,6 +31,11 @@ end
 local heads = {}
 local waiting, held = fair_count(T)
 if waiting > 0 then
+  -- the tasks placed in the turn now start first (include/fair.lua)
+  local cur = turns_get(T)
+  for _, m in ipairs(redis.call('LRANGE', T .. ':fo:' .. cur, 0, 15)) do
+    if string.byte(m, 1) ~= 0 then heads[#heads + 1] = m end
+  end
   local ks = redis.call('LRANGE', T .. ':fr', 0, 15)
   local top = redis.call('ZRANGE', T .. ':fz', 0, 0, 'REV')
   if #top > 0 then ks[#ks + 1] = top[1] end

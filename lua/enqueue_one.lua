@@ -100,7 +100,7 @@ local rolls, empty, tail, hit = {}, false, guess, 0
 if keyed then
   -- it waits in its key's list; the reply still names the tail shard
   local _, key = msg_head(msg)
-  fair_push(T, key, {msg}, false, size)
+  fair_route(T, {msg}, false, size)
   len, tail = 0, tonumber(redis.call('GET', last_key) or 0)
 elseif not len and guess >= 0 then
   len = redis.call('RPUSHX', guess_key, msg)

@@ -10,15 +10,19 @@
   whatever the number of keys. A key whose backlog changed between pages
   may be seen twice, or not at all.
   Returns: {key, tasks waiting, tasks running, weight (0: the default),
-  paused (0/1), state ("" when none waits; else as include/fair.lua's
-  T:fk), ...}
+  paused (0/1), its score in T:fz (the page's order and marker), ...}.
+  A key's tasks waiting are its list's and its tasks placed in turns not
+  taken yet (include/fair.lua); T:fz orders keys with no list by their
+  tasks placed at their last enqueue, so a key that has few tasks left
+  may order too high until its next enqueue or its record goes.
   A lease counts its key's running tasks only under a KeyConcurrency
   (include/lease.lua), so without one the running tasks are counted here,
   from the messages of the partition's leases, the first RUN_SCAN of them
   by deadline: a call reads at most that many messages, whatever the
   keys, their backlogs or the tasks running. ]]
 --@include zpos
---@include msgid
+--@include fair
+local T = string.sub(KEYS[1], 1, -4) -- T:fz less ':fz'
 local keys = {}
 if ARGV[1] ~= '' then
   keys = {ARGV[1]}
@@ -59,14 +63,19 @@ else
 end
 local weights = redis.call('HMGET', KEYS[3], unpack(keys))
 local paused = redis.call('SMISMEMBER', KEYS[4], unpack(keys))
-local recs = redis.call('HMGET', KEYS[5], unpack(keys))
+local lists = redis.call('HMGET', KEYS[5], unpack(keys))
+local placed = redis.call('HMGET', T .. ':fa', unpack(keys))
+local cur, popped = turns_get(T)
 local out = {}
 for i, key in ipairs(keys) do
+  local score = tonumber(waiting[i] or 0) or 0
+  local n = lists[i] and score or 0
+  if placed[i] then n = n + turns_waiting(turns_rec(placed[i]), cur, popped) end
   out[#out + 1] = key
-  out[#out + 1] = tonumber(waiting[i] or 0) or 0
+  out[#out + 1] = n
   out[#out + 1] = tonumber(running[i] or 0) or 0
   out[#out + 1] = tonumber(weights[i] or 0) or 0
   out[#out + 1] = paused[i]
-  out[#out + 1] = recs[i] and string.match(recs[i], '(%a)$') or ''
+  out[#out + 1] = score
 end
 return out

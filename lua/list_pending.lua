@@ -1,12 +1,14 @@
 #!lua flags=no-writes,allow-oom
 --[[ list_pending: a page of a queue partition's pending tasks after a
   marker: its pending list, head (next to run) first, then the tasks
-  waiting in their keys' lists (include/fair.lua), key by key in the order
-  of the keys' names, each key's head first.
+  placed in turns, the turn now first, then the tasks waiting in their
+  keys' lists (include/fair.lua), key by key in the order of the keys'
+  names, each key's head first.
   KEYS[1] T:first  KEYS[2] T:last  KEYS[3] T:state
   ARGV[1] T:s:  ARGV[2] marker shard ("" = from the head)  ARGV[3] marker index
   ARGV[4] marker task ID  ARGV[5] limit  ARGV[6] marker key ("" = the
-  pending list's part; absent in calls of older builds)
+  pending list's part, "\0" = the turns' part, whose shard is the turn;
+  absent in calls of older builds)
   The marker is where the previous page ended: the key (or the pending
   list), the shard and index its last message was read at, and that
   message's ID. Appends at the tail move nothing before it; pops at the
@@ -21,6 +23,7 @@
 --@include msgid
 --@include fair
 local prefix, limit = ARGV[1], tonumber(ARGV[5])
+local TURNS = '\0' -- the marker's key for the tasks placed in turns
 local T = string.sub(prefix, 1, -4) -- T:s: less ':s:'
 local mkey = ARGV[6] or ''
 -- pending tasks deleted by ID wait in T:tomb until a dequeue drops them:
@@ -55,7 +58,8 @@ local function list(lp, shard, index, last, key)
     local want = limit - n
     local got = redis.call('LRANGE', lp .. shard, index, index + want - 1)
     for k, v in ipairs(got) do
-      if v ~= DUMMY and not (tomb and redis.call('SISMEMBER', tomb, (msg_head(v))) == 1) then
+      -- a turn's list holds markers too, which are no task
+      if v ~= DUMMY and string.byte(v, 1) ~= 0 and not (tomb and redis.call('SISMEMBER', tomb, (msg_head(v))) == 1) then
         local id = msg_head(v)
         out[#out + 1] = shard
         out[#out + 1] = index + k - 1
@@ -81,9 +85,21 @@ if mkey == '' then
   list(prefix, shard, index, last, '')
   ms = nil
 end
--- then the keys' tasks, from the marker's key on
+-- then the tasks placed in turns, turn by turn (include/fair.lua): the
+-- turns are consecutive from the one now
+if mkey == '' or mkey == TURNS then
+  local cur, _, _, live = turns_get(T)
+  if live then
+    local last = cur
+    while redis.call('EXISTS', T .. ':fo:' .. (last + 1)) == 1 do last = last + 1 end
+    local shard, index = start(T .. ':fo:', cur, last, ms, mi, mid)
+    list(T .. ':fo:', shard, index, last, TURNS)
+  end
+  ms = nil
+end
+-- then the keys' lists, from the marker's key on
 local from = '-'
-if mkey ~= '' then
+if mkey ~= '' and mkey ~= TURNS then
   local first, last = fair_get(T, mkey)
   if first then
     local lp = T .. ':fq:' .. mkey .. ':'

@@ -39,16 +39,16 @@ local n, status, wait, lim = tonumber(ARGV[2]), POP_OK, 0, NO_LIMITS
 local fair = false
 -- neither paused, limited nor with tasks of keys, the common case, costs
 -- one call
-if redis.call('EXISTS', KEYS[6], KEYS[7], KEYS[12], KEYS[13]) > 0 then
+if redis.call('EXISTS', KEYS[6], KEYS[7], KEYS[12], KEYS[13], T .. ':fi') > 0 then
   if redis.call('EXISTS', KEYS[6]) == 1 then return {POP_PAUSED, 0, now, codes} end
   if redis.call('EXISTS', KEYS[7]) == 1 then
     n, status, wait, lim = dequeue_room(T, math.min(n, tonumber(ARGV[8])), now, size)
   end
-  fair = redis.call('EXISTS', KEYS[12], KEYS[13]) > 0
+  fair = redis.call('EXISTS', KEYS[12], KEYS[13], T .. ':fi') > 0
 end
 if n == 0 then return {status, wait, now, codes} end
 if fair then
-  local msgs, due, unreached = fair_take(T, n, lim, now, size)
+  local msgs, due, unreached = fair_pop(T, n, lim, now, size)
   local shard = tonumber(redis.call('GET', KEYS[1]) or 0)
   if #msgs == 0 and unreached then return {POP_PARKED, 0, now, codes} end
   if #msgs == 0 and due ~= NONE then return {POP_RATE, due, now, codes} end

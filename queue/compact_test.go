@@ -18,7 +18,9 @@ func storedMessages(t *testing.T, b *bundle, q string) map[string][]byte {
 	must(t, err)
 	keyed, err := b.rdb.Keys(ctx, k.T+":fq:*").Result() // the keys' lists
 	must(t, err)
-	shards = append(shards, keyed...)
+	turns, err := b.rdb.Keys(ctx, k.T+":fo:*").Result() // the turns' lists
+	must(t, err)
+	shards = append(append(shards, keyed...), turns...)
 	out := map[string][]byte{}
 	for _, shard := range shards {
 		items, err := b.rdb.LRange(ctx, shard, 0, -1).Result()

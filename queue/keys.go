@@ -58,9 +58,10 @@ type KeyPage struct {
 // SetKeyWeight sets how many tasks key starts per turn in queue. While
 // several keys have tasks waiting, they take turns: a key of weight 3
 // starts three tasks for each one a key of weight 1 starts. The default
-// weight is 1; setting 1 sets it back. It takes effect at the key's next
-// turn, with no restart. A weight below 1 or above 1,000 is
-// ErrInvalidOption.
+// weight is 1; setting 1 sets it back. It takes effect with no restart:
+// the key's tasks enqueued after it, and the turns of its own list, get
+// the new weight, while its tasks already placed in its next 16 turns
+// keep their places. A weight below 1 or above 1,000 is ErrInvalidOption.
 func (i *Inspector) SetKeyWeight(ctx context.Context, queue, key string, w int) error {
 	if w < 1 || w > maxKeyWeight {
 		return fmt.Errorf("%w: weight %d of key %q, want 1..%d", ErrInvalidOption, w, key, maxKeyWeight)
@@ -166,7 +167,7 @@ func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
 		return nil, fmt.Errorf("keys of %q: %w", q.Queue, err)
 	}
 	type row struct {
-		KeyInfo
+		keyRow
 		part int
 	}
 	var rows []row
@@ -185,13 +186,16 @@ func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
 		}
 	}
 	// each partition's rows come sorted; a stable sort keeps their order
-	sort.SliceStable(rows, func(a, b int) bool { return rows[a].Waiting > rows[b].Waiting })
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].score > rows[b].score })
 	page := &KeyPage{}
 	next := append([]string(nil), after...)
 	taken := make([]int, n)
 	for _, r := range rows[:min(len(rows), q.Limit)] {
-		page.Keys = append(page.Keys, r.KeyInfo)
-		next[r.part] = strconv.FormatInt(r.Waiting, 10) + "," + r.Key
+		// a key whose last tasks were taken this turn, not yet forgotten
+		if r.Waiting > 0 {
+			page.Keys = append(page.Keys, r.KeyInfo)
+		}
+		next[r.part] = strconv.FormatInt(r.score, 10) + "," + r.Key
 		taken[r.part]++
 	}
 	more := false
@@ -212,20 +216,28 @@ func fairKeysKeys(k keys.Partition) []string {
 	return []string{k.FairBacklog(), k.KeyActive(), k.FairWeights(), k.FairPaused(), k.FairKeys(), k.Limits(), k.Active(), k.Msg()}
 }
 
+// keyRow is a key of a fair_keys.lua reply and its place in the order of
+// its partition's keys.
+type keyRow struct {
+	KeyInfo
+	score int64
+}
+
 // parseKeyRows reads a fair_keys.lua reply.
-func parseKeyRows(cmd *redis.Cmd) ([]KeyInfo, error) {
+func parseKeyRows(cmd *redis.Cmd) ([]keyRow, error) {
 	res, err := cmd.Slice()
 	if err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	var out []KeyInfo
+	var out []keyRow
 	for j := 0; j+5 < len(res); j += 6 {
 		key, _ := res[j].(string)
 		waiting, _ := res[j+1].(int64)
 		running, _ := res[j+2].(int64)
 		weight, _ := res[j+3].(int64)
 		paused, _ := res[j+4].(int64)
-		out = append(out, KeyInfo{Key: key, Waiting: waiting, Running: running, Weight: max(int(weight), 1), Paused: paused == 1})
+		score, _ := res[j+5].(int64)
+		out = append(out, keyRow{KeyInfo{Key: key, Waiting: waiting, Running: running, Weight: max(int(weight), 1), Paused: paused == 1}, score})
 	}
 	return out, nil
 }

@@ -142,7 +142,9 @@ type LimitInfo struct {
 	// Keys holds, for up to 1,000 keys a partition, how many of their
 	// tasks run and wait: the keys with the most tasks waiting. Running
 	// there is what KeyConcurrency counts, 0 without one; Inspector.Keys
-	// counts a key's running tasks either way.
+	// counts a key's running tasks either way. Without a key limit, a
+	// key whose tasks are all placed in turns shows the tasks placed at
+	// its last enqueue as Waiting; Inspector.Keys counts them exactly.
 	Keys map[string]KeyInfo
 	// Quotas is, on a queue of several partitions, each partition's share
 	// of the concurrency and rate limits now.

@@ -86,8 +86,11 @@ func TestFairRoundRobin(t *testing.T) {
 func TestFairWeights(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	enqueueKeyed(t, b, 60, "light", "heavy")
+	// the weight holds from the heavy key's first task (the queue exists
+	// once the light key's tasks are in)
+	enqueueKeyed(t, b, 60, "light")
 	must(t, b.insp.SetKeyWeight(context.Background(), queue.DefaultQueue, "heavy", 3))
+	enqueueKeyed(t, b, 60, "heavy")
 	log := &startLog{}
 	b.server(t, Config{Concurrency: 2}, HandlerFunc(func(ctx context.Context, task *Task) error {
 		log.add(keyOf(task))
@@ -446,6 +449,8 @@ func checkFairPartition(t *testing.T, rdb redis.UniversalClient, k keys.Partitio
 	var names, ring *redis.StringSliceCmd
 	var counts *redis.SliceCmd
 	var plain *redis.IntCmd
+	var placed *redis.MapStringStringCmd
+	var turn *redis.StringCmd
 	lens := map[string]*redis.IntCmd{}
 	// the shards of each key: read first, then everything in one MULTI
 	fk, err := rdb.HGetAll(ctx, k.FairKeys()).Result()
@@ -457,6 +462,8 @@ func checkFairPartition(t *testing.T, rdb redis.UniversalClient, k keys.Partitio
 		ring = p.LRange(ctx, k.FairRing(), 0, -1)
 		counts = p.MGet(ctx, k.FairCount(), k.FairHeld())
 		plain = p.Exists(ctx, k.T+":fs")
+		placed = p.HGetAll(ctx, k.T+":fa")
+		turn = p.Get(ctx, k.T+":fi")
 		for key, rec := range fk {
 			var first, last int
 			var state string
@@ -469,7 +476,9 @@ func checkFairPartition(t *testing.T, rdb redis.UniversalClient, k keys.Partitio
 		}
 		return nil
 	})
-	must(t, err)
+	if err != nil && err != redis.Nil { // no turn now: T:fi is absent
+		t.Fatal(err)
+	}
 	if fmt.Sprint(recs.Val()) != fmt.Sprint(fk) {
 		t.Fatalf("the keys changed while checked: is a worker still busy?")
 	}
@@ -481,14 +490,40 @@ func checkFairPartition(t *testing.T, rdb redis.UniversalClient, k keys.Partitio
 	}
 	fn, fh := num(counts.Val()[0]), num(counts.Val()[1])
 	waiting := map[string]int64{}
-	var sum, held int64
+	var held int64
 	for _, z := range backlog.Val() {
-		key := z.Member.(string)
-		waiting[key] = int64(z.Score)
-		sum += int64(z.Score)
+		waiting[z.Member.(string)] = int64(z.Score)
 	}
-	if len(waiting) != len(fk) || len(names.Val()) != len(fk) {
-		t.Fatalf("%d keys with records, %d with backlogs, %d by name", len(fk), len(waiting), len(names.Val()))
+	// the tasks placed in turns and not taken yet, per key (include/fair.lua)
+	var cur, popped, pass int64
+	if v := turn.Val(); v != "" {
+		if _, err := fmt.Sscanf(v, "%d %d %d", &cur, &popped, &pass); err != nil {
+			t.Fatalf("turn %q: %v", v, err)
+		}
+	}
+	keyset := map[string]bool{}
+	for key := range fk {
+		keyset[key] = true
+	}
+	var placedSum int64
+	for key, rec := range placed.Val() {
+		keyset[key] = true
+		fields := strings.Fields(rec)
+		if len(fields) < 4 {
+			t.Fatalf("placed record of key %q: %q", key, rec)
+		}
+		for _, f := range fields[4:] {
+			var r, pos int64
+			if _, err := fmt.Sscanf(f, "%d:%d", &r, &pos); err != nil {
+				t.Fatalf("placed record of key %q: %q: %v", key, rec, err)
+			}
+			if r > cur || (r == cur && pos > popped) {
+				placedSum++
+			}
+		}
+	}
+	if len(waiting) != len(keyset) || len(names.Val()) != len(keyset) {
+		t.Fatalf("%d keys with lists or placed tasks, %d with backlogs, %d by name", len(keyset), len(waiting), len(names.Val()))
 	}
 	inRing := map[string]int{}
 	for _, key := range ring.Val() {
@@ -505,7 +540,7 @@ func checkFairPartition(t *testing.T, rdb redis.UniversalClient, k keys.Partitio
 		if stored != waiting[key] || stored == 0 {
 			t.Fatalf("key %q: %d tasks in its lists, %d counted", key, stored, waiting[key])
 		}
-		if state != "r" {
+		if state == "b" || state == "p" || state == "w" {
 			held += stored
 		}
 		if want := map[bool]int{true: 1, false: 0}[state == "r"]; inRing[key] != want {
@@ -523,7 +558,11 @@ func checkFairPartition(t *testing.T, rdb redis.UniversalClient, k keys.Partitio
 			t.Fatalf("key %q is in the ring without tasks", key)
 		}
 	}
-	if fn != sum || fh != held {
-		t.Fatalf("counted %d waiting and %d held; the lists hold %d and %d", fn, fh, sum, held)
+	var listed int64
+	for key := range fk {
+		listed += waiting[key]
+	}
+	if fn != listed+placedSum || fh != held {
+		t.Fatalf("counted %d waiting and %d held; the lists hold %d and %d, the turns %d", fn, fh, listed, held, placedSum)
 	}
 }

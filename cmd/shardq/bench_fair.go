@@ -518,7 +518,14 @@ func (fb *fairBench) weightRun(ctx context.Context, q string, d time.Duration, s
 		return 0, err
 	}
 	payload := make([]byte, fb.f.payload)
-	for _, key := range []string{"heavy", "light"} {
+	for _, key := range []string{"light", "heavy"} {
+		// the weight holds from the heavy key's first task: the queue
+		// exists once the light key's tasks are in
+		if key == "heavy" {
+			if err := insp.SetKeyWeight(ctx, q, "heavy", 3); err != nil {
+				return 0, err
+			}
+		}
 		batch := make([]*queue.Task, 1000)
 		for i := range batch {
 			batch[i] = queue.NewRawTask(key, payload, queue.ConcurrencyKey(key))
@@ -528,9 +535,6 @@ func (fb *fairBench) weightRun(ctx context.Context, q string, d time.Duration, s
 				return 0, err
 			}
 		}
-	}
-	if err := insp.SetKeyWeight(ctx, q, "heavy", 3); err != nil {
-		return 0, err
 	}
 	var n, heavy atomic.Int64
 	done := make(chan struct{})

@@ -1,129 +1,273 @@
---@include codes
---@include msgid
---@include sharded
--- Fair queues. A task with a concurrency key does not wait in its
--- partition's pending list: it waits in a list of its key, and pop and
--- claim take from the keys in turn, so a key with a long backlog delays
--- the others by one turn, not by its backlog. Per partition T:
+--@include ring
+-- Turns. A key whose backlog is short, in a partition with no key limits,
+-- needs no list of its own: enqueue places each of its tasks straight in
+-- the list of the turn it will start in, up to its weight per turn, so a
+-- pop takes a run of tasks from one list, as from a plain queue, and
+-- touches no key. Per partition T, beside the ring's keys (include/ring.lua):
 --
---   T:fr  list    the ring: the keys whose tasks may start, in turn order.
---                 The head's turn is now. The member "" stands for the
---                 partition's pending list, the tasks with no key.
---   T:ft  string  "<credit> <key>": what is left of the head key's turn;
---                 absent, or naming another key: a whole turn.
---   T:fk  hash    key -> "first last state" for each key with tasks: its
---                 tasks wait in the shards T:fq:<key>:<first..last>, as a
---                 sharded list does; state is r (in the ring), b (at its
---                 KeyConcurrency), p (paused) or w (waiting for its KeyRate).
---   T:fz  zset    key -> its tasks waiting, for each key with tasks.
---   T:fl  zset    the same keys, all scored 0: in the order of their names,
---                 for readers that page through every key's tasks.
---   T:fn  string  the tasks waiting in every key's shards.
---   T:fw  hash    key -> its weight, for keys an operator weighted; a
---                 turn takes up to weight tasks. Others weigh 1.
---   T:fp  set     the keys an operator paused, with tasks or not.
---   T:fd  zset    key -> when its KeyRate lets it start one more (state w).
---   T:fs  string  present while "" is in the ring.
---   T:fh  string  the tasks held: waiting in the shards of keys out of the
---                 ring (states b, p, w), which QueueInfo counts as Waiting,
---                 not Pending.
+--   T:fo:<r>  list  turn r: its placed tasks, in start order, and markers
+--                   (MARK .. key: every placed task of key was reached).
+--   T:fi  string    "cur popped pass": the turn now; how many items left
+--                   its list's head; and, once that list is done, how many
+--                   ring turns are left in this turn (0: the list's part).
+--                   Absent while no task is placed.
+--   T:fa  hash      key -> "lr fill trickle marked r:p ...", for keys with
+--                   placed tasks: the last turn holding one, how many it
+--                   holds, the list shard trickled tasks go to (-1: none),
+--                   whether a marker waits in turn lr, and each placed
+--                   task's turn and position in it.
+--   T:fe  zset      key -> lr, the same keys: the turn after which their
+--                   records go.
+--   T:fx  hash      key -> 1: keys whose placed tasks go to their list as
+--                   they are reached (paused, or limited since), so no
+--                   task of a key overtakes an older one.
 --
--- A key with no task waiting leaves every structure but T:fw and T:fp,
--- which hold what an operator set. Every step costs the same whatever a
--- key's backlog and however many keys there are: a key is reached by its
--- turn, and one that may not start (paused, at its limits) leaves the ring
--- at its turn and comes back when that changes, so no turn walks it again.
+-- Turns are kept in order: every key's placed tasks fill consecutive
+-- turns from the one now, so turn r+1 holds tasks only if turn r does, but
+-- for the turn now. A key with more than TURNS_AHEAD turns of tasks, a
+-- paused key and every key of a limited partition keep the rest in their
+-- list, behind a marker in the turn of their last placed task: when it is
+-- reached, the key joins the ring, whose keys take one turn each after the
+-- turn's list. A key's tasks waiting are its list's (T:fz) and its placed
+-- tasks whose position is past what was taken of their turn: counted
+-- exactly, with no write per take.
 
--- fair_get returns the first and last shard and the state of key, or nil
--- when key has no task waiting.
-local function fair_get(T, key)
-  local v = redis.call('HGET', T .. ':fk', key)
+local TURNS_AHEAD = 16
+local MARK = '\0' -- never the first byte of a message: a msgpack array's
+
+-- turns_get returns the turn now, the items taken from its list, the ring
+-- turns left in it, and whether any task is placed.
+local function turns_get(T)
+  local v = redis.call('GET', T .. ':fi')
+  if not v then return 0, 0, 0, false end
+  local c, p, s = string.match(v, '^(%d+) (%d+) (%d+)$')
+  return tonumber(c), tonumber(p), tonumber(s), true
+end
+
+local function turns_put(T, cur, popped, pass)
+  redis.call('SET', T .. ':fi', string.format('%d %d %d', cur, popped, pass))
+end
+
+-- turns_rec decodes a T:fa record: nil when there is none.
+local function turns_rec(v)
   if not v then return nil end
-  local f, l, s = string.match(v, '^(-?%d+) (-?%d+) (%a)$')
-  return tonumber(f), tonumber(l), s
+  local lr, fill, t, mk, rest = string.match(v, '^(-?%d+) (%d+) (-?%d+) (%d)(.*)$')
+  local pos = {}
+  for r, p in string.gmatch(rest, ' (%d+):(%d+)') do pos[#pos + 1] = {tonumber(r), tonumber(p)} end
+  return {lr = tonumber(lr), fill = tonumber(fill), t = tonumber(t), mk = mk == '1', pos = pos}
 end
 
-local function fair_set(T, key, first, last, state)
-  redis.call('HSET', T .. ':fk', key, first .. ' ' .. last .. ' ' .. state)
+-- turns_left reports whether a placed task at turn r, position p, was not
+-- taken yet.
+local function turns_left(r, p, cur, popped)
+  return r > cur or (r == cur and p > popped)
 end
 
--- fair_wake wakes a worker blocked on the partition's pending list: its
--- blocking move waits on the head shard, which holds nothing when one
--- waits there, so a dummy in an empty head shard is all it takes, and a
--- head shard that holds anything needs none.
-local function fair_wake(T)
-  local head = T .. ':s:' .. tonumber(redis.call('GET', T .. ':first') or 0)
-  if redis.call('LLEN', head) == 0 then redis.call('LPUSH', head, DUMMY) end
+-- turns_pack encodes a record, keeping the positions of tasks not taken.
+local function turns_pack(a, cur, popped)
+  local parts = {string.format('%d %d %d %d', a.lr, a.fill, a.t, a.mk and 1 or 0)}
+  for _, e in ipairs(a.pos) do
+    if turns_left(e[1], e[2], cur, popped) then parts[#parts + 1] = string.format('%d:%d', e[1], e[2]) end
+  end
+  return table.concat(parts, ' ')
 end
 
--- fair_enter puts key at the ring's tail: its turn comes after every key
--- already there.
-local function fair_enter(T, key)
-  if redis.call('RPUSH', T .. ':fr', key) == 1 then fair_wake(T) end
+-- turns_waiting counts a record's placed tasks not taken yet.
+local function turns_waiting(a, cur, popped)
+  local n = 0
+  for _, e in ipairs(a.pos) do
+    if turns_left(e[1], e[2], cur, popped) then n = n + 1 end
+  end
+  return n
 end
 
--- fair_back brings a key out of the ring (state b, p or w) back into it:
--- its tasks are no longer held.
-local function fair_back(T, key, first, last)
-  fair_set(T, key, first, last, 'r')
-  fair_enter(T, key)
-  redis.call('INCRBY', T .. ':fh', -tonumber(redis.call('ZSCORE', T .. ':fz', key) or 0))
+-- turns_mark puts key's marker after its last placed task, once.
+local function turns_mark(T, key, a)
+  if a.mk then return end
+  redis.call('RPUSH', T .. ':fo:' .. a.lr, MARK .. key)
+  a.mk = true
 end
 
--- fair_shards_push pushes msgs into a key's shards at one end, rolling to
--- a new shard past size items, and returns the new first and last shards.
--- Read from that end, the messages come out in the order given.
-local function fair_shards_push(prefix, first, last, size, msgs, left)
-  if left then
-    for i = #msgs, 1, -1 do
-      if redis.call('LPUSH', prefix .. first, msgs[i]) > size then
-        redis.call('LPOP', prefix .. first)
-        first = first - 1
-        redis.call('LPUSH', prefix .. first, msgs[i])
+-- turns_drop forgets the placed tasks of keys, all reached: their records
+-- go. A key with no list leaves every structure but what an operator set;
+-- a key whose list waited behind them (state m) joins the ring, or is
+-- held when paused.
+local function turns_drop(T, ks)
+  if #ks == 0 then return end
+  local lists = redis.call('HMGET', T .. ':fk', unpack(ks))
+  redis.call('HDEL', T .. ':fa', unpack(ks))
+  redis.call('ZREM', T .. ':fe', unpack(ks))
+  if redis.call('EXISTS', T .. ':fx') == 1 then redis.call('HDEL', T .. ':fx', unpack(ks)) end
+  local gone = {}
+  for i, key in ipairs(ks) do
+    if not lists[i] then
+      gone[#gone + 1] = key
+    elseif string.sub(lists[i], -1) == 'm' then
+      local first, last = fair_get(T, key)
+      if redis.call('SISMEMBER', T .. ':fp', key) == 1 then
+        fair_set(T, key, first, last, 'p')
+        redis.call('INCRBY', T .. ':fh', tonumber(redis.call('ZSCORE', T .. ':fz', key) or 0))
+      else
+        fair_set(T, key, first, last, 'r')
+        fair_enter(T, key)
       end
     end
-    return first, last
   end
-  local i = 1
-  while i <= #msgs do
-    local room = size - redis.call('LLEN', prefix .. last)
-    if room <= 0 then
-      last = last + 1
-      room = size
-    end
-    local j = math.min(#msgs, i + room - 1)
-    redis.call('RPUSH', prefix .. last, unpack(msgs, i, j))
-    i = j + 1
+  if #gone > 0 then
+    redis.call('ZREM', T .. ':fz', unpack(gone))
+    redis.call('ZREM', T .. ':fl', unpack(gone))
   end
-  return first, last
 end
 
--- fair_push adds msgs, all of key, at the tail of its tasks (or at their
--- head, for tasks given back), and brings key into the ring when it had
--- none waiting and is not paused.
-local function fair_push(T, key, msgs, left, size)
-  local first, last, state = fair_get(T, key)
-  local new = first == nil
-  if new then first, last = 0, 0 end
-  local f, l = fair_shards_push(T .. ':fq:' .. key .. ':', first, last, size, msgs, left)
-  if new then
-    state = 'r'
-    if redis.call('SISMEMBER', T .. ':fp', key) == 1 then state = 'p' end
-    fair_set(T, key, f, l, state)
-    redis.call('ZADD', T .. ':fl', 0, key)
-    if state == 'r' then fair_enter(T, key) end
-  elseif f ~= first or l ~= last then
-    fair_set(T, key, f, l, state)
-  end
-  redis.call('ZINCRBY', T .. ':fz', #msgs, key)
+-- turns_clean forgets up to 1,000 keys whose last placed task was in a
+-- turn up to upto, all taken: a key left no record after its last task.
+-- It returns whether any such key is left.
+local function turns_clean(T, upto)
+  local ks = redis.call('ZRANGE', T .. ':fe', '-inf', upto, 'BYSCORE', 'LIMIT', 0, 1000)
+  turns_drop(T, ks)
+  return #ks == 1000
+end
+
+-- turns_base returns the first turn a new task may be placed in: the turn
+-- now while its list is being taken, else the next.
+local function turns_base(cur, pass)
+  if pass > 0 then return cur + 1 end
+  return cur
+end
+
+-- turns_list_push adds msgs to the list of a key that has no list but
+-- placed tasks still to be reached: they wait behind those, so the key
+-- takes state m (or p, paused) and its marker brings it into the ring.
+local function turns_list_push(T, key, a, msgs, left, size, paused)
+  local f, l = fair_shards_push(T .. ':fq:' .. key .. ':', 0, 0, size, msgs, left)
+  local state = paused and 'p' or 'm'
+  fair_set(T, key, f, l, state)
+  redis.call('ZADD', T .. ':fz', #msgs, key) -- was the placed count: now the list's
+  redis.call('ZADD', T .. ':fl', 0, key)
   redis.call('INCRBY', T .. ':fn', #msgs)
-  if state ~= 'r' then redis.call('INCRBY', T .. ':fh', #msgs) end
+  if paused then redis.call('INCRBY', T .. ':fh', #msgs) end
+  turns_mark(T, key, a)
+end
+
+-- turns_push adds msgs of key to its list (include/ring.lua's fair_push),
+-- minding tasks of it placed in turns: its list waits behind them.
+local function turns_push(T, key, msgs, left, size)
+  if redis.call('HEXISTS', T .. ':fk', key) == 0 then
+    local a = turns_rec(redis.call('HGET', T .. ':fa', key))
+    if a then
+      local cur, popped, pass = turns_get(T)
+      if a.lr >= turns_base(cur, pass) or turns_waiting(a, cur, popped) > 0 then
+        local paused = redis.call('SISMEMBER', T .. ':fp', key) == 1
+        turns_list_push(T, key, a, msgs, left, size, paused)
+        redis.call('HSET', T .. ':fa', key, turns_pack(a, cur, popped))
+        return
+      end
+      turns_drop(T, {key}) -- every placed task was taken
+    end
+  end
+  fair_push(T, key, msgs, left, size)
+end
+
+-- turns_place places the tasks of the keys in order (key -> its messages
+-- in bykey) that may go straight into turns: keys with no list, not
+-- paused, not trickling, in a partition with no key limits. Each key
+-- fills the turns from its last one (the turn now for a new key), up to
+-- its weight per turn and TURNS_AHEAD turns ahead; the rest of its tasks
+-- stay in bykey for its list (turns_push), behind its marker. One push
+-- per turn for the batch, and one write per structure.
+local function turns_place(T, order, bykey)
+  if redis.call('EXISTS', T .. ':limits') == 1 then
+    local l = redis.call('HMGET', T .. ':limits', 'keyconc', 'keyrate')
+    if (tonumber(l[1]) or 0) > 0 or (tonumber(l[2]) or 0) > 0 then return end
+  end
+  local cur, popped, pass, live = turns_get(T)
+  local base = turns_base(cur, pass)
+  local fk, fa = T .. ':fk', T .. ':fa'
+  local lists = redis.call('HMGET', fk, unpack(order))
+  local recs = redis.call('HMGET', fa, unpack(order))
+  local paused = redis.call('EXISTS', T .. ':fp') == 1 and redis.call('SMISMEMBER', T .. ':fp', unpack(order)) or {}
+  local held = redis.call('EXISTS', T .. ':fx') == 1 and redis.call('HMGET', T .. ':fx', unpack(order)) or {}
+  local weights = redis.call('EXISTS', T .. ':fw') == 1 and redis.call('HMGET', T .. ':fw', unpack(order)) or {}
+  local turns, torder, placed = {}, {}, {}
+  local function slot(r, m)
+    local list = turns[r]
+    if not list then
+      list = {}
+      turns[r] = list
+      torder[#torder + 1] = r
+    end
+    list[#list + 1] = m
+    return #list
+  end
+  local total = 0
+  for j, key in ipairs(order) do
+    if not lists[j] and paused[j] ~= 1 and not held[j] then
+      local w = weights[j] and math.max(1, tonumber(weights[j]) or 1) or 1
+      local a = turns_rec(recs[j]) or {lr = 0, fill = 0, t = -1, mk = false, pos = {}}
+      if a.lr < base or not recs[j] then a.lr, a.fill = base - 1, w end
+      local msgs, i = bykey[key], 1
+      while i <= #msgs do
+        local r = a.fill < w and a.lr or a.lr + 1
+        if r >= base + TURNS_AHEAD then break end
+        if r ~= a.lr then a.lr, a.fill = r, 0 end
+        a.fill = a.fill + 1
+        a.pos[#a.pos + 1] = {r, slot(r, msgs[i]), true}
+        i = i + 1
+      end
+      if i > 1 then
+        a.mk = false -- a marker of an earlier placement is stale now
+        total = total + i - 1
+        local rest = {}
+        for x = i, #msgs do rest[#rest + 1] = msgs[x] end
+        bykey[key] = rest
+        placed[#placed + 1] = {key, a, #rest}
+        if #rest > 0 then
+          slot(a.lr, MARK .. key)
+          a.mk = true
+        end
+      end
+    end
+  end
+  if #torder == 0 then return end
+  if not live then
+    cur, popped, pass = 0, 0, 0
+    turns_put(T, 0, 0, 0)
+  end
+  local was = redis.call('EXISTS', T .. ':fo:' .. cur, T .. ':fo:' .. (cur + 1))
+  local offset = {}
+  for _, r in ipairs(torder) do
+    local list, len = turns[r], 0
+    for j = 1, #list, 1000 do len = redis.call('RPUSH', T .. ':fo:' .. r, unpack(list, j, math.min(#list, j + 999))) end
+    offset[r] = len - #list + (r == cur and popped or 0)
+  end
+  local arec, ends, counts, names = {}, {}, {}, {}
+  for _, p in ipairs(placed) do
+    local key, a, rest = p[1], p[2], p[3]
+    for _, e in ipairs(a.pos) do
+      if e[3] then e[2], e[3] = offset[e[1]] + e[2], nil end
+    end
+    arec[#arec + 1], arec[#arec + 2] = key, turns_pack(a, cur, popped)
+    ends[#ends + 1], ends[#ends + 2] = a.lr, key
+    names[#names + 1], names[#names + 2] = 0, key
+    if rest == 0 then
+      -- a key with no list: T:fz holds its placed count, for the order of Keys
+      counts[#counts + 1], counts[#counts + 2] = turns_waiting(a, cur, popped), key
+    end
+  end
+  redis.call('HSET', fa, unpack(arec))
+  redis.call('ZADD', T .. ':fe', unpack(ends))
+  redis.call('ZADD', T .. ':fl', unpack(names))
+  if #counts > 0 then redis.call('ZADD', T .. ':fz', unpack(counts)) end
+  redis.call('INCRBY', T .. ':fn', total)
+  if was == 0 then fair_wake(T) end
 end
 
 -- fair_route sends the messages with a concurrency key to their keys'
--- tasks, in order per key, and returns the others, in order, for the
--- partition's pending list.
-local function fair_route(T, msgs, left, size)
+-- tasks, in order per key: into turns where they may go (turns_place), the
+-- rest to their keys' lists, at the tail (at the head, for tasks given
+-- back: left). It returns the others, in order, for the partition's
+-- pending list.
+function fair_route(T, msgs, left, size)
   local plain, bykey, order = {}, {}, {}
   for _, m in ipairs(msgs) do
     local _, key = msg_head(m)
@@ -139,384 +283,253 @@ local function fair_route(T, msgs, left, size)
       l[#l + 1] = m
     end
   end
-  for _, key in ipairs(order) do fair_push(T, key, bykey[key], left, size) end
+  if #order == 0 then return plain end
+  if not left then turns_place(T, order, bykey) end
+  for _, key in ipairs(order) do
+    if #bykey[key] > 0 then turns_push(T, key, bykey[key], left, size) end
+  end
   return plain
 end
 
--- fair_release is key_release's part: a key that was at its
--- KeyConcurrency has a slot again, so it takes its place in the ring.
-local function fair_release(T, key)
+-- turns_reached: key's marker was reached in turn cur, so was every task
+-- of it placed in turns, unless it was placed again since (a later turn
+-- holds its marker, if it has one).
+local function turns_reached(T, key, cur)
+  local a = turns_rec(redis.call('HGET', T .. ':fa', key))
+  if a and a.lr > cur then return end
+  turns_drop(T, {key})
+end
+
+-- turns_trickle moves m, a placed task of key reached while key may not
+-- start it (paused, or limited), to key's list: after the tasks trickled
+-- before it, before the tasks the list had, so a key's tasks start in
+-- order. The key's list waits until its marker.
+local function turns_trickle(T, key, m, cur, popped)
+  local a = turns_rec(redis.call('HGET', T .. ':fa', key)) or {lr = cur, fill = 1, t = -1, mk = false, pos = {}}
   local first, last, state = fair_get(T, key)
-  if state == 'b' then fair_back(T, key, first, last) end
+  local t = a.t
+  if not first then
+    -- a new list: later tasks of the key go to shard 1, after this one
+    state = redis.call('SISMEMBER', T .. ':fp', key) == 1 and 'p' or 'm'
+    t, first, last = 0, 0, 1
+    fair_set(T, key, first, last, state)
+    redis.call('ZADD', T .. ':fz', 0, key) -- the list's count from now on
+  elseif t < first then
+    t, first = first - 1, first - 1
+    fair_set(T, key, first, last, state)
+  end
+  redis.call('RPUSH', T .. ':fq:' .. key .. ':' .. t, m)
+  redis.call('ZINCRBY', T .. ':fz', 1, key)
+  if fair_held(state) then redis.call('INCRBY', T .. ':fh', 1) end
+  a.t = t
+  turns_mark(T, key, a)
+  redis.call('HSET', T .. ':fa', key, turns_pack(a, cur, popped))
+  redis.call('ZADD', T .. ':fe', a.lr, key)
+  redis.call('HSET', T .. ':fx', key, 1)
 end
 
--- fair_resume brings a paused key back: into the ring when it has tasks
--- and left the ring while paused.
-local function fair_resume(T, key)
-  redis.call('SREM', T .. ':fp', key)
+-- turns_pause: a paused key's placed tasks go to its list as they are
+-- reached, and a list waiting for its marker is held.
+local function turns_pause(T, key)
+  local a = turns_rec(redis.call('HGET', T .. ':fa', key))
+  if not a then return end
+  local cur, popped, pass = turns_get(T)
+  if a.lr < turns_base(cur, pass) and turns_waiting(a, cur, popped) == 0 then
+    turns_drop(T, {key})
+    return
+  end
+  turns_mark(T, key, a)
+  redis.call('HSET', T .. ':fa', key, turns_pack(a, cur, popped))
+  redis.call('HSET', T .. ':fx', key, 1)
   local first, last, state = fair_get(T, key)
-  if state == 'p' then fair_back(T, key, first, last) end
+  if state == 'm' then
+    fair_set(T, key, first, last, 'p')
+    redis.call('INCRBY', T .. ':fh', tonumber(redis.call('ZSCORE', T .. ':fz', key) or 0))
+  end
 end
 
--- fair_read returns up to count messages from the head of shards
--- first..last of prefix, without taking them, and how many it read from
--- each shard.
-local function fair_read(prefix, first, last, count)
-  local out, per = {}, {}
-  for n = first, last do
-    if #out >= count then break end
-    local got = redis.call('LRANGE', prefix .. n, 0, count - #out - 1)
-    per[#per + 1] = #got
-    for _, v in ipairs(got) do out[#out + 1] = v end
-  end
-  return out, per
+-- turns_resume: a resumed key with no list starts its placed tasks as
+-- they are reached again (one with a list waits for its marker: see
+-- include/ring.lua's fair_back).
+local function turns_resume(T, key)
+  if redis.call('HEXISTS', T .. ':fk', key) == 0 then redis.call('HDEL', T .. ':fx', key) end
 end
 
--- fair_due brings the keys whose KeyRate lets them start again back into
--- the ring, and returns the ms until the next one may (NONE: none waits).
-local function fair_due(T, now)
-  local due = redis.call('ZRANGE', T .. ':fd', '-inf', now, 'BYSCORE', 'LIMIT', 0, 256)
-  for _, key in ipairs(due) do
-    redis.call('ZREM', T .. ':fd', key)
-    local first, last, state = fair_get(T, key)
-    if state == 'w' then
-      if redis.call('SISMEMBER', T .. ':fp', key) == 1 then
-        fair_set(T, key, first, last, 'p')
-      else
-        fair_back(T, key, first, last)
-      end
-    end
+-- fair_pop takes up to n messages, turn by turn: each turn gives the
+-- tasks placed in it, then one turn to each key of the ring
+-- (include/ring.lua's fair_take); with nothing placed, the ring alone. A
+-- placed task of a key in T:fx, and every placed task under a key limit,
+-- goes to its key's list instead (turns_trickle); a marker brings its key
+-- into the ring. It returns the messages, the ms until a key waiting for
+-- its KeyRate may start again (NONE: none waits), and whether keys the
+-- call did not reach may start now.
+local function fair_pop(T, n, lim, now, size)
+  local cur, popped, pass, live = turns_get(T)
+  if not live then
+    local out, wait, unreached = fair_take(T, n, lim, now, size, math.huge, {})
+    return out, wait, unreached
   end
-  local next = redis.call('ZRANGE', T .. ':fd', 0, 0, 'WITHSCORES')
-  if #next == 0 then return NONE end
-  return math.max(1, tonumber(next[2]) - now)
-end
-
--- fair_plain_count returns the tasks in the partition's pending list. A
--- dummy that woke no reader (fair_wake's, or a blocked reader's helper's)
--- sits at the head: it is no task, or a turn of "" would take it alone.
-local function fair_plain_count(T, size)
-  local first, last = shard_bounds(T .. ':first', T .. ':last')
-  local head = T .. ':s:' .. first
-  local n = redis.call('LLEN', head)
-  if n == 0 then
-    if first == last then return 0 end
-  else
-    n = n - #redis.call('LPOS', head, DUMMY, 'COUNT', 0, 'MAXLEN', 16)
+  -- on a slot that migrates, a structure moved away fails the call here,
+  -- before any write
+  redis.call('EXISTS', T .. ':fa', T .. ':fe', T .. ':fx', T .. ':fk', T .. ':fz', T .. ':fl',
+    T .. ':fr', T .. ':fn', T .. ':fh', T .. ':fp', T .. ':fo:' .. cur, T .. ':fo:' .. (cur + 1))
+  local trickle_all = lim.keyconc > 0 or lim.keyrate > 0
+  local fx = not trickle_all and redis.call('EXISTS', T .. ':fx') == 1
+  local out, wait, unreached, taken, leased = {}, NONE, false, 0, {}
+  local function ring(want, turns)
+    local msgs, due, unr, nt = fair_take(T, want, lim, now, size, turns, leased)
+    for _, m in ipairs(msgs) do out[#out + 1] = m end
+    if due ~= NONE and (wait == NONE or due < wait) then wait = due end
+    unreached = unreached or unr
+    return #msgs, nt
   end
-  if last > first then
-    n = n + (last - first - 1) * size + redis.call('LLEN', T .. ':s:' .. last)
-  end
-  return n
-end
-
--- fair_plain puts "" in the ring when the partition's pending list holds
--- tasks and "" is not there: the tasks with no key take their turns too.
-local function fair_plain(T, size)
-  if redis.call('EXISTS', T .. ':fs') == 1 then return end
-  if fair_plain_count(T, size) == 0 then return end
-  redis.call('SET', T .. ':fs', 1)
-  redis.call('RPUSH', T .. ':fr', '')
-end
-
--- fair_take takes up to n messages, turn by turn: each key of the ring
--- in order gives up to its weight (the head what is left of its turn),
--- within its KeyConcurrency and KeyRate, then waits for its next turn at
--- the ring's tail; "" gives the tasks of the partition's pending list. A
--- key that may not start leaves the ring. The turns of one call are
--- planned first, from reads alone, over the ring's first n keys (a key
--- taking several turns when there are few), and over more of them while
--- every key read so far has left and fewer than n were taken, up to
--- FAIR_WINDOW keys; then the plan is carried out. So on a slot that
--- migrates, a key already moved away stops the script before anything was
--- taken. It returns the messages, the ms until a key waiting for its
--- KeyRate may start again (NONE: none waits), and whether keys the call
--- did not reach may start now (the caller looks again at once).
-local FAIR_WINDOW = 1000
-
-local function fair_take(T, n, lim, now, size)
-  local ring, fk = T .. ':fr', T .. ':fk'
-  local wait = NONE
-  if redis.call('EXISTS', T .. ':fd') == 1 then wait = fair_due(T, now) end
-  fair_plain(T, size)
-  local turn = redis.call('GET', T .. ':ft')
-  local turn_key, turn_left = nil, 0
-  if turn then
-    local k, c = string.match(turn, '^(%d+) (.*)$')
-    turn_left, turn_key = tonumber(k), c
-  end
-  local plain_first, plain_last = shard_bounds(T .. ':first', T .. ':last')
-  local ks, queue, keys = {}, {}, {}
-
-  -- load reads the ring's next count keys: what each may give, and which
-  -- may not start now. It returns false at the ring's end.
-  local function load(count)
-    local from = #keys
-    local got = redis.call('LRANGE', ring, from, from + count - 1)
-    if #got == 0 then return false end
-    local recs = redis.call('HMGET', fk, unpack(got))
-    local avail = redis.call('ZMSCORE', T .. ':fz', unpack(got))
-    local weights = redis.call('EXISTS', T .. ':fw') == 1 and redis.call('HMGET', T .. ':fw', unpack(got)) or {}
-    local stops = redis.call('EXISTS', T .. ':fp') == 1 and redis.call('SMISMEMBER', T .. ':fp', unpack(got)) or {}
-    local running = lim.keyconc > 0 and redis.call('HMGET', T .. ':keyactive', unpack(got)) or {}
-    for j, key in ipairs(got) do
-      local i = from + j
-      keys[i] = key
-      local w = weights[j]
-      -- every field a key may get, set here: a table sized once
-      local k = {key = key, took = 0, fate = 'turn', weight = w and math.max(1, tonumber(w) or 1) or 1,
-        avail = 0, room = 0, first = 0, last = 0, head = false, items = false, next = 1,
-        ratebound = false, due = false}
-      ks[i] = k
-      if key == '' then
-        k.avail = fair_plain_count(T, size)
-        k.room = math.huge
-      elseif not recs[j] then
-        k.fate = 'gone'
-      else
-        local f, l = string.match(recs[j], '^(-?%d+) (-?%d+)')
-        k.first, k.last = tonumber(f), tonumber(l)
-        -- the head shard's name, built from the record's own digits: a
-        -- number joined to a string is formatted, which costs more
-        k.head = T .. ':fq:' .. key .. ':' .. f
-        k.avail = tonumber(avail[j] or 0) or 0
-        k.room = math.huge
-        if stops[j] == 1 then k.fate = 'p' end
-        if k.fate == 'turn' and lim.keyconc > 0 then
-          k.room = lim.keyconc - tonumber(running[j] or 0)
-          if k.room <= 0 then k.fate = 'b' end
-        end
-        if k.fate == 'turn' and lim.keyrate > 0 then
-          local log = T .. ':kr:' .. key
-          redis.call('ZREMRANGEBYSCORE', log, '-inf', now - lim.per)
-          local used = redis.call('ZCARD', log)
-          if lim.keyrate - used < k.room then
-            k.room, k.ratebound = lim.keyrate - used, true
-          end
-          if k.room <= 0 then
-            local oldest = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
-            k.fate, k.due = 'w', math.max(now + 1, (tonumber(oldest[2]) or now) + lim.per)
-          end
-        end
-      end
-      if k.fate == 'turn' and k.avail <= 0 then k.fate = 'gone' end
-      if k.fate == 'turn' then queue[#queue + 1] = i end
-    end
-    return #got == count
-  end
-
-  -- the plan: turns in ring order, round after round, until n are taken
-  local want, head, visited = n, nil, {}
-  local turns, turnn, nt = {}, {}, 0 -- key index and tasks, in the order they start
-  local q, more = 1, load(math.min(n, FAIR_WINDOW))
-  while want > 0 do
-    if q > #queue then
-      -- every key read so far left the ring: read on
-      if not more or #keys >= FAIR_WINDOW then break end
-      more = load(math.min(math.max(want, 16), FAIR_WINDOW - #keys))
-    end
-    if q <= #queue then
-      local i = queue[q]
-      q = q + 1
-      local k = ks[i]
-      visited[i] = true
-      local credit = k.weight
-      if i == 1 and turn_key == k.key and turn_left > 0 and k.took == 0 then credit = turn_left end
-      local t = math.min(credit, k.room - k.took, k.avail - k.took, want)
-      k.took, want = k.took + t, want - t
-      nt = nt + 1
-      turns[nt], turnn[nt] = i, t
-      if want == 0 and t < credit and k.avail > k.took and k.room > k.took then
-        head = {i, credit - t} -- the rest of its turn comes first next time
-      elseif k.avail <= k.took then
-        k.fate = 'gone'
-      elseif k.room <= k.took then
-        if k.ratebound then
-          k.fate, k.due = 'w', now + math.max(1, math.floor(lim.per / lim.keyrate))
-        else
-          k.fate = 'b'
-        end
-      else
-        queue[#queue + 1] = i -- its next turn, after the others'
-      end
-    elseif not more then
+  local rounds = 0
+  while n - #out > 0 do
+    rounds = rounds + 1
+    if rounds > 64 then
+      -- bounded work per call: the caller looks again at once
+      unreached = true
       break
     end
-  end
-  -- keys past the window may start: the call ran out of window, not keys
-  local unreached = want > 0 and q > #queue and more and #keys >= FAIR_WINDOW
-  if #keys == 0 then return {}, wait, false end
-
-  -- reads: every shard the plan takes from, touched in one call before
-  -- any write, so a shard moved away by a slot migration fails the call
-  -- here; a turn spans two shards at most while n is at most the shard
-  -- size, but the bound covers any n
-  local touch = {}
-  for _, k in ipairs(ks) do
-    if k.took > 0 and k.key ~= '' then
-      touch[#touch + 1] = k.head
-      for f = k.first + 1, math.min(k.last, k.first + math.ceil(k.took / size)) do touch[#touch + 1] = T .. ':fq:' .. k.key .. ':' .. f end
-    elseif k.took > 0 then
-      fair_read(T .. ':s:', plain_first, plain_last, k.took + 2)
+    local want = n - #out
+    local done = false -- the turn is over: its list and its ring turns
+    if pass == 0 then
+      -- a window of the turn's list: markers and tasks that go to their
+      -- lists do not count against n, so it reads past them
+      local list = T .. ':fo:' .. cur
+      local window = math.max(want, 128)
+      local got = redis.call('LRANGE', list, 0, window - 1)
+      local keyof, hold = {}, {}
+      if (trickle_all or fx) and #got > 0 then
+        local ks = {}
+        for i, v in ipairs(got) do
+          if string.byte(v, 1) ~= 0 then
+            local _, key = msg_head(v)
+            keyof[i] = key
+            ks[#ks + 1] = key
+          end
+        end
+        if fx and #ks > 0 then
+          for j, h in ipairs(redis.call('HMGET', T .. ':fx', unpack(ks))) do
+            if h then hold[ks[j]] = true end
+          end
+        end
+      end
+      -- what this call takes: up to want tasks that start
+      local used, starts = 0, 0
+      for i, v in ipairs(got) do
+        if starts >= want then break end
+        used = i
+        if string.byte(v, 1) ~= 0 and not (keyof[i] and (trickle_all or hold[keyof[i]])) then starts = starts + 1 end
+      end
+      -- the shards trickles go to, touched before the first write too
+      local tk, seen = {}, {}
+      for i = 1, used do
+        local key = keyof[i]
+        if key and (trickle_all or hold[key]) and not seen[key] then
+          seen[key] = true
+          tk[#tk + 1] = key
+        end
+      end
+      if #tk > 0 then
+        local ls, as, touch = redis.call('HMGET', T .. ':fk', unpack(tk)), redis.call('HMGET', T .. ':fa', unpack(tk)), {}
+        for j, key in ipairs(tk) do
+          local first = ls[j] and tonumber(string.match(ls[j], '^(-?%d+)'))
+          local a = turns_rec(as[j])
+          local t = 0
+          if first then t = (a and a.t >= first) and a.t or first - 1 end
+          touch[#touch + 1] = T .. ':fq:' .. key .. ':' .. t
+        end
+        redis.call('EXISTS', unpack(touch))
+      end
+      if used > 0 then redis.call('LTRIM', list, used, -1) end
+      popped = popped + used
+      for i = 1, used do
+        local v = got[i]
+        if string.byte(v, 1) == 0 then
+          turns_reached(T, string.sub(v, 2), cur)
+        elseif keyof[i] and (trickle_all or hold[keyof[i]]) then
+          turns_trickle(T, keyof[i], v, cur, popped)
+        else
+          out[#out + 1] = v
+          taken = taken + 1
+        end
+      end
+      if used == #got and #got < window then
+        -- the ring's keys take their turns now, "" among them when the
+        -- pending list has tasks
+        fair_plain(T, size)
+        pass = redis.call('LLEN', T .. ':fr')
+        if pass == 0 then done = true end
+      end
     end
-  end
-  for j = 1, #touch, 1000 do redis.call('EXISTS', unpack(touch, j, math.min(#touch, j + 999))) end
-
-  -- writes: take them, and put each key in its place; the counters of
-  -- every key change in one call each
-  local tail, taken, held, backlog, gone = {}, 0, 0, {}, {}
-  for i, k in ipairs(ks) do
-    local key = k.key
-    if key == '' then
-      if k.took > 0 then
-        local items = sharded_pop(T .. ':first', T .. ':last', T .. ':s:', k.took, true)
-        -- a task with a key in the pending list (enqueued by an older
-        -- producer) joins its key's tasks instead
-        k.items = fair_route(T, items, false, size)
-        local f, l = shard_bounds(T .. ':first', T .. ':last')
-        if f == l and redis.call('LLEN', T .. ':s:' .. f) == 0 then k.fate = 'gone' end
-      end
-      if k.fate == 'gone' then redis.call('DEL', T .. ':fs') end
-    elseif k.took > 0 then
-      local items, f = {}, k.first
-      if k.took == 1 then
-        -- one task, the common turn: LPOP without a count answers it alone
-        items[1] = redis.call('LPOP', k.head) or nil
-      end
-      while #items < k.took do
-        local got = redis.call('LPOP', f == k.first and k.head or T .. ':fq:' .. k.key .. ':' .. f, string.format('%d', k.took - #items))
-        if got then
-          for _, v in ipairs(got) do items[#items + 1] = v end
-        end
-        if #items >= k.took or f >= k.last then break end
-        f = f + 1 -- that shard is empty now
-      end
-      k.items = items
-      taken = taken + #items
-      if lim.keyrate > 0 then
-        local log = T .. ':kr:' .. key
-        for _, m in ipairs(items) do
-          redis.call('ZADD', log, now, msg_head(m) .. ':' .. now)
-        end
-        redis.call('PEXPIRE', log, lim.per)
-      end
-      local left = k.avail - #items
-      if left <= 0 then
-        k.fate = 'gone'
-      else
-        backlog[#backlog + 1] = string.format('%d', left)
-        backlog[#backlog + 1] = key
-        if f < k.last and redis.call('EXISTS', T .. ':fq:' .. k.key .. ':' .. f) == 0 then f = f + 1 end
-        local state = 'r'
-        if k.fate == 'b' or k.fate == 'w' then
-          state = k.fate
-          held = held + left
-        end
-        if f ~= k.first or state ~= 'r' then fair_set(T, key, f, k.last, state) end
-      end
-    elseif k.fate == 'b' or k.fate == 'p' or k.fate == 'w' then
-      fair_set(T, key, k.first, k.last, k.fate)
-      held = held + k.avail
+    if pass > 0 and n - #out > 0 then
+      local w = n - #out
+      local got, nt = ring(w, pass)
+      pass = pass - nt
+      if got < w or pass <= 0 then done = true end
     end
-    if k.fate == 'gone' and key ~= '' then
-      gone[#gone + 1] = key
-    elseif k.fate == 'w' then
-      redis.call('ZADD', T .. ':fd', k.due, key)
-      if wait == NONE or k.due - now < wait then wait = math.max(1, k.due - now) end
+    if done then
+      pass = 0
+      if redis.call('EXISTS', T .. ':fo:' .. (cur + 1)) == 1 then
+        turns_clean(T, cur)
+        cur, popped = cur + 1, 0
+      elseif redis.call('EXISTS', T .. ':fo:' .. cur) == 0 then
+        -- nothing placed waits: the ring alone, as before any was
+        if not turns_clean(T, cur) and redis.call('EXISTS', T .. ':fe') == 0 then
+          redis.call('DEL', T .. ':fi')
+          live = false
+        end
+        if n - #out > 0 then ring(n - #out, math.huge) end
+        break
+      end
     end
   end
   if taken > 0 then redis.call('INCRBY', T .. ':fn', -taken) end
-  if held > 0 then redis.call('INCRBY', T .. ':fh', held) end
-  for j = 1, #backlog, 1000 do redis.call('ZADD', T .. ':fz', unpack(backlog, j, math.min(#backlog, j + 999))) end
-  for j = 1, #gone, 1000 do
-    local to = math.min(#gone, j + 999)
-    redis.call('ZREM', T .. ':fz', unpack(gone, j, to))
-    redis.call('ZREM', T .. ':fl', unpack(gone, j, to))
-    redis.call('HDEL', fk, unpack(gone, j, to))
-  end
-  -- the messages in the order of the turns that took them
-  local out = {}
-  local no = 0
-  for x = 1, nt do
-    local k = ks[turns[x]]
-    local items = k.items
-    for _ = 1, turnn[x] do
-      local m = items and items[k.next]
-      if m then
-        no = no + 1
-        out[no] = m
-      end
-      k.next = k.next + 1
-    end
-  end
-  -- the ring: the head with the rest of its turn, then the keys of the
-  -- window that had no turn, then the keys past the window, then the
-  -- keys that had a turn, in the order of their next ones
-  local unvisited = {}
-  for i, k in ipairs(ks) do
-    if k.fate == 'turn' and not visited[i] then unvisited[#unvisited + 1] = k.key end
-  end
-  for x = q, #queue do
-    local i = queue[x]
-    if visited[i] and ks[i].fate == 'turn' and not (head and head[1] == i) then tail[#tail + 1] = ks[i].key end
-  end
-  redis.call('LTRIM', ring, #keys, -1)
-  for x = #unvisited, 1, -1 do redis.call('LPUSH', ring, unvisited[x]) end
-  if head then
-    redis.call('LPUSH', ring, ks[head[1]].key)
-    redis.call('SET', T .. ':ft', head[2] .. ' ' .. ks[head[1]].key)
-  else
-    redis.call('DEL', T .. ':ft')
-  end
-  if #tail > 0 then redis.call('RPUSH', ring, unpack(tail)) end
+  if live then turns_put(T, cur, popped, pass) end
   return out, wait, unreached
 end
 
--- fair_forget drops key from every structure but what an operator set:
--- it has no task waiting any more.
-local function fair_forget(T, key)
-  redis.call('ZREM', T .. ':fz', key)
-  redis.call('ZREM', T .. ':fl', key)
-  redis.call('HDEL', T .. ':fk', key)
-  redis.call('ZREM', T .. ':fd', key)
-  redis.call('LREM', T .. ':fr', 0, key) -- an operator's purge: the ring's length
-  local turn = redis.call('GET', T .. ':ft')
-  if turn and string.match(turn, '^%d+ (.*)$') == key then redis.call('DEL', T .. ':ft') end
-end
-
--- fair_purge takes up to n messages from the keys' lists, the busiest
--- keys first (100 keys a call at most), and returns them: an operator
--- empties a backlog. A key it empties leaves every structure.
+-- fair_purge takes up to n messages for an operator emptying a backlog:
+-- the placed tasks first, turn by turn, then the keys' lists, the
+-- busiest keys first (include/ring.lua's fair_purge_lists).
 local function fair_purge(T, n)
   local out = {}
-  if n <= 0 then return out end
-  for _, key in ipairs(redis.call('ZRANGE', T .. ':fz', 0, 99, 'REV')) do
-    if #out >= n then break end
-    local first, last, state = fair_get(T, key)
-    if first then
-      local prefix = T .. ':fq:' .. key .. ':'
-      local items, per = fair_read(prefix, first, last, n - #out)
-      for j, c in ipairs(per) do
-        if c > 0 then redis.call('LTRIM', prefix .. (first + j - 1), c, -1) end
+  local cur, popped, pass, live = turns_get(T)
+  if live then
+    local gone = 0
+    for _ = 1, 64 do
+      local want = n - #out
+      if want <= 0 then break end
+      local list = T .. ':fo:' .. cur
+      local got = redis.call('LRANGE', list, 0, want - 1)
+      if #got > 0 then redis.call('LTRIM', list, #got, -1) end
+      popped = popped + #got
+      for _, v in ipairs(got) do
+        if string.byte(v, 1) == 0 then
+          turns_reached(T, string.sub(v, 2), cur)
+        else
+          out[#out + 1] = v
+          gone = gone + 1
+        end
       end
-      for _, m in ipairs(items) do out[#out + 1] = m end
-      redis.call('INCRBY', T .. ':fn', -#items)
-      if state ~= 'r' then redis.call('INCRBY', T .. ':fh', -#items) end
-      if tonumber(redis.call('ZINCRBY', T .. ':fz', -#items, key)) <= 0 then
-        fair_forget(T, key)
-      else
-        local f = first
-        while f < last and redis.call('EXISTS', prefix .. f) == 0 do f = f + 1 end
-        if f ~= first then fair_set(T, key, f, last, state) end
+      if #got < want then
+        pass = 0
+        if redis.call('EXISTS', T .. ':fo:' .. (cur + 1)) == 1 then
+          turns_clean(T, cur)
+          cur, popped = cur + 1, 0
+        else
+          if not turns_clean(T, cur) and redis.call('EXISTS', T .. ':fe') == 0 then
+            redis.call('DEL', T .. ':fi')
+            live = false
+          end
+          break
+        end
       end
     end
+    if gone > 0 then redis.call('INCRBY', T .. ':fn', -gone) end
+    if live then turns_put(T, cur, popped, pass) end
   end
+  for _, m in ipairs(fair_purge_lists(T, n - #out)) do out[#out + 1] = m end
   return out
-end
-
--- fair_count returns the tasks waiting in every key's shards, and how
--- many of them are held (their keys are out of the ring).
-local function fair_count(T)
-  local v = redis.call('MGET', T .. ':fn', T .. ':fh')
-  return tonumber(v[1] or 0), math.max(0, tonumber(v[2] or 0))
 end

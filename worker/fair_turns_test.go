@@ -1,0 +1,178 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/queue"
+)
+
+// The tests of tasks placed in turns at enqueue (lua/include/fair.lua).
+
+// TestFairTurnsKeepKeyOrder: a key with more tasks than its 16 placed
+// turns keeps the rest in its list, behind a marker: its tasks start in
+// the order they were enqueued, taking turns with another key's, and
+// once every task ran no record of the turns is left.
+func TestFairTurnsKeepKeyOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	enqueueKeyed(t, b, 40, "a")
+	enqueueKeyed(t, b, 5, "b")
+	mu := &startLog{}
+	b.server(t, Config{Concurrency: 1}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		mu.add(string(task.Payload))
+		return nil
+	}))
+	waitFor(t, 20*time.Second, "every task", func() bool { return len(mu.all()) == 45 })
+	var as, first []string
+	for i, p := range mu.all() {
+		if strings.HasPrefix(p, "a") {
+			as = append(as, p)
+		}
+		if i < 10 {
+			first = append(first, keyOf(&Task{Payload: []byte(p)}))
+		}
+	}
+	for i, p := range as {
+		if p != fmt.Sprint("a", i) {
+			t.Fatalf("key a's tasks started in the order %v, want a0 to a39", as)
+		}
+	}
+	if got := strings.Join(first, ""); got != "ababababab" {
+		t.Fatalf("the first ten starts were of keys %s, want a and b in turn", got)
+	}
+	waitQueueEmpty(t, b)
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	waitFor(t, 20*time.Second, "the turns' records to go", func() bool {
+		n, err := b.rdb.Exists(ctx, k.T+":fa", k.T+":fe", k.T+":fx", k.T+":fi", k.FairKeys(), k.FairBacklog()).Result()
+		return err == nil && n == 0
+	})
+	checkFair(t, b)
+}
+
+// TestFairTurnsWaitingExact: tasks placed in turns are counted exactly
+// while part of a turn was taken, with nothing written per start: per
+// key, in Keys, and in QueueInfo; and a key's later tasks follow its
+// placed ones.
+func TestFairTurnsWaitingExact(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	enqueueKeyed(t, b, 5, "a", "b", "c")
+	cfg := Config{Config: b.qcfg, Concurrency: 1}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := NewServer(b.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	must(t, err)
+	s.outbox = newOutbox()
+	// turn 0 is a0 b0 c0, turn 1 a1 b1 c1: four leases end inside turn 1
+	r, err := s.dequeue(ctx, s.parts[0], 4, 0, false)
+	must(t, err)
+	if len(r.tasks) != 4 {
+		t.Fatalf("leased %d tasks, want 4", len(r.tasks))
+	}
+	enqueueKeyed(t, b, 2, "b")
+	want := map[string]int64{"a": 3, "b": 6, "c": 4}
+	for key, n := range want {
+		ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, key)
+		must(t, err)
+		if ki.Waiting != n {
+			t.Fatalf("GetKey(%s) = %+v, want %d waiting", key, ki, n)
+		}
+	}
+	page, err := b.insp.Keys(ctx, queue.KeyQuery{Queue: queue.DefaultQueue})
+	must(t, err)
+	got := map[string]int64{}
+	for _, k := range page.Keys {
+		got[k.Key] = k.Waiting
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Keys = %v, want %v", got, want)
+	}
+	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	if qi.Pending != 13 || qi.Active != 4 || qi.ActiveKeys != 3 {
+		t.Fatalf("QueueInfo: %d pending, %d active, %d keys; want 13, 4 and 3", qi.Pending, qi.Active, qi.ActiveKeys)
+	}
+	checkFair(t, b)
+	// the rest, in turn order: b's two new tasks after its placed ones
+	var order []string
+	for len(order) < 13 {
+		r, err := s.dequeue(ctx, s.parts[0], 13-len(order), 0, false)
+		must(t, err)
+		if len(r.tasks) == 0 {
+			t.Fatalf("a pop leased nothing after %v", order)
+		}
+		for _, l := range r.tasks {
+			task, err := s.newTask(s.parts[0], l)
+			must(t, err)
+			order = append(order, string(task.Payload))
+		}
+	}
+	if got := strings.Join(order, " "); got != "b1 c1 a2 b2 c2 a3 b3 c3 a4 b4 c4 b0 b1" {
+		t.Fatalf("the rest started as %s", got)
+	}
+}
+
+// TestFairTurnsPauseMidRun: a key paused while its tasks are placed in
+// turns starts none of them until resumed; they wait in its list, held,
+// and start in their order after the resume.
+func TestFairTurnsPauseMidRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	enqueueKeyed(t, b, 10, "a", "b")
+	log := &startLog{}
+	paused := make(chan struct{})
+	// no lease ahead: a task leased before the pause would start
+	b.server(t, Config{Concurrency: 1, Prefetch: -1}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		log.add(string(task.Payload))
+		if string(task.Payload) == "b1" {
+			must(t, b.insp.PauseKey(ctx, queue.DefaultQueue, "b"))
+			close(paused)
+		}
+		return nil
+	}))
+	<-paused
+	waitFor(t, 20*time.Second, "key a's tasks", func() bool {
+		n := 0
+		for _, p := range log.all() {
+			if strings.HasPrefix(p, "a") {
+				n++
+			}
+		}
+		return n == 10
+	})
+	if got := strings.Join(log.all(), " "); !strings.HasSuffix(got, "a9") || strings.Count(got, "b") != 2 {
+		t.Fatalf("with key b paused after b1, the starts were %s", got)
+	}
+	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "b")
+	must(t, err)
+	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	if ki.Waiting != 8 || !ki.Paused || qi.Waiting != 8 || qi.Pending != 0 {
+		t.Fatalf("paused key b: %+v; queue %d waiting, %d pending; want 8 waiting, held", ki, qi.Waiting, qi.Pending)
+	}
+	checkFair(t, b)
+	must(t, b.insp.ResumeKey(ctx, queue.DefaultQueue, "b"))
+	waitFor(t, 20*time.Second, "key b's tasks", func() bool { return len(log.all()) == 20 })
+	var bs []string
+	for _, p := range log.all() {
+		if strings.HasPrefix(p, "b") {
+			bs = append(bs, p)
+		}
+	}
+	for i, p := range bs {
+		if p != fmt.Sprint("b", i) {
+			t.Fatalf("key b's tasks started in the order %v", bs)
+		}
+	}
+	waitQueueEmpty(t, b)
+	checkFair(t, b)
+}
