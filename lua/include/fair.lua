@@ -395,9 +395,11 @@ local function fair_pop(T, n, lim, now, size)
     local done = false -- the turn is over: its list and its ring turns
     if pass == 0 then
       -- a window of the turn's list: markers and tasks that go to their
-      -- lists do not count against n, so it reads past them
+      -- lists do not count against n, so while tasks may go to their
+      -- lists it reads past them; else markers are few, and a read of
+      -- want items, the next round of this loop reading on
       local list = T .. ':fo:' .. cur
-      local window = math.max(want, 128)
+      local window = (trickle_all or fx) and math.max(want, 128) or want
       local got = redis.call('LRANGE', list, 0, window - 1)
       local keyof, hold = {}, {}
       if (trickle_all or fx) and #got > 0 then
