@@ -168,6 +168,20 @@ local function turns_push(T, key, msgs, left, size)
   fair_push(T, key, msgs, left, size)
 end
 
+-- turns_call runs a variadic command over items, 1,000 at a time (a
+-- call's arguments are bounded by Lua's stack), and returns the replies
+-- joined; step 1,000 keeps field-value pairs whole.
+local function turns_call(cmd, key, items)
+  local out = {}
+  for j = 1, #items, 1000 do
+    local r = redis.call(cmd, key, unpack(items, j, math.min(#items, j + 999)))
+    if type(r) == 'table' then
+      for _, v in ipairs(r) do out[#out + 1] = v end
+    end
+  end
+  return out
+end
+
 -- turns_place places the tasks of the keys in order (key -> its messages
 -- in bykey) that may go straight into turns: keys with no list, not
 -- paused, not trickling, in a partition with no key limits. Each key
@@ -183,11 +197,11 @@ local function turns_place(T, order, bykey)
   local cur, popped, pass, live = turns_get(T)
   local base = turns_base(cur, pass)
   local fk, fa = T .. ':fk', T .. ':fa'
-  local lists = redis.call('HMGET', fk, unpack(order))
-  local recs = redis.call('HMGET', fa, unpack(order))
-  local paused = redis.call('EXISTS', T .. ':fp') == 1 and redis.call('SMISMEMBER', T .. ':fp', unpack(order)) or {}
-  local held = redis.call('EXISTS', T .. ':fx') == 1 and redis.call('HMGET', T .. ':fx', unpack(order)) or {}
-  local weights = redis.call('EXISTS', T .. ':fw') == 1 and redis.call('HMGET', T .. ':fw', unpack(order)) or {}
+  local lists = turns_call('HMGET', fk, order)
+  local recs = turns_call('HMGET', fa, order)
+  local paused = redis.call('EXISTS', T .. ':fp') == 1 and turns_call('SMISMEMBER', T .. ':fp', order) or {}
+  local held = redis.call('EXISTS', T .. ':fx') == 1 and turns_call('HMGET', T .. ':fx', order) or {}
+  local weights = redis.call('EXISTS', T .. ':fw') == 1 and turns_call('HMGET', T .. ':fw', order) or {}
   local turns, torder, placed = {}, {}, {}
   local function slot(r, m)
     local list = turns[r]
@@ -254,10 +268,10 @@ local function turns_place(T, order, bykey)
       counts[#counts + 1], counts[#counts + 2] = turns_waiting(a, cur, popped), key
     end
   end
-  redis.call('HSET', fa, unpack(arec))
-  redis.call('ZADD', T .. ':fe', unpack(ends))
-  redis.call('ZADD', T .. ':fl', unpack(names))
-  if #counts > 0 then redis.call('ZADD', T .. ':fz', unpack(counts)) end
+  turns_call('HSET', fa, arec)
+  turns_call('ZADD', T .. ':fe', ends)
+  turns_call('ZADD', T .. ':fl', names)
+  turns_call('ZADD', T .. ':fz', counts)
   redis.call('INCRBY', T .. ':fn', total)
   if was == 0 then fair_wake(T) end
 end
@@ -412,7 +426,7 @@ local function fair_pop(T, n, lim, now, size)
           end
         end
         if fx and #ks > 0 then
-          for j, h in ipairs(redis.call('HMGET', T .. ':fx', unpack(ks))) do
+          for j, h in ipairs(turns_call('HMGET', T .. ':fx', ks)) do
             if h then hold[ks[j]] = true end
           end
         end
@@ -434,7 +448,7 @@ local function fair_pop(T, n, lim, now, size)
         end
       end
       if #tk > 0 then
-        local ls, as, touch = redis.call('HMGET', T .. ':fk', unpack(tk)), redis.call('HMGET', T .. ':fa', unpack(tk)), {}
+        local ls, as, touch = turns_call('HMGET', T .. ':fk', tk), turns_call('HMGET', T .. ':fa', tk), {}
         for j, key in ipairs(tk) do
           local first = ls[j] and tonumber(string.match(ls[j], '^(-?%d+)'))
           local a = turns_rec(as[j])
@@ -442,7 +456,7 @@ local function fair_pop(T, n, lim, now, size)
           if first then t = (a and a.t >= first) and a.t or first - 1 end
           touch[#touch + 1] = T .. ':fq:' .. key .. ':' .. t
         end
-        redis.call('EXISTS', unpack(touch))
+        for j = 1, #touch, 1000 do redis.call('EXISTS', unpack(touch, j, math.min(#touch, j + 999))) end
       end
       if used > 0 then redis.call('LTRIM', list, used, -1) end
       popped = popped + used
