@@ -176,3 +176,62 @@ func TestFairTurnsPauseMidRun(t *testing.T) {
 	waitQueueEmpty(t, b)
 	checkFair(t, b)
 }
+
+// TestFairTurnsListAndPurge: the pending listing pages through the tasks
+// placed in turns, markers skipped, and then the keys' lists, missing
+// none and repeating none; purging the pending tasks takes the placed
+// ones too and leaves no record of the turns; the next tasks of a purged
+// key are placed afresh.
+func TestFairTurnsListAndPurge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.client.EnqueueMany(ctx, []*queue.Task{queue.NewRawTask("t", []byte("none0")), queue.NewRawTask("t", []byte("none1"))})
+	must(t, err)
+	enqueueKeyed(t, b, 20, "a") // 16 placed, 4 in its list behind a marker
+	enqueueKeyed(t, b, 3, "b")
+	seen := map[string]int{}
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatalf("still paging after 20 pages of 4: %v", seen)
+		}
+		p, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StatePending, Limit: 4, After: after})
+		must(t, err)
+		for _, ti := range p.Tasks {
+			seen[string(ti.Payload)]++
+		}
+		if len(p.Tasks) < 4 {
+			break
+		}
+		after = p.Next
+	}
+	if len(seen) != 25 {
+		t.Fatalf("listed %d distinct pending tasks, want 25: %v", len(seen), seen)
+	}
+	for p, n := range seen {
+		if n != 1 {
+			t.Fatalf("task %s listed %d times", p, n)
+		}
+	}
+	n, err := b.insp.DeleteAllTasks(ctx, queue.DefaultQueue, queue.StatePending)
+	must(t, err)
+	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	if n != 25 || qi.Pending != 0 || qi.Waiting != 0 || qi.ActiveKeys != 0 {
+		t.Fatalf("purged %d; then %d pending, %d waiting, %d keys; want 25 purged, none left", n, qi.Pending, qi.Waiting, qi.ActiveKeys)
+	}
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	left, err := b.rdb.Keys(ctx, k.T+":f[oq]:*").Result()
+	must(t, err)
+	if n, err := b.rdb.Exists(ctx, k.T+":fi", k.T+":fa", k.T+":fe", k.T+":fx", k.FairKeys(), k.FairBacklog(), k.T+":fl", k.FairRing()).Result(); err != nil || n != 0 || len(left) != 0 {
+		t.Fatalf("after the purge, lists %v and %d records are left (%v)", left, n, err)
+	}
+	enqueueKeyed(t, b, 2, "a")
+	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "a")
+	must(t, err)
+	if ki.Waiting != 2 {
+		t.Fatalf("key a after the purge and 2 more tasks: %+v", ki)
+	}
+	checkFair(t, b)
+}
