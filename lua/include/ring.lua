@@ -21,7 +21,7 @@
 --                 key with placed tasks only: see include/fair.lua).
 --   T:fl  zset    the same keys, all scored 0: in the order of their names,
 --                 for readers that page through every key's tasks.
---   T:fn  string  the tasks waiting in every key's shards.
+--   T:fn  string  the tasks waiting in every key's shards and turns.
 --   T:fw  hash    key -> its weight, for keys an operator weighted; a
 --                 turn takes up to weight tasks. Others weigh 1.
 --   T:fp  set     the keys an operator paused, with tasks or not.
