@@ -65,7 +65,8 @@ type QueueInfo struct {
 	// Latency is the age of the oldest pending task (0 when none is pending).
 	Latency time.Duration
 	// ActiveKeys counts the concurrency keys with tasks waiting, held or
-	// not. Inspector.Keys lists them.
+	// not. Inspector.Keys lists them. A key whose tasks were all placed in
+	// turns counts until the end of the turn that starts its last task.
 	ActiveKeys int64
 }
 
