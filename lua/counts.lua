@@ -32,7 +32,7 @@ local heads = {}
 local waiting, held = fair_count(T)
 if waiting > 0 then
   -- the tasks placed in the turn now start first (include/fair.lua)
-  local cur = turns_get(T)
+  local cur = turns_lib().get(T)
   for _, m in ipairs(redis.call('LRANGE', T .. ':fo:' .. cur, 0, 15)) do
     if string.byte(m, 1) ~= 0 then heads[#heads + 1] = m end
   end

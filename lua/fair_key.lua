@@ -13,10 +13,10 @@
 local T, key, op = ARGV[1], ARGV[2], ARGV[3]
 if op == 'pause' then
   redis.call('SADD', KEYS[1], key)
-  turns_pause(T, key)
+  turns_lib().pause(T, key)
 elseif op == 'resume' then
   fair_resume(T, key)
-  turns_resume(T, key)
+  turns_lib().resume(T, key)
 elseif op == 'weight' then
   local w = tonumber(ARGV[4])
   if w == 1 then

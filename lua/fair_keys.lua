@@ -65,12 +65,13 @@ local weights = redis.call('HMGET', KEYS[3], unpack(keys))
 local paused = redis.call('SMISMEMBER', KEYS[4], unpack(keys))
 local lists = redis.call('HMGET', KEYS[5], unpack(keys))
 local placed = redis.call('HMGET', T .. ':fa', unpack(keys))
-local cur, popped = turns_get(T)
+local t = turns_lib()
+local cur, popped = t.get(T)
 local out = {}
 for i, key in ipairs(keys) do
   local score = tonumber(waiting[i] or 0) or 0
   local n = lists[i] and score or 0
-  if placed[i] then n = n + turns_waiting(turns_rec(placed[i]), cur, popped) end
+  if placed[i] then n = n + t.waiting(t.rec(placed[i]), cur, popped) end
   out[#out + 1] = key
   out[#out + 1] = n
   out[#out + 1] = tonumber(running[i] or 0) or 0

@@ -88,7 +88,7 @@ end
 -- then the tasks placed in turns, turn by turn (include/fair.lua): the
 -- turns are consecutive from the one now
 if mkey == '' or mkey == TURNS then
-  local cur, _, _, live = turns_get(T)
+  local cur, _, _, live = turns_lib().get(T)
   if live then
     local last = cur
     while redis.call('EXISTS', T .. ':fo:' .. (last + 1)) == 1 do last = last + 1 end

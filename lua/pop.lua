@@ -48,7 +48,7 @@ if redis.call('EXISTS', KEYS[6], KEYS[7], KEYS[12], KEYS[13], T .. ':fi') > 0 th
 end
 if n == 0 then return {status, wait, now, codes} end
 if fair then
-  local msgs, due, unreached = fair_pop(T, n, lim, now, size)
+  local msgs, due, unreached = turns_lib().pop(T, n, lim, now, size)
   local shard = tonumber(redis.call('GET', KEYS[1]) or 0)
   if #msgs == 0 and unreached then return {POP_PARKED, 0, now, codes} end
   if #msgs == 0 and due ~= NONE then return {POP_RATE, due, now, codes} end

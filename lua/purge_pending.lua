@@ -24,7 +24,7 @@
 --@include unique
 local T = ARGV[1]
 local msgs = sharded_pop(KEYS[1], KEYS[2], T .. ':s:', tonumber(ARGV[2]), true)
-for _, m in ipairs(fair_purge(T, tonumber(ARGV[2]) - #msgs)) do msgs[#msgs + 1] = m end
+for _, m in ipairs(turns_lib().purge(T, tonumber(ARGV[2]) - #msgs)) do msgs[#msgs + 1] = m end
 for _, m in ipairs(msgs) do
   local id, key = msg_head(m)
   if key ~= '' and record_get(KEYS[4], id)[2] == 0 then keydepth_down(T, key, 1) end

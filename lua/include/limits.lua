@@ -59,7 +59,7 @@ local function keys_release(T, n, size)
         redis.call('HDEL', T .. ':keywait', key)
       end
       if redis.call('DECR', T .. ':parked') <= 0 then redis.call('DEL', T .. ':parked') end
-      turns_push(T, key, {m}, true, size)
+      turns_lib().push(T, key, {m}, true, size)
     end
   end
 end
