@@ -101,9 +101,11 @@ func TestWaitReplicas(t *testing.T) {
 		if !errors.As(err, &be) || !errors.Is(err, ErrNotReplicated) || infos[0] == nil || infos[1] == nil {
 			t.Fatalf("EnqueueMany wanting 2 replicas of 1: %v, infos %v", err, infos)
 		}
-		want := fmt.Sprintf("1 of 2 replicas within %v", 50*time.Millisecond)
-		if !strings.Contains(be.Errs[0].Error(), want) {
-			t.Errorf("error %q does not say %q", be.Errs[0], want)
+		// the one replica may not have confirmed within 50ms on a busy
+		// machine: the count is 0 or 1, never 2
+		want := fmt.Sprintf(" of 2 replicas within %v", 50*time.Millisecond)
+		if msg := be.Errs[0].Error(); !strings.Contains(msg, "1"+want) && !strings.Contains(msg, "0"+want) {
+			t.Errorf("error %q does not say 0 or 1%s", be.Errs[0], want)
 		}
 	})
 }
