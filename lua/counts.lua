@@ -7,7 +7,7 @@
   ARGV[5] T:tomb (pending tasks deleted, not yet reached: not counted)
   Returns: {pending, active, scheduled, retry, dead, done, paused (0/1),
   the oldest pending message or "", tasks held for their key (its limits
-  or a pause: include/fair.lua's T:fh; or parked by a build before fair
+  or a pause: include/ring.lua's T:fh; or parked by a build before fair
   queues), tasks succeeded ever, attempts failed ever, {the first messages
   of the turn now, of up to 16 keys next in turn and of the key with the
   most tasks},

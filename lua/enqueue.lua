@@ -47,7 +47,8 @@ end
 -- T:feed:shards (include/pendingref.lua), written only when a push rolls
 -- to a new shard. It records the feed's members and trims it.
 local function store(keyed, plain, at, members, copies)
-  -- tasks with a key wait in their keys' lists (include/fair.lua)
+  -- tasks with a key wait in their turns or their keys' lists
+  -- (include/fair.lua)
   if #keyed > 0 then fair_route(T, keyed, false, size) end
   local rolls = {}
   if #plain > 0 then

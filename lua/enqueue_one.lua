@@ -63,7 +63,7 @@ if type(rank) == 'number' and rank > 1 then
   -- an unkeyed task in the layout every generated ID has: a short array, a
   -- short ID, then "" or, in a compact message (0x91, 0x92), no key at all
   -- (the test include/pendingref.lua's msg_keyed makes first). A task with
-  -- a key waits in its key's list (include/fair.lua), below.
+  -- a key waits in its turn or its key's list (include/fair.lua), below.
   local b, b2 = string.byte(msg, 1, 2)
   -- the byte after a short ID: the key's header, or a compact message's type's
   local nb = b2 and b2 > 0xa0 and b2 <= 0xbf and string.byte(msg, b2 - 0xa0 + 3)
