@@ -23,11 +23,8 @@
 -- is a statement run at each call, so the checked path's own (time,
 -- record) come after the plain path has returned.
 --@include codes
---@include sharded
---@include feed
---@include pendingref
 --@include closed
---@include fair
+--@include pending
 local T = ARGV[1]
 local size, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local F, FIRST = tonumber(ARGV[5]), 6
@@ -37,43 +34,6 @@ if rank_closed(redis.call('GET', KEYS[4])) then
   local codes = {}
   for _ = FIRST, #ARGV, F do codes[#codes + 1] = ENQ_CLOSED end
   return codes
-end
-
--- store writes a call's new tasks: keyed holds the messages pending now
--- with a concurrency key, plain the others pending now and at their
--- positions among members (the feed's new members), copies {id, message}
--- of the tasks whose message the feed keeps. A keyless pending task has
--- no copy: readers find it in its shard through the feed rank and
--- T:feed:shards (include/pendingref.lua), written only when a push rolls
--- to a new shard. It records the feed's members and trims it.
-local function store(keyed, plain, at, members, copies)
-  -- tasks with a key wait in their turns or their keys' lists
-  -- (include/fair.lua)
-  if #keyed > 0 then fair_route(T, keyed, false, size) end
-  local rolls = {}
-  if #plain > 0 then
-    local _, r, empty = sharded_push(KEYS[1], KEYS[2], T .. ':s:', size, plain, false)
-    -- the rolls count the pushed items: count feed positions instead
-    for j = 1, #r, 2 do
-      rolls[#rolls + 1] = at[r[j]] or (#members + 1)
-      rolls[#rolls + 1] = r[j + 1]
-    end
-    if empty then
-      -- into an empty shard: a blocked worker's move may take it into its
-      -- in-flight list, out of every shard, until its claim; the copy
-      -- covers that moment (the ack deletes it). Later items of the shard
-      -- are only ever taken by an atomic pop or claim.
-      copies[#copies + 1] = members[at[1]]
-      copies[#copies + 1] = plain[1]
-    end
-  end
-  for j = 1, #copies, 1000 do
-    redis.call('HSET', KEYS[5], unpack(copies, j, math.min(#copies, j + 999)))
-  end
-  local first, trimmed = feed_append(KEYS[3], KEYS[4], members, cap)
-  pending_index(T, first, rolls)
-  -- copies of tasks that left the feed go with their entries
-  pending_forget(T, KEYS[3], KEYS[5], trimmed)
 end
 
 if F == 2 then
@@ -94,7 +54,7 @@ if F == 2 then
       at[#at + 1] = #members -- its feed position, for the pending index
     end
   end
-  store(keyed, plain, at, members, copies)
+  pending_store(T, size, cap, keyed, plain, at, members, copies)
   return codes
 end
 
@@ -153,5 +113,5 @@ for i = FIRST, #ARGV, F do
     if unique ~= '' then unique_take(T, unique, id, unique_ttl) end
   end
 end
-store(keyed, plain, at, members, copies)
+pending_store(T, size, cap, keyed, plain, at, members, copies)
 return codes

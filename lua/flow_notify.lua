@@ -15,5 +15,5 @@ local runs = {} -- one per workflow: its outcomes are applied in one pass
 for i = 3, #ARGV do
   if flow_apply(H, ARGV[i], now, runs) then changed = changed + 1 end
 end
-for _, r in pairs(runs) do wf_finish(r, now) end
+for _, r in pairs(runs) do wf_lib().finish(r) end
 return {changed, flow_due(H, now)}

@@ -6,15 +6,20 @@
   repeat: it succeeds and writes nothing. A new node may also be made a
   parent of an existing node that still waits (queue.Before): that node
   then waits for it too. Nodes whose parents allow it go into the outbox at
-  once (the caller delivers them; sweepers do after the grace).
+  once: straight into their queues when the workflow is released that way
+  (dr, include/workflow.lua), else into the outbox (the caller delivers
+  them; sweepers do after the grace).
   KEYS[1] H:w:<wid>
   ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] workflow ID (short)
   ARGV[4] retention after it finished (ms, 0 = forever)  ARGV[5] grace (ms)
   ARGV[6] "new" or "extend"  ARGV[7] max nodes  ARGV[8] max edges
-  ARGV[9..] per node: name, {task ID, queue, type, partition} (msgpack), delivery,
+  ARGV[9] "<shard size> <feed cap>": release nodes straight into their
+    queues (one Redis server), or "": through the outbox (Redis Cluster);
+    an extension keeps the workflow's way
+  ARGV[10..] per node: name, {task ID, queue, type, partition} (msgpack), delivery,
     parents {{name, edge}, ...} and existing children {{name, edge}, ...}
-    (msgpack; edge 'f', 'r' or 'k')
-  Returns: {FLOW_CREATED, released task ID, ...}, or {code, detail...}:
+    (msgpack, "" for none; edge 'f', 'r' or 'k')
+  Returns: {FLOW_CREATED, task ID put into the outbox, ...}, or {code, detail...}:
   FLOW_ID_TAKEN, FLOW_NOT_FOUND, FLOW_FINISHED, FLOW_CLOSED (cancelled),
   FLOW_NAME_TAKEN {name}, FLOW_UNKNOWN_PARENT {node, named node},
   FLOW_TOO_BIG {nodes, edges}, FLOW_NOT_WAITING {node, child},
@@ -22,6 +27,8 @@
 --@include codes
 --@include time
 --@include flowhome
+local wf = wf_lib()
+local wf_start, wf_node, wf_count, wf_effect, wf_dirty, wf_chunks = wf.start, wf.node, wf.count, wf.effect, wf.dirty, wf.chunks
 local W, H, wid = KEYS[1], ARGV[1], ARGV[3]
 local now = now_ms(ARGV[2])
 local extend = ARGV[6] == 'extend'
@@ -37,10 +44,12 @@ elseif redis.call('EXISTS', W) == 1 then
 end
 
 -- check everything before the first write
+local NONE = {} -- no edges: an empty list, shared, never written to
 local nodes, new, taken = {}, {}, nil
-for i = 9, #ARGV, 5 do
-  local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = cmsgpack.unpack(ARGV[i + 3]),
-    before = cmsgpack.unpack(ARGV[i + 4])}
+for i = 10, #ARGV, 5 do
+  local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = NONE, before = NONE}
+  if ARGV[i + 3] ~= '' then nd.parents = cmsgpack.unpack(ARGV[i + 3]) end
+  if ARGV[i + 4] ~= '' then nd.before = cmsgpack.unpack(ARGV[i + 4]) end
   if new[nd.name] then return {FLOW_NAME_TAKEN, nd.name} end
   if extend and redis.call('HEXISTS', W, 's:' .. nd.name) == 1 then taken = taken or nd.name end
   new[nd.name] = true
@@ -53,7 +62,7 @@ if taken then
   end
   return {FLOW_CREATED}
 end
-local r = wf_start(H, W)
+local r = wf_start(H, W, now)
 -- adds: the children this call gives each node, new or existing
 local adds, edges = {}, 0
 local function add(p, child, e)
@@ -119,6 +128,7 @@ end
 if not extend then
   redis.call('HSET', W, 'state', 'running', 'n', 0, 'edges', 0, 'open', 0, 'bad', 0,
     'why', '', 'why_node', '', 'why_id', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
+  if ARGV[9] ~= '' then redis.call('HSET', W, 'dr', ARGV[9]) end
   flow_recent(H, 'w:' .. wid, now)
 end
 redis.call('HINCRBY', W, 'n', #nodes)
@@ -163,9 +173,9 @@ for _, nd in ipairs(nodes) do
   wf_dirty(r, nd.name)
   r.work[#r.work + 1] = nd.name
 end
-wf_run(r, now + tonumber(ARGV[5]))
-wf_flush(r)
-wf_check(W, now)
+wf.run(r, now + tonumber(ARGV[5]))
+wf.flush(r)
+wf.check(W, now)
 local out = r.released
 table.insert(out, 1, FLOW_CREATED)
 return out

@@ -15,18 +15,19 @@
 --@include flowhome
 local W, H = KEYS[1], ARGV[1]
 local now = now_ms(ARGV[2])
+local wf = wf_lib()
 local f = redis.call('HMGET', W, 'state', 'finished')
 if not f[1] then return {FLOW_NOT_FOUND} end
 if f[2] ~= '0' then return {FLOW_FINISHED} end
 redis.call('HSET', W, 'state', 'cancelled', 'why', 'cancelled', 'why_node', '', 'why_id', '')
 local out = {FLOW_CREATED}
-local r = wf_start(H, W)
+local r = wf.start(H, W, now)
 local all = redis.call('HGETALL', W)
 local states = {}
 for i = 1, #all, 2 do
   local x = string.match(all[i], '^s:(.+)$')
   if x then
-    r.nodes[x] = wf_parse(all[i + 1])
+    r.nodes[x] = wf.parse(all[i + 1])
     states[#states + 1] = x
   end
 end
@@ -44,12 +45,12 @@ for _, x in ipairs(states) do
     end
     if cancel then
       r.gone[#r.gone + 1] = 'e:' .. x
-      wf_set(r, x, n, 'x')
+      wf.set(r, x, n, 'x')
     else
       out[#out + 1] = raw
     end
   end
 end
-wf_flush(r)
-wf_check(W, now)
+wf.flush(r)
+wf.check(W, now)
 return out

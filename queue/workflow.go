@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/codes"
@@ -272,7 +274,14 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	if extend {
 		mode = "extend"
 	}
-	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges}
+	// on one server, a node is enqueued by the script that releases it;
+	// on a cluster, its queue is in another slot: through the outbox
+	oneServer := rcall.OneServer(c.rdb)
+	direct := ""
+	if oneServer {
+		direct = fmt.Sprintf("%d %d", c.cfg.ShardSize, c.cfg.FeedSize)
+	}
+	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges, direct}
 	byID := make(map[string]*wire.Delivery, len(w.nodes))
 	for i, n := range w.nodes {
 		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
@@ -312,6 +321,12 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	if err := workflowCode(id, reply); err != nil {
 		return false, err
 	}
+	if oneServer {
+		if err := c.registerQueues(ctx, byID); err != nil {
+			return true, fmt.Errorf("workflow %s: recorded, but its queues are not registered: %w", id, err)
+		}
+	}
+	// the nodes released into the outbox: all of them on a cluster
 	var ds []*wire.Delivery
 	for _, v := range reply[1:] {
 		if s, ok := v.(string); ok && byID[s] != nil {
@@ -326,8 +341,43 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	return true, nil
 }
 
-// edgesArg encodes edges for flow_workflow: {{other end, policy}, ...}.
+// registerQueues writes the registry entries of the nodes' queues that
+// this client has not written lately: a delivery through the outbox
+// writes them, a release straight into a queue does not.
+func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Delivery) error {
+	fresh := map[string]int{}
+	for _, d := range nodes {
+		if !c.isRegistered(d.Queue) {
+			fresh[d.Queue] = d.Partitions
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	err := rcall.Do(ctx, c.rdb, func() error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for q, n := range fresh {
+				p.HSet(ctx, keys.Queues(c.cfg.Prefix), q, n)
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return redisError(err)
+	}
+	for q, n := range fresh {
+		c.registered.Store(q, registration{n: n, at: time.Now()})
+	}
+	return nil
+}
+
+// edgesArg encodes edges for flow_workflow: {{other end, policy}, ...},
+// and none as nothing: most nodes have no edge of one kind.
 func edgesArg(edges []Edge, end func(Edge) string) ([]byte, error) {
+	if len(edges) == 0 {
+		return nil, nil
+	}
 	out := make([][]string, len(edges))
 	for i, e := range edges {
 		out[i] = []string{end(e), edgeCode(e.OnDead)}

@@ -9,6 +9,7 @@ import (
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
@@ -20,17 +21,21 @@ import (
 // a flow task's outcome, for low latency, and every FlowSweep for all
 // homes, so what a killed worker left behind is picked up by the others.
 type flows struct {
-	env    *flow.Env
-	kick   chan struct{}    // one token: a flow outcome was written
-	client *queue.Client    // for Task.Batch and Task.ExtendWorkflow
-	insp   *queue.Inspector // for Task.ParentResult
+	env *flow.Env
+	// oneServer: a workflow node's ack applies its outcome at its home in
+	// the same script (include/acks.lua), as every key is on one server
+	oneServer bool
+	kick      chan struct{}    // one token: a flow outcome was written
+	client    *queue.Client    // for Task.Batch and Task.ExtendWorkflow
+	insp      *queue.Inspector // for Task.ParentResult
 }
 
 func (s *Server) newFlows() *flows {
 	f := &flows{
 		env: &flow.Env{RDB: s.rdb, Prefix: s.cfg.Prefix, ShardSize: s.cfg.ShardSize,
 			FeedSize: s.cfg.FeedSize, IDTTL: s.cfg.IDTTL},
-		kick: make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
+		oneServer: rcall.OneServer(s.rdb),
 	}
 	if s.cfg.Clock != nil {
 		f.env.Now = s.cfg.now
@@ -40,19 +45,38 @@ func (s *Server) newFlows() *flows {
 	return f
 }
 
+// flowHome returns the home key an ack of a task with flow ref flow
+// passes, for the script to apply the outcome there: a workflow node's on
+// one Redis server; "" otherwise (the outcome goes through T:notify).
+func (s *Server) flowHome(flow string) string {
+	if !s.flows.oneServer || len(flow) == 0 || flow[0] != 'w' {
+		return ""
+	}
+	r, err := wire.ParseFlowRef(flow)
+	if err != nil || r.Home < 0 || r.Home >= keys.FlowPartitions {
+		return ""
+	}
+	return keys.Home(s.cfg.Prefix, r.Home).H
+}
+
 // flowsWritten kicks the flow loop when any of the written outcomes is a
-// flow task's success or death (a retry tells its flow nothing).
+// flow task's success or death (a retry tells its flow nothing) that went
+// into T:notify; one applied at its home already has nothing to forward.
 func (s *Server) flowsWritten(os []outcome) {
+	var flowed, forward bool
 	for i := range os {
 		if o := &os[i]; o.flow != "" && (o.kind == outcomeAck || (o.kind == outcomeFail && o.delayMS < 0 && o.snooze == 0)) {
-			if s.hooks.afterFlowOutcome != nil {
-				s.hooks.afterFlowOutcome()
-			}
-			select {
-			case s.flows.kick <- struct{}{}:
-			default:
-			}
-			return
+			flowed = true
+			forward = forward || o.home == ""
+		}
+	}
+	if flowed && s.hooks.afterFlowOutcome != nil {
+		s.hooks.afterFlowOutcome()
+	}
+	if forward {
+		select {
+		case s.flows.kick <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -40,6 +40,9 @@ type outcome struct {
 	// flow is the task's flow ref ("" = none): an ack passes it to the
 	// script, which reports the success to the flow (include/acks.lua)
 	flow string
+	// home is the flow's home when the ack applies the outcome there
+	// (Server.flowHome; "" = through T:notify)
+	home string
 }
 
 // markResent flags outcomes whose write is to be tried again and returns
@@ -265,18 +268,23 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Sc
 // appendAcks appends the acks as ack (and pop and claim) read them: the
 // number of fields per task, then id and token and, unless every task has
 // retention 0, no unique key and no flow (then 2 fields do), retention (ms)
-// and unique key, and the flow ref when any task has one (5 fields).
+// and unique key, the flow ref when any task has one (5 fields), and the
+// flow's home when any ack applies its outcome there (6 fields).
 func appendAcks(args []any, os []outcome) []any {
 	if len(os) == 0 {
 		return args
 	}
 	width := 2
 	for i := range os {
-		if os[i].flow != "" {
-			width = 5
+		if os[i].home != "" {
+			width = 6
 			break
 		}
-		if os[i].retentionMS != 0 || os[i].unique != "" {
+		if os[i].flow != "" {
+			width = 5
+			continue
+		}
+		if width < 4 && (os[i].retentionMS != 0 || os[i].unique != "") {
 			width = 4
 		}
 	}
@@ -287,8 +295,11 @@ func appendAcks(args []any, os []outcome) []any {
 		if width >= 4 {
 			args = append(args, &o.retentionMS, &o.unique)
 		}
-		if width == 5 {
+		if width >= 5 {
 			args = append(args, &o.flow)
+		}
+		if width == 6 {
+			args = append(args, &o.home)
 		}
 	}
 	return args

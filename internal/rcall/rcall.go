@@ -105,3 +105,12 @@ func Evicting(ctx context.Context, c redis.UniversalClient) string {
 	}
 	return ""
 }
+
+// OneServer reports whether every key c reaches is on one Redis server,
+// so a script may write keys of other hash tags than its own: c is a
+// *redis.Client (a standalone server, or Sentinel's current master).
+// A ClusterClient or a Ring spreads keys over servers.
+func OneServer(c redis.UniversalClient) bool {
+	_, ok := c.(*redis.Client)
+	return ok
+}

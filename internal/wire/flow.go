@@ -71,7 +71,9 @@ func ParseFlowRef(s string) (FlowRef, error) {
 
 // Delivery is one entry of a flow home's outbox: a task to enqueue into
 // its queue partition under its fixed ID (the ID claim makes a second
-// delivery a no-op). Encoded as a msgpack array; Lua copies it unread.
+// delivery a no-op). Encoded as a msgpack array, its message as a string:
+// Redis's cmsgpack reads no binary type, and a workflow's release on one
+// server reads it (include/workflow.lua). Otherwise Lua copies it unread.
 type Delivery struct {
 	Queue      string
 	Partition  int
@@ -85,7 +87,7 @@ type Delivery struct {
 
 // EncodeDelivery returns d's stored bytes.
 func EncodeDelivery(d *Delivery) ([]byte, error) {
-	return msgpack.Marshal([]any{d.Queue, d.Partition, d.Partitions, d.ID, d.Msg, d.At, d.In, d.Unique, d.UniqueTTL})
+	return msgpack.Marshal([]any{d.Queue, d.Partition, d.Partitions, d.ID, string(d.Msg), d.At, d.In, d.Unique, d.UniqueTTL})
 }
 
 // DecodeDelivery reads a stored delivery.

@@ -3,14 +3,19 @@
 --@include feed
 --@include stats
 --@include unique
+--@include workflow
 -- ack_tasks finishes the tasks of partition T that succeeded, given in
--- argv from index from on: the number of fields per task, 2, 4 or 5, then
--- the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
--- unique key ("" = none), and with 5 the task's flow ref ("" = none: see
--- wire.FlowRef); 2 stands for retention 0, no unique key and no flow, the
--- common case, in half the arguments. A flow task's success is appended
--- to T:notify (wire.FlowNote, with a chain link's result), atomically
--- with its ack; workers forward it to the flow's home (flow_notify.lua).
+-- argv from index from on: the number of fields per task, 2, 4, 5 or 6,
+-- then the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
+-- unique key ("" = none), with 5 the task's flow ref ("" = none: see
+-- wire.FlowRef), and with 6 its flow's home H when this script may write
+-- there ("" = it may not); 2 stands for retention 0, no unique key and no
+-- flow, the common case, in half the arguments. A flow task's success is
+-- appended to T:notify (wire.FlowNote, with a chain link's result),
+-- atomically with its ack; workers forward it to the flow's home
+-- (flow_notify.lua). A workflow node's success with its home given is
+-- applied there in this script instead: on one Redis server, the nodes it
+-- frees are enqueued with its ack (include/workflow.lua).
 -- A task is finished only under the token of its current lease: a stale
 -- token (the lease was lost and the task handed to another worker)
 -- changes nothing. Tasks with a retention stay in the
@@ -34,6 +39,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local done, nd = {}, 0
   local gone, kept, keptStates, expiries -- set once a task is kept
   local notes -- flow notifications, set with the first
+  local runs, nodes -- workflows changed here: W -> run, and {run, node, id, result}
   local released -- concurrency key -> its tasks acked, set with the first
   for k = 1, n do
     local raw, code = raws[k], 0
@@ -69,14 +75,33 @@ local function ack_tasks(T, now, argv, from, cap, size)
         elseif gone then
           gone[#gone + 1] = id
         end
-        if width == 5 and argv[i + 4] ~= '' then
-          local flow, result = argv[i + 4], ''
+        if width >= 5 and argv[i + 4] ~= '' then
+          local flow = argv[i + 4]
           local kind = string.byte(flow, 1)
-          if kind == 99 or kind == 119 then -- 'c', 'w': a chain link or workflow node passes its result on
-            result = redis.call('HGET', T .. ':result', id) or ''
+          local H = width == 6 and argv[i + 5] or ''
+          local wid, x
+          if kind == 119 and H ~= '' then wid, x = string.match(flow, '^w%d+:([^:]+):(.+)$') end
+          if wid then
+            -- its result is read below, with the others
+            local W = H .. ':w:' .. wid
+            runs = runs or {}
+            nodes = nodes or {}
+            local r = runs[W]
+            if not r then
+              r = wf_lib().start(H, W, now)
+              runs[W] = r
+              r.acked = {}
+            end
+            r.acked[#r.acked + 1] = x
+            nodes[#nodes + 1] = {r, x, id}
+          else
+            local result = ''
+            if kind == 99 or kind == 119 then -- 'c', 'w': a chain link or workflow node passes its result on
+              result = redis.call('HGET', T .. ':result', id) or ''
+            end
+            notes = notes or {}
+            notes[#notes + 1] = cmsgpack.pack({flow, id, 's', result, ''})
           end
-          notes = notes or {}
-          notes[#notes + 1] = cmsgpack.pack({flow, id, 's', result, ''})
         end
         local unique = width >= 4 and argv[i + 3] or ''
         unique_release(T, unique, id, 'done')
@@ -87,6 +112,21 @@ local function ack_tasks(T, now, argv, from, cap, size)
   if nd == 0 then return codes end
   if released then keys_release(T, released, size) end
   if notes then redis.call('RPUSH', T .. ':notify', unpack(notes)) end
+  if nodes then
+    local wf = wf_lib()
+    local ids = {}
+    for k, a in ipairs(nodes) do ids[k] = a[3] end
+    local results = redis.call('HMGET', T .. ':result', unpack(ids))
+    for _, r in pairs(runs) do wf.load(r, r.acked, true) end
+    for k, a in ipairs(nodes) do wf.note(a[1], a[2], a[3], 's', results[k] or '', '') end
+    for _, a in ipairs(nodes) do
+      local r = a[1]
+      if r.acked then
+        r.acked = nil
+        wf.finish(r)
+      end
+    end
+  end
   gone = gone or done -- none kept: every acked task is gone
   redis.call('ZREM', T .. ':active', unpack(done))
   redis.call('HDEL', T .. ':feed:msg', unpack(done))

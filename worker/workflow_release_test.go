@@ -1,0 +1,191 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/queue"
+)
+
+// TestWorkflowRelease: on one Redis server, the script that releases a
+// node enqueues its task, with what the task asked for. Each case runs
+// a root in queue fa with children in fb, and the graph to its end.
+func TestWorkflowRelease(t *testing.T) {
+	t.Parallel()
+	t.Run("NoOutbox", func(t *testing.T) { t.Parallel(); testReleaseNoOutbox(t, singleFlowRig(t)) })
+	t.Run("Delayed", func(t *testing.T) { t.Parallel(); testReleaseDelayed(t, singleFlowRig(t)) })
+	t.Run("Keyed", func(t *testing.T) { t.Parallel(); testReleaseKeyed(t, singleFlowRig(t)) })
+	t.Run("ClosedPartition", func(t *testing.T) { t.Parallel(); testReleaseClosedPartition(t, singleFlowRig(t)) })
+	t.Run("RecordedForOutbox", func(t *testing.T) { t.Parallel(); testReleaseRecordedForOutbox(t, singleFlowRig(t)) })
+}
+
+// fanOut records a root in fa with n children in fb, each built by child.
+func fanOut(t *testing.T, r *flowRig, n int, child func(i int) *queue.Task) string {
+	t.Helper()
+	wf := queue.NewWorkflow()
+	wf.Add("root", queue.NewRawTask("root", nil, queue.In("fa")))
+	for i := range n {
+		wf.Add(fmt.Sprintf("c%d", i), child(i), queue.After("root"))
+	}
+	id, err := r.client.EnqueueWorkflow(context.Background(), wf)
+	must(t, err)
+	return id
+}
+
+// testReleaseNoOutbox: the released children are pending in their queue
+// as soon as the root's ack is written: nothing passed through the home's
+// outbox, and no ID was claimed for them.
+func testReleaseNoOutbox(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	id := fanOut(t, r, 20, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
+	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
+	// only the root's queue is served: the children wait where they went
+	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1}, Concurrency: 2, FlowSweep: time.Hour}
+	cfg.Logger = testLogger(t)
+	startServer(t, r.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	waitFor(t, 30*time.Second, "20 children pending", func() bool {
+		qi, err := r.insp.QueueInfo(ctx, "fb")
+		return err == nil && qi.Pending == 20
+	})
+	if n := r.rdb.ZCard(ctx, home.Out()).Val(); n != 0 {
+		t.Fatalf("the home's outbox holds %d entries, want none", n)
+	}
+	if ks := r.rdb.Keys(ctx, "*:ids:*").Val(); len(ks) != 0 {
+		t.Fatalf("ID claims written: %v", ks)
+	}
+	if reg := r.rdb.HGet(ctx, keys.Queues(r.qcfg.Prefix), "fb").Val(); reg != "2" {
+		t.Fatalf("queue fb registered as %q, want 2 partitions", reg)
+	}
+	wi, err := r.insp.GetWorkflow(ctx, id)
+	must(t, err)
+	if wi.Counts[queue.NodeEnqueued] != 20 || wi.Counts[queue.NodeSucceeded] != 1 {
+		t.Fatalf("workflow: %s", nodeStates(wi))
+	}
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if n := log.count("child"); n != 20 {
+		t.Fatalf("children ran %d times, want 20", n)
+	}
+}
+
+// testReleaseDelayed: a child with ProcessIn is scheduled when released,
+// not pending; once due (an operator runs it now), the workflow ends.
+func testReleaseDelayed(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	id := fanOut(t, r, 2, func(i int) *queue.Task {
+		if i == 0 {
+			return queue.NewRawTask("later", nil, queue.In("fb"), queue.ProcessIn(time.Hour))
+		}
+		return queue.NewRawTask("now", nil, queue.In("fb"))
+	})
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	var later *queue.WorkflowNode
+	waitFor(t, 30*time.Second, "the delayed child scheduled, the other run", func() bool {
+		qi, err := r.insp.QueueInfo(ctx, "fb")
+		if err != nil || qi.Scheduled != 1 || log.count("now") != 1 {
+			return false
+		}
+		wi, err := r.insp.GetWorkflow(ctx, id)
+		if err != nil {
+			return false
+		}
+		later = wi.Node("c0")
+		return later != nil && later.State == queue.NodeEnqueued
+	})
+	if log.count("later") != 0 {
+		t.Fatal("the delayed child ran before it was due")
+	}
+	ti, err := r.insp.GetTask(ctx, "fb", later.TaskID)
+	must(t, err)
+	if ti.State != queue.StateScheduled || ti.NextProcessAt.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("delayed child: state %s, due %v", ti.State, ti.NextProcessAt)
+	}
+	must(t, r.insp.RunTask(ctx, "fb", later.TaskID))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if log.count("later") != 1 {
+		t.Fatalf("the delayed child ran %d times", log.count("later"))
+	}
+}
+
+// testReleaseKeyed: children with a concurrency key are released into
+// their keys' turns, and each runs once.
+func testReleaseKeyed(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	id := fanOut(t, r, 12, func(i int) *queue.Task {
+		return queue.NewRawTask("keyed", nil, queue.In("fb"), queue.ConcurrencyKey(fmt.Sprintf("tenant-%d", i%3)))
+	})
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if n := log.count("keyed"); n != 12 {
+		t.Fatalf("keyed children ran %d times, want 12", n)
+	}
+	page, err := r.insp.Keys(ctx, queue.KeyQuery{Queue: "fb"})
+	must(t, err)
+	for _, k := range page.Keys {
+		if k.Waiting != 0 {
+			t.Fatalf("key %s still has %d waiting", k.Key, k.Waiting)
+		}
+	}
+}
+
+// testReleaseClosedPartition: a child whose partition closed between the
+// workflow's record and its release goes through the home's outbox, is
+// routed again, and runs once.
+func testReleaseClosedPartition(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	const n = 16
+	id := fanOut(t, r, n, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
+	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
+	closed := 0
+	for i := range n {
+		// the node's record: {task ID, queue, type, partition}
+		var m []any
+		raw, err := r.rdb.HGet(ctx, home.Workflow(id), fmt.Sprintf("m:c%d", i)).Bytes()
+		must(t, err)
+		must(t, msgpack.Unmarshal(raw, &m))
+		if len(m) == 4 && fmt.Sprint(m[3]) == "1" {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Skip("no child was routed to partition 1") // 16 children on 2 partitions: 1 in 65,536
+	}
+	_, err := r.insp.SetPartitions(ctx, "fb", 1)
+	must(t, err)
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if got := log.count("child"); got != n {
+		t.Fatalf("children ran %d times, want %d (%d were routed to the closed partition)", got, n, closed)
+	}
+	if ks := r.rdb.Keys(ctx, "*:ids:*").Val(); len(ks) == 0 {
+		t.Fatal("no ID claims: no child went through the outbox")
+	}
+}
+
+// testReleaseRecordedForOutbox: a workflow recorded without the one-server
+// setting (by a producer on a cluster client, or before it existed)
+// still releases through the outbox when its nodes' acks apply at home.
+func testReleaseRecordedForOutbox(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	id := fanOut(t, r, 10, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
+	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
+	must(t, r.rdb.HDel(ctx, home.Workflow(id), "dr").Err())
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if got := log.count("child"); got != 10 {
+		t.Fatalf("children ran %d times, want 10", got)
+	}
+	if ks := r.rdb.Keys(ctx, "*:ids:*").Val(); len(ks) == 0 {
+		t.Fatal("no ID claims: the children did not go through the outbox")
+	}
+}
