@@ -16,9 +16,15 @@
   ARGV[9] "<shard size> <feed cap>": release nodes straight into their
     queues (one Redis server), or "": through the outbox (Redis Cluster);
     an extension keeps the workflow's way
-  ARGV[10..] per node: name, {task ID, queue, type, partition} (msgpack), delivery,
-    parents {{name, edge}, ...} and existing children {{name, edge}, ...}
-    (msgpack, "" for none; edge 'f', 'r' or 'k')
+  With "extend", ARGV[10..] per node: name, {task ID, queue, type,
+    partition} (msgpack), delivery, parents {{name, edge}, ...} and
+    existing children {{name, edge}, ...} (msgpack, "" for none; edge 'f',
+    'r' or 'k').
+  With "new", the graph as it is stored, checked by the producer (names,
+  parents, bounds, cycles: a new graph names no node it lacks): ARGV[10]
+    nodes  ARGV[11] edges  ARGV[12] the roots' names (msgpack)
+    ARGV[13..] field, value, ...: per node m:, e:, s: ("w <parents> 0 0")
+    and c: when it has children (include/workflow.lua)
   Returns: {FLOW_CREATED, task ID put into the outbox, ...}, or {code, detail...}:
   FLOW_ID_TAKEN, FLOW_NOT_FOUND, FLOW_FINISHED, FLOW_CLOSED (cancelled),
   FLOW_NAME_TAKEN {name}, FLOW_UNKNOWN_PARENT {node, named node},
@@ -41,6 +47,24 @@ if extend then
   n0, e0 = tonumber(f[3]), tonumber(f[4])
 elseif redis.call('EXISTS', W) == 1 then
   return {FLOW_ID_TAKEN}
+else
+  -- a new graph: written as it comes, then its roots are released
+  local n = ARGV[10]
+  redis.call('HSET', W, 'state', 'running', 'n', n, 'edges', ARGV[11], 'open', n, 'bad', 0, 'cnt_w', n,
+    'why', '', 'why_node', '', 'why_id', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
+  if ARGV[9] ~= '' then redis.call('HSET', W, 'dr', ARGV[9]) end
+  flow_recent(H, 'w:' .. wid, now)
+  for i = 13, #ARGV, 1000 do
+    redis.call('HSET', W, unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  local r = wf_start(H, W, now)
+  r.work = cmsgpack.unpack(ARGV[12]) or {}
+  wf.run(r, now + tonumber(ARGV[5]))
+  wf.flush(r)
+  wf.check(W, now)
+  local out = r.released
+  table.insert(out, 1, FLOW_CREATED)
+  return out
 end
 
 -- check everything before the first write
@@ -125,12 +149,6 @@ for _, nd in ipairs(nodes) do
   end
 end
 
-if not extend then
-  redis.call('HSET', W, 'state', 'running', 'n', 0, 'edges', 0, 'open', 0, 'bad', 0,
-    'why', '', 'why_node', '', 'why_id', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
-  if ARGV[9] ~= '' then redis.call('HSET', W, 'dr', ARGV[9]) end
-  flow_recent(H, 'w:' .. wid, now)
-end
 redis.call('HINCRBY', W, 'n', #nodes)
 redis.call('HINCRBY', W, 'edges', edges)
 r.open = #nodes

@@ -282,6 +282,13 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		direct = fmt.Sprintf("%d %d", c.cfg.ShardSize, c.cfg.FeedSize)
 	}
 	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges, direct}
+	var fresh *freshGraph
+	if !extend {
+		if fresh, err = w.fresh(pl, id); err != nil {
+			return false, err
+		}
+		args = append(args, len(w.nodes), fresh.edges, fresh.roots)
+	}
 	byID := make(map[string]*wire.Delivery, len(w.nodes))
 	for i, n := range w.nodes {
 		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
@@ -298,6 +305,15 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		if err != nil {
 			return false, err
 		}
+		byID[d.ID] = d
+		if fresh != nil {
+			// a new graph is written as it will be stored: its fields
+			args = append(args, "m:"+n.name, meta, "e:"+n.name, enc, "s:"+n.name, fresh.states[i])
+			if fresh.children[i] != nil {
+				args = append(args, "c:"+n.name, fresh.children[i])
+			}
+			continue
+		}
 		pb, err := edgesArg(pl.parents[i], func(e Edge) string { return e.Parent })
 		if err != nil {
 			return false, err
@@ -306,7 +322,6 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		if err != nil {
 			return false, err
 		}
-		byID[d.ID] = d
 		args = append(args, n.name, meta, enc, pb, bb)
 	}
 	var reply []any
@@ -370,6 +385,55 @@ func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Deli
 		c.registered.Store(q, registration{n: n, at: time.Now()})
 	}
 	return nil
+}
+
+// freshGraph is a new workflow's graph as its home stores it
+// (include/workflow.lua): per node, its state, "w <parents> 0 0", and its
+// children {{name, edge}, ...} (nil: none); the roots' names; the edges.
+type freshGraph struct {
+	states   []string
+	children [][]byte
+	roots    []byte
+	edges    int
+}
+
+// fresh builds the stored graph of w, a new workflow checked by check
+// (plan pl) as workflow id: with no workflow to extend, every parent is a
+// node of w, and a node that is not is refused here. The
+// home writes it as it comes, with no per-node work in its script.
+func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
+	g := &freshGraph{states: make([]string, len(w.nodes)), children: make([][]byte, len(w.nodes))}
+	kids := make([][][]string, len(w.nodes))
+	var roots []string
+	for i, n := range w.nodes {
+		if len(pl.before[i]) > 0 {
+			return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, n.name, pl.before[i][0].Child, id)
+		}
+		for _, e := range pl.parents[i] {
+			p, ok := w.names[e.Parent]
+			if !ok {
+				return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, n.name, e.Parent, id)
+			}
+			kids[p] = append(kids[p], []string{n.name, edgeCode(e.OnDead)})
+		}
+		g.edges += len(pl.parents[i])
+		g.states[i] = fmt.Sprintf("w %d 0 0", len(pl.parents[i]))
+		if len(pl.parents[i]) == 0 {
+			roots = append(roots, n.name)
+		}
+	}
+	var err error
+	for i, k := range kids {
+		if k != nil {
+			if g.children[i], err = msgpack.Marshal(k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if g.roots, err = msgpack.Marshal(roots); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // edgesArg encodes edges for flow_workflow: {{other end, policy}, ...},

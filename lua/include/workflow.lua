@@ -144,7 +144,7 @@ local function wf_lib()
     for _, ch in ipairs(chs) do
       if effect(st, ch[2]) ~= effect(new, ch[2]) then changed[#changed + 1] = ch[1] end
     end
-    load(r, changed, true)
+    load(r, changed)
     for _, ch in ipairs(chs) do
       local a, b = effect(st, ch[2]), effect(new, ch[2])
       if a ~= b then
