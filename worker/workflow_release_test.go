@@ -9,6 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -22,6 +23,7 @@ func TestWorkflowRelease(t *testing.T) {
 	t.Run("Keyed", func(t *testing.T) { t.Parallel(); testReleaseKeyed(t, singleFlowRig(t)) })
 	t.Run("ClosedPartition", func(t *testing.T) { t.Parallel(); testReleaseClosedPartition(t, singleFlowRig(t)) })
 	t.Run("RecordedForOutbox", func(t *testing.T) { t.Parallel(); testReleaseRecordedForOutbox(t, singleFlowRig(t)) })
+	t.Run("BinaryDelivery", func(t *testing.T) { t.Parallel(); testReleaseBinaryDelivery(t, singleFlowRig(t)) })
 }
 
 // fanOut records a root in fa with n children in fb, each built by child.
@@ -187,5 +189,31 @@ func testReleaseRecordedForOutbox(t *testing.T, r *flowRig) {
 	}
 	if ks := r.rdb.Keys(ctx, "*:ids:*").Val(); len(ks) == 0 {
 		t.Fatal("no ID claims: the children did not go through the outbox")
+	}
+}
+
+// testReleaseBinaryDelivery: a node whose delivery holds its message as
+// msgpack binary, as producers before the one-server release wrote it,
+// which Redis's cmsgpack cannot read, goes through the outbox instead;
+// its siblings go straight into their queue. Each runs once.
+func testReleaseBinaryDelivery(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	id := fanOut(t, r, 3, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
+	key := keys.Home(r.qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	raw, err := r.rdb.HGet(ctx, key, "e:c1").Bytes()
+	must(t, err)
+	d, err := wire.DecodeDelivery(raw)
+	must(t, err)
+	old, err := msgpack.Marshal([]any{d.Queue, d.Partition, d.Partitions, d.ID, d.Msg, d.At, d.In, d.Unique, d.UniqueTTL})
+	must(t, err)
+	must(t, r.rdb.HSet(ctx, key, "e:c1", old).Err())
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if got := log.count("child"); got != 3 {
+		t.Fatalf("children ran %d times, want 3", got)
+	}
+	if ks := r.rdb.Keys(ctx, "*:ids:*").Val(); len(ks) != 1 {
+		t.Fatalf("ID claim buckets %v: want the binary one's claim alone", ks)
 	}
 }

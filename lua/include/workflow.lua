@@ -172,25 +172,31 @@ local function wf_lib()
     end
   end
 
-  -- release sends a released node's task, of ID id (nil: read from its
+  -- release sends released node x, whose task is id (nil: read from its
   -- delivery) and delivery e: into its partition's push (flush writes
   -- it), or into the outbox, visible at ats.
-  local function release(r, id, e, ats)
+  local function release(r, x, id, e, ats)
     if r.size then
       -- {queue, partition, partitions, id, message, at, in, unique, unique ttl}
-      local d = cmsgpack.unpack(e)
-      local T = '{' .. r.prefix .. ':' .. d[1] .. ':' .. string.format('%d', d[2]) .. '}'
-      local g = r.push[T]
-      if not g then
-        g = {T = T, ids = {}, msgs = {}, es = {}, due = {}}
-        r.push[T] = g
-        r.pushed[#r.pushed + 1] = g
+      local ok, d = pcall(cmsgpack.unpack, e)
+      if ok and type(d) == 'table' and type(d[5]) == 'string' then
+        local T = '{' .. r.prefix .. ':' .. d[1] .. ':' .. string.format('%d', d[2]) .. '}'
+        local g = r.push[T]
+        if not g then
+          g = {T = T, ids = {}, msgs = {}, es = {}, due = {}}
+          r.push[T] = g
+          r.pushed[#r.pushed + 1] = g
+        end
+        local due = 0
+        if d[6] > 0 then due = d[6] elseif d[7] > 0 then due = r.now + d[7] end
+        local k = #g.ids + 1
+        g.ids[k], g.msgs[k], g.es[k], g.due[k] = d[4], d[5], e, due
+        return
       end
-      local due = 0
-      if d[6] > 0 then due = d[6] elseif d[7] > 0 then due = r.now + d[7] end
-      local k = #g.ids + 1
-      g.ids[k], g.msgs[k], g.es[k], g.due[k] = d[4], d[5], e, due
-      return
+      -- a delivery this script cannot read (an older producer wrote its
+      -- message as binary, which cmsgpack lacks) goes the outbox's way:
+      -- Go reads both
+      if not id then id = cmsgpack.unpack(redis.call('HGET', r.W, 'm:' .. x))[1] end
     end
     r.out[#r.out + 1], r.out[#r.out + 2] = ats, id
     r.outmsg[#r.outmsg + 1], r.outmsg[#r.outmsg + 2] = id, e
@@ -242,9 +248,9 @@ local function wf_lib()
       for j = k, last do
         if meta then
           local m = 2 * (j - k) + 1
-          release(r, cmsgpack.unpack(v[m])[1], v[m + 1], ats)
+          release(r, rel[j], cmsgpack.unpack(v[m])[1], v[m + 1], ats)
         else
-          release(r, nil, v[j - k + 1], ats)
+          release(r, rel[j], nil, v[j - k + 1], ats)
         end
         r.gone[#r.gone + 1] = 'e:' .. rel[j]
       end
