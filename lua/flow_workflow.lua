@@ -39,6 +39,18 @@ local W, H, wid = KEYS[1], ARGV[1], ARGV[3]
 local now = now_ms(ARGV[2])
 local extend = ARGV[6] == 'extend'
 local n0, e0 = 0, 0
+
+-- finish releases the nodes run r queued, writes its changes, and
+-- returns the reply: the IDs of the nodes put into the outbox
+local function finish(r)
+  wf.run(r, now + tonumber(ARGV[5]))
+  wf.flush(r)
+  wf.check(W, now)
+  local out = r.released
+  table.insert(out, 1, FLOW_CREATED)
+  return out
+end
+
 if extend then
   local f = redis.call('HMGET', W, 'state', 'finished', 'n', 'edges')
   if not f[1] then return {FLOW_NOT_FOUND} end
@@ -59,12 +71,7 @@ else
   end
   local r = wf_start(H, W, now)
   r.work = cmsgpack.unpack(ARGV[12]) or {}
-  wf.run(r, now + tonumber(ARGV[5]))
-  wf.flush(r)
-  wf.check(W, now)
-  local out = r.released
-  table.insert(out, 1, FLOW_CREATED)
-  return out
+  return finish(r)
 end
 
 -- check everything before the first write
@@ -191,9 +198,4 @@ for _, nd in ipairs(nodes) do
   wf_dirty(r, nd.name)
   r.work[#r.work + 1] = nd.name
 end
-wf.run(r, now + tonumber(ARGV[5]))
-wf.flush(r)
-wf.check(W, now)
-local out = r.released
-table.insert(out, 1, FLOW_CREATED)
-return out
+return finish(r)
