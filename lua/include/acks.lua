@@ -39,7 +39,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local done, nd = {}, 0
   local gone, kept, keptStates, expiries -- set once a task is kept
   local notes -- flow notifications, set with the first
-  local runs, nodes -- workflows changed here: W -> run, and {run, node, id, result}
+  local runs, nodes -- workflows changed here: W -> run, and {run, node, task ID} per node
   local released -- concurrency key -> its tasks acked, set with the first
   for k = 1, n do
     local raw, code = raws[k], 0
