@@ -70,25 +70,6 @@ local function wf_lib()
     return {v, 0, 0, 0}
   end
 
-  -- node returns node x's entry, or nil when W has no such node. With
-  -- children, a first read takes its children list in the same call, for
-  -- a node about to change state (set reads it then).
-  local function node(r, x, children)
-    local n = r.nodes[x]
-    if n == nil then
-      if children then
-        local v = redis.call('HMGET', r.W, 's:' .. x, 'c:' .. x)
-        n = v[1] and parse(v[1]) or false
-        if n then n.c = v[2] or false end
-      else
-        local v = redis.call('HGET', r.W, 's:' .. x)
-        n = v and parse(v) or false
-      end
-      r.nodes[x] = n
-    end
-    return n or nil
-  end
-
   -- load reads the states of the nodes xs that run r has not read, and
   -- with children their children lists, 500 nodes a call: a call per node
   -- would cost a fan-out of thousands a call per child.
@@ -116,6 +97,14 @@ local function wf_lib()
         r.nodes[want[j]] = n
       end
     end
+  end
+
+  -- node returns node x's entry, or nil when W has no such node. With
+  -- children, a first read takes its children list in the same call, for
+  -- a node about to change state (set reads it then).
+  local function node(r, x, children)
+    if r.nodes[x] == nil then load(r, {x}, children) end
+    return r.nodes[x] or nil
   end
 
   local function dirty(r, x)
@@ -172,6 +161,14 @@ local function wf_lib()
     end
   end
 
+  -- outbox puts task id, of delivery e, into the home's outbox, visible
+  -- at ats, for the caller or a sweeper to deliver.
+  local function outbox(r, id, e, ats)
+    r.out[#r.out + 1], r.out[#r.out + 2] = ats, id
+    r.outmsg[#r.outmsg + 1], r.outmsg[#r.outmsg + 2] = id, e
+    r.released[#r.released + 1] = id
+  end
+
   -- release sends released node x, whose task is id (nil: read from its
   -- delivery) and delivery e: into its partition's push (flush writes
   -- it), or into the outbox, visible at ats.
@@ -198,9 +195,7 @@ local function wf_lib()
       -- Go reads both
       if not id then id = cmsgpack.unpack(redis.call('HGET', r.W, 'm:' .. x))[1] end
     end
-    r.out[#r.out + 1], r.out[#r.out + 2] = ats, id
-    r.outmsg[#r.outmsg + 1], r.outmsg[#r.outmsg + 2] = id, e
-    r.released[#r.released + 1] = id
+    outbox(r, id, e, ats)
   end
 
   -- run evaluates the queued nodes, and those their changes queue: a
@@ -270,11 +265,7 @@ local function wf_lib()
   local function push(r, g)
     local T = g.T
     if rank_closed(redis.call('GET', T .. ':feed:rank')) then
-      for k, id in ipairs(g.ids) do
-        r.out[#r.out + 1], r.out[#r.out + 2] = r.ats, id
-        r.outmsg[#r.outmsg + 1], r.outmsg[#r.outmsg + 2] = id, g.es[k]
-        r.released[#r.released + 1] = id
-      end
+      for k, id in ipairs(g.ids) do outbox(r, id, g.es[k], r.ats) end
       return
     end
     local keyed, plain, at, members, copies = {}, {}, {}, {}, {}
@@ -298,25 +289,11 @@ local function wf_lib()
 
   -- flush writes what run r changed.
   local function flush(r)
-    local kv, memo = {}, {}
+    local kv = {}
     for _, x in ipairs(r.order) do
       local n = r.nodes[x]
-      local v = n[1]
-      if WAITS[v] then
-        -- most waiting nodes only wait: format each count of parents once
-        local byu = n[3] == 0 and n[4] == 0 and memo[v]
-        if n[3] == 0 and n[4] == 0 and not byu then
-          byu = {}
-          memo[v] = byu
-        end
-        v = byu and byu[n[2]]
-        if not v then
-          v = string.format('%s %d %d %d', n[1], n[2], n[3], n[4])
-          if byu then byu[n[2]] = v end
-        end
-      end
       kv[#kv + 1] = 's:' .. x
-      kv[#kv + 1] = v
+      kv[#kv + 1] = WAITS[n[1]] and string.format('%s %d %d %d', n[1], n[2], n[3], n[4]) or n[1]
     end
     chunks('HSET', r.W, kv, 1000)
     if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
