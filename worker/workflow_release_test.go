@@ -117,12 +117,30 @@ func testReleaseDelayed(t *testing.T, r *flowRig) {
 }
 
 // testReleaseKeyed: children with a concurrency key are released into
-// their keys' turns, and each runs once.
+// their keys' turns, where Inspector.Keys counts them, and each runs once.
 func testReleaseKeyed(t *testing.T, r *flowRig) {
 	ctx := context.Background()
 	id := fanOut(t, r, 12, func(i int) *queue.Task {
 		return queue.NewRawTask("keyed", nil, queue.In("fb"), queue.ConcurrencyKey(fmt.Sprintf("tenant-%d", i%3)))
 	})
+	// only the root's queue is served: the children wait in their keys'
+	// turns, four per key
+	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1}, Concurrency: 2, FlowSweep: time.Hour}
+	cfg.Logger = testLogger(t)
+	root := startServer(t, r.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	waitFor(t, 30*time.Second, "3 keys of 4 waiting tasks", func() bool {
+		page, err := r.insp.Keys(ctx, queue.KeyQuery{Queue: "fb"})
+		if err != nil || len(page.Keys) != 3 {
+			return false
+		}
+		for _, k := range page.Keys {
+			if k.Waiting != 4 {
+				return false
+			}
+		}
+		return true
+	})
+	must(t, root.Shutdown(ctx))
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
 	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
