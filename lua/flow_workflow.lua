@@ -164,7 +164,7 @@ local kv = {}
 for _, nd in ipairs(nodes) do
   kv[#kv + 1], kv[#kv + 2] = 'm:' .. nd.name, nd.meta
   kv[#kv + 1], kv[#kv + 2] = 'e:' .. nd.name, nd.e
-  r.nodes[nd.name] = {'w', 0, 0, 0}
+  r.nodes[nd.name] = wf.parse('0')
 end
 wf_chunks('HSET', W, kv, 1000)
 -- each child's counters from its new parents' states, then the children
@@ -189,12 +189,12 @@ for p, list in pairs(adds) do
   end
   local packed = cmsgpack.pack(all)
   kv[#kv + 1], kv[#kv + 2] = 'c:' .. p, packed
-  r.nodes[p].c = packed
+  r.nodes[p][5] = packed
 end
 wf_chunks('HSET', W, kv, 1000)
 for _, nd in ipairs(nodes) do
   local n = r.nodes[nd.name]
-  if n.c == nil then n.c = false end -- no children yet, none to read
+  if n[5] == nil then n[5] = false end -- no children yet, none to read
   wf_dirty(r, nd.name)
   r.work[#r.work + 1] = nd.name
 end

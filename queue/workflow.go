@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -417,7 +418,7 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 			kids[p] = append(kids[p], []string{n.name, edgeCode(e.OnDead)})
 		}
 		g.edges += len(pl.parents[i])
-		g.states[i] = fmt.Sprintf("w %d 0 0", len(pl.parents[i]))
+		g.states[i] = strconv.Itoa(len(pl.parents[i]))
 		if len(pl.parents[i]) == 0 {
 			roots = append(roots, n.name)
 		}

@@ -86,7 +86,14 @@ func (w *WorkflowInfo) Node(name string) *WorkflowNode {
 	return nil
 }
 
-func nodeState(code string) NodeState {
+// nodeState reads a node's stored state: a letter, followed while it
+// waits by its parents' effects, or a waiting node's count of unfinished
+// parents alone (include/workflow.lua).
+func nodeState(stored string) NodeState {
+	if stored != "" && stored[0] >= '0' && stored[0] <= '9' {
+		return NodeWaiting
+	}
+	code := stored[:min(1, len(stored))]
 	for _, s := range nodeStates {
 		if s.code == code {
 			return s.state
@@ -198,7 +205,7 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 			if err != nil {
 				continue
 			}
-			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ, State: nodeState(f["s:"+name][:min(1, len(f["s:"+name]))])}
+			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ, State: nodeState(f["s:"+name])}
 			if e, ok := f["x:"+name]; ok {
 				n.Error = i.openError(e, meta.id)
 			}

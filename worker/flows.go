@@ -45,18 +45,20 @@ func (s *Server) newFlows() *flows {
 	return f
 }
 
-// flowHome returns the home key an ack of a task with flow ref flow
-// passes, for the script to apply the outcome there: a workflow node's on
-// one Redis server; "" otherwise (the outcome goes through T:notify).
-func (s *Server) flowHome(flow string) string {
+// flowTarget returns the workflow key and node name an ack of a task with
+// flow ref flow passes, for the script to apply the outcome at the
+// workflow's home: a workflow node's on one Redis server; "", ""
+// otherwise (the outcome goes through T:notify). The script reads them as
+// they come, with no parsing.
+func (s *Server) flowTarget(flow string) (workflow, node string) {
 	if !s.flows.oneServer || len(flow) == 0 || flow[0] != 'w' {
-		return ""
+		return "", ""
 	}
 	r, err := wire.ParseFlowRef(flow)
 	if err != nil || r.Home < 0 || r.Home >= keys.FlowPartitions {
-		return ""
+		return "", ""
 	}
-	return keys.Home(s.cfg.Prefix, r.Home).H
+	return keys.Home(s.cfg.Prefix, r.Home).Workflow(r.ID), r.Node
 }
 
 // flowsWritten kicks the flow loop when any of the written outcomes is a
@@ -67,7 +69,7 @@ func (s *Server) flowsWritten(os []outcome) {
 	for i := range os {
 		if o := &os[i]; o.flow != "" && (o.kind == outcomeAck || (o.kind == outcomeFail && o.delayMS < 0 && o.snooze == 0)) {
 			flowed = true
-			forward = forward || o.home == ""
+			forward = forward || o.workflow == ""
 		}
 	}
 	if flowed && s.hooks.afterFlowOutcome != nil {

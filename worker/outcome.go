@@ -40,9 +40,10 @@ type outcome struct {
 	// flow is the task's flow ref ("" = none): an ack passes it to the
 	// script, which reports the success to the flow (include/acks.lua)
 	flow string
-	// home is the flow's home when the ack applies the outcome there
-	// (Server.flowHome; "" = through T:notify)
-	home string
+	// workflow and node: the workflow's key and the node's name when the
+	// ack applies the outcome at the workflow's home (Server.flowTarget;
+	// "" = through T:notify)
+	workflow, node string
 }
 
 // markResent flags outcomes whose write is to be tried again and returns
@@ -269,15 +270,16 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Sc
 // number of fields per task, then id and token and, unless every task has
 // retention 0, no unique key and no flow (then 2 fields do), retention (ms)
 // and unique key, the flow ref when any task has one (5 fields), and the
-// flow's home when any ack applies its outcome there (6 fields).
+// workflow's key and the node's name when any ack applies its outcome at
+// the workflow's home (7 fields).
 func appendAcks(args []any, os []outcome) []any {
 	if len(os) == 0 {
 		return args
 	}
 	width := 2
 	for i := range os {
-		if os[i].home != "" {
-			width = 6
+		if os[i].workflow != "" {
+			width = 7
 			break
 		}
 		if os[i].flow != "" {
@@ -298,8 +300,8 @@ func appendAcks(args []any, os []outcome) []any {
 		if width >= 5 {
 			args = append(args, &o.flow)
 		}
-		if width == 6 {
-			args = append(args, &o.home)
+		if width == 7 {
+			args = append(args, &o.workflow, &o.node)
 		}
 	}
 	return args

@@ -142,7 +142,8 @@ func (s *Server) run(p *part, l leased) {
 		if s.hooks.beforeAck != nil {
 			s.hooks.beforeAck()
 		}
-		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique, flow: t.flow, home: s.flowHome(t.flow)}
+		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique, flow: t.flow}
+		o.workflow, o.node = s.flowTarget(t.flow)
 	case errors.Is(context.Cause(ctx), ErrShutdown):
 		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeRequeue}
 	case errors.Is(context.Cause(ctx), ErrCancelled):

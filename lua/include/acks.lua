@@ -5,12 +5,12 @@
 --@include unique
 --@include workflow
 -- ack_tasks finishes the tasks of partition T that succeeded, given in
--- argv from index from on: the number of fields per task, 2, 4, 5 or 6,
+-- argv from index from on: the number of fields per task, 2, 4, 5 or 7,
 -- then the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
 -- unique key ("" = none), with 5 the task's flow ref ("" = none: see
--- wire.FlowRef), and with 6 its flow's home H when this script may write
--- there ("" = it may not); 2 stands for retention 0, no unique key and no
--- flow, the common case, in half the arguments. A flow task's success is
+-- wire.FlowRef), and with 7 its workflow's key and its node's name when
+-- this script may write there ("" = it may not); 2 stands for retention
+-- 0, no unique key and no flow, the common case, in half the arguments. A flow task's success is
 -- appended to T:notify (wire.FlowNote, with a chain link's result),
 -- atomically with its ack; workers forward it to the flow's home
 -- (flow_notify.lua). A workflow node's success with its home given is
@@ -39,7 +39,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local done, nd = {}, 0
   local gone, kept, keptStates, expiries -- set once a task is kept
   local notes -- flow notifications, set with the first
-  local runs, nodes -- workflows changed here: W -> run, and {run, node, task ID} per node
+  local runs, nodes, nn -- workflows changed here: W -> run, and run, node, task ID per node
   local released -- concurrency key -> its tasks acked, set with the first
   for k = 1, n do
     local raw, code = raws[k], 0
@@ -77,24 +77,22 @@ local function ack_tasks(T, now, argv, from, cap, size)
         end
         if width >= 5 and argv[i + 4] ~= '' then
           local flow = argv[i + 4]
-          local kind = string.byte(flow, 1)
-          local H = width == 6 and argv[i + 5] or ''
-          local wid, x
-          if kind == 119 and H ~= '' then wid, x = string.match(flow, '^w%d+:([^:]+):(.+)$') end
-          if wid then
+          local W = width == 7 and argv[i + 5] or ''
+          if W ~= '' then
             -- its result is read below, with the others
-            local W = H .. ':w:' .. wid
-            runs = runs or {}
-            nodes = nodes or {}
+            local x = argv[i + 6]
+            if not runs then runs, nodes, nn = {}, {}, 0 end
             local r = runs[W]
             if not r then
-              r = wf_lib().start(H, W, now)
+              r = wf_lib().start(string.match(W, '^(.*}):w:'), W, now)
               runs[W] = r
               r.acked = {}
             end
             r.acked[#r.acked + 1] = x
-            nodes[#nodes + 1] = {r, x, id}
+            nodes[nn + 1], nodes[nn + 2], nodes[nn + 3] = r, x, id
+            nn = nn + 3
           else
+            local kind = string.byte(flow, 1)
             local result = ''
             if kind == 99 or kind == 119 then -- 'c', 'w': a chain link or workflow node passes its result on
               result = redis.call('HGET', T .. ':result', id) or ''
@@ -115,12 +113,13 @@ local function ack_tasks(T, now, argv, from, cap, size)
   if nodes then
     local wf = wf_lib()
     local ids = {}
-    for k, a in ipairs(nodes) do ids[k] = a[3] end
+    for k = 3, nn, 3 do ids[k / 3] = nodes[k] end
     local results = redis.call('HMGET', T .. ':result', unpack(ids))
     for _, r in pairs(runs) do wf.load(r, r.acked, true) end
-    for k, a in ipairs(nodes) do wf.note(a[1], a[2], a[3], 's', results[k] or '', '') end
-    for _, a in ipairs(nodes) do
-      local r = a[1]
+    for k = 1, nn, 3 do wf.note(nodes[k], nodes[k + 1], nodes[k + 2], 's', results[(k + 2) / 3] or '', '') end
+    -- in the order of the acks, as they came
+    for k = 1, nn, 3 do
+      local r = nodes[k]
       if r.acked then
         r.acked = nil
         wf.finish(r)

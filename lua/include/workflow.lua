@@ -9,7 +9,8 @@
 -- when its nodes are released straight into their queues), and
 -- per node name x: m:x {task ID, queue, type, partition} (cmsgpack); s:x its state,
 -- followed while it waits by its parents' effects, "<state> <unfinished>
--- <fail> <skip>"; c:x its children {{name, edge}, ...} (cmsgpack); e:x
+-- <fail> <skip>", or while it waits with no parent failing or skipping
+-- it, the common case, its unfinished parents alone (a number); c:x its children {{name, edge}, ...} (cmsgpack); e:x
 -- its delivery until it is released; r:x its result; x:x its error. A
 -- node's state: w waiting for parents, p enqueued (pending, running or
 -- retrying), s succeeded, d dead, f failed (a parent did not succeed,
@@ -55,46 +56,67 @@ local function wf_lib()
   end
 
   -- A run is one script's work on workflow W at time now: the nodes it
-  -- read ({state, unfinished, fail, skip}, and c: their children once
-  -- read), the ones it changed, and what it enqueues or puts into the
-  -- outbox, all written once by flush.
+  -- read (entries, as parse makes them), the ones it changed, and what it
+  -- enqueues or puts into the outbox, all written once by flush.
   local function start(H, W, now)
-    return {H = H, W = W, now = now, nodes = {}, dirty = {}, order = {}, work = {}, open = 0, bad = 0,
-      counts = {}, out = {}, outmsg = {}, gone = {}, released = {}, push = {}, pushed = {}}
+    return {H = H, W = W, now = now, nodes = {}, order = {}, work = {}, open = 0, bad = 0,
+      counts = {}, out = {}, outmsg = {}, gone = {}, released = {}, push = {}, pushed = {}, fan = {}}
   end
 
-  -- parse reads a node's stored state.
-  local function parse(v)
-    local st, u, f, k = string.match(v, '^(%a) (%d+) (%d+) (%d+)$')
-    if st then return {st, tonumber(u), tonumber(f), tonumber(k)} end
-    return {v, 0, 0, 0}
+  -- parse reads a node's stored state, in field key, into its entry:
+  -- {state, unfinished, fail, skip, children (nil: not read, false: none),
+  -- key, dirty}, all in the array part, which the constructor sizes. A
+  -- number is a waiting node's unfinished parents, the common case, read
+  -- without a pattern.
+  local function parse(v, key)
+    local u = tonumber(v)
+    if u then return {'w', u, 0, 0, nil, key, nil} end
+    local st, uu, f, k = string.match(v, '^(%a) (%d+) (%d+) (%d+)$')
+    if st then return {st, tonumber(uu), tonumber(f), tonumber(k), nil, key, nil} end
+    return {v, 0, 0, 0, nil, key, nil}
+  end
+
+  -- stored is what flush writes for node entry n.
+  local function stored(n)
+    local st = n[1]
+    if st == 'w' and n[3] == 0 and n[4] == 0 then return n[2] end
+    if WAITS[st] then return string.format('%s %d %d %d', st, n[2], n[3], n[4]) end
+    return st
   end
 
   -- load reads the states of the nodes xs that run r has not read, and
   -- with children their children lists, 500 nodes a call: a call per node
-  -- would cost a fan-out of thousands a call per child.
-  local function load(r, xs, children)
-    local want, seen = {}, {}
-    for _, x in ipairs(xs) do
-      if r.nodes[x] == nil and not seen[x] then
-        seen[x] = true
+  -- would cost a fan-out of thousands a call per child. From, to and step
+  -- pick names out of xs (default: all).
+  -- Each entry keeps its field's name (key) for flush.
+  local function load(r, xs, children, from, to, step)
+    local nodes, want, keys = r.nodes, {}, {}
+    for i = from or 1, to or #xs, step or 1 do
+      local x = xs[i]
+      if nodes[x] == nil then
+        nodes[x] = 0 -- asked for: read once
         want[#want + 1] = x
       end
     end
+    local step = children and 2 or 1
     for i = 1, #want, 500 do
       local fields = {}
       local last = math.min(i + 499, #want)
       for j = i, last do
-        fields[#fields + 1] = 's:' .. want[j]
+        local key = 's:' .. want[j]
+        keys[j] = key
+        fields[#fields + 1] = key
         if children then fields[#fields + 1] = 'c:' .. want[j] end
       end
       local v = redis.call('HMGET', r.W, unpack(fields))
-      local step = children and 2 or 1
       for j = i, last do
         local k = step * (j - i) + 1
-        local n = v[k] and parse(v[k]) or false
-        if n and children then n.c = v[k + 1] or false end
-        r.nodes[want[j]] = n
+        local n = false
+        if v[k] then
+          n = parse(v[k], keys[j])
+          if children then n[5] = v[k + 1] or false end
+        end
+        nodes[want[j]] = n
       end
     end
   end
@@ -108,8 +130,9 @@ local function wf_lib()
   end
 
   local function dirty(r, x)
-    if not r.dirty[x] then
-      r.dirty[x] = true
+    local n = r.nodes[x]
+    if not n[7] then
+      n[7] = true
       r.order[#r.order + 1] = x
     end
   end
@@ -126,24 +149,69 @@ local function wf_lib()
     r.counts[new] = (r.counts[new] or 0) + 1
     -- from waiting to enqueued, or back, means the same to every child
     if OPEN[st] and OPEN[new] then return end
-    local cs = n.c
-    if cs == nil then cs = redis.call('HGET', r.W, 'c:' .. x) end
-    if not cs then return end
-    local chs, changed = cmsgpack.unpack(cs), {}
-    for _, ch in ipairs(chs) do
-      if effect(st, ch[2]) ~= effect(new, ch[2]) then changed[#changed + 1] = ch[1] end
+    -- the children hear of it in spread, with the other changes' children
+    local fan = r.fan
+    fan[#fan + 1], fan[#fan + 2], fan[#fan + 3] = x, st, new
+  end
+
+  -- spread applies the state changes set queued to their waiting
+  -- children's counters, and queues those children for evaluation. The
+  -- children lists not read yet come in one call, and so do the children.
+  local function spread(r)
+    local fan, nodes = r.fan, r.nodes
+    if #fan == 0 then return end
+    r.fan = {}
+    local need = {}
+    for i = 1, #fan, 3 do
+      if nodes[fan[i]][5] == nil then need[#need + 1] = fan[i] end
     end
-    load(r, changed)
-    for _, ch in ipairs(chs) do
-      local a, b = effect(st, ch[2]), effect(new, ch[2])
-      if a ~= b then
-        local c = node(r, ch[1])
-        if c and WAITS[c[1]] then
-          count(c, a, -1)
-          count(c, b, 1)
-          dirty(r, ch[1])
-          r.work[#r.work + 1] = ch[1]
+    for i = 1, #need, 500 do
+      local fields, last = {}, math.min(i + 499, #need)
+      for j = i, last do fields[#fields + 1] = 'c:' .. need[j] end
+      local v = redis.call('HMGET', r.W, unpack(fields))
+      for j = i, last do nodes[need[j]][5] = v[j - i + 1] or false end
+    end
+    -- moves: child, effect before, effect after
+    local moves, m = {}, 0
+    for i = 1, #fan, 3 do
+      local cs = nodes[fan[i]][5]
+      if cs then
+        local st, new = fan[i + 1], fan[i + 2]
+        if OPEN[st] and new == 's' then
+          -- a success, the common case: each child loses an unfinished
+          -- parent, whatever its edge
+          for _, ch in ipairs(cmsgpack.unpack(cs)) do
+            moves[m + 1], moves[m + 2], moves[m + 3] = ch[1], 'u', ''
+            m = m + 3
+          end
+        else
+          for _, ch in ipairs(cmsgpack.unpack(cs)) do
+            local a, b = effect(st, ch[2]), effect(new, ch[2])
+            if a ~= b then
+              moves[m + 1], moves[m + 2], moves[m + 3] = ch[1], a, b
+              m = m + 3
+            end
+          end
         end
+      end
+    end
+    load(r, moves, false, 1, m, 3)
+    local work, order = r.work, r.order
+    local w, o = #work, #order
+    for i = 1, m, 3 do
+      local x = moves[i]
+      local c = nodes[x]
+      if c and WAITS[c[1]] then
+        local a = moves[i + 1]
+        if a == 'u' then c[2] = c[2] - 1 else count(c, a, -1) end
+        count(c, moves[i + 2], 1)
+        if not c[7] then
+          c[7] = true
+          o = o + 1
+          order[o] = x
+        end
+        w = w + 1
+        work[w] = x
       end
     end
   end
@@ -177,11 +245,16 @@ local function wf_lib()
       -- {queue, partition, partitions, id, message, at, in, unique, unique ttl}
       local ok, d = pcall(cmsgpack.unpack, e)
       if ok and type(d) == 'table' and type(d[5]) == 'string' then
-        local T = '{' .. r.prefix .. ':' .. d[1] .. ':' .. string.format('%d', d[2]) .. '}'
-        local g = r.push[T]
+        -- a partition's push, by queue and partition: no key to build
+        local q = r.push[d[1]]
+        if not q then
+          q = {}
+          r.push[d[1]] = q
+        end
+        local g = q[d[2]]
         if not g then
-          g = {T = T, ids = {}, msgs = {}, es = {}, due = {}}
-          r.push[T] = g
+          g = {T = '{' .. r.prefix .. ':' .. d[1] .. ':' .. string.format('%d', d[2]) .. '}', ids = {}, msgs = {}, es = {}, due = {}}
+          q[d[2]] = g
           r.pushed[#r.pushed + 1] = g
         end
         local due = 0
@@ -207,37 +280,58 @@ local function wf_lib()
     -- formatted once: a number argument is formatted at every use
     local ats = string.format('%d', at)
     r.ats = ats
-    local i, work, rel = 1, r.work, {}
+    spread(r)
+    local i, work, rel, nodes, nrel = 1, r.work, {}, r.nodes, 0
     while work[i] ~= nil do
-      local last, round = #work, {}
-      for j = i, last do round[#round + 1] = work[j] end
-      load(r, round)
+      local last = #work
+      load(r, work, false, i, last)
+      -- waiting nodes released: their moves from w to p, counted at the end
+      local freed = 0
       for j = i, last do
         local x = work[j]
-        local n = node(r, x)
+        local n = nodes[x]
         if n and WAITS[n[1]] then
-          local new = 'p'
+          local st, new = n[1], 'p'
           if n[3] > 0 then new = 'f' elseif n[2] > 0 then new = 'w' elseif n[4] > 0 then new = 'k' end
           if new == 'p' then
             -- a cancelled workflow releases nothing: a node it frees is cancelled
-            settings(r)
+            if r.cancelled == nil then settings(r) end
             if r.cancelled then new = 'x' end
           end
-          if new ~= n[1] then
-            if new == 'p' then rel[#rel + 1] = x end
-            set(r, x, n, new)
+          if new ~= st then
+            if new == 'p' then
+              nrel = nrel + 1
+              rel[nrel] = x
+            end
+            if new == 'p' and st == 'w' then
+              -- what set does for w to p, the common case: nothing changes
+              -- for its children, nor the open and bad counts
+              n[1] = 'p'
+              dirty(r, x)
+              freed = freed + 1
+            else
+              set(r, x, n, new)
+            end
           end
         end
       end
+      if freed > 0 then
+        r.counts.w = (r.counts.w or 0) - freed
+        r.counts.p = (r.counts.p or 0) + freed
+      end
       i = last + 1
+      spread(r)
     end
     -- a release straight into a queue finds the task's ID in its delivery
     local meta = r.size == nil
     for k = 1, #rel, 500 do
       local fields, last = {}, math.min(k + 499, #rel)
+      local gone = r.gone
       for j = k, last do
         if meta then fields[#fields + 1] = 'm:' .. rel[j] end
-        fields[#fields + 1] = 'e:' .. rel[j]
+        local e = 'e:' .. rel[j]
+        fields[#fields + 1] = e
+        gone[#gone + 1] = e
       end
       local v = redis.call('HMGET', r.W, unpack(fields))
       for j = k, last do
@@ -247,7 +341,6 @@ local function wf_lib()
         else
           release(r, rel[j], nil, v[j - k + 1], ats)
         end
-        r.gone[#r.gone + 1] = 'e:' .. rel[j]
       end
     end
   end
@@ -289,11 +382,17 @@ local function wf_lib()
 
   -- flush writes what run r changed.
   local function flush(r)
+    -- a cancel sets states without a run
+    spread(r)
     local kv = {}
+    local nodes, k = r.nodes, 0
     for _, x in ipairs(r.order) do
-      local n = r.nodes[x]
-      kv[#kv + 1] = 's:' .. x
-      kv[#kv + 1] = WAITS[n[1]] and string.format('%s %d %d %d', n[1], n[2], n[3], n[4]) or n[1]
+      local n = nodes[x]
+      local v = n[1]
+      if WAITS[v] then v = stored(n) end
+      kv[k + 1], kv[k + 2] = n[6] or 's:' .. x, v
+      k = k + 2
+      n[7] = nil
     end
     chunks('HSET', r.W, kv, 1000)
     if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
@@ -305,7 +404,7 @@ local function wf_lib()
     for _, g in ipairs(r.pushed) do push(r, g) end
     chunks('ZADD', r.H .. ':out', r.out, 1000)
     chunks('HSET', r.H .. ':outmsg', r.outmsg, 1000)
-    r.order, r.dirty, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, {}, 0, 0, {}
+    r.order, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, {}, 0, 0, {}
     r.push, r.pushed = {}, {}
   end
 
