@@ -69,6 +69,8 @@ local function wf_lib()
   -- number is a waiting node's unfinished parents, the common case, read
   -- without a pattern.
   local function parse(v, key)
+    -- a letter alone: enqueued or finished, what an ack reads
+    if #v == 1 and v >= 'a' then return {v, 0, 0, 0, nil, key, nil} end
     local u = tonumber(v)
     if u then return {'w', u, 0, 0, nil, key, nil} end
     local st, uu, f, k = string.match(v, '^(%a) (%d+) (%d+) (%d+)$')
