@@ -116,7 +116,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
     for k = 3, nn, 3 do ids[k / 3] = nodes[k] end
     local results = redis.call('HMGET', T .. ':result', unpack(ids))
     for _, r in pairs(runs) do wf.load(r, r.acked, true) end
-    for k = 1, nn, 3 do wf.note(nodes[k], nodes[k + 1], nodes[k + 2], 's', results[(k + 2) / 3] or '', '') end
+    for k = 1, nn, 3 do wf.succeed(nodes[k], nodes[k + 1], nodes[k + 2], results[(k + 2) / 3] or '') end
     -- in the order of the acks, as they came
     for k = 1, nn, 3 do
       local r = nodes[k]

@@ -59,7 +59,7 @@ local function wf_lib()
   -- read (entries, as parse makes them), the ones it changed, and what it
   -- enqueues or puts into the outbox, all written once by flush.
   local function start(H, W, now)
-    return {H = H, W = W, now = now, nodes = {}, order = {}, work = {}, open = 0, bad = 0,
+    return {H = H, W = W, now = now, nodes = {}, order = {}, ok = 0, work = {}, open = 0, bad = 0,
       counts = {}, out = {}, outmsg = {}, gone = {}, released = {}, push = {}, pushed = {}, fan = {}}
   end
 
@@ -397,6 +397,13 @@ local function wf_lib()
       n[7] = nil
     end
     chunks('HSET', r.W, kv, 1000)
+    if r.ok > 0 then
+      -- successes succeed tallied: from p, open, to s
+      r.open = r.open - r.ok
+      r.counts.p = (r.counts.p or 0) - r.ok
+      r.counts.s = (r.counts.s or 0) + r.ok
+      r.ok = 0
+    end
     if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
     if r.bad ~= 0 then redis.call('HINCRBY', r.W, 'bad', r.bad) end
     for st, d in pairs(r.counts) do
@@ -456,6 +463,27 @@ local function wf_lib()
     return true
   end
 
+  -- succeed is note of a success, for an ack, which reads its nodes first
+  -- (load): an enqueued node, the common case, takes the steps of set from
+  -- p to s inline, its counts tallied in r.ok for flush, and a node known
+  -- to have no children tells none.
+  local function succeed(r, x, id, result)
+    local n = r.nodes[x]
+    if not n or n[1] ~= 'p' then return note(r, x, id, 's', result, '') end
+    if result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
+    n[1] = 's'
+    if not n[7] then
+      n[7] = true
+      r.order[#r.order + 1] = x
+    end
+    r.ok = r.ok + 1
+    if n[5] ~= false then
+      local fan = r.fan
+      fan[#fan + 1], fan[#fan + 2], fan[#fan + 3] = x, 'p', 's'
+    end
+    return true
+  end
+
   -- finish releases what run r's outcomes freed, writes its changes and
   -- checks whether the workflow finished.
   local function finish(r)
@@ -464,7 +492,7 @@ local function wf_lib()
     check(r.W, r.now)
   end
 
-  WF = {effect = effect, count = count, start = start, parse = parse, node = node, load = load, dirty = dirty,
+  WF = {succeed = succeed, effect = effect, count = count, start = start, parse = parse, node = node, load = load, dirty = dirty,
     set = set, run = run, chunks = chunks, flush = flush, check = check, note = note, finish = finish}
   return WF
 end
