@@ -74,10 +74,25 @@ func All() []*rcall.Script {
 }
 
 // LoadAll puts every script into the server's script cache, so pipelines
-// start without a NOSCRIPT round. In a cluster, go-redis sends SCRIPT LOAD
-// to every master.
+// start without a NOSCRIPT round. It asks first, in one SCRIPT EXISTS, and
+// sends only the scripts the server lacks: the sources weigh megabytes,
+// and Redis hashes each one it is sent, so a worker that starts against a
+// warm server costs it one call. In a cluster, go-redis asks every master
+// and sends SCRIPT LOAD to every master.
 func LoadAll(ctx context.Context, c redis.Scripter) error {
-	for _, s := range All() {
+	all := All()
+	hashes := make([]string, len(all))
+	for i, s := range all {
+		hashes[i] = s.Hash()
+	}
+	have, err := c.ScriptExists(ctx, hashes...).Result()
+	if err != nil {
+		return fmt.Errorf("lua: ask for %d scripts: %w", len(all), err)
+	}
+	for i, s := range all {
+		if i < len(have) && have[i] {
+			continue
+		}
 		if err := s.Load(ctx, c); err != nil {
 			return fmt.Errorf("lua: load %s: %w", s.Name(), err)
 		}

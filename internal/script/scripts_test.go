@@ -2,8 +2,12 @@ package script
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/redistest"
 )
@@ -36,5 +40,70 @@ func TestEveryScriptLoads(t *testing.T) {
 	}
 	if err := LoadAll(ctx, rdb); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// loadCounter counts the SCRIPT LOAD commands a client sends.
+type loadCounter struct{ loads atomic.Int64 }
+
+func (h *loadCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *loadCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 1 && strings.EqualFold(fmt.Sprint(a[0]), "script") && strings.EqualFold(fmt.Sprint(a[1]), "load") {
+			h.loads.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *loadCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLoadAllSendsOnlyMissing: LoadAll sends the scripts the server lacks
+// and no other, so a worker starting against a warm server sends none;
+// with the server gone it says so.
+func TestLoadAllSendsOnlyMissing(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	var h loadCounter
+	rdb.AddHook(&h)
+	ctx := context.Background()
+	all := All()
+	if err := all[0].Load(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	h.loads.Store(0)
+	if err := LoadAll(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.loads.Load(), int64(len(all)-1); got != want {
+		t.Fatalf("first LoadAll sent %d scripts, want %d: all but the one loaded", got, want)
+	}
+	hashes := make([]string, len(all))
+	for i, s := range all {
+		hashes[i] = s.Hash()
+	}
+	have, err := rdb.ScriptExists(ctx, hashes...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range have {
+		if !ok {
+			t.Errorf("%s not cached after LoadAll", all[i].Name())
+		}
+	}
+	h.loads.Store(0)
+	if err := LoadAll(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.loads.Load(); got != 0 {
+		t.Fatalf("LoadAll against a warm server sent %d scripts, want none", got)
+	}
+	srv.Kill(t)
+	if err := LoadAll(ctx, rdb); err == nil || !strings.Contains(err.Error(), "lua: ask for") {
+		t.Fatalf("LoadAll with the server gone: %v, want the ask's error", err)
 	}
 }
