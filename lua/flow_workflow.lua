@@ -16,15 +16,18 @@
   ARGV[9] "<shard size> <feed cap>": release nodes straight into their
     queues (one Redis server), or "": through the outbox (Redis Cluster);
     an extension keeps the workflow's way
-  With "extend", ARGV[10..] per node: name, {task ID, queue, type,
-    partition} (msgpack), delivery, parents {{name, edge}, ...} and
-    existing children {{name, edge}, ...} (msgpack, "" for none; edge 'f',
-    'r' or 'k').
+  With "extend", ARGV[10..] per node: name, its record {task ID, queue,
+    type, partition} (msgpack), its delivery, parents {{name, edge}, ...}
+    and existing children {{name, edge}, ...} (msgpack, "" for none; edge
+    'f', 'r' or 'k'). A producer on one server sends the record with the
+    route, {..., partitions, at, in}, and the task's message instead of
+    its delivery; a workflow released through the outbox (no dr) stores
+    the delivery made of them.
   With "new", the graph as it is stored, checked by the producer (names,
   parents, bounds, cycles: a new graph names no node it lacks): ARGV[10]
     nodes  ARGV[11] edges  ARGV[12] the roots' names (msgpack)
-    ARGV[13..] field, value, ...: per node m:, e:, s: ("w <parents> 0 0")
-    and c: when it has children (include/workflow.lua)
+    ARGV[13..] field, value, ...: per node m:, e:, s: (its count of
+    parents) and c: when it has children (include/workflow.lua)
   Returns: {FLOW_CREATED, task ID put into the outbox, ...}, or {code, detail...}:
   FLOW_ID_TAKEN, FLOW_NOT_FOUND, FLOW_FINISHED, FLOW_CLOSED (cancelled),
   FLOW_NAME_TAKEN {name}, FLOW_UNKNOWN_PARENT {node, named node},
@@ -39,6 +42,7 @@ local W, H, wid = KEYS[1], ARGV[1], ARGV[3]
 local now = now_ms(ARGV[2])
 local extend = ARGV[6] == 'extend'
 local n0, e0 = 0, 0
+local direct -- an extended workflow's nodes go straight into their queues
 
 -- finish releases the nodes run r queued, writes its changes, and
 -- returns the reply: the IDs of the nodes put into the outbox
@@ -52,8 +56,9 @@ local function finish(r)
 end
 
 if extend then
-  local f = redis.call('HMGET', W, 'state', 'finished', 'n', 'edges')
+  local f = redis.call('HMGET', W, 'state', 'finished', 'n', 'edges', 'dr')
   if not f[1] then return {FLOW_NOT_FOUND} end
+  direct = (f[5] or '') ~= ''
   if f[1] == 'cancelled' then return {FLOW_CLOSED} end
   if f[2] ~= '0' then return {FLOW_FINISHED} end
   n0, e0 = tonumber(f[3]), tonumber(f[4])
@@ -79,6 +84,10 @@ local NONE = {} -- no edges: an empty list, shared, never written to
 local nodes, new, taken = {}, {}, nil
 for i = 10, #ARGV, 5 do
   local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = NONE, before = NONE}
+  if not direct then
+    local m = cmsgpack.unpack(nd.meta)
+    if m[7] then nd.e = wf.delivery(m, nd.e) end
+  end
   if ARGV[i + 3] ~= '' then nd.parents = cmsgpack.unpack(ARGV[i + 3]) end
   if ARGV[i + 4] ~= '' then nd.before = cmsgpack.unpack(ARGV[i + 4]) end
   if new[nd.name] then return {FLOW_NAME_TAKEN, nd.name} end

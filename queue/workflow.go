@@ -298,18 +298,24 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		if err != nil {
 			return false, fmt.Errorf("workflow node %q: %w", n.name, err)
 		}
-		enc, err := wire.EncodeDelivery(d)
-		if err != nil {
+		// released straight into its queue, a node's task is its message,
+		// routed by its record, which Lua reads without decoding the
+		// message; through the outbox, its delivery
+		fields := []any{d.ID, info.Queue, info.Type, d.Partition}
+		var e any = d.Msg
+		if direct != "" {
+			fields = append(fields, d.Partitions, d.At, d.In)
+		} else if e, err = wire.EncodeDelivery(d); err != nil {
 			return false, err
 		}
-		meta, err := msgpack.Marshal([]any{d.ID, info.Queue, info.Type, d.Partition})
+		meta, err := msgpack.Marshal(fields)
 		if err != nil {
 			return false, err
 		}
 		byID[d.ID] = d
 		if fresh != nil {
 			// a new graph is written as it will be stored: its fields
-			args = append(args, "m:"+n.name, meta, "e:"+n.name, enc, "s:"+n.name, fresh.states[i])
+			args = append(args, "m:"+n.name, meta, "e:"+n.name, e, "s:"+n.name, fresh.states[i])
 			if fresh.children[i] != nil {
 				args = append(args, "c:"+n.name, fresh.children[i])
 			}
@@ -323,7 +329,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		if err != nil {
 			return false, err
 		}
-		args = append(args, n.name, meta, enc, pb, bb)
+		args = append(args, n.name, meta, e, pb, bb)
 	}
 	var reply []any
 	err = rcall.Do(ctx, c.rdb, func() error {

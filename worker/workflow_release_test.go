@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func TestWorkflowRelease(t *testing.T) {
 	t.Run("ClosedPartition", func(t *testing.T) { t.Parallel(); testReleaseClosedPartition(t, singleFlowRig(t)) })
 	t.Run("RecordedForOutbox", func(t *testing.T) { t.Parallel(); testReleaseRecordedForOutbox(t, singleFlowRig(t)) })
 	t.Run("BinaryDelivery", func(t *testing.T) { t.Parallel(); testReleaseBinaryDelivery(t, singleFlowRig(t)) })
+	t.Run("ExtendRecordedForOutbox", func(t *testing.T) { t.Parallel(); testReleaseExtendRecordedForOutbox(t, singleFlowRig(t)) })
 }
 
 // fanOut records a root in fa with n children in fb, each built by child.
@@ -198,7 +200,11 @@ func testReleaseRecordedForOutbox(t *testing.T, r *flowRig) {
 	ctx := context.Background()
 	id := fanOut(t, r, 10, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
 	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
+	// as a producer on a cluster client writes it: no dr, deliveries
 	must(t, r.rdb.HDel(ctx, home.Workflow(id), "dr").Err())
+	for i := range 10 {
+		recordAsDelivery(t, r, home.Workflow(id), fmt.Sprintf("c%d", i), false)
+	}
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
 	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
@@ -210,6 +216,81 @@ func testReleaseRecordedForOutbox(t *testing.T, r *flowRig) {
 	}
 }
 
+// testReleaseExtendRecordedForOutbox: a workflow released straight into
+// queues stores each node's message and its route in its record; an
+// extension from a producer on one server, which sends them so, of a
+// workflow recorded without the one-server setting stores deliveries,
+// which the outbox reads: the new nodes run once each, through it.
+func testReleaseExtendRecordedForOutbox(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	id := fanOut(t, r, 2, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
+	key := keys.Home(r.qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	f, err := r.rdb.HMGet(ctx, key, "e:c0", "m:c0").Result()
+	must(t, err)
+	if _, err := wire.DecodeDelivery([]byte(f[0].(string))); err == nil {
+		t.Fatal("e:c0 holds a delivery, want the task's message")
+	}
+	var m []any
+	must(t, msgpack.Unmarshal([]byte(f[1].(string)), &m))
+	// task ID, queue, type, partition, partitions, at, in: fb has 2 partitions
+	if len(m) != 7 || m[1] != "fb" || fmt.Sprint(m[4:]) != "[2 0 0]" {
+		t.Fatalf("m:c0 = %v, want the route of fb", m)
+	}
+	must(t, r.rdb.HDel(ctx, key, "dr").Err())
+	for i := range 2 {
+		recordAsDelivery(t, r, key, fmt.Sprintf("c%d", i), false)
+	}
+	ext := queue.NewWorkflow()
+	ext.Add("late", queue.NewRawTask("child", nil, queue.In("fb")), queue.After("root"))
+	ext.Add("later", queue.NewRawTask("child", nil, queue.In("fb"), queue.ProcessIn(time.Millisecond)), queue.After("late"))
+	must(t, r.client.ExtendWorkflow(ctx, id, ext))
+	for _, x := range []string{"late", "later"} {
+		raw, err := r.rdb.HGet(ctx, key, "e:"+x).Bytes()
+		must(t, err)
+		if _, err := wire.DecodeDelivery(raw); err != nil {
+			t.Fatalf("e:%s: %v, want a delivery", x, err)
+		}
+	}
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if got := log.count("child"); got != 4 {
+		t.Fatalf("children ran %d times, want 4", got)
+	}
+}
+
+// recordAsDelivery rewrites node x of workflow key as producers before
+// routes wrote it: its delivery in e:x and a record of four fields, with
+// its message as msgpack binary when binary, as producers before the
+// one-server release wrote it.
+func recordAsDelivery(t *testing.T, r *flowRig, key, x string, binary bool) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := r.rdb.HMGet(ctx, key, "e:"+x, "m:"+x).Result()
+	must(t, err)
+	var m struct {
+		ID, Queue, Type               string
+		Partition, Partitions, At, In int64
+	}
+	dec := msgpack.NewDecoder(strings.NewReader(f[1].(string)))
+	_, err = dec.DecodeArrayLen()
+	must(t, err)
+	for _, v := range []any{&m.ID, &m.Queue, &m.Type, &m.Partition, &m.Partitions, &m.At, &m.In} {
+		must(t, dec.Decode(v))
+	}
+	d := wire.Delivery{Queue: m.Queue, Partition: int(m.Partition), Partitions: int(m.Partitions), ID: m.ID, Msg: []byte(f[0].(string)), At: m.At, In: m.In}
+	var e []byte
+	if binary {
+		e, err = msgpack.Marshal([]any{d.Queue, d.Partition, d.Partitions, d.ID, d.Msg, d.At, d.In, d.Unique, d.UniqueTTL})
+	} else {
+		e, err = wire.EncodeDelivery(&d)
+	}
+	must(t, err)
+	meta, err := msgpack.Marshal([]any{m.ID, m.Queue, m.Type, m.Partition})
+	must(t, err)
+	must(t, r.rdb.HSet(ctx, key, "e:"+x, e, "m:"+x, meta).Err())
+}
+
 // testReleaseBinaryDelivery: a node whose delivery holds its message as
 // msgpack binary, as producers before the one-server release wrote it,
 // which Redis's cmsgpack cannot read, goes through the outbox instead;
@@ -218,13 +299,7 @@ func testReleaseBinaryDelivery(t *testing.T, r *flowRig) {
 	ctx := context.Background()
 	id := fanOut(t, r, 3, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
 	key := keys.Home(r.qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
-	raw, err := r.rdb.HGet(ctx, key, "e:c1").Bytes()
-	must(t, err)
-	d, err := wire.DecodeDelivery(raw)
-	must(t, err)
-	old, err := msgpack.Marshal([]any{d.Queue, d.Partition, d.Partitions, d.ID, d.Msg, d.At, d.In, d.Unique, d.UniqueTTL})
-	must(t, err)
-	must(t, r.rdb.HSet(ctx, key, "e:c1", old).Err())
+	recordAsDelivery(t, r, key, "c1", true)
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
 	waitWorkflow(t, r, id, queue.WorkflowSucceeded)

@@ -7,11 +7,14 @@
 -- and the node and task ID that died of it, why_node and why_id, or
 -- "cancelled"; created, finished, ret; dr, "<shard size> <feed cap>",
 -- when its nodes are released straight into their queues), and
--- per node name x: m:x {task ID, queue, type, partition} (cmsgpack); s:x its state,
+-- per node name x: m:x {task ID, queue, type, partition} and with dr
+-- {..., partitions, at, in}, its route (cmsgpack); s:x its state,
 -- followed while it waits by its parents' effects, "<state> <unfinished>
 -- <fail> <skip>", or while it waits with no parent failing or skipping
 -- it, the common case, its unfinished parents alone (a number); c:x its children {{name, edge}, ...} (cmsgpack); e:x
--- its delivery until it is released; r:x its result; x:x its error. A
+-- its task until it is released: its delivery (wire.Delivery), or with
+-- dr its message, what its queue gets, read with no decoding; r:x its
+-- result; x:x its error. A
 -- node's state: w waiting for parents, p enqueued (pending, running or
 -- retrying), s succeeded, d dead, f failed (a parent did not succeed,
 -- over a fail edge), k skipped (over a skip edge), x cancelled. An edge
@@ -231,6 +234,32 @@ local function wf_lib()
     end
   end
 
+  -- delivery returns the delivery (wire.Delivery) of message msg over
+  -- route m, a node's record with dr, for the outbox, which routes it
+  -- again.
+  local function delivery(m, msg)
+    return cmsgpack.pack({m[2], m[4], m[5], m[1], msg, m[6], m[7], '', 0})
+  end
+
+  -- group returns run r's push into partition (queue, part), made on
+  -- first use.
+  local function group(r, queue, part)
+    local q = r.push[queue]
+    if not q then
+      q = {}
+      r.push[queue] = q
+    end
+    local g = q[part]
+    if not g then
+      -- per task: ID, message, delivery (false: made from its record, in
+      -- ms, when needed), due time
+      g = {T = '{' .. r.prefix .. ':' .. queue .. ':' .. string.format('%d', part) .. '}', ids = {}, msgs = {}, es = {}, ms = {}, due = {}, n = 0}
+      q[part] = g
+      r.pushed[#r.pushed + 1] = g
+    end
+    return g
+  end
+
   -- outbox puts task id, of delivery e, into the home's outbox, visible
   -- at ats, for the caller or a sweeper to deliver.
   local function outbox(r, id, e, ats)
@@ -239,36 +268,36 @@ local function wf_lib()
     r.released[#r.released + 1] = id
   end
 
-  -- release sends released node x, whose task is id (nil: read from its
-  -- delivery) and delivery e: into its partition's push (flush writes
-  -- it), or into the outbox, visible at ats.
-  local function release(r, x, id, e, ats)
+  -- release sends released node x, whose record is m and task e: with dr
+  -- and a record with a route, its message, into its partition's push
+  -- (flush writes it); else its delivery, into the outbox, visible at ats,
+  -- or with dr into its partition's push.
+  local function release(r, x, m, e, ats)
+    if r.size and m[7] then
+      local due = 0
+      if m[6] > 0 then due = m[6] elseif m[7] > 0 then due = r.now + m[7] end
+      local g = group(r, m[2], m[4])
+      local k = g.n + 1
+      g.n = k
+      g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.due[k] = m[1], e, false, m, due
+      return
+    end
+    local id = m[1]
     if r.size then
       -- {queue, partition, partitions, id, message, at, in, unique, unique ttl}
       local ok, d = pcall(cmsgpack.unpack, e)
       if ok and type(d) == 'table' and type(d[5]) == 'string' then
-        -- a partition's push, by queue and partition: no key to build
-        local q = r.push[d[1]]
-        if not q then
-          q = {}
-          r.push[d[1]] = q
-        end
-        local g = q[d[2]]
-        if not g then
-          g = {T = '{' .. r.prefix .. ':' .. d[1] .. ':' .. string.format('%d', d[2]) .. '}', ids = {}, msgs = {}, es = {}, due = {}}
-          q[d[2]] = g
-          r.pushed[#r.pushed + 1] = g
-        end
+        local g = group(r, d[1], d[2])
         local due = 0
         if d[6] > 0 then due = d[6] elseif d[7] > 0 then due = r.now + d[7] end
-        local k = #g.ids + 1
+        local k = g.n + 1
+        g.n = k
         g.ids[k], g.msgs[k], g.es[k], g.due[k] = d[4], d[5], e, due
         return
       end
       -- a delivery this script cannot read (an older producer wrote its
       -- message as binary, which cmsgpack lacks) goes the outbox's way:
       -- Go reads both
-      if not id then id = cmsgpack.unpack(redis.call('HGET', r.W, 'm:' .. x))[1] end
     end
     outbox(r, id, e, ats)
   end
@@ -324,25 +353,20 @@ local function wf_lib()
       i = last + 1
       spread(r)
     end
-    -- a release straight into a queue finds the task's ID in its delivery
-    local meta = r.size == nil
-    for k = 1, #rel, 500 do
-      local fields, last = {}, math.min(k + 499, #rel)
-      local gone = r.gone
+    -- the released nodes' records and tasks
+    local gone = r.gone
+    for k = 1, nrel, 500 do
+      local fields, last, f = {}, math.min(k + 499, nrel), 0
       for j = k, last do
-        if meta then fields[#fields + 1] = 'm:' .. rel[j] end
         local e = 'e:' .. rel[j]
-        fields[#fields + 1] = e
+        fields[f + 1], fields[f + 2] = 'm:' .. rel[j], e
+        f = f + 2
         gone[#gone + 1] = e
       end
       local v = redis.call('HMGET', r.W, unpack(fields))
       for j = k, last do
-        if meta then
-          local m = 2 * (j - k) + 1
-          release(r, rel[j], cmsgpack.unpack(v[m])[1], v[m + 1], ats)
-        else
-          release(r, rel[j], nil, v[j - k + 1], ats)
-        end
+        local m = 2 * (j - k) + 1
+        release(r, rel[j], cmsgpack.unpack(v[m]), v[m + 1], ats)
       end
     end
   end
@@ -360,7 +384,7 @@ local function wf_lib()
   local function push(r, g)
     local T = g.T
     if rank_closed(redis.call('GET', T .. ':feed:rank')) then
-      for k, id in ipairs(g.ids) do outbox(r, id, g.es[k], r.ats) end
+      for k, id in ipairs(g.ids) do outbox(r, id, g.es[k] or delivery(g.ms[k], g.msgs[k]), r.ats) end
       return
     end
     local keyed, plain, at, members, copies = {}, {}, {}, {}, {}
@@ -492,7 +516,7 @@ local function wf_lib()
     check(r.W, r.now)
   end
 
-  WF = {succeed = succeed, effect = effect, count = count, start = start, parse = parse, node = node, load = load, dirty = dirty,
+  WF = {delivery = delivery, succeed = succeed, effect = effect, count = count, start = start, parse = parse, node = node, load = load, dirty = dirty,
     set = set, run = run, chunks = chunks, flush = flush, check = check, note = note, finish = finish}
   return WF
 end
