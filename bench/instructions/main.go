@@ -4,11 +4,14 @@
 // warm-up tasks and then n1 (or n3) tasks of 100 bytes one by one, stops the
 // server and reads callgrind's total. (total(n3) - total(n1)) / (n3 - n1) is
 // the figure per call: start-up, warm-up and script loading cancel out.
+// With -workflow it counts, per phase, what a workflow node costs against
+// a plain task instead (workflow.go).
 // Instruction counts do not drift with the machine's load as times do, so
 // two builds compare run to run. It needs valgrind (apt-get install -y
 // valgrind) and is not part of CI.
 //
 //	cd bench && go run ./instructions
+//	cd bench && go run ./instructions -workflow fan-out,layers
 package main
 
 import (
@@ -36,7 +39,29 @@ func main() {
 	n1 := flag.Int("n1", 1000, "enqueues of the first run")
 	n3 := flag.Int("n3", 3000, "enqueues of the second run")
 	systems := flag.String("systems", "shardq,asynq", "comma-separated: shardq, asynq")
+	shapes := flag.String("workflow", "", "comma-separated workflow shapes (fan-out, layers): count a workflow node's instructions against a plain task's instead")
 	flag.Parse()
+	if *shapes != "" {
+		for _, shape := range strings.Split(*shapes, ",") {
+			phases, err := workflowPhases(shape)
+			if err != nil {
+				log.Fatalf("workflow %s: %v", shape, err)
+			}
+			var plain, node float64
+			var parts []string
+			for _, p := range phases {
+				if strings.HasPrefix(p.name, "plain-") {
+					plain += p.perOp
+				} else {
+					node += p.perOp
+				}
+				parts = append(parts, fmt.Sprintf("%s %.1f", p.name, p.perOp/1000))
+			}
+			fmt.Printf("workflow %s: %.1f thousand redis-server instructions per node, %.2fx a plain task's %.1f (%s)\n",
+				shape, node/1000, node/plain, plain/1000, strings.Join(parts, ", "))
+		}
+		return
+	}
 	if *n3 <= *n1 {
 		log.Fatalf("n3 (%d) must be above n1 (%d)", *n3, *n1)
 	}
