@@ -10,12 +10,13 @@
 -- unique key ("" = none), with 5 the task's flow ref ("" = none: see
 -- wire.FlowRef), and with 7 its workflow's key and its node's name when
 -- this script may write there ("" = it may not); 2 stands for retention
--- 0, no unique key and no flow, the common case, in half the arguments. A flow task's success is
--- appended to T:notify (wire.FlowNote, with a chain link's result),
--- atomically with its ack; workers forward it to the flow's home
--- (flow_notify.lua). A workflow node's success with its home given is
--- applied there in this script instead: on one Redis server, the nodes it
--- frees are enqueued with its ack (include/workflow.lua).
+-- 0, no unique key and no flow, the common case, in half the arguments.
+-- A flow task's success is appended to T:notify (wire.FlowNote, with a
+-- chain link's result), atomically with its ack; workers forward it to
+-- the flow's home (flow_notify.lua). A workflow node's success with its
+-- workflow's key given is applied there in this script instead: on one
+-- Redis server, the nodes it frees are enqueued with its ack
+-- (include/workflow.lua).
 -- A task is finished only under the token of its current lease: a stale
 -- token (the lease was lost and the task handed to another worker)
 -- changes nothing. Tasks with a retention stay in the

@@ -11,8 +11,9 @@
 -- {..., partitions, at, in}, its route (cmsgpack); s:x its state,
 -- followed while it waits by its parents' effects, "<state> <unfinished>
 -- <fail> <skip>", or while it waits with no parent failing or skipping
--- it, the common case, its unfinished parents alone (a number); c:x its children {{name, edge}, ...} (cmsgpack); e:x
--- its task until it is released: its delivery (wire.Delivery), or with
+-- it, the common case, its unfinished parents alone (a number); c:x its
+-- children {{name, edge}, ...} (cmsgpack); e:x its task until it is
+-- released: its delivery (wire.Delivery), or with
 -- dr its message, what its queue gets, read with no decoding; r:x its
 -- result; x:x its error. A
 -- node's state: w waiting for parents, p enqueued (pending, running or
@@ -253,7 +254,8 @@ local function wf_lib()
     if not g then
       -- per task: ID, message, delivery (false: made from its record, in
       -- ms, when needed), due time
-      g = {T = '{' .. r.prefix .. ':' .. queue .. ':' .. string.format('%d', part) .. '}', ids = {}, msgs = {}, es = {}, ms = {}, due = {}, n = 0}
+      local T = '{' .. r.prefix .. ':' .. queue .. ':' .. string.format('%d', part) .. '}'
+      g = {T = T, ids = {}, msgs = {}, es = {}, ms = {}, due = {}, n = 0}
       q[part] = g
       r.pushed[#r.pushed + 1] = g
     end
@@ -268,11 +270,11 @@ local function wf_lib()
     r.released[#r.released + 1] = id
   end
 
-  -- release sends released node x, whose record is m and task e: with dr
-  -- and a record with a route, its message, into its partition's push
-  -- (flush writes it); else its delivery, into the outbox, visible at ats,
-  -- or with dr into its partition's push.
-  local function release(r, x, m, e, ats)
+  -- release sends a released node, whose record is m and task e, on its
+  -- way. With dr, e goes into its partition's push (flush writes it): a
+  -- message routed by m, or a delivery recorded before routes. Else e is
+  -- its delivery, and goes into the outbox, visible at ats.
+  local function release(r, m, e, ats)
     if r.size and m[7] then
       local due = 0
       if m[6] > 0 then due = m[6] elseif m[7] > 0 then due = r.now + m[7] end
@@ -366,7 +368,7 @@ local function wf_lib()
       local v = redis.call('HMGET', r.W, unpack(fields))
       for j = k, last do
         local m = 2 * (j - k) + 1
-        release(r, rel[j], cmsgpack.unpack(v[m]), v[m + 1], ats)
+        release(r, cmsgpack.unpack(v[m]), v[m + 1], ats)
       end
     end
   end
@@ -384,7 +386,9 @@ local function wf_lib()
   local function push(r, g)
     local T = g.T
     if rank_closed(redis.call('GET', T .. ':feed:rank')) then
-      for k, id in ipairs(g.ids) do outbox(r, id, g.es[k] or delivery(g.ms[k], g.msgs[k]), r.ats) end
+      for k, id in ipairs(g.ids) do
+        outbox(r, id, g.es[k] or delivery(g.ms[k], g.msgs[k]), r.ats)
+      end
       return
     end
     local keyed, plain, at, members, copies = {}, {}, {}, {}, {}
@@ -516,7 +520,8 @@ local function wf_lib()
     check(r.W, r.now)
   end
 
-  WF = {delivery = delivery, succeed = succeed, effect = effect, count = count, start = start, parse = parse, node = node, load = load, dirty = dirty,
-    set = set, run = run, chunks = chunks, flush = flush, check = check, note = note, finish = finish}
+  WF = {delivery = delivery, succeed = succeed, effect = effect, count = count, start = start, parse = parse,
+    node = node, load = load, dirty = dirty, set = set, run = run, chunks = chunks, flush = flush, check = check,
+    note = note, finish = finish}
   return WF
 end
