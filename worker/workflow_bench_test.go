@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/graphshape"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
@@ -89,24 +89,9 @@ func measureWorkflow(b *testing.B, shape string) workflowFigures {
 	f.plainCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
 
 	// the graph
-	wf = queue.NewWorkflow()
-	switch shape {
-	case "fan-out":
-		wf.Add("root", queue.NewRawTask("noop", payload, queue.In("root")))
-		for i := 1; i < n; i++ {
-			wf.Add("n"+strconv.Itoa(i), queue.NewRawTask("noop", payload, queue.In("graph")), queue.After("root"))
-		}
-	case "layers":
-		const width = 100
-		for l := range n / width {
-			for i := range width {
-				var parents []queue.Edge
-				if l > 0 {
-					parents = []queue.Edge{queue.After(fmt.Sprintf("%d-%d", l-1, i)), queue.After(fmt.Sprintf("%d-%d", l-1, (i+1)%width))}
-				}
-				wf.Add(fmt.Sprintf("%d-%d", l, i), queue.NewRawTask("noop", payload, queue.In("graph")), parents...)
-			}
-		}
+	wf, err := graphshape.Build(shape, n, payload)
+	if err != nil {
+		b.Fatal(err)
 	}
 	m0, c0 = usedMemory(b, rdb), redisCPU(b, rdb)
 	b.StartTimer()

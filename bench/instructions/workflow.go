@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/graphshape"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
 )
@@ -119,26 +120,9 @@ func runPhases(rdb *redis.Client, shape string, dump func(string) error) error {
 	if err := dump("plain-run"); err != nil {
 		return err
 	}
-	wf := queue.NewWorkflow()
-	switch shape {
-	case "fan-out":
-		wf.Add("root", queue.NewRawTask("noop", payload, queue.In("root")))
-		for i := 1; i < graphNodes; i++ {
-			wf.Add("n"+strconv.Itoa(i), queue.NewRawTask("noop", payload, queue.In("graph")), queue.After("root"))
-		}
-	case "layers":
-		const width = 100
-		for l := range graphNodes / width {
-			for i := range width {
-				var parents []queue.Edge
-				if l > 0 {
-					parents = []queue.Edge{queue.After(fmt.Sprintf("%d-%d", l-1, i)), queue.After(fmt.Sprintf("%d-%d", l-1, (i+1)%width))}
-				}
-				wf.Add(fmt.Sprintf("%d-%d", l, i), queue.NewRawTask("noop", payload, queue.In("graph")), parents...)
-			}
-		}
-	default:
-		return fmt.Errorf("unknown shape %q: want fan-out or layers", shape)
+	wf, err := graphshape.Build(shape, graphNodes, payload)
+	if err != nil {
+		return err
 	}
 	if shape == "fan-out" {
 		if _, err := client.EnqueueWorkflow(ctx, wf); err != nil {
