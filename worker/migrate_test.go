@@ -17,8 +17,11 @@ import (
 // TRYAGAIN while the slot is open and MOVED after: each script declares
 // all its keys in one slot, so Redis refuses it whole or runs it whole,
 // and the refusals are retried (never resent after a lost reply). No task
-// acknowledged to a producer is lost, none is stranded, and the workers
-// follow the slot. Beside the steady producers, a client of its own
+// acknowledged to a producer is lost, none is stranded, and producers and
+// workers follow the slot: the moved partition takes and runs tasks on its
+// new master. Whether a client meets MOVED first or reloads its slot map
+// on its own every ten seconds depends on timing, so the test waits on
+// the partition's traffic rather than on that error. Beside the steady producers, a client of its own
 // enqueues bursts of 64 tasks at once, whose calls coalesce into batch
 // calls: those meet the slot's move too, and lose nothing either.
 func TestClusterSlotMigration(t *testing.T) {
@@ -74,8 +77,13 @@ func TestClusterSlotMigration(t *testing.T) {
 			t.Fatalf("slot %d is served by %s after the migration, want %s", slot, masters[p].Addr, to.Addr)
 		}
 		cl.WaitHealthy(t)
+		l.reset()
+		l.setMark()
+		moved := time.Now()
+		waitFor(t, 30*time.Second, "the moved partition to take and run tasks on its new master", func() bool {
+			return l.activeSince(moved, map[int]bool{p: true})
+		})
 	}
-	time.Sleep(1500 * time.Millisecond) // tasks flow to and from the new master
 	stop()
 	<-done
 	<-burstsDone
@@ -90,8 +98,5 @@ func TestClusterSlotMigration(t *testing.T) {
 	t.Logf("bursts: %d acknowledged in %d script calls", burstAcked.Load(), burstCalls.n.Load())
 	if burstAcked.Load() == 0 || burstCalls.n.Load() > burstAcked.Load()/2 {
 		t.Errorf("bursts: %d tasks acknowledged in %d script calls; want them coalesced, under half as many calls", burstAcked.Load(), burstCalls.n.Load())
-	}
-	if seen.get("MOVED") == 0 {
-		t.Errorf("no MOVED met: the clients did not follow the slot (%v)", seen)
 	}
 }
