@@ -9,7 +9,8 @@
   once: straight into their queues when the workflow is released that way
   (dr, include/workflow.lua), else into the outbox (the caller delivers
   them; sweepers do after the grace).
-  KEYS[1] H:w:<wid>
+  KEYS[1] H:w:<wid>  KEYS[2] H:w:<wid>:new: with "new", the nodes' fields,
+    which the caller wrote in the same transaction
   ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3] workflow ID (short)
   ARGV[4] retention after it finished (ms, 0 = forever)  ARGV[5] grace (ms)
   ARGV[6] "new" or "extend"  ARGV[7] max nodes  ARGV[8] max edges
@@ -25,9 +26,11 @@
     the delivery made of them.
   With "new", the graph as it is stored, checked by the producer (names,
   parents, bounds, cycles: a new graph names no node it lacks): ARGV[10]
-    nodes  ARGV[11] edges  ARGV[12] the roots' names (msgpack)
-    ARGV[13..] field, value, ...: per node m:, e:, s: (its count of
-    parents) and c: when it has children (include/workflow.lua)
+    nodes  ARGV[11] edges  ARGV[12] the roots' names (msgpack); KEYS[2]
+    holds per node m:, e:, s: (its count of parents) and c: when it has
+    children (include/workflow.lua), and becomes the workflow's hash. The
+    fields reach Redis as a plain HSET: through the script's arguments each
+    would be copied twice more, into Lua and out again.
   Returns: {FLOW_CREATED, task ID put into the outbox, ...}, or {code, detail...}:
   FLOW_ID_TAKEN, FLOW_NOT_FOUND, FLOW_FINISHED, FLOW_CLOSED (cancelled),
   FLOW_NAME_TAKEN {name}, FLOW_UNKNOWN_PARENT {node, named node},
@@ -63,17 +66,20 @@ if extend then
   if f[2] ~= '0' then return {FLOW_FINISHED} end
   n0, e0 = tonumber(f[3]), tonumber(f[4])
 elseif redis.call('EXISTS', W) == 1 then
+  redis.call('DEL', KEYS[2])
   return {FLOW_ID_TAKEN}
 else
-  -- a new graph: written as it comes, then its roots are released
+  -- a new graph: its fields as they came, then its roots are released
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.error_reply('ERR workflow ' .. wid .. ': its nodes were not written before the script')
+  end
+  redis.call('RENAME', KEYS[2], W)
+  redis.call('PERSIST', W) -- the fields' expiry, for a transaction that failed
   local n = ARGV[10]
   redis.call('HSET', W, 'state', 'running', 'n', n, 'edges', ARGV[11], 'open', n, 'bad', 0, 'cnt_w', n,
     'why', '', 'why_node', '', 'why_id', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
   if ARGV[9] ~= '' then redis.call('HSET', W, 'dr', ARGV[9]) end
   flow_recent(H, 'w:' .. wid, now)
-  for i = 13, #ARGV, 1000 do
-    redis.call('HSET', W, unpack(ARGV, i, math.min(i + 999, #ARGV)))
-  end
   local r = wf_start(H, W, now)
   r.work = cmsgpack.unpack(ARGV[12]) or {}
   return finish(r)

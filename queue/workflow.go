@@ -291,6 +291,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		args = append(args, len(w.nodes), fresh.edges, fresh.roots)
 	}
 	byID := make(map[string]*wire.Delivery, len(w.nodes))
+	var fields []any // a new graph's, as it will be stored
 	for i, n := range w.nodes {
 		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
 		info := &TaskInfo{}
@@ -301,23 +302,22 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		// released straight into its queue, a node's task is its message,
 		// routed by its record, which Lua reads without decoding the
 		// message; through the outbox, its delivery
-		fields := []any{d.ID, info.Queue, info.Type, d.Partition}
+		route := []any{d.ID, info.Queue, info.Type, d.Partition}
 		var e any = d.Msg
 		if direct != "" {
-			fields = append(fields, d.Partitions, d.At, d.In)
+			route = append(route, d.Partitions, d.At, d.In)
 		} else if e, err = wire.EncodeDelivery(d); err != nil {
 			return false, err
 		}
-		meta, err := msgpack.Marshal(fields)
+		meta, err := msgpack.Marshal(route)
 		if err != nil {
 			return false, err
 		}
 		byID[d.ID] = d
 		if fresh != nil {
-			// a new graph is written as it will be stored: its fields
-			args = append(args, "m:"+n.name, meta, "e:"+n.name, e, "s:"+n.name, fresh.states[i])
+			fields = append(fields, "m:"+n.name, meta, "e:"+n.name, e, "s:"+n.name, fresh.states[i])
 			if fresh.children[i] != nil {
-				args = append(args, "c:"+n.name, fresh.children[i])
+				fields = append(fields, "c:"+n.name, fresh.children[i])
 			}
 			continue
 		}
@@ -334,7 +334,11 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	var reply []any
 	err = rcall.Do(ctx, c.rdb, func() error {
 		var err error
-		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
+		if fresh != nil {
+			reply, err = c.recordFresh(ctx, h.Workflow(id), fields, args)
+		} else {
+			reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
+		}
 		return err
 	})
 	if err != nil {
@@ -361,6 +365,43 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		return true, fmt.Errorf("workflow %s: enqueue its first tasks (recorded; workers deliver them later): %w", id, err)
 	}
 	return true, nil
+}
+
+// stagedFieldsTTL bounds how long a new workflow's fields stay in their
+// staging key when the script after them did not run (NOSCRIPT): the
+// transaction is sent again at once and writes them anew.
+const stagedFieldsTTL = time.Minute
+
+// recordFresh records a new workflow in one transaction: an HSET of its
+// fields into a staging key beside W, then flow_workflow, which renames it
+// to W (or deletes it when the ID is taken) and releases the roots. Sent
+// as the script's arguments, each field would be copied into Lua and out
+// again; as a plain HSET, Redis stores it as it comes.
+func (c *Client) recordFresh(ctx context.Context, W string, fields, args []any) ([]any, error) {
+	staged := W + ":new"
+	run := func() (*redis.Cmd, error) {
+		var cmd *redis.Cmd
+		_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(fields); i += 2000 {
+				p.HSet(ctx, staged, fields[i:min(i+2000, len(fields))]...)
+			}
+			p.PExpire(ctx, staged, stagedFieldsTTL)
+			cmd = script.FlowWorkflow.EvalSha(ctx, p, []string{W, staged}, args...)
+			return nil
+		})
+		return cmd, err
+	}
+	cmd, err := run()
+	if rcall.IsNoScript(err) {
+		if err := script.FlowWorkflow.Load(ctx, c.rdb); err != nil {
+			return nil, err
+		}
+		cmd, err = run()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cmd.Slice()
 }
 
 // registerQueues writes the registry entries of the nodes' queues that

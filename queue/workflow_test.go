@@ -194,3 +194,50 @@ func TestWorkflowRedisGone(t *testing.T) {
 		t.Fatalf("after the restart: %+v", wi)
 	}
 }
+
+// TestWorkflowRecordStaged: a new workflow's fields go in one transaction
+// with the script that makes them the workflow. Recorded with Redis's
+// script cache empty, it is whole, and no staging key is left. Recorded
+// again under the ID it took, it is refused: the first is unchanged and
+// the second's fields are gone.
+func TestWorkflowRecordStaged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	w := NewWorkflow()
+	w.Add("a", NewRawTask("a", []byte("first")))
+	w.Add("b", NewRawTask("b", nil), After("a"))
+	must(t, b.rdb.ScriptFlush(ctx).Err())
+	id, err := b.client.EnqueueWorkflow(ctx, w)
+	must(t, err)
+	wi, err := b.insp.GetWorkflow(ctx, id)
+	must(t, err)
+	if wi.Node("a").State != NodeEnqueued || wi.Node("b").State != NodeWaiting {
+		t.Fatalf("recorded after a script flush: %+v", wi)
+	}
+	staged := func() []string {
+		ks, err := b.rdb.Keys(ctx, "*:new").Result()
+		must(t, err)
+		return ks
+	}
+	if ks := staged(); len(ks) != 0 {
+		t.Fatalf("staging keys left: %v", ks)
+	}
+	W := keys.Home(b.client.cfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	before, err := b.rdb.HGetAll(ctx, W).Result()
+	must(t, err)
+	again := NewWorkflow()
+	again.Add("c", NewRawTask("c", nil))
+	recorded, err := b.client.recordWorkflow(ctx, id, again, false)
+	if recorded || err == nil || !strings.Contains(err.Error(), "ID taken") {
+		t.Fatalf("recorded again under %s: %v, %v; want refused, ID taken", id, recorded, err)
+	}
+	after, err := b.rdb.HGetAll(ctx, W).Result()
+	must(t, err)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the first workflow changed:\nbefore %v\nafter  %v", before, after)
+	}
+	if ks := staged(); len(ks) != 0 {
+		t.Fatalf("staging keys left after the refusal: %v", ks)
+	}
+}
