@@ -168,12 +168,12 @@ func testReleaseClosedPartition(t *testing.T, r *flowRig) {
 	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
 	closed := 0
 	for i := range n {
-		// the node's record: {task ID, queue, type, partition}
+		// the node's record: {task ID, queue, type, partition, ...}
 		var m []any
 		raw, err := r.rdb.HGet(ctx, home.Workflow(id), fmt.Sprintf("m:c%d", i)).Bytes()
 		must(t, err)
 		must(t, msgpack.Unmarshal(raw, &m))
-		if len(m) == 4 && fmt.Sprint(m[3]) == "1" {
+		if len(m) >= 4 && fmt.Sprint(m[3]) == "1" {
 			closed++
 		}
 	}
