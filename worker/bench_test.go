@@ -26,15 +26,21 @@ import (
 // with the given concurrency runs them all, first pop to last ack. It
 // also reports the CPU per task of this process and of Redis, as
 // shardq bench does. The prefetch=off runs turn Config.Prefetch off, to
-// show what leasing ahead of free slots gives.
+// show what leasing ahead of free slots gives. The idle-queue run serves
+// an empty queue beside, whose fetcher blocks holding a slot: the busy
+// queue's batches must not wait for that slot.
 func BenchmarkProcess(b *testing.B) {
 	for _, c := range []struct {
 		conc     int
 		prefetch int
-	}{{16, 0}, {64, 0}, {16, -1}, {64, -1}} {
+		idle     bool
+	}{{16, 0, false}, {64, 0, false}, {16, -1, false}, {64, -1, false}, {16, 0, true}} {
 		name := fmt.Sprintf("concurrency=%d", c.conc)
 		if c.prefetch < 0 {
 			name += "/prefetch=off"
+		}
+		if c.idle {
+			name += "/idle-queue"
 		}
 		conc := c.conc
 		b.Run(name, func(b *testing.B) {
@@ -56,6 +62,9 @@ func BenchmarkProcess(b *testing.B) {
 			var done atomic.Int64
 			all := make(chan struct{})
 			cfg := Config{Config: qcfg, Concurrency: conc, Prefetch: c.prefetch}
+			if c.idle {
+				cfg.Queues = map[string]int{queue.DefaultQueue: 1, "idle": 1}
+			}
 			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 			s, err := NewServer(rdb, cfg, HandlerFunc(func(context.Context, *Task) error {
 				if done.Add(1) == int64(b.N) {

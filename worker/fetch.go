@@ -140,13 +140,13 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		// none: an idle queue must not keep busy ones (or, with strict
 		// priority, lower ones) from running; what arrives meanwhile waits
 		// in this worker's in-flight list for its next slot.
-		hold := 1
+		hold := min(1, n)
 		if s.slots.contended() {
 			hold = 0
 		}
-		s.slots.release(n - hold)
+		s.slots.park(n, hold)
 		got, err := s.block(ctx, p, r.aux)
-		s.slots.release(hold)
+		s.slots.unpark(hold)
 		s.slots.rejoin(p.share)
 		inflight = got
 		if got && err == nil && s.hooks.afterMove != nil {

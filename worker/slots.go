@@ -31,7 +31,9 @@ import (
 // round trip at most, or finds its backlog gone (see backlogged).
 type slots struct {
 	mu      sync.Mutex
+	size    int // the handler slots in all
 	free    int
+	idle    int // slots that fetchers blocked on empty queues hold
 	strict  bool
 	waiters []*waiter
 	shares  []*share
@@ -58,7 +60,28 @@ type waiter struct {
 }
 
 func newSlots(n int, strict bool) *slots {
-	return &slots{free: n, strict: strict}
+	return &slots{size: n, free: n, strict: strict}
+}
+
+// park hands back n slots less the hold that a fetcher blocking on an
+// empty queue keeps, so what arrives there starts at once. A held slot
+// comes back only with unpark, a blocking slice later, so no batch waits
+// for it (topUp).
+func (s *slots) park(n, hold int) {
+	s.mu.Lock()
+	s.idle += hold
+	s.free += n - hold
+	s.grant()
+	s.mu.Unlock()
+}
+
+// unpark gives back the hold a fetcher kept while it blocked.
+func (s *slots) unpark(hold int) {
+	s.mu.Lock()
+	s.idle -= hold
+	s.free += hold
+	s.grant()
+	s.mu.Unlock()
 }
 
 // newShare registers a queue of the given weight.
@@ -168,6 +191,12 @@ func (s *slots) topUp(ctx context.Context, sh *share, n, min, want int, wait tim
 		return n
 	}
 	s.mu.Lock()
+	// slots held by fetchers blocked on idle queues stay held for a
+	// blocking slice: a batch that counted on them would wait out its
+	// whole wait at every pop
+	if reach := max(1, s.size-s.idle); min > reach {
+		min = reach
+	}
 	if len(s.waiters) == 0 && s.free >= min-n && !s.owed(sh) {
 		n += s.take(sh, s.takeFree(want-n))
 		s.mu.Unlock()

@@ -189,3 +189,45 @@ func TestSlotsTopUp(t *testing.T) {
 		t.Fatalf("after topUp: %d waiting, %d free; want none", len(s.waiters), s.free)
 	}
 }
+
+// TestSlotsTopUpBesideIdle: a fetcher blocked on an empty queue keeps a
+// slot for what arrives there. A busy fetcher's batch does not count on
+// that slot: its topUp for all 8 returns once the other 7 are free, though
+// its wait is an hour, and the held slot comes back after the block.
+func TestSlotsTopUpBesideIdle(t *testing.T) {
+	ctx := context.Background()
+	s := newSlots(8, false)
+	busy, idle := &share{weight: 1}, &share{weight: 1}
+	if n, _ := s.acquire(ctx, idle, 1); n != 1 {
+		t.Fatalf("the idle queue acquired %d, want 1", n)
+	}
+	if n, _ := s.acquire(ctx, busy, 7); n != 7 {
+		t.Fatalf("the busy queue acquired %d, want 7", n)
+	}
+	s.park(1, 1) // the idle fetcher found nothing and blocks, holding its slot
+	got := make(chan int, 1)
+	go func() { got <- s.topUp(ctx, busy, 0, 8, 8, time.Hour) }()
+	for range 6 {
+		s.release(1)
+	}
+	select {
+	case n := <-got:
+		t.Fatalf("topUp returned %d with 6 of 7 slots free", n)
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.release(1)
+	select {
+	case n := <-got:
+		if n != 7 {
+			t.Fatalf("topUp got %d slots, want the 7 not held", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("topUp waited for the slot the blocked fetcher holds")
+	}
+	s.unpark(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free != 1 || s.idle != 0 {
+		t.Fatalf("after the block: %d free, %d held; want 1 and 0", s.free, s.idle)
+	}
+}
