@@ -197,7 +197,8 @@ func TestWorkflowRedisGone(t *testing.T) {
 
 // TestWorkflowRecordStaged: a new workflow's fields go in one transaction
 // with the script that makes them the workflow. Recorded with Redis's
-// script cache empty, it is whole, and no staging key is left. Recorded
+// script cache empty, it is whole, it has no expiry while it runs, and no
+// staging key is left. Recorded
 // again under the ID it took, it is refused: the first is unchanged and
 // the second's fields are gone.
 func TestWorkflowRecordStaged(t *testing.T) {
@@ -224,6 +225,10 @@ func TestWorkflowRecordStaged(t *testing.T) {
 		t.Fatalf("staging keys left: %v", ks)
 	}
 	W := keys.Home(b.client.cfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	// the staging key's expiry does not pass to the running workflow
+	if ttl := b.rdb.PTTL(ctx, W).Val(); ttl != -1 {
+		t.Fatalf("workflow %s expires in %v while it runs, want no expiry", id, ttl)
+	}
 	before, err := b.rdb.HGetAll(ctx, W).Result()
 	must(t, err)
 	again := NewWorkflow()

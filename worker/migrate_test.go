@@ -21,9 +21,10 @@ import (
 // workers follow the slot: the moved partition takes and runs tasks on its
 // new master. Whether a client meets MOVED first or reloads its slot map
 // on its own every ten seconds depends on timing, so the test waits on
-// the partition's traffic rather than on that error. Beside the steady producers, a client of its own
-// enqueues bursts of 64 tasks at once, whose calls coalesce into batch
-// calls: those meet the slot's move too, and lose nothing either.
+// the partition's traffic rather than on that error. Beside the steady
+// producers, a client of its own enqueues bursts of 64 tasks at once,
+// whose calls coalesce into batch calls: those meet the slot's move too,
+// and lose nothing either.
 func TestClusterSlotMigration(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartClusterWithReplicas(t, 3)
