@@ -396,6 +396,43 @@ func TestLeasedStateIsAHashTable(t *testing.T) {
 	})
 }
 
+// TestActiveSetIsASkiplist: the lease that makes a partition's active set
+// makes it a skiplist, not a listpack that every lease and ack would scan
+// (see include/lease.lua's active_add), and holds the leased tasks alone;
+// the last ack deletes it, and the next lease makes it again.
+func TestActiveSetIsASkiplist(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	started, release := make(chan string, 1), make(chan struct{})
+	b.server(t, Config{Concurrency: 1}, HandlerFunc(func(_ context.Context, task *Task) error {
+		started <- task.ID
+		<-release
+		return nil
+	}))
+	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
+	for round := range 2 {
+		info := b.enqueue(t, queue.NewRawTask("t", nil))
+		if id := <-started; id != info.ID {
+			t.Fatalf("round %d: task %s started, want %s", round, id, info.ID)
+		}
+		enc, err := b.rdb.ObjectEncoding(ctx, k.Active()).Result()
+		must(t, err)
+		members, err := b.rdb.ZRange(ctx, k.Active(), 0, -1).Result()
+		must(t, err)
+		release <- struct{}{}
+		if enc != "skiplist" {
+			t.Fatalf("round %d: T:active with one lease is a %s, want a skiplist", round, enc)
+		}
+		if len(members) != 1 || members[0] != wire.StoredID(info.ID) {
+			t.Fatalf("round %d: T:active holds %q, want the leased task %s alone", round, members, info.ID)
+		}
+		waitFor(t, 3*time.Second, "the ack", func() bool {
+			return b.rdb.Exists(ctx, k.Active()).Val() == 0
+		})
+	}
+}
+
 // TestTasksLeasedAheadAreShownApart: tasks a worker holds ahead are active
 // in Redis but not running, and the inspector says so: Workers counts
 // them as Ahead, not Busy (which stays at most the concurrency), the

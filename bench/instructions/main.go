@@ -40,6 +40,7 @@ func main() {
 	n3 := flag.Int("n3", 3000, "enqueues of the second run")
 	systems := flag.String("systems", "shardq,asynq", "comma-separated: shardq, asynq")
 	shapes := flag.String("workflow", "", "comma-separated workflow shapes (fan-out, layers): count a workflow node's instructions against a plain task's instead")
+	flag.IntVar(&prefetch, "prefetch", 0, "with -workflow: the workers' Prefetch (0: its default; -1: none, what slow handlers get)")
 	flag.Parse()
 	if *shapes != "" {
 		for _, shape := range strings.Split(*shapes, ",") {

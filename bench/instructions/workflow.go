@@ -27,6 +27,9 @@ import (
 // as in worker's BenchmarkWorkflow.
 const graphNodes = 10_000
 
+// prefetch is the workers' worker.Config.Prefetch (-prefetch).
+var prefetch int
+
 // phase is the instructions per task or node of one phase of a workflow
 // run.
 type phase struct {
@@ -170,7 +173,7 @@ func process(ctx context.Context, rdb *redis.Client, cfg queue.Config, insp *que
 		}
 		return nil
 	})
-	wcfg := worker.Config{Config: cfg, Concurrency: 16, Queues: map[string]int{q: 1}, FlowSweep: 100 * time.Millisecond}
+	wcfg := worker.Config{Config: cfg, Concurrency: 16, Queues: map[string]int{q: 1}, FlowSweep: 100 * time.Millisecond, Prefetch: prefetch}
 	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := worker.NewServer(rdb, wcfg, h)
 	if err != nil {
