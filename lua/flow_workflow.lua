@@ -147,10 +147,10 @@ local function children_of(x)
     local cs = stored[x]
     if cs == nil then
       cs = redis.call('HGET', W, 'c:' .. x)
-      cs = cs and cmsgpack.unpack(cs) or false
+      cs = cs and wf.kids(cs) or false
       stored[x] = cs
     end
-    for _, ch in ipairs(cs or {}) do out[#out + 1] = ch[1] end
+    for ch in string.gmatch(cs or '', '%S(%S+)') do out[#out + 1] = ch end
   end
   for _, ch in ipairs(adds[x] or {}) do out[#out + 1] = ch[1] end
   return out
@@ -191,18 +191,19 @@ for p, list in pairs(adds) do
     wf_count(wf_node(r, ch[1]), wf_effect(ps, ch[2]), 1)
     wf_dirty(r, ch[1])
   end
-  local all = list
+  -- the spaced form (see include/workflow.lua): the stored list, then
+  -- the new children
+  local all = {}
   if not new[p] then
-    all = {}
     local cs = stored[p]
     if cs == nil then
       cs = redis.call('HGET', W, 'c:' .. p)
-      cs = cs and cmsgpack.unpack(cs) or false
+      cs = cs and wf.kids(cs) or false
     end
-    for _, ch in ipairs(cs or {}) do all[#all + 1] = ch end
-    for _, ch in ipairs(list) do all[#all + 1] = ch end
+    if cs then all[1] = cs end
   end
-  local packed = cmsgpack.pack(all)
+  for _, ch in ipairs(list) do all[#all + 1] = ch[2] .. ch[1] end
+  local packed = table.concat(all, ' ')
   kv[#kv + 1], kv[#kv + 2] = 'c:' .. p, packed
   r.nodes[p][5] = packed
 end

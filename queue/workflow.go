@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -316,7 +317,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		byID[d.ID] = d
 		if fresh != nil {
 			fields = append(fields, "m:"+n.name, meta, "e:"+n.name, e, "s:"+n.name, fresh.states[i])
-			if fresh.children[i] != nil {
+			if fresh.children[i] != "" {
 				fields = append(fields, "c:"+n.name, fresh.children[i])
 			}
 			continue
@@ -436,11 +437,12 @@ func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Deli
 }
 
 // freshGraph is a new workflow's graph as its home stores it
-// (include/workflow.lua): per node, its state, "w <parents> 0 0", and its
-// children {{name, edge}, ...} (nil: none); the roots' names; the edges.
+// (include/workflow.lua): per node, its state, its count of parents, and
+// its children, each name after its edge's letter, separated by spaces
+// ("" for none: see childList); the roots' names; the edges.
 type freshGraph struct {
 	states   []string
-	children [][]byte
+	children []string
 	roots    []byte
 	edges    int
 }
@@ -450,8 +452,8 @@ type freshGraph struct {
 // node of w, and a node that is not is refused here. The
 // home writes it as it comes, with no per-node work in its script.
 func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
-	g := &freshGraph{states: make([]string, len(w.nodes)), children: make([][]byte, len(w.nodes))}
-	kids := make([][][]string, len(w.nodes))
+	g := &freshGraph{states: make([]string, len(w.nodes)), children: make([]string, len(w.nodes))}
+	kids := make([][]string, len(w.nodes))
 	var roots []string
 	for i, n := range w.nodes {
 		if len(pl.before[i]) > 0 {
@@ -462,7 +464,7 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 			if !ok {
 				return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, n.name, e.Parent, id)
 			}
-			kids[p] = append(kids[p], []string{n.name, edgeCode(e.OnDead)})
+			kids[p] = append(kids[p], edgeCode(e.OnDead)+n.name)
 		}
 		g.edges += len(pl.parents[i])
 		g.states[i] = strconv.Itoa(len(pl.parents[i]))
@@ -470,14 +472,10 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 			roots = append(roots, n.name)
 		}
 	}
-	var err error
 	for i, k := range kids {
-		if k != nil {
-			if g.children[i], err = msgpack.Marshal(k); err != nil {
-				return nil, err
-			}
-		}
+		g.children[i] = strings.Join(k, " ")
 	}
+	var err error
 	if g.roots, err = msgpack.Marshal(roots); err != nil {
 		return nil, err
 	}

@@ -213,14 +213,8 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 			continue
 		}
 		if parent, ok := strings.CutPrefix(field, "c:"); ok {
-			var cs [][]string
-			if err := msgpack.Unmarshal([]byte(v), &cs); err != nil {
-				continue
-			}
-			for _, c := range cs {
-				if len(c) == 2 {
-					parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
-				}
+			for _, c := range childList(v) {
+				parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
 			}
 		}
 	}
@@ -429,4 +423,32 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
 	}
 	return v, nil
+}
+
+// childList reads a node's children list (c:): {name, edge code} per
+// child. It is the children's names, each after its edge's letter,
+// separated by spaces; a workflow recorded before that kept it in msgpack,
+// {{name, edge}, ...}, which opens with a byte of 0x90 or above.
+func childList(v string) [][2]string {
+	if v != "" && v[0] >= 0x80 {
+		var cs [][]string
+		if err := msgpack.Unmarshal([]byte(v), &cs); err != nil {
+			return nil
+		}
+		out := make([][2]string, 0, len(cs))
+		for _, c := range cs {
+			if len(c) == 2 {
+				out = append(out, [2]string{c[0], c[1]})
+			}
+		}
+		return out
+	}
+	fields := strings.Fields(v)
+	out := make([][2]string, 0, len(fields))
+	for _, f := range fields {
+		if len(f) > 1 {
+			out = append(out, [2]string{f[1:], f[:1]})
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ func TestWorkflowRelease(t *testing.T) {
 	t.Run("RecordedForOutbox", func(t *testing.T) { t.Parallel(); testReleaseRecordedForOutbox(t, singleFlowRig(t)) })
 	t.Run("BinaryDelivery", func(t *testing.T) { t.Parallel(); testReleaseBinaryDelivery(t, singleFlowRig(t)) })
 	t.Run("ExtendRecordedForOutbox", func(t *testing.T) { t.Parallel(); testReleaseExtendRecordedForOutbox(t, singleFlowRig(t)) })
+	t.Run("MsgpackChildLists", func(t *testing.T) { t.Parallel(); testReleaseMsgpackChildLists(t, singleFlowRig(t)) })
 }
 
 // fanOut records a root in fa with n children in fb, each built by child.
@@ -308,5 +310,82 @@ func testReleaseBinaryDelivery(t *testing.T, r *flowRig) {
 	}
 	if ks := r.rdb.Keys(ctx, "*:ids:*").Val(); len(ks) != 1 {
 		t.Fatalf("ID claim buckets %v: want the binary one's claim alone", ks)
+	}
+}
+
+// testReleaseMsgpackChildLists: a workflow whose children lists are in
+// msgpack, as builds before the spaced form recorded them, keeps its
+// edges: GetWorkflow reads them, an extension adds to them, and the graph
+// runs to its end, its skip edge followed, each node once. A node whose
+// route the release cannot read by hand (a type of 40 bytes) is released
+// all the same.
+func testReleaseMsgpackChildLists(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	long := strings.Repeat("t", 40)
+	wf := queue.NewWorkflow()
+	wf.Add("root", queue.NewRawTask("root", nil, queue.In("fa")))
+	wf.Add("a", queue.NewRawTask(long, nil, queue.In("fb")), queue.After("root"))
+	wf.Add("b", queue.NewRawTask("fails", nil, queue.In("fb"), queue.MaxRetry(0)), queue.After("root"))
+	wf.Add("c", queue.NewRawTask("c", nil, queue.In("fb")), queue.After("a"), queue.Edge{Parent: "b", OnDead: queue.EdgeSkip})
+	wf.Add("d", queue.NewRawTask("d", nil, queue.In("fb")), queue.After("c"))
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+	before, err := r.insp.GetWorkflow(ctx, id)
+	must(t, err)
+	W := keys.Home(r.qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	fields, err := r.rdb.HGetAll(ctx, W).Result()
+	must(t, err)
+	rewritten := 0
+	for f, v := range fields {
+		if !strings.HasPrefix(f, "c:") {
+			continue
+		}
+		var old [][]string
+		for _, c := range strings.Fields(v) {
+			old = append(old, []string{c[1:], c[:1]})
+		}
+		b, err := msgpack.Marshal(old)
+		must(t, err)
+		must(t, r.rdb.HSet(ctx, W, f, b).Err())
+		rewritten++
+	}
+	if rewritten != 4 {
+		t.Fatalf("%d children lists rewritten, want 4 (root, a, b, c)", rewritten)
+	}
+	mid, err := r.insp.GetWorkflow(ctx, id)
+	must(t, err)
+	for _, n := range before.Nodes {
+		if got, want := fmt.Sprint(mid.Node(n.Name).Parents), fmt.Sprint(n.Parents); got != want {
+			t.Fatalf("node %s: parents %s read from msgpack lists, want %s", n.Name, got, want)
+		}
+	}
+	ext := queue.NewWorkflow()
+	ext.Add("x", queue.NewRawTask("x", nil, queue.In("fb")), queue.After("root"))
+	must(t, r.client.ExtendWorkflow(ctx, id, ext))
+	if v := r.rdb.HGet(ctx, W, "c:root").Val(); v != "fa fb fx" {
+		t.Fatalf("root's children after the extension: %q, want \"fa fb fx\"", v)
+	}
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error {
+		log.add(task.Type)
+		if task.Type == "fails" {
+			return errors.New("b fails")
+		}
+		return nil
+	}))
+	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	if got := nodeStates(wi); got != "root=succeeded a=succeeded b=dead c=skipped d=failed x=succeeded" {
+		t.Fatalf("nodes: %s", got)
+	}
+	for _, typ := range []string{"root", long, "fails", "x"} {
+		if n := log.count(typ); n != 1 {
+			t.Fatalf("%s ran %d times, want once", typ, n)
+		}
+	}
+	if n := log.count("c") + log.count("d"); n != 0 {
+		t.Fatalf("skipped and failed nodes ran %d times", n)
+	}
+	if got, want := fmt.Sprint(wi.Node("c").Parents), fmt.Sprint(before.Node("c").Parents); got != want {
+		t.Fatalf("c's parents: %s, want %s", got, want)
 	}
 }
