@@ -271,9 +271,18 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Sc
 // retention 0, no unique key and no flow (then 2 fields do), retention (ms)
 // and unique key, the flow ref when any task has one (5 fields), and the
 // workflow's key and the node's name when any ack applies its outcome at
-// the workflow's home (7 fields).
+// the workflow's home (7 fields). Acks of one workflow's nodes alone, with
+// retention 0 and no unique key, take 3: the workflow's key comes once,
+// before them, then id, token and node name each.
 func appendAcks(args []any, os []outcome) []any {
 	if len(os) == 0 {
+		return args
+	}
+	if w := os[0].workflow; w != "" && oneWorkflow(os, w) {
+		args = append(args, 3, &os[0].workflow)
+		for i := range os {
+			args = append(args, &os[i].id, &os[i].token, &os[i].node)
+		}
 		return args
 	}
 	width := 2
@@ -305,6 +314,18 @@ func appendAcks(args []any, os []outcome) []any {
 		}
 	}
 	return args
+}
+
+// oneWorkflow reports whether every ack of os is a node of workflow w
+// with retention 0 and no unique key: then the acks take 3 fields, the
+// workflow's key given once.
+func oneWorkflow(os []outcome, w string) bool {
+	for i := range os {
+		if os[i].workflow != w || os[i].retentionMS != 0 || os[i].unique != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func (k outcomeKind) String() string {

@@ -5,12 +5,15 @@
 --@include unique
 --@include workflow
 -- ack_tasks finishes the tasks of partition T that succeeded, given in
--- argv from index from on: the number of fields per task, 2, 4, 5 or 7,
--- then the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
+-- argv from index from on: the number of fields per task, 2, 3, 4, 5 or
+-- 7, then the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
 -- unique key ("" = none), with 5 the task's flow ref ("" = none: see
 -- wire.FlowRef), and with 7 its workflow's key and its node's name when
 -- this script may write there ("" = it may not); 2 stands for retention
--- 0, no unique key and no flow, the common case, in half the arguments.
+-- 0, no unique key and no flow, the common case, in half the arguments;
+-- 3 stands for nodes of one workflow, with retention 0 and no unique key,
+-- and has that workflow's key before the tasks, then per task its id,
+-- token and node's name.
 -- A flow task's success is appended to T:notify (wire.FlowNote, with a
 -- chain link's result), atomically with its ack; workers forward it to
 -- the flow's home (flow_notify.lua). A workflow node's success with its
@@ -28,7 +31,10 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local codes, ids, n = {}, {}, 0
   local width = tonumber(argv[from])
   if not width then return codes end
-  for i = from + 1, #argv, width do
+  -- width 3: the workflow key, once, then per task its ID, token and node
+  local first, wkey = from + 1, ''
+  if width == 3 then first, wkey = from + 2, argv[from + 1] end
+  for i = first, #argv, width do
     n = n + 1
     ids[n] = argv[i]
   end
@@ -50,7 +56,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
         r = cmsgpack.unpack(raw)
         unpacked[raw] = r
       end
-      local i = from + 1 + width * (k - 1)
+      local i = first + width * (k - 1)
       if r[1] == 'active' and r[3] == tonumber(argv[i + 1]) then
         code = 1
         local id = ids[k]
@@ -76,31 +82,30 @@ local function ack_tasks(T, now, argv, from, cap, size)
         elseif gone then
           gone[#gone + 1] = id
         end
-        if width >= 5 and argv[i + 4] ~= '' then
-          local flow = argv[i + 4]
-          local W = width == 7 and argv[i + 5] or ''
-          if W ~= '' then
-            -- its result is read below, with the others
-            local x = argv[i + 6]
-            if not runs then runs, nodes, nn = {}, {}, 0 end
-            local r = runs[W]
-            if not r then
-              r = wf_lib().start(string.match(W, '^(.*}):w:'), W, now)
-              runs[W] = r
-              r.acked = {}
-            end
-            r.acked[#r.acked + 1] = x
-            nodes[nn + 1], nodes[nn + 2], nodes[nn + 3] = r, x, id
-            nn = nn + 3
-          else
-            local kind = string.byte(flow, 1)
-            local result = ''
-            if kind == 99 or kind == 119 then -- 'c', 'w': a chain link or workflow node passes its result on
-              result = redis.call('HGET', T .. ':result', id) or ''
-            end
-            notes = notes or {}
-            notes[#notes + 1] = cmsgpack.pack({flow, id, 's', result, ''})
+        -- a workflow node whose workflow this script may write to
+        local W, x = wkey, nil
+        if width == 3 then x = argv[i + 2] elseif width == 7 then W, x = argv[i + 5], argv[i + 6] end
+        if W ~= '' then
+          -- its result is read below, with the others
+          if not runs then runs, nodes, nn = {}, {}, 0 end
+          local r = runs[W]
+          if not r then
+            r = wf_lib().start(string.match(W, '^(.*}):w:'), W, now)
+            runs[W] = r
+            r.acked = {}
           end
+          r.acked[#r.acked + 1] = x
+          nodes[nn + 1], nodes[nn + 2], nodes[nn + 3] = r, x, id
+          nn = nn + 3
+        elseif width >= 5 and argv[i + 4] ~= '' then
+          local flow = argv[i + 4]
+          local kind = string.byte(flow, 1)
+          local result = ''
+          if kind == 99 or kind == 119 then -- 'c', 'w': a chain link or workflow node passes its result on
+            result = redis.call('HGET', T .. ':result', id) or ''
+          end
+          notes = notes or {}
+          notes[#notes + 1] = cmsgpack.pack({flow, id, 's', result, ''})
         end
         local unique = width >= 4 and argv[i + 3] or ''
         unique_release(T, unique, id, 'done')
