@@ -26,12 +26,13 @@ import (
 // to the last ack (the graph's includes forwarding outcomes and delivering
 // released nodes), and Redis memory per task pending and per node while
 // the graph runs: waiting just after it was recorded, and enqueued (the
-// fan-out's children, released, not yet run). Shapes: fan-out, a root
-// with 9,999 children; layers, 100 layers of 100 nodes, each node a child
-// of two nodes of the layer above. Run it with -benchtime 1x; each
-// iteration is one whole run.
+// root's children, released, not yet run). Shapes: fan-out, a root
+// with 9,999 children; fan-in, a root with 9,998 children, all parents of
+// one last node; layers, 100 layers of 100 nodes, each node a child of two
+// nodes of the layer above. Run it with -benchtime 1x; each iteration is
+// one whole run.
 func BenchmarkWorkflow(b *testing.B) {
-	for _, shape := range []string{"fan-out", "layers"} {
+	for _, shape := range graphshape.Shapes {
 		b.Run("shape="+shape, func(b *testing.B) {
 			var m workflowFigures
 			for range b.N {
@@ -100,15 +101,15 @@ func measureWorkflow(b *testing.B, shape string) workflowFigures {
 		b.Fatal(err)
 	}
 	f.waitingMem = float64(usedMemory(b, rdb)-m0) / n
-	if shape == "fan-out" {
-		// the root runs; its 9,999 children are released, not run
+	if released := graphshape.Released(shape, n); released > 0 {
+		// the root runs; its children are released, not run
 		run(b, rdb, qcfg, insp, "root", 1)
 		for {
 			qi, err := insp.QueueInfo(ctx, "graph")
 			if err != nil {
 				b.Fatal(err)
 			}
-			if qi.Pending == n-1 {
+			if qi.Pending == int64(released) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)

@@ -39,7 +39,7 @@ func main() {
 	n1 := flag.Int("n1", 1000, "enqueues of the first run")
 	n3 := flag.Int("n3", 3000, "enqueues of the second run")
 	systems := flag.String("systems", "shardq,asynq", "comma-separated: shardq, asynq")
-	shapes := flag.String("workflow", "", "comma-separated workflow shapes (fan-out, layers): count a workflow node's instructions against a plain task's instead")
+	shapes := flag.String("workflow", "", "comma-separated workflow shapes (fan-out, fan-in, layers): count a workflow node's instructions against a plain task's instead")
 	flag.IntVar(&prefetch, "prefetch", 0, "with -workflow: the workers' Prefetch (0: its default; -1: none, what slow handlers get)")
 	flag.Parse()
 	if *shapes != "" {

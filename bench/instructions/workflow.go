@@ -127,7 +127,7 @@ func runPhases(rdb *redis.Client, shape string, dump func(string) error) error {
 	if err != nil {
 		return err
 	}
-	if shape == "fan-out" {
+	if graphshape.Released(shape, graphNodes) > 0 {
 		if _, err := client.EnqueueWorkflow(ctx, wf); err != nil {
 			return err
 		}

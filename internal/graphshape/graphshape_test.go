@@ -38,7 +38,10 @@ func TestBuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			edges := n - 1
-			if shape == "layers" {
+			switch shape {
+			case "fan-in":
+				edges = 2 * (n - 2)
+			case "layers":
 				edges = 2 * (n - Width)
 			}
 			if wi.State != queue.WorkflowSucceeded || wi.Total != n || wi.Edges != edges {
