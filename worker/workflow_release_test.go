@@ -457,3 +457,57 @@ func TestWorkflowAcksInOneBatch(t *testing.T) {
 		t.Fatalf("children ran %d times, roots %d, want 80 and 2", c, p)
 	}
 }
+
+// TestWorkflowSuccessAfterDeath: a child waits on two parents; one dies
+// first, over a run or a skip edge, and the other succeeds after, so the
+// success meets a child whose state records the death, not a plain count
+// of parents. The child then runs once, or is skipped, as its edge says.
+func TestWorkflowSuccessAfterDeath(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []queue.EdgePolicy{queue.EdgeRun, queue.EdgeSkip} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r := singleFlowRig(t)
+			wf := queue.NewWorkflow()
+			wf.Add("dies", queue.NewRawTask("dies", nil, queue.In("fa")))
+			wf.Add("late", queue.NewRawTask("late", nil, queue.In("fb")))
+			wf.Add("c", queue.NewRawTask("c", nil, queue.In("fb")), queue.Edge{Parent: "dies", OnDead: policy}, queue.After("late"))
+			id, err := r.client.EnqueueWorkflow(ctx, wf)
+			must(t, err)
+			var log runLog
+			r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
+				log.add(task.Type)
+				switch task.Type {
+				case "dies":
+					return SkipRetry(errors.New("broke"))
+				case "late":
+					// succeed only once the other parent is dead
+					for {
+						wi, err := r.insp.GetWorkflow(ctx, id)
+						if err == nil && wi.Node("dies").State == queue.NodeDead {
+							return nil
+						}
+						select {
+						case <-ctx.Done():
+							return ctx.Err()
+						case <-time.After(5 * time.Millisecond):
+						}
+					}
+				}
+				return nil
+			}))
+			wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+			want, runs := "dies=dead late=succeeded c=succeeded", 1
+			if policy == queue.EdgeSkip {
+				want, runs = "dies=dead late=succeeded c=skipped", 0
+			}
+			if got := nodeStates(wi); got != want {
+				t.Fatalf("nodes %s, want %s", got, want)
+			}
+			if log.count("c") != runs || log.count("late") != 1 || log.count("dies") != 1 {
+				t.Fatalf("runs %v, want c %d times, the parents once each", log.order(), runs)
+			}
+		})
+	}
+}

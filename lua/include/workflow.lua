@@ -218,8 +218,11 @@ local function wf_lib()
       local v = redis.call('HMGET', r.W, unpack(fields))
       for j = i, last do nodes[need[j]][5] = v[j - i + 1] or false end
     end
-    -- moves: child, effect before, effect after
+    -- moves: child, effect before, effect after. A success, the common
+    -- case, costs each child an unfinished parent whatever its edge: dec
+    -- counts them per child, named in order.
     local moves, m = {}, 0
+    local dec, named, nd = {}, {}, 0
     for i = 1, #fan, 3 do
       local cs = nodes[fan[i]][5]
       if cs then
@@ -229,12 +232,17 @@ local function wf_lib()
         -- its edge's letter before p
         local p, e = 2, 0
         if OPEN[st] and new == 's' then
-          -- a success, the common case: each child loses an unfinished
-          -- parent, whatever its edge
           while e do
             e = find(cs, ' ', p, true)
-            moves[m + 1], moves[m + 2], moves[m + 3] = sub(cs, p, e and e - 1), 'u', ''
-            m = m + 3
+            local x = sub(cs, p, e and e - 1)
+            local d = dec[x]
+            if d then
+              dec[x] = d + 1
+            else
+              dec[x] = 1
+              nd = nd + 1
+              named[nd] = x
+            end
             if e then p = e + 2 end
           end
         else
@@ -251,16 +259,54 @@ local function wf_lib()
         end
       end
     end
-    load(r, moves, false, 1, m, 3)
     local work, order = r.work, r.order
+    if nd > 0 then
+      -- the counted children this run has not read come in one call; a
+      -- plain count, a child waiting with no parent failing or skipping
+      -- it, takes its decrement here, with no move per parent. The rest
+      -- become moves.
+      local want, fields, nw = {}, {}, 0
+      for k = 1, nd do
+        local x = named[k]
+        if nodes[x] == nil then
+          nw = nw + 1
+          want[nw], fields[nw] = x, 's:' .. x
+        end
+      end
+      for i = 1, nw, 500 do
+        local last = math.min(i + 499, nw)
+        local v = redis.call('HMGET', r.W, unpack(fields, i, last))
+        for j = i, last do
+          local x, sv = want[j], v[j - i + 1]
+          local u = sv and tonumber(sv)
+          if u then
+            u = u - dec[x]
+            dec[x] = nil
+            nodes[x] = {'w', u, 0, 0, nil, fields[j], true}
+            order[#order + 1] = x
+            if u <= 0 then work[#work + 1] = x end
+          else
+            nodes[x] = sv and parse(sv, fields[j]) or false
+          end
+        end
+      end
+      for k = 1, nd do
+        local x = named[k]
+        for _ = 1, dec[x] or 0 do
+          moves[m + 1], moves[m + 2], moves[m + 3] = x, 'u', ''
+          m = m + 3
+        end
+      end
+    end
+    load(r, moves, false, 1, m, 3)
     local w, o = #work, #order
     for i = 1, m, 3 do
       local x = moves[i]
       local c = nodes[x]
       if c and WAITS[c[1]] then
-        local a = moves[i + 1]
+        local a, b = moves[i + 1], moves[i + 2]
         if a == 'u' then c[2] = c[2] - 1 else count(c, a, -1) end
-        count(c, moves[i + 2], 1)
+        if b ~= '' then count(c, b, 1) end
         if not c[7] then
           c[7] = true
           o = o + 1
