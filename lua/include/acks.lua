@@ -92,11 +92,12 @@ local function ack_tasks(T, now, argv, from, cap, size)
           if not r then
             r = wf_lib().start(string.match(W, '^(.*}):w:'), W, now)
             runs[W] = r
-            r.acked = {}
+            r.acked, r.at = {}, {}
           end
-          r.acked[#r.acked + 1] = x
           nodes[nn + 1], nodes[nn + 2], nodes[nn + 3] = r, x, id
           nn = nn + 3
+          local a = #r.acked + 1
+          r.acked[a], r.at[a] = x, nn / 3
         elseif width >= 5 and argv[i + 4] ~= '' then
           local flow = argv[i + 4]
           local kind = string.byte(flow, 1)
@@ -121,8 +122,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
     local ids = {}
     for k = 3, nn, 3 do ids[k / 3] = nodes[k] end
     local results = redis.call('HMGET', T .. ':result', unpack(ids))
-    for _, r in pairs(runs) do wf.load(r, r.acked, true) end
-    for k = 1, nn, 3 do wf.succeed(nodes[k], nodes[k + 1], nodes[k + 2], results[(k + 2) / 3] or '') end
+    for _, r in pairs(runs) do wf.acked(r, ids, results) end
     -- in the order of the acks, as they came
     for k = 1, nn, 3 do
       local r = nodes[k]

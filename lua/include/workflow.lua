@@ -620,6 +620,50 @@ local function wf_lib()
     return true
   end
 
+  -- acked applies the successes of run r's acked nodes, r.acked, the
+  -- k-th the task ids[r.at[k]] with result results[r.at[k]] (false:
+  -- none). Their states and children lists come in one call per 500
+  -- nodes, and an enqueued node, the common case, takes the steps of
+  -- succeed inline, with no entry made twice nor call per node. Any
+  -- other node goes through succeed.
+  local function acked(r, ids, results)
+    local xs, at, nodes = r.acked, r.at, r.nodes
+    local order, fan, ok = r.order, r.fan, 0
+    for i = 1, #xs, 500 do
+      local last = math.min(i + 499, #xs)
+      local fields, f = {}, 0
+      for k = i, last do
+        local x = xs[k]
+        fields[f + 1], fields[f + 2] = 's:' .. x, 'c:' .. x
+        f = f + 2
+      end
+      local v = redis.call('HMGET', r.W, unpack(fields))
+      for k = i, last do
+        local j = 2 * (k - i) + 1
+        local x, st, cs = xs[k], v[j], v[j + 1] or false
+        local result = results[at[k]] or ''
+        if st == 'p' and nodes[x] == nil then
+          nodes[x] = {'s', 0, 0, 0, cs, fields[j], true}
+          order[#order + 1] = x
+          ok = ok + 1
+          if result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
+          if cs then
+            local nf = #fan
+            fan[nf + 1], fan[nf + 2], fan[nf + 3] = x, 'p', 's'
+          end
+        else
+          if nodes[x] == nil then
+            local n = st and parse(st, fields[j]) or false
+            if n then n[5] = cs end
+            nodes[x] = n
+          end
+          succeed(r, x, ids[at[k]], result)
+        end
+      end
+    end
+    r.ok = r.ok + ok
+  end
+
   -- finish releases what run r's outcomes freed, writes its changes and
   -- checks whether the workflow finished.
   local function finish(r)
@@ -628,7 +672,7 @@ local function wf_lib()
     check(r.W, r.now)
   end
 
-  WF = {delivery = delivery, kids = kids, succeed = succeed, effect = effect, count = count, start = start, parse = parse,
+  WF = {delivery = delivery, kids = kids, acked = acked, succeed = succeed, effect = effect, count = count, start = start, parse = parse,
     node = node, load = load, dirty = dirty, set = set, run = run, chunks = chunks, flush = flush, check = check,
     note = note, finish = finish}
   return WF
