@@ -219,8 +219,9 @@ local function wf_lib()
       for j = i, last do nodes[need[j]][5] = v[j - i + 1] or false end
     end
     -- moves: child, effect before, effect after. A success, the common
-    -- case, costs each child an unfinished parent whatever its edge: dec
-    -- counts them per child, named in order.
+    -- case, costs each child an unfinished parent whatever its edge, and
+    -- changes nothing else: dec counts them per child, named in order,
+    -- with no move per parent.
     local moves, m = {}, 0
     local dec, named, nd = {}, {}, 0
     for i = 1, #fan, 3 do
@@ -260,42 +261,20 @@ local function wf_lib()
       end
     end
     local work, order = r.work, r.order
-    if nd > 0 then
-      -- the counted children this run has not read come in one call; a
-      -- plain count, a child waiting with no parent failing or skipping
-      -- it, takes its decrement here, with no move per parent. The rest
-      -- become moves.
-      local want, fields, nw = {}, {}, 0
-      for k = 1, nd do
-        local x = named[k]
-        if nodes[x] == nil then
-          nw = nw + 1
-          want[nw], fields[nw] = x, 's:' .. x
+    -- the counted children, read together, each take their decrements at
+    -- once; a waiting one is queued for evaluation only when it may leave
+    -- w: its last unfinished parent gone
+    load(r, named, false, 1, nd)
+    for k = 1, nd do
+      local x = named[k]
+      local c = nodes[x]
+      if c and WAITS[c[1]] then
+        c[2] = c[2] - dec[x]
+        if not c[7] then
+          c[7] = true
+          order[#order + 1] = x
         end
-      end
-      for i = 1, nw, 500 do
-        local last = math.min(i + 499, nw)
-        local v = redis.call('HMGET', r.W, unpack(fields, i, last))
-        for j = i, last do
-          local x, sv = want[j], v[j - i + 1]
-          local u = sv and tonumber(sv)
-          if u then
-            u = u - dec[x]
-            dec[x] = nil
-            nodes[x] = {'w', u, 0, 0, nil, fields[j], true}
-            order[#order + 1] = x
-            if u <= 0 then work[#work + 1] = x end
-          else
-            nodes[x] = sv and parse(sv, fields[j]) or false
-          end
-        end
-      end
-      for k = 1, nd do
-        local x = named[k]
-        for _ = 1, dec[x] or 0 do
-          moves[m + 1], moves[m + 2], moves[m + 3] = x, 'u', ''
-          m = m + 3
-        end
+        if c[2] <= 0 or c[1] ~= 'w' then work[#work + 1] = x end
       end
     end
     load(r, moves, false, 1, m, 3)
@@ -372,27 +351,24 @@ local function wf_lib()
   -- before routes. Else e is its delivery, and goes into the outbox,
   -- visible at ats.
   local function release(r, raw, e, ats)
-    if r.size then
-      local id, queue, part = route_head(raw)
-      if id then
-        local g = group(r, queue, part)
-        local k = g.n + 1
-        g.n = k
-        g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.due[k] = id, e, false, raw, 0
-        return
+    local id, queue, part, m
+    local due = 0
+    if r.size then id, queue, part = route_head(raw) end
+    if not id then
+      m = cmsgpack.unpack(raw)
+      if r.size and m[7] then
+        id, queue, part = m[1], m[2], m[4]
+        if m[6] > 0 then due = m[6] elseif m[7] > 0 then due = r.now + m[7] end
       end
     end
-    local m = cmsgpack.unpack(raw)
-    if r.size and m[7] then
-      local due = 0
-      if m[6] > 0 then due = m[6] elseif m[7] > 0 then due = r.now + m[7] end
-      local g = group(r, m[2], m[4])
+    if id then
+      local g = group(r, queue, part)
       local k = g.n + 1
       g.n = k
-      g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.due[k] = m[1], e, false, raw, due
+      g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.due[k] = id, e, false, raw, due
       return
     end
-    local id = m[1]
+    id = m[1]
     if r.size then
       -- {queue, partition, partitions, id, message, at, in, unique, unique ttl}
       local ok, d = pcall(cmsgpack.unpack, e)
@@ -672,8 +648,8 @@ local function wf_lib()
     check(r.W, r.now)
   end
 
-  WF = {delivery = delivery, kids = kids, acked = acked, succeed = succeed, effect = effect, count = count, start = start, parse = parse,
-    node = node, load = load, dirty = dirty, set = set, run = run, chunks = chunks, flush = flush, check = check,
+  WF = {delivery = delivery, kids = kids, acked = acked, effect = effect, count = count, start = start, parse = parse,
+    node = node, dirty = dirty, set = set, run = run, chunks = chunks, flush = flush, check = check,
     note = note, finish = finish}
   return WF
 end
