@@ -110,14 +110,16 @@ if taken then
 end
 local r = wf_start(H, W, now)
 -- adds: the children this call gives each node, new or existing
-local adds, edges = {}, 0
-local function add(p, child, e)
+local adds, edges, before = {}, 0, false
+local function add(p, child, e, letter)
   local list = adds[p]
   if not list then
     list = {}
     adds[p] = list
   end
-  list[#list + 1] = {child, e}
+  -- the edge's letter in the children list: upper case when p is
+  -- child's only parent (include/workflow.lua)
+  list[#list + 1] = {child, e, letter or e}
   edges = edges + 1
 end
 for _, nd in ipairs(nodes) do
@@ -125,13 +127,15 @@ for _, nd in ipairs(nodes) do
     if not new[pe[1]] and not wf_node(r, pe[1]) then
       return {FLOW_UNKNOWN_PARENT, nd.name, pe[1]}
     end
-    add(pe[1], nd.name, pe[2])
+    -- a node's only parent marks its edge in upper case (include/workflow.lua)
+    add(pe[1], nd.name, pe[2], #nd.parents == 1 and string.upper(pe[2]))
   end
   for _, ce in ipairs(nd.before) do
     local c = wf_node(r, ce[1])
     if not c then return {FLOW_UNKNOWN_PARENT, nd.name, ce[1]} end
     if c[1] ~= 'w' then return {FLOW_NOT_WAITING, nd.name, ce[1]} end
     add(nd.name, ce[1], ce[2])
+    before = true
   end
 end
 if n0 + #nodes > tonumber(ARGV[7]) or e0 + edges > tonumber(ARGV[8]) then
@@ -172,6 +176,8 @@ for _, nd in ipairs(nodes) do
 end
 
 redis.call('HINCRBY', W, 'n', #nodes)
+-- an existing node has a new parent: an upper-case edge into it may lie
+if before then redis.call('HSET', W, 'ext', 1) end
 redis.call('HINCRBY', W, 'edges', edges)
 r.open = #nodes
 r.counts.w = #nodes
@@ -202,7 +208,7 @@ for p, list in pairs(adds) do
     end
     if cs then all[1] = cs end
   end
-  for _, ch in ipairs(list) do all[#all + 1] = ch[2] .. ch[1] end
+  for _, ch in ipairs(list) do all[#all + 1] = ch[3] .. ch[1] end
   local packed = table.concat(all, ' ')
   kv[#kv + 1], kv[#kv + 2] = 'c:' .. p, packed
   r.nodes[p][5] = packed

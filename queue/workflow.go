@@ -438,8 +438,9 @@ func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Deli
 
 // freshGraph is a new workflow's graph as its home stores it
 // (include/workflow.lua): per node, its state, its count of parents, and
-// its children, each name after its edge's letter, separated by spaces
-// ("" for none: see childList); the roots' names; the edges.
+// its children, each name after its edge's letter, in upper case when
+// the node is the child's only parent, separated by spaces ("" for none:
+// see childList); the roots' names; the edges.
 type freshGraph struct {
 	states   []string
 	children []string
@@ -464,7 +465,12 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 			if !ok {
 				return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, n.name, e.Parent, id)
 			}
-			kids[p] = append(kids[p], edgeCode(e.OnDead)+n.name)
+			code := edgeCode(e.OnDead)
+			if len(pl.parents[i]) == 1 {
+				// its only parent: the parent's success releases it unread
+				code = strings.ToUpper(code)
+			}
+			kids[p] = append(kids[p], code+n.name)
 		}
 		g.edges += len(pl.parents[i])
 		g.states[i] = strconv.Itoa(len(pl.parents[i]))

@@ -427,7 +427,8 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 
 // childList reads a node's children list (c:): {name, edge code} per
 // child. It is the children's names, each after its edge's letter,
-// separated by spaces; a workflow recorded before that kept it in msgpack,
+// separated by spaces; the letter is in upper case when the node is the
+// child's only parent; a workflow recorded before that kept it in msgpack,
 // {{name, edge}, ...}, which opens with a byte of 0x90 or above.
 func childList(v string) [][2]string {
 	if v != "" && v[0] >= 0x80 {
@@ -447,7 +448,8 @@ func childList(v string) [][2]string {
 	out := make([][2]string, 0, len(fields))
 	for _, f := range fields {
 		if len(f) > 1 {
-			out = append(out, [2]string{f[1:], f[:1]})
+			// upper case marks a child's only parent
+			out = append(out, [2]string{f[1:], strings.ToLower(f[:1])})
 		}
 	}
 	return out

@@ -46,6 +46,8 @@ local function wf_lib()
   if WF then return WF end
   local byte, find, sub = string.byte, string.find, string.sub
   local OPEN = {w = true, p = true}
+  -- an edge's letter: upper case when the parent is its child's only one
+  local EDGE = {f = 'f', r = 'r', k = 'k', F = 'f', R = 'r', K = 'k'}
   local BAD = {d = true, f = true}
   local WAITS = {w = true, f = true, k = true}
 
@@ -104,7 +106,7 @@ local function wf_lib()
   -- read (entries, as parse makes them), the ones it changed, and what it
   -- enqueues or puts into the outbox, all written once by flush.
   local function start(H, W, now)
-    return {H = H, W = W, now = now, nodes = {}, order = {}, ok = 0, work = {}, open = 0, bad = 0,
+    return {H = H, W = W, now = now, nodes = {}, order = {}, ok = 0, work = {}, rel = {}, open = 0, bad = 0,
       counts = {}, out = {}, outmsg = {}, gone = {}, released = {}, push = {}, pushed = {}, fan = {}}
   end
 
@@ -201,6 +203,32 @@ local function wf_lib()
     fan[#fan + 1], fan[#fan + 2], fan[#fan + 3] = x, st, new
   end
 
+  -- settings reads, once a run, whether the workflow was cancelled, how
+  -- its nodes are released (dr), and whether a node was given a parent
+  -- after it was recorded (ext: see sole).
+  local function settings(r)
+    if r.cancelled ~= nil then return end
+    local f = redis.call('HMGET', r.W, 'state', 'dr', 'ext')
+    r.cancelled = f[1] == 'cancelled'
+    r.sole = not r.cancelled and not f[3]
+    if f[2] and f[2] ~= '' then
+      local size, cap = string.match(f[2], '^(%d+) (%d+)$')
+      r.size, r.cap = tonumber(size), tonumber(cap)
+      r.prefix = string.match(r.H, '^{(.*):flows:%d+}$')
+    end
+  end
+
+  -- sole reports whether run r may trust an upper-case edge letter: its
+  -- child has that parent alone, so the parent's success releases it.
+  -- A node's parents are fixed when it is recorded, unless an extension
+  -- makes a new node a parent of it (queue.Before), which sets ext; a
+  -- cancelled workflow releases nothing. Either way the child's state is
+  -- read, as for any other.
+  local function sole(r)
+    if r.cancelled == nil then settings(r) end
+    return r.sole
+  end
+
   -- spread applies the state changes set queued to their waiting
   -- children's counters, and queues those children for evaluation. The
   -- children lists not read yet come in one call, and so do the children.
@@ -224,6 +252,7 @@ local function wf_lib()
     -- with no move per parent.
     local moves, m = {}, 0
     local dec, named, nd = {}, {}, 0
+    local order, rel, freed = r.order, r.rel, 0
     for i = 1, #fan, 3 do
       local cs = nodes[fan[i]][5]
       if cs then
@@ -236,20 +265,29 @@ local function wf_lib()
           while e do
             e = find(cs, ' ', p, true)
             local x = sub(cs, p, e and e - 1)
-            local d = dec[x]
-            if d then
-              dec[x] = d + 1
+            if byte(cs, p - 1) < 0x61 and nodes[x] == nil and sole(r) then
+              -- x's only parent succeeded: x waits for it alone, so x is
+              -- released, with no read of its state
+              nodes[x] = {'p', 0, 0, 0, nil, nil, true}
+              order[#order + 1] = x
+              rel[#rel + 1] = x
+              freed = freed + 1
             else
-              dec[x] = 1
-              nd = nd + 1
-              named[nd] = x
+              local d = dec[x]
+              if d then
+                dec[x] = d + 1
+              else
+                dec[x] = 1
+                nd = nd + 1
+                named[nd] = x
+              end
             end
             if e then p = e + 2 end
           end
         else
           while e do
             e = find(cs, ' ', p, true)
-            local edge = sub(cs, p - 1, p - 1)
+            local edge = EDGE[sub(cs, p - 1, p - 1)]
             local a, b = effect(st, edge), effect(new, edge)
             if a ~= b then
               moves[m + 1], moves[m + 2], moves[m + 3] = sub(cs, p, e and e - 1), a, b
@@ -260,7 +298,11 @@ local function wf_lib()
         end
       end
     end
-    local work, order = r.work, r.order
+    if freed > 0 then
+      r.counts.w = (r.counts.w or 0) - freed
+      r.counts.p = (r.counts.p or 0) + freed
+    end
+    local work = r.work
     -- the counted children, read together, each take their decrements at
     -- once; a waiting one is queued for evaluation only when it may leave
     -- w: its last unfinished parent gone
@@ -294,19 +336,6 @@ local function wf_lib()
         w = w + 1
         work[w] = x
       end
-    end
-  end
-
-  -- settings reads, once a run, whether the workflow was cancelled and
-  -- how its nodes are released (dr).
-  local function settings(r)
-    if r.cancelled ~= nil then return end
-    local f = redis.call('HMGET', r.W, 'state', 'dr')
-    r.cancelled = f[1] == 'cancelled'
-    if f[2] and f[2] ~= '' then
-      local size, cap = string.match(f[2], '^(%d+) (%d+)$')
-      r.size, r.cap = tonumber(size), tonumber(cap)
-      r.prefix = string.match(r.H, '^{(.*):flows:%d+}$')
     end
   end
 
@@ -398,7 +427,7 @@ local function wf_lib()
     local ats = string.format('%d', at)
     r.ats = ats
     spread(r)
-    local i, work, rel, nodes, nrel = 1, r.work, {}, r.nodes, 0
+    local i, work, rel, nodes = 1, r.work, r.rel, r.nodes
     while work[i] ~= nil do
       local last = #work
       load(r, work, false, i, last)
@@ -417,8 +446,7 @@ local function wf_lib()
           end
           if new ~= st then
             if new == 'p' then
-              nrel = nrel + 1
-              rel[nrel] = x
+              rel[#rel + 1] = x
             end
             if new == 'p' and st == 'w' then
               -- what set does for w to p, the common case: nothing changes
@@ -439,8 +467,10 @@ local function wf_lib()
       i = last + 1
       spread(r)
     end
-    -- the released nodes' records and tasks
-    local gone = r.gone
+    -- the released nodes' records and tasks: those spread released, and
+    -- these
+    local gone, nrel = r.gone, #rel
+    r.rel = {}
     for k = 1, nrel, 500 do
       local fields, last, f = {}, math.min(k + 499, nrel), 0
       for j = k, last do
