@@ -252,7 +252,7 @@ local function wf_lib()
     -- with no move per parent.
     local moves, m = {}, 0
     local dec, named, nd = {}, {}, 0
-    local order, rel, freed = r.order, r.rel, 0
+    local order, rel, freed, solo = r.order, r.rel, 0, nil
     for i = 1, #fan, 3 do
       local cs = nodes[fan[i]][5]
       if cs then
@@ -265,7 +265,9 @@ local function wf_lib()
           while e do
             e = find(cs, ' ', p, true)
             local x = sub(cs, p, e and e - 1)
-            if byte(cs, p - 1) < 0x61 and nodes[x] == nil and sole(r) then
+            local up = byte(cs, p - 1) < 0x61 and nodes[x] == nil
+            if up and solo == nil then solo = sole(r) end
+            if up and solo then
               -- x's only parent succeeded: x waits for it alone, so x is
               -- released, with no read of its state
               nodes[x] = {'p', 0, 0, 0, nil, nil, true}
@@ -391,7 +393,12 @@ local function wf_lib()
       end
     end
     if id then
-      local g = group(r, queue, part)
+      -- a run's releases mostly go to one partition
+      local g = r.lastg
+      if not g or r.lastq ~= queue or r.lastp ~= part then
+        g = group(r, queue, part)
+        r.lastg, r.lastq, r.lastp = g, queue, part
+      end
       local k = g.n + 1
       g.n = k
       g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.due[k] = id, e, false, raw, due
@@ -506,8 +513,9 @@ local function wf_lib()
       return
     end
     local keyed, plain, at, members, copies = {}, {}, {}, {}, {}
-    for k, id in ipairs(g.ids) do
-      local msg, due = g.msgs[k], g.due[k]
+    local ids, msgs, dues = g.ids, g.msgs, g.due
+    for k = 1, g.n do
+      local id, msg, due = ids[k], msgs[k], dues[k]
       members[k] = id
       if due > r.now then
         redis.call('ZADD', T .. ':scheduled', due, id)
@@ -528,12 +536,13 @@ local function wf_lib()
   local function flush(r)
     -- a cancel sets states without a run
     spread(r)
-    local kv = {}
+    local kv, order = {}, r.order
     local nodes, k = r.nodes, 0
-    for _, x in ipairs(r.order) do
+    for i = 1, #order do
+      local x = order[i]
       local n = nodes[x]
       local v = n[1]
-      if WAITS[v] then v = stored(n) end
+      if v == 'w' and n[3] == 0 and n[4] == 0 then v = n[2] elseif WAITS[v] then v = stored(n) end
       kv[k + 1], kv[k + 2] = n[6] or 's:' .. x, v
       k = k + 2
       n[7] = nil
@@ -556,7 +565,7 @@ local function wf_lib()
     chunks('ZADD', r.H .. ':out', r.out, 1000)
     chunks('HSET', r.H .. ':outmsg', r.outmsg, 1000)
     r.order, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, {}, 0, 0, {}
-    r.push, r.pushed = {}, {}
+    r.push, r.pushed, r.lastg = {}, {}, nil
   end
 
   -- check finishes the workflow when no node is open (its state: failed
