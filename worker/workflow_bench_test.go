@@ -23,10 +23,10 @@ import (
 // (EnqueueMany, then processed) beside a 10,000-node graph (EnqueueWorkflow,
 // then run to its end), both with 100-byte payloads and a no-op handler at
 // concurrency 16. It reports Redis CPU per task and per node, from enqueue
-// to the last ack (the graph's includes forwarding outcomes and delivering
-// released nodes), and Redis memory per task pending and per node while
-// the graph runs: waiting just after it was recorded, and enqueued (the
-// root's children, released, not yet run). Shapes: fan-out, a root
+// to the last ack (the graph's includes releasing its nodes), and Redis
+// memory per task pending and per node while the graph runs: waiting just
+// after it was recorded, and enqueued (the root's children, released, not
+// yet run). Shapes: fan-out, a root
 // with 9,999 children; fan-in, a root with 9,998 children, all parents of
 // one last node; layers, 100 layers of 100 nodes, each node a child of two
 // nodes of the layer above. Run it with -benchtime 1x; each iteration is

@@ -203,6 +203,15 @@ local function wf_lib()
     fan[#fan + 1], fan[#fan + 2], fan[#fan + 3] = x, st, new
   end
 
+  -- count_freed counts k nodes of run r moved from waiting to enqueued:
+  -- no child hears of it, and the open and bad counts stay.
+  local function count_freed(r, k)
+    if k > 0 then
+      r.counts.w = (r.counts.w or 0) - k
+      r.counts.p = (r.counts.p or 0) + k
+    end
+  end
+
   -- settings reads, once a run, whether the workflow was cancelled, how
   -- its nodes are released (dr), and whether a node was given a parent
   -- after it was recorded (ext: see sole).
@@ -300,10 +309,7 @@ local function wf_lib()
         end
       end
     end
-    if freed > 0 then
-      r.counts.w = (r.counts.w or 0) - freed
-      r.counts.p = (r.counts.p or 0) + freed
-    end
+    count_freed(r, freed)
     local work = r.work
     -- the counted children, read together, each take their decrements at
     -- once; a waiting one is queued for evaluation only when it may leave
@@ -467,10 +473,7 @@ local function wf_lib()
           end
         end
       end
-      if freed > 0 then
-        r.counts.w = (r.counts.w or 0) - freed
-        r.counts.p = (r.counts.p or 0) + freed
-      end
+      count_freed(r, freed)
       i = last + 1
       spread(r)
     end
@@ -542,7 +545,7 @@ local function wf_lib()
       local x = order[i]
       local n = nodes[x]
       local v = n[1]
-      if v == 'w' and n[3] == 0 and n[4] == 0 then v = n[2] elseif WAITS[v] then v = stored(n) end
+      if WAITS[v] then v = stored(n) end
       kv[k + 1], kv[k + 2] = n[6] or 's:' .. x, v
       k = k + 2
       n[7] = nil
