@@ -92,7 +92,7 @@ for i = 10, #ARGV, 5 do
   local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = NONE, before = NONE}
   if not direct then
     local m = cmsgpack.unpack(nd.meta)
-    if m[7] then nd.e = wf.delivery(m, nd.e) end
+    if m[7] then nd.e = wf.delivery(m, select(4, wf.split(nd.e)) or nd.e) end
   end
   if ARGV[i + 3] ~= '' then nd.parents = cmsgpack.unpack(ARGV[i + 3]) end
   if ARGV[i + 4] ~= '' then nd.before = cmsgpack.unpack(ARGV[i + 4]) end

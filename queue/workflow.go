@@ -301,12 +301,18 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 			return false, fmt.Errorf("workflow node %q: %w", n.name, err)
 		}
 		// released straight into its queue, a node's task is its message,
-		// routed by its record, which Lua reads without decoding the
-		// message; through the outbox, its delivery
+		// after its route when the route takes the common layout
+		// (wire.NodeTask), else routed by its record, which Lua reads
+		// without decoding the message; through the outbox, its delivery
 		route := []any{d.ID, info.Queue, info.Type, d.Partition}
 		var e any = d.Msg
 		if direct != "" {
 			route = append(route, d.Partitions, d.At, d.In)
+			if d.At == 0 && d.In == 0 {
+				if t, ok := wire.NodeTask(d.ID, d.Queue, d.Partition, d.Msg); ok {
+					e = t
+				}
+			}
 		} else if e, err = wire.EncodeDelivery(d); err != nil {
 			return false, err
 		}

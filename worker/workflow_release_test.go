@@ -384,7 +384,11 @@ func recordAsDelivery(t *testing.T, r *flowRig, key, x string, binary bool) {
 	for _, v := range []any{&m.ID, &m.Queue, &m.Type, &m.Partition, &m.Partitions, &m.At, &m.In} {
 		must(t, dec.Decode(v))
 	}
-	d := wire.Delivery{Queue: m.Queue, Partition: int(m.Partition), Partitions: int(m.Partitions), ID: m.ID, Msg: []byte(f[0].(string)), At: m.At, In: m.In}
+	msg := []byte(f[0].(string))
+	if _, _, _, bare, ok := wire.SplitNodeTask(msg); ok {
+		msg = bare
+	}
+	d := wire.Delivery{Queue: m.Queue, Partition: int(m.Partition), Partitions: int(m.Partitions), ID: m.ID, Msg: msg, At: m.At, In: m.In}
 	var e []byte
 	if binary {
 		e, err = msgpack.Marshal([]any{d.Queue, d.Partition, d.Partitions, d.ID, d.Msg, d.At, d.In, d.Unique, d.UniqueTTL})

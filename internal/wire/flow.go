@@ -123,3 +123,33 @@ func DecodeFlowNote(b []byte) (*FlowNote, error) {
 	n.Result = []byte(res)
 	return &n, nil
 }
+
+// NodeTask is a workflow node's task as a producer on one Redis server
+// stores it until the node is released, when its route takes the common
+// layout: no delay, an ID under 128 bytes, a queue under 256 bytes and a
+// partition under 65,536. Four bytes (the ID's length, the queue's length,
+// the partition big-endian), the ID, the queue, then the message. The
+// script that releases the node reads it with one field and four calls
+// (include/workflow.lua, split); reading the route from its own field took
+// a second field and eight. Another task is stored as its bare message,
+// which opens with a msgpack array (0x90 or above), and its route is read.
+func NodeTask(id, queue string, partition int, msg []byte) ([]byte, bool) {
+	if len(id) == 0 || len(id) >= 0x80 || len(queue) > 0xff || partition < 0 || partition > 0xffff {
+		return nil, false
+	}
+	b := make([]byte, 0, 4+len(id)+len(queue)+len(msg))
+	b = append(b, byte(len(id)), byte(len(queue)), byte(partition>>8), byte(partition))
+	b = append(b, id...)
+	b = append(b, queue...)
+	return append(b, msg...), true
+}
+
+// SplitNodeTask reads what NodeTask wrote; ok is false for a bare
+// message.
+func SplitNodeTask(b []byte) (id, queue string, partition int, msg []byte, ok bool) {
+	if len(b) < 4 || b[0] == 0 || b[0] >= 0x80 || len(b) < 4+int(b[0])+int(b[1]) {
+		return "", "", 0, nil, false
+	}
+	q := 4 + int(b[0])
+	return string(b[4:q]), string(b[q : q+int(b[1])]), int(b[2])<<8 | int(b[3]), b[q+int(b[1]):], true
+}

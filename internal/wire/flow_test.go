@@ -72,3 +72,31 @@ func TestDeliveryAndNote(t *testing.T) {
 		t.Fatal("junk decoded as a note")
 	}
 }
+
+func TestNodeTask(t *testing.T) {
+	msg := []byte{0x9d, 0xa1, 'x'}
+	b, ok := NodeTask("id", "q", 513, msg)
+	if !ok {
+		t.Fatal("NodeTask refused a common route")
+	}
+	id, q, p, m, ok := SplitNodeTask(b)
+	if !ok || id != "id" || q != "q" || p != 513 || string(m) != string(msg) {
+		t.Fatalf("SplitNodeTask = %q %q %d %x %v", id, q, p, m, ok)
+	}
+	// a bare message and a delivery open with a msgpack array: not split
+	for _, bare := range [][]byte{msg, {0x99, 0xa1, 'q'}, nil, {5, 1}} {
+		if _, _, _, _, ok := SplitNodeTask(bare); ok {
+			t.Fatalf("SplitNodeTask(%x) split it", bare)
+		}
+	}
+	// routes the header cannot hold stay bare
+	long := string(make([]byte, 128))
+	for _, c := range []struct {
+		id, q string
+		p     int
+	}{{"", "q", 0}, {long, "q", 0}, {"id", long + long, 0}, {"id", "q", 65536}, {"id", "q", -1}} {
+		if _, ok := NodeTask(c.id, c.q, c.p, msg); ok {
+			t.Fatalf("NodeTask(%d-byte ID, %d-byte queue, %d) took it", len(c.id), len(c.q), c.p)
+		}
+	}
+}

@@ -16,8 +16,9 @@
 -- rb"; recorded before, {{name, edge}, ...} in cmsgpack: see kids); e:x
 -- its task until it is
 -- released: its delivery (wire.Delivery), or with
--- dr its message, what its queue gets, read with no decoding; r:x its
--- result; x:x its error. A
+-- dr its message, what its queue gets, read with no decoding, after its
+-- route when the route takes the common layout (wire.NodeTask: see
+-- split); r:x its result; x:x its error. A
 -- node's state: w waiting for parents, p enqueued (pending, running or
 -- retrying), s succeeded, d dead, f failed (a parent did not succeed,
 -- over a fail edge), k skipped (over a skip edge), x cancelled. An edge
@@ -50,6 +51,13 @@ local function wf_lib()
   local EDGE = {f = 'f', r = 'r', k = 'k', F = 'f', R = 'r', K = 'k'}
   local BAD = {d = true, f = true}
   local WAITS = {w = true, f = true, k = true}
+  -- The entries of the nodes a run moves the common ways, an enqueued
+  -- node acked (acked) and a waiting one released by its only parent
+  -- (spread): shared, since after the move a run only reads them (only
+  -- waiting nodes change again), and their states go straight into r.kv.
+  -- A table per node was a tenth of an ack's cost.
+  local SUCCEEDED = {'s', 0, 0, 0, false, nil, true}
+  local RELEASED = {'p', 0, 0, 0, false, nil, true}
 
   -- effect is what parent state ps means to a child over edge e:
   -- 'u' unfinished, 'f' fail, 'k' skip, '' satisfied.
@@ -76,39 +84,29 @@ local function wf_lib()
     return table.concat(out, ' ')
   end
 
-  -- NODELAY is a route's at and in when both are 0: Go's msgpack writes
-  -- an int64 in nine bytes.
-  local NODELAY = '\211\0\0\0\0\0\0\0\0\211\0\0\0\0\0\0\0\0'
-
-  -- route_head reads, from a node's route m (see the top: cmsgpack of
-  -- {task ID, queue, type, partition, partitions, at, in}), its task ID,
-  -- queue and partition, when the route takes the common layout: strings
-  -- under 32 bytes, a partition and a count under 128, no delay. Else it
-  -- returns nil, and cmsgpack reads the route, for twice the cost.
-  local function route_head(m)
-    local a, h = byte(m, 1, 2)
-    if a ~= 0x97 or not h or h < 0xa0 or h > 0xbf then return nil end
-    local q = h - 0x9d -- the queue's header
-    local qh = byte(m, q)
-    if not qh or qh < 0xa1 or qh > 0xbf then return nil end
-    local t = q + qh - 0x9f -- the type's header
-    local th = byte(m, t)
-    if not th or th < 0xa0 or th > 0xbf then return nil end
-    local p = t + th - 0x9f -- the partition
-    local part, parts = byte(m, p, p + 1)
-    if not parts or part > 0x7f or parts > 0x7f or #m ~= p + 19 or find(m, NODELAY, p + 2, true) ~= p + 2 then
-      return nil
-    end
-    return sub(m, 3, q - 1), sub(m, q + 1, t - 1), part
+  -- split reads a node's task e as wire.NodeTask writes it, and
+  -- returns its task ID, queue, partition and message; nil for a bare
+  -- message or a delivery, which open with a msgpack array.
+  local function split(e)
+    local a, b, p1, p2 = byte(e, 1, 4)
+    if not p2 or a == 0 or a >= 0x80 then return nil end
+    local q = a + 5
+    return sub(e, 5, q - 1), sub(e, q, q + b - 1), p1 * 256 + p2, sub(e, q + b)
   end
 
   -- A run is one script's work on workflow W at time now: the nodes it
-  -- read (entries, as parse makes them), the ones it changed, and what it
-  -- enqueues or puts into the outbox, all written once by flush.
+  -- read (entries, as parse makes them), the ones it changed (order, and
+  -- kv: the states of nodes with shared entries), and what it enqueues
+  -- or puts into the outbox, all written once by flush.
   local function start(H, W, now)
     return {H = H, W = W, now = now, nodes = {}, order = {}, ok = 0, work = {}, rel = {}, open = 0, bad = 0,
-      counts = {}, out = {}, outmsg = {}, gone = {}, released = {}, push = {}, pushed = {}, fan = {}}
+      counts = {}, out = {}, outmsg = {}, gone = {}, released = {}, push = {}, pushed = {}, fan = {}, kv = {}}
   end
+
+  -- A script meets the same few counts again and again: NUM and STR keep
+  -- their conversions, each a strtod or an snprintf (a number passed to
+  -- redis.call is formatted with "%.17g").
+  local NUM, STR = {}, {}
 
   -- parse reads a node's stored state, in field key, into its entry:
   -- {state, unfinished, fail, skip, children (nil: not read, false: none),
@@ -118,7 +116,11 @@ local function wf_lib()
   local function parse(v, key)
     -- a letter alone: enqueued or finished, what an ack reads
     if #v == 1 and v >= 'a' then return {v, 0, 0, 0, nil, key, nil} end
-    local u = tonumber(v)
+    local u = NUM[v]
+    if not u then
+      u = tonumber(v)
+      if u then NUM[v] = u end
+    end
     if u then return {'w', u, 0, 0, nil, key, nil} end
     local st, uu, f, k = string.match(v, '^(%a) (%d+) (%d+) (%d+)$')
     if st then return {st, tonumber(uu), tonumber(f), tonumber(k), nil, key, nil} end
@@ -128,7 +130,15 @@ local function wf_lib()
   -- stored is what flush writes for node entry n.
   local function stored(n)
     local st = n[1]
-    if st == 'w' and n[3] == 0 and n[4] == 0 then return n[2] end
+    if st == 'w' and n[3] == 0 and n[4] == 0 then
+      local u = n[2]
+      local v = STR[u]
+      if not v then
+        v = string.format('%d', u)
+        STR[u] = v
+      end
+      return v
+    end
     if WAITS[st] then return string.format('%s %d %d %d', st, n[2], n[3], n[4]) end
     return st
   end
@@ -199,8 +209,11 @@ local function wf_lib()
     -- from waiting to enqueued, or back, means the same to every child
     if OPEN[st] and OPEN[new] then return end
     -- the children hear of it in spread, with the other changes' children
+    local cs = n[5]
+    if cs == false then return end
     local fan = r.fan
-    fan[#fan + 1], fan[#fan + 2], fan[#fan + 3] = x, st, new
+    local f = #fan
+    fan[f + 1], fan[f + 2], fan[f + 3], fan[f + 4] = x, st, new, cs or 0
   end
 
   -- count_freed counts k nodes of run r moved from waiting to enqueued:
@@ -245,15 +258,22 @@ local function wf_lib()
     local fan, nodes = r.fan, r.nodes
     if #fan == 0 then return end
     r.fan = {}
+    -- fan: per changed node its name, state before and after, and
+    -- children list (0: not read yet)
     local need = {}
-    for i = 1, #fan, 3 do
-      if nodes[fan[i]][5] == nil then need[#need + 1] = fan[i] end
+    for i = 1, #fan, 4 do
+      if fan[i + 3] == 0 then need[#need + 1] = i end
     end
     for i = 1, #need, 500 do
       local fields, last = {}, math.min(i + 499, #need)
-      for j = i, last do fields[#fields + 1] = 'c:' .. need[j] end
+      for j = i, last do fields[#fields + 1] = 'c:' .. fan[need[j]] end
       local v = redis.call('HMGET', r.W, unpack(fields))
-      for j = i, last do nodes[need[j]][5] = v[j - i + 1] or false end
+      for j = i, last do
+        local f = need[j]
+        local cs = v[j - i + 1] or false
+        fan[f + 3] = cs
+        nodes[fan[f]][5] = cs
+      end
     end
     -- moves: child, effect before, effect after. A success, the common
     -- case, costs each child an unfinished parent whatever its edge, and
@@ -262,8 +282,8 @@ local function wf_lib()
     local moves, m = {}, 0
     local dec, named, nd = {}, {}, 0
     local order, rel, freed, solo = r.order, r.rel, 0, nil
-    for i = 1, #fan, 3 do
-      local cs = nodes[fan[i]][5]
+    for i = 1, #fan, 4 do
+      local cs = fan[i + 3]
       if cs then
         local st, new = fan[i + 1], fan[i + 2]
         cs = kids(cs)
@@ -279,8 +299,7 @@ local function wf_lib()
             if up and solo then
               -- x's only parent succeeded: x waits for it alone, so x is
               -- released, with no read of its state
-              nodes[x] = {'p', 0, 0, 0, nil, nil, true}
-              order[#order + 1] = x
+              nodes[x] = RELEASED
               rel[#rel + 1] = x
               freed = freed + 1
             else
@@ -364,10 +383,10 @@ local function wf_lib()
     end
     local g = q[part]
     if not g then
-      -- per task: ID, message, delivery (false: made from its route, in
-      -- ms, when needed), due time
+      -- per task: ID, message, delivery (false: made from its route
+      -- when needed), route (false: not read), node, due time
       local T = '{' .. r.prefix .. ':' .. queue .. ':' .. string.format('%d', part) .. '}'
-      g = {T = T, ids = {}, msgs = {}, es = {}, ms = {}, due = {}, n = 0}
+      g = {T = T, ids = {}, msgs = {}, es = {}, ms = {}, xs = {}, due = {}, n = 0}
       q[part] = g
       r.pushed[#r.pushed + 1] = g
     end
@@ -382,35 +401,34 @@ local function wf_lib()
     r.released[#r.released + 1] = id
   end
 
-  -- release sends a released node, whose record is raw (its route, m:)
-  -- and task e, on its way. With dr, e goes into its partition's push
-  -- (flush writes it): a message routed by raw, or a delivery recorded
-  -- before routes. Else e is its delivery, and goes into the outbox,
-  -- visible at ats.
-  local function release(r, raw, e, ats)
-    local id, queue, part, m
-    local due = 0
-    if r.size then id, queue, part = route_head(raw) end
-    if not id then
-      m = cmsgpack.unpack(raw)
-      if r.size and m[7] then
-        id, queue, part = m[1], m[2], m[4]
-        if m[6] > 0 then due = m[6] elseif m[7] > 0 then due = r.now + m[7] end
-      end
+  -- add puts node x's task (id, message msg, due at due, route raw or
+  -- false: not read) into run r's push into partition (queue, part).
+  local function add(r, x, id, queue, part, msg, due, raw)
+    -- a run's releases mostly go to one partition
+    local g = r.lastg
+    if not g or r.lastq ~= queue or r.lastp ~= part then
+      g = group(r, queue, part)
+      r.lastg, r.lastq, r.lastp = g, queue, part
     end
-    if id then
-      -- a run's releases mostly go to one partition
-      local g = r.lastg
-      if not g or r.lastq ~= queue or r.lastp ~= part then
-        g = group(r, queue, part)
-        r.lastg, r.lastq, r.lastp = g, queue, part
-      end
-      local k = g.n + 1
-      g.n = k
-      g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.due[k] = id, e, false, raw, due
+    local k = g.n + 1
+    g.n = k
+    g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.xs[k], g.due[k] = id, msg, false, raw, x, due
+  end
+
+  -- release sends released node x, whose route is raw (m:x) and task e,
+  -- on its way, when e is not a wire.NodeTask (run reads those). With
+  -- dr, e goes into its partition's push (flush writes it): a message
+  -- routed by raw, or a delivery recorded before routes. Else e is its
+  -- delivery, and goes into the outbox, visible at ats.
+  local function release(r, x, raw, e, ats)
+    local m = cmsgpack.unpack(raw)
+    if r.size and m[7] then
+      local due = 0
+      if m[6] > 0 then due = m[6] elseif m[7] > 0 then due = r.now + m[7] end
+      add(r, x, m[1], m[2], m[4], e, due, raw)
       return
     end
-    id = m[1]
+    local id = m[1]
     if r.size then
       -- {queue, partition, partitions, id, message, at, in, unique, unique ttl}
       local ok, d = pcall(cmsgpack.unpack, e)
@@ -429,6 +447,8 @@ local function wf_lib()
     end
     outbox(r, id, e, ats)
   end
+
+  local push -- below
 
   -- run evaluates the queued nodes, and those their changes queue: a
   -- node waiting, failed or skipped takes the state its counters give;
@@ -477,23 +497,45 @@ local function wf_lib()
       i = last + 1
       spread(r)
     end
-    -- the released nodes' records and tasks: those spread released, and
-    -- these
+    -- the released nodes' tasks: those spread released, and these; a
+    -- node's route is read only when its task is not a wire.NodeTask
     local gone, nrel = r.gone, #rel
     r.rel = {}
     for k = 1, nrel, 500 do
-      local fields, last, f = {}, math.min(k + 499, nrel), 0
+      local fields, last = {}, math.min(k + 499, nrel)
+      local kv = r.kv
       for j = k, last do
-        local e = 'e:' .. rel[j]
-        fields[f + 1], fields[f + 2] = 'm:' .. rel[j], e
-        f = f + 2
+        local x = rel[j]
+        local e = 'e:' .. x
+        fields[j - k + 1] = e
         gone[#gone + 1] = e
+        if nodes[x] == RELEASED then
+          local n = #kv
+          kv[n + 1], kv[n + 2] = 's:' .. x, 'p'
+        end
       end
       local v = redis.call('HMGET', r.W, unpack(fields))
+      local routed, nr = {}, 0
       for j = k, last do
-        local m = 2 * (j - k) + 1
-        release(r, v[m], v[m + 1], ats)
+        local e = v[j - k + 1]
+        local id, queue, part, msg
+        if r.size and e then id, queue, part, msg = split(e) end
+        if id then
+          add(r, rel[j], id, queue, part, msg, 0, false)
+        else
+          routed[nr + 1], routed[nr + 2] = rel[j], e
+          nr = nr + 2
+        end
       end
+      if nr > 0 then
+        local ms = {}
+        for i = 1, nr, 2 do ms[#ms + 1] = 'm:' .. routed[i] end
+        local mv = redis.call('HMGET', r.W, unpack(ms))
+        for i = 1, nr, 2 do release(r, routed[i], mv[(i + 1) / 2], routed[i + 1], ats) end
+      end
+      -- pushed a chunk at a time: a run's messages never all live in Lua
+      for _, g in ipairs(r.pushed) do push(r, g) end
+      r.push, r.pushed, r.lastg = {}, {}, nil
     end
   end
 
@@ -507,11 +549,16 @@ local function wf_lib()
   -- push enqueues the released tasks of one partition (g), as enqueue.lua
   -- does: pending now, or scheduled when the node has a delay. A closed
   -- partition takes none: they go into the outbox.
-  local function push(r, g)
+  function push(r, g)
     local T = g.T
     if rank_closed(redis.call('GET', T .. ':feed:rank')) then
       for k, id in ipairs(g.ids) do
-        outbox(r, id, g.es[k] or delivery(cmsgpack.unpack(g.ms[k]), g.msgs[k]), r.ats)
+        local e = g.es[k]
+        if not e then
+          local raw = g.ms[k] or redis.call('HGET', r.W, 'm:' .. g.xs[k])
+          e = delivery(cmsgpack.unpack(raw), g.msgs[k])
+        end
+        outbox(r, id, e, r.ats)
       end
       return
     end
@@ -539,8 +586,10 @@ local function wf_lib()
   local function flush(r)
     -- a cancel sets states without a run
     spread(r)
-    local kv, order = {}, r.order
-    local nodes, k = r.nodes, 0
+    -- the shared entries' states first: a node moved again is in order
+    local kv, order = r.kv, r.order
+    local nodes, k = r.nodes, #r.kv
+    r.kv = {}
     for i = 1, #order do
       local x = order[i]
       local n = nodes[x]
@@ -633,7 +682,8 @@ local function wf_lib()
     r.ok = r.ok + 1
     if n[5] ~= false then
       local fan = r.fan
-      fan[#fan + 1], fan[#fan + 2], fan[#fan + 3] = x, 'p', 's'
+      local f = #fan
+      fan[f + 1], fan[f + 2], fan[f + 3], fan[f + 4] = x, 'p', 's', n[5] or 0
     end
     return true
   end
@@ -646,7 +696,8 @@ local function wf_lib()
   -- other node goes through succeed.
   local function acked(r, ids, results)
     local xs, at, nodes = r.acked, r.at, r.nodes
-    local order, fan, ok = r.order, r.fan, 0
+    local fan, ok, kv = r.fan, 0, r.kv
+    local nk = #kv
     for i = 1, #xs, 500 do
       local last = math.min(i + 499, #xs)
       local fields, f = {}, 0
@@ -661,13 +712,14 @@ local function wf_lib()
         local x, st, cs = xs[k], v[j], v[j + 1] or false
         local result = results[at[k]] or ''
         if st == 'p' and nodes[x] == nil then
-          nodes[x] = {'s', 0, 0, 0, cs, fields[j], true}
-          order[#order + 1] = x
+          nodes[x] = SUCCEEDED
+          kv[nk + 1], kv[nk + 2] = fields[j], 's'
+          nk = nk + 2
           ok = ok + 1
           if result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
           if cs then
             local nf = #fan
-            fan[nf + 1], fan[nf + 2], fan[nf + 3] = x, 'p', 's'
+            fan[nf + 1], fan[nf + 2], fan[nf + 3], fan[nf + 4] = x, 'p', 's', cs
           end
         else
           if nodes[x] == nil then
@@ -690,7 +742,7 @@ local function wf_lib()
     check(r.W, r.now)
   end
 
-  WF = {delivery = delivery, kids = kids, acked = acked, effect = effect, count = count, start = start, parse = parse,
+  WF = {delivery = delivery, split = split, kids = kids, acked = acked, effect = effect, count = count, start = start, parse = parse,
     node = node, dirty = dirty, set = set, run = run, chunks = chunks, flush = flush, check = check,
     note = note, finish = finish}
   return WF
