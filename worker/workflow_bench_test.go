@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -20,35 +21,43 @@ import (
 
 // BenchmarkWorkflow measures what a workflow node costs Redis against a
 // plain task, in one run on one private redis-server: 10,000 plain tasks
-// (EnqueueMany, then processed) beside a 10,000-node graph (EnqueueWorkflow,
-// then run to its end), both with 100-byte payloads and a no-op handler at
+// (EnqueueMany, then processed) beside 10,000 nodes (EnqueueWorkflow, then
+// run to their end): ten graphs of 1,000 nodes, the size, or one
+// of 10,000 (nodes=...), all with 100-byte payloads and a no-op handler at
 // concurrency 16. It reports Redis CPU per task and per node, from enqueue
 // to the last ack (the graph's includes releasing its nodes), and Redis
 // memory per task pending and per node while the graph runs: waiting just
 // after it was recorded, and enqueued (the root's children, released, not
-// yet run). Shapes: fan-out, a root
-// with 9,999 children; fan-in, a root with 9,998 children, all parents of
-// one last node; layers, 100 layers of 100 nodes, each node a child of two
-// nodes of the layer above. Run it with -benchtime 1x; each iteration is
-// one whole run.
+// yet run). Shapes, for a graph of n nodes: fan-out, a root with n-1
+// children; fan-in, a root with n-2 children, all parents of one last
+// node; layers, layers of 100 nodes, each node a child of two nodes of the
+// layer above. Run it with -benchtime 1x; each iteration is one whole run.
 func BenchmarkWorkflow(b *testing.B) {
 	for _, shape := range graphshape.Shapes {
-		b.Run("shape="+shape, func(b *testing.B) {
-			var m workflowFigures
-			for range b.N {
-				m = measureWorkflow(b, shape)
-			}
-			b.ReportMetric(m.plainCPU, "plain-redis-cpu-us/task")
-			b.ReportMetric(m.nodeCPU, "node-redis-cpu-us/node")
-			b.ReportMetric(m.nodeCPU/m.plainCPU, "cpu-x")
-			b.ReportMetric(m.plainMem, "plain-B/task")
-			b.ReportMetric(m.waitingMem, "waiting-B/node")
-			b.ReportMetric(m.waitingMem/m.plainMem, "waiting-mem-x")
-			if m.enqueuedMem > 0 {
-				b.ReportMetric(m.enqueuedMem, "enqueued-B/node")
-				b.ReportMetric(m.enqueuedMem/m.plainMem, "enqueued-mem-x")
-			}
-		})
+		for _, size := range []int{1_000, 10_000} {
+			b.Run(fmt.Sprintf("shape=%s/nodes=%d", shape, size), func(b *testing.B) {
+				benchWorkflow(b, shape, size)
+			})
+		}
+	}
+}
+
+// benchWorkflow reports measureWorkflow's figures for graphs of shape
+// and size nodes.
+func benchWorkflow(b *testing.B, shape string, size int) {
+	var m workflowFigures
+	for range b.N {
+		m = measureWorkflow(b, shape, size)
+	}
+	b.ReportMetric(m.plainCPU, "plain-redis-cpu-us/task")
+	b.ReportMetric(m.nodeCPU, "node-redis-cpu-us/node")
+	b.ReportMetric(m.nodeCPU/m.plainCPU, "cpu-x")
+	b.ReportMetric(m.plainMem, "plain-B/task")
+	b.ReportMetric(m.waitingMem, "waiting-B/node")
+	b.ReportMetric(m.waitingMem/m.plainMem, "waiting-mem-x")
+	if m.enqueuedMem > 0 {
+		b.ReportMetric(m.enqueuedMem, "enqueued-B/node")
+		b.ReportMetric(m.enqueuedMem/m.plainMem, "enqueued-mem-x")
 	}
 }
 
@@ -57,8 +66,11 @@ type workflowFigures struct {
 	plainMem, waitingMem, enqueuedMem float64 // bytes
 }
 
-func measureWorkflow(b *testing.B, shape string) workflowFigures {
+// measureWorkflow runs 10,000 plain tasks, then 10,000 nodes in graphs of
+// size nodes.
+func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 	const n = 10_000
+	graphs := n / size
 	b.StopTimer()
 	rdb := redistest.Start(b).Client(b)
 	qcfg := queue.Config{Prefix: redistest.Prefix(b)}
@@ -89,21 +101,30 @@ func measureWorkflow(b *testing.B, shape string) workflowFigures {
 	run(b, rdb, qcfg, insp, "plain", n)
 	f.plainCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
 
-	// the graph
-	wf, err := graphshape.Build(shape, n, payload)
-	if err != nil {
-		b.Fatal(err)
+	// the graphs
+	wfs := make([]*queue.Workflow, graphs)
+	for i := range wfs {
+		wf, err := graphshape.Build(shape, size, payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wfs[i] = wf
 	}
 	m0, c0 = usedMemory(b, rdb), redisCPU(b, rdb)
 	b.StartTimer()
-	id, err := client.EnqueueWorkflow(ctx, wf)
-	if err != nil {
-		b.Fatal(err)
+	wkeys := make([]string, graphs)
+	ids := make([]string, graphs)
+	for i, wf := range wfs {
+		id, err := client.EnqueueWorkflow(ctx, wf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i], wkeys[i] = id, keys.Home(qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
 	}
 	f.waitingMem = float64(usedMemory(b, rdb)-m0) / n
-	if released := graphshape.Released(shape, n); released > 0 {
-		// the root runs; its children are released, not run
-		run(b, rdb, qcfg, insp, "root", 1)
+	if released := graphs * graphshape.Released(shape, size); released > 0 {
+		// the roots run; their children are released, not run
+		run(b, rdb, qcfg, insp, "root", int64(graphs))
 		for {
 			qi, err := insp.QueueInfo(ctx, "graph")
 			if err != nil {
@@ -116,26 +137,29 @@ func measureWorkflow(b *testing.B, shape string) workflowFigures {
 		}
 		f.enqueuedMem = float64(usedMemory(b, rdb)-m0) / n
 	}
-	// the rest of the graph; a cheap read of the workflow's state says
+	// the rest of the graphs; a cheap read of each workflow's state says
 	// when it is done
-	key := keys.Home(qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
-			// a failed read (a pool busy with the workers' pops) is no answer
-			if st, err := rdb.HGet(ctx, key, "state").Result(); err == nil && st != string(queue.WorkflowRunning) {
-				return
+		for _, key := range wkeys {
+			for {
+				// a failed read (a pool busy with the workers' pops) is no answer
+				if st, err := rdb.HGet(ctx, key, "state").Result(); err == nil && st != string(queue.WorkflowRunning) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 	runUntil(b, rdb, qcfg, []string{"root", "graph"}, done)
 	b.StopTimer()
 	f.nodeCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
-	wi, err := insp.GetWorkflow(ctx, id)
-	if err != nil || wi.State != queue.WorkflowSucceeded {
-		b.Fatalf("workflow: %v, %v", wi.State, err)
+	for _, id := range ids {
+		wi, err := insp.GetWorkflow(ctx, id)
+		if err != nil || wi.State != queue.WorkflowSucceeded {
+			b.Fatalf("workflow %s: %v, %v", id, wi.State, err)
+		}
 	}
 	return f
 }
