@@ -92,11 +92,12 @@ local function ack_tasks(T, now, argv, from, cap, size)
           if not r then
             r = wf_lib().start(string.match(W, '^(.*}):w:'), W, now)
             runs[W] = r
-            r.acked, r.at = {}, {}
+            r.acked, r.at, r.na = {}, {}, 0
           end
           nodes[nn + 1], nodes[nn + 2], nodes[nn + 3] = r, x, id
           nn = nn + 3
-          local a = #r.acked + 1
+          local a = r.na + 1
+          r.na = a
           r.acked[a], r.at[a] = x, nn / 3
         elseif width >= 5 and argv[i + 4] ~= '' then
           local flow = argv[i + 4]

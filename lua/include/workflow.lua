@@ -149,23 +149,28 @@ local function wf_lib()
   -- pick names out of xs (default: all).
   -- Each entry keeps its field's name (key) for flush.
   local function load(r, xs, children, from, to, step)
-    local nodes, want, keys = r.nodes, {}, {}
+    local nodes, want, keys, nw = r.nodes, {}, {}, 0
     for i = from or 1, to or #xs, step or 1 do
       local x = xs[i]
       if nodes[x] == nil then
         nodes[x] = 0 -- asked for: read once
-        want[#want + 1] = x
+        nw = nw + 1
+        want[nw] = x
       end
     end
     local step = children and 2 or 1
-    for i = 1, #want, 500 do
-      local fields = {}
-      local last = math.min(i + 499, #want)
+    for i = 1, nw, 500 do
+      local fields, f = {}, 0
+      local last = math.min(i + 499, nw)
       for j = i, last do
         local key = 's:' .. want[j]
         keys[j] = key
-        fields[#fields + 1] = key
-        if children then fields[#fields + 1] = 'c:' .. want[j] end
+        f = f + 1
+        fields[f] = key
+        if children then
+          f = f + 1
+          fields[f] = 'c:' .. want[j]
+        end
       end
       local v = redis.call('HMGET', r.W, unpack(fields))
       for j = i, last do
@@ -282,6 +287,7 @@ local function wf_lib()
     local moves, m = {}, 0
     local dec, named, nd = {}, {}, 0
     local order, rel, freed, solo = r.order, r.rel, 0, nil
+    local nrel = #rel
     for i = 1, #fan, 4 do
       local cs = fan[i + 3]
       if cs then
@@ -300,7 +306,8 @@ local function wf_lib()
               -- x's only parent succeeded: x waits for it alone, so x is
               -- released, with no read of its state
               nodes[x] = RELEASED
-              rel[#rel + 1] = x
+              nrel = nrel + 1
+              rel[nrel] = x
               freed = freed + 1
             else
               local d = dec[x]
@@ -334,6 +341,7 @@ local function wf_lib()
     -- once; a waiting one is queued for evaluation only when it may leave
     -- w: its last unfinished parent gone
     load(r, named, false, 1, nd)
+    local w, o = #work, #order
     for k = 1, nd do
       local x = named[k]
       local c = nodes[x]
@@ -341,13 +349,16 @@ local function wf_lib()
         c[2] = c[2] - dec[x]
         if not c[7] then
           c[7] = true
-          order[#order + 1] = x
+          o = o + 1
+          order[o] = x
         end
-        if c[2] <= 0 or c[1] ~= 'w' then work[#work + 1] = x end
+        if c[2] <= 0 or c[1] ~= 'w' then
+          w = w + 1
+          work[w] = x
+        end
       end
     end
     load(r, moves, false, 1, m, 3)
-    local w, o = #work, #order
     for i = 1, m, 3 do
       local x = moves[i]
       local c = nodes[x]
@@ -500,18 +511,21 @@ local function wf_lib()
     -- the released nodes' tasks: those spread released, and these; a
     -- node's route is read only when its task is not a wire.NodeTask
     local gone, nrel = r.gone, #rel
+    local ng = #gone
     r.rel = {}
     for k = 1, nrel, 500 do
       local fields, last = {}, math.min(k + 499, nrel)
       local kv = r.kv
+      local nk = #kv
       for j = k, last do
         local x = rel[j]
         local e = 'e:' .. x
         fields[j - k + 1] = e
-        gone[#gone + 1] = e
+        ng = ng + 1
+        gone[ng] = e
         if nodes[x] == RELEASED then
-          local n = #kv
-          kv[n + 1], kv[n + 2] = 's:' .. x, 'p'
+          kv[nk + 1], kv[nk + 2] = 's:' .. x, 'p'
+          nk = nk + 2
         end
       end
       local v = redis.call('HMGET', r.W, unpack(fields))
@@ -563,7 +577,7 @@ local function wf_lib()
       return
     end
     local keyed, plain, at, members, copies = {}, {}, {}, {}, {}
-    local ids, msgs, dues = g.ids, g.msgs, g.due
+    local ids, msgs, dues, np = g.ids, g.msgs, g.due, 0
     for k = 1, g.n do
       local id, msg, due = ids[k], msgs[k], dues[k]
       members[k] = id
@@ -576,7 +590,8 @@ local function wf_lib()
         keyed[#keyed + 1] = msg
         copies[#copies + 1], copies[#copies + 2] = id, msg
       else
-        plain[#plain + 1], at[#at + 1] = msg, k
+        np = np + 1
+        plain[np], at[np] = msg, k
       end
     end
     pending_store(T, r.size, r.cap, keyed, plain, at, members, copies)
