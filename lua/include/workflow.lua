@@ -54,8 +54,8 @@ local function wf_lib()
   -- The entries of the nodes a run moves the common ways, an enqueued
   -- node acked (acked) and a waiting one released by its only parent
   -- (spread): shared, since after the move a run only reads them (only
-  -- waiting nodes change again), and their states go straight into r.kv.
-  -- A table per node was a tenth of an ack's cost.
+  -- waiting nodes change again), and their states go straight into r.kv:
+  -- neither allocates a table per node.
   local SUCCEEDED = {'s', 0, 0, 0, false, nil, true}
   local RELEASED = {'p', 0, 0, 0, false, nil, true}
 
@@ -413,8 +413,9 @@ local function wf_lib()
   end
 
   -- add puts node x's task (id, message msg, due at due, route raw or
-  -- false: not read) into run r's push into partition (queue, part).
-  local function add(r, x, id, queue, part, msg, due, raw)
+  -- false: not read, delivery d or false: none recorded) into run r's
+  -- push into partition (queue, part).
+  local function add(r, x, id, queue, part, msg, due, raw, d)
     -- a run's releases mostly go to one partition
     local g = r.lastg
     if not g or r.lastq ~= queue or r.lastp ~= part then
@@ -423,7 +424,7 @@ local function wf_lib()
     end
     local k = g.n + 1
     g.n = k
-    g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.xs[k], g.due[k] = id, msg, false, raw, x, due
+    g.ids[k], g.msgs[k], g.es[k], g.ms[k], g.xs[k], g.due[k] = id, msg, d, raw, x, due
   end
 
   -- release sends released node x, whose route is raw (m:x) and task e,
@@ -436,7 +437,7 @@ local function wf_lib()
     if r.size and m[7] then
       local due = 0
       if m[6] > 0 then due = m[6] elseif m[7] > 0 then due = r.now + m[7] end
-      add(r, x, m[1], m[2], m[4], e, due, raw)
+      add(r, x, m[1], m[2], m[4], e, due, raw, false)
       return
     end
     local id = m[1]
@@ -444,12 +445,9 @@ local function wf_lib()
       -- {queue, partition, partitions, id, message, at, in, unique, unique ttl}
       local ok, d = pcall(cmsgpack.unpack, e)
       if ok and type(d) == 'table' and type(d[5]) == 'string' then
-        local g = group(r, d[1], d[2])
         local due = 0
         if d[6] > 0 then due = d[6] elseif d[7] > 0 then due = r.now + d[7] end
-        local k = g.n + 1
-        g.n = k
-        g.ids[k], g.msgs[k], g.es[k], g.due[k] = d[4], d[5], e, due
+        add(r, x, d[4], d[1], d[2], d[5], due, raw, e)
         return
       end
       -- a delivery this script cannot read (an older producer wrote its
@@ -517,10 +515,14 @@ local function wf_lib()
       local fields, last = {}, math.min(k + 499, nrel)
       local kv = r.kv
       local nk = #kv
+      -- without dr every task goes by its route: read with it
+      local width = r.size and 1 or 2
       for j = k, last do
         local x = rel[j]
         local e = 'e:' .. x
-        fields[j - k + 1] = e
+        local f = width * (j - k) + 1
+        fields[f] = e
+        if width == 2 then fields[f + 1] = 'm:' .. x end
         ng = ng + 1
         gone[ng] = e
         if nodes[x] == RELEASED then
@@ -531,11 +533,14 @@ local function wf_lib()
       local v = redis.call('HMGET', r.W, unpack(fields))
       local routed, nr = {}, 0
       for j = k, last do
-        local e = v[j - k + 1]
+        local f = width * (j - k) + 1
+        local e = v[f]
         local id, queue, part, msg
-        if r.size and e then id, queue, part, msg = split(e) end
+        if width == 1 and e then id, queue, part, msg = split(e) end
         if id then
-          add(r, rel[j], id, queue, part, msg, 0, false)
+          add(r, rel[j], id, queue, part, msg, 0, false, false)
+        elseif width == 2 then
+          release(r, rel[j], v[f + 1], e, ats)
         else
           routed[nr + 1], routed[nr + 2] = rel[j], e
           nr = nr + 2
@@ -566,13 +571,19 @@ local function wf_lib()
   function push(r, g)
     local T = g.T
     if rank_closed(redis.call('GET', T .. ':feed:rank')) then
-      for k, id in ipairs(g.ids) do
-        local e = g.es[k]
-        if not e then
-          local raw = g.ms[k] or redis.call('HGET', r.W, 'm:' .. g.xs[k])
-          e = delivery(cmsgpack.unpack(raw), g.msgs[k])
+      -- the routes not read yet, in one call
+      local want, at = {}, {}
+      for k = 1, g.n do
+        if not g.es[k] and not g.ms[k] then
+          want[#want + 1], at[#at + 1] = 'm:' .. g.xs[k], k
         end
-        outbox(r, id, e, r.ats)
+      end
+      if #want > 0 then
+        local v = redis.call('HMGET', r.W, unpack(want))
+        for i, k in ipairs(at) do g.ms[k] = v[i] end
+      end
+      for k, id in ipairs(g.ids) do
+        outbox(r, id, g.es[k] or delivery(cmsgpack.unpack(g.ms[k]), g.msgs[k]), r.ats)
       end
       return
     end
