@@ -22,6 +22,7 @@ func TestWorkflowRelease(t *testing.T) {
 	t.Parallel()
 	t.Run("NoOutbox", func(t *testing.T) { t.Parallel(); testReleaseNoOutbox(t, singleFlowRig(t)) })
 	t.Run("Delayed", func(t *testing.T) { t.Parallel(); testReleaseDelayed(t, singleFlowRig(t)) })
+	t.Run("RouteInTask", func(t *testing.T) { t.Parallel(); testReleaseRouteInTask(t, singleFlowRig(t)) })
 	t.Run("Keyed", func(t *testing.T) { t.Parallel(); testReleaseKeyed(t, singleFlowRig(t)) })
 	t.Run("ClosedPartition", func(t *testing.T) { t.Parallel(); testReleaseClosedPartition(t, singleFlowRig(t)) })
 	t.Run("RecordedForOutbox", func(t *testing.T) { t.Parallel(); testReleaseRecordedForOutbox(t, singleFlowRig(t)) })
@@ -181,6 +182,39 @@ func testReleaseNoOutbox(t *testing.T, r *flowRig) {
 	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
 	if n := log.count("child"); n != 20 {
 		t.Fatalf("children ran %d times, want 20", n)
+	}
+}
+
+// testReleaseRouteInTask: a node with no delay is recorded with its route
+// in front of its message (wire.NodeTask), so its release reads one field;
+// a delayed one is recorded bare and routed by its record. Both run once.
+func testReleaseRouteInTask(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	id := fanOut(t, r, 2, func(i int) *queue.Task {
+		if i == 0 {
+			return queue.NewRawTask("later", nil, queue.In("fb"), queue.ProcessIn(time.Millisecond))
+		}
+		return queue.NewRawTask("now", nil, queue.In("fb"))
+	})
+	key := keys.Home(r.qcfg.Prefix, keys.HomeOf(id)).Workflow(id)
+	wi, err := r.insp.GetWorkflow(ctx, id)
+	must(t, err)
+	raw, err := r.rdb.HGet(ctx, key, "e:c1").Bytes()
+	must(t, err)
+	taskID, q, part, msg, ok := wire.SplitNodeTask(raw)
+	if !ok || wire.PublicID(taskID) != wi.Node("c1").TaskID || q != "fb" || part < 0 || part > 1 || len(msg) == 0 || msg[0] < 0x90 {
+		t.Fatalf("e:c1 = %q, want the task's ID, queue fb, a partition of 2 and its message", raw)
+	}
+	raw, err = r.rdb.HGet(ctx, key, "e:c0").Bytes()
+	must(t, err)
+	if _, _, _, _, ok := wire.SplitNodeTask(raw); ok {
+		t.Fatalf("e:c0 = %q: a delayed node's task carries a route", raw)
+	}
+	var log runLog
+	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
+	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	if log.count("now") != 1 || log.count("later") != 1 {
+		t.Fatalf("children ran %d and %d times, want once each", log.count("now"), log.count("later"))
 	}
 }
 
