@@ -318,6 +318,10 @@ func (b *browser) call(session, method string, params, out any) {
 	}
 }
 
+// callDeadline bounds a wait for the browser's reply: a guard against a
+// browser that hangs, far above what a call takes on a loaded machine.
+const callDeadline = 2 * time.Minute
+
 // try is call returning the error.
 func (b *browser) try(session, method string, params, out any) error {
 	ch, err := b.c.send(session, method, params)
@@ -336,8 +340,8 @@ func (b *browser) try(session, method string, params, out any) error {
 			return json.Unmarshal(r.Result, out)
 		}
 		return nil
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("%s: no reply in 30s", method)
+	case <-time.After(callDeadline):
+		return fmt.Errorf("%s: no reply in %v", method, callDeadline)
 	}
 }
 
