@@ -372,11 +372,11 @@ func edgesThroughNodes(b *browser) []string {
 			var nums = d.match(/-?\d+(\.\d+)?/g).map(Number), cmds = d.match(/[MCL]/g), out = [], x = 0, y = 0, k = 0;
 			cmds.forEach(function (c) {
 				if (c === "M") { x = nums[k++]; y = nums[k++]; return }
-				var segs, f;
+				var length, f;
 				if (c === "L") {
 					var x1 = nums[k++], y1 = nums[k++], ax = x, ay = y;
 					f = function (t) { return {x: ax + (x1 - ax) * t, y: ay + (y1 - ay) * t} };
-					segs = Math.hypot(x1 - ax, y1 - ay);
+					length = Math.hypot(x1 - ax, y1 - ay);
 					x = x1; y = y1;
 				} else {
 					var p = [x, y, nums[k], nums[k + 1], nums[k + 2], nums[k + 3], nums[k + 4], nums[k + 5]];
@@ -385,10 +385,10 @@ func edgesThroughNodes(b *browser) []string {
 						var u = 1 - t, a = u * u * u, b = 3 * u * u * t, c2 = 3 * u * t * t, e = t * t * t;
 						return {x: a * p[0] + b * p[2] + c2 * p[4] + e * p[6], y: a * p[1] + b * p[3] + c2 * p[5] + e * p[7]};
 					};
-					segs = Math.hypot(p[2] - p[0], p[3] - p[1]) + Math.hypot(p[4] - p[2], p[5] - p[3]) + Math.hypot(p[6] - p[4], p[7] - p[5]);
+					length = Math.hypot(p[2] - p[0], p[3] - p[1]) + Math.hypot(p[4] - p[2], p[5] - p[3]) + Math.hypot(p[6] - p[4], p[7] - p[5]);
 					x = p[6]; y = p[7];
 				}
-				var n = Math.max(2, Math.ceil(segs / 6));
+				var n = Math.max(2, Math.ceil(length / 6));
 				for (var i = 0; i <= n; i++) out.push(f(i / n));
 			});
 			return out;
