@@ -121,8 +121,9 @@ func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, e
 	}
 	s := &Scheduler{rdb: rdb, cfg: cfg, client: client, log: cfg.Logger}
 	names := map[string]bool{}
+	now := cfg.Clock()
 	for _, sc := range cfg.Schedules {
-		p, err := parseSchedule(sc)
+		p, err := parseSchedule(sc, now)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +136,10 @@ func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, e
 	return s, nil
 }
 
-func parseSchedule(sc Schedule) (*scheduled, error) {
+// parseSchedule checks sc and returns it ready to tick from now. A spec
+// that has no time in the five years after now (30 February) is refused:
+// it would never fire.
+func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 	if sc.Task == nil {
 		return nil, fmt.Errorf("%w: schedule %q has no task", ErrInvalidSchedule, sc.Name)
 	}
@@ -147,7 +151,7 @@ func parseSchedule(sc Schedule) (*scheduled, error) {
 	if !strings.HasPrefix(spec, "TZ=") && !strings.HasPrefix(spec, "CRON_TZ=") {
 		spec = "CRON_TZ=" + cmp.Or(sc.Location, time.UTC).String() + " " + spec
 	}
-	c, err := cronParser.Parse(spec)
+	c, err := parseSpec(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: spec %q: %v", ErrInvalidSchedule, sc.Name, sc.Spec, err)
 	}
@@ -165,11 +169,34 @@ func parseSchedule(sc Schedule) (*scheduled, error) {
 		}
 		p.every = d.Delay
 	}
+	if p.next(now).IsZero() {
+		return nil, fmt.Errorf("%w: %q: spec %q never fires: it names no time in the five years after %s",
+			ErrInvalidSchedule, sc.Name, sc.Spec, now.UTC().Format(time.DateOnly))
+	}
 	return p, nil
 }
 
-// next returns the first tick after t. @every ticks are aligned to the
-// epoch, so every process computes the same ones.
+// parseSpec parses a cron spec that starts with its zone. The parser
+// slices the zone up to the first space and panics when there is none
+// ("CRON_TZ=Europe/Paris", "TZ="), so that is refused first; a panic of
+// the parser on anything else is an error too, never a crash.
+func parseSpec(spec string) (s cron.Schedule, err error) {
+	_, fields, ok := strings.Cut(spec, " ")
+	if !ok || strings.TrimSpace(fields) == "" {
+		zone, _, _ := strings.Cut(spec, " ")
+		return nil, fmt.Errorf("zone %q with no schedule after it", zone)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("the cron parser failed on it: %v", r)
+		}
+	}()
+	return cronParser.Parse(spec)
+}
+
+// next returns the first tick after t, or zero when there is none in the
+// five years after t. @every ticks are aligned to the epoch, so every
+// process computes the same ones.
 func (p *scheduled) next(t time.Time) time.Time {
 	if p.every > 0 {
 		return t.Truncate(p.every).Add(p.every)
@@ -269,7 +296,7 @@ func (s *Scheduler) Next() time.Time {
 		if !s.loaded {
 			from = s.cfg.Clock()
 		}
-		if t := p.next(from); next.IsZero() || t.Before(next) {
+		if t := p.next(from); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
 	}
@@ -293,7 +320,6 @@ func (s *Scheduler) loop(ctx context.Context) {
 	var wait backoff
 	for ctx.Err() == nil {
 		now := s.cfg.Clock()
-		sleep := time.Hour
 		failed := false
 		for _, p := range s.scheds {
 			if err := s.tick(ctx, p, now); err != nil {
@@ -302,22 +328,35 @@ func (s *Scheduler) loop(ctx context.Context) {
 					s.log.Warn("schedule tick failed; retrying", "schedule", p.Name, "err", err)
 				}
 			}
-			sleep = min(sleep, p.next(p.cursor).Sub(now))
 		}
 		if failed {
 			wait.sleep(ctx)
 			continue
 		}
 		wait.reset()
-		sleepCtx(ctx, max(sleep, time.Millisecond))
+		sleepCtx(ctx, s.sleepAfter(now))
 	}
+}
+
+// sleepAfter returns how long the loop sleeps after ticking at now: until
+// the earliest next tick, at least a millisecond, at most an hour. A
+// schedule with no next tick never shortens it, so no spec makes the loop
+// spin.
+func (s *Scheduler) sleepAfter(now time.Time) time.Duration {
+	sleep := time.Hour
+	for _, p := range s.scheds {
+		if next := p.next(p.cursor); !next.IsZero() {
+			sleep = min(sleep, next.Sub(now))
+		}
+	}
+	return max(sleep, time.Millisecond)
 }
 
 // tick enqueues what is due for p at now: the latest tick when it is on
 // time, and, for MissedRunOnce, the latest of the missed ones.
 func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error {
 	var onTime, missed time.Time
-	for t, n := p.next(p.cursor), 0; !t.After(now); t, n = p.next(t), n+1 {
+	for t, n := p.next(p.cursor), 0; !t.IsZero() && !t.After(now); t, n = p.next(t), n+1 {
 		if now.Sub(t) <= tickGrace {
 			onTime = t
 		} else {
@@ -362,8 +401,10 @@ func (s *Scheduler) enqueue(ctx context.Context, p *scheduled, t time.Time) erro
 
 // mark records p's last tick (when last is set) and its next, for inspectors.
 func (s *Scheduler) mark(ctx context.Context, p *scheduled, last time.Time) error {
-	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: p.Missed.String(),
-		Next: p.next(p.cursor).UnixMilli()}
+	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: p.Missed.String()}
+	if next := p.next(p.cursor); !next.IsZero() {
+		info.Next = next.UnixMilli()
+	}
 	if !last.IsZero() {
 		info.Last = last.UnixMilli()
 	}

@@ -137,25 +137,42 @@ func TestCronSpecs(t *testing.T) {
 		{Spec: "@hourly", Task: task, Options: []queue.Option{queue.In("{bad}")}},
 		{Spec: "@every 300ms", Task: task},  // would tick every second
 		{Spec: "@every 1500ms", Task: task}, // likewise
+		// never fire: the scheduler spun on them and recorded year 1
+		{Spec: "0 0 30 2 *", Task: task},
+		{Spec: "0 0 31 4 *", Task: task},
+		{Spec: "0 0 0 31 11 *", Task: task},
+		// a zone and no fields: the cron parser panicked on them
+		{Spec: "TZ=", Task: task},
+		{Spec: "CRON_TZ=Europe/Paris", Task: task},
+		{Spec: "CRON_TZ=UTC\t* * * * *", Task: task},
+		{Spec: "TZ=UTC   ", Task: task},
 	}
 	for _, sc := range bad {
 		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalidSchedule) {
 			t.Errorf("schedule %+v: err = %v, want ErrInvalidSchedule", sc, err)
 		}
 	}
+	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: "0 0 30 2 *", Task: task}}}); err == nil ||
+		!strings.Contains(err.Error(), "never fires") {
+		t.Errorf("30 February: err = %v, want one that says it never fires", err)
+	}
+	// 29 February fires once in four years: it is a spec that runs.
+	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: "0 0 29 2 *", Task: task}}}); err != nil {
+		t.Errorf("29 February: %v", err)
+	}
 	dup := []Schedule{{Spec: "@hourly", Task: task}, {Spec: "@daily", Task: task}}
 	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: dup}); !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "two schedules") {
 		t.Errorf("duplicate names: err = %v", err)
 	}
 	// @every ticks are aligned to the epoch, so processes agree on them.
-	p, _ := parseSchedule(Schedule{Spec: "@every 90s", Task: task})
+	p, _ := parseSchedule(Schedule{Spec: "@every 90s", Task: task}, time.Now())
 	a := p.next(time.Unix(1000, 0))
 	c := p.next(time.Unix(1010, 0))
 	if !a.Equal(c) || a.Unix()%90 != 0 {
 		t.Errorf("@every 90s ticks after 1000 and 1010: %v and %v, want the same multiple of 90s", a.Unix(), c.Unix())
 	}
 	// Without CRON_TZ, specs are UTC whatever the machine's zone.
-	p, _ = parseSchedule(Schedule{Spec: "0 6 * * *", Task: task})
+	p, _ = parseSchedule(Schedule{Spec: "0 6 * * *", Task: task}, time.Now())
 	if n := p.next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); n.UTC().Hour() != 6 {
 		t.Errorf("0 6 * * * next = %v, want 06:00 UTC", n.UTC())
 	}
@@ -211,4 +228,47 @@ func TestCronTickOnATestClock(t *testing.T) {
 		t.Fatalf("Tick on a started scheduler: %v, want ErrServerState", err)
 	}
 	must(t, s.Shutdown(context.Background()))
+}
+
+// never is a cron schedule with no next time, as robfig/cron's Next
+// returns for a spec that matches no day within five years.
+type never struct{}
+
+func (never) Next(time.Time) time.Time { return time.Time{} }
+
+// TestCronNoNextTick: a schedule whose cron has no next time (refused
+// at registration, so this builds one by hand) enqueues nothing, records
+// no next run, and does not make the loop spin: it once slept a
+// millisecond between ticks, enqueued a phantom task per pass under
+// MissedRunOnce and recorded its next run as year 1.
+func TestCronNoNextTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)
+	cfg := SchedulerConfig{Config: b.qcfg, Clock: func() time.Time { return now }}
+	cfg.Logger = testLogger(t)
+	s, err := NewScheduler(b.rdb, cfg)
+	must(t, err)
+	s.scheds = []*scheduled{{Schedule: Schedule{Name: "never", Task: queue.NewRawTask("n", nil), Missed: MissedRunOnce},
+		cron: never{}, queue: "cron", cursor: now.Add(-time.Hour)}}
+	s.loaded = true
+	for range 3 {
+		must(t, s.Tick(context.Background()))
+		now = now.Add(time.Minute)
+	}
+	// the queue was never written to: no task, not even its registry entry
+	if _, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: "cron", State: queue.StateRecent}); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Fatalf("a schedule with no next time enqueued into its queue: %v", err)
+	}
+	if got := s.sleepAfter(now); got != time.Hour {
+		t.Fatalf("the loop sleeps %v after a schedule with no next time, want an hour", got)
+	}
+	if next := s.Next(); !next.IsZero() {
+		t.Fatalf("Next = %v, want zero", next)
+	}
+	infos, err := b.insp.Schedules(context.Background())
+	must(t, err)
+	if len(infos) != 1 || infos[0].Next != 0 {
+		t.Fatalf("recorded %+v, want one schedule with no next run", infos)
+	}
 }
