@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/redact"
 )
 
 // ErrInvalidRedisURL reports a Redis URL NewRedisClient cannot use.
@@ -32,10 +33,12 @@ var ErrInvalidRedisURL = errors.New("queue: invalid Redis URL")
 //
 // Options are go-redis's URL options (dial_timeout, pool_size,
 // max_retries to override the -1, ...). A URL it cannot use is
-// ErrInvalidRedisURL, the URL quoted with its password hidden.
+// ErrInvalidRedisURL, the URL quoted with its secrets hidden: the
+// password, and options such as a Sentinel URL's password=.
 func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 	bad := func(err error) error {
-		return fmt.Errorf("%w %q: %v", ErrInvalidRedisURL, redactURL(rawURL), err)
+		// go-redis's messages may quote a part of the URL: scrubbed too
+		return fmt.Errorf("%w %q: %s", ErrInvalidRedisURL, redact.URL(rawURL), redact.Scrub(err.Error(), rawURL))
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -105,16 +108,4 @@ func NewRedisClientFromOptions(opts *redis.UniversalOptions) redis.UniversalClie
 		cc.AddHook(rcall.RerouteHook{Client: cc})
 	}
 	return c
-}
-
-// redactURL hides a URL's password, for messages.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		if i := strings.LastIndex(s, "@"); i >= 0 {
-			return "****" + s[i:] // unparsable, but it may hold a password
-		}
-		return s
-	}
-	return u.Redacted()
 }

@@ -128,6 +128,19 @@ func TestNewRedisClient(t *testing.T) {
 			"unix+cluster:///tmp/x.sock",
 			"redis://user:s3cret@127.0.0.1:6379?bogus_option=1",
 			"redis://:s3cret@[::1",
+			// every form, its secrets where each may go, and a fault that
+			// makes it refused: a bad %-escape, an unknown option, a bad value
+			"redis://u:s3cret%zz@127.0.0.1:6379",
+			"redis://u:s3c/ret@127.0.0.1:6379",
+			"rediss://u:s3cret@127.0.0.1:6379/x",
+			"unix://u:s3cret@/tmp/x.sock?db=s3cret",
+			"unix:///tmp/x.sock?password=s3cret&bogus=1",
+			"redis+cluster://u:s3cret@127.0.0.1:7000?addr=s3cret",
+			"rediss+cluster://u:s3cret@127.0.0.1:7000?bogus=1",
+			"redis+sentinel://127.0.0.1:26379?password=s3cret",
+			"redis+sentinel://127.0.0.1:26379?master_name=m&password=s3cret&bogus=1",
+			"rediss+sentinel://u:s3cret@127.0.0.1:26379?master_name=m&password=s3cret&dial_timeout=s3cret",
+			"redis+sentinel://127.0.0.1:26379?master_name=m&sentinel_password=s3cret&db=x",
 		} {
 			rdb, err := NewRedisClient(u)
 			if err == nil {

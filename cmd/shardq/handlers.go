@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardq/shardq/internal/redact"
 	"github.com/shardq/shardq/worker"
 )
 
@@ -98,9 +99,12 @@ func killed(ctx context.Context) string {
 
 // post sends the task to b.url and maps the response status.
 func (b *builtin) post(ctx context.Context, t *worker.Task, body []byte, contentType string) error {
+	// Messages show the URL with its secrets hidden: they become the
+	// task's error, which Redis keeps and the dashboard shows.
+	shown := redact.URL(b.url)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
 	if err != nil {
-		return worker.SkipRetry(err)
+		return worker.SkipRetry(errors.New(redact.Scrub(err.Error(), b.url)))
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("User-Agent", "shardq-worker")
@@ -114,16 +118,16 @@ func (b *builtin) post(ctx context.Context, t *worker.Task, body []byte, content
 	resp, err := b.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("POST %s: cancelled: %s", b.url, killed(ctx))
+			return fmt.Errorf("POST %s: cancelled: %s", shown, killed(ctx))
 		}
-		return err // *url.Error: `Post "URL": dial tcp ...`
+		return errors.New(redact.Scrub(err.Error(), b.url)) // `Post "URL": dial tcp ...`
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // reuse the connection
-	failure := fmt.Errorf("POST %s: %s", b.url, resp.Status)
+	failure := fmt.Errorf("POST %s: %s", shown, resp.Status)
 	if s := strings.TrimSpace(string(snippet)); s != "" {
-		failure = fmt.Errorf("POST %s: %s: %s", b.url, resp.Status, s)
+		failure = fmt.Errorf("POST %s: %s: %s", shown, resp.Status, s)
 	}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:

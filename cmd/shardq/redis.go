@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/redact"
 	"github.com/shardq/shardq/internal/redisproc"
 	"github.com/shardq/shardq/queue"
 )
@@ -30,7 +30,7 @@ var errNoRedis = fmt.Errorf("%w: no Redis: pass --redis redis://host:port or set
 // connect started.
 func (m *Main) effectiveURL(flagURL string, rdb redis.UniversalClient) string {
 	if url := cmp.Or(flagURL, m.Getenv("SHARDQ_REDIS_URL"), m.Getenv("REDIS_URL")); url != "" {
-		return redactURL(url)
+		return redact.URL(url)
 	}
 	if c, ok := rdb.(*redis.Client); ok {
 		return "redis://" + c.Options().Addr
@@ -73,7 +73,7 @@ func (m *Main) connect(ctx context.Context, url string, private bool, log io.Wri
 		if srv != nil {
 			_ = srv.Close()
 		}
-		return nil, nil, fmt.Errorf("%w: --redis %q: %v", errUsage, redactURL(url), err)
+		return nil, nil, fmt.Errorf("%w: --redis %q: %v", errUsage, redact.URL(url), err)
 	}
 	closeAll := func() {
 		_ = rdb.Close()
@@ -119,15 +119,6 @@ func clientAddr(rdb redis.UniversalClient) (string, bool) {
 
 // connectTimeout bounds the first call to a Redis, made to check it.
 const connectTimeout = 10 * time.Second
-
-// redactURL hides the password of a Redis URL, for messages: "xxxxx".
-func redactURL(s string) string {
-	u, err := neturl.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
-}
 
 // checkPort rejects a port outside 1..65535, which would otherwise only
 // fail when dialled, as if Redis were down.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/config"
+	"github.com/shardq/shardq/internal/redact"
 	"github.com/shardq/shardq/metrics"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
@@ -274,7 +275,7 @@ func (f *workerFlags) mux(m *Main, specs map[string]handlerSpec, log *slog.Logge
 		}
 		mux.Handle(typ, &builtin{resolved: r, log: log, stdout: stdout, client: client})
 		if r.url != "" {
-			log.Info("handler", "type", typ, "http", r.url, "json", r.json)
+			log.Info("handler", "type", typ, "http", redact.URL(r.url), "json", r.json)
 		} else {
 			log.Info("handler", "type", typ, "exec", r.argv, "json", r.json)
 			// Not an error: the command may be installed after the worker

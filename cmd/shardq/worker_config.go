@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardq/shardq/internal/redact"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -116,27 +118,37 @@ func (h handlerSpec) resolve(typ string, d handlerDefaults) (resolved, error) {
 	return r, nil
 }
 
+// checkURL checks a handler's URL. Its messages show the URL with its
+// secrets hidden: it may carry a password or a token.
 func checkURL(s string) error {
 	u, err := url.Parse(s)
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return fmt.Errorf("URL %q: %s", redact.URL(s), redact.Scrub(uerr.Err.Error(), s))
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("URL %q does not parse", redact.URL(s))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("URL %q: want http:// or https:// and a host", s)
+		return fmt.Errorf("URL %q: want http:// or https:// and a host", redact.URL(s))
 	}
 	return nil
 }
 
 // parseHandlerFlag parses --handler 'type=exec:cmd args...' or 'type=http:URL'.
 func parseHandlerFlag(s string) (string, handlerSpec, error) {
-	bad := func(why string) (string, handlerSpec, error) {
-		return "", handlerSpec{}, fmt.Errorf("--handler %q: %s; want 'type=exec:command args...' or 'type=http:URL'", s, why)
-	}
 	typ, rest, ok := strings.Cut(s, "=")
+	kind, arg, _ := strings.Cut(rest, ":")
+	shown := s
+	if kind == "http" {
+		shown = typ + "=http:" + redact.URL(arg)
+	}
+	bad := func(why string) (string, handlerSpec, error) {
+		return "", handlerSpec{}, fmt.Errorf("--handler %q: %s; want 'type=exec:command args...' or 'type=http:URL'", shown, why)
+	}
 	if !ok || typ == "" {
 		return bad("no task type")
 	}
-	kind, arg, _ := strings.Cut(rest, ":")
 	switch kind {
 	case "exec":
 		argv, err := splitArgs(arg)
