@@ -46,10 +46,22 @@ func (s *storeFlags) apply(m *Main, cfg *queue.Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: --key-file: %v", errUsage, err)
 	}
+	warnShared(m, "key file", path)
 	ring, err := queue.ParseKeyRing(b)
 	if err != nil {
 		return fmt.Errorf("%w: --key-file %s: %v", errUsage, path, err)
 	}
 	cfg.KeyRing = ring
 	return nil
+}
+
+// warnShared warns, as ssh does of a private key, when the file at path
+// that holds a secret may be read or written by other users.
+func warnShared(m *Main, what, path string) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	fmt.Fprintf(m.Stderr, "warning: %s %s can be read or written by other users (mode %#o): run chmod 600 %s\n",
+		what, path, fi.Mode().Perm(), path)
 }

@@ -132,3 +132,32 @@ func TestWorkerKeyFile(t *testing.T) {
 		t.Fatalf("the command did not get the plaintext: %q", p.stdout.String())
 	}
 }
+
+// TestKeyFileShared: a key file that other users may read gets a
+// warning on stderr naming its mode and the fix, as ssh does of a
+// private key; one only its owner reads gets none. (It was accepted
+// silently.)
+func TestKeyFileShared(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32))
+	for mode, warned := range map[os.FileMode]bool{0o600: false, 0o400: false, 0o640: true, 0o644: true, 0o606: true} {
+		ringFile := filepath.Join(t.TempDir(), "ring.json")
+		if err := os.WriteFile(ringFile, []byte(`{"current":"k1","keys":{"k1":"`+key+`"}}`), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(ringFile, mode); err != nil { // the umask may have narrowed it
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, env, "enqueue", "--type", "pay", "--key-file", ringFile, "--payload", "x")
+		if code != exitOK {
+			t.Fatalf("mode %#o: exit %d: %s", mode, code, errOut)
+		}
+		said := strings.Contains(errOut, "warning: key file "+ringFile+" can be read or written by other users") &&
+			strings.Contains(errOut, "chmod 600")
+		if said != warned || strings.Contains(errOut, key) {
+			t.Errorf("mode %#o: stderr %q, want a warning: %v", mode, errOut, warned)
+		}
+	}
+}

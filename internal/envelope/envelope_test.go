@@ -153,7 +153,7 @@ func TestParseKeyRing(t *testing.T) {
 		t.Fatalf("parsed %+v", r)
 	}
 	for in, says := range map[string]string{
-		`{`:                                   "read JSON",
+		`{`:                                   "not JSON",
 		`{"current":"a","keys":{"a":"!!"}}`:   "base64",
 		`{"current":"a","keys":{"a":"AQID"}}`: "3 bytes, want 32",
 		`{"current":"x","keys":{}}`:           "not among",

@@ -1,12 +1,15 @@
 package envelope
 
 import (
+	"bytes"
 	"crypto/cipher"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -101,10 +104,19 @@ type keyFile struct {
 //	{"current": "2026-11", "keys": {"2026-10": "<base64>", "2026-11": "<base64>"}}
 //
 // where each key is 32 bytes in standard base64. The ring is checked.
+//
+// A field it does not know is refused, naming it, so that a typo
+// ("curent") says what is wrong rather than that no key is current.
+// No message quotes a key.
 func ParseKeyRing(b []byte) (*KeyRing, error) {
 	var f keyFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%w: read JSON: %v", ErrInvalidKeyRing, err)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidKeyRing, jsonProblem(err))
+	}
+	if d.More() {
+		return nil, fmt.Errorf("%w: more JSON after the key ring's object, at byte %d", ErrInvalidKeyRing, d.InputOffset())
 	}
 	r := &KeyRing{Current: f.Current, Keys: make(map[string][]byte, len(f.Keys))}
 	for id, s := range f.Keys {
@@ -118,4 +130,22 @@ func ParseKeyRing(b []byte) (*KeyRing, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// jsonProblem says what is wrong with a key ring's JSON without quoting
+// it: a syntax error quotes the character it met, which may be a key's.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not JSON: syntax error at byte %d", syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %q holds a JSON %s, want %s", typ.Field, typ.Value, typ.Type)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "not JSON: it ends before the key ring's object does"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + ": want current and keys"
+	}
+	return "read JSON: " + err.Error()
 }
