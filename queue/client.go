@@ -17,6 +17,7 @@ import (
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
+	"github.com/shardq/shardq/internal/logging"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -47,6 +48,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	logging.RouteRedis()
 	if cfg.WaitReplicas > 0 {
 		if err := rcall.CheckWaitTimeout(rdb, cfg.WaitTimeout); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

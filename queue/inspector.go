@@ -13,6 +13,7 @@ import (
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
+	"github.com/shardq/shardq/internal/logging"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
@@ -35,6 +36,7 @@ func NewInspector(rdb redis.UniversalClient, cfg Config) (*Inspector, error) {
 	if err != nil {
 		return nil, err
 	}
+	logging.RouteRedis()
 	codec := cfg.codec()
 	codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
 	return &Inspector{rdb: rdb, cfg: cfg, codec: codec}, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/limits"
+	"github.com/shardq/shardq/internal/logging"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 )
@@ -35,7 +36,9 @@ type Server struct {
 	running registry
 	hooks   hooks
 	cron    *Scheduler // nil without Schedules
-	codec   *envelope.Codec
+	// quietRedis ends the routing of go-redis's log lines to log
+	quietRedis func()
+	codec      *envelope.Codec
 
 	mu          sync.Mutex
 	state       int // 0 new, 1 started, 2 stopped
@@ -192,6 +195,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	s.state = 1
+	s.quietRedis = logging.RedisTo(s.log) // go-redis's own lines, while this server runs
 	s.outbox = newOutbox()
 	s.flows = s.newFlows()
 	s.runners = newRunners(s.runJob)
@@ -341,6 +345,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.runners.stop()
 	s.log.Info("worker stopped")
+	s.quietRedis()
 	return ctx.Err()
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/envelope"
+	"github.com/shardq/shardq/internal/logging"
 )
 
 // Config is queue.Config without its documentation: see there.
@@ -61,9 +62,8 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
 	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
 	c.CompressAbove = cmp.Or(c.CompressAbove, DefaultCompressAbove)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	// repeated warnings are throttled: an outage repeats them for its length
+	c.Logger = logging.Throttle(cmp.Or(c.Logger, slog.Default()))
 	if err := CheckName(c.Prefix); err != nil {
 		return c, fmt.Errorf("%w: Prefix %q: %s", invalid, c.Prefix, err)
 	}
