@@ -56,7 +56,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	}
 	codec := cfg.codec()
 	codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
-	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: codec, dicts: newLearner(rdb, cfg.Prefix, codec.Dicts)}, nil
+	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: codec, dicts: newLearner(rdb, cfg.Prefix, codec.Dicts, cfg.Logger)}, nil
 }
 
 // Enqueue adds task in one Redis round trip and returns its info, once

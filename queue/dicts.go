@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -22,10 +23,16 @@ import (
 // type's first payloads, store it (SET NX), and claim the type for it. A
 // producer that loses that race uses the winner's. Until a dictionary is
 // ready, payloads are compressed alone.
+//
+// Dictionaries never expire: a stored task may need one for as long as
+// it is kept. So their count is bounded instead: a prefix holds
+// dictionaries for at most dictTypes types (a few more when producers
+// race), and a type that comes later compresses alone. A producer that
+// invents types does not grow Redis without end.
 const (
 	dictSamples = 32       // payloads a dictionary is made of, at most
 	dictBytes   = 60 << 10 // their bytes, at most (S2 takes 64 KiB)
-	dictTypes   = 1000     // task types a client keeps dictionaries for
+	dictTypes   = 1000     // task types a client keeps dictionaries for, and a prefix stores
 	// dictMaxPayload bounds the payloads sampled and compressed against a
 	// dictionary: a larger one repeats itself enough to compress alone
 	dictMaxPayload = 4 << 10
@@ -35,9 +42,12 @@ const (
 
 // learner holds a client's dictionaries per task type.
 type learner struct {
-	rdb    redis.UniversalClient
-	prefix string
-	dicts  *envelope.Dicts // reads stored dictionaries by ID
+	rdb      redis.UniversalClient
+	prefix   string
+	dicts    *envelope.Dicts // reads stored dictionaries by ID
+	maxTypes int             // types a prefix stores dictionaries for
+	log      *slog.Logger
+	warned   bool // that the prefix holds maxTypes
 
 	mu    sync.Mutex
 	types map[string]*learning
@@ -46,6 +56,7 @@ type learner struct {
 // learning is one task type's dictionary, or the way to one.
 type learning struct {
 	dict     *envelope.Dict // ready: stored in Redis and claimed for the type
+	full     bool           // the prefix stores dictionaries for maxTypes types: none for this one
 	busy     bool           // a lookup or a store runs
 	looked   bool           // Redis had no dictionary for the type: learn one
 	retryAt  time.Time      // after a failed call, when to try again
@@ -53,8 +64,8 @@ type learning struct {
 	nSamples int
 }
 
-func newLearner(rdb redis.UniversalClient, prefix string, dicts *envelope.Dicts) *learner {
-	return &learner{rdb: rdb, prefix: prefix, dicts: dicts, types: map[string]*learning{}}
+func newLearner(rdb redis.UniversalClient, prefix string, dicts *envelope.Dicts, log *slog.Logger) *learner {
+	return &learner{rdb: rdb, prefix: prefix, dicts: dicts, maxTypes: dictTypes, log: log, types: map[string]*learning{}}
 }
 
 func (l *learner) typesKey() string { return l.prefix + ":dicts" }
@@ -73,7 +84,7 @@ func (l *learner) dict(typ string, payload []byte) *envelope.Dict {
 		l.types[typ] = e
 	}
 	switch {
-	case e.dict != nil || e.busy:
+	case e.dict != nil || e.busy || e.full:
 		return e.dict
 	case !e.retryAt.IsZero() && time.Now().Before(e.retryAt):
 		return nil
@@ -91,6 +102,20 @@ func (l *learner) dict(typ string, payload []byte) *envelope.Dict {
 	e.samples, e.nSamples, e.busy = nil, 0, true
 	go l.store(typ, e, sample)
 	return nil
+}
+
+// claim stores *d and claims typ for it; when another producer claimed
+// typ first, *d becomes that one.
+func (l *learner) claim(ctx context.Context, typ string, d **envelope.Dict) error {
+	// NX: the ID is the content's hash, so a stored one is this one
+	if err := l.rdb.SetNX(ctx, envelope.DictKey(l.prefix, (*d).ID), (*d).Bytes, 0).Err(); err != nil {
+		return err
+	}
+	won, err := l.rdb.HSetNX(ctx, l.typesKey(), typ, (*d).ID).Result()
+	if err == nil && !won {
+		*d, _, err = l.claimed(typ)
+	}
+	return err
 }
 
 // lookup reads the type's dictionary, if Redis has one.
@@ -132,23 +157,29 @@ func (l *learner) claimed(typ string) (d *envelope.Dict, found bool, err error) 
 func (l *learner) store(typ string, e *learning, sample []byte) {
 	d := envelope.NewDict(sample)
 	var err error
+	var stored int64
 	if d != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), dictWait)
-		// NX: the ID is the content's hash, so a stored one is this one
-		if err = l.rdb.SetNX(ctx, envelope.DictKey(l.prefix, d.ID), d.Bytes, 0).Err(); err == nil {
-			var won bool
-			if won, err = l.rdb.HSetNX(ctx, l.typesKey(), typ, d.ID).Result(); err == nil && !won {
-				d, _, err = l.claimed(typ)
-			}
+		stored, err = l.rdb.HLen(ctx, l.typesKey()).Result()
+		if err == nil && stored < int64(l.maxTypes) {
+			err = l.claim(ctx, typ, &d)
 		}
 		cancel()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.busy = false
-	if d != nil && err == nil {
+	switch {
+	case d != nil && err == nil && stored >= int64(l.maxTypes):
+		e.full = true
+		if !l.warned {
+			l.warned = true
+			l.log.Warn("compression dictionaries: the prefix stores them for as many task types as it keeps; "+
+				"payloads of later types are compressed alone", "types", stored, "type", typ)
+		}
+	case d != nil && err == nil:
 		e.dict = d
-	} else {
+	default:
 		e.retryAt = time.Now().Add(dictRetry)
 	}
 }
