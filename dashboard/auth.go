@@ -22,10 +22,10 @@ var (
 // returns the basic-auth user (for the CSRF token), whether a bearer
 // token authenticated it, and whether it may go on.
 func (d *Dashboard) authenticate(r *http.Request) (user string, bearer, ok bool) {
-	ba, tok := d.opts.BasicAuth, d.opts.BearerToken
-	if ba == nil && tok == "" {
+	if d.opts.Unauthenticated {
 		return "", false, true
 	}
+	ba, tok := d.opts.BasicAuth, d.opts.BearerToken
 	if tok != "" {
 		if got, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && equal(got, tok) {
 			return "", true, true

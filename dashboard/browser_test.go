@@ -21,7 +21,7 @@ import (
 func TestBrowser(t *testing.T) {
 	path := requireChromium(t)
 	t.Parallel()
-	e := setup(t, dashboard.Options{TailInterval: 200 * time.Millisecond, RefreshInterval: 300 * time.Millisecond})
+	e := setup(t, dashboard.Options{Unauthenticated: true, TailInterval: 200 * time.Millisecond, RefreshInterval: 300 * time.Millisecond})
 	must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{Concurrency: 10, Rate: 600, Per: time.Minute}))
 	page := startBrowser(t, path)
 	base := e.srv.URL + "/dash"

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"embed"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -16,9 +17,10 @@ import (
 //go:embed templates/*.html assets/*
 var files embed.FS
 
-// Options configures the dashboard. Its zero value serves every page and
-// action to anyone who can reach it: set BasicAuth or BearerToken (or put
-// it behind your own authentication) and consider ReadOnly.
+// Options configures the dashboard. New refuses Options that say nothing
+// about authentication: set BasicAuth, BearerToken, or both; or set
+// Unauthenticated for a dashboard behind your own authentication or on a
+// loopback address. Consider ReadOnly for viewers.
 type Options struct {
 	// BasePath is the path the dashboard is mounted under ("/admin/queues"),
 	// used to build links. Defaults to what http.StripPrefix removed from
@@ -28,16 +30,25 @@ type Options struct {
 	Title string
 	// ReadOnly hides every action and rejects them with 403.
 	ReadOnly bool
-	// BasicAuth, if set, requires HTTP basic authentication.
+	// BasicAuth requires HTTP basic authentication with its user and
+	// password. New refuses one whose User or Password is empty or blank.
 	BasicAuth *BasicAuth
-	// BearerToken, if set, accepts "Authorization: Bearer <token>". With
-	// BasicAuth also set, either is enough.
+	// BearerToken accepts "Authorization: Bearer <token>". With BasicAuth
+	// also set, either is enough. Without BasicAuth and Unauthenticated,
+	// New refuses an empty or blank token: an unset environment variable
+	// does not open the dashboard.
 	BearerToken string
+	// Unauthenticated serves every page and action to anyone who can
+	// reach the dashboard, without credentials. Set it only for a
+	// dashboard behind your own authentication or on a loopback address.
+	// New refuses it with BasicAuth or BearerToken set.
+	Unauthenticated bool
 	// CSRFKey signs the tokens that every action must carry. Defaults to
 	// a random key per process; set the same key on every replica behind
 	// one load balancer.
 	CSRFKey []byte
-	// PageSize is how many tasks a page lists. Defaults to 50.
+	// PageSize is how many tasks a page lists, and how many queues the
+	// overview lists per page. Defaults to 50.
 	PageSize int
 	// RefreshInterval is how often the overview and queue pages refresh
 	// their counts, chart and alarms (pausable on the page). Defaults to 5s.
@@ -75,8 +86,22 @@ type Dashboard struct {
 // /api, and the assets they use, all embedded. Mount it at the root or
 // under a prefix with http.StripPrefix:
 //
-//	mux.Handle("/queues/", http.StripPrefix("/queues", dashboard.New(insp, opts)))
-func New(insp *queue.Inspector, opts Options) *Dashboard {
+//	d, err := dashboard.New(insp, opts)
+//	if err != nil {
+//		return err
+//	}
+//	mux.Handle("/queues/", http.StripPrefix("/queues", d))
+//
+// New returns an error wrapping ErrEmptySecret when opts name no
+// credentials or an empty one, and ErrInvalidOptions when they contradict
+// themselves. The error names the field, never the secret.
+func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
+	if insp == nil {
+		return nil, fmt.Errorf("%w: nil Inspector", ErrInvalidOptions)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	opts.Title = cmp.Or(opts.Title, "shardq")
 	opts.PageSize = cmp.Or(opts.PageSize, 50)
 	opts.PageSize = min(max(opts.PageSize, 1), queue.MaxPageSize)
@@ -91,7 +116,7 @@ func New(insp *queue.Inspector, opts Options) *Dashboard {
 	}
 	d.pages = mustParsePages()
 	d.routes()
-	return d
+	return d, nil
 }
 
 func (d *Dashboard) routes() {

@@ -36,7 +36,9 @@
 // embedded CSS and a little plain JavaScript; nothing is fetched from
 // another site.
 //
-// Safety: Options.BasicAuth or Options.BearerToken require credentials;
+// Safety: Options.BasicAuth or Options.BearerToken require credentials,
+// and New refuses Options without either unless Options.Unauthenticated
+// says so; an empty secret is an error, never an open dashboard.
 // Options.ReadOnly hides and refuses every action; every action needs a
 // CSRF token (in the forms, or the X-CSRF-Token header for scripts, from
 // GET /api/csrf) and cross-origin requests are refused. Payloads and
@@ -48,9 +50,13 @@
 //	if err != nil {
 //		return err
 //	}
-//	mux := http.NewServeMux()
-//	mux.Handle("/queues/", http.StripPrefix("/queues", dashboard.New(insp, dashboard.Options{
+//	d, err := dashboard.New(insp, dashboard.Options{
 //		BasicAuth: &dashboard.BasicAuth{User: "ops", Password: os.Getenv("DASHBOARD_PASSWORD")},
-//	})))
+//	})
+//	if err != nil {
+//		return err // DASHBOARD_PASSWORD unset: dashboard.ErrEmptySecret
+//	}
+//	mux := http.NewServeMux()
+//	mux.Handle("/queues/", http.StripPrefix("/queues", d))
 //	log.Fatal(http.ListenAndServe(":8080", mux))
 package dashboard

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -62,7 +63,7 @@ func TestAuth(t *testing.T) {
 
 func TestCSRF(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	tok := e.csrf()
 	path := "/queues/" + e.q + "/tasks/" + e.dead[0] + "/run"
 	form := func(csrf string) url.Values {
@@ -120,13 +121,13 @@ func TestCSRF(t *testing.T) {
 // otherToken is a valid token of another dashboard (another key).
 func otherToken(t *testing.T) string {
 	e := newEnv(t)
-	e.serve(dashboard.Options{})
+	e.serve(dashboard.Options{Unauthenticated: true})
 	return e.csrf()
 }
 
 func TestReadOnly(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{ReadOnly: true})
+	e := setup(t, dashboard.Options{Unauthenticated: true, ReadOnly: true})
 	for _, p := range []string{"/", "/queues/" + e.q + "?state=dead", "/queues/" + e.q + "?state=active",
 		"/queues/" + e.q + "/tasks/" + e.dead[0], "/queues/" + e.q + "/tasks/" + e.active[0]} {
 		r := e.page(t, p)
@@ -152,18 +153,66 @@ func TestReadOnly(t *testing.T) {
 func TestBasePath(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.serve(dashboard.Options{BasePath: "/behind/proxy/"})
+	e.serve(dashboard.Options{Unauthenticated: true, BasePath: "/behind/proxy/"})
 	r := e.page(t, "/")
 	if !strings.Contains(r.body, `href="/behind/proxy/workers"`) || !strings.Contains(r.body, `src="/behind/proxy/assets/app.js"`) {
 		t.Fatalf("links ignore BasePath:\n%s", r.body)
 	}
 	// without BasePath, links follow the StripPrefix mount
-	e.serve(dashboard.Options{})
+	e.serve(dashboard.Options{Unauthenticated: true})
 	r = e.page(t, "/workers")
 	links := regexp.MustCompile(`href="([^"]+)"`).FindAllStringSubmatch(r.body, -1)
 	for _, l := range links {
 		if !strings.HasPrefix(l[1], "/dash/") && !strings.HasPrefix(l[1], "?") {
 			t.Errorf("link %q is not under /dash/", l[1])
+		}
+	}
+}
+
+// TestNewRefusesEmptySecrets: Options with no credentials, or an empty
+// one, are an error at construction, naming the field and never a
+// secret. The docs' mount with DASHBOARD_PASSWORD unset once served every
+// page and action to "curl -u ops:". Unauthenticated is the one way to an
+// open dashboard, and it does not mix with credentials.
+func TestNewRefusesEmptySecrets(t *testing.T) {
+	t.Parallel()
+	insp := newEnv(t).insp
+	const secret = "pw-Zq81-never-shown"
+	for name, c := range map[string]struct {
+		opts  dashboard.Options
+		want  error
+		field string
+	}{
+		"zero options":         {dashboard.Options{}, dashboard.ErrEmptySecret, "BearerToken"},
+		"empty password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: ""}}, dashboard.ErrEmptySecret, "BasicAuth.Password"},
+		"blank password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: " \n"}}, dashboard.ErrEmptySecret, "BasicAuth.Password"},
+		"empty user":           {dashboard.Options{BasicAuth: &dashboard.BasicAuth{Password: secret}}, dashboard.ErrEmptySecret, "BasicAuth.User"},
+		"empty password+token": {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops"}, BearerToken: secret}, dashboard.ErrEmptySecret, "BasicAuth.Password"},
+		"blank token":          {dashboard.Options{BearerToken: "\t"}, dashboard.ErrEmptySecret, "BearerToken"},
+		"colon in user":        {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "a:b", Password: secret}}, dashboard.ErrInvalidOptions, "BasicAuth.User"},
+		"open and basic":       {dashboard.Options{Unauthenticated: true, BasicAuth: &dashboard.BasicAuth{User: "ops", Password: secret}}, dashboard.ErrInvalidOptions, "Unauthenticated"},
+		"open and token":       {dashboard.Options{Unauthenticated: true, BearerToken: secret}, dashboard.ErrInvalidOptions, "Unauthenticated"},
+	} {
+		d, err := dashboard.New(insp, c.opts)
+		if !errors.Is(err, c.want) || d != nil {
+			t.Errorf("%s: New returned a dashboard: %t, and %v; want %v", name, d != nil, err, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error %q should name %s and no secret", name, err, c.field)
+		}
+	}
+	if _, err := dashboard.New(nil, dashboard.Options{Unauthenticated: true}); !errors.Is(err, dashboard.ErrInvalidOptions) {
+		t.Errorf("nil Inspector: %v", err)
+	}
+	for name, opts := range map[string]dashboard.Options{
+		"basic":           {BasicAuth: &dashboard.BasicAuth{User: "ops", Password: secret}},
+		"token":           {BearerToken: secret},
+		"basic, no token": {BasicAuth: &dashboard.BasicAuth{User: "ops", Password: secret}, BearerToken: ""},
+		"unauthenticated": {Unauthenticated: true},
+	} {
+		if _, err := dashboard.New(insp, opts); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

@@ -140,7 +140,7 @@ func (e *env) fill() {
 // serve mounts the dashboard under /dash on a test server.
 func (e *env) serve(opts dashboard.Options) {
 	mux := http.NewServeMux()
-	mux.Handle("/dash/", http.StripPrefix("/dash", dashboard.New(e.insp, opts)))
+	mux.Handle("/dash/", http.StripPrefix("/dash", newDashboard(e.t, e.insp, opts)))
 	e.srv = httptest.NewServer(mux)
 	e.t.Cleanup(e.srv.Close)
 	e.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -238,6 +238,14 @@ func (e *env) csrf(header ...string) string {
 	}
 	r.json(e.t, &v)
 	return v.Token
+}
+
+// newDashboard is dashboard.New, failing the test on an error.
+func newDashboard(t testing.TB, insp *queue.Inspector, opts dashboard.Options) *dashboard.Dashboard {
+	t.Helper()
+	d, err := dashboard.New(insp, opts)
+	must(t, err)
+	return d
 }
 
 func must(t testing.TB, err error) {

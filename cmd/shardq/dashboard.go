@@ -66,7 +66,12 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
-	srv := &http.Server{Handler: dashboard.New(insp, opts), ReadHeaderTimeout: 10 * time.Second}
+	opts.Unauthenticated = opts.BasicAuth == nil && opts.BearerToken == ""
+	dash, err := dashboard.New(insp, opts)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(m.Stdout, "dashboard on http://%s/\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -130,11 +130,16 @@ func (d *demo) run(ctx context.Context) error {
 // serveDashboard serves the dashboard over the demo's queues and returns
 // a function that stops it.
 func (d *demo) serveDashboard(insp *queue.Inspector) (func(), error) {
+	// the demo's dashboard is for whoever runs it, on loopback by default
+	dash, err := dashboard.New(insp, dashboard.Options{Title: "shardq demo", Unauthenticated: true})
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", d.f.dashboard)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: listen on %s: %w", d.f.dashboard, err)
 	}
-	srv := &http.Server{Handler: dashboard.New(insp, dashboard.Options{Title: "shardq demo"}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintf(d.m.Stdout, "dashboard on http://%s/\n", ln.Addr())
 	return func() {
