@@ -80,6 +80,7 @@ type Dashboard struct {
 	csrf  []byte
 	cop   *http.CrossOriginProtection
 	log   *slog.Logger
+	creds credentials
 }
 
 // New returns the dashboard over insp: HTML pages, a JSON API under
@@ -109,7 +110,9 @@ func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	opts.RefreshInterval = cmp.Or(opts.RefreshInterval, 5*time.Second)
 	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")
 	d := &Dashboard{insp: insp, opts: opts, mux: http.NewServeMux(), csrf: opts.CSRFKey,
-		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default())}
+		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default()), creds: newCredentials(opts)}
+	// the secrets live on as digests in creds only
+	d.opts.BasicAuth, d.opts.BearerToken = nil, ""
 	if len(d.csrf) == 0 {
 		d.csrf = make([]byte, 32)
 		_, _ = rand.Read(d.csrf)
@@ -121,7 +124,7 @@ func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 
 func (d *Dashboard) routes() {
 	assets, _ := fs.Sub(files, "assets")
-	d.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+	d.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(filesOnly{assets})))
 
 	d.mux.HandleFunc("GET /{$}", d.overviewPage)
 	d.mux.HandleFunc("GET /queues/{queue}", d.queuePage)
@@ -194,6 +197,23 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.mux.ServeHTTP(w, withUser(r, user))
+}
+
+// filesOnly serves the files of an fs.FS and none of its directories, so
+// http.FileServer lists no directory: it answers 404 instead.
+type filesOnly struct{ fs.FS }
+
+// Open opens a file, and reports a directory as not there.
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		_ = file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // base returns the path the dashboard is mounted under, without a

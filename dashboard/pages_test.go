@@ -148,6 +148,12 @@ func TestPages(t *testing.T) {
 				t.Fatalf("%s: %d %s", path, r.code, r.header.Get("Content-Type"))
 			}
 		}
+		// no directory listing: the assets are what the pages link to
+		for _, path := range []string{"/assets/", "/assets/nope/", "/assets/nope"} {
+			if r := e.get(path); r.code != http.StatusNotFound || strings.Contains(r.body, "app.js") {
+				t.Errorf("GET %s: %d %.200s, want 404 without a listing", path, r.code, r.body)
+			}
+		}
 	})
 
 	t.Run("SecurityHeaders", func(t *testing.T) {

@@ -44,6 +44,13 @@ func TestAuth(t *testing.T) {
 	if r := e.get("/api/queues", "Authorization", "Bearer tok-123"); r.code != 200 {
 		t.Fatalf("bearer: %d", r.code)
 	}
+	// the scheme is case-insensitive (RFC 9110); the token is not
+	for h, want := range map[string]int{"bearer tok-123": 200, "BEARER tok-123": 200, "bEaReR  tok-123": 200,
+		"Bearertok-123": 401, "Bearer TOK-123": 401, "Bearer ": 401, "Basic tok-123": 401} {
+		if r := e.get("/api/queues", "Authorization", h); r.code != want {
+			t.Errorf("Authorization %q: %d, want %d", h, r.code, want)
+		}
+	}
 	// a script with the bearer token needs no CSRF token: browsers never
 	// send that header by themselves
 	if r := e.do(http.MethodPost, "/api/queues/"+e.q+"/resume", nil, "Authorization", "Bearer tok-123"); r.code != 200 || e.info().Paused {
