@@ -41,8 +41,17 @@ type Options struct {
 	// Unauthenticated serves every page and action to anyone who can
 	// reach the dashboard, without credentials. Set it only for a
 	// dashboard behind your own authentication or on a loopback address.
-	// New refuses it with BasicAuth or BearerToken set.
+	// New refuses it with BasicAuth or BearerToken set. An unauthenticated
+	// dashboard answers only requests whose Host is a loopback name or
+	// address, or one of AllowedHosts, so a page of another site cannot
+	// reach it through DNS rebinding.
 	Unauthenticated bool
+	// AllowedHosts are the host names and addresses, besides localhost,
+	// 127.0.0.0/8 and ::1, that requests may name in their Host header.
+	// Ports are ignored and case does not matter. "*" allows every host.
+	// An unauthenticated dashboard refuses every other Host with 421; an
+	// authenticated one checks the Host only when AllowedHosts is set.
+	AllowedHosts []string
 	// CSRFKey signs the tokens that every action must carry. Defaults to
 	// a random key per process; set the same key on every replica behind
 	// one load balancer.
@@ -81,6 +90,7 @@ type Dashboard struct {
 	cop   *http.CrossOriginProtection
 	log   *slog.Logger
 	creds credentials
+	hosts hostSet
 }
 
 // New returns the dashboard over insp: HTML pages, a JSON API under
@@ -103,6 +113,10 @@ func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	hosts, err := newHostSet(opts)
+	if err != nil {
+		return nil, err
+	}
 	opts.Title = cmp.Or(opts.Title, "shardq")
 	opts.PageSize = cmp.Or(opts.PageSize, 50)
 	opts.PageSize = min(max(opts.PageSize, 1), queue.MaxPageSize)
@@ -110,7 +124,7 @@ func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	opts.RefreshInterval = cmp.Or(opts.RefreshInterval, 5*time.Second)
 	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")
 	d := &Dashboard{insp: insp, opts: opts, mux: http.NewServeMux(), csrf: opts.CSRFKey,
-		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default()), creds: newCredentials(opts)}
+		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default()), creds: newCredentials(opts), hosts: hosts}
 	// the secrets live on as digests in creds only
 	d.opts.BasicAuth, d.opts.BearerToken = nil, ""
 	if len(d.csrf) == 0 {
@@ -181,6 +195,10 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	if !d.hosts.allows(r.Host) {
+		d.misdirected(w, r)
+		return
+	}
 	if d.opts.Metrics != nil && d.opts.MetricsPublic && strings.TrimPrefix(r.URL.Path, d.opts.BasePath) == "/metrics" {
 		d.opts.Metrics.ServeHTTP(w, r) // a scraper without credentials, as configured
 		return

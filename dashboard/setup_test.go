@@ -200,7 +200,8 @@ func (r response) json(t *testing.T, v any) {
 	}
 }
 
-// do sends a request to the dashboard; path is under /dash.
+// do sends a request to the dashboard; path is under /dash. header is
+// name, value pairs; "Host" sets the request's Host.
 func (e *env) do(method, path string, body url.Values, header ...string) response {
 	e.t.Helper()
 	var rd io.Reader
@@ -213,6 +214,10 @@ func (e *env) do(method, path string, body url.Values, header ...string) respons
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	for j := 0; j+1 < len(header); j += 2 {
+		if header[j] == "Host" {
+			req.Host = header[j+1] // the client sends req.Host, never a Host header
+			continue
+		}
 		req.Header.Set(header[j], header[j+1])
 	}
 	res, err := e.http.Do(req)

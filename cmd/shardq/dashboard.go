@@ -33,6 +33,8 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	basic := fs.String("basic-auth", "", "require HTTP basic auth: user:password (default $SHARDQ_DASHBOARD_BASIC_AUTH)")
 	token := fs.String("token", "", "require this bearer token (default $SHARDQ_DASHBOARD_TOKEN)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics (Prometheus) without the dashboard's authentication")
+	var allowed listFlag
+	fs.Var(&allowed, "allowed-host", "a host name the dashboard answers besides loopback ones and the --addr host; repeatable, \"*\" = any")
 	var store storeFlags
 	store.add(fs, false)
 	if err := parse(fs, args); err != nil {
@@ -67,12 +69,17 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	opts.Unauthenticated = opts.BasicAuth == nil && opts.BearerToken == ""
+	opts.AllowedHosts = allowedHosts(*addr, allowed, opts.Unauthenticated)
 	dash, err := dashboard.New(insp, opts)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(m.Stdout, "dashboard on http://%s/\n", ln.Addr())
+	if opts.Unauthenticated && !loopback(ln.Addr()) {
+		fmt.Fprintf(m.Stderr, "shardq dashboard: warning: no authentication on %s: anyone who reaches it "+
+			"by an allowed host name can run actions (set --basic-auth or --token)\n", ln.Addr())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -86,6 +93,29 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 		return err
 	}
 	return nil
+}
+
+// allowedHosts are the Host names a dashboard answers besides loopback
+// ones: those given, and the listen address's host when it names one
+// (not 0.0.0.0 or ::). None when an authenticated dashboard was given
+// none: it then answers any Host, as credentials protect it.
+func allowedHosts(addr string, given []string, unauthenticated bool) []string {
+	if !unauthenticated && len(given) == 0 {
+		return nil
+	}
+	out := append([]string(nil), given...)
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			out = append(out, host)
+		}
+	}
+	return out
+}
+
+// loopback reports whether a listener's address is a loopback one.
+func loopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }
 
 func cmpOr(a, b string) string {

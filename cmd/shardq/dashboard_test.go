@@ -99,3 +99,76 @@ func (s *syncWriter) String() string {
 	defer s.mu.Unlock()
 	return s.w.String()
 }
+
+// serveDashboard runs shardq dashboard with args and returns the URL it
+// serves ("http://127.0.0.1:port/").
+func serveDashboard(t *testing.T, env map[string]string, args ...string) (string, *proc) {
+	t.Helper()
+	p := startShardq(t, env, append([]string{"dashboard", "--addr", "127.0.0.1:0"}, args...)...)
+	re := regexp.MustCompile(`dashboard on (http://\S+/)`)
+	var base string
+	waitUntil(t, 30*time.Second, "the dashboard's address", func() bool {
+		if m := re.FindStringSubmatch(p.stdout.String()); m != nil {
+			base = m[1]
+		}
+		return base != ""
+	})
+	return base, p
+}
+
+// getHost GETs url naming host in the request, with header pairs.
+func getHost(t *testing.T, url, host string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	must(t, err)
+	if host != "" {
+		req.Host = host
+	}
+	for j := 0; j+1 < len(header); j += 2 {
+		req.Header.Set(header[j], header[j+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestDashboardHostCheck: the dashboard without credentials answers
+// loopback names, its --addr host and --allowed-host only, so a page of
+// another site whose name points at 127.0.0.1 cannot read it; with
+// credentials it answers any host unless --allowed-host names some.
+func TestDashboardHostCheck(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+	base, _ := serveDashboard(t, env)
+	port := base[strings.LastIndex(base, ":")+1 : len(base)-1]
+	rebound := "rebind.attacker.example:" + port
+	if code, body := getHost(t, base+"api/csrf", rebound, "Origin", "http://"+rebound); code != http.StatusMisdirectedRequest ||
+		strings.Contains(body, "token\"") {
+		t.Errorf("no auth, rebound host: %d %s, want 421", code, body)
+	}
+	for _, host := range []string{"", "localhost:" + port, "[::1]:" + port} {
+		if code, body := getHost(t, base+"api/csrf", host); code != 200 {
+			t.Errorf("no auth, host %q: %d %s", host, code, body)
+		}
+	}
+
+	named, _ := serveDashboard(t, env, "--allowed-host", "dash.example", "--allowed-host", "ops.example")
+	for host, want := range map[string]int{"dash.example": 200, "ops.example:8080": 200, "other.example": 421} {
+		if code, _ := getHost(t, named+"api/csrf", host); code != want {
+			t.Errorf("--allowed-host, host %s: %d, want %d", host, code, want)
+		}
+	}
+
+	authed, _ := serveDashboard(t, env, "--token", "s3cret")
+	if code, _ := getHost(t, authed+"api/csrf", rebound, "Authorization", "Bearer s3cret"); code != 200 {
+		t.Errorf("with a token, any host: %d", code)
+	}
+
+	if code, _, errOut := run(t, env, "dashboard", "--addr", "127.0.0.1:0", "--allowed-host", "https://dash.example"); code != exitUsage ||
+		!strings.Contains(errOut, "AllowedHosts") {
+		t.Errorf("a URL as --allowed-host: exit %d %q", code, errOut)
+	}
+}
