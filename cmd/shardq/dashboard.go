@@ -30,8 +30,10 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	prefix := fs.String("prefix", queue.DefaultPrefix, "key prefix of the queues")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	readOnly := fs.Bool("read-only", false, "hide and refuse every action")
-	basic := fs.String("basic-auth", "", "require HTTP basic auth: user:password (default $SHARDQ_DASHBOARD_BASIC_AUTH)")
-	token := fs.String("token", "", "require this bearer token (default $SHARDQ_DASHBOARD_TOKEN)")
+	basic := fs.String("basic-auth", "", "require HTTP basic auth: user:password; other users see it in ps: prefer --basic-auth-file or $SHARDQ_DASHBOARD_BASIC_AUTH")
+	basicFile := fs.String("basic-auth-file", "", "require HTTP basic auth: read user:password from this file")
+	token := fs.String("token", "", "require this bearer token; other users see it in ps: prefer --token-file or $SHARDQ_DASHBOARD_TOKEN")
+	tokenFile := fs.String("token-file", "", "require a bearer token: read it from this file")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics (Prometheus) without the dashboard's authentication")
 	var allowed listFlag
 	fs.Var(&allowed, "allowed-host", "a host name the dashboard answers besides loopback ones and the --addr host; repeatable, \"*\" = any")
@@ -40,13 +42,9 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	opts := dashboard.Options{ReadOnly: *readOnly, BearerToken: cmpOr(*token, m.Getenv("SHARDQ_DASHBOARD_TOKEN"))}
-	if b := cmpOr(*basic, m.Getenv("SHARDQ_DASHBOARD_BASIC_AUTH")); b != "" {
-		user, pass, ok := strings.Cut(b, ":")
-		if !ok || user == "" || pass == "" {
-			return fmt.Errorf("%w: --basic-auth wants user:password", errUsage)
-		}
-		opts.BasicAuth = &dashboard.BasicAuth{User: user, Password: pass}
+	opts := dashboard.Options{ReadOnly: *readOnly}
+	if err := m.dashboardSecrets(fs, &opts, *basic, *basicFile, *token, *tokenFile); err != nil {
+		return err
 	}
 	rdb, closeRedis, err := m.connect(ctx, *redisURL, false, m.Stderr)
 	if err != nil {
@@ -78,7 +76,7 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	fmt.Fprintf(m.Stdout, "dashboard on http://%s/\n", ln.Addr())
 	if opts.Unauthenticated && !loopback(ln.Addr()) {
 		fmt.Fprintf(m.Stderr, "shardq dashboard: warning: no authentication on %s: anyone who reaches it "+
-			"by an allowed host name can run actions (set --basic-auth or --token)\n", ln.Addr())
+			"by an allowed host name can run actions (set --basic-auth-file or --token-file)\n", ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -116,6 +114,34 @@ func allowedHosts(addr string, given []string, unauthenticated bool) []string {
 func loopback(a net.Addr) bool {
 	t, ok := a.(*net.TCPAddr)
 	return ok && t.IP.IsLoopback()
+}
+
+// dashboardSecrets sets opts' credentials from the flags, files and
+// environment. A secret given on the command line works, with a warning:
+// other users of the machine see it in ps.
+func (m *Main) dashboardSecrets(fs *flags, opts *dashboard.Options, basic, basicFile, token, tokenFile string) error {
+	set := visited(fs)
+	b, from, err := basicAuthSource.read(m, set, basic, basicFile)
+	if err != nil {
+		return err
+	}
+	if b != "" {
+		user, pass, ok := strings.Cut(b, ":")
+		if !ok || strings.TrimSpace(user) == "" || strings.TrimSpace(pass) == "" {
+			return usageErr("%s wants user:password, both non-empty", from)
+		}
+		opts.BasicAuth = &dashboard.BasicAuth{User: user, Password: pass}
+	}
+	if opts.BearerToken, _, err = tokenSource.read(m, set, token, tokenFile); err != nil {
+		return err
+	}
+	for _, s := range []secretSource{basicAuthSource, tokenSource} {
+		if set[s.flag] {
+			fmt.Fprintf(m.Stderr, "shardq dashboard: warning: --%s puts the secret where other users see it (ps, /proc); "+
+				"use --%s or $%s\n", s.flag, s.fileFlag, s.env)
+		}
+	}
+	return nil
 }
 
 func cmpOr(a, b string) string {
