@@ -26,8 +26,8 @@ const (
 // measured (its rate needs a sample at least a tenth of it old).
 const growWindow = 10 * time.Second
 
-// alarms finds, for the overview: queues with pending tasks and no live
-// worker serving them; paused queues whose backlog grows (tasks arrive);
+// alarms finds, for the queues of an overview page: queues with pending
+// tasks and no live worker serving them; paused queues whose backlog grows (tasks arrive);
 // queues with tasks that went to dead in the last hour. One round trip for
 // the workers, and for each queue that may raise an alarm a bounded read
 // (two round trips).

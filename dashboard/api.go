@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/shardq/shardq/queue"
 )
@@ -52,6 +53,10 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// say which queues there are, instead of a page for a queue that is not
 		data.NoQueue = r.PathValue("queue")
 		data.Queues, _ = d.insp.Queues(r.Context())
+		if n := len(data.Queues) - d.opts.PageSize; n > 0 {
+			// a page's worth: the overview pages through the rest
+			data.Queues, data.More = data.Queues[:d.opts.PageSize], int64(n)
+		}
 	}
 	d.render(w, r, code, "error", "Error", data)
 }
@@ -68,17 +73,34 @@ func writeJSONError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
 }
 
+// apiQueues serves a page of queues: at most limit (PageSize by
+// default), by name, after a name, with a name prefix.
 func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
-	qs, err := d.insp.QueueInfos(r.Context())
+	q, err := d.queueQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	out := make([]queueView, 0, len(qs))
-	for _, qi := range qs {
+	p, err := d.insp.ListQueues(r.Context(), q)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := make([]queueView, 0, len(p.Queues))
+	for _, qi := range p.Queues {
 		out = append(out, newQueueView(qi))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out, "next": p.Next, "matched": p.Matched})
+}
+
+// queueQuery reads a page of queues from the request: prefix, after and
+// limit (1..queue.MaxPageSize, PageSize when unset).
+func (d *Dashboard) queueQuery(r *http.Request) (queue.QueueQuery, error) {
+	v := r.URL.Query()
+	q := queue.QueueQuery{Prefix: strings.TrimSpace(v.Get("prefix")), After: v.Get("after")}
+	var err error
+	q.Limit, err = limitParam(v.Get("limit"), d.opts.PageSize)
+	return q, err
 }
 
 func (d *Dashboard) apiQueue(w http.ResponseWriter, r *http.Request) {
@@ -233,8 +255,15 @@ func (d *Dashboard) apiSchedules(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": append([]scheduleRow{}, s...)})
 }
 
+// apiLimits serves the limits of a page of queues: at most limit
+// (PageSize by default) queues named after after.
 func (d *Dashboard) apiLimits(w http.ResponseWriter, r *http.Request) {
-	l, err := d.limits(r.Context())
+	n, err := limitParam(r.URL.Query().Get("limit"), d.opts.PageSize)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	l, next, err := d.limits(r.Context(), r.URL.Query().Get("after"), n)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -243,7 +272,7 @@ func (d *Dashboard) apiLimits(w http.ResponseWriter, r *http.Request) {
 	for j := range out {
 		out[j].PerMS = out[j].Per.Milliseconds()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"limits": out})
+	writeJSON(w, http.StatusOK, map[string]any{"limits": out, "next": next})
 }
 
 // apiCSRF hands out the CSRF token API clients put in X-CSRF-Token.

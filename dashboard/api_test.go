@@ -37,7 +37,7 @@ type apiPage struct {
 
 func TestAPIReads(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 
 	t.Run("Queues", func(t *testing.T) {
 		var v struct {
@@ -275,7 +275,7 @@ func sorted(s []string) []string {
 
 func TestAPIActions(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	tok := e.csrf()
 	post := func(path string) response {
 		t.Helper()

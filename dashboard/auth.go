@@ -18,35 +18,71 @@ var (
 	errForbidden = errors.New("dashboard: cross-origin request rejected")
 )
 
+// credentials are the secrets of Options as SHA-256 digests: compared
+// in constant time whatever their lengths, and never kept in the clear
+// where a dump of the Dashboard would print them.
+type credentials struct {
+	basic, bearer     bool
+	user, pass, token [sha256.Size]byte
+	// compare is subtle.ConstantTimeCompare; a test counts its calls
+	compare func(a, b []byte) int
+}
+
+func newCredentials(o Options) credentials {
+	c := credentials{compare: subtle.ConstantTimeCompare}
+	if o.BasicAuth != nil {
+		c.basic, c.user, c.pass = true, sha256.Sum256([]byte(o.BasicAuth.User)), sha256.Sum256([]byte(o.BasicAuth.Password))
+	}
+	if o.BearerToken != "" {
+		c.bearer, c.token = true, sha256.Sum256([]byte(o.BearerToken))
+	}
+	return c
+}
+
+// equal compares got with a secret's digest in constant time: 1 when
+// they match, else 0.
+func (c *credentials) equal(got string, want [sha256.Size]byte) int {
+	sum := sha256.Sum256([]byte(got))
+	return c.compare(sum[:], want[:])
+}
+
 // authenticate checks the request's credentials against the options. It
 // returns the basic-auth user (for the CSRF token), whether a bearer
 // token authenticated it, and whether it may go on.
 func (d *Dashboard) authenticate(r *http.Request) (user string, bearer, ok bool) {
-	ba, tok := d.opts.BasicAuth, d.opts.BearerToken
-	if ba == nil && tok == "" {
+	if d.opts.Unauthenticated {
 		return "", false, true
 	}
-	if tok != "" {
-		if got, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && equal(got, tok) {
+	c := &d.creds
+	if c.bearer {
+		if got, found := bearerToken(r.Header.Get("Authorization")); found && c.equal(got, c.token) == 1 {
 			return "", true, true
 		}
 	}
-	if ba != nil {
-		if u, p, found := r.BasicAuth(); found && equal(u, ba.User) && equal(p, ba.Password) {
+	if c.basic {
+		// both compared whatever the first gives: && would tell by its
+		// time whether the user was right
+		if u, p, found := r.BasicAuth(); found && c.equal(u, c.user)&c.equal(p, c.pass) == 1 {
 			return u, false, true
 		}
 	}
 	return "", false, false
 }
 
-// equal compares secrets in constant time.
-func equal(a, b string) bool {
-	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+// bearerToken returns the token of an "Authorization: Bearer <token>"
+// header. The scheme is case-insensitive (RFC 9110, section 11.1).
+func bearerToken(h string) (string, bool) {
+	scheme, tok, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
 }
 
 // challenge answers an unauthenticated request with 401.
 func (d *Dashboard) challenge(w http.ResponseWriter, r *http.Request) {
-	if d.opts.BasicAuth != nil {
+	if d.creds.basic {
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+d.opts.Title+`", charset="UTF-8"`)
 	} else {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+d.opts.Title+`"`)

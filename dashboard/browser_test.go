@@ -13,7 +13,8 @@ import (
 )
 
 // TestBrowser drives the dashboard in headless Chromium: load the
-// overview, open a queue's dead tab, retry a task and see it leave the tab,
+// overview, page through its queues and filter them by name, open a
+// queue's dead tab, retry a task and see it leave the tab,
 // watch the live tail show new tasks, and save a screenshot of each page
 // (under -artifacts' output directory, else a temporary one). Chromium is
 // found on PATH (Debian: apt-get install -y chromium) or at
@@ -21,7 +22,7 @@ import (
 func TestBrowser(t *testing.T) {
 	path := requireChromium(t)
 	t.Parallel()
-	e := setup(t, dashboard.Options{TailInterval: 200 * time.Millisecond, RefreshInterval: 300 * time.Millisecond})
+	e := setup(t, dashboard.Options{Unauthenticated: true, TailInterval: 200 * time.Millisecond, RefreshInterval: 300 * time.Millisecond})
 	must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{Concurrency: 10, Rate: 600, Per: time.Minute}))
 	page := startBrowser(t, path)
 	base := e.srv.URL + "/dash"
@@ -143,6 +144,25 @@ func TestBrowser(t *testing.T) {
 		}
 		b.click("#auto-refresh")
 		b.waitFor("the refresh to resume", `document.querySelector('tr[data-queue="unseen"]')`)
+	})
+
+	t.Run("QueuePages", func(t *testing.T) {
+		b := page.in(t)
+		e.enqueue(1, "ok", queue.In("arrivals")) // there since AutoRefreshAndAlarm, unless run alone
+		e.enqueue(1, "ok", queue.In("unseen"))
+		b.navigate(base + "/?limit=1") // a page per queue: arrivals, emails, ...
+		b.waitFor("the first page", `document.querySelector('tr[data-queue="arrivals"]') && document.getElementById("queue-pager")`)
+		b.click(`#queue-pager a[rel="next"]`)
+		b.waitFor("the second page", `location.search.includes("after=arrivals") && document.readyState === "complete" && document.querySelector('tr[data-queue="emails"]')`)
+		if n := b.eval(`document.querySelectorAll("table.queues tbody tr[data-queue]").length`); n != float64(1) {
+			t.Fatalf("the second page shows %v queues, want 1", n)
+		}
+		b.screenshot("overview-page-2")
+		b.eval(`(function(){ var f = document.getElementById("queue-search"); f.prefix.value = "uns"; f.submit(); return true })()`)
+		b.waitFor("the queues named uns...", `location.search.includes("prefix=uns") && document.readyState === "complete" && document.querySelector('tr[data-queue="unseen"]')`)
+		if n := b.eval(`document.querySelectorAll("table.queues tbody tr[data-queue]").length`); n != float64(1) {
+			t.Fatalf("the prefix uns shows %v queues, want 1", n)
+		}
 	})
 
 	t.Run("BulkRetry", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"embed"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -16,9 +17,10 @@ import (
 //go:embed templates/*.html assets/*
 var files embed.FS
 
-// Options configures the dashboard. Its zero value serves every page and
-// action to anyone who can reach it: set BasicAuth or BearerToken (or put
-// it behind your own authentication) and consider ReadOnly.
+// Options configures the dashboard. New refuses Options that say nothing
+// about authentication: set BasicAuth, BearerToken, or both; or set
+// Unauthenticated for a dashboard behind your own authentication or on a
+// loopback address. Consider ReadOnly for viewers.
 type Options struct {
 	// BasePath is the path the dashboard is mounted under ("/admin/queues"),
 	// used to build links. Defaults to what http.StripPrefix removed from
@@ -28,16 +30,34 @@ type Options struct {
 	Title string
 	// ReadOnly hides every action and rejects them with 403.
 	ReadOnly bool
-	// BasicAuth, if set, requires HTTP basic authentication.
+	// BasicAuth requires HTTP basic authentication with its user and
+	// password. New refuses one whose User or Password is empty or blank.
 	BasicAuth *BasicAuth
-	// BearerToken, if set, accepts "Authorization: Bearer <token>". With
-	// BasicAuth also set, either is enough.
+	// BearerToken accepts "Authorization: Bearer <token>". With BasicAuth
+	// also set, either is enough. Without BasicAuth and Unauthenticated,
+	// New refuses an empty or blank token: an unset environment variable
+	// does not open the dashboard.
 	BearerToken string
+	// Unauthenticated serves every page and action to anyone who can
+	// reach the dashboard, without credentials. Set it only for a
+	// dashboard behind your own authentication or on a loopback address.
+	// New refuses it with BasicAuth or BearerToken set. An unauthenticated
+	// dashboard answers only requests whose Host is a loopback name or
+	// address, or one of AllowedHosts, so a page of another site cannot
+	// reach it through DNS rebinding.
+	Unauthenticated bool
+	// AllowedHosts are the host names and addresses, besides localhost,
+	// 127.0.0.0/8 and ::1, that requests may name in their Host header.
+	// Ports are ignored and case does not matter. "*" allows every host.
+	// An unauthenticated dashboard refuses every other Host with 421; an
+	// authenticated one checks the Host only when AllowedHosts is set.
+	AllowedHosts []string
 	// CSRFKey signs the tokens that every action must carry. Defaults to
 	// a random key per process; set the same key on every replica behind
 	// one load balancer.
 	CSRFKey []byte
-	// PageSize is how many tasks a page lists. Defaults to 50.
+	// PageSize is how many tasks a page lists, and how many queues the
+	// overview lists per page. Defaults to 50.
 	PageSize int
 	// RefreshInterval is how often the overview and queue pages refresh
 	// their counts, chart and alarms (pausable on the page). Defaults to 5s.
@@ -69,14 +89,34 @@ type Dashboard struct {
 	csrf  []byte
 	cop   *http.CrossOriginProtection
 	log   *slog.Logger
+	creds credentials
+	hosts hostSet
 }
 
 // New returns the dashboard over insp: HTML pages, a JSON API under
 // /api, and the assets they use, all embedded. Mount it at the root or
 // under a prefix with http.StripPrefix:
 //
-//	mux.Handle("/queues/", http.StripPrefix("/queues", dashboard.New(insp, opts)))
-func New(insp *queue.Inspector, opts Options) *Dashboard {
+//	d, err := dashboard.New(insp, opts)
+//	if err != nil {
+//		return err
+//	}
+//	mux.Handle("/queues/", http.StripPrefix("/queues", d))
+//
+// New returns an error wrapping ErrEmptySecret when opts name no
+// credentials or an empty one, and ErrInvalidOptions when they contradict
+// themselves. The error names the field, never the secret.
+func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
+	if insp == nil {
+		return nil, fmt.Errorf("%w: nil Inspector", ErrInvalidOptions)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	hosts, err := newHostSet(opts)
+	if err != nil {
+		return nil, err
+	}
 	opts.Title = cmp.Or(opts.Title, "shardq")
 	opts.PageSize = cmp.Or(opts.PageSize, 50)
 	opts.PageSize = min(max(opts.PageSize, 1), queue.MaxPageSize)
@@ -84,19 +124,21 @@ func New(insp *queue.Inspector, opts Options) *Dashboard {
 	opts.RefreshInterval = cmp.Or(opts.RefreshInterval, 5*time.Second)
 	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")
 	d := &Dashboard{insp: insp, opts: opts, mux: http.NewServeMux(), csrf: opts.CSRFKey,
-		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default())}
+		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default()), creds: newCredentials(opts), hosts: hosts}
+	// the secrets live on as digests in creds only
+	d.opts.BasicAuth, d.opts.BearerToken = nil, ""
 	if len(d.csrf) == 0 {
 		d.csrf = make([]byte, 32)
 		_, _ = rand.Read(d.csrf)
 	}
 	d.pages = mustParsePages()
 	d.routes()
-	return d
+	return d, nil
 }
 
 func (d *Dashboard) routes() {
 	assets, _ := fs.Sub(files, "assets")
-	d.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+	d.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(filesOnly{assets})))
 
 	d.mux.HandleFunc("GET /{$}", d.overviewPage)
 	d.mux.HandleFunc("GET /queues/{queue}", d.queuePage)
@@ -153,6 +195,10 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	if !d.hosts.allows(r.Host) {
+		d.misdirected(w, r)
+		return
+	}
 	if d.opts.Metrics != nil && d.opts.MetricsPublic && strings.TrimPrefix(r.URL.Path, d.opts.BasePath) == "/metrics" {
 		d.opts.Metrics.ServeHTTP(w, r) // a scraper without credentials, as configured
 		return
@@ -169,6 +215,23 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.mux.ServeHTTP(w, withUser(r, user))
+}
+
+// filesOnly serves the files of an fs.FS and none of its directories, so
+// http.FileServer lists no directory: it answers 404 instead.
+type filesOnly struct{ fs.FS }
+
+// Open opens a file, and reports a directory as not there.
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		_ = file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // base returns the path the dashboard is mounted under, without a

@@ -3,8 +3,9 @@
 //
 // Pages:
 //
-//   - the overview: every queue with its counts per state, latency and
-//     paused state; a chart of tasks processed and failed over the last
+//   - the overview: the queues by name, a page at a time (PageSize), with
+//     their counts per state, latency and paused state, and a filter by
+//     name prefix; a chart of tasks processed and failed over the last
 //     hour or day; alarms for queues with no live worker, paused queues
 //     that grow, and queues with new dead tasks;
 //   - a queue page: a tab per state (pending, active, scheduled, retry,
@@ -32,11 +33,14 @@
 //
 // Every page costs a bounded number of Redis calls, whatever the size of
 // the queues: the Inspector reads pages by marker with one script call
-// per queue partition. The pages are server-rendered html/template with
+// per queue partition. Pages that list queues (the overview, the limits)
+// read a page of them, whatever the number of queues. The pages are server-rendered html/template with
 // embedded CSS and a little plain JavaScript; nothing is fetched from
 // another site.
 //
-// Safety: Options.BasicAuth or Options.BearerToken require credentials;
+// Safety: Options.BasicAuth or Options.BearerToken require credentials,
+// and New refuses Options without either unless Options.Unauthenticated
+// says so; an empty secret is an error, never an open dashboard.
 // Options.ReadOnly hides and refuses every action; every action needs a
 // CSRF token (in the forms, or the X-CSRF-Token header for scripts, from
 // GET /api/csrf) and cross-origin requests are refused. Payloads and
@@ -48,9 +52,13 @@
 //	if err != nil {
 //		return err
 //	}
-//	mux := http.NewServeMux()
-//	mux.Handle("/queues/", http.StripPrefix("/queues", dashboard.New(insp, dashboard.Options{
+//	d, err := dashboard.New(insp, dashboard.Options{
 //		BasicAuth: &dashboard.BasicAuth{User: "ops", Password: os.Getenv("DASHBOARD_PASSWORD")},
-//	})))
+//	})
+//	if err != nil {
+//		return err // DASHBOARD_PASSWORD unset: dashboard.ErrEmptySecret
+//	}
+//	mux := http.NewServeMux()
+//	mux.Handle("/queues/", http.StripPrefix("/queues", d))
 //	log.Fatal(http.ListenAndServe(":8080", mux))
 package dashboard

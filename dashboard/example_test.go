@@ -26,10 +26,14 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/queues/", http.StripPrefix("/queues", dashboard.New(insp, dashboard.Options{
+	d, err := dashboard.New(insp, dashboard.Options{
 		BasicAuth: &dashboard.BasicAuth{User: "ops", Password: "s3cret"}, // say, os.Getenv("DASHBOARD_PASSWORD")
-	})))
+	})
+	if err != nil {
+		log.Fatal(err) // an empty password, say: the dashboard is never open by accident
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/queues/", http.StripPrefix("/queues", d))
 	srv := httptest.NewServer(mux) // in a program: log.Fatal(http.ListenAndServe(":8080", mux))
 	defer srv.Close()
 

@@ -70,7 +70,7 @@ func setupFlows(t *testing.T) *flowEnv {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	e.serve(dashboard.Options{})
+	e.serve(dashboard.Options{Unauthenticated: true})
 	return e
 }
 

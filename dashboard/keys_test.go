@@ -72,7 +72,7 @@ func keyNames(ks []apiKey) []string {
 // a 4xx that names it.
 func TestKeysAPI(t *testing.T) {
 	t.Parallel()
-	e := setupKeys(t, dashboard.Options{})
+	e := setupKeys(t, dashboard.Options{Unauthenticated: true})
 	qp := "/api/queues/" + e.q
 	tok := e.csrf()
 	post := func(path string, form url.Values) response {
@@ -219,7 +219,7 @@ func (e *env) key(t *testing.T, key string) *queue.KeyInfo {
 // finds one key, escapes key names, and posts its actions back to itself.
 func TestKeysPage(t *testing.T) {
 	t.Parallel()
-	e := setupKeys(t, dashboard.Options{})
+	e := setupKeys(t, dashboard.Options{Unauthenticated: true})
 	kp := "/queues/" + e.q + "/keys"
 	row := regexp.MustCompile(`<tr data-key="([^"]*)"`)
 
@@ -267,7 +267,7 @@ func TestKeysPage(t *testing.T) {
 	})
 
 	t.Run("Pager", func(t *testing.T) {
-		small := e.mount(dashboard.Options{PageSize: 3})
+		small := e.mount(dashboard.Options{Unauthenticated: true, PageSize: 3})
 		r := small(t, kp)
 		next := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(r.body)
 		if next == nil || len(row.FindAllString(r.body, -1)) != 3 {
@@ -311,7 +311,7 @@ func TestKeysPage(t *testing.T) {
 // and refuses the key actions with 403.
 func TestKeysReadOnly(t *testing.T) {
 	t.Parallel()
-	e := setupKeys(t, dashboard.Options{ReadOnly: true})
+	e := setupKeys(t, dashboard.Options{Unauthenticated: true, ReadOnly: true})
 	r := e.page(t, "/queues/"+e.q+"/keys?key=acme")
 	if strings.Contains(r.body, `method="post"`) || strings.Contains(r.body, "-key\"") || !strings.Contains(r.body, `<tr data-key="acme">`) {
 		t.Fatal("the read-only Keys tab shows actions, or no keys")
@@ -373,7 +373,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestBrowserKeys(t *testing.T) {
 	path := requireChromium(t)
 	t.Parallel()
-	e := setupKeys(t, dashboard.Options{})
+	e := setupKeys(t, dashboard.Options{Unauthenticated: true})
 	b := startBrowser(t, path).in(t)
 	base := e.srv.URL + "/dash"
 

@@ -16,7 +16,7 @@ import (
 // grows, and for tasks that went to dead in the last hour.
 func TestOverviewAlarms(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	e.enqueue(3, "ok", queue.In("orphan")) // no worker serves it
 	e.get("/")                             // the first rate sample of the paused queue
 	time.Sleep(1100 * time.Millisecond)    // a rate needs a sample a tenth of its 10s window old
@@ -45,7 +45,7 @@ func TestOverviewAlarms(t *testing.T) {
 // bad requests are refused.
 func TestBulkActions(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	tok := e.csrf()
 	post := func(form url.Values) response {
 		return e.do(http.MethodPost, "/api/queues/"+e.q+"/bulk", form, "X-CSRF-Token", tok)

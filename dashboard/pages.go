@@ -53,6 +53,7 @@ type errorData struct {
 	// the ones that do.
 	NoQueue string
 	Queues  []string
+	More    int64 // queues there are beyond Queues
 }
 
 // render executes a page into a buffer first, so a template error is a
@@ -77,31 +78,57 @@ type overviewData struct {
 	Chart   chart
 	Alarms  []alarm
 	Refresh int64 // ms between refreshes of the page's live parts
+	// The page of queues: those whose names start with Prefix, after
+	// After. Whole is set when the page holds every queue: the chart,
+	// totals and alarms then cover them all, else the page's queues.
+	Prefix, After     string
+	From, To, Matched int64
+	Whole             bool
+	FirstURL, NextURL string
 }
 
+// overviewPage lists a page of queues (PageSize by default) with their
+// counts, the chart and the alarms of those queues: its Redis commands
+// and its size are bounded by the page, whatever the number of queues.
 func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 	span, err := spanParam(r)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	qs, err := d.insp.QueueInfos(r.Context())
+	q, err := d.queueQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	h, err := d.insp.History(r.Context(), "", span)
+	q.History = span
+	p, err := d.insp.ListQueues(r.Context(), q)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	alarms, err := d.alarms(r.Context(), qs)
+	alarms, err := d.alarms(r.Context(), p.Queues)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	data := overviewData{Queues: qs, Chart: newChart(h), Alarms: alarms, Refresh: d.opts.RefreshInterval.Milliseconds()}
-	for _, qi := range qs {
+	data := overviewData{Queues: p.Queues, Chart: newChart(p.History), Alarms: alarms, Refresh: d.opts.RefreshInterval.Milliseconds(),
+		Prefix: q.Prefix, After: q.After, From: int64(p.Offset + 1), To: int64(p.Offset + len(p.Queues)), Matched: int64(p.Matched),
+		Whole: q.Prefix == "" && p.Offset == 0 && p.Next == ""}
+	link := func(after string) string {
+		v := url.Values{}
+		for k, s := range map[string]string{"prefix": q.Prefix, "after": after, "limit": r.URL.Query().Get("limit"), "span": r.URL.Query().Get("span")} {
+			if s != "" {
+				v.Set(k, s)
+			}
+		}
+		return "?" + v.Encode()
+	}
+	data.FirstURL = link("")
+	if p.Next != "" {
+		data.NextURL = link(p.Next)
+	}
+	for _, qi := range p.Queues {
 		t := &data.Total
 		t.Pending += qi.Pending
 		t.Active += qi.Active
@@ -289,13 +316,21 @@ func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "schedules", "Cron schedules", s)
 }
 
+// limitsData is a page of the limits page: the limits of the queues
+// named after After, up to Next when more follow.
+type limitsData struct {
+	Rows        []limitRow
+	After, Next string
+}
+
 func (d *Dashboard) limitsPage(w http.ResponseWriter, r *http.Request) {
-	l, err := d.limits(r.Context())
+	after := r.URL.Query().Get("after")
+	rows, next, err := d.limits(r.Context(), after, d.opts.PageSize)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "limits", "Limits", l)
+	d.render(w, r, http.StatusOK, "limits", "Limits", limitsData{Rows: rows, After: after, Next: next})
 }
 
 type findData struct {
@@ -323,6 +358,7 @@ func (d *Dashboard) findPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	data.Queues, _ = d.insp.Queues(r.Context())
+	data.Queues = data.Queues[:min(len(data.Queues), d.opts.PageSize)] // suggestions, bounded as every list is
 	d.render(w, r, code, "find", "Find a task", data)
 }
 

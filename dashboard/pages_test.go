@@ -16,7 +16,7 @@ import (
 
 func TestPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 
 	t.Run("Overview", func(t *testing.T) {
 		r := e.page(t, "/")
@@ -54,7 +54,7 @@ func TestPages(t *testing.T) {
 	})
 
 	t.Run("Pager", func(t *testing.T) {
-		small := e.mount(dashboard.Options{PageSize: 2})
+		small := e.mount(dashboard.Options{Unauthenticated: true, PageSize: 2})
 		r := small(t, "/queues/"+e.q+"?state=dead")
 		next := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(r.body)
 		if next == nil {
@@ -148,6 +148,12 @@ func TestPages(t *testing.T) {
 				t.Fatalf("%s: %d %s", path, r.code, r.header.Get("Content-Type"))
 			}
 		}
+		// no directory listing: the assets are what the pages link to
+		for _, path := range []string{"/assets/", "/assets/nope/", "/assets/nope"} {
+			if r := e.get(path); r.code != http.StatusNotFound || strings.Contains(r.body, "app.js") {
+				t.Errorf("GET %s: %d %.200s, want 404 without a listing", path, r.code, r.body)
+			}
+		}
 	})
 
 	t.Run("SecurityHeaders", func(t *testing.T) {
@@ -174,7 +180,7 @@ func (e *env) page(t *testing.T, path string) response {
 // returns a GET for its pages.
 func (e *env) mount(opts dashboard.Options) func(t *testing.T, path string) response {
 	mux := http.NewServeMux()
-	mux.Handle("/other/", http.StripPrefix("/other", dashboard.New(e.insp, opts)))
+	mux.Handle("/other/", http.StripPrefix("/other", newDashboard(e.t, e.insp, opts)))
 	srv := httptest.NewServer(mux)
 	e.t.Cleanup(srv.Close)
 	return func(t *testing.T, path string) response {
@@ -195,7 +201,7 @@ func countRows(body string) int { return strings.Count(body, "<tr data-id=") }
 
 func TestEscaping(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	// a queue whose very name is markup
 	evilQueue := "<script>x</script>"
 	task, err := queue.NewTask("ok", map[string]any{"html": evilPayload})

@@ -13,7 +13,7 @@ import (
 // handler's progress and result, escaped.
 func TestTaskProgressAndResult(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	must(t, e.insp.ResumeQueue(e.ctx, e.q))
 	id := e.enqueue(1, "report", queue.In(e.q), queue.Retention(time.Hour))[0]
 	res, err := e.insp.WaitResult(e.ctx, e.q, id)
@@ -43,7 +43,7 @@ func TestTaskProgressAndResult(t *testing.T) {
 // handler finished, in order, with their values decoded and escaped.
 func TestTaskSteps(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	must(t, e.insp.ResumeQueue(e.ctx, e.q))
 	id := e.enqueue(1, "steps", queue.In(e.q), queue.Retention(time.Hour))[0]
 	waitUntil(t, "the steps task done", func() bool {

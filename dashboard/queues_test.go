@@ -16,7 +16,7 @@ import (
 // (POST /api/queues/typo/pause once answered ok:true).
 func TestUnknownQueue(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	r := e.get("/queues/typo")
 	if r.code != http.StatusNotFound || !strings.Contains(r.body, "There is no queue <b>typo</b>") ||
 		!strings.Contains(r.body, `href="/dash/queues/`+e.q+`"`) {
@@ -51,7 +51,7 @@ func TestUnknownQueue(t *testing.T) {
 // the list. The form, behind a confirmation, goes back to the overview.
 func TestDeleteQueueAction(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	tok := e.csrf()
 	post := func(path string, form url.Values) response {
 		t.Helper()

@@ -72,7 +72,7 @@ func TestRedactedInBrowser(t *testing.T) {
 	blind, err := queue.NewInspector(rdb, plain)
 	must(t, err)
 	serve := func(insp *queue.Inspector) string {
-		hs := httptest.NewServer(dashboard.New(insp, dashboard.Options{}))
+		hs := httptest.NewServer(newDashboard(t, insp, dashboard.Options{Unauthenticated: true}))
 		t.Cleanup(hs.Close)
 		return hs.URL
 	}

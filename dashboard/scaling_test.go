@@ -38,7 +38,7 @@ func TestKEDAScaledObject(t *testing.T) {
 	u, err := url.Parse(field("url"))
 	must(t, err)
 
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	// the document's queue is "email"; ask the same path of the test queue
 	path := strings.Replace(u.Path, "/queues/email/", "/queues/"+e.q+"/", 1)
 	r := e.get(path + "?" + u.RawQuery)
@@ -101,7 +101,7 @@ func gjsonPath(t *testing.T, v any, path string) any {
 // publishes.
 func TestWorkersPage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	host, _ := os.Hostname()
 	r := e.get("/workers")
 	for _, want := range []string{host, fmt.Sprint(os.Getpid()), e.q + ":1", "2 / 20", "data-worker=\"" + e.worker + "\""} {

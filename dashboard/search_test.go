@@ -12,7 +12,7 @@ import (
 // searchable and how far back, and a search without a filter is refused.
 func TestSearchPage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, dashboard.Options{})
+	e := setup(t, dashboard.Options{Unauthenticated: true})
 	r := e.get("/search?queue=" + e.q + "&state=retry&error=SMTP+BUSY")
 	if r.code != 200 || !strings.Contains(r.body, "3 found in 3 tasks read") || !strings.Contains(r.body, `id="search-scope"`) {
 		t.Fatalf("by error text: %d\n%s", r.code, r.body)

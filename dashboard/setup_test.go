@@ -140,7 +140,7 @@ func (e *env) fill() {
 // serve mounts the dashboard under /dash on a test server.
 func (e *env) serve(opts dashboard.Options) {
 	mux := http.NewServeMux()
-	mux.Handle("/dash/", http.StripPrefix("/dash", dashboard.New(e.insp, opts)))
+	mux.Handle("/dash/", http.StripPrefix("/dash", newDashboard(e.t, e.insp, opts)))
 	e.srv = httptest.NewServer(mux)
 	e.t.Cleanup(e.srv.Close)
 	e.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -200,7 +200,8 @@ func (r response) json(t *testing.T, v any) {
 	}
 }
 
-// do sends a request to the dashboard; path is under /dash.
+// do sends a request to the dashboard; path is under /dash. header is
+// name, value pairs; "Host" sets the request's Host.
 func (e *env) do(method, path string, body url.Values, header ...string) response {
 	e.t.Helper()
 	var rd io.Reader
@@ -213,6 +214,10 @@ func (e *env) do(method, path string, body url.Values, header ...string) respons
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	for j := 0; j+1 < len(header); j += 2 {
+		if header[j] == "Host" {
+			req.Host = header[j+1] // the client sends req.Host, never a Host header
+			continue
+		}
 		req.Header.Set(header[j], header[j+1])
 	}
 	res, err := e.http.Do(req)
@@ -238,6 +243,14 @@ func (e *env) csrf(header ...string) string {
 	}
 	r.json(e.t, &v)
 	return v.Token
+}
+
+// newDashboard is dashboard.New, failing the test on an error.
+func newDashboard(t testing.TB, insp *queue.Inspector, opts dashboard.Options) *dashboard.Dashboard {
+	t.Helper()
+	d, err := dashboard.New(insp, opts)
+	must(t, err)
+	return d
 }
 
 func must(t testing.TB, err error) {

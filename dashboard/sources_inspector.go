@@ -23,24 +23,34 @@ func (d *Dashboard) schedules(ctx context.Context) ([]scheduleRow, error) {
 	return out, nil
 }
 
-// limits returns the limits stored for every queue
-// (queue.Inspector.LimitInfo): a row per limit set, and one per
-// concurrency key running or waiting. It reads each queue's limits, so it
-// costs a few round trips per queue.
-func (d *Dashboard) limits(ctx context.Context) ([]limitRow, error) {
+// limits returns the limits stored for a page of queues by name: at most
+// n queues named after after (queue.Inspector.LimitInfo), a row per limit
+// set and one per concurrency key running or waiting, and the last queue
+// of the page when more follow. It reads each queue's limits, a few round
+// trips per queue, so a page bounds the cost whatever the number of
+// queues.
+func (d *Dashboard) limits(ctx context.Context, after string, n int) ([]limitRow, string, error) {
 	names, err := d.insp.Queues(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	start := 0
+	if after != "" {
+		start = sort.Search(len(names), func(j int) bool { return names[j] > after })
+	}
+	end, next := min(start+n, len(names)), ""
+	if end < len(names) {
+		next = names[end-1]
 	}
 	var out []limitRow
-	for _, q := range names {
+	for _, q := range names[start:end] {
 		li, err := d.insp.LimitInfo(ctx, q)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out = append(out, limitRows(li)...)
 	}
-	return out, nil
+	return out, next, nil
 }
 
 // limitRows turns a queue's limits into rows of the limits page.

@@ -87,7 +87,7 @@ func setupWorkflows(t *testing.T) *workflowEnv {
 
 	e.waitWorkflow(e.diamond, "the diamond to settle", func(wi *queue.WorkflowInfo) bool { return nodeStates(wi) == diamondStates })
 	e.waitWorkflow(e.big, "the big workflow to fail", func(wi *queue.WorkflowInfo) bool { return wi.State == queue.WorkflowFailed })
-	e.serve(dashboard.Options{})
+	e.serve(dashboard.Options{Unauthenticated: true})
 	return e
 }
 

@@ -4,8 +4,12 @@
 // NewQueueCollector reads queue state from Redis on every scrape: tasks per
 // state, latency, paused, processed and failed totals, live workers, limit
 // holders and waiters, and the autoscaling figure, in a bounded number of
-// round trips per queue whatever the queue sizes. Register it wherever
-// /metrics is served: any process with a Redis client will do.
+// round trips per queue whatever the queue sizes. It exports the first
+// 1,000 queues by name (WithMaxQueues) and counts the rest in
+// shardq_queues_dropped, so its series stay bounded however many queues
+// producers create: 18 per queue, plus WithTopKeys' per queue, plus 3.
+// Register it wherever /metrics is served: any process with a Redis
+// client will do.
 //
 //	reg := prometheus.NewRegistry()
 //	reg.MustRegister(metrics.NewQueueCollector(insp))
@@ -14,7 +18,8 @@
 // NewWorkerMetrics is a worker.Observer with in-process metrics of the
 // worker it is given to (worker.Config.Observer): handler durations by
 // queue and task type, tasks in flight, outcomes (retries, dead), panics,
-// lost leases and failed Redis calls.
+// lost leases and failed Redis calls. Its series grow with the queues the
+// worker serves and the task types enqueued to them, handled or not.
 //
 // The shardq binary serves both: shardq worker --metrics-addr, and
 // shardq dashboard at /metrics. docs/grafana and docs/prometheus hold a

@@ -445,3 +445,61 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueueCollectorMaxQueues: anyone who can enqueue can create queues,
+// and every queue costs a scrape its series. The collector exports the
+// first 1,000 queues by name unless told otherwise, counts the rest in
+// shardq_queues_dropped, and its series stay within the bound its godoc
+// states: 18 per queue, plus the top keys', plus 3.
+func TestQueueCollectorMaxQueues(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	cfg := queue.Config{Prefix: redistest.Prefix(t)}
+	client, err := queue.NewClient(rdb, cfg)
+	must(t, err)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for j := w; j < 1005; j += 8 {
+				if _, err := client.Enqueue(ctx, queue.NewRawTask("t", nil), queue.In(fmt.Sprintf("q%04d", j))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	insp, err := queue.NewInspector(rdb, cfg)
+	must(t, err)
+	for name, c := range map[string]struct {
+		opts           []metrics.QueueOption
+		exported, perQ int
+		first, last    string
+		dropped        float64
+	}{
+		"default":   {[]metrics.QueueOption{metrics.WithoutScaling()}, 1000, 17, "q0000", "q0999", 5},
+		"10":        {[]metrics.QueueOption{metrics.WithMaxQueues(10)}, 10, 18, "q0000", "q0009", 995},
+		"two pages": {[]metrics.QueueOption{metrics.WithMaxQueues(1002), metrics.WithoutScaling()}, 1002, 17, "q0000", "q1001", 3},
+		"unbounded": {[]metrics.QueueOption{metrics.WithMaxQueues(0), metrics.WithoutScaling()}, 1005, 17, "q0000", "q1004", 0},
+	} {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(metrics.NewQueueCollector(insp, c.opts...))
+		got := gather(t, reg)
+		queues := map[string]bool{}
+		for k := range got {
+			if m := regexp.MustCompile(`queue=([^,}]+)`).FindStringSubmatch(k); m != nil {
+				queues[m[1]] = true
+			}
+		}
+		if len(queues) != c.exported || !queues[c.first] || !queues[c.last] || got["shardq_queues_dropped{}"] != c.dropped || got["shardq_up{}"] != 1 {
+			t.Errorf("%s: %d queues exported (%s..%s there: %v %v), %v dropped; want %d, %v dropped",
+				name, len(queues), c.first, c.last, queues[c.first], queues[c.last], got["shardq_queues_dropped{}"], c.exported, c.dropped)
+		}
+		// no keys wait, so no shardq_key_backlog: exactly the per-queue series and 3
+		if len(got) != c.exported*c.perQ+3 {
+			t.Errorf("%s: %d series, want %d", name, len(got), c.exported*c.perQ+3)
+		}
+	}
+}

@@ -10,21 +10,33 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// QueueCollector is a prometheus.Collector over every queue of one key
+// QueueCollector is a prometheus.Collector over the queues of one key
 // prefix (the Inspector's Config.Prefix), read from Redis at each scrape.
+//
+// Its series are bounded: at most 18 per queue, plus WithTopKeys'
+// shardq_key_backlog series per queue (10 by default, at most 100), plus 3
+// without labels. It exports the first 1,000 queues by name
+// (WithMaxQueues), so a scrape has at most 28,003 series by default,
+// however many queues producers create; shardq_queues_dropped counts the
+// queues left out. A scrape's Redis calls are bounded the same way.
 type QueueCollector struct {
-	insp    *queue.Inspector
-	timeout time.Duration
-	scaling bool
-	topKeys int
-	errors  atomic.Int64
+	insp      *queue.Inspector
+	timeout   time.Duration
+	scaling   bool
+	topKeys   int
+	maxQueues int // 0: every queue
+	errors    atomic.Int64
 
 	tasks, latency, paused, processed, failed, workers, running, ahead,
-	limitHolders, limitWaiters, desired, activeKeys, keyBacklog, up, scrapeErrors *prometheus.Desc
+	limitHolders, limitWaiters, desired, activeKeys, keyBacklog, up, scrapeErrors, dropped *prometheus.Desc
 }
 
 // maxTopKeys bounds WithTopKeys, so shardq_key_backlog's series stay few.
 const maxTopKeys = 100
+
+// defaultMaxQueues is how many queues a QueueCollector exports unless
+// WithMaxQueues says otherwise.
+const defaultMaxQueues = 1000
 
 // QueueOption sets a QueueCollector's behaviour.
 type QueueOption func(*QueueCollector)
@@ -50,10 +62,20 @@ func WithTopKeys(n int) QueueOption {
 	return func(c *QueueCollector) { c.topKeys = min(max(n, 0), maxTopKeys) }
 }
 
+// WithMaxQueues sets how many queues the collector exports: the first n
+// by name (default 1,000). The queues beyond them are left out of every
+// series, and shardq_queues_dropped counts them: anyone who can enqueue
+// can create queues, and each costs the scrape its series and Redis calls.
+// Set n above the queues you expect, and alert on shardq_queues_dropped.
+// n <= 0 exports every queue, with no bound.
+func WithMaxQueues(n int) QueueOption {
+	return func(c *QueueCollector) { c.maxQueues = max(n, 0) }
+}
+
 // NewQueueCollector returns the collector of insp's queues.
 func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollector {
 	q := []string{"queue"}
-	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true, topKeys: 10,
+	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true, topKeys: 10, maxQueues: defaultMaxQueues,
 		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, done, waiting: held for their concurrency key).",
 			[]string{"queue", "state"}, nil),
 		latency: prometheus.NewDesc("shardq_queue_latency_seconds", "Age of the oldest pending task (0 when none is pending).", q, nil),
@@ -76,6 +98,8 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 			q, nil),
 		up:           prometheus.NewDesc("shardq_up", "1 when the last scrape read Redis, else 0.", nil, nil),
 		scrapeErrors: prometheus.NewDesc("shardq_scrape_errors_total", "Scrapes that failed to read Redis.", nil, nil),
+		dropped: prometheus.NewDesc("shardq_queues_dropped", "Queues the last scrape left out of every series, beyond the first WithMaxQueues by name.",
+			nil, nil),
 	}
 	for _, o := range opts {
 		o(c)
@@ -86,7 +110,7 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 // Describe sends every metric's description.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.latency, c.paused, c.processed, c.failed, c.workers, c.running, c.ahead,
-		c.limitHolders, c.limitWaiters, c.desired, c.activeKeys, c.keyBacklog, c.up, c.scrapeErrors} {
+		c.limitHolders, c.limitWaiters, c.desired, c.activeKeys, c.keyBacklog, c.up, c.scrapeErrors, c.dropped} {
 		ch <- d
 	}
 }
@@ -107,16 +131,17 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
-	infos, err := c.insp.QueueInfos(ctx)
-	if err != nil {
-		return err
-	}
-	live, err := c.insp.LiveWork(ctx)
+	infos, dropped, err := c.queues(ctx)
 	if err != nil {
 		return err
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(c.dropped, float64(dropped))
+	live, err := c.insp.LiveWork(ctx)
+	if err != nil {
+		return err
 	}
 	for _, qi := range infos {
 		q := qi.Queue
@@ -157,4 +182,26 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 		}
 	}
 	return nil
+}
+
+// queues reads the queues to export, the first maxQueues by name, and
+// how many were left out.
+func (c *QueueCollector) queues(ctx context.Context) ([]*queue.QueueInfo, int, error) {
+	if c.maxQueues == 0 {
+		infos, err := c.insp.QueueInfos(ctx)
+		return infos, 0, err
+	}
+	var out []*queue.QueueInfo
+	after := ""
+	for {
+		p, err := c.insp.ListQueues(ctx, queue.QueueQuery{After: after, Limit: min(c.maxQueues-len(out), queue.MaxPageSize)})
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, p.Queues...)
+		if p.Next == "" || len(out) >= c.maxQueues {
+			return out, p.Matched - p.Offset - len(p.Queues), nil // the queues named after the last exported
+		}
+		after = p.Next
+	}
 }

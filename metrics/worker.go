@@ -8,6 +8,9 @@ import (
 
 // WorkerMetrics is a worker.Observer that keeps in-process Prometheus
 // metrics of the worker it is given to (worker.Config.Observer).
+// Its series are per queue the worker serves and per task type enqueued
+// to those queues, a type without a handler included: the producers of
+// those queues choose how many.
 type WorkerMetrics struct {
 	duration  *prometheus.HistogramVec
 	inFlight  *prometheus.GaugeVec

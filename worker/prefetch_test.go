@@ -456,7 +456,11 @@ func TestTasksLeasedAheadAreShownApart(t *testing.T) {
 		t.Fatalf("worker with 2 slots and %d tasks held ahead: busy %d, ahead %d, %d tasks leased", len(waiting), w.Busy, w.Ahead, len(w.Tasks))
 	}
 	// the dashboard's workers page and API, over the same inspector
-	dash := dashboard.New(r.b.insp, dashboard.Options{})
+	// httptest.NewRequest names the host example.com
+	dash, err := dashboard.New(r.b.insp, dashboard.Options{Unauthenticated: true, AllowedHosts: []string{"example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	page := httptest.NewRecorder()
 	dash.ServeHTTP(page, httptest.NewRequest("GET", "/workers", nil))
 	if body := page.Body.String(); page.Code != 200 || !strings.Contains(body, "2 / 2") ||

@@ -41,6 +41,7 @@ type demoFlags struct {
 	work        time.Duration
 	keep        bool
 	dashboard   string
+	allowed     listFlag
 	exit        bool
 }
 
@@ -54,6 +55,7 @@ func (c *demoCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&f.work, "work", 2*time.Millisecond, "time each task pretends to work")
 	fs.BoolVar(&f.keep, "keep", false, "keep the demo's keys in Redis at the end")
 	fs.StringVar(&f.dashboard, "dashboard", "127.0.0.1:0", "serve the dashboard on this address (\"\" = none)")
+	fs.Var(&f.allowed, "allowed-host", "a host name the dashboard answers besides loopback ones and the --dashboard host; repeatable, \"*\" = any")
 	fs.BoolVar(&f.exit, "exit", false, "exit once the tasks finish, for scripts (default: the workers and dashboard stay up until Ctrl-C)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -130,11 +132,17 @@ func (d *demo) run(ctx context.Context) error {
 // serveDashboard serves the dashboard over the demo's queues and returns
 // a function that stops it.
 func (d *demo) serveDashboard(insp *queue.Inspector) (func(), error) {
+	// the demo's dashboard is for whoever runs it, on loopback by default
+	dash, err := dashboard.New(insp, dashboard.Options{Title: "shardq demo", Unauthenticated: true,
+		AllowedHosts: allowedHosts(d.f.dashboard, d.f.allowed, true)})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
 	ln, err := net.Listen("tcp", d.f.dashboard)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: listen on %s: %w", d.f.dashboard, err)
 	}
-	srv := &http.Server{Handler: dashboard.New(insp, dashboard.Options{Title: "shardq demo"}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintf(d.m.Stdout, "dashboard on http://%s/\n", ln.Addr())
 	return func() {

@@ -24,7 +24,7 @@ func main() {
 	// attempts"), ahead of the error shardq reports for the same call;
 	// the binary keeps only its own, which says what it was doing.
 	redis.SetLogger(silentRedisLog{})
-	os.Exit((&Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Name: os.Args[0]}).Run(ctx, os.Args[1:]))
+	os.Exit((&Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, LookupEnv: os.LookupEnv, Name: os.Args[0]}).Run(ctx, os.Args[1:]))
 }
 
 // silentRedisLog drops go-redis's own log lines.

@@ -25,6 +25,10 @@ const (
 type Main struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// LookupEnv also says whether a variable is set, so a secret set
+	// empty is refused rather than taken as no secret; nil = Getenv,
+	// where empty means unset.
+	LookupEnv func(string) (string, bool)
 	// Name is how the user ran shardq (os.Args[0]), for commands it
 	// prints ready to paste; "" = "shardq".
 	Name           string

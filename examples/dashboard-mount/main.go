@@ -62,9 +62,14 @@ func main() {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "the application; its queues are at /admin/queues/")
 	})
-	// In production set Options.BasicAuth or BearerToken (or put your own
-	// auth in front), and ReadOnly for viewers.
-	mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", dashboard.New(insp, dashboard.Options{})))
+	// In production set Options.BasicAuth or BearerToken, and ReadOnly for
+	// viewers. This one serves a loopback port only, so it says on purpose
+	// that it needs no credentials.
+	dash, err := dashboard.New(insp, dashboard.Options{Unauthenticated: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", dash))
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // loopback only
 	if err != nil {
 		log.Fatal(err)
