@@ -252,4 +252,125 @@ func TestWorkflowResumeOnCluster(t *testing.T) {
 	rdb := cl.Client(t)
 	t.Run("BelowSkip", func(t *testing.T) { testResumeBelowSkip(t, newFlowRig(t, rdb)) })
 	t.Run("EdgePairs", func(t *testing.T) { testResumeEdgePairs(t, newFlowRig(t, rdb)) })
+	t.Run("ChildStates", func(t *testing.T) { testResumeChildStates(t, newFlowRig(t, rdb)) })
+	t.Run("Cancelled", func(t *testing.T) { testResumeCancelled(t, newFlowRig(t, rdb)) })
+}
+
+// TestWorkflowResumeChildStates: the children of a skipped node mid are
+// in every state when the retried node above it succeeds and mid runs:
+// one under EdgeRun still running, one that ran and died, one that ran
+// and succeeded, one failed (After) and one skipped (EdgeSkip). mid's
+// success releases the failed and the skipped ones, once, and leaves the
+// others as they are; the workflow fails for the dead one alone.
+func TestWorkflowResumeChildStates(t *testing.T) {
+	t.Parallel()
+	testResumeChildStates(t, singleFlowRig(t))
+}
+
+func testResumeChildStates(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	wf := queue.NewWorkflow()
+	wf.Add("bad", queue.NewRawTask("bad", nil, queue.In("fa")))
+	wf.Add("mid", queue.NewRawTask("mid", nil, queue.In("fb")), queue.Edge{Parent: "bad", OnDead: queue.EdgeSkip})
+	for _, k := range []string{"running", "dead", "ok"} {
+		wf.Add(k, queue.NewRawTask(k, nil, queue.In("fa")), queue.Edge{Parent: "mid", OnDead: queue.EdgeRun})
+	}
+	wf.Add("failed", queue.NewRawTask("failed", nil, queue.In("fb")), queue.After("mid"))
+	wf.Add("skipped", queue.NewRawTask("skipped", nil, queue.In("fb")), queue.Edge{Parent: "mid", OnDead: queue.EdgeSkip})
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+	var h breakable
+	h.broken.Store("bad", true)
+	h.broken.Store("dead", true)
+	// running runs until mid succeeded: mid's success meets it running
+	resumeServer(t, r, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if task.Type != "running" {
+			return h.ProcessTask(ctx, task)
+		}
+		h.log.add(task.Type)
+		for {
+			wi, err := r.insp.GetWorkflow(ctx, id)
+			if err == nil && wi.Node("mid").State == queue.NodeSucceeded {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}))
+	most := map[string]int{"bad": 2, "mid": 1, "running": 1, "dead": 1, "ok": 1, "failed": 1, "skipped": 1}
+	var wi *queue.WorkflowInfo
+	waitFor(t, 30*time.Second, "the children of mid to settle", func() bool {
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		return err == nil && h.log.count("running") == 1 &&
+			nodeStates(wi) == "bad=dead mid=skipped running=enqueued dead=dead ok=succeeded failed=failed skipped=skipped"
+	})
+	checkSummary(t, r, wi)
+	h.broken.Delete("bad")
+	must(t, r.insp.RunTask(ctx, "fa", wi.Node("bad").TaskID))
+	wi = waitRuns(t, r, id, queue.WorkflowFailed, &h.log, most)
+	if got, want := nodeStates(wi), "bad=succeeded mid=succeeded running=succeeded dead=dead ok=succeeded failed=succeeded skipped=succeeded"; got != want {
+		t.Fatalf("after the retry: %s, want %s", got, want)
+	}
+	if !strings.Contains(wi.Why, "node dead is dead") {
+		t.Fatalf("why %q", wi.Why)
+	}
+	checkSummary(t, r, wi)
+	checkRuns(t, &h.log, most)
+}
+
+// TestWorkflowResumeCancelled: a node retried in a cancelled workflow
+// succeeds, and resumes nothing: the skipped node below it is cancelled,
+// not run, and the node under EdgeRun that ran does not run again.
+func TestWorkflowResumeCancelled(t *testing.T) {
+	t.Parallel()
+	testResumeCancelled(t, singleFlowRig(t))
+}
+
+func testResumeCancelled(t *testing.T, r *flowRig) {
+	ctx := context.Background()
+	wf := queue.NewWorkflow()
+	wf.Add("slow", queue.NewRawTask("slow", nil, queue.In("fb")))
+	wf.Add("bad", queue.NewRawTask("bad", nil, queue.In("fa")))
+	wf.Add("mid", queue.NewRawTask("mid", nil, queue.In("fb")), queue.Edge{Parent: "bad", OnDead: queue.EdgeSkip})
+	wf.Add("ran", queue.NewRawTask("ran", nil, queue.In("fa")), queue.Edge{Parent: "mid", OnDead: queue.EdgeRun})
+	wf.Add("failed", queue.NewRawTask("failed", nil, queue.In("fa")), queue.After("mid"))
+	id, err := r.client.EnqueueWorkflow(ctx, wf)
+	must(t, err)
+	var h breakable
+	h.broken.Store("bad", true)
+	// slow runs until the cancel stops it: the workflow is running then
+	resumeServer(t, r, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if task.Type != "slow" {
+			return h.ProcessTask(ctx, task)
+		}
+		h.log.add(task.Type)
+		<-ctx.Done()
+		return ctx.Err()
+	}))
+	most := map[string]int{"slow": 1, "bad": 2, "mid": 0, "ran": 1, "failed": 0}
+	var wi *queue.WorkflowInfo
+	waitFor(t, 30*time.Second, "bad dead, ran succeeded, slow running", func() bool {
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		return err == nil && h.log.count("slow") == 1 &&
+			nodeStates(wi) == "slow=enqueued bad=dead mid=skipped ran=succeeded failed=failed"
+	})
+	must(t, r.insp.CancelWorkflow(ctx, id))
+	waitFor(t, 30*time.Second, "slow dead of the cancel", func() bool {
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		return err == nil && wi.Node("slow").State == queue.NodeDead
+	})
+	h.broken.Delete("bad")
+	must(t, r.insp.RunTask(ctx, "fa", wi.Node("bad").TaskID))
+	waitFor(t, 30*time.Second, "bad succeeded", func() bool {
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		return err == nil && wi.Node("bad").State == queue.NodeSucceeded && !wi.FinishedAt.IsZero()
+	})
+	if got, want := nodeStates(wi), "slow=dead bad=succeeded mid=cancelled ran=succeeded failed=failed"; got != want || wi.State != queue.WorkflowCancelled {
+		t.Fatalf("after the retry: %s %s, want cancelled %s", wi.State, got, want)
+	}
+	checkSummary(t, r, wi)
+	checkRuns(t, &h.log, most)
 }
