@@ -2,7 +2,8 @@ package worker
 
 // hooks are test seams at the instants the crash-safety table names; the
 // crash tests run a worker in a child process that kills itself there.
-// All are nil outside tests.
+// beforeTake lets a test gather outcomes into one batch. All are nil
+// outside tests.
 type hooks struct {
 	afterMove  func() // a blocking move put an item in flight; no claim yet
 	afterClaim func() // tasks were leased; no handler started yet
@@ -19,4 +20,7 @@ type hooks struct {
 	// notifications were forwarded and made outbox entries due (next
 	// links, callbacks); they are not delivered yet
 	beforeFlowDeliver func()
+	// outcomes waiting to be written are about to be taken, by a
+	// fetcher's pop (pop) or by the flusher
+	beforeTake func(pop bool)
 }

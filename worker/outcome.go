@@ -3,11 +3,13 @@ package worker
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
@@ -93,6 +95,9 @@ func (s *Server) flush(stop <-chan struct{}) {
 		if gather {
 			sleepUntil(stop, batchWait)
 		}
+		if s.hooks.beforeTake != nil {
+			s.hooks.beforeTake(false)
+		}
 		batch := s.outbox.takeUncarried(maxOutcomeBatch)
 		gather = len(batch) > 1
 		if len(batch) > 0 {
@@ -143,16 +148,24 @@ func (s *Server) write(batch []outcome, stop <-chan struct{}) {
 // writeOnce sends batch in one round trip and returns the outcomes whose
 // script call failed, with the first error.
 func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
+	groups := groupOutcomes(batch)
+	s.send(groups)
+	return s.settle(groups)
+}
+
+// send makes the script call of each group, in one pipeline (under
+// WaitReplicas, one call and WAIT per group: sendReplicated); settle
+// reads the replies.
+func (s *Server) send(groups []outcomeGroup) {
 	if s.cfg.WaitReplicas > 0 {
-		return s.writeReplicated(batch)
+		s.sendReplicated(groups)
+		return
 	}
 	ctx := context.Background()
-	groups := groupOutcomes(batch)
 	_ = rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 		s.queueOutcomeGroups(ctx, pipe, groups)
 		return nil
 	})
-	return s.settle(groups)
 }
 
 // outcomeGroup is the outcomes of one partition and kind: one script call.
@@ -190,24 +203,135 @@ func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *rcall.Pipe, group
 
 // settle reads the replies of written outcome groups: it warns about
 // outcomes a newer lease made stale and returns the outcomes of the calls
-// that failed, with the first error.
+// that failed, with the first error, to be written again. A call that
+// failed in its script is not sent again as it was: isolate writes its
+// outcomes one by one.
 func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
 	var failed []outcome
 	var first error
 	for _, g := range groups {
 		codes, err := g.cmd.Slice()
 		if err != nil {
-			failed = append(failed, markResent(g.items)...)
-			if first == nil {
-				first = err
+			if rcall.IsScriptError(err) {
+				f, ferr := s.isolate(g, err, true)
+				failed = append(failed, f...)
+				first = cmp.Or(first, ferr)
+				continue
 			}
+			failed = append(failed, markResent(g.items)...)
+			first = cmp.Or(first, err)
 			continue
 		}
-		s.warnStale(g.items, codes)
-		s.flowsWritten(g.items)
-		// their concurrency-limit holds are released now; whichever round
-		// trip carried them, a fetcher waiting at the limit looks again
-		g.p.signalFreed()
+		s.written(g, codes)
+	}
+	return failed, first
+}
+
+// written notes a group whose call answered codes.
+func (s *Server) written(g outcomeGroup, codes []any) {
+	s.warnStale(g.items, codes)
+	s.flowsWritten(g.items)
+	// their concurrency-limit holds are released now; whichever round
+	// trip carried them, a fetcher waiting at the limit looks again
+	g.p.signalFreed()
+}
+
+// isolate writes the outcomes of group g, whose call failed with script
+// error err, one script call each, in one round trip; alone says that
+// call carried g alone (not a pop's), so a single outcome is not sent
+// again. A script error is an answer, not a lost reply: the script ran
+// up to the error and stopped, and sent again as it was it would stop
+// there again, every time, while the leases of all its tasks ran out and
+// they ran again. An ack script stops on what it reads before it writes
+// any ack's own changes (include/acks.lua), so the other outcomes of g
+// land once. An ack whose own call still fails can never be written: its
+// task goes dead, with the error as its last error, once (refuseAcks). A
+// failure or requeue that cannot be written is logged and left to its
+// lease, as after a crash. It returns the outcomes whose calls failed
+// otherwise (a connection lost), to be written again as any, with the
+// first error.
+func (s *Server) isolate(g outcomeGroup, err error, alone bool) ([]outcome, error) {
+	var failed, refused []outcome
+	var why []error
+	var first error
+	if len(g.items) == 1 && alone {
+		refused, why = g.items, []error{err}
+	} else {
+		singles := make([]outcomeGroup, len(g.items))
+		for i := range g.items {
+			singles[i] = outcomeGroup{p: g.p, kind: g.kind, items: g.items[i : i+1 : i+1]}
+		}
+		s.send(singles)
+		for _, one := range singles {
+			codes, err := one.cmd.Slice()
+			switch {
+			case err == nil:
+				s.written(one, codes)
+			case rcall.IsScriptError(err):
+				refused = append(refused, one.items[0])
+				why = append(why, err)
+			default:
+				failed = append(failed, markResent(one.items)...)
+				first = cmp.Or(first, err)
+			}
+		}
+	}
+	if len(refused) == 0 {
+		return failed, first
+	}
+	if g.kind != outcomeAck {
+		for i, o := range refused {
+			s.log.Error("a task's outcome cannot be written: Redis failed its script; its lease will expire and the task runs again",
+				"task", wire.PublicID(o.id), "queue", o.p.queue, "outcome", o.kind.String(), "err", why[i])
+		}
+		return failed, first
+	}
+	f, ferr := s.refuseAcks(refused, why)
+	return append(failed, f...), cmp.Or(first, ferr)
+}
+
+// ackRefused opens the last error of a task whose ack Redis failed.
+const ackRefused = "the handler succeeded, but Redis failed the script that acks the task"
+
+// refuseAcks sends the tasks of acks, which Redis failed to write one by
+// one (why: each one's error), to dead, with the error as their last
+// error: a state an operator sees, with its reason, and can retry from
+// (Inspector.RunTask, the dashboard). A workflow node's death reaches
+// its workflow as any death does. It returns the deaths whose write
+// failed for a lost connection, to be written as any failure.
+func (s *Server) refuseAcks(acks []outcome, why []error) ([]outcome, error) {
+	deads := make([]outcome, len(acks))
+	for i, a := range acks {
+		deads[i] = outcome{p: a.p, id: a.id, token: a.token, kind: outcomeFail, delayMS: codes.None, flow: a.flow,
+			err: fmt.Sprintf("%s: %v", ackRefused, why[i])}
+	}
+	groups := groupOutcomes(deads)
+	s.send(groups)
+	var failed []outcome
+	var first error
+	for _, g := range groups {
+		res, err := g.cmd.Slice()
+		switch {
+		case err == nil:
+			for j, o := range g.items {
+				if j >= len(res) {
+					break
+				}
+				if c, _ := res[j].(int64); c == codes.FailDead {
+					s.log.Error("a task succeeded but Redis failed its ack; the task is dead, with the error as its last error",
+						"task", wire.PublicID(o.id), "queue", o.p.queue, "err", o.err)
+				}
+			}
+			s.written(g, res)
+		case rcall.IsScriptError(err):
+			for _, o := range g.items {
+				s.log.Error("a task succeeded but Redis failed its ack, and its death too; its lease will expire and the task runs again",
+					"task", wire.PublicID(o.id), "queue", o.p.queue, "ack", o.err, "err", err)
+			}
+		default:
+			failed = append(failed, markResent(g.items)...)
+			first = cmp.Or(first, err)
+		}
 	}
 	return failed, first
 }

@@ -87,6 +87,9 @@ type popReply struct {
 func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bool) (popReply, error) {
 	var carry []outcome
 	if s.cfg.WaitReplicas == 0 { // else the flusher writes them, waiting for replicas
+		if s.hooks.beforeTake != nil {
+			s.hooks.beforeTake(true)
+		}
 		carry = s.outbox.take(maxOutcomeBatch)
 	}
 	groups := groupOutcomes(carry)
@@ -115,6 +118,17 @@ func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bo
 	}
 	r, err := parseDequeue(p, cmd, claiming)
 	if err != nil {
+		if len(acks) > 0 && rcall.IsScriptError(err) {
+			// the script stopped at an error, maybe one ack's: carried
+			// again, the acks would stop every pop of p. Written by
+			// calls of their own, the good ones land once.
+			failed, ferr := s.isolate(outcomeGroup{p: p, kind: outcomeAck, items: acks}, err, false)
+			if ferr != nil {
+				s.logRedisError("write outcomes", ferr)
+			}
+			s.outbox.giveBack(failed)
+			return r, err
+		}
 		// the acks are rewritten under their tokens: harmless if they ran
 		s.outbox.giveBack(markResent(acks))
 		return r, err

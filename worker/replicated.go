@@ -7,16 +7,15 @@ import (
 	"github.com/shardq/shardq/internal/rcall"
 )
 
-// writeReplicated is writeOnce under queue.Config.WaitReplicas: each
+// sendReplicated is send under queue.Config.WaitReplicas: each
 // partition's outcomes are written by one script call followed, on the
 // same connection, by WAIT, so the flusher goes on only once the replicas
 // have them; one round trip per partition and kind. Fetchers then carry no
 // outcomes in their pops. A write that fewer replicas confirmed in time
 // stands (the script ran) and is not sent again: it is logged, since a
 // failover now may lose it, and the task then runs again.
-func (s *Server) writeReplicated(batch []outcome) ([]outcome, error) {
+func (s *Server) sendReplicated(groups []outcomeGroup) {
 	ctx := context.Background()
-	groups := groupOutcomes(batch)
 	for i := range groups {
 		g := &groups[i]
 		script, keys, args := s.outcomeCall(g.p, g.kind, g.items)
@@ -35,5 +34,4 @@ func (s *Server) writeReplicated(batch []outcome) ([]outcome, error) {
 				"want", s.cfg.WaitReplicas, "wait_timeout", s.cfg.WaitTimeout)
 		}
 	}
-	return s.settle(groups)
 }

@@ -7,7 +7,6 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -300,7 +299,9 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	}
 	homes := make([]int, 0, len(notes))
 	cmds := make([]*redis.Cmd, 0, len(notes))
-	err = rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
+	// each home's call is read on its own below: one that failed holds
+	// back neither the others nor the removal of what they applied
+	_ = rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
 		for n, vs := range notes {
 			h := keys.Home(e.Prefix, n)
 			homes = append(homes, n)
@@ -308,26 +309,30 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, nil, fmt.Errorf("forward flow notifications: %w", err)
-	}
 	var due []int
 	failed := map[int]bool{}
 	var first error
+	var split []int // homes whose call stopped at a script error
 	for i, c := range cmds {
-		res, err := c.Int64Slice()
-		if err != nil || len(res) != 2 {
+		res, err := notifyReply(c)
+		if err != nil {
 			failed[homes[i]] = true
-			first = firstErr(first, fmt.Errorf("forward flow notifications to home %d: %w", homes[i], errors.Join(err, c.Err())))
+			if rcall.IsScriptError(err) && len(notes[homes[i]]) > 1 {
+				split = append(split, homes[i])
+			}
+			first = firstErr(first, fmt.Errorf("forward flow notifications to home %d: %w", homes[i], err))
 			continue
 		}
 		if res[1] > 0 {
 			due = append(due, homes[i])
 		}
 	}
+	applied, more, err := e.applyAlone(ctx, split, notes)
+	due = append(due, more...)
+	first = firstErr(first, err)
 	_, err = e.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, x := range entries {
-			if x.home < 0 || !failed[x.home] {
+			if x.home < 0 || !failed[x.home] || applied[x.val] {
 				p.LRem(ctx, x.list, 1, x.val)
 			}
 		}
@@ -337,6 +342,59 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 		return 0, due, fmt.Errorf("remove forwarded flow notifications: %w", err)
 	}
 	return len(entries), due, first
+}
+
+// applyAlone applies, one flow_notify call each, the notifications of
+// the homes whose call stopped at a script error: the script stopped at
+// one notification, and the others of its home must not wait for it. A
+// notification applied twice changes nothing, so those the failed call
+// applied before it stopped are safe to apply again. It returns the
+// notifications applied, the homes whose outboxes have entries due, and
+// the first error; a notification that fails alone stays in its list, to
+// be tried again at the next forward.
+func (e *Env) applyAlone(ctx context.Context, homes []int, notes map[int][]any) (map[string]bool, []int, error) {
+	if len(homes) == 0 {
+		return nil, nil, nil
+	}
+	type call struct {
+		home int
+		val  string
+		cmd  *redis.Cmd
+	}
+	var calls []call
+	_ = rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
+		for _, n := range homes {
+			h := keys.Home(e.Prefix, n)
+			for _, v := range notes[n] {
+				calls = append(calls, call{n, v.(string), p.Run(ctx, script.FlowNotify, []string{h.Out()}, h.H, e.now(), v)})
+			}
+		}
+		return nil
+	})
+	applied := map[string]bool{}
+	var due []int
+	var first error
+	for _, c := range calls {
+		res, err := notifyReply(c.cmd)
+		if err != nil {
+			first = firstErr(first, fmt.Errorf("forward a flow notification to home %d: %w", c.home, err))
+			continue
+		}
+		applied[c.val] = true
+		if res[1] > 0 && !slices.Contains(due, c.home) {
+			due = append(due, c.home)
+		}
+	}
+	return applied, due, first
+}
+
+// notifyReply reads a flow_notify reply: {state changes, entries due}.
+func notifyReply(c *redis.Cmd) ([]int64, error) {
+	res, err := c.Int64Slice()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("flow_notify answered %d values, want 2", len(res))
+	}
+	return res, err
 }
 
 func firstErr(a, b error) error {

@@ -2,10 +2,12 @@ package flow_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
@@ -86,6 +88,89 @@ func TestForwardDropsJunk(t *testing.T) {
 	}
 	if l := rdb.LLen(ctx, list).Val(); l != 0 {
 		t.Fatalf("list keeps %d entries", l)
+	}
+}
+
+// TestForwardIsolatesScriptErrors: notifications of one home are applied
+// in one call; when the script stops at one of them (its workflow's hash
+// is damaged), the others are applied one by one and leave their list,
+// and the one that fails stays there for the next forward.
+func TestForwardIsolatesScriptErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	prefix := redistest.Prefix(t)
+	env := &flow.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
+	qcfg := queue.Config{Prefix: prefix}
+	client, err := queue.NewClient(rdb, qcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp, err := queue.NewInspector(rdb, qcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// two workflows at one home (16 homes: a few tries), and one elsewhere
+	byHome := map[int]string{}
+	var good, bad string
+	made := 0
+	for good == "" || len(byHome) < 2 {
+		made++
+		wf := queue.NewWorkflow()
+		wf.Add("r", queue.NewRawTask("r", nil, queue.In("q")))
+		wf.Add("c", queue.NewRawTask("c", nil, queue.In("q")), queue.After("r"))
+		id, err := client.EnqueueWorkflow(ctx, wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := byHome[keys.HomeOf(id)]; ok && good == "" {
+			good, bad = other, id
+		}
+		if _, ok := byHome[keys.HomeOf(id)]; !ok {
+			byHome[keys.HomeOf(id)] = id
+		}
+	}
+	home := keys.HomeOf(good)
+	// and one at another home, whose call is not held back either
+	var elsewhere string
+	for h, id := range byHome {
+		if h != home {
+			elsewhere = id
+		}
+	}
+	note := func(id string) string {
+		b, err := msgpack.Marshal([]any{wire.FlowRef{Kind: 'w', Home: keys.HomeOf(id), ID: keys.ShortID(id), Node: "r"}.String(), "task-of-r", "s", "", ""})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// r's children list, damaged, stops the script at bad's success
+	if err := rdb.HSet(ctx, keys.Home(prefix, home).Workflow(bad), "c:r", "\x91\x01").Err(); err != nil {
+		t.Fatal(err)
+	}
+	list := keys.For(prefix, "q", 0).Notify()
+	if err := rdb.RPush(ctx, list, note(bad), note(good), note(elsewhere)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for try := range 2 {
+		_, _, err := env.Forward(ctx, []string{list})
+		if err == nil || !strings.Contains(err.Error(), "user_script") {
+			t.Fatalf("forward %d: %v, want the script's error", try, err)
+		}
+		for _, id := range []string{good, elsewhere} {
+			wi, err := insp.GetWorkflow(ctx, id)
+			if err != nil || wi.Node("r").State != queue.NodeSucceeded || wi.Node("c").State != queue.NodeEnqueued {
+				t.Fatalf("forward %d: workflow %s: %+v, %v", try, id, wi, err)
+			}
+		}
+		if vs := rdb.LRange(ctx, list, 0, -1).Val(); len(vs) != 1 || vs[0] != note(bad) {
+			t.Fatalf("forward %d: the list holds %q, want the failing notification alone", try, vs)
+		}
+	}
+	if qi, err := insp.QueueInfo(ctx, "q"); err != nil || qi.Pending != int64(made+2) {
+		t.Fatalf("queue: %+v, %v; want the %d roots and the two good children pending", qi, err, made)
 	}
 }
 

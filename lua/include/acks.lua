@@ -48,6 +48,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local notes -- flow notifications, set with the first
   local runs, nodes, nn -- workflows changed here: W -> run, and run, node, task ID per node
   local released -- concurrency key -> its tasks acked, set with the first
+  local uniques, nu = {}, 0 -- unique key, task ID: the locks to release
   for k = 1, n do
     local raw, code = raws[k], 0
     if raw then
@@ -110,14 +111,21 @@ local function ack_tasks(T, now, argv, from, cap, size)
           notes[#notes + 1] = cmsgpack.pack({flow, id, 's', result, ''})
         end
         local unique = width >= 4 and argv[i + 3] or ''
-        unique_release(T, unique, id, 'done')
+        if unique ~= '' then
+          uniques[nu + 1], uniques[nu + 2] = unique, id
+          nu = nu + 2
+        end
       end
     end
     codes[k] = code
   end
   if nd == 0 then return codes end
-  if released then keys_release(T, released, size) end
-  if notes then redis.call('RPUSH', T .. ':notify', unpack(notes)) end
+  -- The workflows first: reading a workflow's hash is the one part of an
+  -- ack that can fail on what it reads (a bad field), and it fails
+  -- before its own writes (include/workflow.lua), so a failed call has
+  -- written nothing of the acks' own. The worker then acks the batch's
+  -- tasks one by one, and the task whose ack still fails goes dead
+  -- (worker/outcome.go).
   if nodes then
     local wf = wf_lib()
     local ids = {}
@@ -133,6 +141,9 @@ local function ack_tasks(T, now, argv, from, cap, size)
       end
     end
   end
+  if released then keys_release(T, released, size) end
+  if notes then redis.call('RPUSH', T .. ':notify', unpack(notes)) end
+  for k = 1, nu, 2 do unique_release(T, uniques[k], uniques[k + 1], 'done') end
   gone = gone or done -- none kept: every acked task is gone
   redis.call('ZREM', T .. ':active', unpack(done))
   redis.call('HDEL', T .. ':feed:msg', unpack(done))

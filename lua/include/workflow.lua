@@ -256,6 +256,22 @@ local function wf_lib()
     return r.sole
   end
 
+  -- unvouch stores node x's children list cs (spaced) with every edge
+  -- letter in lower case, once x left failed or skipped to wait or run
+  -- again. Its children heard of that state, and a child over an EdgeRun
+  -- edge may have run and finished: an upper-case letter (x is the
+  -- child's only parent, so x's success releases the child unread) no
+  -- longer says the child waits for x. Names hold no spaces, so a letter
+  -- is what opens the list or follows a space.
+  local function unvouch(r, x, cs)
+    local low, k = string.gsub(' ' .. cs, ' ([FRK])', function(c) return ' ' .. string.lower(c) end)
+    if k == 0 then return end
+    low = sub(low, 2)
+    local kv = r.kv
+    kv[#kv + 1], kv[#kv + 2] = 'c:' .. x, low
+    r.nodes[x][5] = low
+  end
+
   -- spread applies the state changes set queued to their waiting
   -- children's counters, and queues those children for evaluation. The
   -- children lists not read yet come in one call, and so do the children.
@@ -322,6 +338,9 @@ local function wf_lib()
             if e then p = e + 2 end
           end
         else
+          -- a node that failed or was skipped, and waits or runs again
+          -- (a retry above it resumed it), vouches for no child any more
+          if OPEN[new] then unvouch(r, fan[i], cs) end
           while e do
             e = find(cs, ' ', p, true)
             local edge = EDGE[sub(cs, p - 1, p - 1)]
@@ -535,6 +554,12 @@ local function wf_lib()
       for j = k, last do
         local f = width * (j - k) + 1
         local e = v[f]
+        if not e then
+          -- released before: its task went out then. Pushing nothing
+          -- here would leave the counts wrong; no write of this run is
+          -- made yet but the pushes of earlier chunks
+          error('workflow ' .. r.W .. ': node ' .. rel[j] .. ' released twice: its task (e:' .. rel[j] .. ') is gone', 0)
+        end
         local id, queue, part, msg
         if width == 1 and e then id, queue, part, msg = split(e) end
         if id then
@@ -642,7 +667,7 @@ local function wf_lib()
     for _, g in ipairs(r.pushed) do push(r, g) end
     chunks('ZADD', r.H .. ':out', r.out, 1000)
     chunks('HSET', r.H .. ':outmsg', r.outmsg, 1000)
-    r.order, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, {}, 0, 0, {}
+    r.order, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, 0, 0, {}
     r.push, r.pushed, r.lastg = {}, {}, nil
   end
 
@@ -677,15 +702,18 @@ local function wf_lib()
   local function note(r, x, id, outcome, result, err)
     local n = node(r, x, true)
     if not n or not (n[1] == 'p' or (n[1] == 'd' and outcome == 's')) then return false end
+    local kv = r.kv
     if outcome == 's' then
-      if result and result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
+      if result and result ~= '' then kv[#kv + 1], kv[#kv + 2] = 'r:' .. x, result end
       -- only a dead node has an error to drop
-      if n[1] == 'd' then redis.call('HDEL', r.W, 'x:' .. x) end
+      if n[1] == 'd' then r.gone[#r.gone + 1] = 'x:' .. x end
     else
-      redis.call('HSET', r.W, 'x:' .. x, err)
+      kv[#kv + 1], kv[#kv + 2] = 'x:' .. x, err
       -- a cancelled workflow keeps its reason: its tasks die of the cancel
       if redis.call('HGET', r.W, 'state') ~= 'cancelled' then
-        redis.call('HSET', r.W, 'why', err, 'why_node', x, 'why_id', id)
+        kv[#kv + 1], kv[#kv + 2] = 'why', err
+        kv[#kv + 1], kv[#kv + 2] = 'why_node', x
+        kv[#kv + 1], kv[#kv + 2] = 'why_id', id
       end
     end
     set(r, x, n, outcome)
@@ -699,7 +727,10 @@ local function wf_lib()
   local function succeed(r, x, id, result)
     local n = r.nodes[x]
     if not n or n[1] ~= 'p' then return note(r, x, id, 's', result, '') end
-    if result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
+    if result ~= '' then
+      local kv = r.kv
+      kv[#kv + 1], kv[#kv + 2] = 'r:' .. x, result
+    end
     n[1] = 's'
     if not n[7] then
       n[7] = true
@@ -742,7 +773,10 @@ local function wf_lib()
           kv[nk + 1], kv[nk + 2] = fields[j], 's'
           nk = nk + 2
           ok = ok + 1
-          if result ~= '' then redis.call('HSET', r.W, 'r:' .. x, result) end
+          if result ~= '' then
+            kv[nk + 1], kv[nk + 2] = 'r:' .. x, result
+            nk = nk + 2
+          end
           if cs then
             local nf = #fan
             fan[nf + 1], fan[nf + 2], fan[nf + 3], fan[nf + 4] = x, 'p', 's', cs
@@ -754,6 +788,7 @@ local function wf_lib()
             nodes[x] = n
           end
           succeed(r, x, ids[at[k]], result)
+          nk = #kv -- succeed may add writes
         end
       end
     end
