@@ -38,6 +38,7 @@ func (s secretSource) read(m *Main, set map[string]bool, value, file string) (se
 		if secret, err = readSecretFile(file); err != nil {
 			return "", "", usageErr("--%s: %v", s.fileFlag, err)
 		}
+		warnShared(m, "secret file", file)
 	default:
 		v, ok := m.lookupEnv(s.env)
 		if !ok {

@@ -161,3 +161,28 @@ func TestKeyFileShared(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretFileShared: the dashboard's secret files get the key file's
+// warning too when other users may read them.
+func TestSecretFileShared(t *testing.T) {
+	t.Parallel()
+	for mode, warned := range map[os.FileMode]bool{0o600: false, 0o644: true} {
+		p := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(p, []byte("t0ken-from-a-file\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		var errOut bytes.Buffer
+		m := &Main{Stderr: &errOut}
+		secret, _, err := tokenSource.read(m, map[string]bool{"token-file": true}, "", p)
+		if err != nil || secret != "t0ken-from-a-file" {
+			t.Fatalf("mode %#o: %q, %v", mode, secret, err)
+		}
+		said := strings.Contains(errOut.String(), "warning: secret file "+p+" can be read or written by other users")
+		if said != warned || strings.Contains(errOut.String(), secret) {
+			t.Errorf("mode %#o: stderr %q, want a warning: %v", mode, errOut.String(), warned)
+		}
+	}
+}
