@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -285,18 +286,22 @@ func getTaskReply(o *opener, queue string, part int, id string, cmd *redis.Cmd) 
 	if len(res) >= 6 {
 		ti.CancelRequested = res[5] == int64(1)
 	}
+	var stepsErr error
 	if len(res) >= 7 {
 		if s, ok := res[6].(string); ok {
 			steps, err := wire.DecodeSteps([]byte(s))
-			if err != nil {
-				return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
-			}
+			stepsErr = err
 			for _, st := range steps {
 				ti.Steps = append(ti.Steps, StepInfo{Name: st.Name, FinishedAt: time.UnixMilli(st.At), Value: st.Result})
 			}
 		}
 	}
 	o.open(ti)
+	if stepsErr != nil {
+		// the task is still there to see, and to delete
+		ti.Malformed = true
+		ti.LastError = strings.TrimPrefix(ti.LastError+"; "+stepsErr.Error(), "; ")
+	}
 	return ti, nil
 }
 

@@ -51,6 +51,15 @@ func (o *opener) open(ti *TaskInfo) {
 			ti.Payload = v
 		}
 	}
+	if !ti.Malformed && !ti.Raw && len(ti.Payload) > 0 {
+		// as the worker checks it: so Decode, the dashboard and a caller's
+		// own msgpack.Unmarshal of Payload are bounded by its bytes
+		if v, err := wire.Normalize(ti.Payload); err != nil {
+			broken = append(broken, "payload: "+err.Error())
+		} else {
+			ti.Payload = v
+		}
+	}
 	if ti.HasResult {
 		ti.Result, _ = field(ti.Result, envelope.Result)
 	}

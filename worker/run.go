@@ -249,6 +249,16 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 		}
 		m.Payload = p
 	}
+	if !m.Raw && len(m.Payload) > 0 {
+		// Checked once here, so that no decode of it can end the process:
+		// Task.Decode's, Typed's, nor a handler's own msgpack.Unmarshal of
+		// Payload. A timestamp the decoder could misread comes rewritten.
+		p, err := wire.Normalize(m.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("payload of task %s is malformed: %w", wire.PublicID(l.id), err)
+		}
+		m.Payload = p
+	}
 	t := &Task{
 		ID: wire.PublicID(l.id), sid: l.id, srv: s, part: p, Type: m.Type, Headers: m.Headers, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
 		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
