@@ -21,9 +21,9 @@ import (
 // (issue 42: a 5-byte array header claiming 2^32-1 elements ended the
 // dashboard's process on the queue page and the task API, read-only
 // dashboards too), in the payload, a step's value, the steps record and
-// the progress, and a worker status of the same kind, are shown, the
-// payload as undecodable bytes with why, by the pages and the API of a
-// dashboard and a read-only one.
+// the progress, a worker status of the same kind, and registry values of
+// 2e9 partitions, are shown by the pages and the API of a dashboard and a
+// read-only one: the payload as undecodable bytes, with why.
 func TestPoisonedValues(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -58,6 +58,10 @@ func TestPoisonedValues(t *testing.T) {
 	must(t, err)
 	must(t, e.rdb.HSet(e.ctx, k.Steps(), wire.StoredID(rinfo.ID), []byte{0xdd, 0xff, 0xff, 0xff, 0xff}).Err())
 	must(t, e.rdb.HSet(e.ctx, k.Progress(), wire.StoredID(rinfo.ID), []byte{0xdd, 0xff, 0xff, 0xff, 0xff}).Err())
+	// registry values of 2e9 partitions: they sized the overview's
+	// pipeline
+	must(t, e.rdb.HSet(e.ctx, keys.Queues(e.cfg.Prefix), "huge", "2000000000").Err())
+	must(t, e.rdb.HSet(e.ctx, keys.Layout(e.cfg.Prefix), e.q, "1/2000000000").Err())
 	// a worker whose status claims a map of 2^32-1 queues
 	must(t, e.rdb.ZAdd(e.ctx, keys.Workers(e.cfg.Prefix), redis.Z{Score: float64(time.Now().UnixMilli()), Member: "w-poison"}).Err())
 	must(t, e.rdb.HSet(e.ctx, keys.WorkerStatus(e.cfg.Prefix), "w-poison", []byte{0x81, 0xa1, 'q', 0xdf, 0xff, 0xff, 0xff, 0xff}).Err())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -108,7 +107,7 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 	}
 	out := make(map[string]int, len(raw))
 	for q, v := range raw {
-		n, _ := strconv.Atoi(v)
+		n, _ := layout.ParseCount(v) // 0 when it is no count: the queue's configured count rules
 		if l, err := layout.Parse(lay[q]); err == nil {
 			n = l.Serve
 		}
@@ -151,7 +150,7 @@ func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
 	if l, err := layout.Parse(lay.Val()); err == nil {
 		return l.Serve, nil
 	}
-	n, _ := strconv.Atoi(v)
+	n, _ := layout.ParseCount(v)
 	return max(n, i.cfg.partitions(queue)), nil
 }
 

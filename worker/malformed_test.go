@@ -165,3 +165,21 @@ func TestPoisonedStepValue(t *testing.T) {
 		t.Fatalf("GetTask of bad steps: malformed %v, last error %q", ti.Malformed, ti.LastError)
 	}
 }
+
+// TestPatternRegistryCountBounded: a worker serving queues by pattern
+// reads each queue's partition count from the registry; a count of 2e9
+// there (written by hand, or garbled) once made it start 2e9 fetchers.
+// Now such a count is none: it serves the queue's configured count.
+func TestPatternRegistryCountBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.enqueue(t, queue.NewRawTask("t", nil), queue.In("tenant:huge"))
+	must(t, b.rdb.HSet(ctx, keys.Queues(b.qcfg.Prefix), "tenant:huge", "2000000000").Err())
+	h := &byQueue{}
+	s := b.server(t, Config{QueuePatterns: map[string]int{"tenant:*": 1}, QueueRefresh: 100 * time.Millisecond}, h)
+	waitFor(t, 20*time.Second, "the task of tenant:huge run", func() bool { return h.count("tenant:huge") == 1 })
+	if got := s.servedQueues(); got["tenant:huge"] != 1 {
+		t.Fatalf("served %v", got)
+	}
+}
