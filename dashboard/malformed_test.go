@@ -122,3 +122,55 @@ type taskJSON struct {
 		ValueError  string `json:"value_error"`
 	} `json:"steps"`
 }
+
+// TestDowngradedPayload: an encrypted payload whose envelope flag was
+// changed in Redis from sealed to plain was shown by a dashboard with the
+// ring as a plain value (its ciphertext). It is marked malformed, with
+// why, and so is a plain payload, unless the Inspector allows plaintext.
+func TestDowngradedPayload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ring := &queue.KeyRing{Current: "k1", Keys: map[string][]byte{"k1": []byte(strings.Repeat("k", 32))}}
+	cfg := e.cfg
+	cfg.KeyRing = ring
+	client, err := queue.NewClient(e.rdb, cfg)
+	must(t, err)
+	info, err := client.Enqueue(e.ctx, queue.NewRawTask("secret", []byte("transfer 100 to alice")), queue.In(e.q))
+	must(t, err)
+	plain, err := e.client.Enqueue(e.ctx, queue.NewRawTask("secret", []byte("written before the ring")), queue.In(e.q))
+	must(t, err)
+	k := keys.For(e.cfg.Prefix, e.q, 0)
+	msgs, err := e.rdb.LRange(e.ctx, k.ShardPrefix()+"0", 0, -1).Result()
+	must(t, err)
+	at := strings.Index(msgs[0], "\xc1\x04\x02k1")
+	if at < 0 {
+		t.Fatalf("no sealed envelope in % x", msgs[0])
+	}
+	downgraded := msgs[0][:at+1] + "\x00" + msgs[0][at+2:]
+	must(t, e.rdb.LSet(e.ctx, k.ShardPrefix()+"0", 0, downgraded).Err())
+	// the first task pushed to an empty shard has a copy in the feed,
+	// which the Inspector reads
+	if e.rdb.HExists(e.ctx, k.FeedMsg(), wire.StoredID(info.ID)).Val() {
+		must(t, e.rdb.HSet(e.ctx, k.FeedMsg(), wire.StoredID(info.ID), downgraded).Err())
+	}
+	for _, allow := range []bool{false, true} {
+		c := cfg
+		c.AllowPlaintext = allow
+		insp, err := queue.NewInspector(e.rdb, c)
+		must(t, err)
+		e.insp = insp
+		get := e.mount(dashboard.Options{})
+		for _, id := range []string{info.ID, plain.ID} {
+			var v taskJSON
+			get(t, "/api/queues/"+url.PathEscape(e.q)+"/tasks/"+id).json(t, &v)
+			refused := v.Malformed && strings.Contains(v.LastError, "not encrypted") && strings.Contains(v.LastError, "AllowPlaintext")
+			if refused == allow {
+				t.Errorf("allow plaintext %v, task %s: malformed %v, last error %q, payload %s", allow, id, v.Malformed, v.LastError, v.Payload)
+			}
+			page := get(t, "/queues/"+url.PathEscape(e.q)+"/tasks/"+id)
+			if !allow && !strings.Contains(page.body, "not encrypted") {
+				t.Errorf("the task page of %s does not say it is not encrypted", id)
+			}
+		}
+	}
+}

@@ -417,9 +417,7 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: node %q: %w", id, parent, err)
 	}
-	if !envelope.Wrapped([]byte(res)) {
-		return []byte(res), nil
-	}
+	// with a ring, a plain result is refused (AllowPlaintext)
 	v, err := i.codec.Open([]byte(res), m.id, envelope.Result, i.cfg.MaxPayloadSize)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)

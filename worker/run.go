@@ -242,7 +242,8 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 	if err := wire.DecodeMessageString(l.msg, &m); err != nil {
 		return nil, fmt.Errorf("undecodable task message: %w", err)
 	}
-	if envelope.Wrapped(m.Payload) {
+	if envelope.Wrapped(m.Payload) || s.codec.Ring != nil {
+		// with a ring, a plain payload is refused too (AllowPlaintext)
 		p, err := s.codec.Open(m.Payload, l.id, envelope.Payload, s.cfg.MaxPayloadSize)
 		if err != nil {
 			return nil, fmt.Errorf("payload of task %s does not open: %w", wire.PublicID(l.id), err)

@@ -34,7 +34,7 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	token := fs.String("token", "", "require this bearer token (default $SHARDQ_DASHBOARD_TOKEN)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics (Prometheus) without the dashboard's authentication")
 	var store storeFlags
-	store.add(fs, false)
+	store.add(fs, false, true)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
