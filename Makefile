@@ -65,7 +65,9 @@ bin/staticcheck: tools/go.mod tools/go.sum
 ## each (default 60s), one after another, found by go test -list; then a
 ## line per target: its executions, and whether it failed. A failing input
 ## is written under its package's testdata/fuzz/FuzzXxx, where go test runs
-## it from then on. FUZZFLAGS adds flags (say -parallel=1 on a shared machine).
+## it from then on. A target that found nothing but failed with Go's
+## deadline race at the end of its time is ok*, not a failure. FUZZFLAGS
+## adds flags (say -parallel=1 on a shared machine).
 FUZZTIME ?= 60s
 FUZZFLAGS ?=
 fuzz:
@@ -78,6 +80,8 @@ fuzz:
 				echo "fuzzing $$name in $$pkg for $(FUZZTIME)"; \
 				if (cd $$m && $(GO) test $(FUZZFLAGS) -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg) >$$log 2>&1; then \
 					result=ok; \
+				elif ! grep -q 'Failing input written' $$log && [ "$$(grep -A1 -e '^--- FAIL' $$log | tail -1 | tr -d ' \t')" = contextdeadlineexceeded ]; then \
+					result='ok*'; \
 				else \
 					result=FAILED; cat $$log; \
 				fi; \
@@ -86,7 +90,11 @@ fuzz:
 			done; \
 		done; \
 	done; \
-	echo; cat $$summary; ! grep -q '^FAILED' $$summary
+	echo; cat $$summary; \
+	if grep -q '^ok\*' $$summary; then \
+		echo "ok*: nothing found; go test failed only with Go's race at the end of -fuzztime, which writes no input (go.dev/issue/75804, fixed in Go 1.27)"; \
+	fi; \
+	! grep -q '^FAILED' $$summary
 
 ## bench: run all benchmarks, no tests
 bench:

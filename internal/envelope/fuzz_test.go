@@ -88,7 +88,7 @@ func FuzzOpen(f *testing.F) {
 // FuzzWrapOpen: what Wrap stores, with any compression, threshold and
 // ring, Open gives back exactly, for the same task and use only.
 func FuzzWrapOpen(f *testing.F) {
-	f.Add(doc(3000), byte(0), uint16(512), true, false)
+	f.Add(doc(700), byte(0), uint16(512), true, false)
 	f.Add(doc(100), byte(1), uint16(1), false, true)
 	f.Add([]byte{Magic, 0, 1}, byte(2), uint16(0), false, false)
 	f.Add(doc(900), byte(0), uint16(1), false, true)
