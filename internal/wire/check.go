@@ -110,6 +110,10 @@ func NewDecoder(b []byte) (*msgpack.Decoder, error) {
 	return msgpack.NewDecoder(bytes.NewReader(b)), nil
 }
 
+// errAlt is the failure of a walk of an ext's body as a map (walker.alt):
+// never shown, so not worth formatting, or allocating.
+var errAlt = errors.New("wire: an ext's body is not one map")
+
 // walker walks one msgpack value; see Check.
 type walker struct {
 	b []byte
@@ -131,8 +135,14 @@ type walker struct {
 // claims, of unit (elements, entries, bytes), where rem bytes remain.
 func (w *walker) malformed(kind string, at int, n int64, unit string, rem int64) error {
 	if w.owed > 0 {
+		if w.alt {
+			return errAlt
+		}
 		return fmt.Errorf("%w: %s at byte %d claims %d %s; %d bytes remain, and the values after it need %d of them",
 			ErrMalformed, kind, at, n, unit, rem, w.owed)
+	}
+	if w.alt {
+		return errAlt
 	}
 	return fmt.Errorf("%w: %s at byte %d claims %d %s; %d bytes remain", ErrMalformed, kind, at, n, unit, rem)
 }
@@ -141,6 +151,9 @@ func (w *walker) malformed(kind string, at int, n int64, unit string, rem int64)
 // at.
 func (w *walker) size(kind string, at, k int) (int64, error) {
 	if len(w.b)-w.i < k {
+		if w.alt {
+			return 0, errAlt
+		}
 		return 0, fmt.Errorf("%w: %s at byte %d: its length is cut short (%d of %d bytes)", ErrMalformed, kind, at, len(w.b)-w.i, k)
 	}
 	var n int64
@@ -156,7 +169,13 @@ func (w *walker) size(kind string, at, k int) (int64, error) {
 func (w *walker) skip(kind string, at int, n int64) error {
 	if rem := int64(len(w.b) - w.i); n > rem-w.owed {
 		if n <= rem {
+			if w.alt {
+				return errAlt
+			}
 			return w.malformed(kind, at, n, "bytes", rem)
+		}
+		if w.alt {
+			return errAlt
 		}
 		return fmt.Errorf("%w: %s at byte %d claims %d bytes; %d remain", ErrMalformed, kind, at, n, rem)
 	}
@@ -167,6 +186,9 @@ func (w *walker) skip(kind string, at int, n int64) error {
 // fixed steps over a number of n bytes at offset at.
 func (w *walker) fixed(at, n int) error {
 	if len(w.b)-w.i < n {
+		if w.alt {
+			return errAlt
+		}
 		return fmt.Errorf("%w: number at byte %d is cut short: %d of its %d bytes", ErrMalformed, at, len(w.b)-w.i, n)
 	}
 	w.i += n
@@ -178,11 +200,20 @@ func (w *walker) value(depth int) error {
 	at := w.i
 	if at >= len(w.b) {
 		if at == 0 {
+			if w.alt {
+				return errAlt
+			}
 			return fmt.Errorf("%w: no bytes", ErrMalformed)
+		}
+		if w.alt {
+			return errAlt
 		}
 		return fmt.Errorf("%w: cut short at byte %d, where a value should start", ErrMalformed, at)
 	}
 	if rem := int64(len(w.b) - at); rem <= w.owed {
+		if w.alt {
+			return errAlt
+		}
 		return fmt.Errorf("%w: cut short: %d bytes remain at byte %d for the %d values still to come", ErrMalformed, rem, at, w.owed+1)
 	}
 	c := w.b[at]
@@ -233,6 +264,9 @@ func (w *walker) value(depth int) error {
 		}
 		return w.ext(at, n, depth)
 	}
+	if w.alt {
+		return errAlt
+	}
 	return fmt.Errorf("%w: byte %#x at byte %d starts no value", ErrMalformed, c, at)
 }
 
@@ -249,6 +283,9 @@ func (w *walker) sized(kind string, at, k int) error {
 // values each).
 func (w *walker) container(kind string, at int, n, per int64, depth int) error {
 	if depth >= maxDepth {
+		if w.alt {
+			return errAlt
+		}
 		return fmt.Errorf("%w: %s at byte %d nests deeper than %d levels", ErrMalformed, kind, at, maxDepth)
 	}
 	unit := "elements"
@@ -257,6 +294,9 @@ func (w *walker) container(kind string, at int, n, per int64, depth int) error {
 	}
 	rem := int64(len(w.b) - w.i)
 	if n*per > rem-w.owed {
+		if w.alt {
+			return errAlt
+		}
 		return w.malformed(kind, at, n, unit, rem)
 	}
 	w.owed += n * per
@@ -272,6 +312,9 @@ func (w *walker) container(kind string, at int, n, per int64, depth int) error {
 // ext walks an extension whose body is n bytes, its type byte next.
 func (w *walker) ext(at int, n int64, depth int) error {
 	if err := w.skip("ext", at, 1); err != nil {
+		if w.alt {
+			return errAlt
+		}
 		return fmt.Errorf("%w: ext at byte %d: its type is cut short", ErrMalformed, at)
 	}
 	typ := int8(w.b[w.i-1])
@@ -297,6 +340,9 @@ func (w *walker) ext(at int, n int64, depth int) error {
 			w.last = w.i
 		}
 		return nil
+	}
+	if w.alt {
+		return errAlt
 	}
 	return fmt.Errorf("%w: ext of type %d at byte %d: its %d-byte body opens with a map header (%#x) that a decoder wanting a map reads past the ext",
 		ErrMalformed, typ, at, n, w.b[start])
