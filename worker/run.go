@@ -256,7 +256,7 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 		// Payload. A timestamp the decoder could misread comes rewritten.
 		p, err := wire.Normalize(m.Payload)
 		if err != nil {
-			return nil, fmt.Errorf("payload of task %s is malformed: %w", wire.PublicID(l.id), err)
+			return nil, fmt.Errorf("payload of task %s: %w", wire.PublicID(l.id), err) // "malformed msgpack: ..."
 		}
 		m.Payload = p
 	}
