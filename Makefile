@@ -3,7 +3,7 @@
 GO ?= go
 
 .DEFAULT_GOAL := test
-.PHONY: test check bench demo
+.PHONY: test check bench demo fuzz
 
 # What the tests and the demo need, checked before anything runs: a missing
 # program stops make at once with one line naming the package to install.
@@ -60,6 +60,41 @@ check: bin/staticcheck
 # staticcheck at the version tools/go.mod pins, built once
 bin/staticcheck: tools/go.mod tools/go.sum
 	$(GO) build -C tools -o $(CURDIR)/bin/staticcheck honnef.co/go/tools/cmd/staticcheck
+
+## fuzz: run every fuzz target (func FuzzXxx) of every module for FUZZTIME
+## each (default 60s), one after another, found by go test -list; then a
+## line per target: its executions, and whether it failed. A failing input
+## is written under its package's testdata/fuzz/FuzzXxx, where go test runs
+## it from then on. A target that found nothing but failed with Go's
+## deadline race at the end of its time is ok*, not a failure. FUZZFLAGS
+## adds flags (say -parallel=1 on a shared machine).
+FUZZTIME ?= 60s
+FUZZFLAGS ?=
+fuzz:
+	@summary=$$(mktemp); log=$$(mktemp); trap 'rm -f $$summary $$log' EXIT; \
+	for m in $(MODULES); do \
+		listed=$$(cd $$m && $(GO) test -list '^Fuzz' ./...) || { echo "$$listed"; echo "go test -list failed in $$m"; exit 1; }; \
+		echo "$$listed" | awk '/^Fuzz/ { names = names " " $$1; next } /^ok/ { if (names != "") print $$2 names; names = "" }' | \
+		while read -r pkg names; do \
+			for name in $$names; do \
+				echo "fuzzing $$name in $$pkg for $(FUZZTIME)"; \
+				if (cd $$m && $(GO) test $(FUZZFLAGS) -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg) >$$log 2>&1; then \
+					result=ok; \
+				elif ! grep -q 'Failing input written' $$log && [ "$$(grep -A1 -e '^--- FAIL' $$log | tail -1 | tr -d ' \t')" = contextdeadlineexceeded ]; then \
+					result='ok*'; \
+				else \
+					result=FAILED; cat $$log; \
+				fi; \
+				execs=$$(grep -o 'execs: [0-9]*' $$log | tail -1 | cut -d' ' -f2); \
+				printf '%-7s %-26s %12s execs  %s\n' "$$result" "$$name" "$${execs:-0}" "$$pkg" >>$$summary; \
+			done; \
+		done; \
+	done; \
+	echo; cat $$summary; \
+	if grep -q '^ok\*' $$summary; then \
+		echo "ok*: nothing found; go test failed only with Go's race at the end of -fuzztime, which writes no input (go.dev/issue/75804, fixed in Go 1.27)"; \
+	fi; \
+	! grep -q '^FAILED' $$summary
 
 ## bench: run all benchmarks, no tests
 bench:

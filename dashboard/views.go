@@ -8,8 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/shardq/shardq/queue"
 )
 
@@ -185,7 +183,7 @@ func stepViews(ti *queue.TaskInfo) []stepView {
 			continue
 		}
 		var v any
-		err := msgpack.Unmarshal(st.Value, &v)
+		err := st.Decode(&v) // bounded by the bytes present, as every decode of a value
 		if err == nil {
 			v, err = jsonable(v)
 		}

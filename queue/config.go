@@ -102,6 +102,16 @@ type Config struct {
 	// EncryptErrors encrypts the errors handlers return too, as they are
 	// stored with the task. It needs a KeyRing.
 	EncryptErrors bool
+	// AllowPlaintext makes workers and the Inspector with a KeyRing accept
+	// payloads, results, progress messages and step values that are not
+	// encrypted: set it while tasks written before encryption was turned
+	// on are still stored, during a migration to encryption. Without it,
+	// such a task goes to dead with an error that names this setting, and
+	// the Inspector marks it Malformed: else anyone who can write to Redis
+	// could pass a plain value, or a ciphertext whose envelope they marked
+	// plain, off as one the producers wrote. It has no effect without a
+	// KeyRing.
+	AllowPlaintext bool
 	// Logger receives what shardq has to say. Defaults to slog.Default().
 	Logger *slog.Logger
 }

@@ -32,8 +32,11 @@ type TaskInfo struct {
 	Payload []byte
 	Raw     bool
 	// Malformed is set when the stored message does not decode (a foreign
-	// or truncated push), or a compressed or encrypted value of the task
-	// does not open: Payload holds the stored bytes, LastError why.
+	// or truncated push), a compressed or encrypted value of the task
+	// does not open, or a msgpack payload or the steps claim more than
+	// their bytes hold (a length past their end, nesting past 10,000
+	// levels): Payload holds the stored bytes (opened, when only the
+	// msgpack is bad), LastError why.
 	Malformed bool
 	// EncryptedWith is the ID of the key (Config.KeyRing) the payload is
 	// encrypted with; "" when it is not encrypted.

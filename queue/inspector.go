@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -109,7 +109,7 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 	}
 	out := make(map[string]int, len(raw))
 	for q, v := range raw {
-		n, _ := strconv.Atoi(v)
+		n, _ := layout.ParseCount(v) // 0 when it is no count: the queue's configured count rules
 		if l, err := layout.Parse(lay[q]); err == nil {
 			n = l.Serve
 		}
@@ -152,7 +152,7 @@ func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
 	if l, err := layout.Parse(lay.Val()); err == nil {
 		return l.Serve, nil
 	}
-	n, _ := strconv.Atoi(v)
+	n, _ := layout.ParseCount(v)
 	return max(n, i.cfg.partitions(queue)), nil
 }
 
@@ -287,18 +287,22 @@ func getTaskReply(o *opener, queue string, part int, id string, cmd *redis.Cmd) 
 	if len(res) >= 6 {
 		ti.CancelRequested = res[5] == int64(1)
 	}
+	var stepsErr error
 	if len(res) >= 7 {
 		if s, ok := res[6].(string); ok {
 			steps, err := wire.DecodeSteps([]byte(s))
-			if err != nil {
-				return nil, fmt.Errorf("get task %q in queue %q: %w", id, queue, err)
-			}
+			stepsErr = err
 			for _, st := range steps {
 				ti.Steps = append(ti.Steps, StepInfo{Name: st.Name, FinishedAt: time.UnixMilli(st.At), Value: st.Result})
 			}
 		}
 	}
 	o.open(ti)
+	if stepsErr != nil {
+		// the task is still there to see, and to delete
+		ti.Malformed = true
+		ti.LastError = strings.TrimPrefix(ti.LastError+"; "+stepsErr.Error(), "; ")
+	}
 	return ti, nil
 }
 

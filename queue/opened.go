@@ -21,8 +21,9 @@ func (i *Inspector) opener() *opener { return &opener{codec: i.codec, limit: i.c
 // open opens ti's payload, result, progress message, step values and last
 // error in place. What is encrypted with a key o's ring lacks is left
 // empty and ti.Redacted set; a value that does not open for another
-// reason (cut short, tampered with) marks the task Malformed, with why in
-// LastError, and its payload keeps the stored bytes.
+// reason (cut short, tampered with, not encrypted under a ring without
+// AllowPlaintext) marks the task Malformed, with why in LastError, and
+// its payload keeps the stored bytes.
 func (o *opener) open(ti *TaskInfo) {
 	if ti == nil {
 		return
@@ -31,8 +32,8 @@ func (o *opener) open(ti *TaskInfo) {
 	var broken []string
 	// field returns b opened, or nil and ok false when it does not open.
 	field := func(b []byte, u envelope.Use) (v []byte, ok bool) {
-		if !envelope.Wrapped(b) {
-			return b, true
+		if !envelope.Wrapped(b) && o.codec.Ring == nil {
+			return b, true // with a ring, Open refuses it (AllowPlaintext)
 		}
 		v, err := o.codec.Open(b, sid, u, o.limit)
 		switch {
@@ -41,13 +42,22 @@ func (o *opener) open(ti *TaskInfo) {
 		case errors.Is(err, envelope.ErrUnknownKey):
 			ti.Redacted = true
 		default:
-			broken = append(broken, err.Error())
+			broken = append(broken, u.String()+": "+err.Error())
 		}
 		return nil, false
 	}
-	if !ti.Malformed && envelope.Wrapped(ti.Payload) {
+	if !ti.Malformed && (envelope.Wrapped(ti.Payload) || o.codec.Ring != nil) {
 		ti.EncryptedWith = envelope.KeyID(ti.Payload)
 		if v, ok := field(ti.Payload, envelope.Payload); ok || ti.Redacted {
+			ti.Payload = v
+		}
+	}
+	if !ti.Malformed && !ti.Raw && len(ti.Payload) > 0 {
+		// as the worker checks it: so Decode, the dashboard and a caller's
+		// own msgpack.Unmarshal of Payload are bounded by its bytes
+		if v, err := wire.Normalize(ti.Payload); err != nil {
+			broken = append(broken, "payload: "+err.Error())
+		} else {
 			ti.Payload = v
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
@@ -296,7 +295,10 @@ type nodeTask struct {
 // The partition is -1 in a record that lacks it.
 func nodeMeta(v string) (nodeTask, error) {
 	t := nodeTask{part: -1}
-	dec := msgpack.NewDecoder(strings.NewReader(v))
+	dec, err := wire.NewDecoder([]byte(v))
+	if err != nil {
+		return nodeTask{}, fmt.Errorf("undecodable node record (%d bytes): %w", len(v), err)
+	}
 	n, err := dec.DecodeArrayLen()
 	if err == nil && n < 3 {
 		err = fmt.Errorf("%d fields, want at least 3", n)
@@ -415,9 +417,7 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: node %q: %w", id, parent, err)
 	}
-	if !envelope.Wrapped([]byte(res)) {
-		return []byte(res), nil
-	}
+	// with a ring, a plain result is refused (AllowPlaintext)
 	v, err := i.codec.Open([]byte(res), m.id, envelope.Result, i.cfg.MaxPayloadSize)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
@@ -433,7 +433,7 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 func childList(v string) [][2]string {
 	if v != "" && v[0] >= 0x80 {
 		var cs [][]string
-		if err := msgpack.Unmarshal([]byte(v), &cs); err != nil {
+		if err := wire.Unmarshal([]byte(v), &cs); err != nil {
 			return nil
 		}
 		out := make([][2]string, 0, len(cs))

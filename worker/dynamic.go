@@ -2,11 +2,12 @@ package worker
 
 import (
 	"context"
-	"strconv"
+
 	"sync"
 	"time"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) refreshQueues(ctx context.Context) error {
 		n := partitionsOf(s.cfg.Config, q)
 		if _, configured := s.cfg.Partitions[q]; !configured {
 			// the producers' count, as they recorded it
-			if r, err := strconv.Atoi(v); err == nil && r >= 1 {
+			if r, err := layout.ParseCount(v); err == nil {
 				n = r
 			}
 		}

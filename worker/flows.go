@@ -212,10 +212,8 @@ func (t *Task) PreviousResult(ctx context.Context) ([]byte, error) {
 	if b == "" {
 		return nil, nil
 	}
-	if !envelope.Wrapped([]byte(b)) {
-		return []byte(b), nil
-	}
-	// compressed or encrypted under the previous link's ID
+	// compressed or encrypted under the previous link's ID; with a ring,
+	// a plain one is refused (AllowPlaintext)
 	sid, _ := vals[1].(string)
 	v, err := t.srv.codec.Open([]byte(b), sid, envelope.Result, t.srv.cfg.MaxPayloadSize)
 	if err != nil {

@@ -242,10 +242,21 @@ func (s *Server) newTask(p *part, l leased) (*Task, error) {
 	if err := wire.DecodeMessageString(l.msg, &m); err != nil {
 		return nil, fmt.Errorf("undecodable task message: %w", err)
 	}
-	if envelope.Wrapped(m.Payload) {
+	if envelope.Wrapped(m.Payload) || s.codec.Ring != nil {
+		// with a ring, a plain payload is refused too (AllowPlaintext)
 		p, err := s.codec.Open(m.Payload, l.id, envelope.Payload, s.cfg.MaxPayloadSize)
 		if err != nil {
 			return nil, fmt.Errorf("payload of task %s does not open: %w", wire.PublicID(l.id), err)
+		}
+		m.Payload = p
+	}
+	if !m.Raw && len(m.Payload) > 0 {
+		// Checked once here, so that no decode of it can end the process:
+		// Task.Decode's, Typed's, nor a handler's own msgpack.Unmarshal of
+		// Payload. A timestamp the decoder could misread comes rewritten.
+		p, err := wire.Normalize(m.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("payload of task %s: %w", wire.PublicID(l.id), err) // "malformed msgpack: ..."
 		}
 		m.Payload = p
 	}

@@ -77,7 +77,7 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 	}
 	if st := done.Find(name); st != nil {
 		var v T
-		if err := msgpack.Unmarshal(st.Result, &v); err != nil {
+		if err := wire.Unmarshal(st.Result, &v); err != nil {
 			return zero, fmt.Errorf("worker: step %q of task %s: decode its recorded value into %T: %w", name, t.ID, v, err)
 		}
 		return v, nil

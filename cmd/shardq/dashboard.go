@@ -38,7 +38,7 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	var allowed listFlag
 	fs.Var(&allowed, "allowed-host", "a host name the dashboard answers besides loopback ones and the --addr host; repeatable, \"*\" = any")
 	var store storeFlags
-	store.add(fs, false)
+	store.add(fs, false, true)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

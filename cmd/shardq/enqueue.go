@@ -94,7 +94,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")
 	fs.BoolVar(&f.lines, "lines", false, "one task per line of stdin (or --file)")
 	fs.DurationVar(&f.wait, "wait", 0, "when the queue is full (its MaxDepth), wait up to this `long` for room")
-	f.store.add(fs, true)
+	f.store.add(fs, true, false)
 	describe(fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // checkJSON reports whether b is exactly one JSON value.
@@ -27,7 +27,7 @@ func checkJSON(b []byte) error {
 // languages. Map keys that are not strings are printed as strings.
 func msgpackToJSON(b []byte) ([]byte, error) {
 	var v any
-	if err := msgpack.Unmarshal(b, &v); err != nil {
+	if err := wire.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("decode msgpack payload: %w", err)
 	}
 	out, err := json.Marshal(stringKeys(v))

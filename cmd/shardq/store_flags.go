@@ -10,18 +10,24 @@ import (
 // storeFlags are the flags of how task values are stored: encrypted under
 // a key ring, and compressed.
 type storeFlags struct {
-	keyFile     string
-	compression string
+	keyFile        string
+	compression    string
+	allowPlaintext bool
 }
 
 const keyFileHelp = "JSON key ring `file` that encrypts and decrypts payloads: " +
 	`{"current": "ID", "keys": {"ID": "<32 bytes in base64>"}} (default $SHARDQ_KEY_FILE)`
 
-// add registers --key-file, and --compression when the command writes.
-func (s *storeFlags) add(fs *flags, writes bool) {
+// add registers --key-file, --compression when the command writes, and
+// --allow-plaintext when it reads.
+func (s *storeFlags) add(fs *flags, writes, reads bool) {
 	fs.StringVar(&s.keyFile, "key-file", "", keyFileHelp)
 	if writes {
 		fs.StringVar(&s.compression, "compression", "fast", "how payloads of 512 bytes and more are stored: fast (S2), small (zstd) or none")
+	}
+	if reads {
+		fs.BoolVar(&s.allowPlaintext, "allow-plaintext", false,
+			"with --key-file, accept values that are not encrypted, written before encryption was turned on (by default they are refused)")
 	}
 }
 
@@ -52,6 +58,7 @@ func (s *storeFlags) apply(m *Main, cfg *queue.Config) error {
 		return fmt.Errorf("%w: --key-file %s: %v", errUsage, path, err)
 	}
 	cfg.KeyRing = ring
+	cfg.AllowPlaintext = s.allowPlaintext
 	return nil
 }
 

@@ -186,3 +186,35 @@ func TestSecretFileShared(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerAllowPlaintext: a worker with --key-file refuses a task that
+// is not encrypted (a producer without the ring wrote it): it goes to
+// dead with an error that names the setting. With --allow-plaintext, as
+// during a migration to encryption, it runs.
+func TestWorkerAllowPlaintext(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
+	ringFile := filepath.Join(t.TempDir(), "ring.json")
+	if err := os.WriteFile(ringFile, []byte(`{"current":"k1","keys":{"k1":"`+key+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	insp := inspector(t, srv)
+	ids := enqueueAll(t, srv, []byte("plain words\n"), []queue.Option{queue.Retention(time.Hour)}, "cat")
+	p := startShardq(t, redisEnv(srv), "worker", "--key-file", ringFile, "--handler", "cat=exec:cat")
+	ti := waitState(t, insp, queue.DefaultQueue, ids["cat"], queue.StateDead)
+	if !strings.Contains(ti.LastError, "not encrypted") || !strings.Contains(ti.LastError, "AllowPlaintext") {
+		t.Errorf("LastError = %q", ti.LastError)
+	}
+	if code := p.stop(t); code != exitOK || strings.Contains(p.stdout.String(), "plain words") {
+		t.Fatalf("exit %d, the command got %q", code, p.stdout.String())
+	}
+	p = startShardq(t, redisEnv(srv), "worker", "--key-file", ringFile, "--allow-plaintext", "--handler", "cat=exec:cat")
+	if err := insp.RunTask(context.Background(), queue.DefaultQueue, ids["cat"]); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, insp, queue.DefaultQueue, ids["cat"], queue.StateDone)
+	if code := p.stop(t); code != exitOK || !strings.Contains(p.stdout.String(), "plain words\n") {
+		t.Fatalf("exit %d, the command got %q", code, p.stdout.String())
+	}
+}

@@ -133,7 +133,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.retryExitCode, "retry-exit-code", 75, "exec: the exit code that asks for a retry")
 	fs.DurationVar(&f.retryIn, "retry-in", 0, "wait before a requested retry without Retry-After (0: the usual backoff)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug (every task), info, warn or error")
-	f.store.add(fs, true)
+	f.store.add(fs, true, true)
 	describe(fs, c, "[flags]", workerDetails, workerExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err

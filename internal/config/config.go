@@ -33,6 +33,7 @@ type Config struct {
 	CompressAbove  int
 	KeyRing        *envelope.KeyRing
 	EncryptErrors  bool
+	AllowPlaintext bool
 	Logger         *slog.Logger
 }
 
@@ -107,5 +108,5 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 
 // Codec returns the envelope codec of c's compression and key ring.
 func (c *Config) Codec() *envelope.Codec {
-	return &envelope.Codec{Compression: c.Compression, Above: c.CompressAbove, Ring: c.KeyRing}
+	return &envelope.Codec{Compression: c.Compression, Above: c.CompressAbove, Ring: c.KeyRing, AllowPlain: c.AllowPlaintext}
 }

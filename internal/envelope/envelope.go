@@ -63,6 +63,23 @@ const (
 	Error
 )
 
+// String names the use, as errors say it.
+func (u Use) String() string {
+	switch u {
+	case Payload:
+		return "payload"
+	case Result:
+		return "result"
+	case Progress:
+		return "progress message"
+	case Step:
+		return "step value"
+	case Error:
+		return "error"
+	}
+	return fmt.Sprintf("Use(%d)", byte(u))
+}
+
 // Errors of Open.
 var (
 	// ErrUnknownKey reports a value encrypted with a key the ring lacks,
@@ -73,6 +90,11 @@ var (
 	ErrCorrupt = errors.New("corrupt envelope")
 	// ErrTooLarge reports a value that would decompress past the limit.
 	ErrTooLarge = errors.New("decompresses past the size limit")
+	// ErrPlaintext reports a value that is not encrypted, read by a Codec
+	// with a key ring that does not AllowPlain: a value written before
+	// encryption was turned on, or one whose envelope was changed in Redis
+	// to pass its ciphertext off as plain.
+	ErrPlaintext = errors.New("not encrypted, though a key ring is configured")
 )
 
 // Wrapped reports whether b is a wrapped value.
@@ -101,6 +123,14 @@ type Codec struct {
 	// Above is the least size, in bytes, a value is compressed at.
 	Above int
 	Ring  *KeyRing
+	// AllowPlain makes a Codec with a Ring open values that are not
+	// encrypted, as one without a Ring does. Without it such a value is
+	// ErrPlaintext: else anyone who can write to Redis could clear an
+	// envelope's encrypted flag and have its ciphertext read as the value,
+	// or put a plain value in place of a sealed one. Errors (use Error)
+	// are exempt: scripts and workers without EncryptErrors write them
+	// plain.
+	AllowPlain bool
 	// Dicts finds the dictionaries values were compressed against
 	// (WrapDict); nil when none are to be read.
 	Dicts *Dicts
@@ -149,7 +179,7 @@ func (c *Codec) Wrap(dst, b []byte, id string, u Use) ([]byte, error) {
 	if _, err := rand.Read(dst[n:]); err != nil {
 		return nil, fmt.Errorf("envelope: nonce: %w", err)
 	}
-	return key.Seal(dst, dst[n:], body, aad(id, u)), nil
+	return key.Seal(dst, dst[n:], body, aad(id, u, flags|encrypted)), nil
 }
 
 // MaxSize bounds the stored size of a value of n bytes, so a caller can
@@ -175,11 +205,16 @@ func (c *Codec) WrapString(s, id string, u Use) (string, error) {
 }
 
 // Open returns the value b stores: b itself when it is plain, else its
-// body decrypted and decompressed, at most limit bytes (0: no limit).
-// Errors wrap ErrUnknownKey, ErrCorrupt, ErrTooLarge, ErrNoDict or
+// body decrypted and decompressed, at most limit bytes (0: no limit) in
+// all, however many frames it holds. With a Ring, a value that is not
+// encrypted is ErrPlaintext unless c.AllowPlain. Errors wrap
+// ErrUnknownKey, ErrCorrupt, ErrTooLarge, ErrPlaintext, ErrNoDict or
 // ErrDictUnavailable, and name the key's or the dictionary's ID where
 // there is one.
 func (c *Codec) Open(b []byte, id string, u Use, limit int) ([]byte, error) {
+	if c.Ring != nil && !c.AllowPlain && u != Error && !sealed(b) {
+		return nil, fmt.Errorf("%w: %s (queue.Config.AllowPlaintext accepts such values during a migration to encryption)", ErrPlaintext, plainForm(b))
+	}
 	if !Wrapped(b) {
 		return b, nil
 	}
@@ -206,7 +241,7 @@ func (c *Codec) Open(b []byte, id string, u Use, limit int) ([]byte, error) {
 		if len(rest) < NonceSize+key.Overhead() {
 			return nil, fmt.Errorf("%w: encrypted with key %q, cut short at %d bytes", ErrCorrupt, kid, len(b))
 		}
-		plain, err := key.Open(nil, rest[:NonceSize], rest[NonceSize:], aad(id, u))
+		plain, err := key.Open(nil, rest[:NonceSize], rest[NonceSize:], aad(id, u, flags))
 		if err != nil {
 			return nil, fmt.Errorf("%w: encrypted with key %q, does not authenticate: tampered with, or not this task's", ErrCorrupt, kid)
 		}
@@ -233,6 +268,23 @@ func (c *Codec) OpenString(s, id string, u Use, limit int) (string, error) {
 	return string(b), err
 }
 
+// sealed reports whether b is an encrypted envelope.
+func sealed(b []byte) bool {
+	return len(b) >= 2 && b[0] == Magic && b[1]&encrypted != 0
+}
+
+// plainForm says what form a value that is not encrypted has, for
+// ErrPlaintext.
+func plainForm(b []byte) string {
+	switch {
+	case !Wrapped(b):
+		return fmt.Sprintf("a plain value of %d bytes", len(b))
+	case len(b) >= 2 && b[1] == codecDict:
+		return "compressed against a dictionary"
+	}
+	return fmt.Sprintf("an envelope of flags %#x, without the encrypted flag", flagsOf(b))
+}
+
 func flagsOf(b []byte) byte {
 	if len(b) < 2 {
 		return 0
@@ -240,10 +292,12 @@ func flagsOf(b []byte) byte {
 	return b[1]
 }
 
-// aad is the additional data of a value's encryption: its use and its
-// task's stored ID.
-func aad(id string, u Use) []byte {
-	return append([]byte{byte(u)}, id...)
+// aad is the additional data of a value's encryption: its use, its
+// envelope's flags and its task's stored ID. The flags are bound too, so
+// a sealed value whose compression bits were changed in Redis does not
+// open (its still compressed plaintext read as the value, say).
+func aad(id string, u Use, flags byte) []byte {
+	return append([]byte{byte(u), flags}, id...)
 }
 
 // Compression is how a Codec compresses values.
@@ -313,18 +367,47 @@ func unZstd(b []byte, limit int) ([]byte, error) {
 	if err := h.Decode(b); err != nil {
 		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 	}
-	if !h.HasFCS {
-		return nil, fmt.Errorf("%w: zstd frame without its content size", ErrCorrupt)
-	}
-	if limit > 0 && h.FrameContentSize > uint64(limit) {
+	if limit > 0 && h.HasFCS && h.FrameContentSize > uint64(limit) {
 		return nil, fmt.Errorf("%w: zstd body of %d bytes, limit %d", ErrTooLarge, h.FrameContentSize, limit)
 	}
-	out, err := zstdCodec().dec.DecodeAll(b, make([]byte, 0, h.FrameContentSize))
-	if err != nil {
-		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+	if limit <= 0 {
+		out, err := zstdUnbounded().DecodeAll(b, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+		}
+		return out, nil
+	}
+	// The decoder stops at its buffer's capacity (WithDecodeAllCapLimit),
+	// and a body may hold more frames than the first, whose header alone
+	// was read above. One frame, as Wrap writes, fits its stated size
+	// exactly (the encoder states none under 256 bytes); a body that needs
+	// more is tried once more with room for the limit, and no more.
+	size := uint64(256)
+	if h.HasFCS {
+		size = h.FrameContentSize
+	}
+	size = min(size, uint64(limit))
+	out, err := zstdCodec().dec.DecodeAll(b, make([]byte, 0, size))
+	if err != nil && size < uint64(limit) {
+		out, err = zstdCodec().dec.DecodeAll(b, make([]byte, 0, limit))
+	}
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, fmt.Errorf("%w: zstd frames that hold more in all, limit %d", ErrTooLarge, limit)
+	case err != nil:
+		// past the limit within a block reads "output bigger than max
+		// block size": corrupt, or too large
+		return nil, fmt.Errorf("%w: zstd within the limit of %d bytes: %v", ErrCorrupt, limit, err)
 	}
 	return out, nil
 }
+
+// zstdUnbounded decodes zstd without a bound on its output, for Open with
+// no limit; built on first use.
+var zstdUnbounded = sync.OnceValue(func() *zstd.Decoder {
+	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	return d
+})
 
 // zstd's encoder and decoder are safe for concurrent EncodeAll and
 // DecodeAll, and costly to build: one of each per process, built on
@@ -335,7 +418,8 @@ var zstdCodec = sync.OnceValue(func() (z struct {
 }) {
 	z.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
-	z.dec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithDecoderLowmem(true))
+	z.dec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithDecoderLowmem(true),
+		zstd.WithDecodeAllCapLimit(true)) // unZstd sizes the buffer as the limit
 	return z
 })
 

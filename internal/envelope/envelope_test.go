@@ -104,10 +104,13 @@ func TestOpenRefuses(t *testing.T) {
 		{"unknown key", other, w, "id1", Payload, ErrUnknownKey, `"k1"`},
 		{"no key ring", &Codec{}, w, "id1", Payload, ErrUnknownKey, `"k1", and no key ring`},
 		{"cut short", c, w[:10], "id1", Payload, ErrCorrupt, "cut short"},
-		{"unknown flags", c, []byte{Magic, 0x40, 1}, "id1", Payload, ErrCorrupt, "flags"},
-		{"bad s2", c, []byte{Magic, codecS2, 0xff, 0xff, 0xff}, "id1", Payload, ErrCorrupt, "s2"},
-		{"bad zstd", c, []byte{Magic, codecZstd, 1, 2, 3}, "id1", Payload, ErrCorrupt, "zstd"},
-		{"past the limit", c, zipped, "id1", Payload, ErrTooLarge, "limit 1000"},
+		{"unknown flags", &Codec{}, []byte{Magic, 0x40, 1}, "id1", Payload, ErrCorrupt, "flags"},
+		{"unknown sealed flags", c, []byte{Magic, 0x44, 1}, "id1", Payload, ErrCorrupt, "flags"},
+		{"bad s2", &Codec{}, []byte{Magic, codecS2, 0xff, 0xff, 0xff}, "id1", Payload, ErrCorrupt, "s2"},
+		{"bad zstd", &Codec{}, []byte{Magic, codecZstd, 1, 2, 3}, "id1", Payload, ErrCorrupt, "zstd"},
+		{"past the limit", &Codec{}, zipped, "id1", Payload, ErrTooLarge, "limit 1000"},
+		{"plain under a ring", c, []byte("card"), "id1", Payload, ErrPlaintext, "a plain value of 4 bytes"},
+		{"compressed under a ring", c, zipped, "id1", Payload, ErrPlaintext, "flags 0x1, without the encrypted flag"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

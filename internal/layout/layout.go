@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 )
 
@@ -35,16 +36,30 @@ func (l Layout) Draining() bool { return l.Serve > l.Route }
 // String is the stored form, "<route>/<serve>".
 func (l Layout) String() string { return strconv.Itoa(l.Route) + "/" + strconv.Itoa(l.Serve) }
 
-// Parse reads the stored form. It refuses anything but two counts of at
-// least 1 with route <= serve.
+// Parse reads the stored form. It refuses anything but two counts of 1 to
+// config.MaxPartitions with route <= serve: readers size a pipeline and
+// workers start a fetcher per partition, so a count from Redis is bounded
+// as any other value read there.
 func Parse(v string) (Layout, error) {
 	r, s, ok := strings.Cut(v, "/")
 	route, err1 := strconv.Atoi(r)
 	serve, err2 := strconv.Atoi(s)
-	if !ok || err1 != nil || err2 != nil || route < 1 || serve < route {
-		return Layout{}, fmt.Errorf("layout: bad stored layout %q, want <route>/<serve>", v)
+	if !ok || err1 != nil || err2 != nil || route < 1 || serve < route || serve > config.MaxPartitions {
+		return Layout{}, fmt.Errorf("layout: bad stored layout %q, want <route>/<serve> of 1 to %d partitions", v, config.MaxPartitions)
 	}
 	return Layout{Route: route, Serve: serve}, nil
+}
+
+// ParseCount reads a value of the queue registry (keys.Queues): a
+// queue's partition count, 1 to config.MaxPartitions. A count past it
+// could not have been written by shardq, and sized what its readers
+// allocate.
+func ParseCount(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > config.MaxPartitions {
+		return 0, fmt.Errorf("layout: bad queue registry value %q, want a partition count of 1 to %d", v, config.MaxPartitions)
+	}
+	return n, nil
 }
 
 // ReadAll returns every queue's layout, in one HGETALL. Entries that do

@@ -43,6 +43,9 @@ func decodeFast[T string | []byte](b T, m *Message) bool {
 			m.EnqueuedAt = r.int()
 		case 12:
 			k := r.length(r.byte1(), 0x80, 0x0f, 0xc1, 0xde, 0xdf) // 0xc1: no map8 in msgpack
+			if k > (len(r.b)-r.i)/2 {
+				r.ok = false // more headers than bytes: each takes two at least
+			}
 			if r.ok && k > 0 {
 				m.Headers = make(map[string]string, k)
 				for range k {

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -93,7 +92,11 @@ func EncodeDelivery(d *Delivery) ([]byte, error) {
 // DecodeDelivery reads a stored delivery.
 func DecodeDelivery(b []byte) (*Delivery, error) {
 	var d Delivery
-	if err := decodeArray(msgpack.NewDecoder(bytes.NewReader(b)), []any{&d.Queue, &d.Partition, &d.Partitions, &d.ID, &d.Msg, &d.At, &d.In, &d.Unique, &d.UniqueTTL}); err != nil {
+	dec, err := NewDecoder(b)
+	if err != nil {
+		return nil, fmt.Errorf("decode flow delivery (%d bytes): %w", len(b), err)
+	}
+	if err := decodeArray(dec, []any{&d.Queue, &d.Partition, &d.Partitions, &d.ID, &d.Msg, &d.At, &d.In, &d.Unique, &d.UniqueTTL}); err != nil {
 		return nil, fmt.Errorf("decode flow delivery (%d bytes): %w", len(b), err)
 	}
 	if d.Queue == "" || d.ID == "" || len(d.Msg) == 0 {
@@ -117,7 +120,11 @@ type FlowNote struct {
 func DecodeFlowNote(b []byte) (*FlowNote, error) {
 	var n FlowNote
 	var res string
-	if err := decodeArray(msgpack.NewDecoder(bytes.NewReader(b)), []any{&n.Ref, &n.Member, &n.Outcome, &res, &n.Err}); err != nil {
+	dec, err := NewDecoder(b)
+	if err != nil {
+		return nil, fmt.Errorf("decode flow notification (%d bytes): %w", len(b), err)
+	}
+	if err := decodeArray(dec, []any{&n.Ref, &n.Member, &n.Outcome, &res, &n.Err}); err != nil {
 		return nil, fmt.Errorf("decode flow notification (%d bytes): %w", len(b), err)
 	}
 	n.Result = []byte(res)

@@ -221,7 +221,7 @@ func DecodeMessage(b []byte) (*Message, error) {
 		return nil, fmt.Errorf("decode task message (%d bytes): a compact message whose ID or type is missing or cut short", len(b))
 	}
 	m = Message{}
-	if err := msgpack.Unmarshal(b, &m); err != nil {
+	if err := Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("decode task message (%d bytes): %w", len(b), err)
 	}
 	if m.ID == "" || m.Type == "" {

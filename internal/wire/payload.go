@@ -39,13 +39,17 @@ func DecodePayload(payload []byte, raw bool, v any) error {
 		if keys == nil {
 			return nil
 		}
-		if b, err := jsonAsMsgpack(payload); err == nil && msgpack.Unmarshal(b, v) == nil &&
+		if b, err := jsonAsMsgpack(payload); err == nil && Unmarshal(b, v) == nil &&
 			unfit(v, msgpackKeys(b), func(k string, val []byte) error { return strictMsgpack(k, val, v) }) == nil {
 			return nil // it fits by msgpack tags
 		}
 		return mismatch("JSON", v, keys)
 	}
-	if err := msgpack.Unmarshal(payload, v); err != nil {
+	payload, err := Normalize(payload)
+	if err != nil {
+		return fmt.Errorf("decode msgpack payload into %T: %w", v, err)
+	}
+	if err := unmarshalChecked(payload, v); err != nil {
 		return fmt.Errorf("decode msgpack payload into %T: %w", v, err)
 	}
 	if keys := unfit(v, msgpackKeys(payload), func(k string, val []byte) error {
@@ -108,10 +112,10 @@ func jsonKeys(b []byte) map[string][]byte {
 }
 
 // msgpackKeys returns the string-keyed entries of a msgpack map, or nil
-// for any other value.
+// for any other value. b is what Normalize returned.
 func msgpackKeys(b []byte) map[string][]byte {
 	var m map[string]msgpack.RawMessage
-	if msgpack.Unmarshal(b, &m) != nil {
+	if unmarshalChecked(b, &m) != nil {
 		return nil
 	}
 	out := make(map[string][]byte, len(m))
@@ -137,11 +141,18 @@ func strictJSON(k string, val []byte, v any) error {
 }
 
 // strictMsgpack is strictJSON for msgpack.
-func strictMsgpack(k string, val []byte, v any) error {
+func strictMsgpack(k string, val []byte, v any) (err error) {
 	obj, err := msgpack.Marshal(map[string]msgpack.RawMessage{k: val})
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("msgpack: decode into %T: %v", v, r)
+		}
+	}()
+	// not NewDecoder: val is part of a payload Normalize returned, and obj
+	// was just encoded around it
 	d := msgpack.NewDecoder(bytes.NewReader(obj))
 	d.DisallowUnknownFields(true)
 	return d.Decode(fresh(v))

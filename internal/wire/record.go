@@ -54,7 +54,7 @@ func decodeArray(d *msgpack.Decoder, fields []any) error {
 // DecodeRecord decodes a record written by a script.
 func DecodeRecord(b []byte) (*Record, error) {
 	var r Record
-	if err := msgpack.Unmarshal(b, &r); err != nil {
+	if err := Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("decode task record (%d bytes): %w", len(b), err)
 	}
 	return &r, nil

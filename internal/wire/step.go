@@ -53,7 +53,7 @@ func DecodeSteps(b []byte) (Steps, error) {
 		return nil, nil
 	}
 	var s []Step
-	if err := msgpack.Unmarshal(b, &s); err != nil {
+	if err := Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("decode steps (%d bytes): %w", len(b), err)
 	}
 	return s, nil

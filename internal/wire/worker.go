@@ -39,7 +39,7 @@ func (s *WorkerStatus) Encode() ([]byte, error) { return msgpack.Marshal(s) }
 // DecodeWorkerStatus decodes what WorkerStatus.Encode wrote.
 func DecodeWorkerStatus(b []byte) (*WorkerStatus, error) {
 	var s WorkerStatus
-	if err := msgpack.Unmarshal(b, &s); err != nil {
+	if err := Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("decode worker status (%d bytes): %w", len(b), err)
 	}
 	return &s, nil
@@ -55,7 +55,7 @@ type Progress struct {
 // DecodeProgress decodes what msgpack.Marshal wrote of a Progress.
 func DecodeProgress(b []byte) (*Progress, error) {
 	var p Progress
-	if err := msgpack.Unmarshal(b, &p); err != nil {
+	if err := Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("decode progress (%d bytes): %w", len(b), err)
 	}
 	return &p, nil
