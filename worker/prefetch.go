@@ -154,6 +154,7 @@ func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 	for _, l := range stopped {
 		t, err := s.newTask(p, l)
 		if err != nil {
+			s.warnUndecodable(p, l, err)
 			s.finish(undecodable(p, l, err))
 			continue
 		}

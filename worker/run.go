@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,6 +95,7 @@ func (s *Server) runJob(j job) {
 func (s *Server) run(p *part, l leased) {
 	t, err := s.newTask(p, l)
 	if err != nil {
+		s.warnUndecodable(p, l, err)
 		s.finish(undecodable(p, l, err))
 		return
 	}
@@ -235,6 +237,32 @@ func undecodable(p *part, l leased, err error) outcome {
 		o.delayMS = dictRetry.Milliseconds()
 	}
 	return o
+}
+
+// warnUndecodable logs a task that newTask could not make, which
+// undecodable sends to dead or retries: 40 tasks whose key the ring
+// lacked once went to dead with nothing logged. The log's throttle
+// bounds a flood of them.
+func (s *Server) warnUndecodable(p *part, l leased, err error) {
+	var m wire.Message
+	_ = wire.DecodeMessageString(l.msg, &m) // for its type and key, when it decodes
+	attrs := []any{"task", wire.PublicID(l.id), "queue", p.queue, "type", m.Type}
+	switch {
+	case errors.Is(err, envelope.ErrUnknownKey):
+		if s.codec.Ring == nil {
+			s.log.Warn("a task's payload is encrypted, and this worker has no key ring: the task goes to dead; "+
+				"give the worker the producers' ring (Config.KeyRing) and run it again",
+				append(attrs, "key", envelope.KeyID(m.Payload))...)
+			return
+		}
+		s.log.Warn("a task's payload is encrypted with a key this worker's ring lacks: the task goes to dead; "+
+			"add the key to the ring and run it again",
+			append(attrs, "key", envelope.KeyID(m.Payload), "ring", strings.Join(s.codec.Ring.IDs(), ","))...)
+	case errors.Is(err, envelope.ErrDictUnavailable):
+		s.log.Warn("a task's compression dictionary could not be read: the task is retried", append(attrs, "err", err)...)
+	default:
+		s.log.Warn("a task cannot be decoded: it goes to dead with why", append(attrs, "err", err)...)
+	}
 }
 
 func (s *Server) newTask(p *part, l leased) (*Task, error) {
