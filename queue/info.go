@@ -88,6 +88,9 @@ type TaskInfo struct {
 	// Rank is the task's rank in the feed it was read from, or in the
 	// recent-tasks feed; 0 when it has left the feed.
 	Rank int64
+
+	// resultErr is why Result did not open, for WaitResult to say.
+	resultErr error
 }
 
 // Decode decodes the payload into v: msgpack, as NewTask encodes it, or

@@ -14,6 +14,7 @@ import (
 type opener struct {
 	codec *envelope.Codec
 	limit int
+	why   error // the last value's that did not open
 }
 
 func (i *Inspector) opener() *opener { return &opener{codec: i.codec, limit: i.cfg.MaxPayloadSize} }
@@ -36,6 +37,7 @@ func (o *opener) open(ti *TaskInfo) {
 			return b, true // with a ring, Open refuses it (AllowPlaintext)
 		}
 		v, err := o.codec.Open(b, sid, u, o.limit)
+		o.why = err
 		switch {
 		case err == nil:
 			return v, true
@@ -62,7 +64,10 @@ func (o *opener) open(ti *TaskInfo) {
 		}
 	}
 	if ti.HasResult {
-		ti.Result, _ = field(ti.Result, envelope.Result)
+		var ok bool
+		if ti.Result, ok = field(ti.Result, envelope.Result); !ok {
+			ti.resultErr = o.why
+		}
 	}
 	if ti.Progress != nil {
 		v, _ := field([]byte(ti.Progress.Message), envelope.Progress)

@@ -22,8 +22,9 @@ const waitPoll = 500 * time.Millisecond
 // with Retention), or it may be gone before WaitResult sees it finish:
 // then it is ErrTaskNotFound. It reads the task with GetTask, after 10ms,
 // then at doubling intervals up to half a second: never a tight loop. A
-// result encrypted with a key the Inspector's KeyRing lacks is
-// ErrUnknownKey.
+// result that does not open is an error that says why: ErrUnknownKey for
+// one encrypted with a key the Inspector's KeyRing lacks, or when it has
+// no KeyRing.
 func (i *Inspector) WaitResult(ctx context.Context, queue, id string) ([]byte, error) {
 	wait := 10 * time.Millisecond
 	for {
@@ -31,8 +32,8 @@ func (i *Inspector) WaitResult(ctx context.Context, queue, id string) ([]byte, e
 		switch {
 		case err != nil:
 			return nil, err
-		case ti.State == StateDone && ti.Redacted && ti.HasResult && ti.Result == nil:
-			return nil, fmt.Errorf("%w: the result of task %s of %q", ErrUnknownKey, id, queue)
+		case ti.State == StateDone && ti.resultErr != nil:
+			return nil, fmt.Errorf("the result of task %s of %q does not open: %w", id, queue, ti.resultErr)
 		case ti.State == StateDone:
 			return ti.Result, nil
 		case ti.State == StateDead:

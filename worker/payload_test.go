@@ -282,8 +282,15 @@ func TestEncryptedRoundTrip(t *testing.T) {
 			t.Fatalf("Search of the encrypted error: %v, %+v; want %d found", err, res, tc.n)
 		}
 	}
-	if _, err := blind.WaitResult(ctx, queue.DefaultQueue, ok.ID); !errors.Is(err, queue.ErrUnknownKey) {
-		t.Fatalf("WaitResult without the ring: %v, want ErrUnknownKey", err)
+	// it says what is missing: no ring at all, or this key in the ring
+	if _, err := blind.WaitResult(ctx, queue.DefaultQueue, ok.ID); !errors.Is(err, queue.ErrUnknownKey) ||
+		!strings.Contains(err.Error(), `encrypted with key "k1", and no key ring is configured`) {
+		t.Fatalf("WaitResult without a ring: %v, want ErrUnknownKey naming the key and the missing ring", err)
+	}
+	_, other, _ := b.with(t, func(c *queue.Config) { c.KeyRing = ringOf("k9") })
+	if _, err := other.WaitResult(ctx, queue.DefaultQueue, ok.ID); !errors.Is(err, queue.ErrUnknownKey) ||
+		!strings.Contains(err.Error(), `key "k1"`) || strings.Contains(err.Error(), "no key ring") {
+		t.Fatalf("WaitResult with a ring that lacks the key: %v, want ErrUnknownKey naming the key", err)
 	}
 	if res, err := insp.WaitResult(ctx, queue.DefaultQueue, ok.ID); err != nil || string(res) != "charged "+secret {
 		t.Fatalf("WaitResult with the ring: %q, %v", res, err)
@@ -628,5 +635,26 @@ func TestDictionaryUnavailableRetries(t *testing.T) {
 	}
 	if o := undecodable(nil, leased{id: "x"}, fmt.Errorf("payload: %w", envelope.ErrNoDict)); o.delayMS >= 0 {
 		t.Fatalf("a lost dictionary: delay %d ms, want dead", o.delayMS)
+	}
+}
+
+// TestWaitResultPlainUnderRing: a result written in clear, read by an
+// Inspector with a ring (and without AllowPlaintext), is an error that
+// says it is not encrypted: WaitResult returned no result and no error.
+func TestWaitResultPlainUnderRing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.server(t, Config{}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		return task.SetResult(ctx, []byte("in clear"))
+	}))
+	info := b.enqueue(t, queue.NewRawTask("t", nil), queue.Retention(time.Hour))
+	if res, err := b.insp.WaitResult(ctx, queue.DefaultQueue, info.ID); err != nil || string(res) != "in clear" {
+		t.Fatalf("WaitResult without a ring: %q, %v", res, err)
+	}
+	_, ringed, _ := b.with(t, func(c *queue.Config) { c.KeyRing = ringOf("k1") })
+	res, err := ringed.WaitResult(ctx, queue.DefaultQueue, info.ID)
+	if err == nil || !strings.Contains(err.Error(), "not encrypted") || res != nil {
+		t.Fatalf("WaitResult with a ring: %q, %v; want an error that says the result is not encrypted", res, err)
 	}
 }

@@ -231,7 +231,7 @@ func (c *Codec) Open(b []byte, id string, u Use, limit int) ([]byte, error) {
 			return nil, fmt.Errorf("%w: encrypted, but its key ID is cut short (%d bytes)", ErrCorrupt, len(b))
 		}
 		if c.Ring == nil {
-			return nil, fmt.Errorf("%w: key %q, and no key ring is configured", ErrUnknownKey, kid)
+			return nil, noRingError(kid)
 		}
 		key := c.Ring.aead(kid)
 		if key == nil {
@@ -431,3 +431,14 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 	}
 	return cipher.NewGCM(block)
 }
+
+// noRingError is ErrUnknownKey where there is no ring at all: "not in
+// the key ring" would send a reader looking for a key in a ring it does
+// not have.
+type noRingError string
+
+func (e noRingError) Error() string {
+	return fmt.Sprintf("encrypted with key %q, and no key ring is configured to decrypt it", string(e))
+}
+
+func (e noRingError) Is(target error) bool { return target == ErrUnknownKey }
