@@ -369,6 +369,8 @@ func (s *syncBuffer) Bytes() []byte {
 	return append([]byte(nil), s.b.Bytes()...)
 }
 
+func (s *syncBuffer) String() string { return string(s.Bytes()) }
+
 // TestCancelActiveTask: Inspector.CancelTask reaches the running handler
 // at the next heartbeat (cause ErrCancelled) and the task goes to dead,
 // not to a retry.

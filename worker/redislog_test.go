@@ -1,34 +1,14 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardq/shardq/internal/logging"
 )
-
-// lockedBuffer is a bytes.Buffer that go-redis's goroutines may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRedisOutageLog: while Redis is down, go-redis's own lines reach
 // the worker's Config.Logger as warnings, not go-redis's stderr logger
@@ -38,7 +18,7 @@ func (l *lockedBuffer) String() string {
 // worker's.
 func TestRedisOutageLog(t *testing.T) {
 	b := setup(t)
-	var buf lockedBuffer
+	var buf syncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	cfg := Config{Concurrency: 4}
 	cfg.Logger = log

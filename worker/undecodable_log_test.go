@@ -27,7 +27,7 @@ func TestUnknownKeyWarned(t *testing.T) {
 		ids = append(ids, info.ID)
 	}
 	for _, ring := range []*queue.KeyRing{ringOf("k1"), nil} {
-		var buf lockedBuffer
+		var buf syncBuffer
 		cfg := b.qcfg
 		cfg.KeyRing = ring
 		cfg.Logger = slog.New(slog.NewTextHandler(&buf, nil))
