@@ -66,7 +66,7 @@ func TestPoisonedValues(t *testing.T) {
 	must(t, e.rdb.ZAdd(e.ctx, keys.Workers(e.cfg.Prefix), redis.Z{Score: float64(time.Now().UnixMilli()), Member: "w-poison"}).Err())
 	must(t, e.rdb.HSet(e.ctx, keys.WorkerStatus(e.cfg.Prefix), "w-poison", []byte{0x81, 0xa1, 'q', 0xdf, 0xff, 0xff, 0xff, 0xff}).Err())
 
-	for _, opts := range []dashboard.Options{{}, {ReadOnly: true}} {
+	for _, opts := range []dashboard.Options{{Unauthenticated: true}, {Unauthenticated: true, ReadOnly: true}} {
 		get := e.mount(opts)
 		name := fmt.Sprintf("read-only=%v", opts.ReadOnly)
 		q := url.PathEscape(e.q)
@@ -159,7 +159,7 @@ func TestDowngradedPayload(t *testing.T) {
 		insp, err := queue.NewInspector(e.rdb, c)
 		must(t, err)
 		e.insp = insp
-		get := e.mount(dashboard.Options{})
+		get := e.mount(dashboard.Options{Unauthenticated: true})
 		for _, id := range []string{info.ID, plain.ID} {
 			var v taskJSON
 			get(t, "/api/queues/"+url.PathEscape(e.q)+"/tasks/"+id).json(t, &v)

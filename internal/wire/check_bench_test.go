@@ -1,0 +1,43 @@
+package wire
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/sampledoc"
+)
+
+// BenchmarkCheck measures what the walk a worker makes of every msgpack
+// payload (newTask) costs beside a decode of the same payload into
+// map[string]any, as a handler's Task.Decode makes: a small payload of
+// three fields and a ~1 KB order document. check-x is the walk's time
+// over the decode's, in the same run.
+func BenchmarkCheck(b *testing.B) {
+	small, _ := msgpack.Marshal(map[string]any{"user": 42, "email": "ada@example.com", "plan": "pro"})
+	order, _ := msgpack.Marshal(sampledoc.New(rand.New(rand.NewPCG(1, 2))))
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{{"small", small}, {"order", order}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.b)))
+			for b.Loop() {
+				if err := Check(c.b); err != nil {
+					b.Fatal(err)
+				}
+			}
+			check := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			dec := testing.Benchmark(func(b *testing.B) {
+				for b.Loop() {
+					var v map[string]any
+					if err := msgpack.Unmarshal(c.b, &v); err != nil { // wire:unchecked: Check's peer in this benchmark
+						b.Fatal(err)
+					}
+				}
+			})
+			b.ReportMetric(check/(float64(dec.T.Nanoseconds())/float64(dec.N)), "check-x")
+		})
+	}
+}
