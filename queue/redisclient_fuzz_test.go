@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,7 +33,8 @@ func FuzzNewRedisClient(f *testing.F) {
 		}
 		// what a message says whatever the URL: a secret among it tells nothing
 		const fixed = "queue: invalid Redis URL: does not parse: scheme: want redis, rediss, unix, redis+cluster or redis+sentinel"
-		shown := redact.URL(raw)
+		shown := fmt.Sprintf("%q", redact.URL(raw)) // as the message quotes it
+
 		for _, s := range redact.Secrets(raw) {
 			if len(s) >= 4 && strings.Contains(err.Error(), s) && !strings.Contains(shown, s) &&
 				!strings.Contains(fixed, s) {
