@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardq/shardq/dashboard"
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
@@ -35,11 +36,14 @@ func TestPoisonedValues(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for want, p := range poisons {
-		task, err := queue.NewTask("poison", p)
+		// queue.NewTask refuses such bytes: written in Redis, as a producer
+		// outside Go could leave them
+		task, err := queue.NewTask("poison", "placeholder")
 		must(t, err)
 		info, err := e.client.Enqueue(e.ctx, task, queue.In(e.q))
 		must(t, err)
 		ids[want] = info.ID
+		redistest.SetPayload(t, e.rdb, e.cfg.Prefix, e.q, info.ID, p)
 	}
 	// a timestamp whose body reads as a map header: a valid payload
 	trap, err := queue.NewTask("time", msgpack.RawMessage{0x81, 0xa2, 'a', 't', 0xd7, 0xff, 0xdf, 0xff, 0xff, 0xff, 0xff, 0, 0, 0})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // Task is a unit of work: a type name, which picks the handler, and a
@@ -17,9 +19,11 @@ type Task struct {
 }
 
 // NewTask returns a task whose payload is v encoded with msgpack; handlers
-// decode it into their own type. It fails when v does not encode, when typ
-// is not a valid name (ErrInvalidTask) or when an option is invalid
-// (ErrInvalidOption), so a bad task is caught where it is made.
+// decode it into their own type. It fails when v does not encode, or
+// encodes to bytes that are not whole msgpack (a msgpack.RawMessage whose
+// header claims more than it holds), when typ is not a valid name
+// (ErrInvalidTask) or when an option is invalid (ErrInvalidOption), so a
+// bad task is caught where it is made.
 func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 	if err := checkType(typ); err != nil {
 		return nil, err
@@ -30,6 +34,11 @@ func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 	b, err := msgpack.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode payload of %q: %v", ErrInvalidTask, typ, err)
+	}
+	// msgpack writes a msgpack.RawMessage, or what a custom encoder
+	// returns, as it is: bytes a worker would send to dead, refused here
+	if err := wire.Check(b); err != nil {
+		return nil, fmt.Errorf("%w: payload of %q: %w", ErrInvalidTask, typ, err)
 	}
 	return &Task{typ: typ, payload: b, opts: opts}, nil
 }
