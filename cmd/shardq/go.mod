@@ -8,7 +8,6 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/shardq/shardq v0.1.0
 	github.com/shardq/shardq/metrics v0.1.0
-	github.com/vmihailenco/msgpack/v5 v5.4.1
 )
 
 require (
@@ -20,6 +19,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
