@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/shardq/shardq/queue"
 )
@@ -81,7 +80,7 @@ func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	p, err := d.insp.ListQueues(r.Context(), q)
+	p, err := d.listQueues(r.Context(), q)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -91,16 +90,6 @@ func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
 		out = append(out, newQueueView(qi))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out, "next": p.Next, "matched": p.Matched})
-}
-
-// queueQuery reads a page of queues from the request: prefix, after and
-// limit (1..queue.MaxPageSize, PageSize when unset).
-func (d *Dashboard) queueQuery(r *http.Request) (queue.QueueQuery, error) {
-	v := r.URL.Query()
-	q := queue.QueueQuery{Prefix: strings.TrimSpace(v.Get("prefix")), After: v.Get("after")}
-	var err error
-	q.Limit, err = limitParam(v.Get("limit"), d.opts.PageSize)
-	return q, err
 }
 
 func (d *Dashboard) apiQueue(w http.ResponseWriter, r *http.Request) {
@@ -119,19 +108,16 @@ func (d *Dashboard) apiHistory(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	h, err := d.history(r.Context(), r.PathValue("queue"), span)
+	var queues []string // every queue's, without one
+	if q := r.PathValue("queue"); q != "" {
+		queues = []string{q}
+	}
+	h, err := d.insp.History(r.Context(), span, queues...)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, newHistoryView(h))
-}
-
-func (d *Dashboard) history(ctx context.Context, q string, span queue.Span) (*queue.History, error) {
-	if q == "" {
-		return d.insp.History(ctx, "", span)
-	}
-	return d.insp.History(ctx, q, span)
 }
 
 func spanParam(r *http.Request) (queue.Span, error) {

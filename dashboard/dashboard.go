@@ -103,9 +103,9 @@ type Dashboard struct {
 //	}
 //	mux.Handle("/queues/", http.StripPrefix("/queues", d))
 //
-// New returns an error wrapping ErrEmptySecret when opts name no
-// credentials or an empty one, and ErrInvalidOptions when they contradict
-// themselves. The error names the field, never the secret.
+// New returns an error wrapping ErrInvalidOptions when opts name no
+// credentials, an empty one, or settings that contradict each other. The
+// error names the field, never the secret.
 func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	if insp == nil {
 		return nil, fmt.Errorf("%w: nil Inspector", ErrInvalidOptions)

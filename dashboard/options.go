@@ -6,17 +6,12 @@ import (
 	"strings"
 )
 
-// Errors of New. Their messages name the field that was wrong, never a
-// secret's value.
-var (
-	// ErrEmptySecret reports Options with no credentials, or an empty one:
-	// a BasicAuth whose User or Password is empty or blank, or no BasicAuth
-	// and an empty BearerToken without Unauthenticated.
-	ErrEmptySecret = errors.New("dashboard: empty secret")
-	// ErrInvalidOptions reports Options that contradict themselves, such
-	// as Unauthenticated with credentials set.
-	ErrInvalidOptions = errors.New("dashboard: invalid options")
-)
+// ErrInvalidOptions reports Options that New refuses: no credentials
+// without Unauthenticated, an empty or blank secret (a BasicAuth's User
+// or Password, a BearerToken), options that contradict each other such
+// as Unauthenticated with credentials, or a bad AllowedHosts entry. Its
+// messages name the field that was wrong, never a secret's value.
+var ErrInvalidOptions = errors.New("dashboard: invalid options")
 
 // validate checks what New cannot default: the dashboard has credentials
 // or is unauthenticated on purpose, and no secret is empty by accident.
@@ -24,9 +19,9 @@ func (o *Options) validate() error {
 	if ba := o.BasicAuth; ba != nil {
 		switch {
 		case blank(ba.User):
-			return fmt.Errorf("%w: BasicAuth.User is empty", ErrEmptySecret)
+			return fmt.Errorf("%w: BasicAuth.User is empty", ErrInvalidOptions)
 		case blank(ba.Password):
-			return fmt.Errorf("%w: BasicAuth.Password is empty", ErrEmptySecret)
+			return fmt.Errorf("%w: BasicAuth.Password is empty", ErrInvalidOptions)
 		case strings.Contains(ba.User, ":"):
 			return fmt.Errorf("%w: BasicAuth.User contains a colon, which basic authentication cannot carry", ErrInvalidOptions)
 		}
@@ -38,9 +33,9 @@ func (o *Options) validate() error {
 		return nil
 	case o.BasicAuth == nil && blank(o.BearerToken):
 		return fmt.Errorf("%w: BearerToken is empty and BasicAuth is nil; set one, or Unauthenticated "+
-			"for a dashboard behind your own authentication", ErrEmptySecret)
+			"for a dashboard behind your own authentication", ErrInvalidOptions)
 	case o.BearerToken != "" && blank(o.BearerToken):
-		return fmt.Errorf("%w: BearerToken is blank", ErrEmptySecret)
+		return fmt.Errorf("%w: BearerToken is blank", ErrInvalidOptions)
 	}
 	return nil
 }

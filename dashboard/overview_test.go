@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -161,4 +162,74 @@ func serveOnce(t *testing.T, h http.Handler, path string) response {
 	r.Host = "localhost"
 	h.ServeHTTP(w, r)
 	return response{code: w.Code, header: w.Header(), body: w.Body.String()}
+}
+
+// TestQueueListPages: /api/queues pages queues by name: following next
+// covers every queue once, in order, each page within its limit and
+// counting the queues that match; a prefix narrows them; a page after
+// the last is empty; a limit out of bounds is a bad request. (These were
+// TestListQueues of the Inspector method this paging replaced.)
+func TestQueueListPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for j := range 120 {
+		_, err := e.client.Enqueue(e.ctx, queue.NewRawTask("t", nil), queue.In(fmt.Sprintf("q%03d", j)))
+		must(t, err)
+	}
+	_, err := e.client.Enqueue(e.ctx, queue.NewRawTask("t", nil), queue.In("other"))
+	must(t, err)
+	want, err := e.insp.Queues(e.ctx)
+	must(t, err)
+	e.serve(dashboard.Options{Unauthenticated: true})
+	type page struct {
+		Queues []struct {
+			Queue   string `json:"name"`
+			Pending int64  `json:"pending"`
+		} `json:"queues"`
+		Next    string `json:"next"`
+		Matched int    `json:"matched"`
+	}
+	get := func(query string) page {
+		t.Helper()
+		r := e.get("/api/queues?" + query)
+		if r.code != http.StatusOK {
+			t.Fatalf("GET /api/queues?%s: %d %s", query, r.code, r.body)
+		}
+		var p page
+		must(t, json.Unmarshal([]byte(r.body), &p))
+		return p
+	}
+	var seen []string
+	var pending int64
+	for after, pages := "", 0; ; pages++ {
+		p := get("limit=50&after=" + url.QueryEscape(after))
+		if p.Matched != len(want) || len(p.Queues) > 50 {
+			t.Fatalf("page %d: matched %d of %d, %d queues", pages, p.Matched, len(want), len(p.Queues))
+		}
+		for _, q := range p.Queues {
+			seen = append(seen, q.Queue)
+			pending += q.Pending
+		}
+		if p.Next == "" {
+			break
+		}
+		if pages > 3 || p.Next != seen[len(seen)-1] {
+			t.Fatalf("page %d: next %q after %q", pages, p.Next, seen[len(seen)-1])
+		}
+		after = p.Next
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) || pending != 121 {
+		t.Fatalf("paged %d queues, %d pending: %v; want %v", len(seen), pending, seen, want)
+	}
+	if p := get("prefix=q11"); p.Matched != 10 || len(p.Queues) != 10 || p.Queues[0].Queue != "q110" || p.Next != "" {
+		t.Fatalf("prefix q11: %+v", p)
+	}
+	if p := get("after=zzz"); len(p.Queues) != 0 || p.Next != "" || p.Matched != len(want) {
+		t.Fatalf("after the last: %+v", p)
+	}
+	for _, bad := range []string{"limit=-1", "limit=0", fmt.Sprintf("limit=%d", queue.MaxPageSize+1)} {
+		if r := e.get("/api/queues?" + bad); r.code != http.StatusBadRequest {
+			t.Errorf("GET /api/queues?%s: %d, want 400", bad, r.code)
+		}
+	}
 }

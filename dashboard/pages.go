@@ -101,8 +101,8 @@ func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	q.History = span
-	p, err := d.insp.ListQueues(r.Context(), q)
+	q.span = span
+	p, err := d.listQueues(r.Context(), q)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -113,11 +113,11 @@ func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := overviewData{Queues: p.Queues, Chart: newChart(p.History), Alarms: alarms, Refresh: d.opts.RefreshInterval.Milliseconds(),
-		Prefix: q.Prefix, After: q.After, From: int64(p.Offset + 1), To: int64(p.Offset + len(p.Queues)), Matched: int64(p.Matched),
-		Whole: q.Prefix == "" && p.Offset == 0 && p.Next == ""}
+		Prefix: q.prefix, After: q.after, From: int64(p.Offset + 1), To: int64(p.Offset + len(p.Queues)), Matched: int64(p.Matched),
+		Whole: q.prefix == "" && p.Offset == 0 && p.Next == ""}
 	link := func(after string) string {
 		v := url.Values{}
-		for k, s := range map[string]string{"prefix": q.Prefix, "after": after, "limit": r.URL.Query().Get("limit"), "span": r.URL.Query().Get("span")} {
+		for k, s := range map[string]string{"prefix": q.prefix, "after": after, "limit": r.URL.Query().Get("limit"), "span": r.URL.Query().Get("span")} {
 			if s != "" {
 				v.Set(k, s)
 			}
@@ -206,7 +206,7 @@ func (d *Dashboard) queueHead(r *http.Request, name string, state queue.State) (
 	if err != nil {
 		return nil, err
 	}
-	h, err := d.insp.History(r.Context(), name, span)
+	h, err := d.insp.History(r.Context(), span, name)
 	if err != nil {
 		return nil, err
 	}

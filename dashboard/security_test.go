@@ -193,12 +193,12 @@ func TestNewRefusesEmptySecrets(t *testing.T) {
 		want  error
 		field string
 	}{
-		"zero options":         {dashboard.Options{}, dashboard.ErrEmptySecret, "BearerToken"},
-		"empty password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: ""}}, dashboard.ErrEmptySecret, "BasicAuth.Password"},
-		"blank password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: " \n"}}, dashboard.ErrEmptySecret, "BasicAuth.Password"},
-		"empty user":           {dashboard.Options{BasicAuth: &dashboard.BasicAuth{Password: secret}}, dashboard.ErrEmptySecret, "BasicAuth.User"},
-		"empty password+token": {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops"}, BearerToken: secret}, dashboard.ErrEmptySecret, "BasicAuth.Password"},
-		"blank token":          {dashboard.Options{BearerToken: "\t"}, dashboard.ErrEmptySecret, "BearerToken"},
+		"zero options":         {dashboard.Options{}, dashboard.ErrInvalidOptions, "BearerToken"},
+		"empty password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: ""}}, dashboard.ErrInvalidOptions, "BasicAuth.Password"},
+		"blank password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: " \n"}}, dashboard.ErrInvalidOptions, "BasicAuth.Password"},
+		"empty user":           {dashboard.Options{BasicAuth: &dashboard.BasicAuth{Password: secret}}, dashboard.ErrInvalidOptions, "BasicAuth.User"},
+		"empty password+token": {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops"}, BearerToken: secret}, dashboard.ErrInvalidOptions, "BasicAuth.Password"},
+		"blank token":          {dashboard.Options{BearerToken: "\t"}, dashboard.ErrInvalidOptions, "BearerToken"},
 		"colon in user":        {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "a:b", Password: secret}}, dashboard.ErrInvalidOptions, "BasicAuth.User"},
 		"open and basic":       {dashboard.Options{Unauthenticated: true, BasicAuth: &dashboard.BasicAuth{User: "ops", Password: secret}}, dashboard.ErrInvalidOptions, "Unauthenticated"},
 		"open and token":       {dashboard.Options{Unauthenticated: true, BearerToken: secret}, dashboard.ErrInvalidOptions, "Unauthenticated"},

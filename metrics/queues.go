@@ -185,23 +185,17 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 }
 
 // queues reads the queues to export, the first maxQueues by name, and
-// how many were left out.
+// how many were left out: every name, then the counts of those exported.
 func (c *QueueCollector) queues(ctx context.Context) ([]*queue.QueueInfo, int, error) {
 	if c.maxQueues == 0 {
 		infos, err := c.insp.QueueInfos(ctx)
 		return infos, 0, err
 	}
-	var out []*queue.QueueInfo
-	after := ""
-	for {
-		p, err := c.insp.ListQueues(ctx, queue.QueueQuery{After: after, Limit: min(c.maxQueues-len(out), queue.MaxPageSize)})
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, p.Queues...)
-		if p.Next == "" || len(out) >= c.maxQueues {
-			return out, p.Matched - p.Offset - len(p.Queues), nil // the queues named after the last exported
-		}
-		after = p.Next
+	names, err := c.insp.Queues(ctx) // sorted
+	if err != nil || len(names) == 0 {
+		return nil, 0, err
 	}
+	kept := names[:min(c.maxQueues, len(names))]
+	infos, err := c.insp.QueueInfos(ctx, kept...)
+	return infos, len(names) - len(kept), err
 }

@@ -34,7 +34,7 @@ func (p HistoryPoint) Processed() int64 { return p.Succeeded + p.Failed }
 // History is processed and failed task counts over time, from the
 // per-minute counters workers keep (for eight days).
 type History struct {
-	Queue string // "" when summed over every queue
+	Queue string // "" when summed over more than one queue
 	Span  Span
 	Step  time.Duration
 	// Points are oldest first; the last is the current step, still counting.
@@ -54,31 +54,37 @@ func (h *History) Totals() HistoryPoint {
 	return t
 }
 
-// History returns queue's counts over span: one MGET per partition, in
-// one round trip after the registry read. An empty queue name sums the
-// counts of every queue.
-func (i *Inspector) History(ctx context.Context, queue string, span Span) (*History, error) {
-	if queue == "" {
-		reg, err := i.registry(ctx)
-		if err != nil {
-			return nil, err
-		}
-		h, err := i.history(ctx, reg, span)
-		if err != nil {
-			return nil, fmt.Errorf("history of every queue: %w", err)
-		}
-		return h, nil
+// History returns the counts over span of queues, summed, or of every
+// queue when none is named: one MGET per partition, in one round trip
+// after the registry read. A named queue the registry does not know is
+// ErrQueueNotFound.
+func (i *Inspector) History(ctx context.Context, span Span, queues ...string) (*History, error) {
+	parts, err := i.partitionsOf(ctx, queues)
+	if len(queues) == 0 {
+		parts, err = i.registry(ctx)
 	}
-	n, err := i.partitions(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	h, err := i.history(ctx, map[string]int{queue: n}, span)
+	h, err := i.history(ctx, parts, span)
 	if err != nil {
-		return nil, fmt.Errorf("history of %q: %w", queue, err)
+		return nil, fmt.Errorf("history of %s: %w", queueNames(queues), err)
 	}
-	h.Queue = queue
+	if len(queues) == 1 {
+		h.Queue = queues[0]
+	}
 	return h, nil
+}
+
+// queueNames names queues in a message: "every queue" for none.
+func queueNames(queues []string) string {
+	switch len(queues) {
+	case 0:
+		return "every queue"
+	case 1:
+		return strconv.Quote(queues[0])
+	}
+	return fmt.Sprintf("%d queues", len(queues))
 }
 
 func (i *Inspector) history(ctx context.Context, queues map[string]int, span Span) (*History, error) {

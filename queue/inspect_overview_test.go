@@ -8,68 +8,69 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// TestListQueues: pages of queues by name cover every queue once, a
-// prefix narrows them, and a page's Redis commands are bounded by its
-// size, not by the number of queues.
-func TestListQueues(t *testing.T) {
+// TestQueueInfosNamed: QueueInfos and History of named queues read those
+// queues alone, so a page of them costs Redis commands bounded by its
+// size, not by the number of queues; named queues come in their order,
+// and an unknown one is ErrQueueNotFound.
+func TestQueueInfosNamed(t *testing.T) {
 	t.Parallel()
 	b := isetup(t, queue.Config{})
-	var want []string
+	var names []string
 	for j := range 120 {
 		name := fmt.Sprintf("q%03d", j)
-		want = append(want, name)
+		names = append(names, name)
 		b.enqueue(t, 1+j%3, "t", queue.In(name))
 	}
 	b.enqueue(t, 2, "t", queue.In("other"))
-	want = append(want, "other")
 
 	// a cold script cache costs the first call a load: not what is measured
-	if _, err := b.insp.ListQueues(b.ctx, queue.QueueQuery{Limit: 1}); err != nil {
+	if _, err := b.insp.QueueInfos(b.ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
-	var seen []string
 	var pending int64
-	after := ""
-	for pages := 0; ; pages++ {
+	for start := 0; start < len(names); start += 50 {
+		page := names[start:min(start+50, len(names))]
 		b.calls.commands.Store(0)
 		b.calls.roundTrips.Store(0)
-		p, err := b.insp.ListQueues(b.ctx, queue.QueueQuery{After: after, Limit: 50, History: queue.SpanHour})
+		infos, err := b.insp.QueueInfos(b.ctx, page...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// the registry (two commands), one counts call and one history MGET per queue
-		if c, rt := b.calls.commands.Load(), b.calls.roundTrips.Load(); c > 2+2*50 || rt != 3 {
-			t.Fatalf("page %d: %d commands in %d round trips, want <= %d in 3", pages, c, rt, 2+2*50)
+		// the registry's two HMGETs, then one counts call per queue
+		if c, rt := b.calls.commands.Load(), b.calls.roundTrips.Load(); c > int64(2+len(page)) || rt != 2 {
+			t.Fatalf("QueueInfos of %d queues: %d commands in %d round trips, want <= %d in 2", len(page), c, rt, 2+len(page))
 		}
-		if p.Matched != 121 || p.Offset != len(seen) || p.History == nil || len(p.History.Points) != 60 {
-			t.Fatalf("page %d: matched %d, offset %d (want 121, %d), history %v", pages, p.Matched, p.Offset, len(seen), p.History)
-		}
-		for _, qi := range p.Queues {
-			seen = append(seen, qi.Queue)
+		for j, qi := range infos {
+			if qi.Queue != page[j] {
+				t.Fatalf("QueueInfos[%d] = %q, want %q", j, qi.Queue, page[j])
+			}
 			pending += qi.Pending
 		}
-		if p.Next == "" {
-			break
+		b.calls.commands.Store(0)
+		b.calls.roundTrips.Store(0)
+		h, err := b.insp.History(b.ctx, queue.SpanHour, page...)
+		if err != nil || len(h.Points) != 60 || h.Queue != "" {
+			t.Fatalf("History of %d queues: %+v, %v", len(page), h, err)
 		}
-		if pages > 3 || p.Next != seen[len(seen)-1] {
-			t.Fatalf("page %d: next %q after %q", pages, p.Next, seen[len(seen)-1])
+		// the registry's two HMGETs, then one MGET per queue
+		if c, rt := b.calls.commands.Load(), b.calls.roundTrips.Load(); c > int64(2+len(page)) || rt != 2 {
+			t.Fatalf("History of %d queues: %d commands in %d round trips, want <= %d in 2", len(page), c, rt, 2+len(page))
 		}
-		after = p.Next
 	}
-	if fmt.Sprint(seen) != fmt.Sprint(append(want[120:], want[:120]...)) || pending != 2+120+120 {
-		t.Fatalf("paged %d queues, %d pending: %v", len(seen), pending, seen)
+	if pending != 120+120 {
+		t.Fatalf("%d pending over the named queues, want 240", pending)
 	}
-
-	p, err := b.insp.ListQueues(b.ctx, queue.QueueQuery{Prefix: "q11"})
-	if err != nil || p.Matched != 10 || len(p.Queues) != 10 || p.Queues[0].Queue != "q110" || p.Next != "" || p.History != nil {
-		t.Fatalf("prefix q11: %+v %v", p, err)
+	all, err := b.insp.QueueInfos(b.ctx)
+	if err != nil || len(all) != 121 || all[0].Queue != "other" {
+		t.Fatalf("QueueInfos of every queue: %d, %v", len(all), err)
 	}
-	if p, err := b.insp.ListQueues(b.ctx, queue.QueueQuery{After: "zzz"}); err != nil || len(p.Queues) != 0 || p.Next != "" || p.Offset != 121 {
-		t.Fatalf("after the last: %+v %v", p, err)
+	if _, err := b.insp.QueueInfos(b.ctx, "q001", "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("QueueInfos of an unknown queue: %v, want ErrQueueNotFound", err)
 	}
-	for _, q := range []queue.QueueQuery{{Limit: -1}, {Limit: queue.MaxPageSize + 1}, {History: "week"}} {
-		if _, err := b.insp.ListQueues(b.ctx, q); !errors.Is(err, queue.ErrInvalidOption) {
-			t.Errorf("%+v: %v, want ErrInvalidOption", q, err)
-		}
+	if _, err := b.insp.History(b.ctx, queue.SpanHour, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("History of an unknown queue: %v, want ErrQueueNotFound", err)
+	}
+	if _, err := b.insp.History(b.ctx, "week", "q001"); !errors.Is(err, queue.ErrInvalidOption) {
+		t.Errorf("History over a week: %v, want ErrInvalidOption", err)
 	}
 }

@@ -124,36 +124,49 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 // know (nothing was ever enqueued to it and no worker serves it) is
 // ErrQueueNotFound. One round trip.
 func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return 0, err
+	n, err := i.partitionsOf(ctx, []string{queue})
+	return n[queue], err
+}
+
+// partitionsOf is partitions for each of queues, in one round trip.
+func (i *Inspector) partitionsOf(ctx context.Context, queues []string) (map[string]int, error) {
+	if len(queues) == 0 {
+		return map[string]int{}, nil
 	}
-	var reg, lay *redis.StringCmd
+	for _, q := range queues {
+		if err := ValidateQueueName(q); err != nil {
+			return nil, err
+		}
+	}
+	var reg, lay *redis.SliceCmd
 	err := rcall.Do(ctx, i.rdb, func() error {
 		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			reg = p.HGet(ctx, keys.Queues(i.cfg.Prefix), queue)
-			lay = p.HGet(ctx, keys.Layout(i.cfg.Prefix), queue)
+			reg = p.HMGet(ctx, keys.Queues(i.cfg.Prefix), queues...)
+			lay = p.HMGet(ctx, keys.Layout(i.cfg.Prefix), queues...)
 			return nil
 		})
-		if errors.Is(err, redis.Nil) {
-			return nil // either may be absent: read each below
-		}
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read queue registry: %w", err)
+		return nil, fmt.Errorf("read queue registry: %w", err)
 	}
-	v, err := reg.Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: %q", ErrQueueNotFound, queue)
+	counts, layouts := reg.Val(), lay.Val()
+	out := make(map[string]int, len(queues))
+	for j, q := range queues {
+		v, ok := counts[j].(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ErrQueueNotFound, q)
+		}
+		if s, _ := layouts[j].(string); s != "" {
+			if l, err := layout.Parse(s); err == nil {
+				out[q] = l.Serve
+				continue
+			}
+		}
+		n, _ := layout.ParseCount(v)
+		out[q] = max(n, i.cfg.partitions(q))
 	}
-	if err != nil {
-		return 0, fmt.Errorf("read queue registry: %w", err)
-	}
-	if l, err := layout.Parse(lay.Val()); err == nil {
-		return l.Serve, nil
-	}
-	n, _ := layout.ParseCount(v)
-	return max(n, i.cfg.partitions(queue)), nil
+	return out, nil
 }
 
 // QueueInfo returns the counts of queue in one round trip after the registry lookup.

@@ -1,0 +1,78 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// queueQuery asks for a page of queues: at most limit of those whose
+// names start with prefix, by name, after the name after; with the
+// summed history of the page's queues over span, when span is set.
+type queueQuery struct {
+	prefix, after string
+	limit         int
+	span          queue.Span
+}
+
+// queueQuery reads a page of queues from the request: prefix, after and
+// limit (1..queue.MaxPageSize, PageSize when unset).
+func (d *Dashboard) queueQuery(r *http.Request) (queueQuery, error) {
+	v := r.URL.Query()
+	q := queueQuery{prefix: strings.TrimSpace(v.Get("prefix")), after: v.Get("after")}
+	var err error
+	q.limit, err = limitParam(v.Get("limit"), d.opts.PageSize)
+	return q, err
+}
+
+// queueList is a page of queues by name.
+type queueList struct {
+	Queues  []*queue.QueueInfo
+	Matched int    // the queues whose names start with the prefix
+	Offset  int    // of the page's first queue among those
+	Next    string // the page's last name when more follow, else ""
+	History *queue.History
+}
+
+// listQueues reads the page q asks for: every name, then the counts and
+// history of the page's queues alone, so its Redis commands are bounded
+// by the page, whatever the number of queues.
+func (d *Dashboard) listQueues(ctx context.Context, q queueQuery) (*queueList, error) {
+	all, err := d.insp.Queues(ctx) // sorted
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range all {
+		if strings.HasPrefix(n, q.prefix) {
+			names = append(names, n)
+		}
+	}
+	start := 0
+	if q.after != "" {
+		start = sort.SearchStrings(names, q.after)
+		if start < len(names) && names[start] == q.after {
+			start++
+		}
+	}
+	end := min(start+q.limit, len(names))
+	p := &queueList{Matched: len(names), Offset: start}
+	if end < len(names) {
+		p.Next = names[end-1]
+	}
+	page := names[start:end]
+	if len(page) == 0 {
+		p.History = &queue.History{Span: q.span} // none named would sum every queue
+		return p, nil
+	}
+	if p.Queues, err = d.insp.QueueInfos(ctx, page...); err != nil {
+		return nil, err
+	}
+	if q.span != "" {
+		p.History, err = d.insp.History(ctx, q.span, page...)
+	}
+	return p, err
+}
