@@ -249,11 +249,21 @@ func readWorkerFile(path string) (*workerFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseWorkerFile(path, b)
+}
+
+// parseWorkerFile checks a config file's bytes, read from path. Its
+// errors quote none of them: the file may hold a handler's
+// Authorization header or a Redis URL's password.
+func parseWorkerFile(path string, b []byte) (*workerFile, error) {
 	var f workerFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("config %s: %v", path, err)
+		return nil, fmt.Errorf("config %s: %s", path, redact.JSONError(err, "the fields of shardq help worker"))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("config %s: more JSON after its object, at byte %d", path, dec.InputOffset())
 	}
 	for q, w := range f.Queues {
 		if err := checkQueueOrPattern(q); err != nil {

@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
 	"sync"
+
+	"github.com/shardq/shardq/internal/redact"
 )
 
 // ErrInvalidKeyRing reports a key ring that cannot be used: no current
@@ -113,7 +113,7 @@ func ParseKeyRing(b []byte) (*KeyRing, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidKeyRing, jsonProblem(err))
+		return nil, fmt.Errorf("%w: %s", ErrInvalidKeyRing, redact.JSONError(err, "current and keys"))
 	}
 	if d.More() {
 		return nil, fmt.Errorf("%w: more JSON after the key ring's object, at byte %d", ErrInvalidKeyRing, d.InputOffset())
@@ -130,22 +130,4 @@ func ParseKeyRing(b []byte) (*KeyRing, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// jsonProblem says what is wrong with a key ring's JSON without quoting
-// it: a syntax error quotes the character it met, which may be a key's.
-func jsonProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("not JSON: syntax error at byte %d", syn.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q holds a JSON %s, want %s", typ.Field, typ.Value, typ.Type)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "not JSON: it ends before the key ring's object does"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + ": want current and keys"
-	}
-	return "read JSON: " + err.Error()
 }
