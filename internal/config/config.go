@@ -40,7 +40,7 @@ type Config struct {
 // Defaults of Config, and the bounds it is checked against.
 const (
 	DefaultPrefix         = "shardq"
-	DefaultMaxPayloadSize = 1 << 20
+	DefaultMaxPayloadSize = envelope.DefaultLimit
 	DefaultShardSize      = 1000
 	DefaultFeedSize       = 10_000
 	DefaultIDTTL          = 24 * time.Hour

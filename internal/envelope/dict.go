@@ -122,7 +122,7 @@ func (c *Codec) openDict(b []byte, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: s2 against dictionary %s: %v", ErrCorrupt, id, err)
 	}
-	if limit > 0 && n > limit {
+	if n > limit {
 		return nil, fmt.Errorf("%w: s2 body of %d bytes, limit %d", ErrTooLarge, n, limit)
 	}
 	out, err := d.d.Decode(nil, body)

@@ -80,6 +80,11 @@ func (u Use) String() string {
 	return fmt.Sprintf("Use(%d)", byte(u))
 }
 
+// DefaultLimit bounds what Open decompresses when its caller names no
+// limit: queue.Config.MaxPayloadSize's default. No value decompresses
+// without a bound.
+const DefaultLimit = 1 << 20
+
 // Errors of Open.
 var (
 	// ErrUnknownKey reports a value encrypted with a key the ring lacks,
@@ -205,13 +210,16 @@ func (c *Codec) WrapString(s, id string, u Use) (string, error) {
 }
 
 // Open returns the value b stores: b itself when it is plain, else its
-// body decrypted and decompressed, at most limit bytes (0: no limit) in
-// all, however many frames it holds. With a Ring, a value that is not
+// body decrypted and decompressed, at most limit bytes (DefaultLimit when
+// limit is 0 or less) in all, however many frames it holds. With a Ring, a value that is not
 // encrypted is ErrPlaintext unless c.AllowPlain. Errors wrap
 // ErrUnknownKey, ErrCorrupt, ErrTooLarge, ErrPlaintext, ErrNoDict or
 // ErrDictUnavailable, and name the key's or the dictionary's ID where
 // there is one.
 func (c *Codec) Open(b []byte, id string, u Use, limit int) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
 	if c.Ring != nil && !c.AllowPlain && u != Error && !sealed(b) {
 		return nil, fmt.Errorf("%w: %s (queue.Config.AllowPlaintext accepts such values during a migration to encryption)", ErrPlaintext, plainForm(b))
 	}
@@ -351,7 +359,7 @@ func unS2(b []byte, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: s2: %v", ErrCorrupt, err)
 	}
-	if limit > 0 && n > limit {
+	if n > limit {
 		return nil, fmt.Errorf("%w: s2 body of %d bytes, limit %d", ErrTooLarge, n, limit)
 	}
 	out, err := s2.Decode(nil, b)
@@ -367,15 +375,8 @@ func unZstd(b []byte, limit int) ([]byte, error) {
 	if err := h.Decode(b); err != nil {
 		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 	}
-	if limit > 0 && h.HasFCS && h.FrameContentSize > uint64(limit) {
+	if h.HasFCS && h.FrameContentSize > uint64(limit) {
 		return nil, fmt.Errorf("%w: zstd body of %d bytes, limit %d", ErrTooLarge, h.FrameContentSize, limit)
-	}
-	if limit <= 0 {
-		out, err := zstdUnbounded().DecodeAll(b, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
-		}
-		return out, nil
 	}
 	// The decoder stops at its buffer's capacity (WithDecodeAllCapLimit),
 	// and a body may hold more frames than the first, whose header alone
@@ -401,13 +402,6 @@ func unZstd(b []byte, limit int) ([]byte, error) {
 	}
 	return out, nil
 }
-
-// zstdUnbounded decodes zstd without a bound on its output, for Open with
-// no limit; built on first use.
-var zstdUnbounded = sync.OnceValue(func() *zstd.Decoder {
-	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
-	return d
-})
 
 // zstd's encoder and decoder are safe for concurrent EncodeAll and
 // DecodeAll, and costly to build: one of each per process, built on
