@@ -21,8 +21,8 @@ import (
 
 // TestOverviewBoundedByPage: anyone who can enqueue can make queues, so
 // an overview over 3,000 of them must cost what one over a page of them
-// costs. Issue 42 measured 63,007 Redis commands and 2.98 MB of HTML per
-// view, every 5 seconds. Commands are counted by the private server
+// costs (BENCHMARKS.md, "Dashboard views", has the figures before and
+// after). Commands are counted by the private server
 // (INFO commandstats, which counts a script's calls too), as is the
 // page's and the API's size, against the same views over 50 queues.
 func TestOverviewBoundedByPage(t *testing.T) {

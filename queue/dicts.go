@@ -104,18 +104,19 @@ func (l *learner) dict(typ string, payload []byte) *envelope.Dict {
 	return nil
 }
 
-// claim stores *d and claims typ for it; when another producer claimed
-// typ first, *d becomes that one.
-func (l *learner) claim(ctx context.Context, typ string, d **envelope.Dict) error {
+// claim stores d and claims typ for it, and returns the dictionary the
+// type has then: d, or the one another producer claimed first.
+func (l *learner) claim(ctx context.Context, typ string, d *envelope.Dict) (*envelope.Dict, error) {
 	// NX: the ID is the content's hash, so a stored one is this one
-	if err := l.rdb.SetNX(ctx, envelope.DictKey(l.prefix, (*d).ID), (*d).Bytes, 0).Err(); err != nil {
-		return err
+	if err := l.rdb.SetNX(ctx, envelope.DictKey(l.prefix, d.ID), d.Bytes, 0).Err(); err != nil {
+		return nil, err
 	}
-	won, err := l.rdb.HSetNX(ctx, l.typesKey(), typ, (*d).ID).Result()
-	if err == nil && !won {
-		*d, _, err = l.claimed(typ)
+	won, err := l.rdb.HSetNX(ctx, l.typesKey(), typ, d.ID).Result()
+	if err != nil || won {
+		return d, err
 	}
-	return err
+	d, _, err = l.claimed(typ)
+	return d, err
 }
 
 // lookup reads the type's dictionary, if Redis has one.
@@ -162,7 +163,7 @@ func (l *learner) store(typ string, e *learning, sample []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), dictWait)
 		stored, err = l.rdb.HLen(ctx, l.typesKey()).Result()
 		if err == nil && stored < int64(l.maxTypes) {
-			err = l.claim(ctx, typ, &d)
+			d, err = l.claim(ctx, typ, d)
 		}
 		cancel()
 	}
