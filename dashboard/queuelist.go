@@ -45,25 +45,8 @@ func (d *Dashboard) listQueues(ctx context.Context, q queueQuery) (*queueList, e
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, n := range all {
-		if strings.HasPrefix(n, q.prefix) {
-			names = append(names, n)
-		}
-	}
-	start := 0
-	if q.after != "" {
-		start = sort.SearchStrings(names, q.after)
-		if start < len(names) && names[start] == q.after {
-			start++
-		}
-	}
-	end := min(start+q.limit, len(names))
-	p := &queueList{Matched: len(names), Offset: start}
-	if end < len(names) {
-		p.Next = names[end-1]
-	}
-	page := names[start:end]
+	page, matched, offset, next := pageOf(all, q.prefix, q.after, q.limit)
+	p := &queueList{Matched: matched, Offset: offset, Next: next}
 	if len(page) == 0 {
 		p.History = &queue.History{Span: q.span} // none named would sum every queue
 		return p, nil
@@ -75,4 +58,27 @@ func (d *Dashboard) listQueues(ctx context.Context, q queueQuery) (*queueList, e
 		p.History, err = d.insp.History(ctx, q.span, page...)
 	}
 	return p, err
+}
+
+// pageOf pages sorted names: at most limit of those that start with
+// prefix, after the name after; how many start with prefix, where the
+// page starts among them, and its last name when more follow.
+func pageOf(names []string, prefix, after string, limit int) (page []string, matched, offset int, next string) {
+	var match []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			match = append(match, n)
+		}
+	}
+	if after != "" {
+		offset = sort.SearchStrings(match, after)
+		if offset < len(match) && match[offset] == after {
+			offset++
+		}
+	}
+	end := min(offset+limit, len(match))
+	if end < len(match) {
+		next = match[end-1]
+	}
+	return match[offset:end], len(match), offset, next
 }

@@ -34,16 +34,9 @@ func (d *Dashboard) limits(ctx context.Context, after string, n int) ([]limitRow
 	if err != nil {
 		return nil, "", err
 	}
-	start := 0
-	if after != "" {
-		start = sort.Search(len(names), func(j int) bool { return names[j] > after })
-	}
-	end, next := min(start+n, len(names)), ""
-	if end < len(names) {
-		next = names[end-1]
-	}
+	page, _, _, next := pageOf(names, "", after, n)
 	var out []limitRow
-	for _, q := range names[start:end] {
+	for _, q := range page {
 		li, err := d.insp.LimitInfo(ctx, q)
 		if err != nil {
 			return nil, "", err
