@@ -149,7 +149,7 @@ func TestNoLuaOutsideItsGuide(t *testing.T) {
 	files = append(append(files, guides...), "README.md")
 	for _, f := range files {
 		if f == filepath.Join("docs", "primitives.md") || f == filepath.Join("docs", "ARCHITECTURE.md") {
-			continue // the architecture doc is for contributors: it names lua.FS
+			continue // the architecture doc is for contributors: it names lua's files
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -1,5 +1,5 @@
-// Package lua holds every Lua script shardq runs, embedded in FS, and the
-// Redis primitives built from them, each usable on its own:
+// Package lua holds every Lua script shardq runs, and the Redis primitives
+// built from them, each usable on its own:
 //
 //   - ShardedList: a list stored as a chain of bounded lists, with batch
 //     push and pop at either end and a blocking pop in one-second slices

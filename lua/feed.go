@@ -34,8 +34,8 @@ const (
 	Newest Order = "desc" // newest first: "after" means older than the marker
 )
 
-// RankKey returns the key of the feed's rank counter.
-func (f *RankedFeed) RankKey() string { return f.Key + ":rank" }
+// rankKey returns the key of the feed's rank counter.
+func (f *RankedFeed) rankKey() string { return f.Key + ":rank" }
 
 // Append adds members with a contiguous run of ranks, trims the feed to
 // Cap when a trim is due, and returns the first rank given and the
@@ -49,7 +49,7 @@ func (f *RankedFeed) Append(ctx context.Context, c redis.Scripter, members ...st
 	for _, m := range members {
 		args = append(args, m)
 	}
-	res, err := feedAppend.Run(ctx, c, []string{f.Key, f.RankKey()}, args...).Slice()
+	res, err := feedAppend.Run(ctx, c, []string{f.Key, f.rankKey()}, args...).Slice()
 	if err != nil {
 		return 0, nil, err
 	}

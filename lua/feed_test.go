@@ -70,7 +70,7 @@ func TestFeed(t *testing.T) {
 		f := &RankedFeed{Key: "{" + redistest.Prefix(t) + "}:feed"}
 		_, _, err := f.Append(ctx, rdb, "a", "b", "c")
 		must(t, err)
-		must(t, rdb.Del(ctx, f.RankKey()).Err()) // evicted, or lost in a failover
+		must(t, rdb.Del(ctx, f.rankKey()).Err()) // evicted, or lost in a failover
 		first, _, err := f.Append(ctx, rdb, "d")
 		must(t, err)
 		if first != 4 {

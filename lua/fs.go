@@ -4,15 +4,19 @@ import (
 	"embed"
 
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/scriptsrc"
 )
 
-// FS holds every Lua script of shardq: one .lua file per atomic operation,
-// each opening with its contract (KEYS, ARGV, Returns), and the shared
-// pieces they pull in with "--@include name" under include/. The engine
-// runs them from here; the primitives of this package run theirs.
+// files holds every Lua script of shardq: one .lua file per atomic
+// operation, each opening with its contract (KEYS, ARGV, Returns), and the
+// shared pieces they pull in with "--@include name" under include/. The
+// primitives of this package run theirs from here; the engine gets the
+// same files through internal/scriptsrc, outside this package's API.
 //
 //go:embed *.lua include/*.lua
-var FS embed.FS
+var files embed.FS
+
+func init() { scriptsrc.FS = files }
 
 // The primitives' own scripts, resolved once at start-up.
 var (
@@ -29,7 +33,7 @@ var (
 )
 
 func mustResolve(name string) *rcall.Script {
-	src, err := rcall.Resolve(FS, name)
+	src, err := rcall.Resolve(files, name)
 	if err != nil {
 		panic(err) // embedded files are part of the build: a test fails first
 	}

@@ -8,13 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/sharded"
 )
 
 // dummy is the item pushed to wake a blocked reader (see sharded_block.lua
-// and include/dummy.lua). Its first byte, 0xc1, never begins valid msgpack.
-// No method of ShardedList returns it.
-const dummy = "\xc1shardq:dummy"
+// and include/dummy.lua). No method of ShardedList returns it.
+const dummy = sharded.Dummy
 
 // Side names an end of a sharded list.
 type Side byte
@@ -25,8 +24,8 @@ const (
 	Right Side = 'R'
 )
 
-// DefaultShardSize bounds each shard of a ShardedList when none is given.
-const DefaultShardSize = 1000
+// defaultShardSize bounds each shard of a ShardedList when none is given.
+const defaultShardSize = 1000
 
 // maxShardSize keeps one shard's items within what one Lua unpack accepts.
 const maxShardSize = 7000
@@ -37,7 +36,7 @@ const maxShardSize = 7000
 // ("{jobs}") so that every key, and a blocking move's destination, share a slot.
 type ShardedList struct {
 	Base      string
-	ShardSize int // Defaults to DefaultShardSize.
+	ShardSize int // Defaults to 1000.
 
 	beforeBlock func(shard int64) // test hook: runs between the look and the block
 }
@@ -53,12 +52,12 @@ func NewShardedList(base string, shardSize int) (*ShardedList, error) {
 func (l *ShardedList) keys() []string { return []string{l.Base + ":first", l.Base + ":last"} }
 func (l *ShardedList) prefix() string { return l.Base + ":s:" }
 
-// ShardKey returns the key of shard n.
-func (l *ShardedList) ShardKey(n int64) string { return fmt.Sprintf("%s%d", l.prefix(), n) }
+// shardKey returns the key of shard n.
+func (l *ShardedList) shardKey(n int64) string { return sharded.ShardKey(l.Base, n) }
 
 func (l *ShardedList) size() int {
 	if l.ShardSize <= 0 {
-		return DefaultShardSize
+		return defaultShardSize
 	}
 	return min(l.ShardSize, maxShardSize)
 }
@@ -131,7 +130,7 @@ func (l *ShardedList) BlockingPop(ctx context.Context, c redis.UniversalClient, 
 		if l.beforeBlock != nil {
 			l.beforeBlock(shard)
 		}
-		item, err := l.BlockSlice(ctx, c, side, shard, dest)
+		item, err := l.blockSlice(ctx, c, side, shard, dest)
 		if err == nil {
 			return item, true, nil
 		}
@@ -141,45 +140,7 @@ func (l *ShardedList) BlockingPop(ctx context.Context, c redis.UniversalClient, 
 	}
 }
 
-// BlockSlice runs one slice of a blocking pop, for a caller with a loop
-// of its own (BlockingPop is such a loop): the sharded_block helper and
-// BLMOVE of at most a second from shard onto the tail of dest, in one
-// round trip. shard is the end shard at side, the number Base+":first"
-// (Left) or Base+":last" (Right) holds when a pop found the list empty.
-// It returns the item, or redis.Nil when the slice ended with nothing or
-// with the dummy, which it takes out of dest again.
-func (l *ShardedList) BlockSlice(ctx context.Context, c redis.UniversalClient, side Side, shard int64, dest string) (string, error) {
-	src := l.ShardKey(shard)
-	pos := "LEFT"
-	if side == Right {
-		pos = "RIGHT"
-	}
-	// A plain pipeline, not Pipelined: the helper must run before the move,
-	// and rerunning it after the move would leave a dummy nobody takes.
-	pipe := c.Pipeline()
-	helper := shardedBlock.EvalSha(ctx, pipe, append(l.keys(), src), shard, string(side))
-	move := pipe.BLMove(ctx, src, dest, pos, "RIGHT", time.Second)
-	_, _ = pipe.Exec(ctx)
-	if err := helper.Err(); err != nil {
-		if !rcall.IsNoScript(err) {
-			return "", err
-		}
-		// The cache was flushed: load the helper for the next slice. The
-		// move still ran, at worst blocking for one slice.
-		if err := shardedBlock.Load(ctx, c); err != nil {
-			return "", err
-		}
-	}
-	item, err := move.Result()
-	if err != nil {
-		return "", err
-	}
-	if item == dummy {
-		// The dummy landed in dest: take it out again (from the tail, where BLMOVE put it).
-		if err := c.LRem(ctx, dest, -1, dummy).Err(); err != nil {
-			return "", err
-		}
-		return "", redis.Nil
-	}
-	return item, nil
+// blockSlice runs one slice of a blocking pop (see sharded.BlockSlice).
+func (l *ShardedList) blockSlice(ctx context.Context, c redis.UniversalClient, side Side, shard int64, dest string) (string, error) {
+	return sharded.BlockSlice(ctx, c, shardedBlock, l.Base, side == Left, shard, dest)
 }

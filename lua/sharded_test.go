@@ -53,7 +53,7 @@ func TestShardedList(t *testing.T) {
 		if err := s.list.Push(ctx, s.rdb, Right, want[7:]...); err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := s.rdb.LLen(ctx, s.list.ShardKey(3)).Result(); n != 1 {
+		if n, _ := s.rdb.LLen(ctx, s.list.shardKey(3)).Result(); n != 1 {
 			t.Fatalf("shard 3 holds %d items, want 1 (shards of 3)", n)
 		}
 		got, err := s.list.Pop(ctx, s.rdb, Left, 100)
@@ -77,7 +77,7 @@ func TestShardedList(t *testing.T) {
 			must(t, s.list.Push(ctx, s.rdb, Right, fmt.Sprint(i)))
 		}
 		for shard, want := range []int64{3, 3, 1} {
-			if n := s.rdb.LLen(ctx, s.list.ShardKey(int64(shard))).Val(); n != want {
+			if n := s.rdb.LLen(ctx, s.list.shardKey(int64(shard))).Val(); n != want {
 				t.Fatalf("shard %d holds %d, want %d", shard, n, want)
 			}
 		}
@@ -87,7 +87,7 @@ func TestShardedList(t *testing.T) {
 		must(t, s2.list.Push(ctx, s2.rdb, Right, "c"))
 		must(t, s2.list.Push(ctx, s2.rdb, Left, "a", "b"))
 		must(t, s2.list.Push(ctx, s2.rdb, Right, "d"))
-		if n := s2.rdb.LLen(ctx, s2.list.ShardKey(0)).Val(); n != 3 {
+		if n := s2.rdb.LLen(ctx, s2.list.shardKey(0)).Val(); n != 3 {
 			t.Fatalf("shard 0 holds %d, want 3", n)
 		}
 		got, err := s2.list.Pop(ctx, s2.rdb, Left, 10)
@@ -121,7 +121,7 @@ func TestShardedList(t *testing.T) {
 		// Empty the middle shards behind the list's back, as consumers that
 		// crashed mid-way could leave them; pop must step past every one.
 		for n := int64(0); n < 4; n++ {
-			must(t, s.rdb.Del(ctx, s.list.ShardKey(n)).Err())
+			must(t, s.rdb.Del(ctx, s.list.shardKey(n)).Err())
 		}
 		got, err := s.list.Pop(ctx, s.rdb, Left, 3)
 		must(t, err)
@@ -144,7 +144,7 @@ func TestShardedList(t *testing.T) {
 		s := setupList(t, 4)
 		must(t, s.list.Push(ctx, s.rdb, Right, "a", "b"))
 		// A dummy left in a live shard by a helper whose move never ran.
-		must(t, s.rdb.LPush(ctx, s.list.ShardKey(0), dummy).Err())
+		must(t, s.rdb.LPush(ctx, s.list.shardKey(0), dummy).Err())
 		if n, err := s.list.Len(ctx, s.rdb); err != nil || n != 2 {
 			t.Fatalf("Len with a dummy in the first shard = %d, %v; want 2", n, err)
 		}
@@ -295,7 +295,7 @@ func TestBlockingPop(t *testing.T) {
 		_, err := s.list.Pop(ctx, s.rdb, Left, 4) // first moves to shard 2, which holds "e"
 		must(t, err)
 		moves := watchMoves(s.rdb)
-		_, err = s.list.BlockSlice(ctx, s.rdb, Left, 0, dest)
+		_, err = s.list.blockSlice(ctx, s.rdb, Left, 0, dest)
 		if err != redis.Nil {
 			t.Fatalf("slice on stale shard 0: err = %v, want redis.Nil (dummy)", err)
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
+	"github.com/shardq/shardq/internal/sharded"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
 )
 
 // part is one queue partition this server runs, with the script calls a
@@ -22,7 +22,6 @@ type part struct {
 	ord   int    // its place in Server.parts
 	share *share // the queue's weight and standing, shared by its partitions
 	k     keys.Partition
-	list  *lua.ShardedList
 	// the KEYS of the scripts a busy worker calls per batch, built once
 	popKeys, claimKeys, ackKeys, failKeys []string
 	lost                                  lostLeases // lease calls whose reply never came back
@@ -46,9 +45,8 @@ func (p *part) signalFreed() {
 	}
 }
 
-func newPart(k keys.Partition, queue string, index, ord int, sh *share, shardSize int, worker string) *part {
+func newPart(k keys.Partition, queue string, index, ord int, sh *share, worker string) *part {
 	return &part{queue: queue, index: index, ord: ord, share: sh, k: k, freed: make(chan struct{}, 1),
-		list: &lua.ShardedList{Base: k.Base(), ShardSize: shardSize},
 		popKeys: []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire(),
 			k.FairRing(), k.FairDue()},
 		claimKeys: []string{k.Inflight(worker), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),
@@ -173,7 +171,7 @@ func parseDequeue(p *part, cmd *redis.Cmd, claiming bool) (popReply, error) {
 // moving it into this worker's in-flight list. It reports whether the
 // in-flight list may now hold something to claim.
 func (s *Server) block(ctx context.Context, p *part, shard int64) (bool, error) {
-	_, err := p.list.BlockSlice(ctx, s.rdb, lua.Left, shard, p.k.Inflight(s.cfg.WorkerID))
+	_, err := sharded.BlockSlice(ctx, s.rdb, script.ShardedBlock, p.k.Base(), true, shard, p.k.Inflight(s.cfg.WorkerID))
 	switch {
 	case err == nil:
 		return true, nil

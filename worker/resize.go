@@ -120,7 +120,7 @@ func (s *Server) growQueue(ctx context.Context, q string, from, to int) {
 	first := s.parts[i]
 	added := make([]*part, 0, to-from)
 	for n := from; n < to; n++ {
-		p := newPart(keys.For(s.cfg.Prefix, q, n), q, n, s.nextOrd, first.share, s.cfg.ShardSize, s.cfg.WorkerID)
+		p := newPart(keys.For(s.cfg.Prefix, q, n), q, n, s.nextOrd, first.share, s.cfg.WorkerID)
 		p.work = first.work
 		s.nextOrd++
 		added = append(added, p)

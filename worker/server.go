@@ -126,7 +126,7 @@ func (s *Server) addQueue(q string, weight, partitions int) []*part {
 	defer s.pmu.Unlock()
 	added := make([]*part, partitions)
 	for i := range added {
-		added[i] = newPart(keys.For(s.cfg.Prefix, q, i), q, i, s.nextOrd, sh, s.cfg.ShardSize, s.cfg.WorkerID)
+		added[i] = newPart(keys.For(s.cfg.Prefix, q, i), q, i, s.nextOrd, sh, s.cfg.WorkerID)
 		added[i].work = w
 		s.nextOrd++
 	}

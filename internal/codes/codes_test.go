@@ -7,18 +7,20 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/scriptsrc"
+	_ "github.com/shardq/shardq/lua" // sets scriptsrc.FS
 )
 
 // TestCodesMatchLua: every code of lua/include/codes.lua has the same
 // value under the same name in codes.go, and the other way round.
 func TestCodesMatchLua(t *testing.T) {
-	src, err := lua.FS.ReadFile("include/codes.lua")
+	src, err := fs.ReadFile(scriptsrc.FS, "include/codes.lua")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,9 @@ import (
 
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/scriptsrc"
 	"github.com/shardq/shardq/internal/wire"
-	"github.com/shardq/shardq/lua"
+	_ "github.com/shardq/shardq/lua" // sets scriptsrc.FS
 )
 
 // TestMessageHead runs include/msgid.lua's msg_head and
@@ -21,12 +22,12 @@ func TestMessageHead(t *testing.T) {
 	fsys := fstest.MapFS{"head.lua": {Data: []byte("--@include pendingref\n" +
 		"local id, key, bad = msg_head(ARGV[1])\n" +
 		"return {id, key, bad and 1 or 0, msg_keyed(ARGV[1]) and 1 or 0}\n")}}
-	includes, err := fs.Glob(lua.FS, "include/*.lua")
+	includes, err := fs.Glob(scriptsrc.FS, "include/*.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range includes {
-		b, err := lua.FS.ReadFile(name)
+		b, err := fs.ReadFile(scriptsrc.FS, name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/lua"
+	"github.com/shardq/shardq/internal/scriptsrc"
+	_ "github.com/shardq/shardq/lua" // sets scriptsrc.FS
 )
 
 // registry holds every embedded script, resolved once at start-up.
@@ -59,6 +60,8 @@ var (
 
 	LayoutFinish = registry["layout_finish"]
 
+	ShardedBlock = registry["sharded_block"]
+
 	FairKey  = registry["fair_key"]
 	FairKeys = registry["fair_keys"]
 )
@@ -101,7 +104,7 @@ func LoadAll(ctx context.Context, c redis.Scripter) error {
 }
 
 func mustResolveAll() map[string]*rcall.Script {
-	m, err := rcall.ResolveAll(lua.FS)
+	m, err := rcall.ResolveAll(scriptsrc.FS)
 	if err != nil {
 		panic(err) // embedded files are part of the build: a test fails first
 	}
