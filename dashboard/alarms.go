@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"time"
 
 	"github.com/shardq/shardq/queue"
@@ -32,7 +33,7 @@ const growWindow = 10 * time.Second
 // the workers, and for each queue that may raise an alarm a bounded read
 // (two round trips).
 func (d *Dashboard) alarms(ctx context.Context, qs []*queue.QueueInfo) ([]alarm, error) {
-	live, err := d.insp.LiveWork(ctx)
+	live, err := inspect.LiveWork(ctx, d.insp)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func (d *Dashboard) alarms(ctx context.Context, qs []*queue.QueueInfo) ([]alarm,
 			out = append(out, alarm{"no-workers", q, fmt.Sprintf("%s has %s pending tasks and no live worker serving it.", q, num(qi.Pending))})
 		}
 		if qi.Paused && qi.Pending > 0 {
-			sc, err := d.insp.Scaling(ctx, q, queue.ScaleRateWindow(growWindow))
+			sc, err := d.insp.Scaling(ctx, queue.ScalingQuery{Queue: q, RateWindow: growWindow})
 			if err != nil {
 				return nil, err
 			}

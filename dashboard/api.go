@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"net/http"
 	"strconv"
 
@@ -20,7 +21,7 @@ func status(err error) int {
 	case errors.Is(err, errReadOnly), errors.Is(err, errCSRF), errors.Is(err, errForbidden):
 		return http.StatusForbidden
 	case errors.Is(err, errBadRequest), errors.Is(err, queue.ErrInvalidQueueName),
-		errors.Is(err, queue.ErrInvalidOption), errors.Is(err, queue.ErrInvalidMarker):
+		errors.Is(err, queue.ErrInvalidOption):
 		return http.StatusBadRequest
 	case errors.Is(err, queue.ErrTaskNotFound), errors.Is(err, queue.ErrQueueNotFound),
 		errors.Is(err, queue.ErrBatchNotFound), errors.Is(err, queue.ErrChainNotFound),
@@ -131,14 +132,14 @@ func spanParam(r *http.Request) (queue.Span, error) {
 	}
 }
 
-// limitParam reads a page's limit: 1..queue.MaxPageSize, def when unset.
+// limitParam reads a page's limit: 1..inspect.MaxPageSize, def when unset.
 func limitParam(s string, def int) (int, error) {
 	if s == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > queue.MaxPageSize {
-		return 0, fmt.Errorf("%w: limit %q, want 1..%d", errBadRequest, s, queue.MaxPageSize)
+	if err != nil || n < 1 || n > inspect.MaxPageSize {
+		return 0, fmt.Errorf("%w: limit %q, want 1..%d", errBadRequest, s, inspect.MaxPageSize)
 	}
 	return n, nil
 }
@@ -169,9 +170,22 @@ func (d *Dashboard) taskQuery(r *http.Request) (queue.TaskQuery, error) {
 	return q, nil
 }
 
+// stateRecent names the queue page's listing of the recent feed, which
+// the Inspector lists for a TaskQuery without a State.
+const stateRecent queue.State = "recent"
+
+// inspectorQuery is q as the Inspector takes it: the recent feed is the
+// query without a state.
+func inspectorQuery(q queue.TaskQuery) queue.TaskQuery {
+	if q.State == stateRecent {
+		q.State = ""
+	}
+	return q
+}
+
 // tabs are the listings of a queue page, in order.
 var tabs = []queue.State{queue.StatePending, queue.StateActive, queue.StateScheduled, queue.StateRetry,
-	queue.StateDead, queue.StateDone, queue.StateRecent}
+	queue.StateDead, queue.StateDone, stateRecent}
 
 func validState(s queue.State) bool {
 	for _, t := range tabs {
@@ -185,7 +199,7 @@ func validState(s queue.State) bool {
 // newestFirst is each listing's default order: finished and recent tasks
 // newest first, the others in the order they will run.
 func newestFirst(s queue.State) bool {
-	return s == queue.StateDead || s == queue.StateDone || s == queue.StateRecent
+	return s == queue.StateDead || s == queue.StateDone || s == stateRecent
 }
 
 func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {
@@ -194,7 +208,7 @@ func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	page, err := d.insp.ListTasks(r.Context(), q)
+	page, err := d.insp.ListTasks(r.Context(), inspectorQuery(q))
 	if err != nil {
 		d.fail(w, r, err)
 		return

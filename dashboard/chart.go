@@ -53,7 +53,7 @@ func newChart(h *queue.History) chart {
 	bottom := float64(chartTop) + plotH
 	var top int64
 	for _, p := range h.Points {
-		top = max(top, p.Processed())
+		top = max(top, p.Succeeded+p.Failed)
 		c.Succeeded += p.Succeeded
 		c.Failed += p.Failed
 	}
@@ -68,7 +68,7 @@ func newChart(h *queue.History) chart {
 			X: round1(x + slot*0.1), W: round1(slot * 0.8),
 			OKY: round1(bottom - okH), OKH: round1(okH),
 			FailY: round1(bottom - okH - failH), FailH: round1(failH),
-			Title:     fmt.Sprintf("%s: %d processed, %d failed", stepLabel(p.Start, h.Step), p.Processed(), p.Failed),
+			Title:     fmt.Sprintf("%s: %d processed, %d failed", stepLabel(p.Start, h.Step), p.Succeeded+p.Failed, p.Failed),
 			Succeeded: p.Succeeded, Err: p.Failed,
 		})
 		if every := labelEvery(h.Span); i%every == 0 {

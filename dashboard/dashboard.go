@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -119,7 +120,7 @@ func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	}
 	opts.Title = cmp.Or(opts.Title, "shardq")
 	opts.PageSize = cmp.Or(opts.PageSize, 50)
-	opts.PageSize = min(max(opts.PageSize, 1), queue.MaxPageSize)
+	opts.PageSize = min(max(opts.PageSize, 1), inspect.MaxPageSize)
 	opts.TailInterval = cmp.Or(opts.TailInterval, 2*time.Second)
 	opts.RefreshInterval = cmp.Or(opts.RefreshInterval, 5*time.Second)
 	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"errors"
+	"github.com/shardq/shardq/internal/inspect"
 	"net/http"
 	"strconv"
 	"time"
@@ -103,7 +104,7 @@ func (d *Dashboard) flowRows(r *http.Request) ([]flowRow, error) {
 	if n, err := strconv.Atoi(r.FormValue("limit")); err == nil && n > 0 {
 		limit = min(n, maxFlows)
 	}
-	recent, err := d.insp.RecentFlows(r.Context(), limit)
+	recent, err := inspect.RecentFlows(r.Context(), d.insp, limit)
 	if err != nil {
 		return nil, err
 	}

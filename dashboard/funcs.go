@@ -15,11 +15,12 @@ import (
 // funcs are the helpers templates use. Everything they return is plain
 // text, escaped by html/template like any other value.
 var funcs = template.FuncMap{
-	"link": link,
-	"ago":  ago,
-	"when": when,
-	"iso":  iso,
-	"dur":  dur,
+	"link":    link,
+	"formula": formula,
+	"ago":     ago,
+	"when":    when,
+	"iso":     iso,
+	"dur":     dur,
 	"selectable": func(s queue.State) bool {
 		return s == queue.StateScheduled || s == queue.StateRetry || s == queue.StateDead || s == queue.StateDone
 	},

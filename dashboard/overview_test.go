@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -227,7 +228,7 @@ func TestQueueListPages(t *testing.T) {
 	if p := get("after=zzz"); len(p.Queues) != 0 || p.Next != "" || p.Matched != len(want) {
 		t.Fatalf("after the last: %+v", p)
 	}
-	for _, bad := range []string{"limit=-1", "limit=0", fmt.Sprintf("limit=%d", queue.MaxPageSize+1)} {
+	for _, bad := range []string{"limit=-1", "limit=0", fmt.Sprintf("limit=%d", inspect.MaxPageSize+1)} {
 		if r := e.get("/api/queues?" + bad); r.code != http.StatusBadRequest {
 			t.Errorf("GET /api/queues?%s: %d, want 400", bad, r.code)
 		}

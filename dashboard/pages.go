@@ -179,7 +179,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	p, err := d.insp.ListTasks(r.Context(), q)
+	p, err := d.insp.ListTasks(r.Context(), inspectorQuery(q))
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -188,7 +188,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	for _, ti := range p.Tasks {
 		data.Rows = append(data.Rows, taskRow{TaskInfo: ti, Preview: preview(ti, 120)})
 	}
-	if q.State == queue.StateRecent && q.After == "" && q.Newest {
+	if q.State == stateRecent && q.After == "" && q.Newest {
 		data.Tail, data.Newer = true, p.Newer
 	}
 	d.render(w, r, http.StatusOK, "queue", q.Queue, data)
@@ -210,7 +210,7 @@ func (d *Dashboard) queueHead(r *http.Request, name string, state queue.State) (
 	if err != nil {
 		return nil, err
 	}
-	sc, err := d.insp.Scaling(r.Context(), name)
+	sc, err := d.insp.Scaling(r.Context(), queue.ScalingQuery{Queue: name})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ type queueQuery struct {
 }
 
 // queueQuery reads a page of queues from the request: prefix, after and
-// limit (1..queue.MaxPageSize, PageSize when unset).
+// limit (1..inspect.MaxPageSize, PageSize when unset).
 func (d *Dashboard) queueQuery(r *http.Request) (queueQuery, error) {
 	v := r.URL.Query()
 	q := queueQuery{prefix: strings.TrimSpace(v.Get("prefix")), after: v.Get("after")}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,8 +53,8 @@ func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	data := searchData{Query: q, Scan: queue.DefaultSearchScan,
-		States: []queue.State{queue.StateRecent, queue.StateDead, queue.StateRetry, queue.StateDone, queue.StateScheduled, queue.StateActive, queue.StatePending}}
+	data := searchData{Query: q, Scan: inspect.MaxSearchScan,
+		States: []queue.State{stateRecent, queue.StateDead, queue.StateRetry, queue.StateDone, queue.StateScheduled, queue.StateActive, queue.StatePending}}
 	data.Queues, _ = d.insp.Queues(r.Context())
 	if q.Queue != "" && (q.Type != "" || q.Error != "" || q.IDPrefix != "") {
 		if data.Result, err = d.insp.Search(r.Context(), q); err != nil {

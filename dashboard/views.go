@@ -283,7 +283,7 @@ type pointView struct {
 func newHistoryView(h *queue.History) historyView {
 	v := historyView{Queue: h.Queue, Span: string(h.Span), StepSeconds: int64(h.Step / time.Second)}
 	for _, p := range h.Points {
-		v.Points = append(v.Points, pointView{Start: jsonTime(p.Start), Processed: p.Processed(), Succeeded: p.Succeeded, Failed: p.Failed})
+		v.Points = append(v.Points, pointView{Start: jsonTime(p.Start), Processed: p.Succeeded + p.Failed, Succeeded: p.Succeeded, Failed: p.Failed})
 	}
 	return v
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"os"
 	"regexp"
 	"sort"
@@ -101,7 +102,7 @@ func TestQueueCollector(t *testing.T) {
 	for {
 		qi, err := insp.QueueInfo(ctx, "work")
 		must(t, err)
-		work, err := insp.LiveWork(ctx)
+		work, err := inspect.LiveWork(ctx, insp)
 		must(t, err)
 		// and a heartbeat since: the worker's status says the one runs
 		if qi.Done == 5 && qi.Dead == 2 && qi.Active == 1 && work["work"].Running == 1 {

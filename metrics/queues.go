@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"github.com/shardq/shardq/internal/inspect"
 	"sync/atomic"
 	"time"
 
@@ -139,7 +140,7 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(c.dropped, float64(dropped))
-	live, err := c.insp.LiveWork(ctx)
+	live, err := inspect.LiveWork(ctx, c.insp)
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 			}
 		}
 		if c.scaling {
-			sc, err := c.insp.Scaling(ctx, q)
+			sc, err := c.insp.Scaling(ctx, queue.ScalingQuery{Queue: q})
 			if err != nil {
 				return err
 			}

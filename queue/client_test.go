@@ -462,7 +462,7 @@ func TestEnqueueWhenRedisMisbehaves(t *testing.T) {
 			func() error { _, err := b.insp.GetTask(cctx, DefaultQueue, "x"); return err },
 			func() error { _, err := b.insp.Queues(cctx); return err },
 			func() error {
-				_, err := b.insp.ListTasks(cctx, TaskQuery{Queue: DefaultQueue, State: StateRecent})
+				_, err := b.insp.ListTasks(cctx, TaskQuery{Queue: DefaultQueue})
 				return err
 			},
 		} {
@@ -604,7 +604,7 @@ func TestPendingFoundInItsShard(t *testing.T) {
 			t.Fatalf("GetTask(%s) = %+v, %v; want pending %q", id, got, err, payloads[id])
 		}
 	}
-	page, err := b.insp.ListTasks(ctx, TaskQuery{Queue: DefaultQueue, State: StateRecent, Limit: 100})
+	page, err := b.insp.ListTasks(ctx, TaskQuery{Queue: DefaultQueue, Limit: 100})
 	must(t, err)
 	if len(page.Tasks) != len(ids) {
 		t.Fatalf("the recent feed holds %d tasks, want %d", len(page.Tasks), len(ids))
@@ -624,7 +624,7 @@ func TestPendingFoundInItsShard(t *testing.T) {
 	if err := b.insp.DeleteTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrTaskNotFound) {
 		t.Fatalf("deleting it twice: err = %v, want ErrTaskNotFound", err)
 	}
-	page, err = b.insp.ListTasks(ctx, TaskQuery{Queue: DefaultQueue, State: StateRecent, Limit: 100})
+	page, err = b.insp.ListTasks(ctx, TaskQuery{Queue: DefaultQueue, Limit: 100})
 	must(t, err)
 	for _, ti := range page.Tasks {
 		if ti.ID == ids[5] && ti.Payload != nil {

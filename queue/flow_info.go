@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
@@ -207,17 +208,10 @@ func atoi(s string) int {
 	return n
 }
 
-// FlowSummary names one recent chain, batch or workflow.
-type FlowSummary struct {
-	Kind      string // "batch", "chain" or "workflow"
-	ID        string
-	CreatedAt time.Time
-}
-
-// RecentFlows returns up to limit of the newest chains, batches and
+// recentFlows returns up to limit of the newest chains, batches and
 // workflows, newest first, in one round trip (one read per flow home,
 // pipelined). Each home keeps its newest 1,000.
-func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, error) {
+func (i *Inspector) recentFlows(ctx context.Context, limit int) ([]inspect.FlowSummary, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -234,7 +228,7 @@ func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, 
 	if err != nil {
 		return nil, fmt.Errorf("recent flows: %w", err)
 	}
-	var out []FlowSummary
+	var out []inspect.FlowSummary
 	for _, c := range cmds {
 		for _, z := range c.Val() {
 			m, _ := z.Member.(string)
@@ -248,10 +242,10 @@ func (i *Inspector) RecentFlows(ctx context.Context, limit int) ([]FlowSummary, 
 			case 'w':
 				kind = "workflow"
 			}
-			out = append(out, FlowSummary{Kind: kind, ID: keys.LongID(m[2:]), CreatedAt: time.UnixMilli(int64(z.Score))})
+			out = append(out, inspect.FlowSummary{Kind: kind, ID: keys.LongID(m[2:]), CreatedAt: time.UnixMilli(int64(z.Score))})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b FlowSummary) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortStableFunc(out, func(a, b inspect.FlowSummary) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out[:min(len(out), limit)], nil
 }
 

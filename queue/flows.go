@@ -74,10 +74,10 @@ func BatchDescription(s string) BatchOption {
 	}
 }
 
-// ParentBatch makes the new batch one member of the batch id: the parent
+// parentBatch makes the new batch one member of the batch id: the parent
 // counts it as succeeded when every member of the child succeeded, else as
 // dead, once the child finished. Parent and child live in one flow home.
-func ParentBatch(id string) BatchOption {
+func parentBatch(id string) BatchOption {
 	return func(b *batchOptions) error {
 		if _, err := uuid.Parse(id); err != nil {
 			return fmt.Errorf("%w: parent batch ID %q", ErrBatchNotFound, id)
@@ -103,11 +103,11 @@ func (c *Client) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, err
 	return c.newBatch(ctx, false, opts)
 }
 
-// NewBatch creates a batch nested in b (as ParentBatch(b.ID()) does): the
+// NewBatch creates a batch nested in b, one member of it: the
 // child counts as one member of b. From the handler of one of b's members,
 // with the handler's context, it works after b was closed, as Add does.
 func (b *Batch) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
-	return b.c.newBatch(ctx, flow.MemberOf(ctx) == b.id, append(opts[:len(opts):len(opts)], ParentBatch(b.id)))
+	return b.c.newBatch(ctx, flow.MemberOf(ctx) == b.id, append(opts[:len(opts):len(opts)], parentBatch(b.id)))
 }
 
 func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) (*Batch, error) {

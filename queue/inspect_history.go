@@ -28,9 +28,6 @@ type HistoryPoint struct {
 	Failed    int64 // failed attempts, whether retried or dead
 }
 
-// Processed is every attempt that finished: succeeded or failed.
-func (p HistoryPoint) Processed() int64 { return p.Succeeded + p.Failed }
-
 // History is processed and failed task counts over time, from the
 // per-minute counters workers keep (for eight days).
 type History struct {
@@ -39,19 +36,6 @@ type History struct {
 	Step  time.Duration
 	// Points are oldest first; the last is the current step, still counting.
 	Points []HistoryPoint
-}
-
-// Totals returns the sums over every point.
-func (h *History) Totals() HistoryPoint {
-	var t HistoryPoint
-	for _, p := range h.Points {
-		t.Succeeded += p.Succeeded
-		t.Failed += p.Failed
-	}
-	if len(h.Points) > 0 {
-		t.Start = h.Points[0].Start
-	}
-	return t
 }
 
 // History returns the counts over span of queues, summed, or of every

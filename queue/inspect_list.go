@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,36 +10,35 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// StateRecent is not a state a task is ever in: in a TaskQuery it names
-// the feed of recently enqueued tasks, whatever their state now.
-const StateRecent State = "recent"
-
-// ErrInvalidMarker reports a marker that ListTasks did not hand out for
-// this listing (another state or order, or mangled).
-var ErrInvalidMarker = errors.New("queue: invalid marker")
+// stateRecent is not a state a task is ever in: a TaskQuery without a
+// State lists the feed of recently enqueued tasks, whatever their state
+// now, and its markers name it so.
+const stateRecent State = "recent"
 
 // defaultPageSize is the page size of a TaskQuery without a Limit.
 const defaultPageSize = 50
 
-// MaxPageSize bounds TaskQuery.Limit.
-const MaxPageSize = 1000
+// maxPageSize bounds TaskQuery.Limit, KeyQuery.Limit and SearchQuery.Limit.
+const maxPageSize = inspect.MaxPageSize
 
 // TaskQuery selects a page of a queue's tasks in one state.
 type TaskQuery struct {
 	Queue string
 	// State is StatePending, StateActive, StateScheduled, StateRetry,
-	// StateDead, StateDone, or StateRecent for the feed of recent tasks.
+	// StateDead or StateDone; empty lists the feed of recently enqueued
+	// tasks, whatever their state now.
 	State State
 	// After is the marker: the Next of the previous page ("" = from the
 	// start). Markers are opaque and belong to one state and order.
 	After string
-	// Limit bounds the page. Defaults to 50, at most MaxPageSize.
+	// Limit bounds the page. Defaults to 50, at most 1,000.
 	Limit int
 	// Newest pages from the other end: newest first for the feeds (recent,
 	// done, dead), latest lease or due time first for active, scheduled
@@ -69,14 +67,17 @@ type TaskPage struct {
 // ID after pops. A task that moves (a lease extended, a task requeued to
 // the head) may be seen twice. Partitions are merged by time.
 func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, error) {
+	if q.State == "" {
+		q.State = stateRecent
+	}
 	if q.State == StatePending && q.Newest {
 		return nil, fmt.Errorf("%w: pending tasks page from the head only (Newest)", ErrInvalidOption)
 	}
 	if q.Limit == 0 {
 		q.Limit = defaultPageSize
 	}
-	if q.Limit < 0 || q.Limit > MaxPageSize {
-		return nil, fmt.Errorf("%w: Limit %d, want 1..%d", ErrInvalidOption, q.Limit, MaxPageSize)
+	if q.Limit < 0 || q.Limit > maxPageSize {
+		return nil, fmt.Errorf("%w: Limit %d, want 1..%d", ErrInvalidOption, q.Limit, maxPageSize)
 	}
 	setKey, err := stateSet(q.State)
 	if err != nil {
@@ -131,10 +132,10 @@ func stateSet(s State) (func(keys.Partition) string, error) {
 		return keys.Partition.Dead, nil
 	case StateDone:
 		return keys.Partition.Done, nil
-	case StateRecent:
+	case stateRecent:
 		return keys.Partition.Feed, nil
 	}
-	return nil, fmt.Errorf("%w: state %q, want pending, active, scheduled, retry, dead, done or recent", ErrInvalidOption, s)
+	return nil, fmt.Errorf("%w: state %q, want pending, active, scheduled, retry, dead, done or empty (recent)", ErrInvalidOption, s)
 }
 
 // queueList queues the listing script of one partition.
@@ -195,7 +196,7 @@ func parseReply(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 		msg, hasMsg := res[j+2].(string)
 		rec, _ := res[j+3].(string)
 		ti := &TaskInfo{ID: wire.PublicID(id), Queue: q.Queue, Partition: part}
-		if q.State != StateRecent {
+		if q.State != stateRecent {
 			ti.State = q.State // a set entry whose task has no message left
 		}
 		if hasMsg { // nil: none left; "" is a message, if a malformed one
@@ -203,10 +204,10 @@ func parseReply(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 		}
 		l := listed{task: ti, marker: score + "," + wire.PublicID(id)}
 		switch q.State {
-		case StateRecent, StateDead, StateDone:
+		case stateRecent, StateDead, StateDone:
 			ti.Rank = int64(parseScore(score))
 			l.score = float64(ti.EnqueuedAt.UnixMilli())
-			if q.State != StateRecent {
+			if q.State != stateRecent {
 				l.score = float64(ti.FinishedAt.UnixMilli())
 			}
 		default:
@@ -352,7 +353,7 @@ func decodeMarker(q TaskQuery, n int) ([]string, error) {
 		return out, nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("%w: %q: %s", ErrInvalidMarker, q.After, why)
+		return fmt.Errorf("%w: marker %q: %s", ErrInvalidOption, q.After, why)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(q.After)
 	if err != nil {

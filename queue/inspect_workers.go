@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -64,12 +65,6 @@ type WorkerQueue struct {
 	// MeanHandlerTime is the recent mean time a handler ran (a weighted
 	// mean over heartbeats); 0 before the first finished.
 	MeanHandlerTime time.Duration
-}
-
-// Serves reports whether w runs tasks of queue.
-func (w *WorkerInfo) Serves(queue string) bool {
-	_, ok := w.Queues[queue]
-	return ok
 }
 
 // setStatus fills in what the worker published.
@@ -172,25 +167,15 @@ func alive(z redis.Z) bool {
 	return time.Since(time.UnixMilli(int64(z.Score))) < liveWindow
 }
 
-// QueueWork is what the live workers serving one queue published with
-// their last heartbeats, summed.
-type QueueWork struct {
-	Workers int // live worker processes serving the queue
-	Running int // handlers running its tasks
-	// Ahead counts its tasks leased ahead of the workers' free slots and
-	// held, not started (see WorkerInfo.Ahead): active, but not running.
-	Ahead int
-}
-
-// LiveWork returns, per queue, the live workers serving it and what they
+// liveWork returns, per queue, the live workers serving it and what they
 // run, from the statuses their heartbeats publish, in one round trip. A
 // worker too old to publish a status is not counted.
-func (i *Inspector) LiveWork(ctx context.Context) (map[string]QueueWork, error) {
+func (i *Inspector) liveWork(ctx context.Context) (map[string]inspect.QueueWork, error) {
 	live, err := i.liveStatuses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]QueueWork{}
+	out := map[string]inspect.QueueWork{}
 	for _, st := range live {
 		for q := range st.Queues {
 			w := out[q]

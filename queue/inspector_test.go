@@ -46,9 +46,9 @@ func TestInspector(t *testing.T) {
 	})
 
 	t.Run("RecentFeedPagesAndCaps", func(t *testing.T) {
-		p1, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", State: StateRecent, Limit: 2})
+		p1, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", Limit: 2})
 		must(t, err)
-		p2, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", State: StateRecent, After: p1.Next, Limit: 10})
+		p2, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", After: p1.Next, Limit: 10})
 		must(t, err)
 		var got []string
 		for _, ti := range append(p1.Tasks, p2.Tasks...) {
@@ -61,12 +61,12 @@ func TestInspector(t *testing.T) {
 		if fmt.Sprint(got) != "[3 4 5 6 7]" {
 			t.Fatalf("feed = %v", got)
 		}
-		p3, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", State: StateRecent, After: p2.Next})
+		p3, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", After: p2.Next})
 		must(t, err)
 		if len(p3.Tasks) != 0 {
 			t.Fatalf("page past the end = %+v", p3)
 		}
-		newest, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", State: StateRecent, Newest: true, Limit: 1})
+		newest, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", Newest: true, Limit: 1})
 		must(t, err)
 		if newest.Tasks[0].ID != ids[7] {
 			t.Fatalf("newest = %s, want %s", newest.Tasks[0].ID, ids[7])
@@ -147,7 +147,7 @@ func TestFeedTailWhileProducersEnqueue(t *testing.T) {
 			var last int64
 			marker := ""
 			for len(seen) < total && time.Now().Before(deadline) {
-				p, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "tail", State: StateRecent, After: marker, Limit: 40})
+				p, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "tail", After: marker, Limit: 40})
 				if errors.Is(err, ErrQueueNotFound) {
 					time.Sleep(time.Millisecond) // no producer's first call has registered it yet
 					continue

@@ -44,7 +44,7 @@ type KeyQuery struct {
 	Queue string
 	// After is the marker: the Next of the previous page ("" = from the top).
 	After string
-	// Limit bounds the page. Defaults to 50, at most MaxPageSize.
+	// Limit bounds the page. Defaults to 50, at most 1,000.
 	Limit int
 }
 
@@ -144,8 +144,8 @@ func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
 	if q.Limit == 0 {
 		q.Limit = defaultPageSize
 	}
-	if q.Limit < 0 || q.Limit > MaxPageSize {
-		return nil, fmt.Errorf("%w: limit %d, want 1..%d", ErrInvalidOption, q.Limit, MaxPageSize)
+	if q.Limit < 0 || q.Limit > maxPageSize {
+		return nil, fmt.Errorf("%w: limit %d, want 1..%d", ErrInvalidOption, q.Limit, maxPageSize)
 	}
 	n, err := i.partitions(ctx, q.Queue)
 	if err != nil {
@@ -252,13 +252,13 @@ func decodeKeyMarker(m string, n int) ([]string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(m)
 	fields := strings.Split(string(raw), "\x1e")
 	if err != nil || fields[0] != "keys" || len(fields)-1 > n {
-		return nil, fmt.Errorf("%w: %q: not a marker of Keys", ErrInvalidMarker, m)
+		return nil, fmt.Errorf("%w: marker %q: not a marker of Keys", ErrInvalidOption, m)
 	}
 	for j, f := range fields[1:] {
 		if f != "" && f != markerEnd {
 			score, key, ok := strings.Cut(f, ",")
 			if _, err := strconv.ParseInt(score, 10, 64); !ok || key == "" || err != nil {
-				return nil, fmt.Errorf("%w: %q: bad position %q", ErrInvalidMarker, m, f)
+				return nil, fmt.Errorf("%w: marker %q: bad position %q", ErrInvalidOption, m, f)
 			}
 		}
 		out[j] = f

@@ -1,10 +1,10 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,7 +54,7 @@ type Scaling struct {
 	MeanHandlerTime time.Duration `json:"-"`
 	// Workers is how many live workers serve the queue now, and
 	// WorkerConcurrency the handler slots of each (their mean, else
-	// ScaleConcurrency's value).
+	// ScalingQuery.Concurrency).
 	Workers           int           `json:"workers"`
 	WorkerConcurrency int           `json:"workerConcurrency"`
 	DrainTime         time.Duration `json:"-"`
@@ -66,30 +66,25 @@ type Scaling struct {
 	RateWindowSeconds  float64 `json:"rateWindowSeconds"`
 }
 
-// Formula returns the figure's formula with this queue's inputs, for the
-// dashboard's queue page and logs.
-func (s *Scaling) Formula() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "needed = λ·S + B·S/T = %.2f/s × %v + %d × %v / %v = %.2f handlers; ",
-		s.ArrivalRate, s.MeanHandlerTime.Round(time.Microsecond), s.Backlog,
-		s.MeanHandlerTime.Round(time.Microsecond), s.DrainTime, s.NeededConcurrency)
-	fmt.Fprintf(&b, "desired = ceil(needed / C) = ceil(%.2f / %d) → %d worker",
-		s.NeededConcurrency, s.WorkerConcurrency, s.DesiredWorkers)
-	if s.DesiredWorkers != 1 {
-		b.WriteString("s")
-	}
-	if s.MeanHandlerTime == 0 && s.Backlog+s.Running > 0 {
-		b.WriteString(" (handler time unknown yet: one worker to learn it)")
-	}
-	if s.MaxWorkers > 0 {
-		fmt.Fprintf(&b, ", at most %d", s.MaxWorkers)
-	}
-	return b.String()
+// ScalingQuery names a queue and the inputs of its autoscaling figure;
+// a zero input takes its default.
+type ScalingQuery struct {
+	Queue string
+	// DrainTime is how soon the backlog should be cleared (T in the
+	// formula). Defaults to a minute.
+	DrainTime time.Duration
+	// RateWindow is how long the arrival rate is measured over. Defaults
+	// to a minute; at least a second.
+	RateWindow time.Duration
+	// Concurrency is the handler slots of one worker (C in the formula)
+	// when no live worker serves the queue to read it from. Defaults to
+	// 10, the worker's default Concurrency.
+	Concurrency int
+	// MaxWorkers caps the figure; 0 leaves it uncapped.
+	MaxWorkers int
 }
 
-// ScalingOption sets an input of Inspector.Scaling.
-type ScalingOption func(*scalingOptions)
-
+// scalingOptions are a ScalingQuery's inputs, defaults filled in.
 type scalingOptions struct {
 	drain       time.Duration
 	window      time.Duration
@@ -98,43 +93,18 @@ type scalingOptions struct {
 }
 
 // defaultDrainTime is how soon Scaling plans to clear a backlog unless
-// ScaleDrainTime says otherwise.
+// ScalingQuery.DrainTime says otherwise.
 const defaultDrainTime = time.Minute
-
-// ScaleDrainTime sets how soon the backlog should be cleared (T in the
-// formula). Defaults to a minute.
-func ScaleDrainTime(d time.Duration) ScalingOption {
-	return func(o *scalingOptions) { o.drain = d }
-}
-
-// ScaleRateWindow sets over how long the arrival rate is measured.
-// Defaults to one minute.
-func ScaleRateWindow(d time.Duration) ScalingOption {
-	return func(o *scalingOptions) { o.window = d }
-}
-
-// ScaleConcurrency sets the handler slots of one worker (C in the
-// formula) when no live worker serves the queue to read it from. Defaults
-// to 10, the worker's default Concurrency.
-func ScaleConcurrency(n int) ScalingOption {
-	return func(o *scalingOptions) { o.concurrency = n }
-}
-
-// ScaleMaxWorkers caps the figure.
-func ScaleMaxWorkers(n int) ScalingOption {
-	return func(o *scalingOptions) { o.max = n }
-}
 
 // Scaling returns queue's autoscaling figure (see Scaling) in two round
 // trips: the registry, then one pipeline with each partition's counts and
 // arrival-rate sample and the workers' heartbeats and statuses. The rate
 // samples are kept in Redis (a short list per partition), so every reader,
 // in any process, measures over the same window.
-func (i *Inspector) Scaling(ctx context.Context, queue string, opts ...ScalingOption) (*Scaling, error) {
-	o := scalingOptions{drain: defaultDrainTime, window: time.Minute, concurrency: 10}
-	for _, opt := range opts {
-		opt(&o)
-	}
+func (i *Inspector) Scaling(ctx context.Context, q ScalingQuery) (*Scaling, error) {
+	queue := q.Queue
+	o := scalingOptions{drain: cmp.Or(q.DrainTime, defaultDrainTime), window: cmp.Or(q.RateWindow, time.Minute),
+		concurrency: cmp.Or(q.Concurrency, 10), max: q.MaxWorkers}
 	if o.drain <= 0 || o.window < time.Second || o.concurrency < 1 || o.max < 0 {
 		return nil, fmt.Errorf("%w: scaling drain %v (want > 0), window %v (want >= 1s), concurrency %d (want >= 1), max workers %d (want >= 0)",
 			ErrInvalidOption, o.drain, o.window, o.concurrency, o.max)

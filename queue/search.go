@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/shardq/shardq/internal/inspect"
 )
 
 // SearchQuery finds tasks of one queue and state by type, error text or
@@ -12,8 +14,8 @@ import (
 // the Inspector has the KeyRing.
 type SearchQuery struct {
 	Queue string
-	// State is where to look: StateRecent (every task enqueued lately,
-	// the default), StateDead, StateRetry, StateDone, StateScheduled,
+	// State is where to look: empty for every task enqueued lately (the
+	// default), StateDead, StateRetry, StateDone, StateScheduled,
 	// StateActive or StatePending.
 	State State
 	// Type matches a task type exactly, or by prefix when it ends in "*"
@@ -26,16 +28,16 @@ type SearchQuery struct {
 	IDPrefix string
 	// After continues a search: the Next of the previous result.
 	After string
-	// Limit bounds the matches returned (default 50, at most MaxPageSize).
+	// Limit bounds the matches returned (default 50, at most 1,000).
 	Limit int
 	// Scan bounds how many tasks one call reads (default and at most
-	// DefaultSearchScan): the cost of a search is bounded whatever the
+	// 2,000): the cost of a search is bounded whatever the
 	// queue's size, and Next goes on further back.
 	Scan int
 }
 
-// DefaultSearchScan is how many tasks one Search call reads at most.
-const DefaultSearchScan = 2000
+// maxSearchScan is how many tasks one Search call reads at most.
+const maxSearchScan = inspect.MaxSearchScan
 
 // SearchResult is one call's matches.
 type SearchResult struct {
@@ -55,16 +57,16 @@ type SearchResult struct {
 // and done what their caps and retention keep.
 func (i *Inspector) Search(ctx context.Context, q SearchQuery) (*SearchResult, error) {
 	if q.State == "" {
-		q.State = StateRecent
+		q.State = stateRecent
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = defaultPageSize
 	}
-	limit = min(limit, MaxPageSize)
+	limit = min(limit, maxPageSize)
 	scan := q.Scan
-	if scan <= 0 || scan > DefaultSearchScan {
-		scan = DefaultSearchScan
+	if scan <= 0 || scan > maxSearchScan {
+		scan = maxSearchScan
 	}
 	if q.Type == "" && q.Error == "" && q.IDPrefix == "" {
 		return nil, fmt.Errorf("%w: search with no filter: give a type, error text or ID prefix", ErrInvalidOption)

@@ -18,6 +18,8 @@ package queuetest
 
 import (
 	"context"
+	"github.com/shardq/shardq/internal/inspect"
+	"github.com/shardq/shardq/internal/testclock"
 	"io"
 	"log/slog"
 	"os"
@@ -163,12 +165,12 @@ func (e *Env) Enqueued(ctx context.Context, q string) ([]*queue.TaskInfo, error)
 	for _, s := range []queue.State{queue.StatePending, queue.StateScheduled, queue.StateRetry} {
 		after := ""
 		for {
-			p, err := e.Inspector.ListTasks(ctx, queue.TaskQuery{Queue: q, State: s, After: after, Limit: queue.MaxPageSize})
+			p, err := e.Inspector.ListTasks(ctx, queue.TaskQuery{Queue: q, State: s, After: after, Limit: inspect.MaxPageSize})
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, p.Tasks...)
-			if len(p.Tasks) < queue.MaxPageSize {
+			if len(p.Tasks) < inspect.MaxPageSize {
 				break
 			}
 			after = p.Next
@@ -257,7 +259,7 @@ func (e *Env) Schedule(t testing.TB, schedules ...worker.Schedule) {
 		t.Fatalf("queuetest: %v", err)
 	}
 	// the first tick records where each schedule starts: the clock's now
-	if err := s.Tick(context.Background()); err != nil {
+	if err := testclock.Tick(context.Background(), s); err != nil {
 		t.Fatalf("queuetest: %v", err)
 	}
 	e.sched = s
@@ -331,7 +333,7 @@ func (e *Env) run(t testing.TB, h worker.Handler, queues []string, limit time.Ti
 		case !tick.IsZero() && !tick.After(limit) && (next.IsZero() || !tick.After(next)):
 			// a cron tick comes first: run it at its time
 			e.Clock.advanceTo(tick)
-			if err := sched.Tick(ctx); err != nil {
+			if err := testclock.Tick(ctx, sched); err != nil {
 				t.Fatalf("queuetest: cron tick at %v: %v", tick, err)
 			}
 			idle = 0

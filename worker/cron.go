@@ -93,7 +93,7 @@ type Scheduler struct {
 	stop   context.CancelFunc
 	done   sync.WaitGroup
 	mu     sync.Mutex
-	loaded bool // cursors read from Redis (by Start or the first Tick)
+	loaded bool // cursors read from Redis (by Start or the first tick)
 }
 
 type scheduled struct {
@@ -256,19 +256,20 @@ func (s *Scheduler) loadCursors(ctx context.Context) error {
 	return nil
 }
 
-// Tick enqueues, once, what is due at the scheduler's clock now, as the
+// tickNow enqueues, once, what is due at the scheduler's clock now, as the
 // running scheduler does on its own: the tick that is on time, and a
 // missed one under MissedRunOnce. It is for tests that move a clock of
-// their own (SchedulerConfig.Clock) and call Tick at each time Next
-// reports, instead of Start: the loop Start runs sleeps in real time.
-// Like Start, the first Tick reads where each schedule left off (a new
-// schedule starts at the clock's now, so that Tick enqueues nothing for
-// it). Tick on a started scheduler is ErrServerState.
-func (s *Scheduler) Tick(ctx context.Context) error {
+// their own (SchedulerConfig.Clock) and tick at each time Next reports,
+// instead of Start: the loop Start runs sleeps in real time. queuetest
+// reaches it through internal/testclock. Like Start, the first tick reads
+// where each schedule left off (a new schedule starts at the clock's now,
+// so that it enqueues nothing for it). A tick on a started scheduler is
+// ErrServerState.
+func (s *Scheduler) tickNow(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop != nil {
-		return fmt.Errorf("%w: Tick on a started scheduler", ErrServerState)
+		return fmt.Errorf("%w: a tick on a started scheduler", ErrServerState)
 	}
 	if !s.loaded {
 		if err := s.loadCursors(ctx); err != nil {

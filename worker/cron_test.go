@@ -26,7 +26,7 @@ func (b *bundle) scheduler(t *testing.T, scheds ...Schedule) *Scheduler {
 // the recent feed (the task IDs are cron:<name>:<unix seconds>).
 func cronTicks(t *testing.T, b *bundle, q string) []string {
 	t.Helper()
-	page, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: q, State: queue.StateRecent, Limit: 1000})
+	page, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: q, Limit: 1000})
 	must(t, err)
 	var ticks []string
 	for _, ti := range page.Tasks {
@@ -210,22 +210,22 @@ func TestCronTickOnATestClock(t *testing.T) {
 	if got := s.Queues(); len(got) != 1 || got[0] != "cron" {
 		t.Fatalf("Queues = %v", got)
 	}
-	must(t, s.Tick(context.Background())) // records the start: nothing due
+	must(t, s.tickNow(context.Background())) // records the start: nothing due
 	for i := range 3 {
 		next := s.Next()
 		if want := time.Date(2030, 1, 1, 0, 1+i, 0, 0, time.UTC); !next.Equal(want) {
 			t.Fatalf("Next = %v, want %v", next, want)
 		}
 		now = next
-		must(t, s.Tick(context.Background()))
-		must(t, s.Tick(context.Background())) // twice at one time: still one task
+		must(t, s.tickNow(context.Background()))
+		must(t, s.tickNow(context.Background())) // twice at one time: still one task
 	}
 	if ticks := cronTicks(t, b, "cron"); len(ticks) != 3 {
 		t.Fatalf("%d ticks enqueued, want 3: %v", len(ticks), ticks)
 	}
 	must(t, s.Start(context.Background()))
-	if err := s.Tick(context.Background()); !errors.Is(err, ErrServerState) {
-		t.Fatalf("Tick on a started scheduler: %v, want ErrServerState", err)
+	if err := s.tickNow(context.Background()); !errors.Is(err, ErrServerState) {
+		t.Fatalf("a tick on a started scheduler: %v, want ErrServerState", err)
 	}
 	must(t, s.Shutdown(context.Background()))
 }
@@ -253,11 +253,11 @@ func TestCronNoNextTick(t *testing.T) {
 		cron: never{}, queue: "cron", cursor: now.Add(-time.Hour)}}
 	s.loaded = true
 	for range 3 {
-		must(t, s.Tick(context.Background()))
+		must(t, s.tickNow(context.Background()))
 		now = now.Add(time.Minute)
 	}
 	// the queue was never written to: no task, not even its registry entry
-	if _, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: "cron", State: queue.StateRecent}); !errors.Is(err, queue.ErrQueueNotFound) {
+	if _, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: "cron"}); !errors.Is(err, queue.ErrQueueNotFound) {
 		t.Fatalf("a schedule with no next time enqueued into its queue: %v", err)
 	}
 	if got := s.sleepAfter(now); got != time.Hour {
@@ -270,5 +270,44 @@ func TestCronNoNextTick(t *testing.T) {
 	must(t, err)
 	if len(infos) != 1 || infos[0].Next != 0 {
 		t.Fatalf("recorded %+v, want one schedule with no next run", infos)
+	}
+}
+
+// TestCronTwoSchedulersOneTask: two processes run the same schedule on
+// one clock, and the tick due at midnight is enqueued once, under the
+// tick's own ID. (It was ExampleScheduler, when ticking was public.)
+func TestCronTwoSchedulersOneTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 23, 59, 30, 0, time.UTC)
+	cfg := SchedulerConfig{Config: b.qcfg, Clock: func() time.Time { return now }, Schedules: []Schedule{{
+		Name:    "report:daily",
+		Spec:    "0 0 * * *", // at midnight, UTC
+		Task:    queue.NewRawTask("report:build", nil),
+		Options: []queue.Option{queue.In("reports")},
+	}}}
+	cfg.Logger = testLogger(t)
+	a, err := NewScheduler(b.rdb, cfg)
+	must(t, err)
+	c, err := NewScheduler(b.rdb, cfg)
+	must(t, err)
+	if next := a.Next(); !next.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("Next = %v, want midnight", next)
+	}
+	for _, s := range []*Scheduler{a, c} {
+		must(t, s.tickNow(ctx)) // the first tick only reads where the schedule left off
+	}
+	now = now.Add(30 * time.Second) // midnight
+	for _, s := range []*Scheduler{a, c} {
+		must(t, s.tickNow(ctx))
+	}
+	page, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: "reports", State: queue.StatePending})
+	must(t, err)
+	if len(page.Tasks) != 1 || page.Tasks[0].Type != "report:build" || page.Tasks[0].ID != "cron:report:daily:1767312000" {
+		t.Fatalf("pending %+v, want one report:build under ID cron:report:daily:1767312000", page.Tasks)
+	}
+	if next := a.Next(); !next.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("Next = %v, want the next midnight", next)
 	}
 }

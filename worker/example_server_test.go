@@ -101,62 +101,6 @@ func ExampleSemaphore() {
 	// 4 invoices sent, at most 1 at once
 }
 
-func ExampleScheduler() {
-	rdb, stop := exampleRedis()
-	defer stop()
-	ctx := context.Background()
-
-	// a clock the example moves; leave SchedulerConfig.Clock nil in a program,
-	// and call Start and Shutdown instead of Tick
-	now := time.Date(2026, 1, 1, 23, 59, 30, 0, time.UTC)
-	cfg := worker.SchedulerConfig{
-		Schedules: []worker.Schedule{{
-			Name:    "report:daily",
-			Spec:    "0 0 * * *", // at midnight, UTC
-			Task:    queue.NewRawTask("report:build", nil),
-			Options: []queue.Option{queue.In("reports")},
-		}},
-		Clock: func() time.Time { return now },
-	}
-	// two processes run the same schedule...
-	a, err := worker.NewScheduler(rdb, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	b, err := worker.NewScheduler(rdb, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("next:", a.Next())
-	for _, s := range []*worker.Scheduler{a, b} {
-		if err := s.Tick(ctx); err != nil { // the first tick only reads where the schedule left off
-			log.Fatal(err)
-		}
-	}
-
-	now = now.Add(30 * time.Second) // midnight
-	for _, s := range []*worker.Scheduler{a, b} {
-		if err := s.Tick(ctx); err != nil {
-			log.Fatal(err)
-		}
-	}
-
-	// ...and midnight's task was enqueued once, under the tick's own ID
-	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	page, err := insp.ListTasks(ctx, queue.TaskQuery{Queue: "reports", State: queue.StatePending})
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, t := range page.Tasks {
-		fmt.Println(t.Type, t.ID)
-	}
-	fmt.Println("next:", a.Next())
-	// Output:
-	// next: 2026-01-02 00:00:00 +0000 UTC
-	// report:build cron:report:daily:1767312000
-	// next: 2026-01-03 00:00:00 +0000 UTC
-}
-
 func ExampleConfig_schedules() {
 	rdb, stop := exampleRedis()
 	defer stop()

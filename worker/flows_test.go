@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"strings"
 	"sync"
 	"testing"
@@ -329,7 +330,7 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	if _, err := b.Add(ctx, queue.NewRawTask("member", nil, queue.In("fa"))); !errors.Is(err, queue.ErrBatchFinished) {
 		t.Fatalf("Add to a finished batch: %v, want ErrBatchFinished", err)
 	}
-	recent, err := r.insp.RecentFlows(ctx, 10)
+	recent, err := inspect.RecentFlows(ctx, r.insp, 10)
 	must(t, err)
 	if len(recent) == 0 || recent[0].ID != b.ID() || recent[0].Kind != "batch" {
 		t.Fatalf("recent flows: %+v", recent)
@@ -352,7 +353,7 @@ func testBatchNested(t *testing.T, r *flowRig) {
 	must(t, err)
 	_, err = parent.Add(ctx, queue.NewRawTask("parent-member", nil, queue.In("fa")))
 	must(t, err)
-	child, err := r.client.NewBatch(ctx, queue.ParentBatch(parent.ID()),
+	child, err := r.client.OpenBatch(parent.ID()).NewBatch(ctx,
 		queue.OnSuccess(queue.NewRawTask("child-done", nil, queue.In("cb"))))
 	must(t, err)
 	_, err = child.Add(ctx, queue.NewRawTask("child-member", nil, queue.In("fb")), queue.NewRawTask("child-member", nil, queue.In("fa")))
@@ -459,7 +460,7 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	if err := r.client.OpenBatch("nope").Close(ctx); !errors.Is(err, queue.ErrBatchNotFound) {
 		t.Fatalf("Close of an unknown batch: %v", err)
 	}
-	if _, err := r.client.NewBatch(ctx, queue.ParentBatch("0190a0a0-0000-7000-8000-000000000000")); !errors.Is(err, queue.ErrBatchNotFound) {
+	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").NewBatch(ctx); !errors.Is(err, queue.ErrBatchNotFound) {
 		t.Fatalf("NewBatch under an unknown parent: %v", err)
 	}
 	if _, err := r.client.EnqueueChain(ctx); !errors.Is(err, queue.ErrInvalidTask) {

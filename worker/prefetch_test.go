@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/internal/inspect"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -490,14 +491,14 @@ func TestTasksLeasedAheadAreShownApart(t *testing.T) {
 		t.Fatalf("/api/workers: %s (%v)", api.Body.String()[:min(api.Body.Len(), 300)], err)
 	}
 
-	live, err := r.b.insp.LiveWork(ctx)
+	live, err := inspect.LiveWork(ctx, r.b.insp)
 	must(t, err)
 	if lw := live[queue.DefaultQueue]; lw.Workers != 1 || lw.Running != 2 || lw.Ahead != len(waiting) {
-		t.Fatalf("LiveWork = %+v; want 1 worker, 2 running, %d held ahead", lw, len(waiting))
+		t.Fatalf("live work = %+v; want 1 worker, 2 running, %d held ahead", lw, len(waiting))
 	}
 	qi, err := r.b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	sc, err := r.b.insp.Scaling(ctx, queue.DefaultQueue)
+	sc, err := r.b.insp.Scaling(ctx, queue.ScalingQuery{Queue: queue.DefaultQueue})
 	must(t, err)
 	if qi.Active != int64(2+len(waiting)) || sc.Running != 2 || sc.Backlog != qi.Pending+int64(len(waiting)) {
 		t.Fatalf("active %d, pending %d, %d held ahead: scaling says running %d, backlog %d; want 2 and pending + held ahead",

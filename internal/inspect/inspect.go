@@ -1,0 +1,49 @@
+// Package inspect holds the reads of queue.Inspector that only shardq's own
+// tools call (the dashboard, the metrics collector and the CLI), so that
+// they stay out of the public API.
+//
+// Package queue sets the function variables in its init, in the way grpc's
+// internal package hands its siblings what they need: queue imports this
+// package, so it cannot import queue back, and the functions take the
+// *queue.Inspector as an any. Calling one with anything else panics, a
+// programming error a test finds at once.
+package inspect
+
+import (
+	"context"
+	"time"
+)
+
+// MaxPageSize bounds every page an Inspector listing returns; the dashboard
+// clamps its own page sizes to it.
+const MaxPageSize = 1000
+
+// MaxSearchScan bounds how many tasks one Inspector.Search reads.
+const MaxSearchScan = 2000
+
+// QueueWork is what the live workers serving one queue published with
+// their last heartbeats, summed.
+type QueueWork struct {
+	Workers int // live worker processes serving the queue
+	Running int // handlers running its tasks
+	// Ahead counts its tasks leased ahead of the workers' free slots and
+	// held, not started (see queue.WorkerInfo.Ahead): active, but not running.
+	Ahead int
+}
+
+// FlowSummary names one recent chain, batch or workflow.
+type FlowSummary struct {
+	Kind      string // "batch", "chain" or "workflow"
+	ID        string
+	CreatedAt time.Time
+}
+
+// LiveWork returns, per queue, the live workers serving it and what they
+// run, from the statuses their heartbeats publish, in one round trip. A
+// worker too old to publish a status is not counted. insp is a
+// *queue.Inspector.
+var LiveWork func(ctx context.Context, insp any) (map[string]QueueWork, error)
+
+// RecentFlows returns the newest chains, batches and workflows (at most
+// limit), newest first. insp is a *queue.Inspector.
+var RecentFlows func(ctx context.Context, insp any, limit int) ([]FlowSummary, error)
