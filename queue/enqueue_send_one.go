@@ -28,7 +28,7 @@ type plainCall struct {
 	limits any
 	// frames are argument lists of this call, reused (plainFrame)
 	frames sync.Pool
-	// line holds the calls waiting for the one in flight (coalesce.go)
+	// line holds the calls waiting for the one in flight (enqueue_send_coalesce.go)
 	line line
 }
 
