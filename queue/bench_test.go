@@ -14,7 +14,7 @@ import (
 // BenchmarkEnqueue measures single Enqueue calls from 1, 8, 12, 16 and 64
 // producers (goroutines). With many, calls that find lineDepth others in
 // flight for their partition wait in line and go out together
-// (coalesce.go); "/coalescing=off" is Config.NoCoalescing, one round trip
+// (enqueue_send_coalesce.go); "/coalescing=off" is Config.NoCoalescing, one round trip
 // per call. "redis-µs/op" is the server's CPU per task.
 // "round-trips/op" counts what the client sent (a go-redis hook).
 func BenchmarkEnqueue(b *testing.B) {

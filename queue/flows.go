@@ -337,6 +337,7 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 	if err != nil {
 		return nil, err
 	}
+	c.place(&p)
 	if info != nil {
 		*info = *p.info
 	}

@@ -1,90 +1,16 @@
 package queue
 
 import (
-	"context"
 	"encoding/binary"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 )
-
-// sendPlain is the common single Enqueue: a plain task to a registered
-// partition, by enqueue_one.lua with the partition's tail shard guessed
-// from the previous reply (three Redis commands), or, when the client has
-// lineDepth calls in flight and one of them is the partition's, in line
-// with the other calls that wait for it (coalesce.go). refused reports a call
-// Redis refused unrun, or a closed partition: the caller takes the general
-// path, which routes again. inFlight reports a call given up on (its
-// context ended) that may still be writing p.msg to Redis: the caller must
-// not reuse p.msg's storage.
-func (c *Client) sendPlain(ctx context.Context, p *pending) (info *TaskInfo, refused, inFlight bool, err error) {
-	pc := c.prepared(p.info.Queue, p.info.Partition)
-	if !c.cfg.NoCoalescing {
-		if w := pc.line.join(ctx, p, c.lineDepth, &c.inFlight); w != nil { // wait in line
-			info, inFlight, err := c.await(ctx, pc, w)
-			return info, false, inFlight, err
-		}
-		defer c.leave(pc)
-	}
-	guess := pc.tail.Load()
-	f := pc.frames.Get().(*plainFrame)
-	f.set(pc.shardKey(guess), p.msg)
-	cmd, inFlight, err := c.runPlain(ctx, pc, f)
-	if !inFlight {
-		f.clear()
-		pc.frames.Put(f)
-	}
-	if err != nil {
-		rcall.Reroute(c.rdb, err) // a cluster's slot map may be stale
-		if ctx.Err() == nil && rcall.IsRefused(err) {
-			return nil, true, false, err
-		}
-		return nil, false, inFlight, fmt.Errorf("enqueue %q: %w", p.info.Queue, redisError(err))
-	}
-	reply, err := cmd.Int64()
-	if err == nil && reply == codes.EnqClosed {
-		return nil, true, false, nil // the partition drains: the general path routes again
-	}
-	switch {
-	case err == nil && reply == codes.EnqGuessed: // into the guessed shard, still the tail
-		pc.learn(guess, guess, true)
-	case err != nil || reply < 0:
-		return nil, false, false, fmt.Errorf("enqueue %q: unexpected reply %v: %v", p.info.Queue, cmd.Val(), err)
-	default:
-		pc.learn(guess, reply>>1, reply&1 == 1)
-	}
-	return p.info, false, false, nil
-}
-
-// runPlain runs one partition's single plain enqueue call with f's
-// arguments, bounded by ctx as rcall.Do bounds a call. The common case
-// calls on this goroutine with no closure, so the call's command and the
-// caller's task stay off the heap. inFlight reports that Do returned on
-// ctx while the call may still run, reading f (and writing cmd: read cmd
-// only after a nil error).
-func (c *Client) runPlain(ctx context.Context, pc *plainCall, f *plainFrame) (_ *redis.Cmd, inFlight bool, _ error) {
-	if ctx.Err() == nil && rcall.Inline(ctx, c.rdb) {
-		cmd := pc.call.RunArgs(ctx, c.rdb, f.args)
-		return cmd, false, rcall.Settle(ctx, cmd.Err())
-	}
-	var cmd *redis.Cmd
-	err := rcall.Do(ctx, c.rdb, func() error {
-		cmd = pc.call.RunArgs(ctx, c.rdb, f.args)
-		return cmd.Err()
-	})
-	if err != nil {
-		return nil, ctx.Err() != nil, err
-	}
-	return cmd, false, nil
-}
 
 // plainCall is one partition's single plain enqueue: the prepared call and
 // the tail shard its replies named, which the next call guesses (codes.None:
@@ -102,7 +28,7 @@ type plainCall struct {
 	limits any
 	// frames are argument lists of this call, reused (plainFrame)
 	frames sync.Pool
-	// line holds the calls waiting for the one in flight (coalesce.go)
+	// line holds the calls waiting for the one in flight (enqueue_send_coalesce.go)
 	line line
 }
 
@@ -153,31 +79,6 @@ type msgArg struct{ b []byte }
 
 // MarshalBinary returns the message's bytes, not a copy.
 func (m *msgArg) MarshalBinary() ([]byte, error) { return m.b, nil }
-
-// msgBufs holds message buffers for the single Enqueue, which encodes
-// into one and hands it back once the call has returned.
-var msgBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledMsg bounds the buffers kept: a rare large payload's is dropped.
-const maxPooledMsg = 4 << 10
-
-// getMsgBuf returns an empty message buffer.
-func getMsgBuf() *[]byte {
-	b := msgBufs.Get().(*[]byte)
-	*b = (*b)[:0]
-	return b
-}
-
-// putMsgBuf keeps used, the encoding that went into b, as b's storage for
-// a later Enqueue: b may have grown while the message was encoded.
-func putMsgBuf(b *[]byte, used []byte) {
-	if cap(used) > cap(*b) {
-		*b = used
-	}
-	if cap(*b) <= maxPooledMsg {
-		msgBufs.Put(b)
-	}
-}
 
 // shardGuess is one tail shard's number and key, boxed as the script takes it.
 type shardGuess struct {

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -84,8 +83,6 @@ func (c *Client) registerAlone(ctx context.Context, groups []*group) error {
 	if learn != nil {
 		learn()
 	}
-	for q, n := range fresh {
-		c.registered.Store(q, registration{n: n, at: time.Now()})
-	}
+	c.remember(fresh)
 	return nil
 }

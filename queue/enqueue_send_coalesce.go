@@ -161,18 +161,23 @@ func (c *Client) sendLines(pc *plainCall, ws []*waiter) {
 // only when every caller in it has given up; one that gives up while the
 // call runs has been told its outcome is unknown.
 func (c *Client) sendLine(ws []*waiter) {
-	b := ws[0].batch
-	defer b.cancel()
-	tasks := make([]pending, len(ws))
+	call := ws[0].batch
+	defer call.cancel()
+	b := &batch{tasks: make([]pending, len(ws)), infos: make([]*TaskInfo, len(ws)), errs: make([]error, len(ws))}
 	for i, w := range ws {
-		tasks[i] = w.task
+		b.tasks[i] = w.task
+		b.tasks[i].index = i
 	}
-	infos, errs, err := c.sendGroup(b.ctx, tasks)
+	// the pipeline's route and admit are done: a plain task of a
+	// partition whose route is known, and whose queue has no depth limit
+	b.one = group{queue: b.tasks[0].info.Queue, partition: b.tasks[0].info.Partition, tasks: b.tasks}
+	b.ones[0] = &b.one
+	err := c.deliver(call.ctx, b.ones[:], b)
 	for i, w := range ws {
 		if err != nil {
 			w.err = err
 		} else {
-			w.info, w.err = infos[i], errs[i]
+			w.info, w.err = b.infos[i], b.errs[i]
 		}
 		close(w.done)
 	}
@@ -180,24 +185,23 @@ func (c *Client) sendLine(ws []*waiter) {
 
 // await waits for w's outcome or for ctx to end. A caller that leaves
 // before its task was taken into a batch leaves nothing written; one that
-// leaves after gets ctx's error with inFlight set: the batch may still
-// write its task, and reads its message (and once every caller of the
-// batch has left, the batch's call ends too).
-func (c *Client) await(ctx context.Context, pc *plainCall, w *waiter) (info *TaskInfo, inFlight bool, err error) {
+// leaves after gets ctx's error too, but the batch may still write its
+// task, and reads its message (and once every caller of the batch has
+// left, the batch's call ends too).
+func (c *Client) await(ctx context.Context, pc *plainCall, w *waiter) (*TaskInfo, error) {
 	select {
 	case <-w.done:
-		return w.info, false, w.err
+		return w.info, w.err
 	case <-ctx.Done():
 	}
 	select {
 	case <-w.done: // both ready: the outcome is known, say it
-		return w.info, false, w.err
+		return w.info, w.err
 	default:
 	}
-	err = fmt.Errorf("enqueue %q: %w", w.task.info.Queue, ctx.Err())
-	if pc.line.drop(w) {
-		return nil, false, err
+	err := fmt.Errorf("enqueue %q: %w", w.task.info.Queue, ctx.Err())
+	if !pc.line.drop(w) {
+		w.batch.leave()
 	}
-	w.batch.leave()
-	return nil, true, err
+	return nil, err
 }
