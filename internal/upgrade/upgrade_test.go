@@ -112,12 +112,13 @@ func TestUpgradeFrom010(t *testing.T) {
 	t.Cleanup(stop)
 
 	want := expectedRuns()
-	rec.waitFor(ctx, t, func() bool { return rec.hasAll(want) }, "every task the 0.1.0 producer enqueued to run")
+	rec.waitFor(ctx, t, func() bool { return len(rec.missing(want)) == 0 }, "every task the 0.1.0 producer enqueued to run",
+		func() string { return "missing runs:\n" + strings.Join(rec.missing(want), "\n") })
 	insp, err := queue.NewInspector(rdb, qcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(ctx, t, func() bool { return queuesIdle(ctx, t, insp) }, "both queues to be empty")
+	rec.waitFor(ctx, t, func() bool { return queuesIdle(ctx, t, insp) }, "both queues to be empty", rec.runsSoFar)
 	stop()
 
 	rec.check(t, want)
@@ -238,39 +239,46 @@ func (r *recorder) do(task *worker.Task, p string, fn func() error) error {
 	return nil
 }
 
-// hasAll reports whether every run of want happened at least once.
-func (r *recorder) hasAll(want []string) bool {
+// missing returns the runs of want that did not happen yet.
+func (r *recorder) missing(want []string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seen := map[string]bool{}
 	for _, x := range r.runs {
 		seen[x.key] = true
 	}
+	var m []string
 	for _, w := range want {
 		if !seen[w] {
-			return false
+			m = append(m, w)
 		}
 	}
-	return true
+	return m
+}
+
+// runsSoFar lists the runs that happened, sorted.
+func (r *recorder) runsSoFar() string {
+	r.mu.Lock()
+	var got []string
+	for _, x := range r.runs {
+		got = append(got, x.key)
+	}
+	r.mu.Unlock()
+	slices.Sort(got)
+	return "runs so far:\n" + strings.Join(got, "\n")
 }
 
 // waitFor waits until cond holds, rechecking after each handler call and
-// every 50ms (queue counts change without a call), until ctx ends.
-func (r *recorder) waitFor(ctx context.Context, t *testing.T, cond func() bool, what string) {
+// every 50ms (queue counts change without a call), until ctx ends; then
+// it fails with what detail says.
+func (r *recorder) waitFor(ctx context.Context, t *testing.T, cond func() bool, what string, detail func() string) {
 	t.Helper()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		select {
 		case <-ctx.Done():
-			r.mu.Lock()
-			var got []string
-			for _, x := range r.runs {
-				got = append(got, x.key)
-			}
-			r.mu.Unlock()
-			slices.Sort(got)
-			t.Fatalf("timed out waiting for %s; runs so far:\n%s", what, strings.Join(got, "\n"))
+			t.Fatalf("timed out waiting for %s; %s", what, detail())
 		case <-r.wake:
 		case <-tick.C:
 		}
