@@ -93,15 +93,13 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		if claiming {
 			inflight = r.aux > 0
 		}
-		if len(r.tasks) > 0 && s.hooks.afterClaim != nil {
-			s.hooks.afterClaim()
+		if len(r.tasks) > 0 {
+			s.probe.afterClaim()
 		}
 		full := len(r.tasks) == n+extra
 		if len(r.tasks) > n {
 			p.ahead.put(r.tasks[n:])
-			if s.hooks.leasedAhead != nil {
-				s.hooks.leasedAhead(len(r.tasks) - n)
-			}
+			s.probe.leasedAhead(len(r.tasks) - n)
 			r.tasks = r.tasks[:n]
 		}
 		s.start(p, r.tasks)
@@ -149,8 +147,8 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 		s.slots.unpark(hold)
 		s.slots.rejoin(p.share)
 		inflight = got
-		if got && err == nil && s.hooks.afterMove != nil {
-			s.hooks.afterMove()
+		if got && err == nil {
+			s.probe.afterMove()
 		}
 		if err != nil && ctx.Err() == nil {
 			s.logRedisError("fetch", err)
