@@ -196,9 +196,8 @@ func (f *fetcher) onGranted(g granted) {
 	}()
 }
 
-// onPopped starts what a pop or claim leased, keeps what came ahead of
-// the slots, and goes on as its status says: pop again, wait, or block on
-// the empty queue.
+// onPopped starts what a pop or claim leased and keeps what came ahead
+// of the slots; a failed call releases the slots and backs off.
 func (f *fetcher) onPopped(res popped) {
 	s, p, n := f.s, f.p, f.n
 	if res.err != nil {
@@ -231,7 +230,13 @@ func (f *fetcher) onPopped(res popped) {
 	s.start(p, r.tasks)
 	f.setBacklog(full)
 	f.setBusy(full && n > 1)
-	n -= len(r.tasks)
+	f.afterPop(r, n-len(r.tasks))
+}
+
+// afterPop goes on after a pop or claim that started its tasks and left n
+// slots unused, as its status says.
+func (f *fetcher) afterPop(r popReply, n int) {
+	s := f.s
 	switch {
 	case len(r.tasks) > 0 || f.claiming && r.status == codes.PopOK || r.status == codes.PopParked:
 		// more may be waiting: pop (or claim) again at once
@@ -247,7 +252,7 @@ func (f *fetcher) onPopped(res popped) {
 		// which frees its hold first) or, for holds of other workers,
 		// shortly
 		s.slots.release(n)
-		f.sleep(s.idlePoll(), p.freed, true)
+		f.sleep(s.idlePoll(), f.p.freed, true)
 	case r.status != codes.PopOK:
 		// paused: look again shortly
 		s.slots.release(n)
