@@ -163,7 +163,7 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 	// armed, the taker named by byPop waits until the whole batch is in
 	// the outbox and takes it; the other waits until it did
 	var armed atomic.Bool
-	s.hooks.beforeTake = func(pop bool) {
+	s.probe = &probeFuncs{onBeforeTake: func(pop bool) {
 		deadline := time.Now().Add(10 * time.Second)
 		for armed.Load() && time.Now().Before(deadline) {
 			if pop == byPop && s.outbox.len() >= len(batch) {
@@ -172,7 +172,7 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-	}
+	}}
 	must(t, s.Start(ctx))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -307,21 +307,21 @@ func childMain() int {
 	}
 	switch o.Crash {
 	case crashAfterMove:
-		s.hooks.afterMove = func() {
+		s.probe = &probeFuncs{onAfterMove: func() {
 			if c.hit() {
 				c.recordHeld(c.inflight)
 				c.die()
 			}
-		}
+		}}
 	case crashAfterClaim:
-		s.hooks.afterClaim = func() {
+		s.probe = &probeFuncs{onAfterClaim: func() {
 			if c.hit() {
 				c.recordHeld(c.leased)
 				c.die()
 			}
-		}
+		}}
 	case crashWithAhead:
-		s.hooks.leasedAhead = func(int) {
+		s.probe = &probeFuncs{onLeasedAhead: func(int) {
 			if c.hit() {
 				c.recordHeld(func(context.Context) ([]string, error) {
 					var ids []string
@@ -334,25 +334,25 @@ func childMain() int {
 				})
 				c.die()
 			}
-		}
+		}}
 	case crashBeforeAck:
-		s.hooks.beforeAck = func() {
+		s.probe = &probeFuncs{onBeforeAck: func() {
 			if c.hit() {
 				c.die()
 			}
-		}
+		}}
 	case crashAfterFlowOutcome:
-		s.hooks.afterFlowOutcome = func() {
+		s.probe = &probeFuncs{onAfterFlowOutcome: func() {
 			if c.hit() {
 				c.die()
 			}
-		}
+		}}
 	case crashBeforeFlowDeliver:
-		s.hooks.beforeFlowDeliver = func() {
+		s.probe = &probeFuncs{onBeforeFlowDeliver: func() {
 			if c.hit() {
 				c.die()
 			}
-		}
+		}}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -10,153 +10,334 @@ import (
 // fetch feeds one queue partition's tasks to handlers until ctx ends. It
 // pops as many tasks as there are free handler slots (one script call);
 // when the queue is empty it blocks for a one-second slice, then claims
-// what arrived. Errors (Redis down, restarting, read
-// only, out of memory...) are logged and retried with backoff: the loop
-// only ends with ctx.
+// what arrived. Errors (Redis down, restarting, read only, out of
+// memory...) are logged and retried with backoff: the loop only ends
+// with ctx.
+//
+// The loop waits for one thing at a time (slots, a pop, a blocking
+// slice or a pause) and reacts to what comes back: each wait's end is a
+// named event, each event a method of fetcher, whose state only this
+// goroutine changes. The calls to Redis and the slots line run under
+// ctx, so they end by themselves on shutdown; the loop then stops
+// before it asks for slots again.
 func (s *Server) fetch(ctx context.Context, p *part) {
-	var wait backoff
-	inflight := true // a previous incarnation of this ID cannot exist, but a lost reply can
-	busy := false    // the last pop filled its batch: the queue has a backlog
-	carrying := false
-	setCarrying := func(b bool) {
-		if b != carrying && s.cfg.WaitReplicas == 0 { // else the flusher waits for replicas
-			s.outbox.carrying(b)
+	f := s.newFetcher(ctx, p)
+	defer f.stop()
+	f.next()
+	for !f.ended {
+		select {
+		case g := <-f.granted: // the slots line answered
+			f.onGranted(g)
+		case r := <-f.popped: // a pop or claim returned
+			f.onPopped(r)
+		case m := <-f.moved: // a blocking slice returned
+			f.onMoved(m)
+		case <-f.freed: // a task of this partition finished (at the concurrency limit)
+			f.onWoken()
+		case <-f.timer: // a pause, a rate limit's wait or a backoff ran out
+			f.onWoken()
+		case <-f.done: // shutdown ends a wait; calls out end by themselves
+			f.onWoken()
 		}
-		carrying = b
 	}
-	setBusy := func(b bool) {
-		busy = b
-		setCarrying(b) // a busy fetcher carries the outcomes
+}
+
+// fetcher is the state of one partition's fetch loop (fetch). Only the
+// loop's goroutine reads or changes it; the goroutines that make its
+// calls get their arguments by value and send their results back.
+type fetcher struct {
+	s   *Server
+	p   *part
+	ctx context.Context
+
+	wait     backoff
+	inflight bool // claim before popping: the in-flight list may hold items
+	busy     bool // the last pop filled its batch: the queue has a backlog
+	carrying bool // this fetcher carries the outbox's outcomes in its pops
+	backlog  bool // the last pop filled every slot it had: see slots.owed
+	ended    bool
+
+	// the pop out: the slots it holds, the tasks asked ahead of them,
+	// and whether it claims from the in-flight list
+	n, extra int
+	claiming bool
+	hold     int  // slots held while blocked on an empty queue
+	rejoin   bool // the wait out ends with slots.rejoin
+
+	// events: each has one sender at a time, and a nil channel is never
+	// ready
+	granted chan granted
+	popped  chan popped
+	moved   chan moved
+	freed   <-chan struct{} // p.freed while waiting at the concurrency limit
+	timer   <-chan time.Time
+	done    <-chan struct{} // ctx.Done() while waiting
+	t       *time.Timer
+}
+
+// granted is the slots line's answer: n slots, after a busy fetcher's
+// first try at a batch (first) or after acquire; err ends the fetch.
+type granted struct {
+	n     int
+	first bool
+	err   error
+}
+
+// popped is what a pop or claim returned.
+type popped struct {
+	r   popReply
+	err error
+}
+
+// moved is what a blocking slice returned: got reports that the
+// in-flight list may now hold something to claim.
+type moved struct {
+	got bool
+	err error
+}
+
+func (s *Server) newFetcher(ctx context.Context, p *part) *fetcher {
+	return &fetcher{s: s, p: p, ctx: ctx,
+		inflight: true, // a previous incarnation of this ID cannot exist, but a lost reply can
+		granted:  make(chan granted, 1), popped: make(chan popped, 1), moved: make(chan moved, 1)}
+}
+
+// stop gives back what the fetcher holds when its loop ends: the tasks
+// leased ahead and never started, its backlog and its carrying.
+func (f *fetcher) stop() {
+	f.s.giveBackAhead(f.p)
+	f.setBacklog(false)
+	f.setBusy(false)
+}
+
+// next begins a round, unless ctx ended: a busy fetcher first waits (at
+// most batchWait) for a whole batch of slots, so one round trip carries a
+// full pop and the acks that freed them, and this goroutine wakes once
+// for it; else it waits in line for at least one slot. Slots the line
+// grants at once come without a goroutine to wait for them.
+func (f *fetcher) next() {
+	if f.ctx.Err() != nil {
+		f.ended = true
+		return
 	}
-	defer setBusy(false)
-	backlog := false // the last pop filled every slot it had: see slots.owed
-	setBacklog := func(b bool) {
-		s.slots.backlogged(p.share, backlog, b)
-		backlog = b
+	if !f.busy {
+		f.acquire()
+		return
 	}
-	defer setBacklog(false)
-	defer s.giveBackAhead(p) // what was leased ahead and never started
-	for ctx.Err() == nil {
-		n := 0
-		if busy {
-			// a backlog: wait (at most batchWait) for a whole batch of
-			// slots, so one round trip carries a full pop and the acks
-			// that freed them, and this goroutine wakes once for it
-			n = s.slots.topUp(ctx, p.share, 0, s.cfg.FetchSize, s.cfg.FetchSize, batchWait)
-		}
+	s, ctx, sh, ch, size := f.s, f.ctx, f.p.share, f.granted, f.s.cfg.FetchSize
+	if n, ok := s.slots.tryTopUp(sh, 0, size, size); ok {
+		ch <- granted{n: n, first: true}
+		return
+	}
+	go func() { ch <- granted{n: s.slots.topUp(ctx, sh, 0, size, size, batchWait), first: true} }()
+}
+
+// acquire waits in line for at least one slot, topping a busy fetcher's
+// up to a batch. Until one comes free, which may take as long as a
+// handler runs, the flusher writes what finished: tasks leased ahead took
+// the slots their outcomes freed, and those outcomes must not wait for a
+// pop.
+func (f *fetcher) acquire() {
+	f.setCarrying(false)
+	s, ctx, sh, busy, ch, size := f.s, f.ctx, f.p.share, f.busy, f.granted, f.s.cfg.FetchSize
+	n := s.slots.tryAcquire(sh, size)
+	if n > 0 && (!busy || n >= size) {
+		ch <- granted{n: n}
+		return
+	}
+	go func() {
+		var err error
 		if n == 0 {
-			// no slot came free within batchWait: until one does, which
-			// may take as long as a handler runs, the flusher writes what
-			// finished (tasks leased ahead took the slots their outcomes
-			// freed, and those outcomes must not wait for a pop)
-			setCarrying(false)
-			var err error
-			if n, err = s.slots.acquire(ctx, p.share, s.cfg.FetchSize); err != nil {
-				return
-			}
-			if busy && n < s.cfg.FetchSize {
-				n = s.slots.topUp(ctx, p.share, n, s.cfg.FetchSize, s.cfg.FetchSize, batchWait)
-			}
+			n, err = s.slots.acquire(ctx, sh, size)
 		}
-		if n = s.popHigher(ctx, p, n); n == 0 {
-			// heavier queues took every slot: this fetcher did not pop, so
-			// it carries nothing; the flusher writes the outcomes
-			setBusy(false)
-			setBacklog(false)
-			continue
+		if err == nil && busy && n < size {
+			n = s.slots.topUp(ctx, sh, n, size, size, batchWait)
 		}
-		// tasks leased ahead take the slots first: no round trip
-		if n -= s.startAhead(p, n); n == 0 {
-			continue
-		}
-		claiming := inflight
-		extra := 0
-		if !claiming {
-			extra = s.prefetch(p, n, backlog)
-		}
-		drain(p.freed) // this round trip carries what finished so far
-		r, err := s.dequeue(ctx, p, n, extra, claiming)
-		if err != nil {
-			setBacklog(false)
-			s.slots.release(n)
-			setBusy(false) // the flusher writes the outcomes meanwhile
-			p.lost.lost()
-			s.logRedisError("fetch", err)
-			wait.sleep(ctx)
-			continue
-		}
-		wait.reset()
-		s.redisOK()
-		if p.lost.answered(r) {
-			s.recoverLost(ctx, p)
-		}
-		if claiming {
-			inflight = r.aux > 0
-		}
-		if len(r.tasks) > 0 && s.hooks.afterClaim != nil {
-			s.hooks.afterClaim()
-		}
-		full := len(r.tasks) == n+extra
-		if len(r.tasks) > n {
-			p.ahead.put(r.tasks[n:])
-			if s.hooks.leasedAhead != nil {
-				s.hooks.leasedAhead(len(r.tasks) - n)
-			}
-			r.tasks = r.tasks[:n]
-		}
-		s.start(p, r.tasks)
-		setBacklog(full)
-		setBusy(full && n > 1)
-		n -= len(r.tasks)
-		switch {
-		case len(r.tasks) > 0 || claiming && r.status == codes.PopOK || r.status == codes.PopParked:
-			// more may be waiting: pop (or claim) again at once
-			s.slots.release(n)
-			continue
-		case r.status == codes.PopRate && !claiming:
-			// at the rate limit: wait until the next start is allowed
-			s.slots.release(n)
-			sleepCtx(ctx, min(time.Duration(r.aux)*time.Millisecond, time.Second))
-			s.slots.rejoin(p.share)
-			continue
-		case r.status == codes.PopFull:
-			// at the queue's concurrency limit: look again when a task of
-			// this partition finishes here (the next pop carries its ack,
-			// which frees its hold first) or, for holds of other workers,
-			// shortly
-			s.slots.release(n)
-			waitCtx(ctx, p.freed, s.idlePoll())
-			s.slots.rejoin(p.share)
-			continue
-		case r.status != codes.PopOK:
-			// paused: look again shortly
-			s.slots.release(n)
-			sleepCtx(ctx, s.idlePoll())
-			s.slots.rejoin(p.share)
-			continue
-		}
-		// Empty: block for a slice. With a slot to spare, hold one, so what
-		// arrives starts at once. When other fetchers wait for slots, hold
-		// none: an idle queue must not keep busy ones (or, with strict
-		// priority, lower ones) from running; what arrives meanwhile waits
-		// in this worker's in-flight list for its next slot.
-		hold := min(1, n)
-		if s.slots.contended() {
-			hold = 0
-		}
-		s.slots.park(n, hold)
-		got, err := s.block(ctx, p, r.aux)
-		s.slots.unpark(hold)
-		s.slots.rejoin(p.share)
-		inflight = got
-		if got && err == nil && s.hooks.afterMove != nil {
-			s.hooks.afterMove()
-		}
-		if err != nil && ctx.Err() == nil {
-			s.logRedisError("fetch", err)
-			wait.sleep(ctx)
-		}
+		ch <- granted{n: n, err: err}
+	}()
+}
+
+// onGranted pops with the slots that came: first for heavier queues
+// under strict priority, then for the tasks leased ahead, then in one
+// round trip for the rest, carrying the outcomes that wait.
+func (f *fetcher) onGranted(g granted) {
+	s, p := f.s, f.p
+	switch {
+	case g.first && g.n == 0:
+		f.acquire() // no slot came free within batchWait
+		return
+	case g.err != nil:
+		f.ended = true
+		return
 	}
+	n := s.popHigher(f.ctx, p, g.n)
+	if n == 0 {
+		// heavier queues took every slot: this fetcher did not pop, so
+		// it carries nothing; the flusher writes the outcomes
+		f.setBusy(false)
+		f.setBacklog(false)
+		f.next()
+		return
+	}
+	// tasks leased ahead take the slots first: no round trip
+	if n -= s.startAhead(p, n); n == 0 {
+		f.next()
+		return
+	}
+	f.n, f.claiming, f.extra = n, f.inflight, 0
+	if !f.claiming {
+		f.extra = s.prefetch(p, n, f.backlog)
+	}
+	drain(p.freed) // this round trip carries what finished so far
+	ctx, extra, claiming, ch := f.ctx, f.extra, f.claiming, f.popped
+	go func() {
+		r, err := s.dequeue(ctx, p, n, extra, claiming)
+		ch <- popped{r, err}
+	}()
+}
+
+// onPopped starts what a pop or claim leased and keeps what came ahead
+// of the slots; a failed call releases the slots and backs off.
+func (f *fetcher) onPopped(res popped) {
+	s, p, n := f.s, f.p, f.n
+	if res.err != nil {
+		f.setBacklog(false)
+		s.slots.release(n)
+		f.setBusy(false) // the flusher writes the outcomes meanwhile
+		p.lost.lost()
+		s.logRedisError("fetch", res.err)
+		f.sleep(f.wait.next(), nil, false)
+		return
+	}
+	r := res.r
+	f.wait.reset()
+	s.redisOK()
+	if p.lost.answered(r) {
+		s.recoverLost(f.ctx, p)
+	}
+	if f.claiming {
+		f.inflight = r.aux > 0
+	}
+	if len(r.tasks) > 0 {
+		s.probe.afterClaim()
+	}
+	full := len(r.tasks) == n+f.extra
+	if len(r.tasks) > n {
+		p.ahead.put(r.tasks[n:])
+		s.probe.leasedAhead(len(r.tasks) - n)
+		r.tasks = r.tasks[:n]
+	}
+	s.start(p, r.tasks)
+	f.setBacklog(full)
+	f.setBusy(full && n > 1)
+	f.afterPop(r, n-len(r.tasks))
+}
+
+// afterPop goes on after a pop or claim that started its tasks and left n
+// slots unused, as its status says.
+func (f *fetcher) afterPop(r popReply, n int) {
+	s := f.s
+	switch {
+	case len(r.tasks) > 0 || f.claiming && r.status == codes.PopOK || r.status == codes.PopParked:
+		// more may be waiting: pop (or claim) again at once
+		s.slots.release(n)
+		f.next()
+	case r.status == codes.PopRate && !f.claiming:
+		// at the rate limit: wait until the next start is allowed
+		s.slots.release(n)
+		f.sleep(min(time.Duration(r.aux)*time.Millisecond, time.Second), nil, true)
+	case r.status == codes.PopFull:
+		// at the queue's concurrency limit: look again when a task of
+		// this partition finishes here (the next pop carries its ack,
+		// which frees its hold first) or, for holds of other workers,
+		// shortly
+		s.slots.release(n)
+		f.sleep(s.idlePoll(), f.p.freed, true)
+	case r.status != codes.PopOK:
+		// paused: look again shortly
+		s.slots.release(n)
+		f.sleep(s.idlePoll(), nil, true)
+	default:
+		f.block(n, r.aux)
+	}
+}
+
+// block waits a slice on the empty queue's end shard. With a slot to
+// spare it holds one, so what arrives starts at once. When other
+// fetchers wait for slots it holds none: an idle queue must not keep
+// busy ones (or, with strict priority, lower ones) from running; what
+// arrives meanwhile waits in this worker's in-flight list for its next
+// slot.
+func (f *fetcher) block(n int, shard int64) {
+	s, p, ctx, ch := f.s, f.p, f.ctx, f.moved
+	f.hold = min(1, n)
+	if s.slots.contended() {
+		f.hold = 0
+	}
+	s.slots.park(n, f.hold)
+	go func() {
+		got, err := s.block(ctx, p, shard)
+		ch <- moved{got, err}
+	}()
+}
+
+// onMoved gives back the slot held over a blocking slice, and claims
+// what the slice moved in flight, if anything, next round.
+func (f *fetcher) onMoved(m moved) {
+	s := f.s
+	s.slots.unpark(f.hold)
+	s.slots.rejoin(f.p.share)
+	f.inflight = m.got
+	if m.got && m.err == nil {
+		s.probe.afterMove()
+	}
+	if m.err != nil && f.ctx.Err() == nil {
+		s.logRedisError("fetch", m.err)
+		f.sleep(f.wait.next(), nil, false)
+		return
+	}
+	f.next()
+}
+
+// sleep waits d, or less when freed is signalled or ctx ends; rejoin
+// brings the queue back level with the others afterwards (slots.rejoin).
+func (f *fetcher) sleep(d time.Duration, freed <-chan struct{}, rejoin bool) {
+	f.t = time.NewTimer(d)
+	f.timer, f.freed, f.done, f.rejoin = f.t.C, freed, f.ctx.Done(), rejoin
+}
+
+// onWoken ends a wait and begins the next round.
+func (f *fetcher) onWoken() {
+	f.t.Stop()
+	f.timer, f.freed, f.done = nil, nil, nil
+	if f.rejoin {
+		f.s.slots.rejoin(f.p.share)
+	}
+	f.next()
+}
+
+// setCarrying records whether this fetcher carries the outbox's
+// outcomes in its pops; with WaitReplicas the flusher writes them all,
+// waiting for replicas.
+func (f *fetcher) setCarrying(b bool) {
+	if b != f.carrying && f.s.cfg.WaitReplicas == 0 {
+		f.s.outbox.carrying(b)
+	}
+	f.carrying = b
+}
+
+// setBusy records whether the queue has a backlog; a busy fetcher
+// carries the outcomes.
+func (f *fetcher) setBusy(b bool) {
+	f.busy = b
+	f.setCarrying(b)
+}
+
+// setBacklog records whether the last pop filled every slot it had, for
+// the slots line (slots.backlogged).
+func (f *fetcher) setBacklog(b bool) {
+	f.s.slots.backlogged(f.p.share, f.backlog, b)
+	f.backlog = b
 }
 
 // popHigher, under strict priority, first offers the n slots p's fetcher
@@ -197,23 +378,15 @@ const batchWait = time.Millisecond
 // backoff doubles a wait from 20ms to 1s across consecutive failures.
 type backoff struct{ d time.Duration }
 
-func (b *backoff) sleep(ctx context.Context) {
+func (b *backoff) sleep(ctx context.Context) { sleepCtx(ctx, b.next()) }
+
+// next returns the wait after one more failure.
+func (b *backoff) next() time.Duration {
 	b.d = min(max(b.d*2, 20*time.Millisecond), time.Second)
-	sleepCtx(ctx, b.d)
+	return b.d
 }
 
 func (b *backoff) reset() { b.d = 0 }
-
-// waitCtx waits for a signal on ch, at most d.
-func waitCtx(ctx context.Context, ch <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-ch:
-	case <-t.C:
-	}
-}
 
 // drain clears a pending signal on ch.
 func drain(ch <-chan struct{}) {

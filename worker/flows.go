@@ -72,8 +72,8 @@ func (s *Server) flowsWritten(os []outcome) {
 			forward = forward || o.workflow == ""
 		}
 	}
-	if flowed && s.hooks.afterFlowOutcome != nil {
-		s.hooks.afterFlowOutcome()
+	if flowed {
+		s.probe.afterFlowOutcome()
 	}
 	if forward {
 		select {
@@ -137,8 +137,8 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 			break
 		}
 	}
-	if len(due) > 0 && s.hooks.beforeFlowDeliver != nil {
-		s.hooks.beforeFlowDeliver()
+	if len(due) > 0 {
+		s.probe.beforeFlowDeliver()
 	}
 	if all {
 		// one sweeper per interval is enough: the others skip the homes

@@ -53,9 +53,7 @@ func (s *Server) beat(ctx context.Context) error {
 			waiting[p] = w
 		}
 	}
-	if s.hooks.beforeExtend != nil {
-		s.hooks.beforeExtend()
-	}
+	s.probe.beforeExtend()
 	extends := map[*part]*redis.Cmd{}
 	err = rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 		extend := func(p *part) {

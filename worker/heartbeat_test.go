@@ -29,13 +29,13 @@ func TestHeartbeatAfterAck(t *testing.T) {
 	defer cancel(nil)
 	r := &running{Context: rctx, p: p, task: task, cancel: cancel}
 	s.running.add(r)
-	s.hooks.beforeExtend = func() {
+	s.probe = &probeFuncs{onBeforeExtend: func() {
 		// the handler returns and its ack lands before the extend
 		s.running.remove(r)
 		if _, err := s.writeOnce([]outcome{{p: p, id: task.sid, token: task.token, kind: outcomeAck, delayMS: -1}}); err != nil {
 			t.Error(err)
 		}
-	}
+	}}
 	must(t, s.beat(ctx))
 	if cause := context.Cause(rctx); cause != nil {
 		t.Fatalf("the finished task's context was cancelled: %v", cause)

@@ -95,9 +95,7 @@ func (s *Server) flush(stop <-chan struct{}) {
 		if gather {
 			sleepUntil(stop, batchWait)
 		}
-		if s.hooks.beforeTake != nil {
-			s.hooks.beforeTake(false)
-		}
+		s.probe.beforeTake(false)
 		batch := s.outbox.takeUncarried(maxOutcomeBatch)
 		gather = len(batch) > 1
 		if len(batch) > 0 {

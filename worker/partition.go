@@ -85,9 +85,7 @@ type popReply struct {
 func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bool) (popReply, error) {
 	var carry []outcome
 	if s.cfg.WaitReplicas == 0 { // else the flusher writes them, waiting for replicas
-		if s.hooks.beforeTake != nil {
-			s.hooks.beforeTake(true)
-		}
+		s.probe.beforeTake(true)
 		carry = s.outbox.take(maxOutcomeBatch)
 	}
 	groups := groupOutcomes(carry)

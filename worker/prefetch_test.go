@@ -60,11 +60,11 @@ func newAheadRig(t *testing.T, cfg Config, holds int64, hold func(ctx context.Co
 	cfg.Concurrency = 2
 	s, err := NewServer(r.b.rdb, r.b.config(t, cfg), r.rec)
 	must(t, err)
-	s.hooks.beforeExtend = func() {
+	s.probe = &probeFuncs{onBeforeExtend: func() {
 		if f := r.beforeExtend.Load(); f != nil {
 			(*f)()
 		}
-	}
+	}}
 	r.s = s
 	must(t, s.Start(ctx))
 	return r
@@ -146,7 +146,7 @@ func TestPrefetch(t *testing.T) {
 		s, err := NewServer(b.rdb, b.config(t, cfg), rec)
 		must(t, err)
 		var leased atomic.Int64
-		s.hooks.leasedAhead = func(n int) { leased.Add(int64(n)) }
+		s.probe = &probeFuncs{onLeasedAhead: func(n int) { leased.Add(int64(n)) }}
 		must(t, s.Start(ctx))
 		t.Cleanup(func() { _ = s.Shutdown(ctx) })
 		waitFor(t, 20*time.Second, "every task", func() bool { return rec.total() >= tasks })

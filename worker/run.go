@@ -141,9 +141,7 @@ func (s *Server) run(p *part, l leased) {
 	var o outcome
 	switch {
 	case err == nil:
-		if s.hooks.beforeAck != nil {
-			s.hooks.beforeAck()
-		}
+		s.probe.beforeAck()
 		o = outcome{p: p, id: t.sid, token: t.token, kind: outcomeAck, retentionMS: t.retention.Milliseconds(), unique: t.unique, flow: t.flow}
 		o.workflow, o.node = s.flowTarget(t.flow)
 	case errors.Is(context.Cause(ctx), ErrShutdown):

@@ -34,7 +34,7 @@ type Server struct {
 	log     *slog.Logger
 	slots   *slots
 	running registry
-	hooks   hooks
+	probe   probe      // test seams; noProbe outside tests
 	cron    *Scheduler // nil without Schedules
 	// quietRedis ends the routing of go-redis's log lines to log
 	quietRedis func()
@@ -95,6 +95,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		rdb: rdb, cfg: cfg, handler: recovering(chain(recovering(h), cfg.Middleware)),
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
 		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
+		probe:   noProbe{},
 		running: registry{all: map[*running]struct{}{}},
 		lstate:  layoutState{emptySince: map[string]drainLook{}},
 		codec:   (*config.Config)(&cfg.Config).Codec(),

@@ -158,9 +158,7 @@ func (s *slots) rejoin(sh *share) {
 // acquire waits for at least one slot and takes up to want, for sh.
 func (s *slots) acquire(ctx context.Context, sh *share, want int) (int, error) {
 	s.mu.Lock()
-	if s.free > 0 && len(s.waiters) == 0 && !s.owed(sh) {
-		n := s.take(sh, min(s.free, want))
-		s.free -= n
+	if n := s.acquireNow(sh, want); n > 0 {
 		s.mu.Unlock()
 		return n, nil
 	}
@@ -191,20 +189,10 @@ func (s *slots) topUp(ctx context.Context, sh *share, n, min, want int, wait tim
 		return n
 	}
 	s.mu.Lock()
-	// slots held by fetchers blocked on idle queues stay held for a
-	// blocking slice: a batch that counted on them would wait out its
-	// whole wait at every pop
-	if reach := max(1, s.size-s.idle); min > reach {
-		min = reach
-	}
-	if len(s.waiters) == 0 && s.free >= min-n && !s.owed(sh) {
-		n += s.take(sh, s.takeFree(want-n))
+	n, min, done := s.topUpNow(sh, n, min, want)
+	if done {
 		s.mu.Unlock()
 		return n
-	}
-	if n >= min {
-		s.mu.Unlock()
-		return n // enough for a batch already; the others in line come first
 	}
 	w := s.join(sh, min-n, want-n, true)
 	s.mu.Unlock()
@@ -228,6 +216,53 @@ func (s *slots) topUp(ctx context.Context, sh *share, n, min, want int, wait tim
 	}
 	s.grant()
 	return n
+}
+
+// tryAcquire takes up to want slots for sh when acquire would take them
+// without waiting, and returns how many: 0 when acquire would wait.
+func (s *slots) tryAcquire(sh *share, want int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acquireNow(sh, want)
+}
+
+// acquireNow is acquire's part that does not wait; s.mu is held.
+func (s *slots) acquireNow(sh *share, want int) int {
+	if s.free == 0 || len(s.waiters) > 0 || s.owed(sh) {
+		return 0
+	}
+	n := s.take(sh, min(s.free, want))
+	s.free -= n
+	return n
+}
+
+// tryTopUp is topUp when it would not wait: it reports whether it
+// returned (done), with the slots held then.
+func (s *slots) tryTopUp(sh *share, n, min, want int) (int, bool) {
+	if n >= want {
+		return n, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, _, done := s.topUpNow(sh, n, min, want)
+	return n, done
+}
+
+// topUpNow is topUp's part that does not wait: it returns the slots held,
+// the batch to wait for, and whether topUp is done without waiting; s.mu
+// is held.
+func (s *slots) topUpNow(sh *share, n, min, want int) (int, int, bool) {
+	// slots held by fetchers blocked on idle queues stay held for a
+	// blocking slice: a batch that counted on them would wait out its
+	// whole wait at every pop
+	if reach := max(1, s.size-s.idle); min > reach {
+		min = reach
+	}
+	if len(s.waiters) == 0 && s.free >= min-n && !s.owed(sh) {
+		return n + s.take(sh, s.takeFree(want-n)), min, true
+	}
+	// with enough for a batch already, the others in line come first
+	return n, min, n >= min
 }
 
 // takeFree removes up to k free slots and returns how many; s.mu is held.

@@ -231,3 +231,47 @@ func TestSlotsTopUpBesideIdle(t *testing.T) {
 		t.Fatalf("after the block: %d free, %d held; want 1 and 0", s.free, s.idle)
 	}
 }
+
+// TestSlotsTry: tryAcquire and tryTopUp take what acquire and topUp take
+// without waiting, and take nothing, leaving the line as it was, where
+// those would wait.
+func TestSlotsTry(t *testing.T) {
+	s := newSlots(8, false)
+	sh := &share{weight: 1}
+	if n := s.tryAcquire(sh, 6); n != 6 {
+		t.Fatalf("tryAcquire with 8 free: %d, want 6", n)
+	}
+	if n, ok := s.tryTopUp(sh, 0, 8, 8); ok || n != 0 {
+		t.Fatalf("tryTopUp for 8 with 2 free: %d, %v; want it to wait", n, ok)
+	}
+	if n, ok := s.tryTopUp(sh, 6, 8, 8); !ok || n != 8 {
+		t.Fatalf("tryTopUp from 6 to 8 with 2 free: %d, %v; want 8", n, ok)
+	}
+	if n := s.tryAcquire(sh, 1); n != 0 {
+		t.Fatalf("tryAcquire with none free: %d, want 0", n)
+	}
+	if n, ok := s.tryTopUp(sh, 8, 8, 8); !ok || n != 8 {
+		t.Fatalf("tryTopUp holding all it wants: %d, %v", n, ok)
+	}
+	s.release(8)
+	// one waits in line: the others queue behind it
+	s.mu.Lock()
+	w := s.join(sh, 9, 9, true)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.leave(w)
+		s.mu.Unlock()
+	}()
+	if n := s.tryAcquire(sh, 1); n != 0 {
+		t.Fatalf("tryAcquire behind a waiter: %d, want 0", n)
+	}
+	if n, ok := s.tryTopUp(sh, 0, 4, 4); ok || n != 0 {
+		t.Fatalf("tryTopUp behind a waiter: %d, %v; want it to wait", n, ok)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free != 8 || len(s.waiters) != 1 {
+		t.Fatalf("after the tries: %d free, %d waiting; want 8 and 1", s.free, len(s.waiters))
+	}
+}
