@@ -20,7 +20,7 @@
   pending task has a record only when it ran before (attempts, last
   error) ]]
 --@include sharded
---@include msgid
+--@include msg_head
 --@include fair
 local prefix, limit = ARGV[1], tonumber(ARGV[5])
 local TURNS = '\0' -- the marker's key for the tasks placed in turns

@@ -1,6 +1,6 @@
 --@include codes
 --@include sharded
---@include msgid
+--@include msg_head
 --@include record
 --@include fair
 -- Limits of a partition T, kept in T:limits so a change applies at the next

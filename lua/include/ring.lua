@@ -1,5 +1,5 @@
 --@include codes
---@include msgid
+--@include msg_head
 --@include sharded
 -- The ring of fair queues. A task with a concurrency key does not wait in
 -- its partition's pending list: it is placed in the list of its turn
