@@ -2,6 +2,7 @@
 --[[ fair_keys: a page of partition T's concurrency keys, the keys with the
   most tasks waiting first (include/fair.lua), after a marker; or one key.
   KEYS[1] T:fz  KEYS[2] T:keyactive  KEYS[3] T:fw  KEYS[4] T:fp  KEYS[5] T:fk
+  KEYS[6] T:limits  KEYS[7] T:active  KEYS[8] T:msg
   ARGV[1] the key to read alone ("" = a page)  ARGV[2] marker: the last
   key's tasks waiting ("" = from the top)  ARGV[3] marker: the last key
   ARGV[4] limit
