@@ -15,7 +15,7 @@ var unsplitIncludes = map[string]bool{
 	"feed": true, "flowhome": true, "idclaim": true, "keydepth": true, "lease": true,
 	"limits": true, "pending": true, "pendingref": true, "record": true, "sharded": true,
 	"stats": true, "taskset": true, "taskview": true, "time": true, "unique": true,
-	"workflow": true, "zpos": true,
+	"zpos": true,
 }
 
 // TestIncludeShape: an include defines at most one function, named after
