@@ -6,11 +6,11 @@
   The task's message and record go; its entry in the recent feed stays, as
   for any task that left. A uniqueness lock the task holds is released.
   Pending and active tasks are not touched. A flow task's flow is told it
-  is dead (include/flowmsg.lua).
+  is dead (include/flow_deleted.lua).
   Returns: one code per task: 1 deleted, 0 not in those states ]]
 --@include taskset
---@include flowmsg
---@include msgid
+--@include flow_deleted
+--@include msg_head
 --@include record
 --@include keydepth
 --@include unique

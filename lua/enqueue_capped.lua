@@ -20,7 +20,7 @@
   call's count: the check errs towards refusing. ]]
 --@include codes
 --@include depth
---@include msgid
+--@include msg_head
 --@include closed
 local HEADER = 5
 local part, parts = tonumber(ARGV[1]), tonumber(ARGV[2])

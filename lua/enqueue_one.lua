@@ -62,7 +62,7 @@ local len
 if type(rank) == 'number' and rank > 1 then
   -- an unkeyed task in the layout every generated ID has: a short array, a
   -- short ID, then "" or, in a compact message (0x91, 0x92), no key at all
-  -- (the test include/pendingref.lua's msg_keyed makes first). A task with
+  -- (include/msgpack_short_head.lua, the test msg_keyed makes first). A task with
   -- a key waits in its turn or its key's list (include/fair.lua), below.
   local b, b2 = string.byte(msg, 1, 2)
   -- the byte after a short ID: the key's header, or a compact message's type's
@@ -82,6 +82,7 @@ end
 --@include sharded
 --@include feed
 --@include pendingref
+--@include msg_keyed
 --@include closed
 --@include fair
 local T = string.sub(KEYS[1], 1, -6) -- T:feed less ":feed"

@@ -18,7 +18,8 @@
 --@include limits
 --@include feed
 --@include stats
---@include flowmsg
+--@include msg_unique
+--@include msg_flow
 --@include unique
 local now = now_ms(ARGV[2])
 local codes, held = {}, {}

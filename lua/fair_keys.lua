@@ -2,6 +2,7 @@
 --[[ fair_keys: a page of partition T's concurrency keys, the keys with the
   most tasks waiting first (include/fair.lua), after a marker; or one key.
   KEYS[1] T:fz  KEYS[2] T:keyactive  KEYS[3] T:fw  KEYS[4] T:fp  KEYS[5] T:fk
+  KEYS[6] T:limits  KEYS[7] T:active  KEYS[8] T:msg
   ARGV[1] the key to read alone ("" = a page)  ARGV[2] marker: the last
   key's tasks waiting ("" = from the top)  ARGV[3] marker: the last key
   ARGV[4] limit
@@ -64,7 +65,7 @@ end
 local weights = redis.call('HMGET', KEYS[3], unpack(keys))
 local paused = redis.call('SMISMEMBER', KEYS[4], unpack(keys))
 local lists = redis.call('HMGET', KEYS[5], unpack(keys))
-local placed = redis.call('HMGET', T .. ':fa', unpack(keys))
+local placed = redis.call('HMGET', T .. FAIR.placed, unpack(keys))
 local t = turns_lib()
 local cur, popped = t.get(T)
 local out = {}

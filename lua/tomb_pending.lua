@@ -4,14 +4,14 @@
   not searched for: its ID goes into T:tomb, and the dequeue that reaches it
   drops it instead of leasing it (include/lease.lua, dequeue_reply). Its
   recent-feed copy goes now, and its uniqueness lock; a flow task's flow
-  is told now that it is dead (include/flowmsg.lua).
+  is told now that it is dead (include/flow_deleted.lua).
   KEYS[1] T:tomb  KEYS[2] T:state  KEYS[3] T:active  KEYS[4] T:feed:msg
   ARGV[1] T  ARGV[2] task ID
   Returns: 1 marked for deletion, 0 not pending (running, finished,
   scheduled or retrying, already deleted, or not in the recent feed) ]]
 --@include record
---@include flowmsg
---@include msgfields
+--@include msg_unique
+--@include flow_deleted
 --@include pendingref
 --@include unique
 local T, id = ARGV[1], ARGV[2]

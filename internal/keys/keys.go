@@ -171,7 +171,7 @@ func (p Partition) KeyDepth() string { return p.T + ":kdepth" }
 func (p Partition) Cancel() string { return p.T + ":cancel" }
 
 // FairRing is the ring of concurrency keys whose tasks may start, in turn
-// order (lua/include/fair.lua has the fair queue's other keys).
+// order (lua/include/fair_layout.lua names the fair queue's other keys).
 func (p Partition) FairRing() string { return p.T + ":fr" }
 
 // FairDue is the zset key -> when its KeyRate lets it start again.

@@ -3,6 +3,9 @@ package script
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/scriptsrc"
+	_ "github.com/shardq/shardq/lua" // sets scriptsrc.FS
 )
 
 // TestEveryScriptLoads compiles every embedded script in a real Redis, so a
@@ -105,5 +110,56 @@ func TestLoadAllSendsOnlyMissing(t *testing.T) {
 	srv.Kill(t)
 	if err := LoadAll(ctx, rdb); err == nil || !strings.Contains(err.Error(), "lua: ask for") {
 		t.Fatalf("LoadAll with the server gone: %v, want the ask's error", err)
+	}
+}
+
+// TestContractsNameKeysAndArgs: every KEYS[n] and ARGV[n] a script's body
+// reads is named in its contract, alone or in a range (ARGV[5..]), unless
+// the contract gives another script's ("KEYS: enqueue.lua's"), so a reader
+// learns a call's keys and arguments from its head.
+func TestContractsNameKeysAndArgs(t *testing.T) {
+	t.Parallel()
+	files, err := fs.Glob(scriptsrc.FS, "*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`(KEYS|ARGV)\[(\d+)(\.\.(\d*))?\]`)
+	used := regexp.MustCompile(`(KEYS|ARGV)\[(\d+)\]`)
+	for _, file := range files {
+		b, err := fs.ReadFile(scriptsrc.FS, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, body, ok := strings.Cut(string(b), "]]")
+		if !ok {
+			t.Errorf("%s: no contract", file)
+			continue
+		}
+		type span struct{ lo, hi int }
+		spans := map[string][]span{}
+		for _, m := range named.FindAllStringSubmatch(head, -1) {
+			lo, _ := strconv.Atoi(m[2])
+			hi := lo
+			if m[3] != "" {
+				hi = 1 << 30
+				if m[4] != "" {
+					hi, _ = strconv.Atoi(m[4])
+				}
+			}
+			spans[m[1]] = append(spans[m[1]], span{lo, hi})
+		}
+		for _, m := range used.FindAllStringSubmatch(body, -1) {
+			if strings.Contains(head, m[1]+": ") && strings.Contains(head, ".lua's") {
+				continue // another script's, named there
+			}
+			n, _ := strconv.Atoi(m[2])
+			covered := false
+			for _, s := range spans[m[1]] {
+				covered = covered || s.lo <= n && n <= s.hi
+			}
+			if !covered {
+				t.Errorf("%s reads %s, which its contract does not name", file, m[0])
+			}
+		}
 	}
 }

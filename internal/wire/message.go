@@ -16,7 +16,7 @@ import (
 // header 0x91 (msgpack payload) or 0x92 (raw payload), the ID and the type
 // as msgpack strings, then the payload's bytes to the end, unframed. No
 // full message has fewer than 3 fields, so the first byte tells the forms
-// apart, and a reader of the ID (HeadID, include/msgid.lua) reads both
+// apart, and a reader of the ID (HeadID, include/msg_head.lua) reads both
 // alike. A plain task's message is 5 bytes shorter: no key, Raw or
 // MaxRetry fields and no payload header.
 type Message struct {
@@ -231,7 +231,7 @@ func DecodeMessage(b []byte) (*Message, error) {
 }
 
 // HeadID returns the task ID a message opens with, read the way the Lua
-// scripts read it (include/msgid.lua): an array, then a non-empty string
+// scripts read it (include/msg_head.lua): an array, then a non-empty string
 // of at most 65,535 bytes. It reports false for a message that does not
 // open that way; scripts lease such a message under a "bad:" ID of their
 // own and say so.

@@ -281,7 +281,7 @@ func TestDecodeFastRejectsGarbage(t *testing.T) {
 	}
 }
 
-// TestHeadID reads IDs the way include/msgid.lua does: fix, 16- and 32-bit
+// TestHeadID reads IDs the way include/msg_head.lua does: fix, 16- and 32-bit
 // array headers, then a fix, 8- or 16-bit string that is not empty.
 func TestHeadID(t *testing.T) {
 	long := strings.Repeat("x", 300)

@@ -1,6 +1,7 @@
 --@include sharded
 --@include feed
 --@include pendingref
+--@include msg_keyed
 --@include fair
 -- pending_store writes new tasks of partition T, whose shards hold size
 -- items and whose feed keeps cap members: keyed holds the messages

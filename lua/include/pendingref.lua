@@ -1,4 +1,4 @@
---@include msgid
+--@include msg_head
 --@include sharded
 -- A task enqueue.lua pushed pending without a concurrency key (by the plain
 -- path or the checked one) has no copy of its message in T:feed:msg: its
@@ -10,19 +10,6 @@
 -- look through at most PENDING_LOOKUP_SHARDS shards from there.
 
 local PENDING_LOOKUP_SHARDS = 8
-
--- msg_keyed reports whether a message has a concurrency key: such a task
--- may be parked (T:k:<key>) away from the shards, so it keeps its copy.
--- enqueue_one.lua repeats its first test inline, before any include.
-local function msg_keyed(m)
-  local b, b2 = string.byte(m, 1, 2)
-  if b and b >= 0x90 and b <= 0x9f and b2 and b2 > 0xa0 and b2 <= 0xbf then
-    local nb = string.byte(m, b2 - 0xa0 + 3)
-    if nb == 0xa0 or (nb and b <= 0x92) then return false end -- compact: no key
-  end
-  local _, key = msg_head(m)
-  return key ~= ''
-end
 
 -- pending_index records the rolls sharded_push returned ({i, n, ...}) for
 -- items whose first feed rank is first.

@@ -1,0 +1,7 @@
+--@include fair_layout
+-- turns_mark puts key's marker after its last placed task, once.
+local function turns_mark(T, key, a)
+  if a.mk then return end
+  redis.call('RPUSH', T .. FAIR.turn_list .. a.lr, FAIR.mark .. key)
+  a.mk = true
+end

@@ -1,0 +1,51 @@
+--@include wf_parse
+--@include wf_succeed
+-- wf_acked applies the successes of run r's acked nodes, r.acked, the
+-- k-th the task ids[r.at[k]] with result results[r.at[k]] (false:
+-- none). Their states and children lists come in one call per 500
+-- nodes, and an enqueued node, the common case, takes the steps of
+-- succeed inline, with no entry made twice nor call per node. Any
+-- other node goes through succeed.
+local function wf_acked(r, ids, results)
+  local xs, at, nodes = r.acked, r.at, r.nodes
+  local fan, ok, kv = r.fan, 0, r.kv
+  local nk = #kv
+  for i = 1, #xs, 500 do
+    local last = math.min(i + 499, #xs)
+    local fields, f = {}, 0
+    for k = i, last do
+      local x = xs[k]
+      fields[f + 1], fields[f + 2] = WF_FIELD.state .. x, WF_FIELD.children .. x
+      f = f + 2
+    end
+    local v = redis.call('HMGET', r.W, unpack(fields))
+    for k = i, last do
+      local j = 2 * (k - i) + 1
+      local x, st, cs = xs[k], v[j], v[j + 1] or false
+      local result = results[at[k]] or ''
+      if st == WF_STATE.enqueued and nodes[x] == nil then
+        nodes[x] = SUCCEEDED
+        kv[nk + 1], kv[nk + 2] = fields[j], WF_STATE.succeeded
+        nk = nk + 2
+        ok = ok + 1
+        if result ~= '' then
+          kv[nk + 1], kv[nk + 2] = WF_FIELD.result .. x, result
+          nk = nk + 2
+        end
+        if cs then
+          local nf = #fan
+          fan[nf + 1], fan[nf + 2], fan[nf + 3], fan[nf + 4] = x, WF_STATE.enqueued, WF_STATE.succeeded, cs
+        end
+      else
+        if nodes[x] == nil then
+          local n = st and wf_parse(st, fields[j]) or false
+          if n then n[5] = cs end
+          nodes[x] = n
+        end
+        wf_succeed(r, x, ids[at[k]], result)
+        nk = #kv -- succeed may add writes
+      end
+    end
+  end
+  r.ok = r.ok + ok
+end

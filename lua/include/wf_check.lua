@@ -1,0 +1,23 @@
+-- wf_check finishes the workflow when no node is open (its state: failed
+-- when a node is dead or failed, else succeeded, unless cancelled), and
+-- sets its retention; a finished one a retried node opened again runs
+-- again.
+local function wf_check(W, now)
+  local f = redis.call('HMGET', W, 'state', 'open', 'bad', 'finished', 'ret')
+  if tonumber(f[2]) > 0 then
+    if f[4] ~= '0' then
+      redis.call('HSET', W, 'finished', 0, 'state', f[1] == 'cancelled' and 'cancelled' or 'running')
+      redis.call('PERSIST', W)
+    end
+    return
+  end
+  local state = f[1]
+  if state ~= 'cancelled' then state = tonumber(f[3]) > 0 and 'failed' or 'succeeded' end
+  -- a finished workflow changes state only when a retried node that
+  -- reopened nothing succeeded: failed becomes succeeded
+  if f[4] ~= '0' and state == f[1] then return end
+  redis.call('HSET', W, 'finished', now, 'state', state)
+  if state == 'succeeded' then redis.call('HSET', W, 'why', '', 'why_node', '', 'why_id', '') end
+  local ret = tonumber(f[5])
+  if ret > 0 then redis.call('PEXPIRE', W, ret) end
+end

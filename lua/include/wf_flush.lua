@@ -1,0 +1,41 @@
+--@include wf_stored
+--@include wf_spread
+--@include wf_chunks
+--@include wf_push
+-- wf_flush writes what run r changed.
+local function wf_flush(r)
+  -- a cancel sets states without a run
+  wf_spread(r)
+  -- the shared entries' states first: a node moved again is in order
+  local kv, order = r.kv, r.order
+  local nodes, k = r.nodes, #r.kv
+  r.kv = {}
+  for i = 1, #order do
+    local x = order[i]
+    local n = nodes[x]
+    local v = n[1]
+    if WAITS[v] then v = wf_stored(n) end
+    kv[k + 1], kv[k + 2] = n[6] or WF_FIELD.state .. x, v
+    k = k + 2
+    n[7] = nil
+  end
+  wf_chunks('HSET', r.W, kv, 1000)
+  if r.ok > 0 then
+    -- successes succeed tallied: from p, open, to s
+    r.open = r.open - r.ok
+    r.counts[WF_STATE.enqueued] = (r.counts[WF_STATE.enqueued] or 0) - r.ok
+    r.counts[WF_STATE.succeeded] = (r.counts[WF_STATE.succeeded] or 0) + r.ok
+    r.ok = 0
+  end
+  if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
+  if r.bad ~= 0 then redis.call('HINCRBY', r.W, 'bad', r.bad) end
+  for st, d in pairs(r.counts) do
+    if d ~= 0 then redis.call('HINCRBY', r.W, 'cnt_' .. st, d) end
+  end
+  wf_chunks('HDEL', r.W, r.gone, 1000)
+  for _, g in ipairs(r.pushed) do wf_push(r, g) end
+  wf_chunks('ZADD', r.H .. ':out', r.out, 1000)
+  wf_chunks('HSET', r.H .. ':outmsg', r.outmsg, 1000)
+  r.order, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, 0, 0, {}
+  r.push, r.pushed, r.lastg = {}, {}, nil
+end

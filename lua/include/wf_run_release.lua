@@ -1,0 +1,39 @@
+--@include wf_split
+--@include wf_add
+--@include wf_release
+--@include wf_run_fields
+-- wf_run_release sends released nodes rel[k..last] on their way: a task
+-- that is a wire.NodeTask into its partition's push (wf_add); any other
+-- by its route (wf_release), read with the tasks without dr, and in one
+-- more call for those that need it with dr.
+local function wf_run_release(r, rel, k, last)
+  local width = r.size and 1 or 2
+  local v = redis.call('HMGET', r.W, unpack(wf_run_fields(r, rel, k, last, width)))
+  local routed, nr = {}, 0
+  for j = k, last do
+    local f = width * (j - k) + 1
+    local e = v[f]
+    if not e then
+      -- released before: its task went out then. Pushing nothing
+      -- here would leave the counts wrong; no write of this run is
+      -- made yet but the pushes of earlier chunks
+      error('workflow ' .. r.W .. ': node ' .. rel[j] .. ' released twice: its task (' .. WF_FIELD.task .. rel[j] .. ') is gone', 0)
+    end
+    local id, queue, part, msg
+    if width == 1 and e then id, queue, part, msg = wf_split(e) end
+    if id then
+      wf_add(r, rel[j], id, queue, part, msg, 0, false, false)
+    elseif width == 2 then
+      wf_release(r, rel[j], v[f + 1], e, r.ats)
+    else
+      routed[nr + 1], routed[nr + 2] = rel[j], e
+      nr = nr + 2
+    end
+  end
+  if nr > 0 then
+    local ms = {}
+    for i = 1, nr, 2 do ms[#ms + 1] = WF_FIELD.route .. routed[i] end
+    local mv = redis.call('HMGET', r.W, unpack(ms))
+    for i = 1, nr, 2 do wf_release(r, routed[i], mv[(i + 1) / 2], routed[i + 1], r.ats) end
+  end
+end

@@ -1,0 +1,48 @@
+--@include wf_dirty
+--@include wf_set
+--@include wf_count_freed
+--@include wf_settings
+-- wf_run_round evaluates the queued nodes work[i..last], read: a node
+-- waiting, failed or skipped takes the state its counters give, and one
+-- whose parents all allow it is released (queued in r.rel), unless the
+-- workflow was cancelled, which cancels it instead.
+local function wf_run_round(r, i, last)
+  local work, rel, nodes = r.work, r.rel, r.nodes
+  -- waiting nodes released: their moves from waiting to enqueued, counted
+  -- at the end
+  local freed = 0
+  for j = i, last do
+    local x = work[j]
+    local n = nodes[x]
+    if n and WAITS[n[1]] then
+      local st, new = n[1], WF_STATE.enqueued
+      if n[3] > 0 then
+        new = WF_STATE.failed
+      elseif n[2] > 0 then
+        new = WF_STATE.waiting
+      elseif n[4] > 0 then
+        new = WF_STATE.skipped
+      end
+      if new == WF_STATE.enqueued then
+        -- a cancelled workflow releases nothing: a node it frees is cancelled
+        if r.cancelled == nil then wf_settings(r) end
+        if r.cancelled then new = WF_STATE.cancelled end
+      end
+      if new ~= st then
+        if new == WF_STATE.enqueued then
+          rel[#rel + 1] = x
+        end
+        if new == WF_STATE.enqueued and st == WF_STATE.waiting then
+          -- what wf_set does for waiting to enqueued, the common case:
+          -- nothing changes for its children, nor the open and bad counts
+          n[1] = WF_STATE.enqueued
+          wf_dirty(r, x)
+          freed = freed + 1
+        else
+          wf_set(r, x, n, new)
+        end
+      end
+    end
+  end
+  wf_count_freed(r, freed)
+end
