@@ -242,14 +242,14 @@ func TestMaxDepth(t *testing.T) {
 	t.Run("LimitInfoShowsIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7, KeyRate: 3}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7, GroupRate: 3}))
 		for _, o := range []Option{In("q"), ProcessIn(time.Hour)} {
 			_, err := b.client.Enqueue(ctx, NewRawTask("t", nil), In("q"), o)
 			must(t, err)
 		}
 		li, err := b.insp.LimitInfo(ctx, "q")
 		must(t, err)
-		if li.Limits.MaxDepth != 7 || li.Limits.KeyRate != 3 || li.Limits.Per != time.Second || li.Depth != 2 {
+		if li.Limits.MaxDepth != 7 || li.Limits.GroupRate != 3 || li.Limits.Per != time.Second || li.Depth != 2 {
 			t.Fatalf("LimitInfo = %+v, want MaxDepth 7, KeyRate 3 per second, depth 2", li)
 		}
 	})
@@ -340,13 +340,13 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	keyed := func(key string, opts ...Option) *Task {
-		return NewRawTask("t", nil, append([]Option{In("q"), ConcurrencyKey(key)}, opts...)...)
+		return NewRawTask("t", nil, append([]Option{In("q"), Group(key)}, opts...)...)
 	}
 
 	t.Run("KeyOverItIsRefusedOthersGetIn", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 2}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 2}))
 		_, err := b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("a", ProcessIn(time.Hour))})
 		must(t, err)
 		_, err = b.client.Enqueue(ctx, keyed("a"))
@@ -374,7 +374,7 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Run("NeverExceededBy16Producers", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 50}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 50}))
 		var ok, full atomic.Int64
 		var wg sync.WaitGroup
 		for range 16 {
@@ -404,7 +404,7 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Run("CountsGoWithTheLimit", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 1}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 1}))
 		_, err := b.client.Enqueue(ctx, keyed("a"))
 		must(t, err)
 		must(t, b.insp.SetLimits(ctx, "q", Limits{}))
@@ -412,7 +412,7 @@ func TestKeyMaxDepth(t *testing.T) {
 			t.Fatal("the per-key depths outlive KeyMaxDepth")
 		}
 		// set again: what was enqueued before is not counted
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 1}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 1}))
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			// the client may still believe there is no limit for a second:
@@ -436,7 +436,7 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Run("BadValueRefused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		if err := b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: -1}); !errors.Is(err, ErrInvalidOption) {
+		if err := b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: -1}); !errors.Is(err, ErrInvalidOption) {
 			t.Fatalf("KeyMaxDepth -1: %v, want ErrInvalidOption", err)
 		}
 	})

@@ -247,7 +247,7 @@ func TestEnqueueOneHandsOver(t *testing.T) {
 	for i := range 40 {
 		opts := []Option{In("q")}
 		if i%10 == 4 { // odd ranks: no trim due
-			opts = append(opts, ConcurrencyKey("tenant"))
+			opts = append(opts, Group("tenant"))
 		}
 		in, err := b.client.Enqueue(ctx, NewRawTask("t", []byte(fmt.Sprint("p", i)), opts...))
 		must(t, err)

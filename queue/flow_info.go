@@ -80,7 +80,7 @@ type ChainState string
 const (
 	ChainRunning ChainState = "running" // a link is enqueued or running
 	ChainStopped ChainState = "stopped" // a link went dead; retrying it resumes the chain
-	ChainDone    ChainState = "done"    // every link succeeded
+	ChainSucceeded    ChainState = "done"    // every link succeeded
 )
 
 // LinkState is where one link of a chain is.

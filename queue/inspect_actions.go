@@ -52,14 +52,14 @@ var runAction = &action{
 var deleteAction = &action{
 	verb:   "delete",
 	script: script.DeleteTasks,
-	states: []State{StateScheduled, StateRetry, StateDead, StateDone},
+	states: []State{StateScheduled, StateRetry, StateDead, StateSucceeded},
 	keys: func(k keys.Partition) []string {
 		return []string{k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Msg(), k.State(), k.FeedMsg(), k.Expire()}
 	},
 	args: func(i *Inspector, k keys.Partition, tasks []*TaskInfo) []any {
 		args := []any{k.T}
 		for _, t := range tasks {
-			args = append(args, wire.StoredID(t.ID), t.UniqueKey)
+			args = append(args, wire.StoredID(t.ID), t.UniqueBy)
 		}
 		return args
 	},

@@ -130,7 +130,7 @@ func stateSet(s State) (func(keys.Partition) string, error) {
 		return keys.Partition.Retry, nil
 	case StateDead:
 		return keys.Partition.Dead, nil
-	case StateDone:
+	case StateSucceeded:
 		return keys.Partition.Done, nil
 	case stateRecent:
 		return keys.Partition.Feed, nil
@@ -204,7 +204,7 @@ func parseReply(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 		}
 		l := listed{task: ti, marker: score + "," + wire.PublicID(id)}
 		switch q.State {
-		case stateRecent, StateDead, StateDone:
+		case stateRecent, StateDead, StateSucceeded:
 			ti.Rank = int64(parseScore(score))
 			l.score = float64(ti.EnqueuedAt.UnixMilli())
 			if q.State != stateRecent {

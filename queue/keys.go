@@ -19,10 +19,10 @@ import (
 // of a key.
 const maxKeyWeight = 1000
 
-// KeyInfo is what runs and waits for one concurrency key.
-type KeyInfo struct {
-	// Key is the concurrency key; "" in LimitInfo.Keys, whose map names it.
-	Key string
+// GroupInfo is what runs and waits for one concurrency key.
+type GroupInfo struct {
+	// Group is the concurrency key; "" in LimitInfo.Keys, whose map names it.
+	Group string
 	// Running is how many of the key's tasks are leased, as QueueInfo.Active
 	// counts them. Under a KeyConcurrency it is what the limit counts: the
 	// tasks leased while it was set. Without one it is counted among the
@@ -38,9 +38,9 @@ type KeyInfo struct {
 	Paused bool
 }
 
-// KeyQuery selects a page of a queue's concurrency keys, the keys with
+// GroupQuery selects a page of a queue's concurrency keys, the keys with
 // the most tasks waiting first.
-type KeyQuery struct {
+type GroupQuery struct {
 	Queue string
 	// After is the marker: the Next of the previous page ("" = from the top).
 	After string
@@ -48,37 +48,37 @@ type KeyQuery struct {
 	Limit int
 }
 
-// KeyPage is one page of a KeyQuery.
-type KeyPage struct {
-	Keys []KeyInfo
+// GroupPage is one page of a KeyQuery.
+type GroupPage struct {
+	Groups []GroupInfo
 	// Next is the marker of the following page; "" when this page is the last.
 	Next string
 }
 
-// SetKeyWeight sets how many tasks key starts per turn in queue. While
+// SetGroupWeight sets how many tasks key starts per turn in queue. While
 // several keys have tasks waiting, they take turns: a key of weight 3
 // starts three tasks for each one a key of weight 1 starts. The default
 // weight is 1; setting 1 sets it back. It takes effect with no restart:
 // the key's tasks enqueued after it, and the turns of its own list, get
 // the new weight, while its tasks already placed in its next 16 turns
 // keep their places. A weight below 1 or above 1,000 is ErrInvalidOption.
-func (i *Inspector) SetKeyWeight(ctx context.Context, queue, key string, w int) error {
+func (i *Inspector) SetGroupWeight(ctx context.Context, queue, key string, w int) error {
 	if w < 1 || w > maxKeyWeight {
 		return fmt.Errorf("%w: weight %d of key %q, want 1..%d", ErrInvalidOption, w, key, maxKeyWeight)
 	}
 	return i.keyOp(ctx, queue, key, "weight", w)
 }
 
-// PauseKey stops the tasks of key in queue from starting until ResumeKey:
+// PauseGroup stops the tasks of key in queue from starting until ResumeKey:
 // its running tasks finish, its new tasks wait, and the other keys' tasks
 // run. It holds across restarts, and for tasks of the key enqueued later.
-func (i *Inspector) PauseKey(ctx context.Context, queue, key string) error {
+func (i *Inspector) PauseGroup(ctx context.Context, queue, key string) error {
 	return i.keyOp(ctx, queue, key, "pause", 0)
 }
 
-// ResumeKey lets the tasks of a paused key start again: the key takes its
+// ResumeGroup lets the tasks of a paused key start again: the key takes its
 // turn after the keys waiting now.
-func (i *Inspector) ResumeKey(ctx context.Context, queue, key string) error {
+func (i *Inspector) ResumeGroup(ctx context.Context, queue, key string) error {
 	return i.keyOp(ctx, queue, key, "resume", 0)
 }
 
@@ -102,9 +102,9 @@ func (i *Inspector) keyOp(ctx context.Context, queue, key, op string, w int) err
 	return nil
 }
 
-// GetKey returns what runs and waits for key in queue, and its weight and
+// GetGroup returns what runs and waits for key in queue, and its weight and
 // pause, in one round trip after the registry lookup.
-func (i *Inspector) GetKey(ctx context.Context, queue, key string) (*KeyInfo, error) {
+func (i *Inspector) GetGroup(ctx context.Context, queue, key string) (*GroupInfo, error) {
 	if err := checkName(key); err != nil {
 		return nil, fmt.Errorf("%w: concurrency key %q: %s", ErrInvalidOption, key, err)
 	}
@@ -119,7 +119,7 @@ func (i *Inspector) GetKey(ctx context.Context, queue, key string) (*KeyInfo, er
 	if err != nil {
 		return nil, fmt.Errorf("key %q of %q: %w", key, queue, err)
 	}
-	ki := &KeyInfo{Key: key, Weight: 1}
+	ki := &GroupInfo{Group: key, Weight: 1}
 	for _, cmd := range cmds {
 		rows, err := parseKeyRows(cmd)
 		if err != nil {
@@ -134,13 +134,13 @@ func (i *Inspector) GetKey(ctx context.Context, queue, key string) (*KeyInfo, er
 	return ki, nil
 }
 
-// Keys returns a page of queue's concurrency keys that have tasks waiting,
+// Groups returns a page of queue's concurrency keys that have tasks waiting,
 // the keys with the most first, in one round trip after the registry
 // lookup: one script call per partition, each costing the same whatever
 // the number of keys. Partitions are merged by tasks waiting. A key whose
 // backlog changes between pages may be seen twice, or missed: a listing
 // of the busiest keys now, not a census.
-func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
+func (i *Inspector) Groups(ctx context.Context, q GroupQuery) (*GroupPage, error) {
 	if q.Limit == 0 {
 		q.Limit = defaultPageSize
 	}
@@ -187,15 +187,15 @@ func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
 	}
 	// each partition's rows come sorted; a stable sort keeps their order
 	sort.SliceStable(rows, func(a, b int) bool { return rows[a].score > rows[b].score })
-	page := &KeyPage{}
+	page := &GroupPage{}
 	next := append([]string(nil), after...)
 	taken := make([]int, n)
 	for _, r := range rows[:min(len(rows), q.Limit)] {
 		// a key whose last tasks were taken this turn, not yet forgotten
 		if r.Waiting > 0 {
-			page.Keys = append(page.Keys, r.KeyInfo)
+			page.Groups = append(page.Groups, r.GroupInfo)
 		}
-		next[r.part] = strconv.FormatInt(r.score, 10) + "," + r.Key
+		next[r.part] = strconv.FormatInt(r.score, 10) + "," + r.Group
 		taken[r.part]++
 	}
 	more := false
@@ -219,7 +219,7 @@ func fairKeysKeys(k keys.Partition) []string {
 // keyRow is a key of a fair_keys.lua reply and its place in the order of
 // its partition's keys.
 type keyRow struct {
-	KeyInfo
+	GroupInfo
 	score int64
 }
 
@@ -237,7 +237,7 @@ func parseKeyRows(cmd *redis.Cmd) ([]keyRow, error) {
 		weight, _ := res[j+3].(int64)
 		paused, _ := res[j+4].(int64)
 		score, _ := res[j+5].(int64)
-		out = append(out, keyRow{KeyInfo{Key: key, Waiting: waiting, Running: running, Weight: max(int(weight), 1), Paused: paused == 1}, score})
+		out = append(out, keyRow{GroupInfo{Group: key, Waiting: waiting, Running: running, Weight: max(int(weight), 1), Paused: paused == 1}, score})
 	}
 	return out, nil
 }

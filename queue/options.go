@@ -123,9 +123,9 @@ func Unique(ttl time.Duration) Option {
 	}
 }
 
-// UniqueKey is Unique with the caller's own key instead of type and payload
+// UniqueBy is Unique with the caller's own key instead of type and payload
 // (for example an order ID), so tasks with different payloads can collide.
-func UniqueKey(key string, ttl time.Duration) Option {
+func UniqueBy(key string, ttl time.Duration) Option {
 	return func(o *options) error {
 		if key == "" || len(key) > config.MaxNameLen {
 			return fmt.Errorf("%w: UniqueKey(%q): want 1 to %d bytes", ErrInvalidOption, key, config.MaxNameLen)

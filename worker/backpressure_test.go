@@ -86,7 +86,7 @@ func TestKeyMaxDepthWithWorkers(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	const n = 30
-	must(t, b.insp.SetLimits(ctx, "kq", queue.Limits{KeyMaxDepth: 5, KeyConcurrency: 1}))
+	must(t, b.insp.SetLimits(ctx, "kq", queue.Limits{GroupMaxDepth: 5, GroupConcurrency: 1}))
 	var mu sync.Mutex
 	runs := map[string]int{}
 	done := 0
@@ -121,7 +121,7 @@ func TestKeyMaxDepthWithWorkers(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for i := range n {
-		_, err := b.client.Enqueue(wctx, queue.NewRawTask("t", []byte(strconv.Itoa(i))), queue.In("kq"), queue.ConcurrencyKey("k"), queue.WaitForRoom())
+		_, err := b.client.Enqueue(wctx, queue.NewRawTask("t", []byte(strconv.Itoa(i))), queue.In("kq"), queue.Group("k"), queue.WaitForRoom())
 		must(t, err)
 	}
 	waitFor(t, time.Minute, "every task done", func() bool { mu.Lock(); defer mu.Unlock(); return done == n })

@@ -218,7 +218,7 @@ func benchDequeueLoop(b *testing.B, keys, batch int) {
 		for j := range tasks {
 			var opts []queue.Option
 			if keys > 0 {
-				opts = append(opts, queue.ConcurrencyKey(fmt.Sprint("k", (i+j)%keys)))
+				opts = append(opts, queue.Group(fmt.Sprint("k", (i+j)%keys)))
 			}
 			tasks[j] = queue.NewRawTask("noop", payload, opts...)
 		}

@@ -42,14 +42,14 @@ func TestKeyRate(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	const rate, busy = 5, 30
-	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyRate: rate, Per: time.Second}))
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{GroupRate: rate, Per: time.Second}))
 	var tasks []*queue.Task
 	for i := range busy + 4 {
 		key := "busy"
 		if i >= busy {
 			key = "quiet"
 		}
-		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.ConcurrencyKey(key), queue.TaskID(fmt.Sprint(key, i))))
+		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.Group(key), queue.TaskID(fmt.Sprint(key, i))))
 	}
 	_, err := b.client.EnqueueMany(ctx, tasks)
 	must(t, err)
@@ -66,7 +66,7 @@ func TestKeyRate(t *testing.T) {
 	// over its rate, the busy key's tasks wait in its list, holding no slot
 	li, err := b.insp.LimitInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	if li.Keys["busy"].Waiting == 0 {
+	if li.Groups["busy"].Waiting == 0 {
 		t.Fatal("no busy task waits while its key is over its rate")
 	}
 	waitFor(t, time.Minute, "every busy task", func() bool { return len(h.of("busy")) == busy })
@@ -95,10 +95,10 @@ func TestKeyRate(t *testing.T) {
 func TestKeyRateBadValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if err := b.insp.SetLimits(context.Background(), "q", queue.Limits{KeyRate: -1}); err == nil {
+	if err := b.insp.SetLimits(context.Background(), "q", queue.Limits{GroupRate: -1}); err == nil {
 		t.Fatal("SetLimits(KeyRate -1) succeeded")
 	}
-	_, err := NewServer(b.rdb, Config{Limits: map[string]queue.Limits{"q": {KeyRate: -2}}}, newRecorder(nil))
+	_, err := NewServer(b.rdb, Config{Limits: map[string]queue.Limits{"q": {GroupRate: -2}}}, newRecorder(nil))
 	if err == nil {
 		t.Fatal("NewServer with KeyRate -2 succeeded")
 	}

@@ -149,7 +149,7 @@ func testFleetWideLimit(t *testing.T, r *rig) {
 
 	// all the work in one partition: the quotas follow it
 	must(t, rdb.Set(ctx, k.peak(), 0, 0).Err())
-	enqueue(60, queue.ConcurrencyKey("one-tenant"))
+	enqueue(60, queue.Group("one-tenant"))
 	waitFor(t, 15*time.Second, "three running at once in one partition", func() bool { return peak() == 3 })
 	li, err := insp.LimitInfo(ctx, fleet)
 	must(t, err)

@@ -37,7 +37,7 @@ type Outcome int
 
 // The outcomes of a handler's run.
 const (
-	OutcomeDone     Outcome = iota // succeeded
+	OutcomeSucceeded     Outcome = iota // succeeded
 	OutcomeRetry                   // failed; retried later
 	OutcomeDead                    // failed for good (no retries left, SkipRetry, cancelled)
 	OutcomeSnoozed                 // Snooze: back later, no attempt counted
@@ -47,7 +47,7 @@ const (
 // String returns the outcome's name, as metrics label it.
 func (r Outcome) String() string {
 	switch r {
-	case OutcomeDone:
+	case OutcomeSucceeded:
 		return "done"
 	case OutcomeRetry:
 		return "retry"
@@ -65,7 +65,7 @@ func (r Outcome) String() string {
 func outcomeOf(o outcome) Outcome {
 	switch {
 	case o.kind == outcomeAck:
-		return OutcomeDone
+		return OutcomeSucceeded
 	case o.kind == outcomeRequeue:
 		return OutcomeRequeued
 	case o.snooze == 1:

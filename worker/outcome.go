@@ -369,7 +369,7 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Sc
 	switch kind {
 	case outcomeAck:
 		args := make([]any, 0, 5+4*len(os))
-		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
+		args = append(args, k.T, s.cfg.now(), s.cfg.SucceededSize, s.cfg.ShardSize)
 		args = appendAcks(args, os)
 		return script.Ack, p.ackKeys, args
 	case outcomeFail:

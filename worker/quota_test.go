@@ -69,7 +69,7 @@ func TestFleetWideLimitOnCluster(t *testing.T) {
 		t.Fatalf("peak %d handlers at once over 4 partitions on %d masters, want the fleet-wide limit 4", p, len(nodes))
 	}
 	peak.Store(0)
-	enqueue(200, queue.ConcurrencyKey("one-tenant"))
+	enqueue(200, queue.Group("one-tenant"))
 	waitFor(t, 60*time.Second, "every task of the one partition", func() bool { return done.Load() == 500 })
 	if p := peak.Load(); p != 4 {
 		t.Fatalf("peak %d with every task in one partition, want 4: the quotas did not follow the work", p)
@@ -90,7 +90,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 	must(t, err)
 	insp, err := queue.NewInspector(b.rdb, qcfg)
 	must(t, err)
-	must(t, insp.SetLimits(ctx, "fleet", queue.Limits{Rate: 20, Per: 500 * time.Millisecond, KeyConcurrency: 1}))
+	must(t, insp.SetLimits(ctx, "fleet", queue.Limits{Rate: 20, Per: 500 * time.Millisecond, GroupConcurrency: 1}))
 
 	var mu sync.Mutex
 	var starts []time.Time
@@ -122,7 +122,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 		key := ""
 		if i%2 == 0 {
 			key = []string{"k1", "k2", "k3"}[i%3]
-			opts = append(opts, queue.ConcurrencyKey(key))
+			opts = append(opts, queue.Group(key))
 		}
 		tasks = append(tasks, queue.NewRawTask("t", []byte(key), opts...))
 	}
@@ -197,7 +197,7 @@ func BenchmarkFleetWideLimit(b *testing.B) {
 				for j := range batch {
 					batch[j] = queue.NewRawTask("t", nil)
 				}
-				if _, err := client.EnqueueMany(ctx, batch, queue.In("q"), queue.ConcurrencyKey("one")); err != nil {
+				if _, err := client.EnqueueMany(ctx, batch, queue.In("q"), queue.Group("one")); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -61,7 +61,7 @@ func main() {
 		log.Fatal(err)
 	}
 	// Limits live in Redis: every worker applies them at its next dequeue.
-	if err := insp.SetLimits(ctx, "api", queue.Limits{Concurrency: 2, KeyConcurrency: 1}); err != nil {
+	if err := insp.SetLimits(ctx, "api", queue.Limits{Concurrency: 2, GroupConcurrency: 1}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -96,7 +96,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := client.Enqueue(ctx, task, queue.In("api"), queue.ConcurrencyKey(tenant)); err != nil {
+		if _, err := client.Enqueue(ctx, task, queue.In("api"), queue.Group(tenant)); err != nil {
 			log.Fatal(err)
 		}
 	}

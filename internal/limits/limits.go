@@ -21,18 +21,18 @@ type Values struct {
 	Concurrency    int
 	Rate           int
 	Per            time.Duration
-	KeyConcurrency int
+	GroupConcurrency int
 	MaxDepth       int
-	KeyRate        int
-	KeyMaxDepth    int
+	GroupRate        int
+	GroupMaxDepth    int
 }
 
 // Check reports what is wrong with v for queue, or nil.
 func Check(queue string, v Values) error {
-	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.KeyConcurrency < 0 || v.MaxDepth < 0 || v.KeyRate < 0 || v.KeyMaxDepth < 0 {
+	if v.Concurrency < 0 || v.Rate < 0 || v.Per < 0 || v.GroupConcurrency < 0 || v.MaxDepth < 0 || v.GroupRate < 0 || v.GroupMaxDepth < 0 {
 		return fmt.Errorf("limits of %q: %+v: negative values", queue, v)
 	}
-	if (v.Rate > 0 || v.KeyRate > 0) && v.Per > 0 && v.Per < time.Millisecond {
+	if (v.Rate > 0 || v.GroupRate > 0) && v.Per > 0 && v.Per < time.Millisecond {
 		return fmt.Errorf("limits of %q: Per %v, want >= 1ms", queue, v.Per)
 	}
 	return nil
@@ -43,7 +43,7 @@ func Check(queue string, v Values) error {
 // paused flag skips reading them. Without a KeyMaxDepth the per-key
 // depths are deleted: they are kept only while the limit is.
 func Write(ctx context.Context, p redis.Pipeliner, k keys.Partition, v Values) {
-	if v.KeyMaxDepth == 0 {
+	if v.GroupMaxDepth == 0 {
 		p.Del(ctx, k.KeyDepth())
 	}
 	key := k.Limits()
@@ -55,7 +55,7 @@ func Write(ctx context.Context, p redis.Pipeliner, k keys.Partition, v Values) {
 	if per <= 0 {
 		per = time.Second
 	}
-	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency, "maxdepth", v.MaxDepth, "keyrate", v.KeyRate, "keymaxdepth", v.KeyMaxDepth)
+	p.HSet(ctx, key, "concurrency", v.Concurrency, "rate", v.Rate, "per", per.Milliseconds(), "keyconc", v.GroupConcurrency, "maxdepth", v.MaxDepth, "keyrate", v.GroupRate, "keymaxdepth", v.GroupMaxDepth)
 }
 
 // WriteFleetWide sets the limits of a queue of n partitions so that they
@@ -75,7 +75,7 @@ func WriteFleetWide(ctx context.Context, rdb redis.UniversalClient, prefix, queu
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			part := keys.For(prefix, queue, i)
-			if v.KeyMaxDepth == 0 {
+			if v.GroupMaxDepth == 0 {
 				p.Del(ctx, part.KeyDepth())
 			}
 			k := part.Limits()
@@ -85,8 +85,8 @@ func WriteFleetWide(ctx context.Context, rdb redis.UniversalClient, prefix, queu
 				continue
 			}
 			// the full limits stay at 0 here: the quotas (cq, rq) rule
-			p.HSet(ctx, k, "concurrency", 0, "rate", 0, "per", per.Milliseconds(), "keyconc", v.KeyConcurrency,
-				"maxdepth", v.MaxDepth, "keyrate", v.KeyRate, "keymaxdepth", v.KeyMaxDepth)
+			p.HSet(ctx, k, "concurrency", 0, "rate", 0, "per", per.Milliseconds(), "keyconc", v.GroupConcurrency,
+				"maxdepth", v.MaxDepth, "keyrate", v.GroupRate, "keymaxdepth", v.GroupMaxDepth)
 		}
 		return nil
 	})
