@@ -576,7 +576,7 @@ func TestPendingFoundInItsShard(t *testing.T) {
 			add(info, "chosen")
 		}
 	}
-	// a concurrency key: the task may be parked away from the shards, so
+	// a group: the task may be parked away from the shards, so
 	// it keeps its copy
 	keyed, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("keyed")), Group("tenant-1"))
 	must(t, err)

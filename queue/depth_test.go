@@ -250,7 +250,7 @@ func TestMaxDepth(t *testing.T) {
 		li, err := b.insp.LimitInfo(ctx, "q")
 		must(t, err)
 		if li.Limits.MaxDepth != 7 || li.Limits.GroupRate != 3 || li.Limits.Per != time.Second || li.Depth != 2 {
-			t.Fatalf("LimitInfo = %+v, want MaxDepth 7, KeyRate 3 per second, depth 2", li)
+			t.Fatalf("LimitInfo = %+v, want MaxDepth 7, GroupRate 3 per second, depth 2", li)
 		}
 	})
 }
@@ -350,7 +350,7 @@ func TestKeyMaxDepth(t *testing.T) {
 		_, err := b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("a", ProcessIn(time.Hour))})
 		must(t, err)
 		_, err = b.client.Enqueue(ctx, keyed("a"))
-		if !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), `key "a" of "q" has KeyMaxDepth 2`) {
+		if !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), `key "a" of "q" has GroupMaxDepth 2`) {
 			t.Fatalf("third task of key a: %v, want ErrQueueFull naming the key", err)
 		}
 		infos, err := b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("b"), NewRawTask("t", nil, In("q")), keyed("b"), keyed("b")})
@@ -409,7 +409,7 @@ func TestKeyMaxDepth(t *testing.T) {
 		must(t, err)
 		must(t, b.insp.SetLimits(ctx, "q", Limits{}))
 		if n := b.rdb.Exists(ctx, keys.For(b.cfg.Prefix, "q", 0).KeyDepth()).Val(); n != 0 {
-			t.Fatal("the per-key depths outlive KeyMaxDepth")
+			t.Fatal("the per-key depths outlive GroupMaxDepth")
 		}
 		// set again: what was enqueued before is not counted
 		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 1}))
@@ -423,7 +423,7 @@ func TestKeyMaxDepth(t *testing.T) {
 			}
 			must(t, err)
 			if time.Now().After(deadline) {
-				t.Fatal("KeyMaxDepth not applied")
+				t.Fatal("GroupMaxDepth not applied")
 			}
 		}
 		qi, err := b.insp.QueueInfo(ctx, "q")
@@ -437,7 +437,7 @@ func TestKeyMaxDepth(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		if err := b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: -1}); !errors.Is(err, ErrInvalidOption) {
-			t.Fatalf("KeyMaxDepth -1: %v, want ErrInvalidOption", err)
+			t.Fatalf("GroupMaxDepth -1: %v, want ErrInvalidOption", err)
 		}
 	})
 }

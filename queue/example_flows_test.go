@@ -90,5 +90,5 @@ func ExampleClient_EnqueueChain() {
 	// fetch after ""
 	// parse after "fetch done"
 	// store after "parse done"
-	// done 3
+	// succeeded 3
 }

@@ -209,7 +209,7 @@ func TestDeleteAllPending(t *testing.T) {
 		t.Fatalf("deleted %d pending tasks, want %d", deleted, n+1+len(odd))
 	}
 	if _, err := b.client.EnqueueMany(b.ctx, odd, queue.In("big")); err != nil {
-		t.Fatalf("a deleted task's custom unique key was kept: %v", err)
+		t.Fatalf("a deleted task's custom uniqueness ID was kept: %v", err)
 	}
 	if _, err := b.insp.DeleteAllTasks(b.ctx, "big", queue.StatePending); err != nil {
 		t.Fatal(err)

@@ -60,8 +60,8 @@ type WorkerQueue struct {
 	Running int // handlers running at the last heartbeat
 	// Ahead is how many tasks leased ahead it held at the last heartbeat
 	// (see WorkerInfo.Ahead).
-	Ahead int
-	Finished  int64 // handlers finished since the worker started
+	Ahead    int
+	Finished int64 // handlers finished since the worker started
 	// MeanHandlerTime is the recent mean time a handler ran (a weighted
 	// mean over heartbeats); 0 before the first finished.
 	MeanHandlerTime time.Duration

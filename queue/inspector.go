@@ -55,8 +55,8 @@ type QueueInfo struct {
 	// Retention that has not run out; a task without one leaves Redis as
 	// it succeeds. For how many were processed, use History.
 	Succeeded int64
-	// Waiting counts the tasks held for their concurrency key (not in
-	// Pending): the key is at its KeyConcurrency or KeyRate, or paused.
+	// Waiting counts the tasks held for their group (not in
+	// Pending): the group is at its GroupConcurrency or GroupRate, or paused.
 	Waiting int64
 	Paused  bool
 	// SucceededTotal counts the tasks that succeeded since the queue began, and
@@ -66,8 +66,8 @@ type QueueInfo struct {
 	FailedTotal    int64
 	// Latency is the age of the oldest pending task (0 when none is pending).
 	Latency time.Duration
-	// ActiveGroups counts the concurrency keys with tasks waiting, held or
-	// not. Inspector.Keys lists them. A key whose tasks were all placed in
+	// ActiveGroups counts the groups with tasks waiting, held or
+	// not. Inspector.Groups lists them. A group whose tasks were all placed in
 	// turns counts until the end of the turn that starts its last task.
 	ActiveGroups int64
 }

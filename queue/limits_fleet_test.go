@@ -9,7 +9,7 @@ import (
 )
 
 // TestConcurrencyKeyPlacesTask: on a queue of 4 partitions, the tasks of a
-// concurrency key all go to one partition (even with a unique key or a
+// group all go to one partition (even with a uniqueness ID or a
 // chosen ID), while tasks without a key spread over all of them.
 func TestConcurrencyKeyPlacesTask(t *testing.T) {
 	t.Parallel()

@@ -77,7 +77,7 @@ func TestMaxDepthWithWorkers(t *testing.T) {
 }
 
 // TestKeyMaxDepthWithWorkers: a producer of one key waits for room under
-// KeyMaxDepth 5 while a worker runs the key one task at a time (some
+// GroupMaxDepth 5 while a worker runs the key one task at a time (some
 // tasks failing once): every task gets in and runs, the key's count never
 // passes 5, and it is gone once all ran (counted out at the first start
 // only, not again at a retry's).
@@ -128,7 +128,7 @@ func TestKeyMaxDepthWithWorkers(t *testing.T) {
 	close(stop)
 	<-sampled
 	if p := peak.Load(); p > 5 || p == 0 {
-		t.Fatalf("key k's count peaked at %d, KeyMaxDepth 5", p)
+		t.Fatalf("key k's count peaked at %d, GroupMaxDepth 5", p)
 	}
 	if left := b.rdb.HLen(ctx, kdepth).Val(); left != 0 {
 		t.Fatalf("%d keys still counted after every task ran", left)

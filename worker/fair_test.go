@@ -16,7 +16,7 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// startLog records the concurrency key of each task as it starts.
+// startLog records the group of each task as it starts.
 type startLog struct {
 	mu   sync.Mutex
 	keys []string
@@ -128,7 +128,7 @@ func TestFairPausedKey(t *testing.T) {
 	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "b")
 	must(t, err)
 	if n := log.count("b"); n != 0 || !ki.Paused || ki.Waiting != 5 {
-		t.Fatalf("paused key b: %d started; GetKey = %+v; want none started, 5 waiting, paused", n, ki)
+		t.Fatalf("paused key b: %d started; GetGroup = %+v; want none started, 5 waiting, paused", n, ki)
 	}
 	// the paused key's tasks are held, not pending
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
@@ -149,7 +149,7 @@ func TestFairPausedKey(t *testing.T) {
 	checkFair(t, b)
 }
 
-// TestFairKeyAtLimitHoldsNoSlot: a key at its KeyConcurrency, its running
+// TestFairKeyAtLimitHoldsNoSlot: a key at its GroupConcurrency, its running
 // task blocked, holds one worker slot, not more: the other keys' tasks
 // all run through the other slots, and the key's waiting tasks never
 // start while its one runs.
@@ -176,7 +176,7 @@ func TestFairKeyAtLimitHoldsNoSlot(t *testing.T) {
 	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "slow")
 	must(t, err)
 	if ki.Running != 1 || ki.Waiting != 19 {
-		t.Fatalf("GetKey(slow) = %+v, want 1 running, 19 waiting", ki)
+		t.Fatalf("GetGroup(slow) = %+v, want 1 running, 19 waiting", ki)
 	}
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
@@ -193,8 +193,8 @@ func TestFairKeyAtLimitHoldsNoSlot(t *testing.T) {
 	checkFair(t, b)
 }
 
-// TestFairRunningWithoutLimit: with no KeyConcurrency a lease counts no
-// key (so a keyed task costs what a plain one does), yet GetKey and Keys
+// TestFairRunningWithoutLimit: with no GroupConcurrency a lease counts no
+// key (so a keyed task costs what a plain one does), yet GetGroup and Keys
 // still say how many of a key's tasks run, counted from the leases.
 func TestFairRunningWithoutLimit(t *testing.T) {
 	t.Parallel()
@@ -219,7 +219,7 @@ func TestFairRunningWithoutLimit(t *testing.T) {
 		ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, k)
 		must(t, err)
 		if ki.Running != want[k] || ki.Waiting != 4-want[k] {
-			t.Fatalf("GetKey(%s) = %+v, want %d running, %d waiting", k, ki, want[k], 4-want[k])
+			t.Fatalf("GetGroup(%s) = %+v, want %d running, %d waiting", k, ki, want[k], 4-want[k])
 		}
 	}
 	page, err := b.insp.Groups(ctx, queue.GroupQuery{Queue: queue.DefaultQueue})
@@ -234,7 +234,7 @@ func TestFairRunningWithoutLimit(t *testing.T) {
 	}
 	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 	if n, err := b.rdb.Exists(ctx, k.KeyActive()).Result(); err != nil || n != 0 {
-		t.Fatalf("EXISTS %s = %d, %v: a lease with no KeyConcurrency counted its key", k.KeyActive(), n, err)
+		t.Fatalf("EXISTS %s = %d, %v: a lease with no GroupConcurrency counted its key", k.KeyActive(), n, err)
 	}
 	close(release)
 	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 8 })
@@ -242,7 +242,7 @@ func TestFairRunningWithoutLimit(t *testing.T) {
 	checkFair(t, b)
 }
 
-// TestFairRunningCountBounded: with no KeyConcurrency, GetKey counts a
+// TestFairRunningCountBounded: with no GroupConcurrency, GetGroup counts a
 // key's running tasks among the partition's first 10,000 leases, so a
 // call reads a bounded number of messages however many tasks run.
 func TestFairRunningCountBounded(t *testing.T) {
@@ -276,11 +276,11 @@ func TestFairRunningCountBounded(t *testing.T) {
 	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "a")
 	must(t, err)
 	if qi.Active != leased || ki.Running != 10_000 || ki.Waiting != 0 {
-		t.Fatalf("%d leased; GetKey(a) = %+v, want 10,000 running counted and none waiting", qi.Active, ki)
+		t.Fatalf("%d leased; GetGroup(a) = %+v, want 10,000 running counted and none waiting", qi.Active, ki)
 	}
 }
 
-// TestFairLimitSetWhileRunning: a KeyConcurrency set while a key's tasks
+// TestFairLimitSetWhileRunning: a GroupConcurrency set while a key's tasks
 // run without one holds the key's starts to the limit from then on: the
 // tasks already running are not counted, so at most the limit more start
 // while they run, and none start past it.
@@ -315,7 +315,7 @@ func TestFairLimitSetWhileRunning(t *testing.T) {
 		return ki.Running == 2 && ki.Waiting == 2 && qi.Active == 2 && qi.Waiting == 2
 	})
 	if n := len(log.all()); n != 8 {
-		t.Fatalf("under KeyConcurrency 2: %d tasks started, want 8", n)
+		t.Fatalf("under GroupConcurrency 2: %d tasks started, want 8", n)
 	}
 	close(after)
 	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 10 })
@@ -414,7 +414,7 @@ func TestFairPausedKeysAhead(t *testing.T) {
 	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "stopped7-")
 	must(t, err)
 	if !ki.Paused || ki.Waiting != 1 {
-		t.Fatalf("GetKey(stopped7-) = %+v, want paused with 1 waiting", ki)
+		t.Fatalf("GetGroup(stopped7-) = %+v, want paused with 1 waiting", ki)
 	}
 	checkFair(t, b)
 }

@@ -83,7 +83,7 @@ func TestFairTurnsWaitingExact(t *testing.T) {
 		ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, key)
 		must(t, err)
 		if ki.Waiting != n {
-			t.Fatalf("GetKey(%s) = %+v, want %d waiting", key, ki, n)
+			t.Fatalf("GetGroup(%s) = %+v, want %d waiting", key, ki, n)
 		}
 	}
 	page, err := b.insp.Groups(ctx, queue.GroupQuery{Queue: queue.DefaultQueue})

@@ -11,7 +11,7 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// keyStarts records, per concurrency key, the server's lease time of
+// keyStarts records, per group, the server's lease time of
 // every task started.
 type keyStarts struct {
 	mu     sync.Mutex
@@ -34,7 +34,7 @@ func (k *keyStarts) of(key string) []time.Time {
 	return s
 }
 
-// TestKeyRate: KeyRate 5 per second. A busy key's 30 tasks, enqueued
+// TestKeyRate: GroupRate 5 per second. A busy key's 30 tasks, enqueued
 // first, start at most 5 in any one-second window, by the server's lease
 // times, while the 4 tasks of a quiet key, behind them, start at once.
 func TestKeyRate(t *testing.T) {
@@ -91,15 +91,15 @@ func TestKeyRate(t *testing.T) {
 	}
 }
 
-// TestKeyRateBadValue: a negative KeyRate is refused, naming it.
+// TestKeyRateBadValue: a negative GroupRate is refused, naming it.
 func TestKeyRateBadValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	if err := b.insp.SetLimits(context.Background(), "q", queue.Limits{GroupRate: -1}); err == nil {
-		t.Fatal("SetLimits(KeyRate -1) succeeded")
+		t.Fatal("SetLimits(GroupRate -1) succeeded")
 	}
 	_, err := NewServer(b.rdb, Config{Limits: map[string]queue.Limits{"q": {GroupRate: -2}}}, newRecorder(nil))
 	if err == nil {
-		t.Fatal("NewServer with KeyRate -2 succeeded")
+		t.Fatal("NewServer with GroupRate -2 succeeded")
 	}
 }

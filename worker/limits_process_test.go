@@ -95,7 +95,7 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 // with a concurrency limit of 3 for the whole queue, three worker
 // processes and one of them killed with SIGKILL mid-run: the most handlers
 // ever running at once is 3, and it is reached. Then every task goes to
-// one partition (one concurrency key): the quotas move there and 3 run at
+// one partition (one group): the quotas move there and 3 run at
 // once again.
 func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 	t.Parallel()

@@ -99,7 +99,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 	h := HandlerFunc(func(ctx context.Context, task *Task) error {
 		mu.Lock()
 		starts = append(starts, time.Now())
-		key := string(task.Payload) // the task's concurrency key
+		key := string(task.Payload) // the task's group
 		perKey[key]++
 		if key != "" && perKey[key] > 1 {
 			over = key
@@ -136,7 +136,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if over != "" {
-		t.Fatalf("two tasks of key %q ran at once across partitions, KeyConcurrency 1", over)
+		t.Fatalf("two tasks of key %q ran at once across partitions, GroupConcurrency 1", over)
 	}
 	// 20 may start at once, then 20 per 500ms: the 60th no sooner than 1s
 	// after the first (a per-partition limit would let all 60 go at once)
@@ -147,7 +147,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 
 // BenchmarkFleetWideLimit compares a concurrency limit of 8 on one
 // partition with the same limit held fleet-wide over 4 partitions whose
-// tasks all sit in one of them (one concurrency key), so the quotas must
+// tasks all sit in one of them (one group), so the quotas must
 // move there first. Handlers take 2ms, so the limit, not Redis, bounds
 // the rate. It reports the
 // ms from the first start until 8 ran at once (for the partitioned queue:

@@ -358,7 +358,7 @@ func TestStatsCountersExpire(t *testing.T) {
 
 // TestDequeueAcksMixedBatch: one pop carries acks of every kind at once:
 // tasks kept for their retention and tasks that leave no trace, in any
-// order, a unique task whose lock goes, a task with a concurrency key whose
+// order, a unique task whose lock goes, a task with a group whose
 // count goes down, and a stale token, which changes nothing.
 func TestDequeueAcksMixedBatch(t *testing.T) {
 	t.Parallel()

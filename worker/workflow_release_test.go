@@ -258,7 +258,7 @@ func testReleaseDelayed(t *testing.T, r *flowRig) {
 	}
 }
 
-// testReleaseKeyed: children with a concurrency key are released into
+// testReleaseKeyed: children with a group are released into
 // their keys' turns, where Inspector.Keys counts them, and each runs once.
 func testReleaseKeyed(t *testing.T, r *flowRig) {
 	ctx := context.Background()
@@ -535,7 +535,7 @@ func testReleaseMsgpackChildLists(t *testing.T, r *flowRig) {
 }
 
 // TestAppendAcksOfOneWorkflow: acks of one workflow's nodes, with no
-// retention and no unique key, give the workflow's key once and three
+// retention and no uniqueness ID, give the workflow's key once and three
 // fields per task; anything else in the batch takes seven.
 func TestAppendAcksOfOneWorkflow(t *testing.T) {
 	t.Parallel()

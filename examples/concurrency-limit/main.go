@@ -1,7 +1,7 @@
 // Command concurrency-limit shows queue limits, enforced in Redis across
 // every worker process: at most 2 tasks of the "api" queue run at once
-// (Limits.Concurrency) and at most 1 per tenant (Limits.KeyConcurrency
-// with queue.ConcurrencyKey), although the worker has 10 free handlers.
+// (Limits.Concurrency) and at most 1 per tenant (Limits.GroupConcurrency
+// with queue.Group), although the worker has 10 free handlers.
 // It prints the highest concurrency it observed.
 //
 //	go run ./examples/concurrency-limit

@@ -18,11 +18,11 @@ import (
 // Values are a queue's limits, field for field queue.Limits (which
 // converts to it).
 type Values struct {
-	Concurrency    int
-	Rate           int
-	Per            time.Duration
+	Concurrency      int
+	Rate             int
+	Per              time.Duration
 	GroupConcurrency int
-	MaxDepth       int
+	MaxDepth         int
 	GroupRate        int
 	GroupMaxDepth    int
 }
@@ -40,7 +40,7 @@ func Check(queue string, v Values) error {
 
 // Write queues the write of v to partition k's limits hash on p. No
 // limits at all delete the hash: a dequeue that finds neither it nor a
-// paused flag skips reading them. Without a KeyMaxDepth the per-key
+// paused flag skips reading them. Without a GroupMaxDepth the per-key
 // depths are deleted: they are kept only while the limit is.
 func Write(ctx context.Context, p redis.Pipeliner, k keys.Partition, v Values) {
 	if v.GroupMaxDepth == 0 {
@@ -61,7 +61,7 @@ func Write(ctx context.Context, p redis.Pipeliner, k keys.Partition, v Values) {
 // WriteFleetWide sets the limits of a queue of n partitions so that they
 // hold across all of them: concurrency and rate as quotas the partitions
 // share (internal/quota), the rate's window and the key limit on each
-// partition (a concurrency key's tasks all go to one partition, so the key
+// partition (a group's tasks all go to one partition, so the key
 // limit is fleet-wide as it is).
 func WriteFleetWide(ctx context.Context, rdb redis.UniversalClient, prefix, queue string, n, shardSize int, v Values) error {
 	q := quota.Queue{Prefix: prefix, Name: queue, Partitions: n, ShardSize: shardSize}
