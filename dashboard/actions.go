@@ -58,11 +58,11 @@ var actions = []*actionDef{
 		}},
 	{name: "pause-key", pattern: "/queues/{queue}/keys/{key}/pause", keys: true,
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-			return 0, d.insp.PauseKey(r.Context(), q, r.PathValue("key"))
+			return 0, d.insp.PauseGroup(r.Context(), q, r.PathValue("key"))
 		}},
 	{name: "resume-key", pattern: "/queues/{queue}/keys/{key}/resume", keys: true,
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-			return 0, d.insp.ResumeKey(r.Context(), q, r.PathValue("key"))
+			return 0, d.insp.ResumeGroup(r.Context(), q, r.PathValue("key"))
 		}},
 	{name: "set-key-weight", pattern: "/queues/{queue}/keys/{key}/weight", keys: true, do: setKeyWeight},
 	{name: "cancel-workflow", pattern: "/workflows/{id}/cancel",

@@ -185,7 +185,7 @@ func inspectorQuery(q queue.TaskQuery) queue.TaskQuery {
 
 // tabs are the listings of a queue page, in order.
 var tabs = []queue.State{queue.StatePending, queue.StateActive, queue.StateScheduled, queue.StateRetry,
-	queue.StateDead, queue.StateDone, stateRecent}
+	queue.StateDead, queue.StateSucceeded, stateRecent}
 
 func validState(s queue.State) bool {
 	for _, t := range tabs {
@@ -199,7 +199,7 @@ func validState(s queue.State) bool {
 // newestFirst is each listing's default order: finished and recent tasks
 // newest first, the others in the order they will run.
 func newestFirst(s queue.State) bool {
-	return s == queue.StateDead || s == queue.StateDone || s == stateRecent
+	return s == queue.StateDead || s == queue.StateSucceeded || s == stateRecent
 }
 
 func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {

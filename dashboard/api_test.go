@@ -192,7 +192,7 @@ func TestAPIReads(t *testing.T) {
 		}
 		qi, err := e.insp.QueueInfo(e.ctx, e.q)
 		must(t, err)
-		must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{MaxDepth: 1000, KeyRate: 5, KeyMaxDepth: 9}))
+		must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{MaxDepth: 1000, GroupRate: 5, GroupMaxDepth: 9}))
 		var w struct {
 			Limits []struct {
 				Kind    string

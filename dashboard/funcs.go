@@ -22,7 +22,7 @@ var funcs = template.FuncMap{
 	"iso":     iso,
 	"dur":     dur,
 	"selectable": func(s queue.State) bool {
-		return s == queue.StateScheduled || s == queue.StateRetry || s == queue.StateDead || s == queue.StateDone
+		return s == queue.StateScheduled || s == queue.StateRetry || s == queue.StateDead || s == queue.StateSucceeded
 	},
 	"ms":        func(n int64) time.Duration { return time.Duration(n) * time.Millisecond },
 	"num":       num,
@@ -184,7 +184,7 @@ func taskActions(ti *queue.TaskInfo) []formAction {
 		return []formAction{{Path: "run", Label: "Run now"}, {Path: "delete", Label: "Delete", Danger: true}}
 	case queue.StateRetry, queue.StateDead:
 		return []formAction{{Path: "run", Label: "Retry"}, {Path: "delete", Label: "Delete", Danger: true}}
-	case queue.StateDone:
+	case queue.StateSucceeded:
 		return []formAction{{Path: "delete", Label: "Delete", Danger: true}}
 	case queue.StateActive:
 		return []formAction{{Path: "cancel", Label: "Cancel", Danger: true}}
@@ -205,7 +205,7 @@ func bulkActions(s queue.State) []formAction {
 		return []formAction{run, del}
 	case queue.StateRetry, queue.StateDead:
 		return []formAction{run, del}
-	case queue.StateDone:
+	case queue.StateSucceeded:
 		return []formAction{del}
 	case queue.StatePending:
 		del.Confirm = "Delete every pending task (the whole backlog)? Tasks a worker is taking right now still run."
@@ -225,7 +225,7 @@ func timeName(s queue.State) string {
 		return "Next attempt"
 	case queue.StateDead:
 		return "Died"
-	case queue.StateDone:
+	case queue.StateSucceeded:
 		return "Finished"
 	}
 	return "Enqueued"
@@ -237,7 +237,7 @@ func timeOf(s queue.State, ti *queue.TaskInfo) time.Time {
 		return ti.StartedAt
 	case queue.StateScheduled, queue.StateRetry:
 		return ti.NextProcessAt
-	case queue.StateDead, queue.StateDone:
+	case queue.StateDead, queue.StateSucceeded:
 		return ti.FinishedAt
 	}
 	return ti.EnqueuedAt

@@ -16,13 +16,13 @@ const maxKeyWeight = 1000
 // keyList is the Keys tab of a queue page: a page of the keys with the
 // most tasks waiting, and the key an operator searched for.
 type keyList struct {
-	Keys  []queue.KeyInfo
+	Keys  []queue.GroupInfo
 	After string
 	Next  string
 	// Search is the key asked for, and Found what GetKey read for it: a
 	// key with no task has a row too, so a paused one can be resumed.
 	Search string
-	Found  *queue.KeyInfo
+	Found  *queue.GroupInfo
 }
 
 // keysPage is a queue page's Keys tab.
@@ -37,15 +37,15 @@ func (d *Dashboard) keysPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	kp, err := d.insp.Keys(r.Context(), kq)
+	kp, err := d.insp.Groups(r.Context(), kq)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	data.Keys = &keyList{Keys: kp.Keys, After: kq.After, Next: kp.Next,
+	data.Keys = &keyList{Keys: kp.Groups, After: kq.After, Next: kp.Next,
 		Search: strings.TrimSpace(r.URL.Query().Get("key"))}
 	if data.Keys.Search != "" {
-		if data.Keys.Found, err = d.insp.GetKey(r.Context(), kq.Queue, data.Keys.Search); err != nil {
+		if data.Keys.Found, err = d.insp.GetGroup(r.Context(), kq.Queue, data.Keys.Search); err != nil {
 			d.fail(w, r, err)
 			return
 		}
@@ -54,10 +54,10 @@ func (d *Dashboard) keysPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // keyQuery reads a KeyQuery from the request: after and limit.
-func (d *Dashboard) keyQuery(r *http.Request) (queue.KeyQuery, error) {
+func (d *Dashboard) keyQuery(r *http.Request) (queue.GroupQuery, error) {
 	v := r.URL.Query()
 	limit, err := limitParam(v.Get("limit"), d.opts.PageSize)
-	return queue.KeyQuery{Queue: r.PathValue("queue"), After: v.Get("after"), Limit: limit}, err
+	return queue.GroupQuery{Queue: r.PathValue("queue"), After: v.Get("after"), Limit: limit}, err
 }
 
 func (d *Dashboard) apiKeys(w http.ResponseWriter, r *http.Request) {
@@ -66,20 +66,20 @@ func (d *Dashboard) apiKeys(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	kp, err := d.insp.Keys(r.Context(), kq)
+	kp, err := d.insp.Groups(r.Context(), kq)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	out := keyPageView{Keys: make([]keyView, 0, len(kp.Keys)), Next: kp.Next}
-	for _, k := range kp.Keys {
+	out := keyPageView{Keys: make([]keyView, 0, len(kp.Groups)), Next: kp.Next}
+	for _, k := range kp.Groups {
 		out.Keys = append(out.Keys, newKeyView(k))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (d *Dashboard) apiKey(w http.ResponseWriter, r *http.Request) {
-	k, err := d.insp.GetKey(r.Context(), r.PathValue("queue"), r.PathValue("key"))
+	k, err := d.insp.GetGroup(r.Context(), r.PathValue("queue"), r.PathValue("key"))
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -95,13 +95,13 @@ func setKeyWeight(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: weight %q, want a whole number 1..%d", errBadRequest, s, maxKeyWeight)
 	}
-	return 0, d.insp.SetKeyWeight(r.Context(), q, r.PathValue("key"), w)
+	return 0, d.insp.SetGroupWeight(r.Context(), q, r.PathValue("key"), w)
 }
 
 // keyRowArgs is what the "keyrow" template needs: one key, and the page
 // its forms post from.
 type keyRowArgs struct {
-	Key                             queue.KeyInfo
+	Key                             queue.GroupInfo
 	Base, Queue, CSRF, Return, Verb string
 	ReadOnly                        bool
 	// InPath is false for a key named "." or "..": a browser resolves
@@ -111,11 +111,11 @@ type keyRowArgs struct {
 	MaxWeight int
 }
 
-func keyArgs(p page, q string, k queue.KeyInfo) keyRowArgs {
+func keyArgs(p page, q string, k queue.GroupInfo) keyRowArgs {
 	verb := "pause"
 	if k.Paused {
 		verb = "resume"
 	}
 	return keyRowArgs{Key: k, Base: p.Base, Queue: q, CSRF: p.CSRF, Return: p.Return, Verb: verb,
-		ReadOnly: p.ReadOnly, InPath: k.Key != "." && k.Key != "..", MaxWeight: maxKeyWeight}
+		ReadOnly: p.ReadOnly, InPath: k.Group != "." && k.Group != "..", MaxWeight: maxKeyWeight}
 }

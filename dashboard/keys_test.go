@@ -41,7 +41,7 @@ func (e *env) enqueueKeyed(key, tag string, n int) {
 	e.t.Helper()
 	tasks := make([]*queue.Task, n)
 	for j := range tasks {
-		tasks[j] = queue.NewRawTask("t", fmt.Appendf(nil, "%s/%s/%d", key, tag, j), queue.ConcurrencyKey(key))
+		tasks[j] = queue.NewRawTask("t", fmt.Appendf(nil, "%s/%s/%d", key, tag, j), queue.Group(key))
 	}
 	_, err := e.client.EnqueueMany(e.ctx, tasks, queue.In(e.q))
 	must(e.t, err)
@@ -208,9 +208,9 @@ func TestKeysAPI(t *testing.T) {
 func base64Of(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
 // key reads a key through the Inspector.
-func (e *env) key(t *testing.T, key string) *queue.KeyInfo {
+func (e *env) key(t *testing.T, key string) *queue.GroupInfo {
 	t.Helper()
-	k, err := e.insp.GetKey(e.ctx, e.q, key)
+	k, err := e.insp.GetGroup(e.ctx, e.q, key)
 	must(t, err)
 	return k
 }

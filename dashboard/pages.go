@@ -135,7 +135,7 @@ func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 		t.Scheduled += qi.Scheduled
 		t.Retry += qi.Retry
 		t.Dead += qi.Dead
-		t.Done += qi.Done
+		t.Succeeded += qi.Succeeded
 		t.Latency = max(t.Latency, qi.Latency)
 	}
 	d.render(w, r, http.StatusOK, "overview", "Queues", data)
@@ -217,7 +217,7 @@ func (d *Dashboard) queueHead(r *http.Request, name string, state queue.State) (
 	data := &queueData{Info: info, Scaling: sc, Chart: newChart(h), State: state,
 		TailMS: d.opts.TailInterval.Milliseconds(), Refresh: d.opts.RefreshInterval.Milliseconds()}
 	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
-		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateDone: info.Done}
+		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateSucceeded: info.Succeeded}
 	for _, s := range tabs {
 		c, ok := counts[s]
 		if !ok {

@@ -48,7 +48,7 @@ func TestTaskSteps(t *testing.T) {
 	id := e.enqueue(1, "steps", queue.In(e.q), queue.Retention(time.Hour))[0]
 	waitUntil(t, "the steps task done", func() bool {
 		ti, err := e.insp.GetTask(e.ctx, e.q, id)
-		return err == nil && ti.State == queue.StateDone
+		return err == nil && ti.State == queue.StateSucceeded
 	})
 	r := e.get("/queues/" + e.q + "/tasks/" + id)
 	for _, want := range []string{`<table id="steps">`, "<td>charge &lt;card&gt;</td>", "&#34;receipt&#34;: &#34;r-&lt;1&gt;&#34;", "<td>mail</td>", "&#34;sent&#34;"} {

@@ -67,7 +67,7 @@ func TestRedactedInBrowser(t *testing.T) {
 	must(t, err)
 	waitUntil(t, "one task done, one dead", func() bool {
 		qi, err := withRing.QueueInfo(ctx, queue.DefaultQueue)
-		return err == nil && qi.Done == 1 && qi.Dead == 1
+		return err == nil && qi.Succeeded == 1 && qi.Dead == 1
 	})
 	blind, err := queue.NewInspector(rdb, plain)
 	must(t, err)

@@ -54,7 +54,7 @@ func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := searchData{Query: q, Scan: inspect.MaxSearchScan,
-		States: []queue.State{stateRecent, queue.StateDead, queue.StateRetry, queue.StateDone, queue.StateScheduled, queue.StateActive, queue.StatePending}}
+		States: []queue.State{stateRecent, queue.StateDead, queue.StateRetry, queue.StateSucceeded, queue.StateScheduled, queue.StateActive, queue.StatePending}}
 	data.Queues, _ = d.insp.Queues(r.Context())
 	if q.Queue != "" && (q.Type != "" || q.Error != "" || q.IDPrefix != "") {
 		if data.Result, err = d.insp.Search(r.Context(), q); err != nil {

@@ -128,7 +128,7 @@ func (e *env) fill() {
 	e.done = e.enqueue(2, "ok", in, queue.Retention(time.Hour))
 	e.scheduled = e.enqueue(3, "ok", in, queue.ProcessIn(time.Hour))
 	e.waitCounts("every state", func(qi *queue.QueueInfo) bool {
-		return qi.Dead == 5 && qi.Retry == 3 && qi.Active == 2 && qi.Done == 2 && qi.Scheduled == 3 && qi.Pending == 0
+		return qi.Dead == 5 && qi.Retry == 3 && qi.Active == 2 && qi.Succeeded == 2 && qi.Scheduled == 3 && qi.Pending == 0
 	})
 	must(t, e.insp.PauseQueue(e.ctx, e.q))
 	e.pending = e.enqueue(4, "ok", in)

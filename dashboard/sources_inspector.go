@@ -61,24 +61,24 @@ func limitRows(li *queue.LimitInfo) []limitRow {
 	if l.MaxDepth > 0 {
 		out = append(out, limitRow{Name: li.Queue, Queue: li.Queue, Kind: "depth", Max: int64(l.MaxDepth), Waiting: li.Depth})
 	}
-	if l.KeyMaxDepth > 0 {
-		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key depth", Max: int64(l.KeyMaxDepth)})
+	if l.GroupMaxDepth > 0 {
+		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key depth", Max: int64(l.GroupMaxDepth)})
 	}
-	if l.KeyRate > 0 {
-		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key rate", Max: int64(l.KeyRate),
+	if l.GroupRate > 0 {
+		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key rate", Max: int64(l.GroupRate),
 			Per: max(l.Per, time.Second)})
 	}
-	if l.KeyConcurrency > 0 {
-		keys := make([]string, 0, len(li.Keys))
-		for k := range li.Keys {
+	if l.GroupConcurrency > 0 {
+		keys := make([]string, 0, len(li.Groups))
+		for k := range li.Groups {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key",
-			Max: int64(l.KeyConcurrency), Waiting: li.Waiting})
+			Max: int64(l.GroupConcurrency), Waiting: li.Waiting})
 		for _, k := range keys {
-			ki := li.Keys[k]
-			out = append(out, limitRow{Name: k, Queue: li.Queue, Kind: "key", Max: int64(l.KeyConcurrency),
+			ki := li.Groups[k]
+			out = append(out, limitRow{Name: k, Queue: li.Queue, Kind: "key", Max: int64(l.GroupConcurrency),
 				Running: ki.Running, Waiting: ki.Waiting})
 		}
 	}

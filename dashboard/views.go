@@ -30,7 +30,7 @@ type queueView struct {
 
 func newQueueView(qi *queue.QueueInfo) queueView {
 	return queueView{Name: qi.Queue, Partitions: qi.Partitions, Pending: qi.Pending, Active: qi.Active,
-		Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Done, Waiting: qi.Waiting, Paused: qi.Paused,
+		Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Succeeded, Waiting: qi.Waiting, Paused: qi.Paused,
 		LatencyMS: qi.Latency.Milliseconds()}
 }
 
@@ -101,7 +101,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 	v := taskView{
 		ID: ti.ID, Queue: ti.Queue, Partition: ti.Partition, Type: ti.Type, State: string(ti.State),
 		Malformed: ti.Malformed, MaxRetry: ti.MaxRetry, Attempts: ti.Attempts,
-		TimeoutMS: ti.Timeout.Milliseconds(), RetentionMS: ti.Retention.Milliseconds(), UniqueKey: ti.UniqueKey, ConcurrencyKey: ti.ConcurrencyKey, Headers: ti.Headers,
+		TimeoutMS: ti.Timeout.Milliseconds(), RetentionMS: ti.Retention.Milliseconds(), UniqueKey: ti.UniqueBy, ConcurrencyKey: ti.Group, Headers: ti.Headers,
 		Deadline: optTime(ti.Deadline), EnqueuedAt: optTime(ti.EnqueuedAt), NextProcessAt: optTime(ti.NextProcessAt),
 		StartedAt: optTime(ti.StartedAt), FinishedAt: optTime(ti.FinishedAt), LastFailedAt: optTime(ti.LastFailedAt),
 		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,
@@ -318,7 +318,7 @@ func newWorkerView(w *queue.WorkerInfo) workerView {
 	if len(w.Work) > 0 {
 		v.Work = make(map[string]workerQueueView, len(w.Work))
 		for q, wq := range w.Work {
-			v.Work[q] = workerQueueView{Running: wq.Running, Ahead: wq.Ahead, Done: wq.Done, MeanHandlerSecs: wq.MeanHandlerTime.Seconds()}
+			v.Work[q] = workerQueueView{Running: wq.Running, Ahead: wq.Ahead, Done: wq.Finished, MeanHandlerSecs: wq.MeanHandlerTime.Seconds()}
 		}
 	}
 	for _, t := range w.Tasks {
@@ -352,8 +352,8 @@ type keyView struct {
 	Paused  bool   `json:"paused"`
 }
 
-func newKeyView(k queue.KeyInfo) keyView {
-	return keyView{Key: k.Key, Waiting: k.Waiting, Running: k.Running, Weight: k.Weight, Paused: k.Paused}
+func newKeyView(k queue.GroupInfo) keyView {
+	return keyView{Key: k.Group, Waiting: k.Waiting, Running: k.Running, Weight: k.Weight, Paused: k.Paused}
 }
 
 // keyPageView is a page of keys as the API returns it.

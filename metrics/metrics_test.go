@@ -105,7 +105,7 @@ func TestQueueCollector(t *testing.T) {
 		work, err := inspect.LiveWork(ctx, insp)
 		must(t, err)
 		// and a heartbeat since: the worker's status says the one runs
-		if qi.Done == 5 && qi.Dead == 2 && qi.Active == 1 && work["work"].Running == 1 {
+		if qi.Succeeded == 5 && qi.Dead == 2 && qi.Active == 1 && work["work"].Running == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -229,7 +229,7 @@ func TestKeyMetrics(t *testing.T) {
 			n = 50 - k // key-0 50 tasks, key-1 49, key-2 48
 		}
 		for range n {
-			tasks = append(tasks, queue.NewRawTask("t", nil, queue.ConcurrencyKey(fmt.Sprint("key-", k))))
+			tasks = append(tasks, queue.NewRawTask("t", nil, queue.Group(fmt.Sprint("key-", k))))
 		}
 	}
 	_, err = client.EnqueueMany(ctx, tasks, queue.In("fair"))
@@ -241,7 +241,7 @@ func TestKeyMetrics(t *testing.T) {
 	must(t, err)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopKeys(3)))
+	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopGroups(3)))
 	gather(t, reg) // loads the scripts
 	hook.n.Store(0)
 	got := gather(t, reg)
@@ -268,7 +268,7 @@ func TestKeyMetrics(t *testing.T) {
 	}
 
 	none := prometheus.NewRegistry()
-	none.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopKeys(0)))
+	none.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopGroups(0)))
 	for k := range gather(t, none) {
 		if strings.HasPrefix(k, "shardq_key_backlog{") {
 			t.Fatalf("WithTopKeys(0) still reports %s", k)

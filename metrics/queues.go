@@ -55,11 +55,11 @@ func WithoutScaling() QueueOption {
 	return func(c *QueueCollector) { c.scaling = false }
 }
 
-// WithTopKeys sets how many concurrency keys per queue
+// WithTopGroups sets how many concurrency keys per queue
 // shardq_key_backlog reports, the largest backlogs first (default 10). It
 // bounds the metric's series to n per queue, whatever the number of keys.
 // 0 leaves the metric out; n is at most 100.
-func WithTopKeys(n int) QueueOption {
+func WithTopGroups(n int) QueueOption {
 	return func(c *QueueCollector) { c.topKeys = min(max(n, 0), maxTopKeys) }
 }
 
@@ -147,7 +147,7 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 	for _, qi := range infos {
 		q := qi.Queue
 		for state, n := range map[string]int64{"pending": qi.Pending, "active": qi.Active, "scheduled": qi.Scheduled,
-			"retry": qi.Retry, "dead": qi.Dead, "done": qi.Done, "waiting": qi.Waiting} {
+			"retry": qi.Retry, "dead": qi.Dead, "done": qi.Succeeded, "waiting": qi.Waiting} {
 			gauge(c.tasks, float64(n), q, state)
 		}
 		gauge(c.latency, qi.Latency.Seconds(), q)
@@ -156,22 +156,22 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 			paused = 1
 		}
 		gauge(c.paused, paused, q)
-		ch <- prometheus.MustNewConstMetric(c.processed, prometheus.CounterValue, float64(qi.Succeeded+qi.Failed), q)
-		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(qi.Failed), q)
+		ch <- prometheus.MustNewConstMetric(c.processed, prometheus.CounterValue, float64(qi.SucceededTotal+qi.FailedTotal), q)
+		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(qi.FailedTotal), q)
 		gauge(c.workers, float64(live[q].Workers), q)
 		gauge(c.running, float64(live[q].Running), q)
 		gauge(c.ahead, float64(live[q].Ahead), q)
 		gauge(c.limitHolders, float64(qi.Active), q)
 		gauge(c.limitWaiters, float64(qi.Waiting), q)
-		gauge(c.activeKeys, float64(qi.ActiveKeys), q)
-		if qi.ActiveKeys > 0 && c.topKeys > 0 {
+		gauge(c.activeKeys, float64(qi.ActiveGroups), q)
+		if qi.ActiveGroups > 0 && c.topKeys > 0 {
 			// one more round trip, only for a queue with keys waiting
-			page, err := c.insp.Keys(ctx, queue.KeyQuery{Queue: q, Limit: c.topKeys})
+			page, err := c.insp.Groups(ctx, queue.GroupQuery{Queue: q, Limit: c.topKeys})
 			if err != nil {
 				return err
 			}
-			for _, k := range page.Keys {
-				gauge(c.keyBacklog, float64(k.Waiting), q, k.Key)
+			for _, k := range page.Groups {
+				gauge(c.keyBacklog, float64(k.Waiting), q, k.Group)
 			}
 		}
 		if c.scaling {

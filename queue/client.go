@@ -22,7 +22,7 @@ type Client struct {
 	cfg        Config
 	rr         atomic.Uint64 // round-robin over partitions
 	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
-	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and KeyMaxDepth, and when learned
+	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and GroupMaxDepth, and when learned
 	prepMu     sync.RWMutex
 	prep       map[partKey]*plainCall // the plain single enqueue's call, per partition
 	layouts    sync.Map               // queue name -> layoutEntry: its partition layout, and when read

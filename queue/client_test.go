@@ -163,9 +163,9 @@ func TestEnqueue(t *testing.T) {
 		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("2026-12")), In("uniq"), Unique(time.Hour))
 		must(t, err)
 		// a caller key makes different payloads collide
-		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("a")), In("uniq"), UniqueKey("tenant-1", time.Hour))
+		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("a")), In("uniq"), UniqueBy("tenant-1", time.Hour))
 		must(t, err)
-		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("b")), In("uniq"), UniqueKey("tenant-1", time.Hour))
+		_, err = b.client.Enqueue(ctx, NewRawTask("report", []byte("b")), In("uniq"), UniqueBy("tenant-1", time.Hour))
 		if !errors.Is(err, ErrDuplicateUniqueTask) {
 			t.Fatalf("err = %v, want ErrDuplicateUniqueTask", err)
 		}
@@ -576,9 +576,9 @@ func TestPendingFoundInItsShard(t *testing.T) {
 			add(info, "chosen")
 		}
 	}
-	// a concurrency key: the task may be parked away from the shards, so
+	// a group: the task may be parked away from the shards, so
 	// it keeps its copy
-	keyed, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("keyed")), ConcurrencyKey("tenant-1"))
+	keyed, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("keyed")), Group("tenant-1"))
 	must(t, err)
 	add(keyed, "keyed")
 	k := keys.For(b.cfg.Prefix, DefaultQueue, 0)
@@ -650,7 +650,7 @@ func TestCheckedPendingFoundInItsShard(t *testing.T) {
 		tasks = append(tasks, NewRawTask("t", []byte(fmt.Sprint("p-", i)), opts...))
 	}
 	tasks = append(tasks, NewRawTask("t", []byte("later"), TaskID("later"), ProcessIn(time.Hour)),
-		NewRawTask("t", []byte("keyed"), TaskID("keyed"), ConcurrencyKey("tenant-1")))
+		NewRawTask("t", []byte("keyed"), TaskID("keyed"), Group("tenant-1")))
 	_, err := b.client.EnqueueMany(ctx, tasks)
 	must(t, err)
 	k := keys.For(b.cfg.Prefix, DefaultQueue, 0)

@@ -63,7 +63,7 @@ func TestCompactMessages(t *testing.T) {
 	must(t, err)
 	compact["batch"] = batch[0]
 	fullForm := map[string]*TaskInfo{
-		"keyed":        enqueue(b.client, NewRawTask("full:keyed", []byte("k")), ConcurrencyKey("tenant-1")),
+		"keyed":        enqueue(b.client, NewRawTask("full:keyed", []byte("k")), Group("tenant-1")),
 		"retries":      enqueue(b.client, NewRawTask("full:retries", []byte("r")), MaxRetry(2)),
 		"timeout":      enqueue(b.client, NewRawTask("full:timeout", []byte("t")), Timeout(1e9)),
 		"header":       enqueue(b.client, NewRawTask("full:header", []byte("h")), Header("tenant", "a")),
@@ -90,7 +90,7 @@ func TestCompactMessages(t *testing.T) {
 	for name, info := range map[string]*TaskInfo{"raw": compact["raw"], "msgpack": compact["msgpack"], "full": fullForm["FullMessages"], "keyed": fullForm["keyed"]} {
 		got, err := b.insp.GetTask(ctx, "cq", info.ID)
 		if err != nil || got.State != StatePending || got.Type != info.Type || string(got.Payload) != string(info.Payload) ||
-			got.Raw != info.Raw || got.MaxRetry != info.MaxRetry || got.ConcurrencyKey != info.ConcurrencyKey || !got.EnqueuedAt.Equal(info.EnqueuedAt) {
+			got.Raw != info.Raw || got.MaxRetry != info.MaxRetry || got.Group != info.Group || !got.EnqueuedAt.Equal(info.EnqueuedAt) {
 			t.Errorf("%s: GetTask = %+v, %v; enqueued %+v", name, got, err, info)
 		}
 	}

@@ -67,7 +67,7 @@ type Config struct {
 	// one goroutine is not affected.
 	NoCoalescing bool
 	// FullMessages writes every task's message in the full form. By
-	// default a plain task (no concurrency key, the default MaxRetry, no
+	// default a plain task (no group, the default MaxRetry, no
 	// timeout, deadline, retention, uniqueness, headers or flow) is
 	// written in a compact form, shorter per pending task, which workers
 	// of builds from before v0.1.0 cannot read: they would send such a

@@ -242,15 +242,15 @@ func TestMaxDepth(t *testing.T) {
 	t.Run("LimitInfoShowsIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7, KeyRate: 3}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 7, GroupRate: 3}))
 		for _, o := range []Option{In("q"), ProcessIn(time.Hour)} {
 			_, err := b.client.Enqueue(ctx, NewRawTask("t", nil), In("q"), o)
 			must(t, err)
 		}
 		li, err := b.insp.LimitInfo(ctx, "q")
 		must(t, err)
-		if li.Limits.MaxDepth != 7 || li.Limits.KeyRate != 3 || li.Limits.Per != time.Second || li.Depth != 2 {
-			t.Fatalf("LimitInfo = %+v, want MaxDepth 7, KeyRate 3 per second, depth 2", li)
+		if li.Limits.MaxDepth != 7 || li.Limits.GroupRate != 3 || li.Limits.Per != time.Second || li.Depth != 2 {
+			t.Fatalf("LimitInfo = %+v, want MaxDepth 7, GroupRate 3 per second, depth 2", li)
 		}
 	})
 }
@@ -340,17 +340,17 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	keyed := func(key string, opts ...Option) *Task {
-		return NewRawTask("t", nil, append([]Option{In("q"), ConcurrencyKey(key)}, opts...)...)
+		return NewRawTask("t", nil, append([]Option{In("q"), Group(key)}, opts...)...)
 	}
 
 	t.Run("KeyOverItIsRefusedOthersGetIn", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 2}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 2}))
 		_, err := b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("a", ProcessIn(time.Hour))})
 		must(t, err)
 		_, err = b.client.Enqueue(ctx, keyed("a"))
-		if !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), `key "a" of "q" has KeyMaxDepth 2`) {
+		if !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), `key "a" of "q" has GroupMaxDepth 2`) {
 			t.Fatalf("third task of key a: %v, want ErrQueueFull naming the key", err)
 		}
 		infos, err := b.client.EnqueueMany(ctx, []*Task{keyed("a"), keyed("b"), NewRawTask("t", nil, In("q")), keyed("b"), keyed("b")})
@@ -374,7 +374,7 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Run("NeverExceededBy16Producers", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 50}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 50}))
 		var ok, full atomic.Int64
 		var wg sync.WaitGroup
 		for range 16 {
@@ -404,15 +404,15 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Run("CountsGoWithTheLimit", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 1}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 1}))
 		_, err := b.client.Enqueue(ctx, keyed("a"))
 		must(t, err)
 		must(t, b.insp.SetLimits(ctx, "q", Limits{}))
 		if n := b.rdb.Exists(ctx, keys.For(b.cfg.Prefix, "q", 0).KeyDepth()).Val(); n != 0 {
-			t.Fatal("the per-key depths outlive KeyMaxDepth")
+			t.Fatal("the per-key depths outlive GroupMaxDepth")
 		}
 		// set again: what was enqueued before is not counted
-		must(t, b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: 1}))
+		must(t, b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: 1}))
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			// the client may still believe there is no limit for a second:
@@ -423,7 +423,7 @@ func TestKeyMaxDepth(t *testing.T) {
 			}
 			must(t, err)
 			if time.Now().After(deadline) {
-				t.Fatal("KeyMaxDepth not applied")
+				t.Fatal("GroupMaxDepth not applied")
 			}
 		}
 		qi, err := b.insp.QueueInfo(ctx, "q")
@@ -436,8 +436,8 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Run("BadValueRefused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		if err := b.insp.SetLimits(ctx, "q", Limits{KeyMaxDepth: -1}); !errors.Is(err, ErrInvalidOption) {
-			t.Fatalf("KeyMaxDepth -1: %v, want ErrInvalidOption", err)
+		if err := b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: -1}); !errors.Is(err, ErrInvalidOption) {
+			t.Fatalf("GroupMaxDepth -1: %v, want ErrInvalidOption", err)
 		}
 	})
 }

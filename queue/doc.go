@@ -25,7 +25,7 @@
 // hangs.
 //
 // Limits (Inspector.SetLimits) bound how tasks start, and how many may
-// wait: a queue at its Limits.MaxDepth, or a key at its KeyMaxDepth,
+// wait: a queue at its Limits.MaxDepth, or a key at its GroupMaxDepth,
 // refuses new tasks with ErrQueueFull, or makes the producer wait for room
 // with WaitForRoom.
 package queue

@@ -13,7 +13,7 @@ import (
 )
 
 // The enqueue pipeline's third stage, admit: a queue's MaxDepth and
-// KeyMaxDepth are checked by the script that pushes, atomically with the
+// GroupMaxDepth are checked by the script that pushes, atomically with the
 // push (enqueue_capped.lua), unless this client learned within
 // depthCacheTTL that the queue has neither; a task a full queue refused
 // fails with ErrQueueFull, or, when it asked to (WaitForRoom), is sent
@@ -115,7 +115,7 @@ func refusedWaiting(groups []*group, errs []error) []*group {
 const depthCacheTTL = time.Second
 
 // depthEntry is what a producer last learned of a queue's MaxDepth and
-// KeyMaxDepth.
+// GroupMaxDepth.
 type depthEntry struct {
 	max, keyMax int64
 	at          time.Time
@@ -129,7 +129,7 @@ func (c *Client) checkDepth(groups []*group) {
 }
 
 // capped reports whether queue's enqueue must check its depth: it has a
-// MaxDepth or KeyMaxDepth, or this client has not looked for them within
+// MaxDepth or GroupMaxDepth, or this client has not looked for them within
 // depthCacheTTL.
 func (c *Client) capped(queue string) bool {
 	v, ok := c.depth.Load(queue)
@@ -151,7 +151,7 @@ func (c *Client) enqueueScript(k keys.Partition, g *group) (*rcall.Script, []any
 	return script.EnqueueCapped, append([]any{g.partition, c.cfg.partitions(g.queue)}, args...)
 }
 
-// learnDepth takes the MaxDepth and KeyMaxDepth off a checked group's
+// learnDepth takes the MaxDepth and GroupMaxDepth off a checked group's
 // reply and caches them, returning the per-task codes.
 func (c *Client) learnDepth(g *group, codes []int64) ([]int64, error) {
 	if !g.capped {
@@ -173,5 +173,5 @@ func (g *group) queueFull() error {
 
 // keyFull is the error of a task of key refused by g's partition.
 func (g *group) keyFull(key string) error {
-	return fmt.Errorf("%w: key %q of %q has KeyMaxDepth %d (in partition %d)", ErrQueueFull, key, g.queue, g.keyMax, g.partition)
+	return fmt.Errorf("%w: key %q of %q has GroupMaxDepth %d (in partition %d)", ErrQueueFull, key, g.queue, g.keyMax, g.partition)
 }

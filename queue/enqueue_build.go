@@ -185,9 +185,9 @@ func (c *Client) encode(m *wire.Message, buf []byte) ([]byte, error) {
 	return m.AppendEncode(buf[:0], c.cfg.FullMessages), nil
 }
 
-// routeKey is what places a task by hash: its concurrency key when it
+// routeKey is what places a task by hash: its group when it
 // has one, so every task of a key meets the key's limit in one partition;
-// else its unique key or chosen ID, so duplicates meet in one script;
+// else its uniqueness ID or chosen ID, so duplicates meet in one script;
 // "" (round-robin) otherwise.
 func routeKey(id, concKey, unique string, chosenID bool) string {
 	switch {

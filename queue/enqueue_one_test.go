@@ -236,7 +236,7 @@ func TestEnqueueOneCorruptRankCounter(t *testing.T) {
 // TestEnqueueOneHandsOver checks the single Enqueues that leave the
 // script's common call for its general part after the guessed push: a
 // feed trim falling due (a feed of 32 trims every second rank), a task
-// with a concurrency key (it keeps its message copy) and a push that fills
+// with a group (it keeps its message copy) and a push that fills
 // the tail. Each keeps its task, its feed entry and the feed's cap.
 func TestEnqueueOneHandsOver(t *testing.T) {
 	t.Parallel()
@@ -247,7 +247,7 @@ func TestEnqueueOneHandsOver(t *testing.T) {
 	for i := range 40 {
 		opts := []Option{In("q")}
 		if i%10 == 4 { // odd ranks: no trim due
-			opts = append(opts, ConcurrencyKey("tenant"))
+			opts = append(opts, Group("tenant"))
 		}
 		in, err := b.client.Enqueue(ctx, NewRawTask("t", []byte(fmt.Sprint("p", i)), opts...))
 		must(t, err)

@@ -33,7 +33,7 @@ type group struct {
 	single bool
 	capped bool  // sent with enqueue_capped.lua (admit decides)
 	max    int64 // the queue's MaxDepth, when capped
-	keyMax int64 // its KeyMaxDepth, when capped
+	keyMax int64 // its GroupMaxDepth, when capped
 }
 
 // route picks the partition of each of b's built tasks (errs[i] nil) and

@@ -231,7 +231,7 @@ func (c *Client) collect(g *group, cmd *redis.Cmd, infos []*TaskInfo, errs []err
 		case codes.EnqQueueFull:
 			errs[p.index] = g.queueFull()
 		case codes.EnqKeyFull:
-			errs[p.index] = g.keyFull(p.info.ConcurrencyKey)
+			errs[p.index] = g.keyFull(p.info.Group)
 		case codes.EnqClosed:
 			errs[p.index] = fmt.Errorf("%w: partition %d of queue %q", ErrPartitionClosed, g.partition, g.queue)
 		}

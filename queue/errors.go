@@ -12,7 +12,7 @@ import (
 // Errors callers branch on with errors.Is. Each is wrapped with what was
 // wrong and with which value.
 var (
-	// ErrInvalidQueueName reports a queue name shardq cannot use as part of a key.
+	// ErrInvalidQueueName reports a queue name shardq cannot use as part of a Redis key.
 	ErrInvalidQueueName = errors.New("queue: invalid queue name")
 	// ErrInvalidTask reports a task without a type, or with a bad task ID.
 	ErrInvalidTask = errors.New("queue: invalid task")
@@ -48,8 +48,8 @@ var (
 	// ErrTaskNotFound reports a task ID that no record and no recent feed entry knows.
 	ErrTaskNotFound = errors.New("queue: task not found")
 	// ErrQueueFull reports a task refused because its queue holds
-	// Limits.MaxDepth tasks waiting, or its concurrency key
-	// Limits.KeyMaxDepth. Nothing of the task was written.
+	// Limits.MaxDepth tasks waiting, or its group
+	// Limits.GroupMaxDepth. Nothing of the task was written.
 	ErrQueueFull = errors.New("queue: queue full")
 	// ErrRedisOutOfMemory reports that Redis refused a write at its maxmemory
 	// limit. Nothing was enqueued; workers keep draining the queue.

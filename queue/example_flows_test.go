@@ -81,7 +81,7 @@ func ExampleClient_EnqueueChain() {
 	}
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if info, _ := insp.GetChain(ctx, chain.ID); info.State == queue.ChainDone {
+		if info, _ := insp.GetChain(ctx, chain.ID); info.State == queue.ChainSucceeded {
 			fmt.Println(info.State, len(info.Links))
 			break
 		}
@@ -90,5 +90,5 @@ func ExampleClient_EnqueueChain() {
 	// fetch after ""
 	// parse after "fetch done"
 	// store after "parse done"
-	// done 3
+	// succeeded 3
 }

@@ -156,7 +156,7 @@ func ExampleInspector_SetLimits() {
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
 	// one export at a time per customer, however many workers run; stored
 	// in Redis, so it applies at once, with no restart
-	if err := insp.SetLimits(ctx, "exports", queue.Limits{KeyConcurrency: 1}); err != nil {
+	if err := insp.SetLimits(ctx, "exports", queue.Limits{GroupConcurrency: 1}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -179,7 +179,7 @@ func ExampleInspector_SetLimits() {
 	client, _ := queue.NewClient(rdb, queue.Config{})
 	for _, customer := range []string{"acme", "acme", "acme", "globex"} {
 		task := queue.NewRawTask("export", []byte(customer))
-		if _, err := client.Enqueue(ctx, task, queue.In("exports"), queue.ConcurrencyKey(customer)); err != nil {
+		if _, err := client.Enqueue(ctx, task, queue.In("exports"), queue.Group(customer)); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -196,7 +196,7 @@ func ExampleInspector_SetLimits() {
 		}
 	}
 	for _, key := range []string{"acme", "globex"} {
-		fmt.Printf("%s: %d running, %d waiting\n", key, li.Keys[key].Running, li.Keys[key].Waiting)
+		fmt.Printf("%s: %d running, %d waiting\n", key, li.Groups[key].Running, li.Groups[key].Waiting)
 	}
 	close(release)
 	// Output:

@@ -78,9 +78,9 @@ type ChainState string
 
 // Chain states.
 const (
-	ChainRunning ChainState = "running" // a link is enqueued or running
-	ChainStopped ChainState = "stopped" // a link went dead; retrying it resumes the chain
-	ChainDone    ChainState = "done"    // every link succeeded
+	ChainRunning   ChainState = "running"   // a link is enqueued or running
+	ChainStopped   ChainState = "stopped"   // a link went dead; retrying it resumes the chain
+	ChainSucceeded ChainState = "succeeded" // every link succeeded
 )
 
 // LinkState is where one link of a chain is.
@@ -167,7 +167,7 @@ func (i *Inspector) GetChain(ctx context.Context, id string) (*ChainInfo, error)
 		return nil, fmt.Errorf("chain %s: %w", id, ErrChainNotFound)
 	}
 	c := &ChainInfo{
-		ID: id, State: ChainState(f["state"]), Current: atoi(f["cur"]),
+		ID: id, State: chainStateOf(f["state"]), Current: atoi(f["cur"]),
 		StoppedAt: atoi(f["stop_link"]), StopError: f["stop_err"],
 		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
 	}
@@ -181,6 +181,15 @@ func (i *Inspector) GetChain(ctx context.Context, id string) (*ChainInfo, error)
 }
 
 // callbackState reads a callback's fired time and outcome ("", "s", "d").
+// chainStateOf is the ChainState of a chain record's state, which Redis
+// spells "done" for ChainSucceeded, as 0.1.0 wrote it.
+func chainStateOf(s string) ChainState {
+	if s == "done" {
+		return ChainSucceeded
+	}
+	return ChainState(s)
+}
+
 func callbackState(fired, done string) LinkState {
 	switch {
 	case done != "":

@@ -17,8 +17,17 @@ const (
 	StateActive    State = "active"    // leased by a worker, running
 	StateRetry     State = "retry"     // failed, waiting to run again
 	StateDead      State = "dead"      // failed for good; kept in the dead feed
-	StateDone      State = "done"      // succeeded; kept for its Retention
+	StateSucceeded State = "succeeded" // succeeded; kept for its Retention
 )
+
+// stateOf is the State of a task record's state, which Redis spells
+// "done" for StateSucceeded, as 0.1.0 wrote it.
+func stateOf(s string) State {
+	if s == "done" {
+		return StateSucceeded
+	}
+	return State(s)
+}
 
 // TaskInfo describes a task: what was enqueued and, where known, its state.
 type TaskInfo struct {
@@ -53,9 +62,9 @@ type TaskInfo struct {
 	Timeout   time.Duration
 	Deadline  time.Time
 	Retention time.Duration
-	UniqueKey string
-	// ConcurrencyKey is the task's key for Limits.KeyConcurrency.
-	ConcurrencyKey string
+	UniqueBy  string
+	// Group is the task's group for Limits.GroupConcurrency.
+	Group string
 	// Headers are the task's headers (Header, Config.ContextHeaders).
 	Headers map[string]string
 	// Progress is the last progress its handler reported
@@ -109,11 +118,11 @@ func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *
 		ID: wire.PublicID(m.ID), Queue: queue, Partition: partition, Type: m.Type, Payload: m.Payload, Raw: m.Raw, Headers: m.Headers,
 		State: StatePending, MaxRetry: m.MaxRetry, Timeout: time.Duration(m.Timeout) * time.Millisecond,
 		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
-		UniqueKey: m.Unique, ConcurrencyKey: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),
+		UniqueBy: m.Unique, Group: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),
 	}
 	ti.Flow = flowOf(m.Flow)
 	if r != nil {
-		ti.State = State(r.State)
+		ti.State = stateOf(r.State)
 		ti.Attempts = r.Attempts
 		ti.NextProcessAt = msTime(r.NextAt)
 		ti.StartedAt = msTime(r.StartedAt)

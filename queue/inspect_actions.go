@@ -52,14 +52,14 @@ var runAction = &action{
 var deleteAction = &action{
 	verb:   "delete",
 	script: script.DeleteTasks,
-	states: []State{StateScheduled, StateRetry, StateDead, StateDone},
+	states: []State{StateScheduled, StateRetry, StateDead, StateSucceeded},
 	keys: func(k keys.Partition) []string {
 		return []string{k.Scheduled(), k.Retry(), k.Dead(), k.Done(), k.Msg(), k.State(), k.FeedMsg(), k.Expire()}
 	},
 	args: func(i *Inspector, k keys.Partition, tasks []*TaskInfo) []any {
 		args := []any{k.T}
 		for _, t := range tasks {
-			args = append(args, wire.StoredID(t.ID), t.UniqueKey)
+			args = append(args, wire.StoredID(t.ID), t.UniqueBy)
 		}
 		return args
 	},
@@ -121,13 +121,13 @@ func (i *Inspector) DeleteTask(ctx context.Context, queue, id string) (err error
 }
 
 // DeleteAllTasks deletes every task of queue in state (StatePending,
-// StateScheduled, StateRetry, StateDead or StateDone) in batches, as
+// StateScheduled, StateRetry, StateDead or StateSucceeded) in batches, as
 // RunAllTasks does, and returns how many it deleted.
 //
 // For StatePending it empties the backlog from the head, at most as many
 // tasks as were pending when it began, so producers that keep enqueueing
 // cannot keep it going; tasks a worker is taking at that moment, and tasks
-// waiting for their concurrency key, still run. (DeleteTask deletes a
+// waiting for their group, still run. (DeleteTask deletes a
 // single pending task.)
 func (i *Inspector) DeleteAllTasks(ctx context.Context, queue string, state State) (_ int64, err error) {
 	defer i.forwardFlowsAfter(ctx, queue, &err)

@@ -53,7 +53,7 @@ func TestRunAndDeleteTasks(t *testing.T) {
 		if err := s.insp.RunTask(s.ctx, s.q, "nope"); !errors.Is(err, queue.ErrTaskNotFound) {
 			t.Errorf("run unknown: err = %v", err)
 		}
-		if _, err := s.insp.RunAllTasks(s.ctx, s.q, queue.StateDone); !errors.Is(err, queue.ErrInvalidOption) {
+		if _, err := s.insp.RunAllTasks(s.ctx, s.q, queue.StateSucceeded); !errors.Is(err, queue.ErrInvalidOption) {
 			t.Errorf("run all done: err = %v", err)
 		}
 		if _, err := s.insp.DeleteAllTasks(s.ctx, s.q, queue.StateActive); !errors.Is(err, queue.ErrInvalidOption) {
@@ -73,7 +73,7 @@ func TestRunAndDeleteTasks(t *testing.T) {
 		}
 		qi, err := s.insp.QueueInfo(s.ctx, s.q)
 		must(t, err)
-		if qi.Scheduled != 4 || qi.Retry != 2 || qi.Dead != 3 || qi.Done != 1 {
+		if qi.Scheduled != 4 || qi.Retry != 2 || qi.Dead != 3 || qi.Succeeded != 1 {
 			t.Fatalf("after DeleteTask: %+v", qi)
 		}
 	})
@@ -195,9 +195,9 @@ func TestDeleteAllPending(t *testing.T) {
 	// the script finds the lock's key by skipping the message's earlier
 	// fields: payloads of every length header, integers of every width
 	odd := []*queue.Task{
-		queue.NewRawTask("u", make([]byte, 300), queue.UniqueKey("bin16", time.Hour), queue.MaxRetry(200), queue.Timeout(time.Hour)),
-		queue.NewRawTask("u", make([]byte, 70_000), queue.UniqueKey("bin32", time.Hour), queue.Deadline(time.Now().Add(time.Hour))),
-		queue.NewRawTask("u", nil, queue.UniqueKey("k-"+strings.Repeat("x", 40), time.Hour), queue.Retention(100*time.Hour)),
+		queue.NewRawTask("u", make([]byte, 300), queue.UniqueBy("bin16", time.Hour), queue.MaxRetry(200), queue.Timeout(time.Hour)),
+		queue.NewRawTask("u", make([]byte, 70_000), queue.UniqueBy("bin32", time.Hour), queue.Deadline(time.Now().Add(time.Hour))),
+		queue.NewRawTask("u", nil, queue.UniqueBy("k-"+strings.Repeat("x", 40), time.Hour), queue.Retention(100*time.Hour)),
 	}
 	_, err = b.client.EnqueueMany(b.ctx, odd, queue.In("big"))
 	must(t, err)
@@ -209,7 +209,7 @@ func TestDeleteAllPending(t *testing.T) {
 		t.Fatalf("deleted %d pending tasks, want %d", deleted, n+1+len(odd))
 	}
 	if _, err := b.client.EnqueueMany(b.ctx, odd, queue.In("big")); err != nil {
-		t.Fatalf("a deleted task's custom unique key was kept: %v", err)
+		t.Fatalf("a deleted task's custom uniqueness ID was kept: %v", err)
 	}
 	if _, err := b.insp.DeleteAllTasks(b.ctx, "big", queue.StatePending); err != nil {
 		t.Fatal(err)

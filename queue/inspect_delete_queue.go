@@ -36,9 +36,9 @@ func (i *Inspector) DeleteQueue(ctx context.Context, queue string, force bool) e
 		if err != nil {
 			return err
 		}
-		if total := qi.Pending + qi.Active + qi.Scheduled + qi.Retry + qi.Dead + qi.Done + qi.Waiting; total > 0 {
+		if total := qi.Pending + qi.Active + qi.Scheduled + qi.Retry + qi.Dead + qi.Succeeded + qi.Waiting; total > 0 {
 			return fmt.Errorf("%w: %q holds %d tasks (pending %d, active %d, scheduled %d, retry %d, dead %d, done %d, waiting %d); delete with force to drop them",
-				ErrQueueNotEmpty, queue, total, qi.Pending, qi.Active, qi.Scheduled, qi.Retry, qi.Dead, qi.Done, qi.Waiting)
+				ErrQueueNotEmpty, queue, total, qi.Pending, qi.Active, qi.Scheduled, qi.Retry, qi.Dead, qi.Succeeded, qi.Waiting)
 		}
 		serving, err := i.servingWorkers(ctx, queue)
 		if err != nil {

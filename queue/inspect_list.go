@@ -25,14 +25,14 @@ const stateRecent State = "recent"
 // defaultPageSize is the page size of a TaskQuery without a Limit.
 const defaultPageSize = 50
 
-// maxPageSize bounds TaskQuery.Limit, KeyQuery.Limit and SearchQuery.Limit.
+// maxPageSize bounds TaskQuery.Limit, GroupQuery.Limit and SearchQuery.Limit.
 const maxPageSize = inspect.MaxPageSize
 
 // TaskQuery selects a page of a queue's tasks in one state.
 type TaskQuery struct {
 	Queue string
 	// State is StatePending, StateActive, StateScheduled, StateRetry,
-	// StateDead or StateDone; empty lists the feed of recently enqueued
+	// StateDead or StateSucceeded; empty lists the feed of recently enqueued
 	// tasks, whatever their state now.
 	State State
 	// After is the marker: the Next of the previous page ("" = from the
@@ -130,7 +130,7 @@ func stateSet(s State) (func(keys.Partition) string, error) {
 		return keys.Partition.Retry, nil
 	case StateDead:
 		return keys.Partition.Dead, nil
-	case StateDone:
+	case StateSucceeded:
 		return keys.Partition.Done, nil
 	case stateRecent:
 		return keys.Partition.Feed, nil
@@ -204,7 +204,7 @@ func parseReply(q TaskQuery, part int, cmd *redis.Cmd) ([]listed, error) {
 		}
 		l := listed{task: ti, marker: score + "," + wire.PublicID(id)}
 		switch q.State {
-		case stateRecent, StateDead, StateDone:
+		case stateRecent, StateDead, StateSucceeded:
 			ti.Rank = int64(parseScore(score))
 			l.score = float64(ti.EnqueuedAt.UnixMilli())
 			if q.State != stateRecent {

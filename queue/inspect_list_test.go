@@ -38,7 +38,7 @@ func setupStates(t *testing.T) *states {
 	s.done = b.enqueue(t, 2, typeOK, in, queue.Retention(time.Hour))
 	s.scheduled = b.enqueue(t, 6, typeOK, in, queue.ProcessIn(time.Hour))
 	b.waitCounts(t, s.q, "every state", func(qi *queue.QueueInfo) bool {
-		return qi.Dead == 5 && qi.Retry == 4 && qi.Active == 3 && qi.Done == 2 && qi.Scheduled == 6 && qi.Pending == 0
+		return qi.Dead == 5 && qi.Retry == 4 && qi.Active == 3 && qi.Succeeded == 2 && qi.Scheduled == 6 && qi.Pending == 0
 	})
 	must(t, b.insp.PauseQueue(b.ctx, s.q))
 	s.pending = b.enqueue(t, 7, typeOK, in)
@@ -58,7 +58,7 @@ func TestListTasks(t *testing.T) {
 	t.Run("EveryState", func(t *testing.T) {
 		for state, want := range map[queue.State][]string{
 			queue.StatePending: s.pending, queue.StateActive: s.active, queue.StateScheduled: s.scheduled,
-			queue.StateRetry: s.retry, queue.StateDead: s.dead, queue.StateDone: s.done,
+			queue.StateRetry: s.retry, queue.StateDead: s.dead, queue.StateSucceeded: s.done,
 		} {
 			got := s.listAll(t, queue.TaskQuery{Queue: s.q, State: state, Limit: 2})
 			if fmt.Sprint(sorted(ids(got))) != fmt.Sprint(sorted(want)) {

@@ -60,8 +60,8 @@ type WorkerQueue struct {
 	Running int // handlers running at the last heartbeat
 	// Ahead is how many tasks leased ahead it held at the last heartbeat
 	// (see WorkerInfo.Ahead).
-	Ahead int
-	Done  int64 // handlers finished since the worker started
+	Ahead    int
+	Finished int64 // handlers finished since the worker started
 	// MeanHandlerTime is the recent mean time a handler ran (a weighted
 	// mean over heartbeats); 0 before the first finished.
 	MeanHandlerTime time.Duration
@@ -75,7 +75,7 @@ func (w *WorkerInfo) setStatus(st *wire.WorkerStatus) {
 	}
 	w.Work = make(map[string]WorkerQueue, len(st.Work))
 	for q, qw := range st.Work {
-		w.Work[q] = WorkerQueue{Running: qw.Running, Ahead: qw.Ahead, Done: qw.Done,
+		w.Work[q] = WorkerQueue{Running: qw.Running, Ahead: qw.Ahead, Finished: qw.Done,
 			MeanHandlerTime: time.Duration(qw.MeanMS * float64(time.Millisecond))}
 	}
 }

@@ -51,25 +51,25 @@ type QueueInfo struct {
 	Scheduled  int64
 	Retry      int64
 	Dead       int64
-	// Done counts the succeeded tasks still kept, those enqueued with a
+	// Succeeded counts the succeeded tasks still kept, those enqueued with a
 	// Retention that has not run out; a task without one leaves Redis as
 	// it succeeds. For how many were processed, use History.
-	Done int64
-	// Waiting counts the tasks held for their concurrency key (not in
-	// Pending): the key is at its KeyConcurrency or KeyRate, or paused.
+	Succeeded int64
+	// Waiting counts the tasks held for their group (not in
+	// Pending): the group is at its GroupConcurrency or GroupRate, or paused.
 	Waiting int64
 	Paused  bool
-	// Succeeded counts the tasks that succeeded since the queue began, and
+	// SucceededTotal counts the tasks that succeeded since the queue began, and
 	// Failed the attempts that failed (retried or dead): monotonic, for
 	// Prometheus's _total counters and rates (History has them per minute).
-	Succeeded int64
-	Failed    int64
+	SucceededTotal int64
+	FailedTotal    int64
 	// Latency is the age of the oldest pending task (0 when none is pending).
 	Latency time.Duration
-	// ActiveKeys counts the concurrency keys with tasks waiting, held or
-	// not. Inspector.Keys lists them. A key whose tasks were all placed in
+	// ActiveGroups counts the groups with tasks waiting, held or
+	// not. Inspector.Groups lists them. A group whose tasks were all placed in
 	// turns counts until the end of the turn that starts its last task.
-	ActiveKeys int64
+	ActiveGroups int64
 }
 
 // Queues returns the names of every queue that has been enqueued to, sorted.
@@ -213,15 +213,15 @@ func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
 	info.Scheduled += c(2)
 	info.Retry += c(3)
 	info.Dead += c(4)
-	info.Done += c(5)
+	info.Succeeded += c(5)
 	info.Paused = info.Paused || c(6) == 1
 	info.Waiting += c(8)
 	if len(res) >= 11 {
-		info.Succeeded += c(9)
-		info.Failed += c(10)
+		info.SucceededTotal += c(9)
+		info.FailedTotal += c(10)
 	}
 	if len(res) >= 13 {
-		info.ActiveKeys += c(12)
+		info.ActiveGroups += c(12)
 	}
 	heads := []any{res[7]}
 	if len(res) >= 12 {

@@ -101,7 +101,7 @@ func TestInspector(t *testing.T) {
 	})
 
 	t.Run("DoneAndDeadFeedsStartEmpty", func(t *testing.T) {
-		for _, f := range []State{StateDone, StateDead} {
+		for _, f := range []State{StateSucceeded, StateDead} {
 			p, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", State: f})
 			must(t, err)
 			if len(p.Tasks) != 0 {

@@ -23,7 +23,7 @@ import (
 // restart. On a queue of several partitions they hold across all of them:
 // concurrency and rate are split into per-partition quotas that workers
 // move to where the tasks wait (within about a second), and the tasks of a
-// concurrency key all go to one partition.
+// group all go to one partition.
 type Limits struct {
 	// Concurrency is how many tasks of the queue may run at once (0 = no
 	// limit). A crashed worker's slots come back when their leases expire.
@@ -32,14 +32,14 @@ type Limits struct {
 	// defaults to one second. No window of length Per holds more starts.
 	Rate int
 	Per  time.Duration
-	// KeyConcurrency is how many tasks with the same ConcurrencyKey may run
-	// at once (0 = no limit). A key at it sits out its turns: its tasks
+	// GroupConcurrency is how many tasks with the same Group may run
+	// at once (0 = no limit). A group at it sits out its turns: its tasks
 	// wait, in order, without holding a worker slot, while tasks of other
-	// keys run. Set while a key's tasks run, it counts the tasks leased
+	// groups run. Set while a group's tasks run, it counts the tasks leased
 	// from then on.
-	KeyConcurrency int
+	GroupConcurrency int
 	// MaxDepth caps how many tasks may wait in the queue (pending, held
-	// for their key, scheduled and retrying; 0 = no cap). An enqueue
+	// for their group, scheduled and retrying; 0 = no cap). An enqueue
 	// over it fails with ErrQueueFull, or waits for room with WaitForRoom.
 	// The check is atomic with the push, so concurrent producers never pass
 	// it; a running task that comes back (a retry, an expired lease) is
@@ -50,20 +50,20 @@ type Limits struct {
 	// reaches MaxDepth. Producers cache for a second that a queue has no
 	// MaxDepth, so a new one applies to them within a second.
 	MaxDepth int
-	// KeyRate is how many tasks with the same ConcurrencyKey may start per
+	// GroupRate is how many tasks with the same Group may start per
 	// Per (0 = no limit): no window of length Per holds more starts of one
-	// key. A key at it sits out its turns until the window lets it start
+	// group. A group at it sits out its turns until the window lets it start
 	// one more; its tasks wait, in order, holding no worker slot, while
-	// tasks of other keys run.
-	KeyRate int
-	// KeyMaxDepth caps how many tasks of one ConcurrencyKey may wait in
+	// tasks of other groups run.
+	GroupRate int
+	// GroupMaxDepth caps how many tasks of one Group may wait in
 	// the queue, enqueued and never started (0 = no cap): an enqueue over
-	// it fails with ErrQueueFull, as over MaxDepth, while other keys' tasks
+	// it fails with ErrQueueFull, as over MaxDepth, while other groups' tasks
 	// get in. Checked atomically with the push, per partition (each
-	// partition holds up to KeyMaxDepth of a key). The counts are kept only
+	// partition holds up to GroupMaxDepth of a group). The counts are kept only
 	// while the limit is set, so tasks enqueued before it was set are not
 	// counted.
-	KeyMaxDepth int
+	GroupMaxDepth int
 }
 
 func (l Limits) validate(queue string) error {
@@ -73,14 +73,14 @@ func (l Limits) validate(queue string) error {
 	return nil
 }
 
-// ConcurrencyKey gives the task a key (a tenant, a customer, an API
-// account) for the queue's Limits.KeyConcurrency. On a queue of several
-// partitions the key also picks the task's partition, so every task of a
-// key meets the key's limit in one place.
-func ConcurrencyKey(key string) Option {
+// Group gives the task a group (a tenant, a customer, an API
+// account) for the queue's Limits.GroupConcurrency. On a queue of several
+// partitions the group also picks the task's partition, so every task of a
+// group meets the group's limit in one place.
+func Group(key string) Option {
 	return func(o *options) error {
 		if err := checkName(key); err != nil {
-			return fmt.Errorf("%w: ConcurrencyKey(%q): %s", ErrInvalidOption, key, err)
+			return fmt.Errorf("%w: Group(%q): %s", ErrInvalidOption, key, err)
 		}
 		o.key = key
 		return nil
@@ -135,17 +135,17 @@ type LimitInfo struct {
 	Running int64
 	// Started is the number of task starts the rate limit counts now.
 	Started int64
-	// Waiting is the number of tasks held for their concurrency key: the
-	// key is at KeyConcurrency or KeyRate, or paused. QueueInfo.Waiting
+	// Waiting is the number of tasks held for their group: the
+	// group is at GroupConcurrency or GroupRate, or paused. QueueInfo.Waiting
 	// counts the same tasks.
 	Waiting int64
-	// Keys holds, for up to 1,000 keys a partition, how many of their
-	// tasks run and wait: the keys with the most tasks waiting. Running
-	// there is what KeyConcurrency counts, 0 without one; Inspector.Keys
-	// counts a key's running tasks either way. Without a key limit, a
-	// key whose tasks are all placed in turns shows the tasks placed at
-	// its last enqueue as Waiting; Inspector.Keys counts them exactly.
-	Keys map[string]KeyInfo
+	// Groups holds, for up to 1,000 groups a partition, how many of their
+	// tasks run and wait: the groups with the most tasks waiting. Running
+	// there is what GroupConcurrency counts, 0 without one; Inspector.Groups
+	// counts a group's running tasks either way. Without a group limit, a
+	// group whose tasks are all placed in turns shows the tasks placed at
+	// its last enqueue as Waiting; Inspector.Groups counts them exactly.
+	Groups map[string]GroupInfo
 	// Quotas is, on a queue of several partitions, each partition's share
 	// of the concurrency and rate limits now.
 	Quotas []PartitionQuota
@@ -202,7 +202,7 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 				parked:  pipe.Get(ctx, k.ParkedCount()),
 				active:  pipe.HScan(ctx, k.KeyActive(), 0, "", 1000),
 				waits:   pipe.HScan(ctx, k.KeyWaiting(), 0, "", 1000),
-				// the tasks held for their keys, and the busiest keys' backlogs
+				// the tasks held for their groups, and the busiest groups' backlogs
 				held:     pipe.Get(ctx, k.FairHeld()),
 				backlogs: pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: k.FairBacklog(), Start: 0, Stop: 999, Rev: true}),
 			}
@@ -218,17 +218,17 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 	if err != nil {
 		return nil, fmt.Errorf("limit info of %q: %w", queue, err)
 	}
-	info := &LimitInfo{Queue: queue, Keys: map[string]KeyInfo{}}
+	info := &LimitInfo{Queue: queue, Groups: map[string]GroupInfo{}}
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	lim := cmds[0].lim.Val()
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
-		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, KeyConcurrency: atoi(lim["keyconc"]),
-		MaxDepth: atoi(lim["maxdepth"]), KeyRate: atoi(lim["keyrate"]), KeyMaxDepth: atoi(lim["keymaxdepth"])}
+		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, GroupConcurrency: atoi(lim["keyconc"]),
+		MaxDepth: atoi(lim["maxdepth"]), GroupRate: atoi(lim["keyrate"]), GroupMaxDepth: atoi(lim["keymaxdepth"])}
 	if home != nil {
 		h := home.Val()
 		info.Limits.Concurrency, info.Limits.Rate = atoi(h["conc"]), atoi(h["rate"])
 	}
-	if info.Limits.Rate == 0 && info.Limits.KeyRate == 0 {
+	if info.Limits.Rate == 0 && info.Limits.GroupRate == 0 {
 		info.Limits.Per = 0 // no rate limit: the stored default window means nothing
 	}
 	if info.Limits.MaxDepth > 0 {
@@ -247,23 +247,23 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		info.Waiting += max(w, 0)
 		for _, z := range c.backlogs.Val() {
 			key, _ := z.Member.(string)
-			ki := info.Keys[key]
+			ki := info.Groups[key]
 			ki.Waiting += int64(z.Score)
-			info.Keys[key] = ki
+			info.Groups[key] = ki
 		}
 		av, _ := c.active.Val()
 		wv, _ := c.waits.Val()
 		for key, v := range pairs(av) {
-			ki := info.Keys[key]
+			ki := info.Groups[key]
 			x, _ := strconv.ParseInt(v, 10, 64)
 			ki.Running += x
-			info.Keys[key] = ki
+			info.Groups[key] = ki
 		}
 		for key, v := range pairs(wv) {
-			ki := info.Keys[key]
+			ki := info.Groups[key]
 			x, _ := strconv.ParseInt(v, 10, 64)
 			ki.Waiting += x
-			info.Keys[key] = ki
+			info.Groups[key] = ki
 		}
 		if n > 1 {
 			l := c.lim.Val()

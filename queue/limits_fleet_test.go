@@ -9,7 +9,7 @@ import (
 )
 
 // TestConcurrencyKeyPlacesTask: on a queue of 4 partitions, the tasks of a
-// concurrency key all go to one partition (even with a unique key or a
+// group all go to one partition (even with a uniqueness ID or a
 // chosen ID), while tasks without a key spread over all of them.
 func TestConcurrencyKeyPlacesTask(t *testing.T) {
 	t.Parallel()
@@ -18,9 +18,9 @@ func TestConcurrencyKeyPlacesTask(t *testing.T) {
 	parts := map[string]map[int]bool{}
 	for i := range 40 {
 		key := []string{"acme", "globex"}[i%2]
-		opts := []Option{In("wide"), ConcurrencyKey(key)}
+		opts := []Option{In("wide"), Group(key)}
 		if i%5 == 0 {
-			opts = append(opts, UniqueKey("u"+string(rune('a'+i)), time.Minute))
+			opts = append(opts, UniqueBy("u"+string(rune('a'+i)), time.Minute))
 		}
 		info, err := b.client.Enqueue(ctx, NewRawTask("t", nil), opts...)
 		must(t, err)
@@ -52,10 +52,10 @@ func TestSetLimitsFleetWide(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Partitions: map[string]int{"wide": 4}})
 	ctx := context.Background()
-	must(t, b.insp.SetLimits(ctx, "wide", Limits{Concurrency: 10, Rate: 100, Per: time.Second, KeyConcurrency: 2}))
+	must(t, b.insp.SetLimits(ctx, "wide", Limits{Concurrency: 10, Rate: 100, Per: time.Second, GroupConcurrency: 2}))
 	li, err := b.insp.LimitInfo(ctx, "wide")
 	must(t, err)
-	if li.Limits != (Limits{Concurrency: 10, Rate: 100, Per: time.Second, KeyConcurrency: 2}) {
+	if li.Limits != (Limits{Concurrency: 10, Rate: 100, Per: time.Second, GroupConcurrency: 2}) {
 		t.Fatalf("LimitInfo.Limits = %+v", li.Limits)
 	}
 	conc, rate := 0, 0

@@ -52,7 +52,7 @@ func TestEnqueueRefusedWhileShardsMigrate(t *testing.T) {
 		t.Fatalf("DeleteAllTasks = %d, %v; want the 8 pending", n, err)
 	}
 	acked -= 8
-	enqueue(ConcurrencyKey("k"))  // keeps a copy in T:feed:msg
+	enqueue(Group("k"))           // keeps a copy in T:feed:msg
 	enqueue(ProcessIn(time.Hour)) // T:scheduled, T:msg, T:state
 	for range 10 {
 		enqueue()

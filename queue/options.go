@@ -111,8 +111,8 @@ func ProcessIn(d time.Duration) Option {
 // type and payload enqueued within ttl while this one has not succeeded.
 // A task that goes to dead keeps the lock until ttl runs out. See
 // UniqueUntilFinished for a lock held as long as the task lives.
-// On a queue of several partitions a task with a ConcurrencyKey is placed
-// by its key, so there duplicates are found among tasks of the same key.
+// On a queue of several partitions a task with a Group is placed
+// by its group, so there duplicates are found among tasks of the same group.
 func Unique(ttl time.Duration) Option {
 	return func(o *options) error {
 		if ttl < time.Millisecond {
@@ -123,12 +123,12 @@ func Unique(ttl time.Duration) Option {
 	}
 }
 
-// UniqueKey is Unique with the caller's own key instead of type and payload
+// UniqueBy is Unique with the caller's own key instead of type and payload
 // (for example an order ID), so tasks with different payloads can collide.
-func UniqueKey(key string, ttl time.Duration) Option {
+func UniqueBy(key string, ttl time.Duration) Option {
 	return func(o *options) error {
 		if key == "" || len(key) > config.MaxNameLen {
-			return fmt.Errorf("%w: UniqueKey(%q): want 1 to %d bytes", ErrInvalidOption, key, config.MaxNameLen)
+			return fmt.Errorf("%w: UniqueBy(%q): want 1 to %d bytes", ErrInvalidOption, key, config.MaxNameLen)
 		}
 		if err := Unique(ttl)(o); err != nil {
 			return err
@@ -144,7 +144,7 @@ func UniqueKey(key string, ttl time.Duration) Option {
 // this one is scheduled, pending, running or waiting to retry, however
 // long that takes, and for after once it finished, done or dead (0:
 // released when it finishes). Deleting or purging the task releases it
-// at once. With UniqueKey the key is the caller's, and UniqueKey's ttl
+// at once. With UniqueBy the ID is the caller's, and UniqueBy's ttl
 // gives way to this.
 func UniqueUntilFinished(after time.Duration) Option {
 	return func(o *options) error {
@@ -161,7 +161,7 @@ func UniqueUntilFinished(after time.Duration) Option {
 // same queue fails with ErrDuplicateTaskID, returned with the info of the
 // task that holds the ID, which makes enqueueing with an ID idempotent. IDs are claimed per queue: the same ID in another queue
 // is another task (and on a queue of several partitions, tasks with a
-// ConcurrencyKey claim IDs among tasks of the same key, since the key
+// Group claim IDs among tasks of the same group, since the group
 // places them). Any name works (UTF-8, no whitespace, braces or
 // control characters); the ID reads back exactly as given. Generated IDs
 // are UUIDv7s, shown as canonical UUID text and stored as their 16 bytes.
@@ -195,8 +195,8 @@ const maxHeadersSize = 4096
 // Header sets one of the task's headers: a small string the handler reads
 // in Task.Headers and GetTask and the dashboard show, such as a trace
 // context (package tracing) or a tenant. Later options win for the same
-// key; a task's own options are applied before the call's. An empty value
-// deletes the key.
+// group; a task's own options are applied before the call's. An empty value
+// deletes the header.
 func Header(key, value string) Option {
 	return Headers(map[string]string{key: value})
 }

@@ -33,7 +33,7 @@ type PartitionLayout struct {
 // workers go on serving them until they hold nothing (pending, scheduled,
 // retrying, running, parked or dead), then a worker ends the drain and
 // they are forgotten. Until then Inspector counts include them. Keys that
-// place a task by hash (a concurrency key, a unique key, a chosen ID) move
+// place a task by hash (a group, a uniqueness ID, a chosen ID) move
 // partition with the count: see the architecture doc for what that costs.
 // The partitions of a queue with fleet-wide limits get their quotas.
 // Run one SetPartitions of a queue at a time.

@@ -15,7 +15,7 @@ import (
 type SearchQuery struct {
 	Queue string
 	// State is where to look: empty for every task enqueued lately (the
-	// default), StateDead, StateRetry, StateDone, StateScheduled,
+	// default), StateDead, StateRetry, StateSucceeded, StateScheduled,
 	// StateActive or StatePending.
 	State State
 	// Type matches a task type exactly, or by prefix when it ends in "*"

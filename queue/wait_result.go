@@ -32,9 +32,9 @@ func (i *Inspector) WaitResult(ctx context.Context, queue, id string) ([]byte, e
 		switch {
 		case err != nil:
 			return nil, err
-		case ti.State == StateDone && ti.resultErr != nil:
+		case ti.State == StateSucceeded && ti.resultErr != nil:
 			return nil, fmt.Errorf("the result of task %s of %q does not open: %w", id, queue, ti.resultErr)
-		case ti.State == StateDone:
+		case ti.State == StateSucceeded:
 			return ti.Result, nil
 		case ti.State == StateDead:
 			return nil, fmt.Errorf("%w: task %s of %q: %s", ErrTaskDead, id, queue, ti.LastError)

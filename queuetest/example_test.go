@@ -56,7 +56,7 @@ func ExampleEnv_Drain() {
 		// backoff and the week's delay: no sleeping
 		res := env.Drain(t, mux, "orders")
 		fmt.Printf("%d runs, %d done, %d dead; a week passed: %t\n",
-			res.Runs, res.Done, res.Dead, res.Advanced >= 7*24*time.Hour)
+			res.Runs, res.Succeeded, res.Dead, res.Advanced >= 7*24*time.Hour)
 	})
 	// Output:
 	// review: scheduled
@@ -72,7 +72,7 @@ func ExampleEnv_Advance() {
 		mux.HandleFunc("digest:send", func(ctx context.Context, task *worker.Task) error { return nil })
 		// a day passes on the test clock, the schedule ticking at each hour
 		res := env.Advance(t, mux, 24*time.Hour)
-		fmt.Printf("%d digests sent in %v\n", res.Done, res.Advanced)
+		fmt.Printf("%d digests sent in %v\n", res.Succeeded, res.Advanced)
 	})
 	// Output:
 	// 24 digests sent in 24h0m0s

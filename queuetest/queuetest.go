@@ -209,9 +209,9 @@ next:
 
 // DrainResult says what Drain or Advance ran.
 type DrainResult struct {
-	// Runs counts handler runs (attempts), Done the tasks that succeeded,
+	// Runs counts handler runs (attempts), Succeeded the tasks that succeeded,
 	// Dead those that went to dead.
-	Runs, Done, Dead int
+	Runs, Succeeded, Dead int
 	// Advanced is how far the clock moved.
 	Advanced time.Duration
 }
@@ -365,8 +365,8 @@ func (c counter) HandlerFinished(e worker.HandlerEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch e.Outcome {
-	case worker.OutcomeDone:
-		c.res.Done++
+	case worker.OutcomeSucceeded:
+		c.res.Succeeded++
 	case worker.OutcomeDead:
 		c.res.Dead++
 	}

@@ -77,7 +77,7 @@ func TestSignupEnqueuesAndRetries(t *testing.T) {
 	}))
 	start := time.Now()
 	res := env.Drain(t, mux, "email")
-	if res.Done != 2 || res.Dead != 0 || res.Runs != 4 {
+	if res.Succeeded != 2 || res.Dead != 0 || res.Runs != 4 {
 		t.Fatalf("drain: %+v, want 2 done in 4 runs (the welcome in 3 attempts, the reminder)", res)
 	}
 	if res.Advanced < 24*time.Hour {
@@ -144,7 +144,7 @@ func TestNightlyReport(t *testing.T) {
 		t.Fatalf("the clock moved %v, want exactly 48h", got)
 	}
 	// two nights, the first one's report run twice (a retry after its backoff)
-	if res.Done != 2+8 || res.Runs != 3+8 || res.Dead != 0 {
+	if res.Succeeded != 2+8 || res.Runs != 3+8 || res.Dead != 0 {
 		t.Fatalf("advance: %+v, want 2 reports (one retried once) and 8 cache warms done", res)
 	}
 	if warms != 8 {
@@ -248,7 +248,7 @@ func TestBatchCallback(t *testing.T) {
 		return nil
 	})
 	res := env.Drain(t, mux, "exports")
-	if zips.Load() != 1 || res.Dead != 0 || res.Done != 13 {
+	if zips.Load() != 1 || res.Dead != 0 || res.Succeeded != 13 {
 		t.Fatalf("drain: %+v, zip ran %d times: want the 12 months, then the zip once", res, zips.Load())
 	}
 	bi, err := env.Inspector.GetBatch(ctx, id)
@@ -298,7 +298,7 @@ func TestAlbumBatchCallback(t *testing.T) {
 		}
 		return nil
 	}))
-	if resized != 12 || published != 1 || res.Done != 13 {
+	if resized != 12 || published != 1 || res.Succeeded != 13 {
 		t.Fatalf("resized %d, published %d, drain %+v", resized, published, res)
 	}
 	info, err := env.Inspector.GetBatch(ctx, batch.ID())
@@ -345,7 +345,7 @@ func TestWorkflowDrain(t *testing.T) {
 		}
 		return nil
 	}))
-	if res.Done != 6 || res.Dead != 0 || len(order) != 6 || order[0] != "order:fetch" ||
+	if res.Succeeded != 6 || res.Dead != 0 || len(order) != 6 || order[0] != "order:fetch" ||
 		slices.Index(order, "order:ship") < slices.Index(order, "order:charge") ||
 		slices.Index(order, "order:ship") < slices.Index(order, "order:reserve") {
 		t.Fatalf("drain %+v, order %v", res, order)

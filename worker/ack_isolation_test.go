@@ -109,7 +109,7 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 	goodID, err := client.EnqueueWorkflow(ctx, good)
 	must(t, err)
 	bad := queue.NewWorkflow()
-	bad.Add("x", queue.NewRawTask("x", nil, queue.In("iso"), queue.ConcurrencyKey("k")))
+	bad.Add("x", queue.NewRawTask("x", nil, queue.In("iso"), queue.Group("k")))
 	bad.Add("y", queue.NewRawTask("y", nil, queue.In("iso")), queue.After("x"))
 	badID, err := client.EnqueueWorkflow(ctx, bad)
 	must(t, err)
@@ -120,9 +120,9 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 	batch := []string{"a1", "a2", "a3", "x", "p1", "p2", "p3"}
 	// holder runs beside the batch under x's key, to the end: x's ack
 	// must count its key down once, whatever the failed calls
-	_, err = client.Enqueue(ctx, queue.NewRawTask("holder", nil, queue.In("iso"), queue.ConcurrencyKey("k")))
+	_, err = client.Enqueue(ctx, queue.NewRawTask("holder", nil, queue.In("iso"), queue.Group("k")))
 	must(t, err)
-	must(t, insp.SetLimits(ctx, "iso", queue.Limits{KeyConcurrency: 2}))
+	must(t, insp.SetLimits(ctx, "iso", queue.Limits{GroupConcurrency: 2}))
 	hold := make(chan struct{})
 
 	// the batch's handlers wait for one another, so their acks are taken

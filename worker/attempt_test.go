@@ -61,7 +61,7 @@ func TestAttemptCountsEveryStart(t *testing.T) {
 	must(t, b.insp.RunTask(ctx, queue.DefaultQueue, lucky))
 	waitState(lucky, queue.StateDead, 2)
 	must(t, b.insp.RunTask(ctx, queue.DefaultQueue, lucky))
-	waitState(lucky, queue.StateDone, 3)
+	waitState(lucky, queue.StateSucceeded, 3)
 	if got := seen(lucky); got != "[{1 0} {2 0} {3 0}]" {
 		t.Errorf("MaxRetry(0) run again twice: starts {attempt, retries left} %s, want [{1 0} {2 0} {3 0}]", got)
 	}

@@ -77,7 +77,7 @@ func TestMaxDepthWithWorkers(t *testing.T) {
 }
 
 // TestKeyMaxDepthWithWorkers: a producer of one key waits for room under
-// KeyMaxDepth 5 while a worker runs the key one task at a time (some
+// GroupMaxDepth 5 while a worker runs the key one task at a time (some
 // tasks failing once): every task gets in and runs, the key's count never
 // passes 5, and it is gone once all ran (counted out at the first start
 // only, not again at a retry's).
@@ -86,7 +86,7 @@ func TestKeyMaxDepthWithWorkers(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	const n = 30
-	must(t, b.insp.SetLimits(ctx, "kq", queue.Limits{KeyMaxDepth: 5, KeyConcurrency: 1}))
+	must(t, b.insp.SetLimits(ctx, "kq", queue.Limits{GroupMaxDepth: 5, GroupConcurrency: 1}))
 	var mu sync.Mutex
 	runs := map[string]int{}
 	done := 0
@@ -121,14 +121,14 @@ func TestKeyMaxDepthWithWorkers(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for i := range n {
-		_, err := b.client.Enqueue(wctx, queue.NewRawTask("t", []byte(strconv.Itoa(i))), queue.In("kq"), queue.ConcurrencyKey("k"), queue.WaitForRoom())
+		_, err := b.client.Enqueue(wctx, queue.NewRawTask("t", []byte(strconv.Itoa(i))), queue.In("kq"), queue.Group("k"), queue.WaitForRoom())
 		must(t, err)
 	}
 	waitFor(t, time.Minute, "every task done", func() bool { mu.Lock(); defer mu.Unlock(); return done == n })
 	close(stop)
 	<-sampled
 	if p := peak.Load(); p > 5 || p == 0 {
-		t.Fatalf("key k's count peaked at %d, KeyMaxDepth 5", p)
+		t.Fatalf("key k's count peaked at %d, GroupMaxDepth 5", p)
 	}
 	if left := b.rdb.HLen(ctx, kdepth).Val(); left != 0 {
 		t.Fatalf("%d keys still counted after every task ran", left)

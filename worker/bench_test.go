@@ -192,7 +192,7 @@ func processCPU() time.Duration {
 // else in the way: one goroutine pops batches of 16 or 300 (the pop
 // carrying the last batch's acks, as a busy fetcher's does) and acks every
 // task at once, through the worker's own dequeue path, of plain tasks and
-// of tasks spread over 10,000 concurrency keys. It reports the pop script's
+// of tasks spread over 10,000 groups. It reports the pop script's
 // cost per task (EVALSHA time from INFO commandstats), Redis's CPU per
 // task (INFO cpu) and this process's. Against BenchmarkProcess, the
 // difference in client CPU is what the runners, the slots and the
@@ -206,7 +206,7 @@ func BenchmarkDequeueLoop(b *testing.B) {
 }
 
 // benchDequeueLoop is BenchmarkDequeueLoop with batches of batch tasks,
-// spread over keys concurrency keys in turn (0: no key).
+// spread over keys groups in turn (0: no key).
 func benchDequeueLoop(b *testing.B, keys, batch int) {
 	rdb := redistest.Start(b).Client(b)
 	qcfg := queue.Config{Prefix: redistest.Prefix(b)}
@@ -218,7 +218,7 @@ func benchDequeueLoop(b *testing.B, keys, batch int) {
 		for j := range tasks {
 			var opts []queue.Option
 			if keys > 0 {
-				opts = append(opts, queue.ConcurrencyKey(fmt.Sprint("k", (i+j)%keys)))
+				opts = append(opts, queue.Group(fmt.Sprint("k", (i+j)%keys)))
 			}
 			tasks[j] = queue.NewRawTask("noop", payload, opts...)
 		}

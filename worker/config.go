@@ -86,9 +86,9 @@ type Config struct {
 	// short call for Redis (see BENCHMARKS.md); negative: none; at most
 	// 1,000 (a pop leases 1,000 tasks at most).
 	Prefetch int
-	// DoneSize and DeadSize cap each partition's done and dead feeds.
+	// SucceededSize and DeadSize cap each partition's done and dead feeds.
 	// Both default to 10,000.
-	DoneSize, DeadSize int
+	SucceededSize, DeadSize int
 	// RetryDelay returns the wait before attempt+1 after a failed attempt.
 	// Defaults to DefaultRetryDelay.
 	RetryDelay func(attempt int, err error, t *Task) time.Duration
@@ -133,7 +133,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Prefetch == 0 {
 		c.Prefetch = 300
 	}
-	c.DoneSize = cmp.Or(c.DoneSize, 10_000)
+	c.SucceededSize = cmp.Or(c.SucceededSize, 10_000)
 	c.DeadSize = cmp.Or(c.DeadSize, 10_000)
 	if c.RetryDelay == nil {
 		c.RetryDelay = DefaultRetryDelay

@@ -50,7 +50,7 @@ func testFairCrash(t *testing.T, b *rig) {
 	for p := range parts {
 		for _, key := range byPart[p] {
 			for range perKey {
-				tasks = append(tasks, queue.NewRawTask("fair", []byte(key), queue.ConcurrencyKey(key)))
+				tasks = append(tasks, queue.NewRawTask("fair", []byte(key), queue.Group(key)))
 			}
 		}
 	}
@@ -121,7 +121,7 @@ func testFairCrash(t *testing.T, b *rig) {
 
 	qi, err := b.insp.QueueInfo(ctx, b.queue)
 	must(t, err)
-	if qi.Pending != 0 || qi.Active != 0 || qi.Waiting != 0 || qi.ActiveKeys != 0 {
+	if qi.Pending != 0 || qi.Active != 0 || qi.Waiting != 0 || qi.ActiveGroups != 0 {
 		t.Errorf("queue at the end: %+v, want empty", qi)
 	}
 	for p := range parts {

@@ -16,7 +16,7 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// startLog records the concurrency key of each task as it starts.
+// startLog records the group of each task as it starts.
 type startLog struct {
 	mu   sync.Mutex
 	keys []string
@@ -51,7 +51,7 @@ func enqueueKeyed(t *testing.T, b *bundle, n int, ks ...string) {
 	var tasks []*queue.Task
 	for _, k := range ks {
 		for i := range n {
-			tasks = append(tasks, queue.NewRawTask("t", []byte(fmt.Sprint(k, i)), queue.ConcurrencyKey(k)))
+			tasks = append(tasks, queue.NewRawTask("t", []byte(fmt.Sprint(k, i)), queue.Group(k)))
 		}
 	}
 	if _, err := b.client.EnqueueMany(context.Background(), tasks); err != nil {
@@ -89,7 +89,7 @@ func TestFairWeights(t *testing.T) {
 	// the weight holds from the heavy key's first task (the queue exists
 	// once the light key's tasks are in)
 	enqueueKeyed(t, b, 60, "light")
-	must(t, b.insp.SetKeyWeight(context.Background(), queue.DefaultQueue, "heavy", 3))
+	must(t, b.insp.SetGroupWeight(context.Background(), queue.DefaultQueue, "heavy", 3))
 	enqueueKeyed(t, b, 60, "heavy")
 	log := &startLog{}
 	b.server(t, Config{Concurrency: 2}, HandlerFunc(func(ctx context.Context, task *Task) error {
@@ -118,29 +118,29 @@ func TestFairPausedKey(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	enqueueKeyed(t, b, 5, "a", "b", "c")
-	must(t, b.insp.PauseKey(ctx, queue.DefaultQueue, "b"))
+	must(t, b.insp.PauseGroup(ctx, queue.DefaultQueue, "b"))
 	log := &startLog{}
 	b.server(t, Config{Concurrency: 2}, HandlerFunc(func(ctx context.Context, task *Task) error {
 		log.add(keyOf(task))
 		return nil
 	}))
 	waitFor(t, 20*time.Second, "the tasks of a and c", func() bool { return log.count("a")+log.count("c") == 10 })
-	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "b")
+	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "b")
 	must(t, err)
 	if n := log.count("b"); n != 0 || !ki.Paused || ki.Waiting != 5 {
-		t.Fatalf("paused key b: %d started; GetKey = %+v; want none started, 5 waiting, paused", n, ki)
+		t.Fatalf("paused key b: %d started; GetGroup = %+v; want none started, 5 waiting, paused", n, ki)
 	}
 	// the paused key's tasks are held, not pending
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	if qi.Pending != 0 || qi.Waiting != 5 || qi.ActiveKeys != 1 {
+	if qi.Pending != 0 || qi.Waiting != 5 || qi.ActiveGroups != 1 {
 		t.Fatalf("QueueInfo with key b paused: %d pending, %d waiting, %d keys; want 0, 5 and 1",
-			qi.Pending, qi.Waiting, qi.ActiveKeys)
+			qi.Pending, qi.Waiting, qi.ActiveGroups)
 	}
 	checkFair(t, b)
-	must(t, b.insp.ResumeKey(ctx, queue.DefaultQueue, "b"))
+	must(t, b.insp.ResumeGroup(ctx, queue.DefaultQueue, "b"))
 	waitFor(t, 20*time.Second, "the tasks of b", func() bool { return log.count("b") == 5 })
-	if ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "b"); err != nil || ki.Paused || ki.Waiting != 0 {
+	if ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "b"); err != nil || ki.Paused || ki.Waiting != 0 {
 		t.Fatalf("key b after its tasks ran: %+v, %v", ki, err)
 	}
 	if qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue); err != nil || qi.Pending != 0 || qi.Waiting != 0 {
@@ -149,7 +149,7 @@ func TestFairPausedKey(t *testing.T) {
 	checkFair(t, b)
 }
 
-// TestFairKeyAtLimitHoldsNoSlot: a key at its KeyConcurrency, its running
+// TestFairKeyAtLimitHoldsNoSlot: a key at its GroupConcurrency, its running
 // task blocked, holds one worker slot, not more: the other keys' tasks
 // all run through the other slots, and the key's waiting tasks never
 // start while its one runs.
@@ -157,7 +157,7 @@ func TestFairKeyAtLimitHoldsNoSlot(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyConcurrency: 1}))
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{GroupConcurrency: 1}))
 	enqueueKeyed(t, b, 20, "slow")
 	enqueueKeyed(t, b, 20, "a", "b")
 	release := make(chan struct{})
@@ -173,10 +173,10 @@ func TestFairKeyAtLimitHoldsNoSlot(t *testing.T) {
 	if n := log.count("slow"); n != 1 {
 		t.Fatalf("%d tasks of the key at its limit started, want 1", n)
 	}
-	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "slow")
+	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "slow")
 	must(t, err)
 	if ki.Running != 1 || ki.Waiting != 19 {
-		t.Fatalf("GetKey(slow) = %+v, want 1 running, 19 waiting", ki)
+		t.Fatalf("GetGroup(slow) = %+v, want 1 running, 19 waiting", ki)
 	}
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
@@ -193,8 +193,8 @@ func TestFairKeyAtLimitHoldsNoSlot(t *testing.T) {
 	checkFair(t, b)
 }
 
-// TestFairRunningWithoutLimit: with no KeyConcurrency a lease counts no
-// key (so a keyed task costs what a plain one does), yet GetKey and Keys
+// TestFairRunningWithoutLimit: with no GroupConcurrency a lease counts no
+// key (so a keyed task costs what a plain one does), yet GetGroup and Keys
 // still say how many of a key's tasks run, counted from the leases.
 func TestFairRunningWithoutLimit(t *testing.T) {
 	t.Parallel()
@@ -216,25 +216,25 @@ func TestFairRunningWithoutLimit(t *testing.T) {
 		want[k]++
 	}
 	for _, k := range []string{"a", "b"} {
-		ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, k)
+		ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, k)
 		must(t, err)
 		if ki.Running != want[k] || ki.Waiting != 4-want[k] {
-			t.Fatalf("GetKey(%s) = %+v, want %d running, %d waiting", k, ki, want[k], 4-want[k])
+			t.Fatalf("GetGroup(%s) = %+v, want %d running, %d waiting", k, ki, want[k], 4-want[k])
 		}
 	}
-	page, err := b.insp.Keys(ctx, queue.KeyQuery{Queue: queue.DefaultQueue})
+	page, err := b.insp.Groups(ctx, queue.GroupQuery{Queue: queue.DefaultQueue})
 	must(t, err)
-	for _, ki := range page.Keys {
-		if ki.Running != want[ki.Key] {
-			t.Fatalf("Keys: %+v, want %d running", ki, want[ki.Key])
+	for _, ki := range page.Groups {
+		if ki.Running != want[ki.Group] {
+			t.Fatalf("Keys: %+v, want %d running", ki, want[ki.Group])
 		}
 	}
-	if len(page.Keys) != 2 {
-		t.Fatalf("Keys: %+v, want a and b", page.Keys)
+	if len(page.Groups) != 2 {
+		t.Fatalf("Keys: %+v, want a and b", page.Groups)
 	}
 	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 	if n, err := b.rdb.Exists(ctx, k.KeyActive()).Result(); err != nil || n != 0 {
-		t.Fatalf("EXISTS %s = %d, %v: a lease with no KeyConcurrency counted its key", k.KeyActive(), n, err)
+		t.Fatalf("EXISTS %s = %d, %v: a lease with no GroupConcurrency counted its key", k.KeyActive(), n, err)
 	}
 	close(release)
 	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 8 })
@@ -242,7 +242,7 @@ func TestFairRunningWithoutLimit(t *testing.T) {
 	checkFair(t, b)
 }
 
-// TestFairRunningCountBounded: with no KeyConcurrency, GetKey counts a
+// TestFairRunningCountBounded: with no GroupConcurrency, GetGroup counts a
 // key's running tasks among the partition's first 10,000 leases, so a
 // call reads a bounded number of messages however many tasks run.
 func TestFairRunningCountBounded(t *testing.T) {
@@ -252,7 +252,7 @@ func TestFairRunningCountBounded(t *testing.T) {
 	const leased = 10_050
 	tasks := make([]*queue.Task, leased)
 	for i := range tasks {
-		tasks[i] = queue.NewRawTask("t", nil, queue.ConcurrencyKey("a"))
+		tasks[i] = queue.NewRawTask("t", nil, queue.Group("a"))
 	}
 	if _, err := b.client.EnqueueMany(ctx, tasks); err != nil {
 		t.Fatal(err)
@@ -273,14 +273,14 @@ func TestFairRunningCountBounded(t *testing.T) {
 	}
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "a")
+	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "a")
 	must(t, err)
 	if qi.Active != leased || ki.Running != 10_000 || ki.Waiting != 0 {
-		t.Fatalf("%d leased; GetKey(a) = %+v, want 10,000 running counted and none waiting", qi.Active, ki)
+		t.Fatalf("%d leased; GetGroup(a) = %+v, want 10,000 running counted and none waiting", qi.Active, ki)
 	}
 }
 
-// TestFairLimitSetWhileRunning: a KeyConcurrency set while a key's tasks
+// TestFairLimitSetWhileRunning: a GroupConcurrency set while a key's tasks
 // run without one holds the key's starts to the limit from then on: the
 // tasks already running are not counted, so at most the limit more start
 // while they run, and none start past it.
@@ -303,19 +303,19 @@ func TestFairLimitSetWhileRunning(t *testing.T) {
 		return nil
 	}))
 	waitFor(t, 20*time.Second, "six starts", func() bool { return len(log.all()) == 6 })
-	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyConcurrency: 2}))
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{GroupConcurrency: 2}))
 	close(before)
 	// the six end and their acks land; two more start under the limit
 	// and hold it, and the other two are held for the key
 	waitFor(t, 20*time.Second, "two starts under the limit", func() bool {
-		ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "a")
+		ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "a")
 		must(t, err)
 		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 		must(t, err)
 		return ki.Running == 2 && ki.Waiting == 2 && qi.Active == 2 && qi.Waiting == 2
 	})
 	if n := len(log.all()); n != 8 {
-		t.Fatalf("under KeyConcurrency 2: %d tasks started, want 8", n)
+		t.Fatalf("under GroupConcurrency 2: %d tasks started, want 8", n)
 	}
 	close(after)
 	waitFor(t, 20*time.Second, "every task", func() bool { return len(log.all()) == 10 })
@@ -397,7 +397,7 @@ func TestFairPausedKeysAhead(t *testing.T) {
 	}
 	enqueueKeyed(t, b, 1, stopped...)
 	for _, k := range stopped {
-		must(t, b.insp.PauseKey(ctx, queue.DefaultQueue, k))
+		must(t, b.insp.PauseGroup(ctx, queue.DefaultQueue, k))
 	}
 	enqueueKeyed(t, b, 3, "live")
 	log := &startLog{}
@@ -411,10 +411,10 @@ func TestFairPausedKeysAhead(t *testing.T) {
 	if n := len(log.all()); n != 3 {
 		t.Fatalf("%d tasks started, want the live key's 3 only", n)
 	}
-	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "stopped7-")
+	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "stopped7-")
 	must(t, err)
 	if !ki.Paused || ki.Waiting != 1 {
-		t.Fatalf("GetKey(stopped7-) = %+v, want paused with 1 waiting", ki)
+		t.Fatalf("GetGroup(stopped7-) = %+v, want paused with 1 waiting", ki)
 	}
 	checkFair(t, b)
 }

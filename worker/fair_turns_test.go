@@ -80,25 +80,25 @@ func TestFairTurnsWaitingExact(t *testing.T) {
 	enqueueKeyed(t, b, 2, "b")
 	want := map[string]int64{"a": 3, "b": 6, "c": 4}
 	for key, n := range want {
-		ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, key)
+		ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, key)
 		must(t, err)
 		if ki.Waiting != n {
-			t.Fatalf("GetKey(%s) = %+v, want %d waiting", key, ki, n)
+			t.Fatalf("GetGroup(%s) = %+v, want %d waiting", key, ki, n)
 		}
 	}
-	page, err := b.insp.Keys(ctx, queue.KeyQuery{Queue: queue.DefaultQueue})
+	page, err := b.insp.Groups(ctx, queue.GroupQuery{Queue: queue.DefaultQueue})
 	must(t, err)
 	got := map[string]int64{}
-	for _, k := range page.Keys {
-		got[k.Key] = k.Waiting
+	for _, k := range page.Groups {
+		got[k.Group] = k.Waiting
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Keys = %v, want %v", got, want)
 	}
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	if qi.Pending != 13 || qi.Active != 4 || qi.ActiveKeys != 3 {
-		t.Fatalf("QueueInfo: %d pending, %d active, %d keys; want 13, 4 and 3", qi.Pending, qi.Active, qi.ActiveKeys)
+	if qi.Pending != 13 || qi.Active != 4 || qi.ActiveGroups != 3 {
+		t.Fatalf("QueueInfo: %d pending, %d active, %d keys; want 13, 4 and 3", qi.Pending, qi.Active, qi.ActiveGroups)
 	}
 	checkFair(t, b)
 	// the rest, in turn order: b's two new tasks after its placed ones
@@ -134,7 +134,7 @@ func TestFairTurnsPauseMidRun(t *testing.T) {
 	b.server(t, Config{Concurrency: 1, Prefetch: -1}, HandlerFunc(func(ctx context.Context, task *Task) error {
 		log.add(string(task.Payload))
 		if string(task.Payload) == "b1" {
-			must(t, b.insp.PauseKey(ctx, queue.DefaultQueue, "b"))
+			must(t, b.insp.PauseGroup(ctx, queue.DefaultQueue, "b"))
 			close(paused)
 		}
 		return nil
@@ -152,7 +152,7 @@ func TestFairTurnsPauseMidRun(t *testing.T) {
 	if got := strings.Join(log.all(), " "); !strings.HasSuffix(got, "a9") || strings.Count(got, "b") != 2 {
 		t.Fatalf("with key b paused after b1, the starts were %s", got)
 	}
-	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "b")
+	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "b")
 	must(t, err)
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
@@ -160,7 +160,7 @@ func TestFairTurnsPauseMidRun(t *testing.T) {
 		t.Fatalf("paused key b: %+v; queue %d waiting, %d pending; want 8 waiting, held", ki, qi.Waiting, qi.Pending)
 	}
 	checkFair(t, b)
-	must(t, b.insp.ResumeKey(ctx, queue.DefaultQueue, "b"))
+	must(t, b.insp.ResumeGroup(ctx, queue.DefaultQueue, "b"))
 	waitFor(t, 20*time.Second, "key b's tasks", func() bool { return len(log.all()) == 20 })
 	var bs []string
 	for _, p := range log.all() {
@@ -218,8 +218,8 @@ func TestFairTurnsListAndPurge(t *testing.T) {
 	must(t, err)
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	if n != 25 || qi.Pending != 0 || qi.Waiting != 0 || qi.ActiveKeys != 0 {
-		t.Fatalf("purged %d; then %d pending, %d waiting, %d keys; want 25 purged, none left", n, qi.Pending, qi.Waiting, qi.ActiveKeys)
+	if n != 25 || qi.Pending != 0 || qi.Waiting != 0 || qi.ActiveGroups != 0 {
+		t.Fatalf("purged %d; then %d pending, %d waiting, %d keys; want 25 purged, none left", n, qi.Pending, qi.Waiting, qi.ActiveGroups)
 	}
 	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 	left, err := b.rdb.Keys(ctx, k.T+":f[oq]:*").Result()
@@ -228,7 +228,7 @@ func TestFairTurnsListAndPurge(t *testing.T) {
 		t.Fatalf("after the purge, lists %v and %d records are left (%v)", left, n, err)
 	}
 	enqueueKeyed(t, b, 2, "a")
-	ki, err := b.insp.GetKey(ctx, queue.DefaultQueue, "a")
+	ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "a")
 	must(t, err)
 	if ki.Waiting != 2 {
 		t.Fatalf("key a after the purge and 2 more tasks: %+v", ki)

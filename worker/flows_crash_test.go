@@ -268,7 +268,7 @@ func TestChainKilledWorkers(t *testing.T) {
 		}
 		ci, err := insp.GetChain(ctx, ch.ID)
 		must(t, err)
-		if ci.State == queue.ChainDone {
+		if ci.State == queue.ChainSucceeded {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -194,7 +194,7 @@ func testChainRuns(t *testing.T, r *flowRig) {
 	}
 	waitFor(t, 30*time.Second, "the chain to finish", func() bool {
 		ci, err := r.insp.GetChain(ctx, ch.ID)
-		return err == nil && ci.State == queue.ChainDone
+		return err == nil && ci.State == queue.ChainSucceeded
 	})
 	if o := strings.Join(log.order(), ","); o != "one,two,three" {
 		t.Fatalf("links ran as %s, want one,two,three", o)
@@ -262,7 +262,7 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 	must(t, r.insp.RunTask(ctx, "fb", ch.TaskIDs[1]))
 	waitFor(t, 30*time.Second, "the chain to resume and finish", func() bool {
 		ci, err = r.insp.GetChain(ctx, ch.ID)
-		return err == nil && ci.State == queue.ChainDone
+		return err == nil && ci.State == queue.ChainSucceeded
 	})
 	if ci.StoppedAt != 0 || ci.StopError != "" || log.count("three") != 1 || log.count("two") != 2 {
 		t.Fatalf("resumed chain: %+v, runs %v", ci, log.order())
@@ -523,7 +523,7 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	must(t, err)
 	waitFor(t, 30*time.Second, "callbacks and the chain", func() bool {
 		ci, err := r.insp.GetChain(ctx, ch.ID)
-		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && ci.State == queue.ChainDone
+		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && ci.State == queue.ChainSucceeded
 	})
 	var before *queue.BatchInfo
 	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch", func() bool {

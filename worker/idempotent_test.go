@@ -38,9 +38,9 @@ func TestDuplicateTaskIDReturnsTheTask(t *testing.T) {
 	}))
 	waitFor(t, 15*time.Second, "order-7 done", func() bool {
 		ti, err := b.insp.GetTask(ctx, "ids", "order-7")
-		return err == nil && ti.State == queue.StateDone
+		return err == nil && ti.State == queue.StateSucceeded
 	})
-	if info := again("order-7"); info.State != queue.StateDone || !info.HasResult || string(info.Result) != "receipt of first" {
+	if info := again("order-7"); info.State != queue.StateSucceeded || !info.HasResult || string(info.Result) != "receipt of first" {
 		t.Fatalf("a finished duplicate: state %q, result %q; want done with the first attempt's result", info.State, info.Result)
 	}
 
@@ -62,7 +62,7 @@ func TestDuplicateTaskIDReturnsTheTask(t *testing.T) {
 	if !errors.As(err, &ee) || !errors.Is(ee.Errs[0], queue.ErrDuplicateTaskID) || ee.Errs[1] != nil {
 		t.Fatalf("EnqueueMany: %v; want the first a duplicate, the second enqueued", err)
 	}
-	if infos[0] == nil || infos[0].State != queue.StateDone || string(infos[0].Result) != "receipt of first" {
+	if infos[0] == nil || infos[0].State != queue.StateSucceeded || string(infos[0].Result) != "receipt of first" {
 		t.Fatalf("EnqueueMany's duplicate: %+v; want order-7 done with its result", infos[0])
 	}
 	if infos[1] == nil || infos[1].ID != "order-8" {

@@ -11,7 +11,7 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// keyStarts records, per concurrency key, the server's lease time of
+// keyStarts records, per group, the server's lease time of
 // every task started.
 type keyStarts struct {
 	mu     sync.Mutex
@@ -34,7 +34,7 @@ func (k *keyStarts) of(key string) []time.Time {
 	return s
 }
 
-// TestKeyRate: KeyRate 5 per second. A busy key's 30 tasks, enqueued
+// TestKeyRate: GroupRate 5 per second. A busy key's 30 tasks, enqueued
 // first, start at most 5 in any one-second window, by the server's lease
 // times, while the 4 tasks of a quiet key, behind them, start at once.
 func TestKeyRate(t *testing.T) {
@@ -42,14 +42,14 @@ func TestKeyRate(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	const rate, busy = 5, 30
-	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyRate: rate, Per: time.Second}))
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{GroupRate: rate, Per: time.Second}))
 	var tasks []*queue.Task
 	for i := range busy + 4 {
 		key := "busy"
 		if i >= busy {
 			key = "quiet"
 		}
-		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.ConcurrencyKey(key), queue.TaskID(fmt.Sprint(key, i))))
+		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.Group(key), queue.TaskID(fmt.Sprint(key, i))))
 	}
 	_, err := b.client.EnqueueMany(ctx, tasks)
 	must(t, err)
@@ -66,7 +66,7 @@ func TestKeyRate(t *testing.T) {
 	// over its rate, the busy key's tasks wait in its list, holding no slot
 	li, err := b.insp.LimitInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	if li.Keys["busy"].Waiting == 0 {
+	if li.Groups["busy"].Waiting == 0 {
 		t.Fatal("no busy task waits while its key is over its rate")
 	}
 	waitFor(t, time.Minute, "every busy task", func() bool { return len(h.of("busy")) == busy })
@@ -91,15 +91,15 @@ func TestKeyRate(t *testing.T) {
 	}
 }
 
-// TestKeyRateBadValue: a negative KeyRate is refused, naming it.
+// TestKeyRateBadValue: a negative GroupRate is refused, naming it.
 func TestKeyRateBadValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if err := b.insp.SetLimits(context.Background(), "q", queue.Limits{KeyRate: -1}); err == nil {
-		t.Fatal("SetLimits(KeyRate -1) succeeded")
+	if err := b.insp.SetLimits(context.Background(), "q", queue.Limits{GroupRate: -1}); err == nil {
+		t.Fatal("SetLimits(GroupRate -1) succeeded")
 	}
-	_, err := NewServer(b.rdb, Config{Limits: map[string]queue.Limits{"q": {KeyRate: -2}}}, newRecorder(nil))
+	_, err := NewServer(b.rdb, Config{Limits: map[string]queue.Limits{"q": {GroupRate: -2}}}, newRecorder(nil))
 	if err == nil {
-		t.Fatal("NewServer with KeyRate -2 succeeded")
+		t.Fatal("NewServer with GroupRate -2 succeeded")
 	}
 }

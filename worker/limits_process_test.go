@@ -95,7 +95,7 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 // with a concurrency limit of 3 for the whole queue, three worker
 // processes and one of them killed with SIGKILL mid-run: the most handlers
 // ever running at once is 3, and it is reached. Then every task goes to
-// one partition (one concurrency key): the quotas move there and 3 run at
+// one partition (one group): the quotas move there and 3 run at
 // once again.
 func TestFleetWideLimitAcrossPartitions(t *testing.T) {
 	t.Parallel()
@@ -149,7 +149,7 @@ func testFleetWideLimit(t *testing.T, r *rig) {
 
 	// all the work in one partition: the quotas follow it
 	must(t, rdb.Set(ctx, k.peak(), 0, 0).Err())
-	enqueue(60, queue.ConcurrencyKey("one-tenant"))
+	enqueue(60, queue.Group("one-tenant"))
 	waitFor(t, 15*time.Second, "three running at once in one partition", func() bool { return peak() == 3 })
 	li, err := insp.LimitInfo(ctx, fleet)
 	must(t, err)

@@ -237,14 +237,14 @@ func TestKeyConcurrency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyConcurrency: 1}))
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{GroupConcurrency: 1}))
 	var tasks []*queue.Task
 	for i := range 100 {
 		key := "hot"
 		if i >= 90 {
 			key = []string{"cold-a", "cold-b"}[i%2]
 		}
-		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.ConcurrencyKey(key)))
+		tasks = append(tasks, queue.NewRawTask("t", []byte(key), queue.Group(key)))
 	}
 	_, err := b.client.EnqueueMany(ctx, tasks) // the cold tasks are last in line
 	must(t, err)
@@ -258,7 +258,7 @@ func TestKeyConcurrency(t *testing.T) {
 	}
 	li, err := b.insp.LimitInfo(ctx, queue.DefaultQueue)
 	must(t, err)
-	if li.Keys["hot"].Waiting < 10 {
+	if li.Groups["hot"].Waiting < 10 {
 		t.Fatalf("LimitInfo while the hot key is busy: %+v", li)
 	}
 	// the hot key's tasks wait in its list: pending while it is in the
@@ -276,7 +276,7 @@ func TestKeyConcurrency(t *testing.T) {
 	}
 	waitFor(t, 3*time.Second, "counters settle", func() bool {
 		li, _ := b.insp.LimitInfo(ctx, queue.DefaultQueue)
-		return li.Waiting == 0 && len(li.Keys) == 0
+		return li.Waiting == 0 && len(li.Groups) == 0
 	})
 }
 
@@ -287,8 +287,8 @@ func TestKeyParkedTasksSurviveWorkers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{KeyConcurrency: 1}))
-	enqueueN(t, b, 30, queue.ConcurrencyKey("tenant"))
+	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{GroupConcurrency: 1}))
+	enqueueN(t, b, 30, queue.Group("tenant"))
 	var ran atomic.Int64
 	h := HandlerFunc(func(ctx context.Context, t *Task) error {
 		time.Sleep(20 * time.Millisecond)

@@ -37,18 +37,18 @@ type Outcome int
 
 // The outcomes of a handler's run.
 const (
-	OutcomeDone     Outcome = iota // succeeded
-	OutcomeRetry                   // failed; retried later
-	OutcomeDead                    // failed for good (no retries left, SkipRetry, cancelled)
-	OutcomeSnoozed                 // Snooze: back later, no attempt counted
-	OutcomeRequeued                // shutdown cut it short; back to pending, no attempt counted
+	OutcomeSucceeded Outcome = iota // succeeded
+	OutcomeRetry                    // failed; retried later
+	OutcomeDead                     // failed for good (no retries left, SkipRetry, cancelled)
+	OutcomeSnoozed                  // Snooze: back later, no attempt counted
+	OutcomeRequeued                 // shutdown cut it short; back to pending, no attempt counted
 )
 
 // String returns the outcome's name, as metrics label it.
 func (r Outcome) String() string {
 	switch r {
-	case OutcomeDone:
-		return "done"
+	case OutcomeSucceeded:
+		return "succeeded"
 	case OutcomeRetry:
 		return "retry"
 	case OutcomeDead:
@@ -65,7 +65,7 @@ func (r Outcome) String() string {
 func outcomeOf(o outcome) Outcome {
 	switch {
 	case o.kind == outcomeAck:
-		return OutcomeDone
+		return OutcomeSucceeded
 	case o.kind == outcomeRequeue:
 		return OutcomeRequeued
 	case o.snooze == 1:

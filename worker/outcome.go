@@ -367,7 +367,7 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Sc
 	switch kind {
 	case outcomeAck:
 		args := make([]any, 0, 5+4*len(os))
-		args = append(args, k.T, s.cfg.now(), s.cfg.DoneSize, s.cfg.ShardSize)
+		args = append(args, k.T, s.cfg.now(), s.cfg.SucceededSize, s.cfg.ShardSize)
 		args = appendAcks(args, os)
 		return script.Ack, p.ackKeys, args
 	case outcomeFail:
@@ -390,11 +390,11 @@ func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Sc
 
 // appendAcks appends the acks as ack (and pop and claim) read them: the
 // number of fields per task, then id and token and, unless every task has
-// retention 0, no unique key and no flow (then 2 fields do), retention (ms)
-// and unique key, the flow ref when any task has one (5 fields), and the
+// retention 0, no uniqueness ID and no flow (then 2 fields do), retention (ms)
+// and uniqueness ID, the flow ref when any task has one (5 fields), and the
 // workflow's key and the node's name when any ack applies its outcome at
 // the workflow's home (7 fields). Acks of one workflow's nodes alone, with
-// retention 0 and no unique key, take 3: the workflow's key comes once,
+// retention 0 and no uniqueness ID, take 3: the workflow's key comes once,
 // before them, then id, token and node name each.
 func appendAcks(args []any, os []outcome) []any {
 	if len(os) == 0 {
@@ -439,7 +439,7 @@ func appendAcks(args []any, os []outcome) []any {
 }
 
 // oneWorkflow reports whether every ack of os is a node of workflow w
-// with retention 0 and no unique key: then the acks take 3 fields, the
+// with retention 0 and no uniqueness ID: then the acks take 3 fields, the
 // workflow's key given once.
 func oneWorkflow(os []outcome, w string) bool {
 	for i := range os {

@@ -145,7 +145,7 @@ func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
 func (s *Server) dequeueCall(p *part, n, extra int, claiming bool, acks []outcome) (*rcall.Script, []string, []any) {
 	k := p.k
 	args := make([]any, 0, 9+4*len(acks))
-	args = append(args, k.T, n+extra, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.DoneSize, n)
+	args = append(args, k.T, n+extra, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.SucceededSize, n)
 	args = appendAcks(args, acks)
 	if claiming {
 		return script.Claim, p.claimKeys, args

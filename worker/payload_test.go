@@ -120,7 +120,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 			}))
 			waitFor(t, 10*time.Second, "three tasks done", func() bool {
 				qi, err := insp.QueueInfo(ctx, queue.DefaultQueue)
-				return err == nil && qi.Done == 3
+				return err == nil && qi.Succeeded == 3
 			})
 			for id, p := range infos {
 				mu.Lock()
@@ -151,7 +151,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 // wireID returns the stored ID of the done task whose payload is p.
 func wireID(t *testing.T, insp *queue.Inspector, p []byte) string {
 	t.Helper()
-	page, err := insp.ListTasks(context.Background(), queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateDone})
+	page, err := insp.ListTasks(context.Background(), queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateSucceeded})
 	must(t, err)
 	for _, ti := range page.Tasks {
 		if bytes.Equal(ti.Payload, p) {
@@ -239,7 +239,7 @@ func TestEncryptedRoundTrip(t *testing.T) {
 	<-failed
 	waitFor(t, 10*time.Second, "one task done and one dead", func() bool {
 		qi, err := insp.QueueInfo(ctx, queue.DefaultQueue)
-		return err == nil && qi.Done == 1 && qi.Dead == 1
+		return err == nil && qi.Succeeded == 1 && qi.Dead == 1
 	})
 	ti, err := insp.GetTask(ctx, queue.DefaultQueue, ok.ID)
 	must(t, err)

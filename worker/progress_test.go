@@ -110,7 +110,7 @@ func TestProgressSurvivesCrash(t *testing.T) {
 	ctx := context.Background()
 	res, err := b.killThenRerun(t, "p", handleProgress, func(id string) {
 		ti, err := b.insp.GetTask(ctx, "p", id)
-		if err != nil || ti.Progress == nil || ti.Progress.Percent != 40 || ti.Progress.Message != "working" || ti.HasResult || ti.State == queue.StateDone {
+		if err != nil || ti.Progress == nil || ti.Progress.Percent != 40 || ti.Progress.Message != "working" || ti.HasResult || ti.State == queue.StateSucceeded {
 			t.Fatalf("after the kill: %+v, %v; want progress 40%% working, no result, not done", ti, err)
 		}
 	})

@@ -69,7 +69,7 @@ func TestFleetWideLimitOnCluster(t *testing.T) {
 		t.Fatalf("peak %d handlers at once over 4 partitions on %d masters, want the fleet-wide limit 4", p, len(nodes))
 	}
 	peak.Store(0)
-	enqueue(200, queue.ConcurrencyKey("one-tenant"))
+	enqueue(200, queue.Group("one-tenant"))
 	waitFor(t, 60*time.Second, "every task of the one partition", func() bool { return done.Load() == 500 })
 	if p := peak.Load(); p != 4 {
 		t.Fatalf("peak %d with every task in one partition, want 4: the quotas did not follow the work", p)
@@ -90,7 +90,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 	must(t, err)
 	insp, err := queue.NewInspector(b.rdb, qcfg)
 	must(t, err)
-	must(t, insp.SetLimits(ctx, "fleet", queue.Limits{Rate: 20, Per: 500 * time.Millisecond, KeyConcurrency: 1}))
+	must(t, insp.SetLimits(ctx, "fleet", queue.Limits{Rate: 20, Per: 500 * time.Millisecond, GroupConcurrency: 1}))
 
 	var mu sync.Mutex
 	var starts []time.Time
@@ -99,7 +99,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 	h := HandlerFunc(func(ctx context.Context, task *Task) error {
 		mu.Lock()
 		starts = append(starts, time.Now())
-		key := string(task.Payload) // the task's concurrency key
+		key := string(task.Payload) // the task's group
 		perKey[key]++
 		if key != "" && perKey[key] > 1 {
 			over = key
@@ -122,7 +122,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 		key := ""
 		if i%2 == 0 {
 			key = []string{"k1", "k2", "k3"}[i%3]
-			opts = append(opts, queue.ConcurrencyKey(key))
+			opts = append(opts, queue.Group(key))
 		}
 		tasks = append(tasks, queue.NewRawTask("t", []byte(key), opts...))
 	}
@@ -136,7 +136,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if over != "" {
-		t.Fatalf("two tasks of key %q ran at once across partitions, KeyConcurrency 1", over)
+		t.Fatalf("two tasks of key %q ran at once across partitions, GroupConcurrency 1", over)
 	}
 	// 20 may start at once, then 20 per 500ms: the 60th no sooner than 1s
 	// after the first (a per-partition limit would let all 60 go at once)
@@ -147,7 +147,7 @@ func TestFleetWideRateAndKeyLimits(t *testing.T) {
 
 // BenchmarkFleetWideLimit compares a concurrency limit of 8 on one
 // partition with the same limit held fleet-wide over 4 partitions whose
-// tasks all sit in one of them (one concurrency key), so the quotas must
+// tasks all sit in one of them (one group), so the quotas must
 // move there first. Handlers take 2ms, so the limit, not Redis, bounds
 // the rate. It reports the
 // ms from the first start until 8 ran at once (for the partitioned queue:
@@ -197,7 +197,7 @@ func BenchmarkFleetWideLimit(b *testing.B) {
 				for j := range batch {
 					batch[j] = queue.NewRawTask("t", nil)
 				}
-				if _, err := client.EnqueueMany(ctx, batch, queue.In("q"), queue.ConcurrencyKey("one")); err != nil {
+				if _, err := client.EnqueueMany(ctx, batch, queue.In("q"), queue.Group("one")); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -354,7 +354,7 @@ func sampleQueueInfo(t *testing.T, insp *queue.Inspector, q string, out *produce
 				return
 			}
 			widest = qi.Partitions
-			got := qi.Pending + qi.Waiting + qi.Active + qi.Scheduled + qi.Retry + qi.Dead + qi.Succeeded
+			got := qi.Pending + qi.Waiting + qi.Active + qi.Scheduled + qi.Retry + qi.Dead + qi.SucceededTotal
 			samples++
 			worst = max(worst, lo-got, got-hi)
 			if got < lo-slack || got > hi+slack {

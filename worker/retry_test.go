@@ -38,7 +38,7 @@ func TestRetryForever(t *testing.T) {
 				if err == nil && ti.State == queue.StateDead {
 					t.Fatalf("MaxRetry(%d): dead: %s", n, ti.LastError)
 				}
-				return err == nil && ti.State == queue.StateDone
+				return err == nil && ti.State == queue.StateSucceeded
 			})
 			rec.mu.Lock()
 			defer rec.mu.Unlock()

@@ -167,7 +167,7 @@ func TestDequeueCarriesOutcomes(t *testing.T) {
 	}
 	for _, l := range first {
 		info, err := b.insp.GetTask(ctx, "q", wire.PublicID(l.id))
-		if err != nil || info.State != queue.StateDone {
+		if err != nil || info.State != queue.StateSucceeded {
 			t.Fatalf("task %s after the carried ack: %+v, %v", l.id, info, err)
 		}
 	}
@@ -358,7 +358,7 @@ func TestStatsCountersExpire(t *testing.T) {
 
 // TestDequeueAcksMixedBatch: one pop carries acks of every kind at once:
 // tasks kept for their retention and tasks that leave no trace, in any
-// order, a unique task whose lock goes, a task with a concurrency key whose
+// order, a unique task whose lock goes, a task with a group whose
 // count goes down, and a stale token, which changes nothing.
 func TestDequeueAcksMixedBatch(t *testing.T) {
 	t.Parallel()
@@ -371,9 +371,9 @@ func TestDequeueAcksMixedBatch(t *testing.T) {
 	specs := []spec{
 		{nil, false},
 		{[]queue.Option{queue.Retention(time.Hour)}, true},
-		{[]queue.Option{queue.UniqueKey("u1", time.Hour)}, false},
-		{[]queue.Option{queue.ConcurrencyKey("tenant")}, false},
-		{[]queue.Option{queue.Retention(time.Hour), queue.ConcurrencyKey("tenant")}, true},
+		{[]queue.Option{queue.UniqueBy("u1", time.Hour)}, false},
+		{[]queue.Option{queue.Group("tenant")}, false},
+		{[]queue.Option{queue.Retention(time.Hour), queue.Group("tenant")}, true},
 		{nil, false},
 	}
 	ids := make([]string, len(specs))
@@ -429,9 +429,9 @@ func TestDequeueAcksMixedBatch(t *testing.T) {
 	for i, id := range ids {
 		info, err := b.insp.GetTask(ctx, "q", id)
 		switch {
-		case specs[i].kept && (err != nil || info.State != queue.StateDone):
+		case specs[i].kept && (err != nil || info.State != queue.StateSucceeded):
 			t.Fatalf("kept task %d: %+v, %v; want done", i, info, err)
-		case !specs[i].kept && (err == nil && info.State != queue.StateDone):
+		case !specs[i].kept && (err == nil && info.State != queue.StateSucceeded):
 			t.Fatalf("task %d: %+v; want it gone", i, info)
 		}
 		sid := wire.StoredID(id) // the form Redis holds

@@ -97,7 +97,7 @@ func TestWorkerStatus(t *testing.T) {
 			return false
 		}
 		w = ws[0]
-		return w.Work["a"].Done == 20
+		return w.Work["a"].Finished == 20
 	})
 	if w.ID != s.ID() || w.Host != host || w.PID != os.Getpid() || w.Concurrency != 3 || w.Queues["a"] != 2 || w.Queues["b"] != 1 ||
 		w.Started.IsZero() || !serves(w, "b") || serves(w, "c") || w.Work["a"].MeanHandlerTime < time.Millisecond {

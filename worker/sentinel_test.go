@@ -97,7 +97,7 @@ func TestSentinelFailover(t *testing.T) {
 	must(t, err)
 	// the counters are asynchronously replicated writes too: a kill may
 	// lose the last increments, so only their order of size is checked
-	if qi.Succeeded < int64(f.acked)/2 || qi.Succeeded > int64(f.acked+f.notRepl) {
-		t.Errorf("the Inspector reports %d succeeded of %d acknowledged", qi.Succeeded, f.acked)
+	if qi.SucceededTotal < int64(f.acked)/2 || qi.SucceededTotal > int64(f.acked+f.notRepl) {
+		t.Errorf("the Inspector reports %d succeeded of %d acknowledged", qi.SucceededTotal, f.acked)
 	}
 }

@@ -140,9 +140,9 @@ func TestProcessing(t *testing.T) {
 		info := b.enqueue(t, queue.NewRawTask("t", []byte("kept")), queue.Retention(time.Hour))
 		waitFor(t, 5*time.Second, "done", func() bool {
 			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
-			return err == nil && ti.State == queue.StateDone
+			return err == nil && ti.State == queue.StateSucceeded
 		})
-		page, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateDone})
+		page, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateSucceeded})
 		must(t, err)
 		if len(page.Tasks) != 1 || string(page.Tasks[0].Payload) != "kept" || page.Tasks[0].FinishedAt.IsZero() {
 			t.Fatalf("done feed = %+v", page.Tasks)

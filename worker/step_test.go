@@ -94,7 +94,7 @@ func TestStepResumes(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the task done", func() bool {
 		ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, kept.ID)
-		return err == nil && ti.State == queue.StateDone
+		return err == nil && ti.State == queue.StateSucceeded
 	})
 	ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, kept.ID)
 	if err != nil {

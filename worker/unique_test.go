@@ -35,7 +35,7 @@ func TestUniqueUntilFinished(t *testing.T) {
 	k := keys.For(b.qcfg.Prefix, "u", 0)
 	lock := func(key string) string { return k.T + ":unique:" + key }
 	enq := func(typ, key string, opts ...queue.Option) (*queue.TaskInfo, error) {
-		opts = append([]queue.Option{queue.In("u"), queue.UniqueKey(key, time.Minute)}, opts...)
+		opts = append([]queue.Option{queue.In("u"), queue.UniqueBy(key, time.Minute)}, opts...)
 		return b.client.Enqueue(ctx, queue.NewRawTask(typ, nil), opts...)
 	}
 	state := func(id string, want queue.State) func() bool {
@@ -61,7 +61,7 @@ func TestUniqueUntilFinished(t *testing.T) {
 	_, err = enq("ok", "report", queue.UniqueUntilFinished(0))
 	refused("a duplicate while the task runs", err)
 	close(release)
-	waitFor(t, 15*time.Second, "the task done", state(first.ID, queue.StateDone))
+	waitFor(t, 15*time.Second, "the task done", state(first.ID, queue.StateSucceeded))
 	if n := b.rdb.Exists(ctx, lock("report")).Val(); n != 0 {
 		t.Fatal("the lock outlived its task")
 	}
@@ -71,7 +71,7 @@ func TestUniqueUntilFinished(t *testing.T) {
 	// kept for an hour after the task finished
 	kept, err := enq("ok", "invoice", queue.UniqueUntilFinished(time.Hour), queue.Retention(time.Hour))
 	must(t, err)
-	waitFor(t, 15*time.Second, "the task done", state(kept.ID, queue.StateDone))
+	waitFor(t, 15*time.Second, "the task done", state(kept.ID, queue.StateSucceeded))
 	if ttl := b.rdb.PTTL(ctx, lock("invoice")).Val(); ttl <= 50*time.Minute || ttl > time.Hour {
 		t.Fatalf("the lock after the task finished has a TTL of %v, want about an hour", ttl)
 	}

@@ -258,12 +258,12 @@ func testReleaseDelayed(t *testing.T, r *flowRig) {
 	}
 }
 
-// testReleaseKeyed: children with a concurrency key are released into
+// testReleaseKeyed: children with a group are released into
 // their keys' turns, where Inspector.Keys counts them, and each runs once.
 func testReleaseKeyed(t *testing.T, r *flowRig) {
 	ctx := context.Background()
 	id := fanOut(t, r, 12, func(i int) *queue.Task {
-		return queue.NewRawTask("keyed", nil, queue.In("fb"), queue.ConcurrencyKey(fmt.Sprintf("tenant-%d", i%3)))
+		return queue.NewRawTask("keyed", nil, queue.In("fb"), queue.Group(fmt.Sprintf("tenant-%d", i%3)))
 	})
 	// only the root's queue is served: the children wait in their keys'
 	// turns, four per key
@@ -271,11 +271,11 @@ func testReleaseKeyed(t *testing.T, r *flowRig) {
 	cfg.Logger = testLogger(t)
 	root := startServer(t, r.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	waitFor(t, 30*time.Second, "3 keys of 4 waiting tasks", func() bool {
-		page, err := r.insp.Keys(ctx, queue.KeyQuery{Queue: "fb"})
-		if err != nil || len(page.Keys) != 3 {
+		page, err := r.insp.Groups(ctx, queue.GroupQuery{Queue: "fb"})
+		if err != nil || len(page.Groups) != 3 {
 			return false
 		}
-		for _, k := range page.Keys {
+		for _, k := range page.Groups {
 			if k.Waiting != 4 {
 				return false
 			}
@@ -289,11 +289,11 @@ func testReleaseKeyed(t *testing.T, r *flowRig) {
 	if n := log.count("keyed"); n != 12 {
 		t.Fatalf("keyed children ran %d times, want 12", n)
 	}
-	page, err := r.insp.Keys(ctx, queue.KeyQuery{Queue: "fb"})
+	page, err := r.insp.Groups(ctx, queue.GroupQuery{Queue: "fb"})
 	must(t, err)
-	for _, k := range page.Keys {
+	for _, k := range page.Groups {
 		if k.Waiting != 0 {
-			t.Fatalf("key %s still has %d waiting", k.Key, k.Waiting)
+			t.Fatalf("key %s still has %d waiting", k.Group, k.Waiting)
 		}
 	}
 }
@@ -535,7 +535,7 @@ func testReleaseMsgpackChildLists(t *testing.T, r *flowRig) {
 }
 
 // TestAppendAcksOfOneWorkflow: acks of one workflow's nodes, with no
-// retention and no unique key, give the workflow's key once and three
+// retention and no uniqueness ID, give the workflow's key once and three
 // fields per task; anything else in the batch takes seven.
 func TestAppendAcksOfOneWorkflow(t *testing.T) {
 	t.Parallel()

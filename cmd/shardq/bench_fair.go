@@ -215,7 +215,7 @@ func (fb *fairBench) isolation(ctx context.Context, s isoSetup) error {
 		for _, limited := range []bool{false, true} {
 			lim, limText := queue.Limits{}, "no key limit"
 			if limited {
-				lim.KeyConcurrency, limText = fairKeyLimit, fmt.Sprintf("KeyConcurrency %d", fairKeyLimit)
+				lim.GroupConcurrency, limText = fairKeyLimit, fmt.Sprintf("KeyConcurrency %d", fairKeyLimit)
 			}
 			for _, place := range s.places {
 				if err := fb.topUp(ctx, c, insp, s.q, s.aKey, backlog); err != nil {
@@ -229,7 +229,7 @@ func (fb *fairBench) isolation(ctx context.Context, s isoSetup) error {
 				if err != nil {
 					return fmt.Errorf("key A with %d waiting, %s, B in %s: %w", backlog, limText, place, err)
 				}
-				ki, err := insp.GetKey(ctx, s.q, s.aKey)
+				ki, err := insp.GetGroup(ctx, s.q, s.aKey)
 				if err != nil {
 					return err
 				}
@@ -248,7 +248,7 @@ func (fb *fairBench) isolation(ctx context.Context, s isoSetup) error {
 // topUp enqueues tasks of key onto q until backlog of them wait.
 func (fb *fairBench) topUp(ctx context.Context, c *queue.Client, insp *queue.Inspector, q, key string, backlog int) error {
 	have := int64(0)
-	if ki, err := insp.GetKey(ctx, q, key); err == nil {
+	if ki, err := insp.GetGroup(ctx, q, key); err == nil {
 		have = ki.Waiting
 	} else if !isNotFound(err) {
 		return err
@@ -260,7 +260,7 @@ func (fb *fairBench) topUp(ctx context.Context, c *queue.Client, insp *queue.Ins
 	payload := make([]byte, fb.f.payload)
 	batch := make([]*queue.Task, 1000)
 	for i := range batch {
-		batch[i] = queue.NewRawTask("a", payload, queue.ConcurrencyKey(key))
+		batch[i] = queue.NewRawTask("a", payload, queue.Group(key))
 	}
 	for done := 0; done < need; done += len(batch) {
 		if _, err := c.EnqueueMany(ctx, batch[:min(len(batch), need-done)], queue.In(q)); err != nil {
@@ -311,7 +311,7 @@ func (fb *fairBench) isoRun(ctx context.Context, c *queue.Client, s isoSetup, pl
 	for r := range fairRounds {
 		tasks := make([]*queue.Task, fairBTasks)
 		for i := range tasks {
-			tasks[i] = queue.NewRawTask("b", indexedPayload(r, fb.f.payload), queue.ConcurrencyKey(s.bKeys[place][r]))
+			tasks[i] = queue.NewRawTask("b", indexedPayload(r, fb.f.payload), queue.Group(s.bKeys[place][r]))
 		}
 		t0 := time.Now()
 		if _, err := c.EnqueueMany(ctx, tasks, queue.In(s.q)); err != nil {
@@ -393,7 +393,7 @@ func (fb *fairBench) processRun(ctx context.Context, q string, keyed bool) (floa
 		for i := done; i < min(n, done+1000); i++ {
 			var opts []queue.Option
 			if keyed {
-				opts = append(opts, queue.ConcurrencyKey(fmt.Sprint("k", i%fairKeys)))
+				opts = append(opts, queue.Group(fmt.Sprint("k", i%fairKeys)))
 			}
 			batch = append(batch, queue.NewRawTask("bench", indexedPayload(i, fb.f.payload), opts...))
 		}
@@ -462,7 +462,7 @@ func (fb *fairBench) memory(ctx context.Context) error {
 			for i := done; i < min(n, done+1000); i++ {
 				var opts []queue.Option
 				if nkeys > 0 {
-					opts = append(opts, queue.ConcurrencyKey(fmt.Sprint("k", i%nkeys)))
+					opts = append(opts, queue.Group(fmt.Sprint("k", i%nkeys)))
 				}
 				batch = append(batch, queue.NewRawTask("bench", payload, opts...))
 			}
@@ -522,13 +522,13 @@ func (fb *fairBench) weightRun(ctx context.Context, q string, d time.Duration, s
 		// the weight holds from the heavy key's first task: the queue
 		// exists once the light key's tasks are in
 		if key == "heavy" {
-			if err := insp.SetKeyWeight(ctx, q, "heavy", 3); err != nil {
+			if err := insp.SetGroupWeight(ctx, q, "heavy", 3); err != nil {
 				return 0, err
 			}
 		}
 		batch := make([]*queue.Task, 1000)
 		for i := range batch {
-			batch[i] = queue.NewRawTask(key, payload, queue.ConcurrencyKey(key))
+			batch[i] = queue.NewRawTask(key, payload, queue.Group(key))
 		}
 		for done := 0; done < starts; done += len(batch) {
 			if _, err := c.EnqueueMany(ctx, batch, queue.In(q)); err != nil {

@@ -124,7 +124,7 @@ func TestDemo(t *testing.T) {
 				insp, _ = queue.NewInspector(rdb, queue.Config{Prefix: prefix})
 			}
 			if qi, err := insp.QueueInfo(ctx, queue.DefaultQueue); err == nil {
-				most = max(most, qi.Done)
+				most = max(most, qi.Succeeded)
 			}
 		}
 		doneSeen <- most

@@ -62,8 +62,8 @@ func TestWorkerJSONPoisoned(t *testing.T) {
 	if !ti.Malformed || !strings.Contains(ti.LastError, "array at byte 0 claims 4294967295 elements") {
 		t.Errorf("the poisoned task: malformed %v, last error %q", ti.Malformed, ti.LastError)
 	}
-	waitState(t, insp, "default", before, queue.StateDone)
-	waitState(t, insp, "default", after, queue.StateDone)
+	waitState(t, insp, "default", before, queue.StateSucceeded)
+	waitState(t, insp, "default", after, queue.StateSucceeded)
 	if code := p.stop(t); code != exitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, p.err.String())
 	}

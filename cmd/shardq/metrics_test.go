@@ -65,7 +65,7 @@ func TestMetricsEndpoints(t *testing.T) {
 	insp := inspector(t, srv)
 	waitUntil(t, 30*time.Second, "3 tasks done", func() bool {
 		qi, err := insp.QueueInfo(ctx, "jobs")
-		return err == nil && qi.Done == 3
+		return err == nil && qi.Succeeded == 3
 	})
 	code, body := get(wurl + "/metrics")
 	for _, want := range []string{

@@ -123,7 +123,7 @@ func writeStatsJSON(w io.Writer, infos []*queue.QueueInfo) error {
 	out := make([]queueStats, len(infos))
 	for i, qi := range infos {
 		out[i] = queueStats{Queue: qi.Queue, Partitions: qi.Partitions, Pending: qi.Pending, Active: qi.Active,
-			Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Done, Waiting: qi.Waiting,
+			Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Succeeded, Waiting: qi.Waiting,
 			Paused: qi.Paused, LatencyMS: qi.Latency.Milliseconds()}
 	}
 	enc := json.NewEncoder(w)
@@ -143,7 +143,7 @@ func writeStatsTable(w io.Writer, infos []*queue.QueueInfo) {
 		total.Scheduled += qi.Scheduled
 		total.Retry += qi.Retry
 		total.Dead += qi.Dead
-		total.Done += qi.Done
+		total.Succeeded += qi.Succeeded
 		total.Waiting += qi.Waiting
 		total.Latency = max(total.Latency, qi.Latency)
 	}
@@ -180,7 +180,7 @@ func statsRow(name string, qi *queue.QueueInfo) []string {
 	if qi.Paused {
 		paused = "yes"
 	}
-	return []string{name, n(qi.Pending), n(qi.Active), n(qi.Scheduled), n(qi.Retry), n(qi.Dead), n(qi.Done),
+	return []string{name, n(qi.Pending), n(qi.Active), n(qi.Scheduled), n(qi.Retry), n(qi.Dead), n(qi.Succeeded),
 		n(qi.Waiting), paused, latency(qi.Latency)}
 }
 

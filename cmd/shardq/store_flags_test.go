@@ -124,7 +124,7 @@ func TestWorkerKeyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, insp, queue.DefaultQueue, info.ID, queue.StateDone)
+	waitState(t, insp, queue.DefaultQueue, info.ID, queue.StateSucceeded)
 	if code := p.stop(t); code != exitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, p.err.String())
 	}
@@ -213,7 +213,7 @@ func TestWorkerAllowPlaintext(t *testing.T) {
 	if err := insp.RunTask(context.Background(), queue.DefaultQueue, ids["cat"]); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, insp, queue.DefaultQueue, ids["cat"], queue.StateDone)
+	waitState(t, insp, queue.DefaultQueue, ids["cat"], queue.StateSucceeded)
 	if code := p.stop(t); code != exitOK || !strings.Contains(p.stdout.String(), "plain words\n") {
 		t.Fatalf("exit %d, the command got %q", code, p.stdout.String())
 	}

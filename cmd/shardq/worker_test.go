@@ -126,8 +126,8 @@ func TestWorkerExec(t *testing.T) {
 	slow := enqueueAll(t, srv, nil, []queue.Option{queue.MaxRetry(0), queue.Timeout(300 * time.Millisecond)}, "slow")
 
 	t.Run("Success", func(t *testing.T) {
-		waitState(t, insp, "other", ids["env"], queue.StateDone)
-		waitState(t, insp, "other", ids["cat"], queue.StateDone)
+		waitState(t, insp, "other", ids["env"], queue.StateSucceeded)
+		waitState(t, insp, "other", ids["cat"], queue.StateSucceeded)
 		b, err := os.ReadFile(filepath.Join(dir, ids["env"]))
 		if err != nil {
 			t.Fatal(err)
@@ -224,7 +224,7 @@ func TestWorkerExecJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, insp, "default", info.ID, queue.StateDone)
+	waitState(t, insp, "default", info.ID, queue.StateSucceeded)
 	b, _ := os.ReadFile(filepath.Join(dir, info.ID))
 	if want := `{"n":3,"tags":["a"],"to":"ann"}`; string(b) != want {
 		t.Fatalf("stdin = %s, want %s", b, want)
@@ -263,7 +263,7 @@ func TestWorkerShutdown(t *testing.T) {
 	if took := time.Since(begin); took > 8*time.Second {
 		t.Errorf("shutdown took %v", took)
 	}
-	waitState(t, insp, "default", ids["short"], queue.StateDone)
+	waitState(t, insp, "default", ids["short"], queue.StateSucceeded)
 	ti := waitState(t, insp, "default", ids["long"], queue.StatePending)
 	if ti.Attempts > 1 {
 		t.Errorf("the interrupted task has %d attempts", ti.Attempts)
@@ -343,7 +343,7 @@ func TestWorkerHTTP(t *testing.T) {
 	}
 
 	t.Run("Success", func(t *testing.T) {
-		waitState(t, insp, "hooks", ids["ok"], queue.StateDone)
+		waitState(t, insp, "hooks", ids["ok"], queue.StateSucceeded)
 		r, body := h.get(ids["ok"])
 		if body != "\x00\xffx" || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/octet-stream" ||
 			r.Header.Get("X-Shardq-Task-Type") != "ok" || r.Header.Get("X-Shardq-Attempt") != "1" ||
@@ -352,7 +352,7 @@ func TestWorkerHTTP(t *testing.T) {
 		}
 	})
 	t.Run("JSONFromConfig", func(t *testing.T) {
-		waitState(t, insp, "hooks", info.ID, queue.StateDone)
+		waitState(t, insp, "hooks", info.ID, queue.StateSucceeded)
 		r, body := h.get(info.ID)
 		if body != `{"Order":42}` || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Authorization") != "Bearer s3cret" {
 			t.Errorf("request %v, body %q", r.Header, body)
@@ -470,9 +470,9 @@ func TestWorkerQueuePatterns(t *testing.T) {
 	a := enqueueAll(t, srv, []byte("a"), append(keep, queue.In("tenant:a")), "cat")
 	b := enqueueAll(t, srv, []byte("b"), append(keep, queue.In("tenant:b:eu")), "cat")
 	j := enqueueAll(t, srv, []byte("j"), append(keep, queue.In("jobs")), "cat")
-	waitState(t, insp, "tenant:a", a["cat"], queue.StateDone)
-	waitState(t, insp, "tenant:b:eu", b["cat"], queue.StateDone)
-	waitState(t, insp, "jobs", j["cat"], queue.StateDone)
+	waitState(t, insp, "tenant:a", a["cat"], queue.StateSucceeded)
+	waitState(t, insp, "tenant:b:eu", b["cat"], queue.StateSucceeded)
+	waitState(t, insp, "jobs", j["cat"], queue.StateSucceeded)
 }
 
 func TestParseQueues(t *testing.T) {

@@ -107,7 +107,7 @@ func main() {
 		}
 		return ci
 	}
-	for ci := show(); ci.State != queue.ChainDone; ci = show() {
+	for ci := show(); ci.State != queue.ChainSucceeded; ci = show() {
 		if time.Since(start) > 30*time.Second {
 			log.Fatal("the chain did not finish within 30s")
 		}

@@ -1,7 +1,7 @@
 // Command concurrency-limit shows queue limits, enforced in Redis across
 // every worker process: at most 2 tasks of the "api" queue run at once
-// (Limits.Concurrency) and at most 1 per tenant (Limits.KeyConcurrency
-// with queue.ConcurrencyKey), although the worker has 10 free handlers.
+// (Limits.Concurrency) and at most 1 per tenant (Limits.GroupConcurrency
+// with queue.Group), although the worker has 10 free handlers.
 // It prints the highest concurrency it observed.
 //
 //	go run ./examples/concurrency-limit
@@ -61,7 +61,7 @@ func main() {
 		log.Fatal(err)
 	}
 	// Limits live in Redis: every worker applies them at its next dequeue.
-	if err := insp.SetLimits(ctx, "api", queue.Limits{Concurrency: 2, KeyConcurrency: 1}); err != nil {
+	if err := insp.SetLimits(ctx, "api", queue.Limits{Concurrency: 2, GroupConcurrency: 1}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -96,7 +96,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := client.Enqueue(ctx, task, queue.In("api"), queue.ConcurrencyKey(tenant)); err != nil {
+		if _, err := client.Enqueue(ctx, task, queue.In("api"), queue.Group(tenant)); err != nil {
 			log.Fatal(err)
 		}
 	}

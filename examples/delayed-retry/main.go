@@ -95,7 +95,7 @@ func main() {
 			}
 			seen[typ] = now
 			fmt.Printf("%4.1fs  %-7s %s\n", time.Since(start).Seconds(), typ, now)
-			if ti.State == queue.StateDone || ti.State == queue.StateDead {
+			if ti.State == queue.StateSucceeded || ti.State == queue.StateDead {
 				finished++
 			}
 		}

@@ -133,7 +133,7 @@ func waitFinished(ctx context.Context, insp *queue.Inspector, ids []string) []st
 		var out []string
 		for _, id := range ids {
 			ti, err := insp.GetTask(ctx, "webhooks", id)
-			if err != nil || (ti.State != queue.StateDone && ti.State != queue.StateDead) {
+			if err != nil || (ti.State != queue.StateSucceeded && ti.State != queue.StateDead) {
 				break // not yet (or moving between states)
 			}
 			out = append(out, fmt.Sprintf("task %s: %s after %d attempt(s); last error: %q", id, ti.State, ti.Attempts, ti.LastError))

@@ -132,7 +132,7 @@ func (e *Env) enqueue(ctx context.Context, all []delivered) error {
 }
 
 // reroute moves deliveries to a partition their queue's layout routes to
-// now, placed by their chosen ID (or concurrency key) as a producer would.
+// now, placed by their chosen ID (or group) as a producer would.
 func (e *Env) reroute(ctx context.Context, closed []delivered) error {
 	var queues []string
 	for _, x := range closed {

@@ -30,8 +30,8 @@ func TestBuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := env.Drain(t, worker.HandlerFunc(func(context.Context, *worker.Task) error { return nil }), "root", "graph")
-			if res.Done != n || res.Runs != n {
-				t.Fatalf("%d runs, %d done, want %d each", res.Runs, res.Done, n)
+			if res.Succeeded != n || res.Runs != n {
+				t.Fatalf("%d runs, %d done, want %d each", res.Runs, res.Succeeded, n)
 			}
 			wi, err := env.Inspector.GetWorkflow(ctx, id)
 			if err != nil {

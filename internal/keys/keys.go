@@ -59,7 +59,7 @@ func (p Partition) Retry() string { return p.T + ":retry" }
 func (p Partition) Feed() string { return p.T + ":feed" }
 
 // FeedMsg is the hash id -> message of the tasks in Feed that keep a copy:
-// scheduled tasks, tasks with a concurrency key, and a task pushed into an
+// scheduled tasks, tasks with a group, and a task pushed into an
 // empty shard. Other pending tasks are found through FeedShards.
 func (p Partition) FeedMsg() string { return p.T + ":feed:msg" }
 
@@ -127,7 +127,7 @@ func Workers(prefix string) string { return prefix + ":workers" }
 // each heartbeat and deleted with the worker's entry in Workers.
 func WorkerStatus(prefix string) string { return prefix + ":workers:status" }
 
-// Unique is the uniqueness lock of a unique key (its value is the task ID).
+// Unique is the uniqueness lock of a uniqueness ID (its value is the task ID).
 func (p Partition) Unique(key string) string { return p.T + ":unique:" + key }
 
 // IDClaims is the pattern of the hashes that hold the claims of
@@ -150,10 +150,10 @@ func (p Partition) Limits() string { return p.T + ":limits" }
 // rate limit counts.
 func (p Partition) RateLog() string { return p.T + ":ratelog" }
 
-// KeyActive is the hash concurrency key -> tasks of that key running.
+// KeyActive is the hash group -> tasks of that key running.
 func (p Partition) KeyActive() string { return p.T + ":keyactive" }
 
-// KeyWaiting is the hash concurrency key -> tasks parked for that key.
+// KeyWaiting is the hash group -> tasks parked for that key.
 func (p Partition) KeyWaiting() string { return p.T + ":keywait" }
 
 // Parked is the list of tasks of key waiting for their key's limit.
@@ -162,19 +162,19 @@ func (p Partition) Parked(key string) string { return p.T + ":k:" + key }
 // ParkedCount counts the tasks parked for their key's limit, all keys together.
 func (p Partition) ParkedCount() string { return p.T + ":parked" }
 
-// KeyDepth is the hash concurrency key -> its tasks enqueued and never
-// started, kept while the queue has a KeyMaxDepth.
+// KeyDepth is the hash group -> its tasks enqueued and never
+// started, kept while the queue has a GroupMaxDepth.
 func (p Partition) KeyDepth() string { return p.T + ":kdepth" }
 
 // Cancel is the zset id -> when a cancel was asked (ms) of active tasks
 // whose handlers an operator asked to cancel; the worker's heartbeat reads it.
 func (p Partition) Cancel() string { return p.T + ":cancel" }
 
-// FairRing is the ring of concurrency keys whose tasks may start, in turn
+// FairRing is the ring of groups whose tasks may start, in turn
 // order (lua/include/fair_layout.lua names the fair queue's other keys).
 func (p Partition) FairRing() string { return p.T + ":fr" }
 
-// FairDue is the zset key -> when its KeyRate lets it start again.
+// FairDue is the zset key -> when its GroupRate lets it start again.
 func (p Partition) FairDue() string { return p.T + ":fd" }
 
 // FairKeys is the hash key -> "first last state" of the keys with tasks

@@ -79,7 +79,7 @@ func ReadAll(ctx context.Context, rdb redis.UniversalClient, prefix string) (map
 }
 
 // Pick is the partition, of n, of a task placed by key (a concurrency
-// key, a unique key or a chosen ID): FNV-1a of the key modulo n. Producers
+// key, a uniqueness ID or a chosen ID): FNV-1a of the key modulo n. Producers
 // and flow deliveries share it, so a key's tasks meet in one partition.
 func Pick(key string, n int) int {
 	h := fnv.New32a()

@@ -17,7 +17,7 @@ import (
 // task as a producer outside Go, or a writer to Redis, could
 // leave it, which queue.NewTask refuses to make (a header that claims more
 // than its bytes hold). The task must wait in one of the partition's
-// shards, not in a concurrency key's list, and no worker may take it
+// shards, not in a group's list, and no worker may take it
 // meanwhile: rewrite before a worker starts, or while the queue is paused.
 func SetPayload(t testing.TB, rdb redis.UniversalClient, prefix, q, id string, payload []byte) {
 	t.Helper()

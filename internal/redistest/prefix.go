@@ -10,7 +10,7 @@ import (
 // maxPrefixName caps the part of a prefix taken from the test name.
 const maxPrefixName = 64
 
-// Prefix returns a unique key prefix for t, so tests sharing a server do not
+// Prefix returns a uniqueness ID prefix for t, so tests sharing a server do not
 // collide. It is t.Name() with every character outside [A-Za-z0-9_-]
 // replaced by '_' (cut to 64 bytes), then '_' and 8 random hex digits, for
 // example "TestQueue_retry_1f3a9c0e". It contains no ':' or braces, so it is

@@ -359,7 +359,7 @@ func checkFlows(ctx context.Context, t *testing.T, insp *queue.Inspector, chainI
 	if err != nil {
 		t.Fatalf("GetChain: %v", err)
 	}
-	if ci.State != queue.ChainDone || len(ci.Links) != 3 {
+	if ci.State != queue.ChainSucceeded || len(ci.Links) != 3 {
 		t.Errorf("chain state %s with %d links, want done with 3", ci.State, len(ci.Links))
 	}
 	for _, id := range append([]string{batchID, graphID}, children...) {

@@ -21,7 +21,7 @@ import (
 // MaxRetry fields and no payload header.
 type Message struct {
 	ID string
-	// Key is the task's concurrency key ("" = none); second, so scripts
+	// Key is the task's group ("" = none); second, so scripts
 	// read it without decoding the rest.
 	Key        string
 	Type       string
@@ -57,7 +57,7 @@ const (
 const CompactMaxRetry = 25
 
 // Compact reports whether the message is written in the compact form: a
-// plain task, with no concurrency key, the default MaxRetry, no timeout,
+// plain task, with no group, the default MaxRetry, no timeout,
 // deadline, retention, uniqueness, headers or flow, and an EnqueuedAt its
 // UUIDv7 ID holds.
 func (m *Message) Compact() bool {

@@ -18,7 +18,7 @@ type Record struct {
 	StartedAt    int64  // unix ms
 	FinishedAt   int64  // unix ms
 	NextAt       int64  // unix ms: when a scheduled or retrying task is due
-	Key          string // the concurrency key the lease counts against
+	Key          string // the group the lease counts against
 }
 
 // DecodeMsgpack reads a record array of any length, like Message.

@@ -15,32 +15,32 @@ import (
 	"github.com/shardq/shardq/internal/script"
 )
 
-// maxKeyWeight bounds SetKeyWeight: one turn takes at most this many tasks
-// of a key.
+// maxKeyWeight bounds SetGroupWeight: one turn takes at most this many tasks
+// of a group.
 const maxKeyWeight = 1000
 
-// KeyInfo is what runs and waits for one concurrency key.
-type KeyInfo struct {
-	// Key is the concurrency key; "" in LimitInfo.Keys, whose map names it.
-	Key string
-	// Running is how many of the key's tasks are leased, as QueueInfo.Active
-	// counts them. Under a KeyConcurrency it is what the limit counts: the
+// GroupInfo is what runs and waits for one group.
+type GroupInfo struct {
+	// Group is the group; "" in LimitInfo.Groups, whose map names it.
+	Group string
+	// Running is how many of the group's tasks are leased, as QueueInfo.Active
+	// counts them. Under a GroupConcurrency it is what the limit counts: the
 	// tasks leased while it was set. Without one it is counted among the
-	// first 10,000 leases of the key's partition, so a call reads a bounded
+	// first 10,000 leases of the group's partition, so a call reads a bounded
 	// number of tasks.
 	Running int64
-	// Waiting is how many of the key's tasks wait to start.
+	// Waiting is how many of the group's tasks wait to start.
 	Waiting int64
-	// Weight is how many tasks the key starts per turn while several keys
-	// have tasks waiting (SetKeyWeight); 1 unless set.
+	// Weight is how many tasks the group starts per turn while several groups
+	// have tasks waiting (SetGroupWeight); 1 unless set.
 	Weight int
-	// Paused is set while an operator paused the key (PauseKey).
+	// Paused is set while an operator paused the group (PauseGroup).
 	Paused bool
 }
 
-// KeyQuery selects a page of a queue's concurrency keys, the keys with
+// GroupQuery selects a page of a queue's groups, the groups with
 // the most tasks waiting first.
-type KeyQuery struct {
+type GroupQuery struct {
 	Queue string
 	// After is the marker: the Next of the previous page ("" = from the top).
 	After string
@@ -48,46 +48,46 @@ type KeyQuery struct {
 	Limit int
 }
 
-// KeyPage is one page of a KeyQuery.
-type KeyPage struct {
-	Keys []KeyInfo
+// GroupPage is one page of a GroupQuery.
+type GroupPage struct {
+	Groups []GroupInfo
 	// Next is the marker of the following page; "" when this page is the last.
 	Next string
 }
 
-// SetKeyWeight sets how many tasks key starts per turn in queue. While
-// several keys have tasks waiting, they take turns: a key of weight 3
-// starts three tasks for each one a key of weight 1 starts. The default
+// SetGroupWeight sets how many tasks group starts per turn in queue. While
+// several groups have tasks waiting, they take turns: a group of weight 3
+// starts three tasks for each one a group of weight 1 starts. The default
 // weight is 1; setting 1 sets it back. It takes effect with no restart:
-// the key's tasks enqueued after it, and the turns of its own list, get
+// the group's tasks enqueued after it, and the turns of its own list, get
 // the new weight, while its tasks already placed in its next 16 turns
 // keep their places. A weight below 1 or above 1,000 is ErrInvalidOption.
-func (i *Inspector) SetKeyWeight(ctx context.Context, queue, key string, w int) error {
+func (i *Inspector) SetGroupWeight(ctx context.Context, queue, group string, w int) error {
 	if w < 1 || w > maxKeyWeight {
-		return fmt.Errorf("%w: weight %d of key %q, want 1..%d", ErrInvalidOption, w, key, maxKeyWeight)
+		return fmt.Errorf("%w: weight %d of group %q, want 1..%d", ErrInvalidOption, w, group, maxKeyWeight)
 	}
-	return i.keyOp(ctx, queue, key, "weight", w)
+	return i.keyOp(ctx, queue, group, "weight", w)
 }
 
-// PauseKey stops the tasks of key in queue from starting until ResumeKey:
-// its running tasks finish, its new tasks wait, and the other keys' tasks
-// run. It holds across restarts, and for tasks of the key enqueued later.
-func (i *Inspector) PauseKey(ctx context.Context, queue, key string) error {
-	return i.keyOp(ctx, queue, key, "pause", 0)
+// PauseGroup stops the tasks of group in queue from starting until ResumeGroup:
+// its running tasks finish, its new tasks wait, and the other groups' tasks
+// run. It holds across restarts, and for tasks of the group enqueued later.
+func (i *Inspector) PauseGroup(ctx context.Context, queue, group string) error {
+	return i.keyOp(ctx, queue, group, "pause", 0)
 }
 
-// ResumeKey lets the tasks of a paused key start again: the key takes its
-// turn after the keys waiting now.
-func (i *Inspector) ResumeKey(ctx context.Context, queue, key string) error {
-	return i.keyOp(ctx, queue, key, "resume", 0)
+// ResumeGroup lets the tasks of a paused group start again: the group takes its
+// turn after the groups waiting now.
+func (i *Inspector) ResumeGroup(ctx context.Context, queue, group string) error {
+	return i.keyOp(ctx, queue, group, "resume", 0)
 }
 
-// keyOp runs fair_key.lua on every partition of queue: a key's tasks are
+// keyOp runs fair_key.lua on every partition of queue: a group's tasks are
 // in the partition its hash picks, which a change of the partition count
 // moves, so a setting holds in all of them.
 func (i *Inspector) keyOp(ctx context.Context, queue, key, op string, w int) error {
 	if err := checkName(key); err != nil {
-		return fmt.Errorf("%w: concurrency key %q: %s", ErrInvalidOption, key, err)
+		return fmt.Errorf("%w: group %q: %s", ErrInvalidOption, key, err)
 	}
 	n, err := i.partitions(ctx, queue)
 	if err != nil {
@@ -102,11 +102,11 @@ func (i *Inspector) keyOp(ctx context.Context, queue, key, op string, w int) err
 	return nil
 }
 
-// GetKey returns what runs and waits for key in queue, and its weight and
+// GetGroup returns what runs and waits for group in queue, and its weight and
 // pause, in one round trip after the registry lookup.
-func (i *Inspector) GetKey(ctx context.Context, queue, key string) (*KeyInfo, error) {
-	if err := checkName(key); err != nil {
-		return nil, fmt.Errorf("%w: concurrency key %q: %s", ErrInvalidOption, key, err)
+func (i *Inspector) GetGroup(ctx context.Context, queue, group string) (*GroupInfo, error) {
+	if err := checkName(group); err != nil {
+		return nil, fmt.Errorf("%w: group %q: %s", ErrInvalidOption, group, err)
 	}
 	n, err := i.partitions(ctx, queue)
 	if err != nil {
@@ -114,12 +114,12 @@ func (i *Inspector) GetKey(ctx context.Context, queue, key string) (*KeyInfo, er
 	}
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
-		cmds[part] = p.Run(ctx, script.FairKeys, fairKeysKeys(k), key, "", "", 1)
+		cmds[part] = p.Run(ctx, script.FairKeys, fairKeysKeys(k), group, "", "", 1)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("key %q of %q: %w", key, queue, err)
+		return nil, fmt.Errorf("group %q of %q: %w", group, queue, err)
 	}
-	ki := &KeyInfo{Key: key, Weight: 1}
+	ki := &GroupInfo{Group: group, Weight: 1}
 	for _, cmd := range cmds {
 		rows, err := parseKeyRows(cmd)
 		if err != nil {
@@ -134,13 +134,13 @@ func (i *Inspector) GetKey(ctx context.Context, queue, key string) (*KeyInfo, er
 	return ki, nil
 }
 
-// Keys returns a page of queue's concurrency keys that have tasks waiting,
-// the keys with the most first, in one round trip after the registry
+// Groups returns a page of queue's groups that have tasks waiting,
+// the groups with the most first, in one round trip after the registry
 // lookup: one script call per partition, each costing the same whatever
-// the number of keys. Partitions are merged by tasks waiting. A key whose
+// the number of groups. Partitions are merged by tasks waiting. A group whose
 // backlog changes between pages may be seen twice, or missed: a listing
-// of the busiest keys now, not a census.
-func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
+// of the busiest groups now, not a census.
+func (i *Inspector) Groups(ctx context.Context, q GroupQuery) (*GroupPage, error) {
 	if q.Limit == 0 {
 		q.Limit = defaultPageSize
 	}
@@ -187,15 +187,15 @@ func (i *Inspector) Keys(ctx context.Context, q KeyQuery) (*KeyPage, error) {
 	}
 	// each partition's rows come sorted; a stable sort keeps their order
 	sort.SliceStable(rows, func(a, b int) bool { return rows[a].score > rows[b].score })
-	page := &KeyPage{}
+	page := &GroupPage{}
 	next := append([]string(nil), after...)
 	taken := make([]int, n)
 	for _, r := range rows[:min(len(rows), q.Limit)] {
-		// a key whose last tasks were taken this turn, not yet forgotten
+		// a group whose last tasks were taken this turn, not yet forgotten
 		if r.Waiting > 0 {
-			page.Keys = append(page.Keys, r.KeyInfo)
+			page.Groups = append(page.Groups, r.GroupInfo)
 		}
-		next[r.part] = strconv.FormatInt(r.score, 10) + "," + r.Key
+		next[r.part] = strconv.FormatInt(r.score, 10) + "," + r.Group
 		taken[r.part]++
 	}
 	more := false
@@ -216,10 +216,10 @@ func fairKeysKeys(k keys.Partition) []string {
 	return []string{k.FairBacklog(), k.KeyActive(), k.FairWeights(), k.FairPaused(), k.FairKeys(), k.Limits(), k.Active(), k.Msg()}
 }
 
-// keyRow is a key of a fair_keys.lua reply and its place in the order of
-// its partition's keys.
+// keyRow is a group of a fair_keys.lua reply and its place in the order of
+// its partition's groups.
 type keyRow struct {
-	KeyInfo
+	GroupInfo
 	score int64
 }
 
@@ -237,12 +237,12 @@ func parseKeyRows(cmd *redis.Cmd) ([]keyRow, error) {
 		weight, _ := res[j+3].(int64)
 		paused, _ := res[j+4].(int64)
 		score, _ := res[j+5].(int64)
-		out = append(out, keyRow{KeyInfo{Key: key, Waiting: waiting, Running: running, Weight: max(int(weight), 1), Paused: paused == 1}, score})
+		out = append(out, keyRow{GroupInfo{Group: key, Waiting: waiting, Running: running, Weight: max(int(weight), 1), Paused: paused == 1}, score})
 	}
 	return out, nil
 }
 
-// decodeKeyMarker returns a Keys marker's position per partition, one per
+// decodeKeyMarker returns a Groups marker's position per partition, one per
 // partition of n (a partition added since starts from the top).
 func decodeKeyMarker(m string, n int) ([]string, error) {
 	out := make([]string, n)
