@@ -1,7 +1,7 @@
 #!lua
 --[[ enqueue_capped: enqueue.lua for a queue that may have a maximum depth
   (Limits.MaxDepth, maxdepth in T:limits) or a maximum per concurrency key
-  (Limits.KeyMaxDepth, keymaxdepth): the same call, with the depths checked
+  (Limits.GroupMaxDepth, keymaxdepth): the same call, with the depths checked
   in the same script as the push, so concurrent producers never pass them.
   Producers use it while they know, or have not checked lately, that the
   queue has a maximum; enqueue.lua otherwise.
@@ -13,9 +13,9 @@
   Returns: enqueue.lua's code for each task (ENQ_CLOSED for all when the
   partition is closed: see enqueue.lua); ENQ_QUEUE_FULL for a task refused
   because the partition is at its share of MaxDepth, ENQ_KEY_FULL because its key is at
-  KeyMaxDepth (a refused task changes nothing; the tasks are admitted in
+  GroupMaxDepth (a refused task changes nothing; the tasks are admitted in
   order while there is room); then two more elements: the queue's MaxDepth
-  and KeyMaxDepth (0 = none), which the producer caches. An admitted task
+  and GroupMaxDepth (0 = none), which the producer caches. An admitted task
   that enqueue.lua then rejects (a duplicate) still took its place in this
   call's count: the check errs towards refusing. ]]
 --@include codes

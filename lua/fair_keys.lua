@@ -16,7 +16,7 @@
   taken yet (include/fair.lua); T:fz orders keys with no list by their
   tasks placed at their last enqueue, so a key that has few tasks left
   may order too high until its next enqueue or its record goes.
-  A lease counts its key's running tasks only under a KeyConcurrency
+  A lease counts its key's running tasks only under a GroupConcurrency
   (include/lease.lua), so without one the running tasks are counted here,
   from the messages of the partition's leases, the first RUN_SCAN of them
   by deadline: a call reads at most that many messages, whatever the

@@ -5,7 +5,7 @@
   KEYS[5] T:state  KEYS[6] T:paused  KEYS[7] T:limits  KEYS[8] T:feed:msg
   KEYS[9] T:done  KEYS[10] T:done:rank  KEYS[11] T:expire
   KEYS[12] T:fr  KEYS[13] T:fd: the keys in turn and those waiting for
-    their KeyRate (include/fair.lua); a partition with either takes its
+    their GroupRate (include/fair.lua); a partition with either takes its
     tasks turn by turn
   ARGV[1] T  ARGV[2] n  ARGV[3] lease (ms)  ARGV[4] now (ms, "" = server time)
   ARGV[5] worker ID  ARGV[6] shard size  ARGV[7] done feed cap

@@ -3,7 +3,7 @@
 --@include fair_get
 --@include fair_set
 --@include fair_back
--- fair_due brings the keys whose KeyRate lets them start again back into
+-- fair_due brings the keys whose GroupRate lets them start again back into
 -- the ring, and returns the ms until the next one may (NONE: none waits).
 local function fair_due(T, now)
   local due = redis.call('ZRANGE', T .. FAIR.due, '-inf', now, 'BYSCORE', 'LIMIT', 0, 256)

@@ -48,7 +48,7 @@ local FAIR = {
   weights = ':fw',
   -- T:fp set: the keys an operator paused, with tasks or not.
   paused = ':fp',
-  -- T:fd zset: key -> when its KeyRate lets it start one more (state
+  -- T:fd zset: key -> when its GroupRate lets it start one more (state
   -- waiting).
   due = ':fd',
   -- T:fs string: present while "" is in the ring.
@@ -57,7 +57,7 @@ local FAIR = {
   -- ring (states busy, paused, waiting), which QueueInfo counts as
   -- Waiting, not Pending.
   held = ':fh',
-  -- T:kr:<key> zset: the starts of key within its KeyRate's window.
+  -- T:kr:<key> zset: the starts of key within its GroupRate's window.
   rate_log = ':kr:',
   -- T:fo:<r> list: turn r's placed tasks, in start order, and markers
   -- (mark .. key: every placed task of key was reached).
@@ -89,7 +89,7 @@ local FAIR = {
 local FAIR_STATE = {
   ring = 'r', -- in the ring
   marked = 'm', -- behind its placed tasks: its marker brings it in
-  busy = 'b', -- at its KeyConcurrency
+  busy = 'b', -- at its GroupConcurrency
   paused = 'p', -- paused by an operator
-  waiting = 'w', -- waiting for its KeyRate (T:fd)
+  waiting = 'w', -- waiting for its GroupRate (T:fd)
 }

@@ -12,7 +12,7 @@
 -- a key in T:fx, and every placed task under a key limit, goes to its
 -- key's list instead (turns_trickle); a marker brings its key into the
 -- ring. It returns the messages, the ms until a key waiting for its
--- KeyRate may start again (NONE: none waits), and whether keys the call
+-- GroupRate may start again (NONE: none waits), and whether keys the call
 -- did not reach may start now.
 local function fair_pop(T, n, lim, now, size)
   local cur, popped, pass, live = turns_get(T)

@@ -2,7 +2,7 @@
 --@include fair_get
 --@include fair_back
 -- fair_release is key_release's part: a key that was at its
--- KeyConcurrency has a slot again, so it takes its place in the ring.
+-- GroupConcurrency has a slot again, so it takes its place in the ring.
 local function fair_release(T, key)
   local first, last, state = fair_get(T, key)
   if state == FAIR_STATE.busy then fair_back(T, key, first, last) end

@@ -15,18 +15,18 @@ local fair_route
 
 -- fair_take takes up to n messages, turn by turn: each key of the ring
 -- in order gives up to its weight (the head what is left of its turn),
--- within its KeyConcurrency and KeyRate, then waits for its next turn at
+-- within its GroupConcurrency and GroupRate, then waits for its next turn at
 -- the ring's tail; "" gives the tasks of the partition's pending list. A
 -- key that may not start leaves the ring. The turns of one call are
 -- planned first, from reads alone (fair_take_plan); then the shards the
 -- plan takes from are touched (fair_take_touch), so on a slot that
 -- migrates a key already moved away stops the script before anything was
 -- taken; then the plan is carried out (fair_take_write, fair_take_ring).
--- It returns the messages, the ms until a key waiting for its KeyRate may
+-- It returns the messages, the ms until a key waiting for its GroupRate may
 -- start again (NONE: none waits), whether keys the call did not reach may
 -- start now (the caller looks again at once), and how many turns it gave.
 -- It gives at most max_turns turns; leased (key -> tasks) holds the tasks
--- of keys taken earlier in the same call, which their KeyConcurrency
+-- of keys taken earlier in the same call, which their GroupConcurrency
 -- counts, and gets this call's.
 --
 -- Its helpers are defined inside it, where their files are included: each

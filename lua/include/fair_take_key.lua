@@ -2,7 +2,7 @@
 --@include fair_set
 --@include msg_head
 -- fair_take_key takes the tasks the plan c gave key k from its list,
--- counts them against its KeyRate, and records where its list starts and
+-- counts them against its GroupRate, and records where its list starts and
 -- its state; a key with tasks left adds its count to backlog (count, key,
 -- ...). It returns the tasks taken and those left held (its key is out of
 -- the ring).

@@ -1,7 +1,7 @@
--- A concurrency key's depth (Limits.KeyMaxDepth, keymaxdepth in T:limits)
+-- A concurrency key's depth (Limits.GroupMaxDepth, keymaxdepth in T:limits)
 -- counts its tasks enqueued and never started: pending, parked for a key's
 -- limit or rate, scheduled for their first run. T:kdepth (key -> count) is
--- kept only while the queue has a KeyMaxDepth: enqueue_capped counts a
+-- kept only while the queue has a GroupMaxDepth: enqueue_capped counts a
 -- task in, and it is counted out as it first starts (lease_tasks), or is
 -- deleted unstarted (a tombstone reached, purge_pending, delete_tasks).
 -- Setting the limit to 0 deletes the hash (internal/limits), so counts

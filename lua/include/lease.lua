@@ -21,7 +21,7 @@ end
 -- lease_tasks leases each message until deadline: its record becomes
 -- active with one more attempt and a new fencing token; its message moves
 -- to T:msg, its ID to T:active, and a rate-limited partition logs the
--- start. Under a KeyConcurrency (lim.keyconc) the record also names the
+-- start. Under a GroupConcurrency (lim.keyconc) the record also names the
 -- task's concurrency key and the key's running count goes up; without one
 -- nothing counts a key's running tasks, so a keyed task's lease costs what
 -- a plain one's does (Inspector.Keys counts them from T:active). Reads and
@@ -42,9 +42,9 @@ local function lease_tasks(T, msgs, now, deadline, worker, lim)
   local dl = string.format('%d', deadline)
   local ids, keys, bad = {}, {}, {}
   for i = 1, n do ids[i], keys[i], bad[i] = msg_head(msgs[i]) end
-  -- the key each lease counts against: none without a KeyConcurrency
+  -- the key each lease counts against: none without a GroupConcurrency
   local lease_keys = lim.keyconc > 0 and keys or {}
-  -- KeyMaxDepth counts keyed tasks until their first start: one EXISTS a
+  -- GroupMaxDepth counts keyed tasks until their first start: one EXISTS a
   -- batch tells whether any is counted
   local depth_counted = redis.call('EXISTS', T .. ':kdepth') == 1
   local raws = redis.call('HMGET', statek, unpack(ids))

@@ -26,7 +26,7 @@ local function limits_get(T)
 end
 
 -- keys_release: tasks of the keys of n (key -> tasks) stopped running.
--- Count them down; a key that was at its KeyConcurrency takes its turns
+-- Count them down; a key that was at its GroupConcurrency takes its turns
 -- again (include/fair.lua). A batch's keys cost a few calls in all, not
 -- a few per task.
 local function keys_release(T, n, size)

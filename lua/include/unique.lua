@@ -1,6 +1,6 @@
 -- Uniqueness locks. T:unique:<key> holds the ID of the task that took
 -- it, in one of two kinds:
---   for a time (queue.Unique, UniqueKey): it expires after its ttl, and
+--   for a time (queue.Unique, UniqueBy): it expires after its ttl, and
 --     the task's success releases it earlier;
 --   until the task finishes (queue.UniqueUntilFinished): no expiry while
 --     the task waits or runs; when it finishes, done or dead, the lock
