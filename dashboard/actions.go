@@ -19,9 +19,9 @@ type actionDef struct {
 	pattern string
 	// home sends a form back to the overview: the action's page is gone
 	home bool
-	// keys sends a form that names no page to return to back to the
-	// queue's Keys tab, not to its tasks
-	keys bool
+	// groups sends a form that names no page to return to back to the
+	// queue's Groups tab, not to its tasks
+	groups bool
 	// back, when set, is where a form that names no page to return to
 	// goes back to, from the path's ID
 	back func(id string) string
@@ -56,15 +56,15 @@ var actions = []*actionDef{
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 			return 0, d.insp.DeleteQueue(r.Context(), q, r.FormValue("force") == "1")
 		}},
-	{name: "pause-key", pattern: "/queues/{queue}/keys/{key}/pause", keys: true,
+	{name: "pause-group", pattern: "/queues/{queue}/groups/{group}/pause", groups: true,
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-			return 0, d.insp.PauseGroup(r.Context(), q, r.PathValue("key"))
+			return 0, d.insp.PauseGroup(r.Context(), q, r.PathValue("group"))
 		}},
-	{name: "resume-key", pattern: "/queues/{queue}/keys/{key}/resume", keys: true,
+	{name: "resume-group", pattern: "/queues/{queue}/groups/{group}/resume", groups: true,
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-			return 0, d.insp.ResumeGroup(r.Context(), q, r.PathValue("key"))
+			return 0, d.insp.ResumeGroup(r.Context(), q, r.PathValue("group"))
 		}},
-	{name: "set-key-weight", pattern: "/queues/{queue}/keys/{key}/weight", keys: true, do: setKeyWeight},
+	{name: "set-group-weight", pattern: "/queues/{queue}/groups/{group}/weight", groups: true, do: setGroupWeight},
 	{name: "cancel-workflow", pattern: "/workflows/{id}/cancel",
 		back: func(id string) string { return "/workflows/" + url.PathEscape(id) },
 		do: func(d *Dashboard, r *http.Request, _, id string) (int64, error) {
@@ -76,7 +76,7 @@ var actions = []*actionDef{
 // and CSRF token already.
 func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, id, key := r.PathValue("queue"), r.PathValue("id"), r.PathValue("key")
+		q, id, group := r.PathValue("queue"), r.PathValue("id"), r.PathValue("group")
 		n, err := a.do(d, r, q, id)
 		if err != nil {
 			d.fail(w, r, err)
@@ -90,8 +90,8 @@ func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 			if id != "" {
 				out["id"] = id
 			}
-			if key != "" {
-				out["key"] = key
+			if group != "" {
+				out["group"] = group
 			}
 			writeJSON(w, http.StatusOK, out)
 			return
@@ -100,8 +100,8 @@ func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
 		switch {
 		case !ok && a.back != nil:
 			back = a.back(id)
-		case !ok && a.keys:
-			back = "/queues/" + url.PathEscape(q) + "/keys"
+		case !ok && a.groups:
+			back = "/queues/" + url.PathEscape(q) + "/groups"
 		case !ok:
 			back = "/queues/" + url.PathEscape(q)
 		}

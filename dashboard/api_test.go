@@ -42,10 +42,10 @@ func TestAPIReads(t *testing.T) {
 	t.Run("Queues", func(t *testing.T) {
 		var v struct {
 			Queues []struct {
-				Name                                          string
-				Pending, Active, Scheduled, Retry, Dead, Done int64
-				Paused                                        bool
-				LatencyMS                                     int64 `json:"latency_ms"`
+				Name                                               string
+				Pending, Active, Scheduled, Retry, Dead, Succeeded int64
+				Paused                                             bool
+				LatencyMS                                          int64 `json:"latency_ms"`
 			}
 		}
 		r := e.get("/api/queues")
@@ -54,7 +54,7 @@ func TestAPIReads(t *testing.T) {
 			t.Fatalf("%d %s", r.code, r.body)
 		}
 		q := v.Queues[0]
-		if q.Name != e.q || q.Pending != 4 || q.Active != 2 || q.Scheduled != 3 || q.Retry != 3 || q.Dead != 5 || q.Done != 2 || !q.Paused {
+		if q.Name != e.q || q.Pending != 4 || q.Active != 2 || q.Scheduled != 3 || q.Retry != 3 || q.Dead != 5 || q.Succeeded != 2 || !q.Paused {
 			t.Fatalf("queue %+v", q)
 		}
 		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -70,7 +70,7 @@ func TestAPIReads(t *testing.T) {
 	t.Run("TasksOfEveryState", func(t *testing.T) {
 		for state, want := range map[string][]string{
 			"pending": e.pending, "active": e.active, "scheduled": e.scheduled,
-			"retry": e.retry, "dead": e.dead, "done": e.done,
+			"retry": e.retry, "dead": e.dead, "succeeded": e.succeeded,
 		} {
 			got := e.listAll(t, state, 2, "")
 			if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(want)) {
@@ -141,7 +141,7 @@ func TestAPIReads(t *testing.T) {
 				processed += p.Processed
 				failed += p.Failed
 			}
-			// 2 done, 5 dead and 3 retrying attempts
+			// 2 succeeded, 5 dead and 3 retrying attempts
 			if r.code != 200 || processed != 10 || failed != 8 || (len(h.Points) != 60 && len(h.Points) != 24) {
 				t.Fatalf("%s: %d, %d points, processed %d failed %d", path, r.code, len(h.Points), processed, failed)
 			}
@@ -204,9 +204,9 @@ func TestAPIReads(t *testing.T) {
 		e.get("/api/limits").json(t, &w)
 		if len(w.Limits) != 3 || w.Limits[0].Kind != "depth" || w.Limits[0].Max != 1000 ||
 			w.Limits[0].Waiting != qi.Pending+qi.Waiting+qi.Scheduled+qi.Retry ||
-			w.Limits[1].Kind != "key depth" || w.Limits[1].Max != 9 ||
-			w.Limits[2].Kind != "key rate" || w.Limits[2].Max != 5 || w.Limits[2].PerMS != 1000 {
-			t.Fatalf("depth and key rate limits %+v, queue %+v", w, qi)
+			w.Limits[1].Kind != "group depth" || w.Limits[1].Max != 9 ||
+			w.Limits[2].Kind != "group rate" || w.Limits[2].Max != 5 || w.Limits[2].PerMS != 1000 {
+			t.Fatalf("depth and group rate limits %+v, queue %+v", w, qi)
 		}
 		must(t, e.insp.SetLimits(e.ctx, e.q, queue.Limits{}))
 	})

@@ -104,7 +104,7 @@ func TestBrowser(t *testing.T) {
 			{"queue-active", "/queues/" + e.q + "?state=active", `document.querySelector('button[data-action="cancel"]')`},
 			{"queue-scheduled", "/queues/" + e.q + "?state=scheduled", `document.querySelector('button[data-action="run"]')`},
 			{"queue-retry", "/queues/" + e.q + "?state=retry", `document.querySelector('td.error')`},
-			{"queue-done", "/queues/" + e.q + "?state=done", `document.querySelector('tr[data-id]')`},
+			{"queue-succeeded", "/queues/" + e.q + "?state=succeeded", `document.querySelector('tr[data-id]')`},
 			{"workers", "/workers", `document.querySelector('tr[data-worker="` + e.worker + `"]')`},
 			{"schedules", "/schedules", `document.body.textContent.includes("nightly-digest")`},
 			{"limits", "/limits", `document.querySelector("table.limits")`},

@@ -9,24 +9,24 @@
 //     hour or day; alarms for queues with no live worker, paused queues
 //     that grow, and queues with new dead tasks;
 //   - a queue page: a tab per state (pending, active, scheduled, retry,
-//     dead, done) and the feed of recent tasks, each paged by marker, the
-//     recent feed with a live tail that never misses an entry; the queue's
-//     autoscaling figure and its formula; a Keys tab with the concurrency
-//     keys by backlog and a search by key;
+//     dead, succeeded) and the feed of recent tasks, each paged by marker,
+//     the recent feed with a live tail that never misses an entry; the
+//     queue's autoscaling figure and its formula; a Groups tab with the
+//     groups by backlog and a search by group;
 //   - a task page: the payload decoded from msgpack and shown as JSON, the
 //     last error, attempts, timestamps, progress and result, and the chain,
 //     batch or workflow it belongs to;
 //   - workers: each live worker, its queues and the tasks it holds;
 //   - schedules: the cron schedules schedulers registered in Redis;
-//   - limits: every queue's limits, their holders and waiters, per key;
+//   - limits: every queue's limits, their holders and waiters, per group;
 //   - flows: recent chains, batches and workflows, each with a page of its
 //     own; a workflow's draws its graph, nodes coloured by state;
 //   - search: tasks of a queue and state by type, error text or ID prefix;
 //   - find: a task by ID.
 //
 // Actions (POST only): run or delete a task, or every task of a state, or
-// a selection; pause and resume a queue or one of its concurrency keys;
-// set a key's weight; cancel an active task or a running workflow; delete
+// a selection; pause and resume a queue or one of its groups; set a
+// group's weight; cancel an active task or a running workflow; delete
 // a queue. A JSON API
 // under /api serves the same data and actions; API.md documents it.
 // Options.Metrics serves Prometheus metrics at /metrics.

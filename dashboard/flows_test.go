@@ -228,7 +228,7 @@ func TestBrowserFlows(t *testing.T) {
 	b.waitFor("the page after the retry", `location.search.includes("done=run")`)
 	b.navigate(base + "/chains/" + e.chain)
 	deadline := time.Now().Add(30 * time.Second)
-	for b.eval(`document.getElementById("chain-state").textContent`) != "done" {
+	for b.eval(`document.getElementById("chain-state").textContent`) != "succeeded" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the chain did not finish after the retry: %v", b.eval(`document.body.innerText`))
 		}
@@ -238,5 +238,5 @@ func TestBrowserFlows(t *testing.T) {
 	if n := b.eval(`document.querySelectorAll("tr.link.succeeded").length`); n != float64(3) {
 		t.Fatalf("%v links succeeded, want 3", n)
 	}
-	b.screenshot("chain-done")
+	b.screenshot("chain-succeeded")
 }

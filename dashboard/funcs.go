@@ -33,7 +33,7 @@ var funcs = template.FuncMap{
 	"timeName":  timeName,
 	"listPath":  listPath,
 	"pauseArgs": pauseArgs,
-	"keyArgs":   keyArgs,
+	"groupArgs": groupArgs,
 	// the states of a workflow node in order, and the badge of each
 	"nodeStates": func() []string {
 		out := make([]string, len(nodeStates))
@@ -55,7 +55,7 @@ var funcs = template.FuncMap{
 func badge(state string) string {
 	switch state {
 	case "succeeded":
-		return "done"
+		return "succeeded"
 	case "dead", "failed":
 		return "dead"
 	case "running", "enqueued":
@@ -247,19 +247,19 @@ func timeOf(s queue.State, ti *queue.TaskInfo) time.Time {
 // by the action's name: fixed texts, so a link cannot make the dashboard
 // say something of its own.
 var flashes = map[string]string{
-	"pause":           "Queue paused: workers start none of its tasks until it is resumed.",
-	"resume":          "Queue resumed.",
-	"run":             "Task queued to run now.",
-	"run-all":         "%s tasks queued to run now.",
-	"delete":          "Task deleted.",
-	"delete-all":      "%s tasks deleted.",
-	"cancel":          "Cancel requested: the worker running the task cancels it at its next heartbeat.",
-	"delete-queue":    "Queue deleted, with all its keys.",
-	"bulk":            "%s tasks changed.",
-	"pause-key":       "Key paused: workers start none of its tasks until it is resumed.",
-	"resume-key":      "Key resumed: its tasks take their turns again.",
-	"set-key-weight":  "Key weight set: it counts for the key's tasks enqueued from now on.",
-	"cancel-workflow": "Workflow cancelled: its nodes that have not run never will, and its running tasks are asked to stop.",
+	"pause":            "Queue paused: workers start none of its tasks until it is resumed.",
+	"resume":           "Queue resumed.",
+	"run":              "Task queued to run now.",
+	"run-all":          "%s tasks queued to run now.",
+	"delete":           "Task deleted.",
+	"delete-all":       "%s tasks deleted.",
+	"cancel":           "Cancel requested: the worker running the task cancels it at its next heartbeat.",
+	"delete-queue":     "Queue deleted, with all its Redis keys.",
+	"bulk":             "%s tasks changed.",
+	"pause-group":      "Group paused: workers start none of its tasks until it is resumed.",
+	"resume-group":     "Group resumed: its tasks take their turns again.",
+	"set-group-weight": "Group weight set: it counts for the group's tasks enqueued from now on.",
+	"cancel-workflow":  "Workflow cancelled: its nodes that have not run never will, and its running tasks are asked to stop.",
 }
 
 func flash(r *http.Request) string {

@@ -93,7 +93,7 @@ func (d *dag) rows() [][]int {
 		rows[l] = append(rows[l], i)
 	}
 	pos := make([]float64, len(d.layer))
-	key := make([]float64, len(d.layer))
+	bary := make([]float64, len(d.layer))
 	place := func(row []int) {
 		for k, i := range row {
 			pos[i] = float64(k)
@@ -101,16 +101,16 @@ func (d *dag) rows() [][]int {
 	}
 	sort := func(row []int, by [][]int) {
 		for _, i := range row {
-			key[i] = pos[i]
+			bary[i] = pos[i]
 			if len(by[i]) > 0 {
 				sum := 0.0
 				for _, j := range by[i] {
 					sum += pos[j]
 				}
-				key[i] = sum / float64(len(by[i]))
+				bary[i] = sum / float64(len(by[i]))
 			}
 		}
-		slices.SortStableFunc(row, func(a, b int) int { return cmp.Compare(key[a], key[b]) })
+		slices.SortStableFunc(row, func(a, b int) int { return cmp.Compare(bary[a], bary[b]) })
 		place(row)
 	}
 	for _, row := range rows {

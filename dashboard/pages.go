@@ -158,8 +158,9 @@ type queueData struct {
 	TailMS  int64
 	Limit   int
 	Refresh int64 // ms between refreshes of the page's live parts
-	// Keys is set on the Keys tab, which lists keys instead of tasks.
-	Keys *keyList
+	// Groups is set on the Groups tab, which lists groups instead of
+	// tasks.
+	Groups *groupList
 }
 
 type tab struct {

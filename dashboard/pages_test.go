@@ -20,7 +20,8 @@ func TestPages(t *testing.T) {
 
 	t.Run("Overview", func(t *testing.T) {
 		r := e.page(t, "/")
-		for _, want := range []string{`href="/dash/queues/emails"`, "<svg", `class="badge paused"`, "/dash/assets/style.css", `name="csrf-token"`} {
+		for _, want := range []string{`href="/dash/queues/emails"`, "<svg", `class="badge paused"`, "/dash/assets/style.css", `name="csrf-token"`,
+			`<th class="n">Succeeded</th>`, `href="/dash/queues/emails?state=succeeded">2</a>`} {
 			if !strings.Contains(r.body, want) {
 				t.Fatalf("overview lacks %q", want)
 			}
@@ -33,7 +34,7 @@ func TestPages(t *testing.T) {
 	t.Run("QueueTabs", func(t *testing.T) {
 		for state, want := range map[string][]string{
 			"pending": e.pending, "active": e.active, "scheduled": e.scheduled,
-			"retry": e.retry, "dead": e.dead, "done": e.done, "recent": e.pending,
+			"retry": e.retry, "dead": e.dead, "succeeded": e.succeeded, "recent": e.pending,
 		} {
 			r := e.page(t, "/queues/"+e.q+"?state="+state)
 			for _, id := range want {
@@ -126,9 +127,9 @@ func TestPages(t *testing.T) {
 		for path, most := range map[string]int64{
 			"/":                                     1 + 2*1 + 2 + 1 + 4*1, // queues, QueueInfo per queue, history; alarms: workers, per queue at most a rate and a dead sample
 			"/queues/" + e.q + "?state=dead":        2 + 2 + 2 + 2,         // QueueInfo, History, ListTasks, Scaling
-			"/queues/" + e.q + "/keys?key=k":        2 + 2 + 2 + 2 + 2,     // QueueInfo, History, Scaling, Keys, GetKey
-			"/api/queues/" + e.q + "/keys":          2,
-			"/api/queues/" + e.q + "/keys/k":        2,
+			"/queues/" + e.q + "/groups?group=k":    2 + 2 + 2 + 2 + 2,     // QueueInfo, History, Scaling, Groups, GetGroup
+			"/api/queues/" + e.q + "/groups":        2,
+			"/api/queues/" + e.q + "/groups/k":      2,
 			"/queues/" + e.q + "/tasks/" + e.evil:   2,
 			"/workers":                              2,
 			"/api/queues/" + e.q + "/tasks?limit=5": 2,

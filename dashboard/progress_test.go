@@ -46,7 +46,7 @@ func TestTaskSteps(t *testing.T) {
 	e := setup(t, dashboard.Options{Unauthenticated: true})
 	must(t, e.insp.ResumeQueue(e.ctx, e.q))
 	id := e.enqueue(1, "steps", queue.In(e.q), queue.Retention(time.Hour))[0]
-	waitUntil(t, "the steps task done", func() bool {
+	waitUntil(t, "the steps task to succeed", func() bool {
 		ti, err := e.insp.GetTask(e.ctx, e.q, id)
 		return err == nil && ti.State == queue.StateSucceeded
 	})

@@ -28,14 +28,14 @@ func TestUnknownQueue(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/api/queues/typo", "/api/queues/typo/tasks", "/api/queues/typo/history", "/api/queues/typo/scaling", "/queues/typo/tasks/x",
-		"/api/queues/typo/keys", "/api/queues/typo/keys/k", "/queues/typo/keys"} {
+		"/api/queues/typo/groups", "/api/queues/typo/groups/k", "/queues/typo/groups"} {
 		if r := e.get(path); r.code != http.StatusNotFound {
 			t.Errorf("GET %s: %d %s, want 404", path, r.code, r.body)
 		}
 	}
 	tok := e.csrf()
 	for _, action := range []string{"pause", "resume", "delete-all?state=dead", "run-all?state=retry", "delete-queue",
-		"keys/k/pause", "keys/k/resume", "keys/k/weight?weight=2"} {
+		"groups/k/pause", "groups/k/resume", "groups/k/weight?weight=2"} {
 		r := e.do(http.MethodPost, "/api/queues/typo/"+action, nil, "X-CSRF-Token", tok)
 		if r.code != http.StatusNotFound || !strings.Contains(r.body, "no such queue") {
 			t.Errorf("POST %s on an unknown queue: %d %s, want 404", action, r.code, r.body)

@@ -57,7 +57,7 @@ func TestRedactedInBrowser(t *testing.T) {
 	})
 	task, err := queue.NewTask("charge", map[string]string{"card": secret})
 	must(t, err)
-	done, err := client.Enqueue(ctx, task, queue.Retention(time.Hour))
+	succeeded, err := client.Enqueue(ctx, task, queue.Retention(time.Hour))
 	must(t, err)
 	decline, err := queue.NewTask("decline", map[string]string{"card": secret})
 	must(t, err)
@@ -65,7 +65,7 @@ func TestRedactedInBrowser(t *testing.T) {
 	must(t, err)
 	withRing, err := queue.NewInspector(rdb, sealed)
 	must(t, err)
-	waitUntil(t, "one task done, one dead", func() bool {
+	waitUntil(t, "one task succeeded, one dead", func() bool {
 		qi, err := withRing.QueueInfo(ctx, queue.DefaultQueue)
 		return err == nil && qi.Succeeded == 1 && qi.Dead == 1
 	})
@@ -79,7 +79,7 @@ func TestRedactedInBrowser(t *testing.T) {
 	blindURL, ringURL := serve(blind), serve(withRing)
 	b := startBrowser(t, path).in(t)
 
-	for _, id := range []string{done.ID, dead.ID} {
+	for _, id := range []string{succeeded.ID, dead.ID} {
 		b.navigate(blindURL + "/queues/" + queue.DefaultQueue + "/tasks/" + id)
 		b.waitFor("the redaction notice", `document.getElementById("redacted")`)
 		if got := b.eval(`document.getElementById("payload").textContent`); got != "redacted" {
@@ -96,7 +96,7 @@ func TestRedactedInBrowser(t *testing.T) {
 	if text, _ := b.eval(`document.body.textContent`).(string); strings.Contains(text, secret) || !strings.Contains(text, "redacted: encrypted with key 2026-11") {
 		t.Fatalf("dead tab without the ring:\n%s", text)
 	}
-	api, err := http.Get(blindURL + "/api/queues/" + queue.DefaultQueue + "/tasks/" + done.ID)
+	api, err := http.Get(blindURL + "/api/queues/" + queue.DefaultQueue + "/tasks/" + succeeded.ID)
 	must(t, err)
 	var body bytes.Buffer
 	_, _ = body.ReadFrom(api.Body)
@@ -111,7 +111,7 @@ func TestRedactedInBrowser(t *testing.T) {
 		t.Fatalf("API without the ring: %s", body.String())
 	}
 
-	b.navigate(ringURL + "/queues/" + queue.DefaultQueue + "/tasks/" + done.ID)
+	b.navigate(ringURL + "/queues/" + queue.DefaultQueue + "/tasks/" + succeeded.ID)
 	b.waitFor("the payload", `document.getElementById("payload")`)
 	text, _ := b.eval(`document.body.textContent`).(string)
 	for _, want := range []string{`"card": "` + secret, "result " + secret, "charged " + secret, "receipt " + secret} {

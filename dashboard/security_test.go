@@ -150,7 +150,7 @@ func TestReadOnly(t *testing.T) {
 	}
 	tok := e.csrf()
 	for _, p := range []string{"/api/queues/" + e.q + "/pause", "/api/queues/" + e.q + "/tasks/" + e.dead[0] + "/run",
-		"/queues/" + e.q + "/tasks/" + e.dead[0] + "/delete", "/api/queues/" + e.q + "/keys/k/pause"} {
+		"/queues/" + e.q + "/tasks/" + e.dead[0] + "/delete", "/api/queues/" + e.q + "/groups/k/pause"} {
 		if r := e.do(http.MethodPost, p, url.Values{"csrf": {tok}}, "X-CSRF-Token", tok); r.code != http.StatusForbidden {
 			t.Errorf("POST %s: %d", p, r.code)
 		}

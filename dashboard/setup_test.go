@@ -36,9 +36,9 @@ type env struct {
 	http   *http.Client
 	q      string
 	// IDs by state; evil is a dead task whose payload and error hold HTML.
-	pending, active, scheduled, retry, dead, done []string
-	evil                                          string
-	worker                                        string
+	pending, active, scheduled, retry, dead, succeeded []string
+	evil                                               string
+	worker                                             string
 }
 
 // The script a payload carries, which must come out as text.
@@ -125,7 +125,7 @@ func (e *env) fill() {
 	e.dead = append([]string{e.evil}, e.enqueue(4, "die", in)...)
 	e.retry = e.enqueue(3, "retry", in)
 	e.active = e.enqueue(2, "block", in)
-	e.done = e.enqueue(2, "ok", in, queue.Retention(time.Hour))
+	e.succeeded = e.enqueue(2, "ok", in, queue.Retention(time.Hour))
 	e.scheduled = e.enqueue(3, "ok", in, queue.ProcessIn(time.Hour))
 	e.waitCounts("every state", func(qi *queue.QueueInfo) bool {
 		return qi.Dead == 5 && qi.Retry == 3 && qi.Active == 2 && qi.Succeeded == 2 && qi.Scheduled == 3 && qi.Pending == 0

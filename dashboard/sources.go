@@ -20,7 +20,7 @@ type scheduleRow struct {
 type limitRow struct {
 	Name  string `json:"name"`
 	Queue string `json:"queue,omitempty"`
-	// Kind says what is limited: "concurrency", "rate", "key", ...
+	// Kind says what is limited: "concurrency", "rate", "group", ...
 	Kind string `json:"kind"`
 	// Max is the limit itself and Per its period for a rate (0 = none).
 	Max   int64         `json:"max"`

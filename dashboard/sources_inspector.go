@@ -25,7 +25,7 @@ func (d *Dashboard) schedules(ctx context.Context) ([]scheduleRow, error) {
 
 // limits returns the limits stored for a page of queues by name: at most
 // n queues named after after (queue.Inspector.LimitInfo), a row per limit
-// set and one per concurrency key running or waiting, and the last queue
+// set and one per group running or waiting, and the last queue
 // of the page when more follow. It reads each queue's limits, a few round
 // trips per queue, so a page bounds the cost whatever the number of
 // queues.
@@ -62,24 +62,24 @@ func limitRows(li *queue.LimitInfo) []limitRow {
 		out = append(out, limitRow{Name: li.Queue, Queue: li.Queue, Kind: "depth", Max: int64(l.MaxDepth), Waiting: li.Depth})
 	}
 	if l.GroupMaxDepth > 0 {
-		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key depth", Max: int64(l.GroupMaxDepth)})
+		out = append(out, limitRow{Name: li.Queue + " (every group)", Queue: li.Queue, Kind: "group depth", Max: int64(l.GroupMaxDepth)})
 	}
 	if l.GroupRate > 0 {
-		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key rate", Max: int64(l.GroupRate),
+		out = append(out, limitRow{Name: li.Queue + " (every group)", Queue: li.Queue, Kind: "group rate", Max: int64(l.GroupRate),
 			Per: max(l.Per, time.Second)})
 	}
 	if l.GroupConcurrency > 0 {
-		keys := make([]string, 0, len(li.Groups))
-		for k := range li.Groups {
-			keys = append(keys, k)
+		groups := make([]string, 0, len(li.Groups))
+		for g := range li.Groups {
+			groups = append(groups, g)
 		}
-		sort.Strings(keys)
-		out = append(out, limitRow{Name: li.Queue + " (every key)", Queue: li.Queue, Kind: "key",
+		sort.Strings(groups)
+		out = append(out, limitRow{Name: li.Queue + " (every group)", Queue: li.Queue, Kind: "group",
 			Max: int64(l.GroupConcurrency), Waiting: li.Waiting})
-		for _, k := range keys {
-			ki := li.Groups[k]
-			out = append(out, limitRow{Name: k, Queue: li.Queue, Kind: "key", Max: int64(l.GroupConcurrency),
-				Running: ki.Running, Waiting: ki.Waiting})
+		for _, g := range groups {
+			gi := li.Groups[g]
+			out = append(out, limitRow{Name: g, Queue: li.Queue, Kind: "group", Max: int64(l.GroupConcurrency),
+				Running: gi.Running, Waiting: gi.Waiting})
 		}
 	}
 	return out

@@ -20,9 +20,10 @@ type queueView struct {
 	Scheduled  int64  `json:"scheduled"`
 	Retry      int64  `json:"retry"`
 	Dead       int64  `json:"dead"`
-	Done       int64  `json:"done"`
-	// Waiting counts pending tasks parked for their concurrency key's
-	// limit (not in Pending).
+	// Succeeded counts the succeeded tasks still kept (their Retention).
+	Succeeded int64 `json:"succeeded"`
+	// Waiting counts pending tasks parked for their group's limit (not
+	// in Pending).
 	Waiting   int64 `json:"waiting"`
 	Paused    bool  `json:"paused"`
 	LatencyMS int64 `json:"latency_ms"`
@@ -30,7 +31,7 @@ type queueView struct {
 
 func newQueueView(qi *queue.QueueInfo) queueView {
 	return queueView{Name: qi.Queue, Partitions: qi.Partitions, Pending: qi.Pending, Active: qi.Active,
-		Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Succeeded, Waiting: qi.Waiting, Paused: qi.Paused,
+		Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Succeeded: qi.Succeeded, Waiting: qi.Waiting, Paused: qi.Paused,
 		LatencyMS: qi.Latency.Milliseconds()}
 }
 
@@ -53,15 +54,15 @@ type taskView struct {
 	// EncryptedWith names the key the payload is encrypted with; Redacted
 	// says the dashboard's key ring could not decrypt some of the task's
 	// values, which are then left out (payload_encoding "redacted").
-	EncryptedWith  string            `json:"encrypted_with,omitempty"`
-	Redacted       bool              `json:"redacted,omitempty"`
-	MaxRetry       int               `json:"max_retry"`
-	Attempts       int               `json:"attempts"`
-	TimeoutMS      int64             `json:"timeout_ms,omitempty"`
-	RetentionMS    int64             `json:"retention_ms,omitempty"`
-	UniqueKey      string            `json:"unique_key,omitempty"`
-	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
-	Headers        map[string]string `json:"headers,omitempty"`
+	EncryptedWith string            `json:"encrypted_with,omitempty"`
+	Redacted      bool              `json:"redacted,omitempty"`
+	MaxRetry      int               `json:"max_retry"`
+	Attempts      int               `json:"attempts"`
+	TimeoutMS     int64             `json:"timeout_ms,omitempty"`
+	RetentionMS   int64             `json:"retention_ms,omitempty"`
+	UniqueBy      string            `json:"unique_by,omitempty"`
+	Group         string            `json:"group,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
 	// Flow is the batch or chain the task belongs to.
 	Flow *flowView `json:"flow,omitempty"`
 	// Progress is the handler's last report; Result what it wrote: text
@@ -101,7 +102,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 	v := taskView{
 		ID: ti.ID, Queue: ti.Queue, Partition: ti.Partition, Type: ti.Type, State: string(ti.State),
 		Malformed: ti.Malformed, MaxRetry: ti.MaxRetry, Attempts: ti.Attempts,
-		TimeoutMS: ti.Timeout.Milliseconds(), RetentionMS: ti.Retention.Milliseconds(), UniqueKey: ti.UniqueBy, ConcurrencyKey: ti.Group, Headers: ti.Headers,
+		TimeoutMS: ti.Timeout.Milliseconds(), RetentionMS: ti.Retention.Milliseconds(), UniqueBy: ti.UniqueBy, Group: ti.Group, Headers: ti.Headers,
 		Deadline: optTime(ti.Deadline), EnqueuedAt: optTime(ti.EnqueuedAt), NextProcessAt: optTime(ti.NextProcessAt),
 		StartedAt: optTime(ti.StartedAt), FinishedAt: optTime(ti.FinishedAt), LastFailedAt: optTime(ti.LastFailedAt),
 		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,
@@ -307,7 +308,7 @@ type workerView struct {
 type workerQueueView struct {
 	Running         int     `json:"running"`
 	Ahead           int     `json:"ahead"`
-	Done            int64   `json:"done"`
+	Finished        int64   `json:"finished"` // handlers finished since the worker started
 	MeanHandlerSecs float64 `json:"mean_handler_seconds"`
 }
 
@@ -318,7 +319,7 @@ func newWorkerView(w *queue.WorkerInfo) workerView {
 	if len(w.Work) > 0 {
 		v.Work = make(map[string]workerQueueView, len(w.Work))
 		for q, wq := range w.Work {
-			v.Work[q] = workerQueueView{Running: wq.Running, Ahead: wq.Ahead, Done: wq.Finished, MeanHandlerSecs: wq.MeanHandlerTime.Seconds()}
+			v.Work[q] = workerQueueView{Running: wq.Running, Ahead: wq.Ahead, Finished: wq.Finished, MeanHandlerSecs: wq.MeanHandlerTime.Seconds()}
 		}
 	}
 	for _, t := range w.Tasks {
@@ -343,22 +344,22 @@ type flowView struct {
 	Node       string `json:"node,omitempty"`
 }
 
-// keyView is a concurrency key as the API returns it.
-type keyView struct {
-	Key     string `json:"key"`
+// groupView is a group as the API returns it.
+type groupView struct {
+	Group   string `json:"group"`
 	Waiting int64  `json:"waiting"`
 	Running int64  `json:"running"`
 	Weight  int    `json:"weight"`
 	Paused  bool   `json:"paused"`
 }
 
-func newKeyView(k queue.GroupInfo) keyView {
-	return keyView{Key: k.Group, Waiting: k.Waiting, Running: k.Running, Weight: k.Weight, Paused: k.Paused}
+func newGroupView(g queue.GroupInfo) groupView {
+	return groupView{Group: g.Group, Waiting: g.Waiting, Running: g.Running, Weight: g.Weight, Paused: g.Paused}
 }
 
-// keyPageView is a page of keys as the API returns it.
-type keyPageView struct {
-	Keys []keyView `json:"keys"`
+// groupPageView is a page of groups as the API returns it.
+type groupPageView struct {
+	Groups []groupView `json:"groups"`
 	// Next is the marker of the next page; "" on the last.
 	Next string `json:"next"`
 }

@@ -7,7 +7,7 @@
 // round trips per queue whatever the queue sizes. It exports the first
 // 1,000 queues by name (WithMaxQueues) and counts the rest in
 // shardq_queues_dropped, so its series stay bounded however many queues
-// producers create: 18 per queue, plus WithTopKeys' per queue, plus 3.
+// producers create: 18 per queue, plus WithTopGroups' per queue, plus 3.
 // Register it wherever /metrics is served: any process with a Redis
 // client will do.
 //

@@ -51,9 +51,9 @@ func ExampleNewQueueCollector() {
 	// Output:
 	// shardq_queue_tasks{queue="email",state="active"} 0
 	// shardq_queue_tasks{queue="email",state="dead"} 0
-	// shardq_queue_tasks{queue="email",state="done"} 0
 	// shardq_queue_tasks{queue="email",state="pending"} 2
 	// shardq_queue_tasks{queue="email",state="retry"} 0
 	// shardq_queue_tasks{queue="email",state="scheduled"} 1
+	// shardq_queue_tasks{queue="email",state="succeeded"} 0
 	// shardq_queue_tasks{queue="email",state="waiting"} 0
 }

@@ -119,7 +119,7 @@ func TestQueueCollector(t *testing.T) {
 	reg.MustRegister(metrics.NewQueueCollector(insp))
 	got := gather(t, reg)
 	want := map[string]float64{
-		`shardq_queue_tasks{queue=work,state=done}`:      5,
+		`shardq_queue_tasks{queue=work,state=succeeded}`: 5,
 		`shardq_queue_tasks{queue=work,state=dead}`:      2,
 		`shardq_queue_tasks{queue=work,state=active}`:    1,
 		`shardq_queue_tasks{queue=work,state=scheduled}`: 3,
@@ -211,10 +211,10 @@ func TestQueueCollectorAtScale(t *testing.T) {
 	}
 }
 
-// TestKeyMetrics: a scrape reports how many concurrency keys have tasks
-// waiting, and the backlogs of the top keys only, however many keys
-// wait: 10,000 keys cost the scrape the same round trips as 10.
-func TestKeyMetrics(t *testing.T) {
+// TestGroupMetrics: a scrape reports how many groups have tasks waiting,
+// and the backlogs of the top groups only, however many groups wait:
+// 10,000 groups cost the scrape the same round trips as 10.
+func TestGroupMetrics(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -226,10 +226,10 @@ func TestKeyMetrics(t *testing.T) {
 	for k := range 10_000 {
 		n := 1
 		if k < 3 {
-			n = 50 - k // key-0 50 tasks, key-1 49, key-2 48
+			n = 50 - k // group-0 50 tasks, group-1 49, group-2 48
 		}
 		for range n {
-			tasks = append(tasks, queue.NewRawTask("t", nil, queue.Group(fmt.Sprint("key-", k))))
+			tasks = append(tasks, queue.NewRawTask("t", nil, queue.Group(fmt.Sprint("group-", k))))
 		}
 	}
 	_, err = client.EnqueueMany(ctx, tasks, queue.In("fair"))
@@ -246,32 +246,32 @@ func TestKeyMetrics(t *testing.T) {
 	hook.n.Store(0)
 	got := gather(t, reg)
 	if n := hook.n.Load(); n > 8 {
-		t.Errorf("a scrape over 10,000 keys took %d round trips, want <= 8", n)
+		t.Errorf("a scrape over 10,000 groups took %d round trips, want <= 8", n)
 	}
-	if got[`shardq_queue_keys{queue=fair}`] != 10_000 {
-		t.Errorf("shardq_queue_keys = %v, want 10000", got[`shardq_queue_keys{queue=fair}`])
+	if got[`shardq_queue_groups{queue=fair}`] != 10_000 {
+		t.Errorf("shardq_queue_groups = %v, want 10000", got[`shardq_queue_groups{queue=fair}`])
 	}
 	series := 0
 	for k := range got {
-		if strings.HasPrefix(k, "shardq_key_backlog{") {
+		if strings.HasPrefix(k, "shardq_group_backlog{") {
 			series++
 		}
 	}
-	want := map[string]float64{"key-0": 50, "key-1": 49, "key-2": 48}
-	for key, v := range want {
-		if g := got[`shardq_key_backlog{key=`+key+`,queue=fair}`]; g != v {
-			t.Errorf("shardq_key_backlog of %s = %v, want %v", key, g, v)
+	want := map[string]float64{"group-0": 50, "group-1": 49, "group-2": 48}
+	for group, v := range want {
+		if g := got[`shardq_group_backlog{group=`+group+`,queue=fair}`]; g != v {
+			t.Errorf("shardq_group_backlog of %s = %v, want %v", group, g, v)
 		}
 	}
 	if series != 3 {
-		t.Errorf("%d series of shardq_key_backlog, want the top 3", series)
+		t.Errorf("%d series of shardq_group_backlog, want the top 3", series)
 	}
 
 	none := prometheus.NewRegistry()
 	none.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopGroups(0)))
 	for k := range gather(t, none) {
-		if strings.HasPrefix(k, "shardq_key_backlog{") {
-			t.Fatalf("WithTopKeys(0) still reports %s", k)
+		if strings.HasPrefix(k, "shardq_group_backlog{") {
+			t.Fatalf("WithTopGroups(0) still reports %s", k)
 		}
 	}
 }
@@ -338,12 +338,12 @@ func TestWorkerMetrics(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the last HandlerFinished
 	got := gather(t, reg)
 	for k, v := range map[string]float64{
-		`shardq_handler_outcomes_total{outcome=done,queue=default,type=ok}`:    2,
-		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=flaky}`: 1, // MaxRetry(0): dead
-		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=panic}`: 1,
-		`shardq_handler_panics_total{queue=default,type=panic}`:                1,
-		`shardq_handler_duration_seconds{queue=default,type=ok}`:               2,
-		`shardq_tasks_in_flight{queue=default}`:                                0,
+		`shardq_handler_outcomes_total{outcome=succeeded,queue=default,type=ok}`: 2,
+		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=flaky}`:   1, // MaxRetry(0): dead
+		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=panic}`:   1,
+		`shardq_handler_panics_total{queue=default,type=panic}`:                  1,
+		`shardq_handler_duration_seconds{queue=default,type=ok}`:                 2,
+		`shardq_tasks_in_flight{queue=default}`:                                  0,
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
@@ -451,7 +451,7 @@ func must(t testing.TB, err error) {
 // and every queue costs a scrape its series. The collector exports the
 // first 1,000 queues by name unless told otherwise, counts the rest in
 // shardq_queues_dropped, and its series stay within the bound its godoc
-// states: 18 per queue, plus the top keys', plus 3.
+// states: 18 per queue, plus the top groups', plus 3.
 func TestQueueCollectorMaxQueues(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -498,7 +498,7 @@ func TestQueueCollectorMaxQueues(t *testing.T) {
 			t.Errorf("%s: %d queues exported (%s..%s there: %v %v), %v dropped; want %d, %v dropped",
 				name, len(queues), c.first, c.last, queues[c.first], queues[c.last], got["shardq_queues_dropped{}"], c.exported, c.dropped)
 		}
-		// no keys wait, so no shardq_key_backlog: exactly the per-queue series and 3
+		// no groups wait, so no shardq_group_backlog: exactly the per-queue series and 3
 		if len(got) != c.exported*c.perQ+3 {
 			t.Errorf("%s: %d series, want %d", name, len(got), c.exported*c.perQ+3)
 		}

@@ -14,8 +14,8 @@ import (
 // QueueCollector is a prometheus.Collector over the queues of one key
 // prefix (the Inspector's Config.Prefix), read from Redis at each scrape.
 //
-// Its series are bounded: at most 18 per queue, plus WithTopKeys'
-// shardq_key_backlog series per queue (10 by default, at most 100), plus 3
+// Its series are bounded: at most 18 per queue, plus WithTopGroups'
+// shardq_group_backlog series per queue (10 by default, at most 100), plus 3
 // without labels. It exports the first 1,000 queues by name
 // (WithMaxQueues), so a scrape has at most 28,003 series by default,
 // however many queues producers create; shardq_queues_dropped counts the
@@ -24,16 +24,16 @@ type QueueCollector struct {
 	insp      *queue.Inspector
 	timeout   time.Duration
 	scaling   bool
-	topKeys   int
+	topGroups int
 	maxQueues int // 0: every queue
 	errors    atomic.Int64
 
 	tasks, latency, paused, processed, failed, workers, running, ahead,
-	limitHolders, limitWaiters, desired, activeKeys, keyBacklog, up, scrapeErrors, dropped *prometheus.Desc
+	limitHolders, limitWaiters, desired, activeGroups, groupBacklog, up, scrapeErrors, dropped *prometheus.Desc
 }
 
-// maxTopKeys bounds WithTopKeys, so shardq_key_backlog's series stay few.
-const maxTopKeys = 100
+// maxTopGroups bounds WithTopGroups, so shardq_group_backlog's series stay few.
+const maxTopGroups = 100
 
 // defaultMaxQueues is how many queues a QueueCollector exports unless
 // WithMaxQueues says otherwise.
@@ -55,12 +55,12 @@ func WithoutScaling() QueueOption {
 	return func(c *QueueCollector) { c.scaling = false }
 }
 
-// WithTopGroups sets how many concurrency keys per queue
-// shardq_key_backlog reports, the largest backlogs first (default 10). It
-// bounds the metric's series to n per queue, whatever the number of keys.
+// WithTopGroups sets how many groups per queue shardq_group_backlog
+// reports, the largest backlogs first (default 10). It bounds the
+// metric's series to n per queue, whatever the number of groups.
 // 0 leaves the metric out; n is at most 100.
 func WithTopGroups(n int) QueueOption {
-	return func(c *QueueCollector) { c.topKeys = min(max(n, 0), maxTopKeys) }
+	return func(c *QueueCollector) { c.topGroups = min(max(n, 0), maxTopGroups) }
 }
 
 // WithMaxQueues sets how many queues the collector exports: the first n
@@ -76,8 +76,8 @@ func WithMaxQueues(n int) QueueOption {
 // NewQueueCollector returns the collector of insp's queues.
 func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollector {
 	q := []string{"queue"}
-	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true, topKeys: 10, maxQueues: defaultMaxQueues,
-		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, done, waiting: held for their concurrency key).",
+	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true, topGroups: 10, maxQueues: defaultMaxQueues,
+		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, succeeded, waiting: held for their group).",
 			[]string{"queue", "state"}, nil),
 		latency: prometheus.NewDesc("shardq_queue_latency_seconds", "Age of the oldest pending task (0 when none is pending).", q, nil),
 		paused:  prometheus.NewDesc("shardq_queue_paused", "1 while the queue is paused.", q, nil),
@@ -91,10 +91,10 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 			"Active tasks of the queue that its live workers leased ahead of their free slots (prefetch) and hold, not started, as of their last heartbeats.",
 			q, nil),
 		limitHolders: prometheus.NewDesc("shardq_limit_holders", "Tasks holding a slot of the queue's concurrency limit (its running tasks).", q, nil),
-		limitWaiters: prometheus.NewDesc("shardq_limit_waiters", "Tasks held for their concurrency key: at its limits, or paused.", q, nil),
-		activeKeys:   prometheus.NewDesc("shardq_queue_keys", "Concurrency keys of the queue with tasks waiting.", q, nil),
-		keyBacklog: prometheus.NewDesc("shardq_key_backlog", "Tasks waiting for one concurrency key, for the keys with the largest backlogs (WithTopKeys).",
-			[]string{"queue", "key"}, nil),
+		limitWaiters: prometheus.NewDesc("shardq_limit_waiters", "Tasks held for their group: at its limits, or paused.", q, nil),
+		activeGroups: prometheus.NewDesc("shardq_queue_groups", "Groups of the queue with tasks waiting.", q, nil),
+		groupBacklog: prometheus.NewDesc("shardq_group_backlog", "Tasks waiting for one group, for the groups with the largest backlogs (WithTopGroups).",
+			[]string{"queue", "group"}, nil),
 		desired: prometheus.NewDesc("shardq_queue_desired_workers", "Worker processes the queue needs now (queue.Inspector.Scaling; docs/autoscaling.md).",
 			q, nil),
 		up:           prometheus.NewDesc("shardq_up", "1 when the last scrape read Redis, else 0.", nil, nil),
@@ -111,7 +111,7 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 // Describe sends every metric's description.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.latency, c.paused, c.processed, c.failed, c.workers, c.running, c.ahead,
-		c.limitHolders, c.limitWaiters, c.desired, c.activeKeys, c.keyBacklog, c.up, c.scrapeErrors, c.dropped} {
+		c.limitHolders, c.limitWaiters, c.desired, c.activeGroups, c.groupBacklog, c.up, c.scrapeErrors, c.dropped} {
 		ch <- d
 	}
 }
@@ -147,7 +147,7 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 	for _, qi := range infos {
 		q := qi.Queue
 		for state, n := range map[string]int64{"pending": qi.Pending, "active": qi.Active, "scheduled": qi.Scheduled,
-			"retry": qi.Retry, "dead": qi.Dead, "done": qi.Succeeded, "waiting": qi.Waiting} {
+			"retry": qi.Retry, "dead": qi.Dead, "succeeded": qi.Succeeded, "waiting": qi.Waiting} {
 			gauge(c.tasks, float64(n), q, state)
 		}
 		gauge(c.latency, qi.Latency.Seconds(), q)
@@ -163,15 +163,15 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 		gauge(c.ahead, float64(live[q].Ahead), q)
 		gauge(c.limitHolders, float64(qi.Active), q)
 		gauge(c.limitWaiters, float64(qi.Waiting), q)
-		gauge(c.activeKeys, float64(qi.ActiveGroups), q)
-		if qi.ActiveGroups > 0 && c.topKeys > 0 {
-			// one more round trip, only for a queue with keys waiting
-			page, err := c.insp.Groups(ctx, queue.GroupQuery{Queue: q, Limit: c.topKeys})
+		gauge(c.activeGroups, float64(qi.ActiveGroups), q)
+		if qi.ActiveGroups > 0 && c.topGroups > 0 {
+			// one more round trip, only for a queue with groups waiting
+			page, err := c.insp.Groups(ctx, queue.GroupQuery{Queue: q, Limit: c.topGroups})
 			if err != nil {
 				return err
 			}
-			for _, k := range page.Groups {
-				gauge(c.keyBacklog, float64(k.Waiting), q, k.Group)
+			for _, g := range page.Groups {
+				gauge(c.groupBacklog, float64(g.Waiting), q, g.Group)
 			}
 		}
 		if c.scaling {

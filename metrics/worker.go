@@ -33,7 +33,7 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 		}, []string{"queue"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shardq_handler_outcomes_total",
-			Help: "Handler runs in this process by queue, task type and outcome (done, retry, dead, snoozed, requeued).",
+			Help: "Handler runs in this process by queue, task type and outcome (succeeded, retry, dead, snoozed, requeued).",
 		}, []string{"queue", "type", "outcome"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shardq_handler_panics_total", Help: "Handlers that panicked in this process, by queue and task type.",

@@ -43,14 +43,14 @@ the rate one busy master core would allow, and how the tasks spread. Where the m
 the client, the wall-clock ratio understates scaling; the CPU per task per
 master is what projects to more masters.
 
-With --fair: fair queues. Key A's backlog waits (--backlogs), then key B
-enqueues 20 tasks, 30 times, each time under a new key: B's first start
-after its enqueue, p50, p99 and max, with no key limit and with a
-KeyConcurrency of 2. Then, on one server, processing of --tasks tasks
-spread over 10,000 keys against a plain queue, in turns over --rounds;
-memory per pending task, keyed against plain, and per key; and the share
-of starts of a key of weight 3 against one of weight 1. With --cluster as
-well, the wait alone, on a private 3-master cluster, B's key in A's
+With --fair: fair queues. Group A's backlog waits (--backlogs), then group B
+enqueues 20 tasks, 30 times, each time under a new group: B's first start
+after its enqueue, p50, p99 and max, with no group limit and with a
+GroupConcurrency of 2. Then, on one server, processing of --tasks tasks
+spread over 10,000 groups against a plain queue, in turns over --rounds;
+memory per pending task, grouped against plain, and per group; and the share
+of starts of a group of weight 3 against one of weight 1. With --cluster as
+well, the wait alone, on a private 3-master cluster, B's group in A's
 partition, in another partition of A's master, and on another master.
 
 A table goes to stdout, then one "BENCH {json}" line per figure; progress
@@ -163,8 +163,8 @@ func (c *benchCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "stop the whole run after this long")
 	fs.BoolVar(&f.cluster, "cluster", false, fmt.Sprintf("instead: --tasks enqueued from 64 goroutines, then processed (concurrency %d, --partitions), on private Redis Clusters of 1 and of 3 masters, interleaved over --rounds; for each side tasks/s, their ratio and Redis CPU per task per master", clusterConcurrency))
 	fs.IntVar(&f.rounds, "rounds", 3, "with --cluster or --fair: rounds, each running every setup once")
-	fs.BoolVar(&f.fair, "fair", false, "instead: fair queues: key B's wait behind key A's --backlogs, with and without a key limit; with --cluster that alone, on a private 3-master cluster, B's key placed three ways; else also processing over 10,000 keys against a plain queue (--tasks, --rounds), memory per task and per key (--mem-tasks), and weights 3:1")
-	fs.StringVar(&f.backlogs, "backlogs", "10000,100000,1000000", "with --fair: key A's backlogs, comma-separated")
+	fs.BoolVar(&f.fair, "fair", false, "instead: fair queues: group B's wait behind group A's --backlogs, with and without a group limit; with --cluster that alone, on a private 3-master cluster, B's group placed three ways; else also processing over 10,000 groups against a plain queue (--tasks, --rounds), memory per task and per group (--mem-tasks), and weights 3:1")
+	fs.StringVar(&f.backlogs, "backlogs", "10000,100000,1000000", "with --fair: group A's backlogs, comma-separated")
 	fs.IntVar(&f.partitions, "partitions", defaultClusterPartitions, fmt.Sprintf("with --cluster: the queue's partitions, %d..%d (at least one per master)", slices.Max(clusterSetups), maxBenchPartitions))
 	describe(fs, c, "[flags]", benchDetails, benchExitCodes)
 	if err := parse(fs, args); err != nil {

@@ -26,29 +26,29 @@ import (
 	"github.com/shardq/shardq/worker"
 )
 
-// bench --fair measures fair queues: how long a key's first task waits
-// behind another key's backlog, what 10,000 keys cost processing and
+// bench --fair measures fair queues: how long a group's first task waits
+// behind another group's backlog, what 10,000 groups cost processing and
 // memory against a plain queue, and how weights share the starts. With
 // --cluster it measures the wait on a private 3-master Redis Cluster.
 
 // The isolation runs' fixed shape: one worker with 8 handlers of 5 ms,
-// key A's backlog waiting, then key B enqueuing 20 tasks, 30 times.
+// group A's backlog waiting, then group B enqueuing 20 tasks, 30 times.
 const (
 	fairConcurrency = 8
 	fairHandler     = 5 * time.Millisecond
 	fairRounds      = 30
 	fairBTasks      = 20
-	fairKeyLimit    = 2
-	// fairKeys is how many keys share the processing and memory runs.
-	fairKeys = 10_000
+	fairGroupLimit  = 2
+	// fairGroups is how many groups share the processing and memory runs.
+	fairGroups = 10_000
 	// fairPartitions is the cluster queue's partition count: 2 on each
-	// of the 3 masters, so B's key can sit in A's partition, in another
+	// of the 3 masters, so B's group can sit in A's partition, in another
 	// partition on A's master, or on another master.
 	fairPartitions = 6
 	fairWaitGoalMS = 50
 )
 
-// The placements of B's key against A's on a cluster.
+// The placements of B's group against A's on a cluster.
 const (
 	placeSamePartition = "same partition"
 	placeSameMaster    = "other partition, same master"
@@ -62,13 +62,13 @@ type fairBench struct {
 	label    string // "" on one server; "cluster 3 masters, " on the cluster
 }
 
-// isoSetup is a queue the isolation runs use: A's key, and for each
-// placement the keys B enqueues under, a new one each round.
+// isoSetup is a queue the isolation runs use: A's group, and for each
+// placement the groups B enqueues under, a new one each round.
 type isoSetup struct {
-	q      string
-	aKey   string
-	places []string
-	bKeys  map[string][]string
+	q       string
+	aGroup  string
+	places  []string
+	bGroups map[string][]string
 }
 
 // parseBacklogs reads --backlogs: comma-separated task counts, each at
@@ -120,10 +120,10 @@ func (c *benchCommand) runFair(ctx context.Context, m *Main, f benchFlags, backl
 		fn   func(context.Context) error
 	}{
 		{"isolation", func(ctx context.Context) error {
-			return fb.isolation(ctx, isoSetup{q: "iso", aKey: "A", places: []string{placeSamePartition},
-				bKeys: map[string][]string{placeSamePartition: roundKeys("B", func(string) bool { return true })}})
+			return fb.isolation(ctx, isoSetup{q: "iso", aGroup: "A", places: []string{placeSamePartition},
+				bGroups: map[string][]string{placeSamePartition: roundGroups("B", func(string) bool { return true })}})
 		}},
-		{"keys", fb.keysAgainstPlain},
+		{"groups", fb.groupsAgainstPlain},
 		{"memory", fb.memory},
 		{"weights", fb.weights},
 	} {
@@ -147,9 +147,9 @@ func (fb *fairBench) finish(ctx context.Context, err error) error {
 	return nil
 }
 
-// roundKeys returns fairRounds key names opening with prefix that ok
-// accepts: B's keys, a new one each round.
-func roundKeys(prefix string, ok func(string) bool) []string {
+// roundGroups returns fairRounds group names opening with prefix that ok
+// accepts: B's groups, a new one each round.
+func roundGroups(prefix string, ok func(string) bool) []string {
 	var out []string
 	for i := 0; len(out) < fairRounds; i++ {
 		if k := fmt.Sprint(prefix, "-", i); ok(k) {
@@ -160,7 +160,7 @@ func roundKeys(prefix string, ok func(string) bool) []string {
 }
 
 // clusterIsolation runs the isolation figures on a queue of 6 partitions
-// spread 2, 2, 2 over the masters, B's key placed against A's three ways.
+// spread 2, 2, 2 over the masters, B's group placed against A's three ways.
 func (fb *fairBench) clusterIsolation(ctx context.Context) error {
 	cc, ok := fb.rdb.(*redis.ClusterClient)
 	if !ok {
@@ -191,19 +191,19 @@ func (fb *fairBench) clusterIsolation(ctx context.Context) error {
 	}
 	fb.cfg.Partitions = map[string]int{q: fairPartitions}
 	pick := func(k string) int { return layout.Pick(k, fairPartitions) }
-	aKey := roundKeys("A", func(k string) bool { return pick(k) == 0 })[0]
-	s := isoSetup{q: q, aKey: aKey, places: []string{placeSamePartition, placeSameMaster, placeOtherMaster},
-		bKeys: map[string][]string{
-			placeSamePartition: roundKeys("B", func(k string) bool { return pick(k) == 0 }),
-			placeSameMaster:    roundKeys("B", func(k string) bool { return pick(k) != 0 && owner[pick(k)] == owner[0] }),
-			placeOtherMaster:   roundKeys("B", func(k string) bool { return owner[pick(k)] != owner[0] }),
+	aGroup := roundGroups("A", func(k string) bool { return pick(k) == 0 })[0]
+	s := isoSetup{q: q, aGroup: aGroup, places: []string{placeSamePartition, placeSameMaster, placeOtherMaster},
+		bGroups: map[string][]string{
+			placeSamePartition: roundGroups("B", func(k string) bool { return pick(k) == 0 }),
+			placeSameMaster:    roundGroups("B", func(k string) bool { return pick(k) != 0 && owner[pick(k)] == owner[0] }),
+			placeOtherMaster:   roundGroups("B", func(k string) bool { return owner[pick(k)] != owner[0] }),
 		}}
-	fb.progress("queue %s: partitions on %v; A's key %s in partition 0", q, owner, aKey)
+	fb.progress("queue %s: partitions on %v; A's group %s in partition 0", q, owner, aGroup)
 	return fb.isolation(ctx, s)
 }
 
-// isolation measures, for each of A's backlogs, with no key limit and
-// with a KeyConcurrency of 2, for each placement of B's key: how long B's
+// isolation measures, for each of A's backlogs, with no group limit and
+// with a GroupConcurrency of 2, for each placement of B's group: how long B's
 // first task waits from the start of its enqueue to its start. A's
 // backlog is topped up before each run.
 func (fb *fairBench) isolation(ctx context.Context, s isoSetup) error {
@@ -213,12 +213,12 @@ func (fb *fairBench) isolation(ctx context.Context, s isoSetup) error {
 	}
 	for _, backlog := range fb.backlogs {
 		for _, limited := range []bool{false, true} {
-			lim, limText := queue.Limits{}, "no key limit"
+			lim, limText := queue.Limits{}, "no group limit"
 			if limited {
-				lim.GroupConcurrency, limText = fairKeyLimit, fmt.Sprintf("KeyConcurrency %d", fairKeyLimit)
+				lim.GroupConcurrency, limText = fairGroupLimit, fmt.Sprintf("GroupConcurrency %d", fairGroupLimit)
 			}
 			for _, place := range s.places {
-				if err := fb.topUp(ctx, c, insp, s.q, s.aKey, backlog); err != nil {
+				if err := fb.topUp(ctx, c, insp, s.q, s.aGroup, backlog); err != nil {
 					return err
 				}
 				// after the first fill, so the queue exists
@@ -227,14 +227,14 @@ func (fb *fairBench) isolation(ctx context.Context, s isoSetup) error {
 				}
 				waits, err := fb.isoRun(ctx, c, s, place)
 				if err != nil {
-					return fmt.Errorf("key A with %d waiting, %s, B in %s: %w", backlog, limText, place, err)
+					return fmt.Errorf("group A with %d waiting, %s, B in %s: %w", backlog, limText, place, err)
 				}
-				ki, err := insp.GetGroup(ctx, s.q, s.aKey)
+				ki, err := insp.GetGroup(ctx, s.q, s.aGroup)
 				if err != nil {
 					return err
 				}
 				fb.progress("    A had %d tasks waiting at the end of the run", ki.Waiting)
-				name := fmt.Sprintf("%sA %d waiting, %s, B's key in %s: B's first start", fb.label, backlog, limText, place)
+				name := fmt.Sprintf("%sA %d waiting, %s, B's group in %s: B's first start", fb.label, backlog, limText, place)
 				if len(s.places) == 1 {
 					name = fmt.Sprintf("%sA %d waiting, %s: B's first start", fb.label, backlog, limText)
 				}
@@ -245,22 +245,22 @@ func (fb *fairBench) isolation(ctx context.Context, s isoSetup) error {
 	return insp.SetLimits(ctx, s.q, queue.Limits{})
 }
 
-// topUp enqueues tasks of key onto q until backlog of them wait.
-func (fb *fairBench) topUp(ctx context.Context, c *queue.Client, insp *queue.Inspector, q, key string, backlog int) error {
+// topUp enqueues tasks of group onto q until backlog of them wait.
+func (fb *fairBench) topUp(ctx context.Context, c *queue.Client, insp *queue.Inspector, q, group string, backlog int) error {
 	have := int64(0)
-	if ki, err := insp.GetGroup(ctx, q, key); err == nil {
+	if ki, err := insp.GetGroup(ctx, q, group); err == nil {
 		have = ki.Waiting
 	} else if !isNotFound(err) {
 		return err
 	}
 	need := backlog - int(have)
 	if need > 0 {
-		fb.progress("  enqueuing %d tasks of key %s", need, key)
+		fb.progress("  enqueuing %d tasks of group %s", need, group)
 	}
 	payload := make([]byte, fb.f.payload)
 	batch := make([]*queue.Task, 1000)
 	for i := range batch {
-		batch[i] = queue.NewRawTask("a", payload, queue.Group(key))
+		batch[i] = queue.NewRawTask("a", payload, queue.Group(group))
 	}
 	for done := 0; done < need; done += len(batch) {
 		if _, err := c.EnqueueMany(ctx, batch[:min(len(batch), need-done)], queue.In(q)); err != nil {
@@ -273,7 +273,7 @@ func (fb *fairBench) topUp(ctx context.Context, c *queue.Client, insp *queue.Ins
 func isNotFound(err error) bool { return errors.Is(err, queue.ErrQueueNotFound) }
 
 // isoRun starts a worker, waits until A's tasks run, then 30 times
-// enqueues B's 20 tasks under a new key and times B's first start.
+// enqueues B's 20 tasks under a new group and times B's first start.
 func (fb *fairBench) isoRun(ctx context.Context, c *queue.Client, s isoSetup, place string) ([]time.Duration, error) {
 	started := make([]chan struct{}, fairRounds)
 	at := make([]atomic.Int64, fairRounds)
@@ -311,7 +311,7 @@ func (fb *fairBench) isoRun(ctx context.Context, c *queue.Client, s isoSetup, pl
 	for r := range fairRounds {
 		tasks := make([]*queue.Task, fairBTasks)
 		for i := range tasks {
-			tasks[i] = queue.NewRawTask("b", indexedPayload(r, fb.f.payload), queue.Group(s.bKeys[place][r]))
+			tasks[i] = queue.NewRawTask("b", indexedPayload(r, fb.f.payload), queue.Group(s.bGroups[place][r]))
 		}
 		t0 := time.Now()
 		if _, err := c.EnqueueMany(ctx, tasks, queue.In(s.q)); err != nil {
@@ -321,7 +321,7 @@ func (fb *fairBench) isoRun(ctx context.Context, c *queue.Client, s isoSetup, pl
 			return nil, err
 		}
 		waits = append(waits, time.Unix(0, at[r].Load()).Sub(t0))
-		sleepCtxBench(ctx, 50*time.Millisecond) // B's 20 tasks mostly run before the next key comes
+		sleepCtxBench(ctx, 50*time.Millisecond) // B's 20 tasks mostly run before the next group comes
 	}
 	return waits, nil
 }
@@ -349,11 +349,11 @@ func (fb *fairBench) addWaits(name string, waits []time.Duration) {
 	fb.add(figure{Name: name + ", max", Value: ms(waits[len(waits)-1]), Unit: "ms"})
 }
 
-// keysAgainstPlain processes --tasks tasks spread over 10,000 keys and
+// groupsAgainstPlain processes --tasks tasks spread over 10,000 groups and
 // --tasks plain tasks at concurrency 16, in turns over --rounds rounds,
 // and adds each rate's median and the median of the rounds' ratios.
-func (fb *fairBench) keysAgainstPlain(ctx context.Context) error {
-	var plain, keyed, ratios []float64
+func (fb *fairBench) groupsAgainstPlain(ctx context.Context) error {
+	var plain, grouped, ratios []float64
 	for r := range fb.f.rounds {
 		order := []bool{false, true}
 		if r%2 == 1 {
@@ -367,22 +367,22 @@ func (fb *fairBench) keysAgainstPlain(ctx context.Context) error {
 			}
 			rates[k] = rate
 		}
-		plain, keyed = append(plain, rates[false]), append(keyed, rates[true])
+		plain, grouped = append(plain, rates[false]), append(grouped, rates[true])
 		ratios = append(ratios, rates[true]/rates[false])
-		fb.progress("    round %d: plain %.0f, %d keys %.0f tasks/s: %.2fx", r+1, rates[false], fairKeys, rates[true], rates[true]/rates[false])
+		fb.progress("    round %d: plain %.0f, %d groups %.0f tasks/s: %.2fx", r+1, rates[false], fairGroups, rates[true], rates[true]/rates[false])
 	}
 	fb.add(figure{Name: "process, plain queue, concurrency 16", Value: median(plain), Unit: "tasks/s"})
-	fb.add(figure{Name: fmt.Sprintf("process, tasks of %d keys, concurrency 16", fairKeys), Value: median(keyed), Unit: "tasks/s"})
-	fb.add(figure{Name: fmt.Sprintf("process, %d keys / plain queue", fairKeys), Value: median(ratios), Unit: "x",
+	fb.add(figure{Name: fmt.Sprintf("process, tasks of %d groups, concurrency 16", fairGroups), Value: median(grouped), Unit: "tasks/s"})
+	fb.add(figure{Name: fmt.Sprintf("process, %d groups / plain queue", fairGroups), Value: median(ratios), Unit: "x",
 		Goal: atLeast(0.8, false, ">= 0.8")})
 	return nil
 }
 
 // processRun enqueues --tasks tasks, each carrying its index and, when
-// keyed, one of 10,000 keys in turn, then runs them with a no-op handler
+// grouped, one of 10,000 groups in turn, then runs them with a no-op handler
 // at concurrency 16. It returns the rate from the first start to the last
 // return, once every task ran exactly once and nothing is left.
-func (fb *fairBench) processRun(ctx context.Context, q string, keyed bool) (float64, error) {
+func (fb *fairBench) processRun(ctx context.Context, q string, grouped bool) (float64, error) {
 	c, insp, err := fb.client()
 	if err != nil {
 		return 0, err
@@ -392,8 +392,8 @@ func (fb *fairBench) processRun(ctx context.Context, q string, keyed bool) (floa
 		batch := make([]*queue.Task, 0, 1000)
 		for i := done; i < min(n, done+1000); i++ {
 			var opts []queue.Option
-			if keyed {
-				opts = append(opts, queue.Group(fmt.Sprint("k", i%fairKeys)))
+			if grouped {
+				opts = append(opts, queue.Group(fmt.Sprint("k", i%fairGroups)))
 			}
 			batch = append(batch, queue.NewRawTask("bench", indexedPayload(i, fb.f.payload), opts...))
 		}
@@ -442,12 +442,12 @@ func (fb *fairBench) processRun(ctx context.Context, q string, keyed bool) (floa
 }
 
 // memory measures used_memory per pending task of --mem-tasks plain
-// tasks, of as many keyed tasks over 10 keys, and over 10,000 keys: the
-// difference of the last two is the cost of 9,990 more keys.
+// tasks, of as many grouped tasks over 10 groups, and over 10,000 groups: the
+// difference of the last two is the cost of 9,990 more groups.
 func (fb *fairBench) memory(ctx context.Context) error {
 	n := fb.f.memTasks
 	used := map[int]float64{}
-	for _, nkeys := range []int{0, 10, fairKeys} {
+	for _, ngroups := range []int{0, 10, fairGroups} {
 		c, _, err := fb.client()
 		if err != nil {
 			return err
@@ -461,12 +461,12 @@ func (fb *fairBench) memory(ctx context.Context) error {
 			batch := make([]*queue.Task, 0, 1000)
 			for i := done; i < min(n, done+1000); i++ {
 				var opts []queue.Option
-				if nkeys > 0 {
-					opts = append(opts, queue.Group(fmt.Sprint("k", i%nkeys)))
+				if ngroups > 0 {
+					opts = append(opts, queue.Group(fmt.Sprint("k", i%ngroups)))
 				}
 				batch = append(batch, queue.NewRawTask("bench", payload, opts...))
 			}
-			if _, err := c.EnqueueMany(ctx, batch, queue.In(fmt.Sprint("memory-", nkeys))); err != nil {
+			if _, err := c.EnqueueMany(ctx, batch, queue.In(fmt.Sprint("memory-", ngroups))); err != nil {
 				return err
 			}
 		}
@@ -474,27 +474,27 @@ func (fb *fairBench) memory(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		used[nkeys] = float64(after - before)
+		used[ngroups] = float64(after - before)
 		fb.cleanup()
 	}
-	plain, keyed := used[0]/float64(n), used[10]/float64(n)
+	plain, grouped := used[0]/float64(n), used[10]/float64(n)
 	fb.add(figure{Name: fmt.Sprintf("memory per pending task, plain (%d B payload)", fb.f.payload), Value: plain, Unit: "bytes"})
-	fb.add(figure{Name: fmt.Sprintf("memory per pending task, keyed, 10 keys (%d B payload)", fb.f.payload), Value: keyed, Unit: "bytes"})
-	fb.add(figure{Name: "memory per pending task, keyed / plain", Value: keyed / plain, Unit: "x", Goal: atMost(1.15, false, "<= 1.15")})
-	// fewer tasks than keys leave some keys with none
-	many := min(n, fairKeys)
-	fb.add(figure{Name: "memory per key with tasks waiting", Value: (used[fairKeys] - used[10]) / float64(many-10), Unit: "bytes"})
+	fb.add(figure{Name: fmt.Sprintf("memory per pending task, grouped, 10 groups (%d B payload)", fb.f.payload), Value: grouped, Unit: "bytes"})
+	fb.add(figure{Name: "memory per pending task, grouped / plain", Value: grouped / plain, Unit: "x", Goal: atMost(1.15, false, "<= 1.15")})
+	// fewer tasks than groups leave some groups with none
+	many := min(n, fairGroups)
+	fb.add(figure{Name: "memory per group with tasks waiting", Value: (used[fairGroups] - used[10]) / float64(many-10), Unit: "bytes"})
 	return nil
 }
 
-// The weights runs: key "heavy" of weight 3 and key "light" of weight 1,
+// The weights runs: group "heavy" of weight 3 and group "light" of weight 1,
 // each with a backlog; the starts counted while both have tasks waiting.
 var weightRuns = []struct {
 	handler time.Duration
 	starts  int // counted: heavy has more than 4/3 of them waiting, light more than 1/4
 }{{0, 4000}, {time.Millisecond, 2000}, {10 * time.Millisecond, 400}}
 
-// weights measures the heavy key's share of the starts with handlers of
+// weights measures the heavy group's share of the starts with handlers of
 // 0, 1 and 10 ms, the median of --rounds runs each.
 func (fb *fairBench) weights(ctx context.Context) error {
 	for _, w := range weightRuns {
@@ -506,7 +506,7 @@ func (fb *fairBench) weights(ctx context.Context) error {
 			}
 			shares = append(shares, share)
 		}
-		fb.add(figure{Name: fmt.Sprintf("weights 3:1, %d ms handlers: heavy key's share of starts", w.handler.Milliseconds()),
+		fb.add(figure{Name: fmt.Sprintf("weights 3:1, %d ms handlers: heavy group's share of starts", w.handler.Milliseconds()),
 			Value: median(shares), Unit: "share", Goal: &goal{bound: 0.75, within: 0.05, text: "0.75 ± 0.05"}})
 	}
 	return nil
@@ -518,17 +518,17 @@ func (fb *fairBench) weightRun(ctx context.Context, q string, d time.Duration, s
 		return 0, err
 	}
 	payload := make([]byte, fb.f.payload)
-	for _, key := range []string{"light", "heavy"} {
-		// the weight holds from the heavy key's first task: the queue
-		// exists once the light key's tasks are in
-		if key == "heavy" {
+	for _, group := range []string{"light", "heavy"} {
+		// the weight holds from the heavy group's first task: the queue
+		// exists once the light group's tasks are in
+		if group == "heavy" {
 			if err := insp.SetGroupWeight(ctx, q, "heavy", 3); err != nil {
 				return 0, err
 			}
 		}
 		batch := make([]*queue.Task, 1000)
 		for i := range batch {
-			batch[i] = queue.NewRawTask(key, payload, queue.Group(key))
+			batch[i] = queue.NewRawTask(group, payload, queue.Group(group))
 		}
 		for done := 0; done < starts; done += len(batch) {
 			if _, err := c.EnqueueMany(ctx, batch, queue.In(q)); err != nil {

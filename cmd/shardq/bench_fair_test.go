@@ -63,40 +63,40 @@ func TestBenchFair(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	goals := map[string]string{
-		"process, 10000 keys / plain queue":      ">= 0.8",
-		"memory per pending task, keyed / plain": "<= 1.15",
+		"process, 10000 groups / plain queue":      ">= 0.8",
+		"memory per pending task, grouped / plain": "<= 1.15",
 	}
 	var want []string
 	for _, backlog := range []int{1000, 2000} {
-		for _, lim := range []string{"no key limit", "KeyConcurrency 2"} {
+		for _, lim := range []string{"no group limit", "GroupConcurrency 2"} {
 			want = append(want, waitFigures(fmt.Sprintf("A %d waiting, %s: B's first start", backlog, lim), goals)...)
 		}
 	}
 	want = append(want,
-		"process, plain queue, concurrency 16", "process, tasks of 10000 keys, concurrency 16", "process, 10000 keys / plain queue",
-		"memory per pending task, plain (100 B payload)", "memory per pending task, keyed, 10 keys (100 B payload)",
-		"memory per pending task, keyed / plain", "memory per key with tasks waiting")
+		"process, plain queue, concurrency 16", "process, tasks of 10000 groups, concurrency 16", "process, 10000 groups / plain queue",
+		"memory per pending task, plain (100 B payload)", "memory per pending task, grouped, 10 groups (100 B payload)",
+		"memory per pending task, grouped / plain", "memory per group with tasks waiting")
 	for _, ms := range []int{0, 1, 10} {
-		name := fmt.Sprintf("weights 3:1, %d ms handlers: heavy key's share of starts", ms)
+		name := fmt.Sprintf("weights 3:1, %d ms handlers: heavy group's share of starts", ms)
 		want = append(want, name)
 		goals[name] = "0.75 ± 0.05"
 	}
 	figs := checkFigures(t, out, want, goals)
 
 	for _, ms := range []int{0, 1, 10} {
-		// the heavy key cannot have every start, nor fewer than the light
-		if v := figs[fmt.Sprintf("weights 3:1, %d ms handlers: heavy key's share of starts", ms)].Value; v <= 0.5 || v >= 1 {
-			t.Errorf("%d ms handlers: heavy key's share %.3f, want between 0.5 and 1", ms, v)
+		// the heavy group cannot have every start, nor fewer than the light
+		if v := figs[fmt.Sprintf("weights 3:1, %d ms handlers: heavy group's share of starts", ms)].Value; v <= 0.5 || v >= 1 {
+			t.Errorf("%d ms handlers: heavy group's share %.3f, want between 0.5 and 1", ms, v)
 		}
 	}
-	// a keyed task carries its key, so costs at least a plain one
-	if r := figs["memory per pending task, keyed / plain"].Value; r < 1 {
-		t.Errorf("keyed / plain memory %.3f: a key costs nothing?", r)
+	// a grouped task carries its group, so costs at least a plain one
+	if r := figs["memory per pending task, grouped / plain"].Value; r < 1 {
+		t.Errorf("grouped / plain memory %.3f: a group costs nothing?", r)
 	}
 	if !strings.Contains(out, "note: fewer tasks than the defaults") {
 		t.Errorf("a scaled-down run does not say its targets do not apply:\n%s", out)
 	}
-	for _, step := range []string{"isolation", "keys", "memory", "weights"} {
+	for _, step := range []string{"isolation", "groups", "memory", "weights"} {
 		if !strings.Contains(errOut, step+" ...") {
 			t.Errorf("progress lacks the %q step:\n%s", step, errOut)
 		}
@@ -108,7 +108,7 @@ func TestBenchFair(t *testing.T) {
 }
 
 // TestBenchFairCluster runs bench --fair --cluster, scaled down: the wait
-// is measured for each placement of B's key against A's on a private
+// is measured for each placement of B's group against A's on a private
 // 3-master cluster, and nothing else.
 func TestBenchFairCluster(t *testing.T) {
 	t.Parallel()
@@ -118,9 +118,9 @@ func TestBenchFairCluster(t *testing.T) {
 	}
 	goals := map[string]string{}
 	var want []string
-	for _, lim := range []string{"no key limit", "KeyConcurrency 2"} {
+	for _, lim := range []string{"no group limit", "GroupConcurrency 2"} {
 		for _, place := range []string{placeSamePartition, placeSameMaster, placeOtherMaster} {
-			want = append(want, waitFigures(fmt.Sprintf("cluster 3 masters, A 1000 waiting, %s, B's key in %s: B's first start", lim, place), goals)...)
+			want = append(want, waitFigures(fmt.Sprintf("cluster 3 masters, A 1000 waiting, %s, B's group in %s: B's first start", lim, place), goals)...)
 		}
 	}
 	checkFigures(t, out, want, goals)

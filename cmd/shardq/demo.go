@@ -154,13 +154,14 @@ func (d *demo) serveDashboard(insp *queue.Inspector) (func(), error) {
 
 // enqueue sends the tasks in batches: most run at once, every 25th is
 // scheduled a second or two ahead, every 10th fails once and retries,
-// every 200th fails for good and goes to dead. Done tasks are kept an hour.
+// every 200th fails for good and goes to dead. Succeeded tasks are kept an
+// hour.
 func (d *demo) enqueue(ctx context.Context, client *queue.Client) error {
 	const batch = 500
 	for i := 0; i < d.f.tasks; i += batch {
 		tasks := make([]*queue.Task, 0, batch)
 		for j := i; j < min(i+batch, d.f.tasks); j++ {
-			// Kept an hour once done, so the dashboard's done tab shows
+			// Kept an hour once succeeded, so the dashboard's succeeded tab shows
 			// what the progress line counts (without Retention a finished
 			// task leaves Redis at once).
 			opts := []queue.Option{queue.Retention(time.Hour)}
@@ -233,7 +234,8 @@ func (d *demo) stopWorkers(servers []*worker.Server) {
 	}
 }
 
-// watch prints progress twice a second until every task is done or dead.
+// watch prints progress twice a second until every task succeeded or is
+// dead.
 func (d *demo) watch(ctx context.Context, insp *queue.Inspector, start time.Time) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -251,22 +253,22 @@ func (d *demo) watch(ctx context.Context, insp *queue.Inspector, start time.Time
 				}
 				return err
 			}
-			done := d.processed.Load()
-			rate := float64(done-last) / now.Sub(lastAt).Seconds()
-			last, lastAt = done, now
-			d.progress(d.m.Stdout, qi, done, rate)
-			if done+qi.Dead >= int64(d.f.tasks) && qi.Pending+qi.Active+qi.Scheduled+qi.Retry == 0 {
-				fmt.Fprintf(d.m.Stdout, "all %d tasks finished in %v: %d done, %d dead, %d failed attempts retried\n",
-					d.f.tasks, time.Since(start).Round(time.Millisecond), done, qi.Dead, d.failed.Load()-qi.Dead)
+			succeeded := d.processed.Load()
+			rate := float64(succeeded-last) / now.Sub(lastAt).Seconds()
+			last, lastAt = succeeded, now
+			d.progress(d.m.Stdout, qi, succeeded, rate)
+			if succeeded+qi.Dead >= int64(d.f.tasks) && qi.Pending+qi.Active+qi.Scheduled+qi.Retry == 0 {
+				fmt.Fprintf(d.m.Stdout, "all %d tasks finished in %v: %d succeeded, %d dead, %d failed attempts retried\n",
+					d.f.tasks, time.Since(start).Round(time.Millisecond), succeeded, qi.Dead, d.failed.Load()-qi.Dead)
 				return nil
 			}
 		}
 	}
 }
 
-func (d *demo) progress(w io.Writer, qi *queue.QueueInfo, done int64, rate float64) {
-	fmt.Fprintf(w, "pending %6d | active %3d | scheduled %4d | retry %4d | done %6d | dead %3d | %7.0f tasks/s\n",
-		qi.Pending, qi.Active, qi.Scheduled, qi.Retry, done, qi.Dead, rate)
+func (d *demo) progress(w io.Writer, qi *queue.QueueInfo, succeeded int64, rate float64) {
+	fmt.Fprintf(w, "pending %6d | active %3d | scheduled %4d | retry %4d | succeeded %6d | dead %3d | %7.0f tasks/s\n",
+		qi.Pending, qi.Active, qi.Scheduled, qi.Retry, succeeded, qi.Dead, rate)
 }
 
 // cleanup deletes the demo's keys (they all start with its prefix).

@@ -59,7 +59,7 @@ func (b *builtin) logged(ctx context.Context, t *worker.Task, start time.Time, e
 	var temp *tempError
 	switch {
 	case err == nil:
-		b.log.Debug("task done", attrs...)
+		b.log.Debug("task succeeded", attrs...)
 	case errors.Is(context.Cause(ctx), worker.ErrShutdown):
 		b.log.Info("task interrupted by shutdown; it goes back to its queue", attrs...)
 	case errors.As(err, &temp):

@@ -103,14 +103,14 @@ func TestUsageErrors(t *testing.T) {
 }
 
 // TestDemo runs the README's run command against a Redis given by
-// REDIS_URL: every task ends done or dead, progress is shown, and the demo
+// REDIS_URL: every task ends succeeded or dead, progress is shown, and the demo
 // leaves no key behind.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	doneSeen := make(chan int64, 1)
-	go func() { // while the demo runs: its done tasks are kept, for the dashboard
+	succeededSeen := make(chan int64, 1)
+	go func() { // while the demo runs: its succeeded tasks are kept, for the dashboard
 		ctx := context.Background()
 		var most int64
 		var insp *queue.Inspector
@@ -127,13 +127,13 @@ func TestDemo(t *testing.T) {
 				most = max(most, qi.Succeeded)
 			}
 		}
-		doneSeen <- most
+		succeededSeen <- most
 	}()
 	code, out, errOut := run(t, map[string]string{"REDIS_URL": "redis://" + srv.Addr}, "demo", "-tasks", "400", "-work", "0", "-exit")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"dashboard on http://127.0.0.1:", "key prefix shardq-demo-", "enqueued 400 tasks", "pending", "tasks/s", "all 400 tasks finished", "398 done, 2 dead"} {
+	for _, want := range []string{"dashboard on http://127.0.0.1:", "key prefix shardq-demo-", "enqueued 400 tasks", "pending", "tasks/s", "all 400 tasks finished", "398 succeeded, 2 dead"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -144,8 +144,8 @@ func TestDemo(t *testing.T) {
 	if n := srv.Client(t).DBSize(context.Background()).Val(); n != 0 {
 		t.Errorf("the demo left %d keys", n)
 	}
-	if most := <-doneSeen; most != 398 {
-		t.Errorf("the queue held at most %d done tasks during the demo, want all 398 kept", most)
+	if most := <-succeededSeen; most != 398 {
+		t.Errorf("the queue held at most %d succeeded tasks during the demo, want all 398 kept", most)
 	}
 }
 

@@ -63,18 +63,18 @@ func TestMetricsEndpoints(t *testing.T) {
 	w := startShardq(t, env, "worker", "--queues", "jobs", "--handler", "cat=exec:cat", "--metrics-addr", "127.0.0.1:0")
 	wurl := addrOf(w, "metrics on ")
 	insp := inspector(t, srv)
-	waitUntil(t, 30*time.Second, "3 tasks done", func() bool {
+	waitUntil(t, 30*time.Second, "3 tasks succeeded", func() bool {
 		qi, err := insp.QueueInfo(ctx, "jobs")
 		return err == nil && qi.Succeeded == 3
 	})
 	code, body := get(wurl + "/metrics")
 	for _, want := range []string{
 		`shardq_queue_tasks{queue="backlog",state="pending"} 7`,
-		`shardq_queue_tasks{queue="jobs",state="done"} 3`,
+		`shardq_queue_tasks{queue="jobs",state="succeeded"} 3`,
 		`shardq_tasks_processed_total{queue="jobs"} 3`,
 		`shardq_workers{queue="jobs"} 1`,
 		`shardq_workers{queue="backlog"} 0`,
-		`shardq_handler_outcomes_total{outcome="done",queue="jobs",type="cat"} 3`,
+		`shardq_handler_outcomes_total{outcome="succeeded",queue="jobs",type="cat"} 3`,
 		`shardq_handler_duration_seconds_count{queue="jobs",type="cat"} 3`,
 		`shardq_up 1`,
 		`go_goroutines`,

@@ -27,8 +27,8 @@ func (*statsCommand) summary() string {
 
 const statsDetails = `
 Columns: pending, active (running), scheduled, retry (waiting to run again),
-dead, done (kept for their retention), waiting (pending tasks parked for their
-concurrency key's limit), paused, and latency: the age of the oldest pending
+dead, succeeded (kept for their retention), waiting (pending tasks parked for
+their group's limit), paused, and latency: the age of the oldest pending
 task. Each queue costs two Redis round trips, whatever its size.
 
 --json prints an array of objects with the same fields (latency_ms in
@@ -48,7 +48,7 @@ type queueStats struct {
 	Scheduled  int64  `json:"scheduled"`
 	Retry      int64  `json:"retry"`
 	Dead       int64  `json:"dead"`
-	Done       int64  `json:"done"`
+	Succeeded  int64  `json:"succeeded"`
 	Waiting    int64  `json:"waiting"`
 	Paused     bool   `json:"paused"`
 	LatencyMS  int64  `json:"latency_ms"`
@@ -123,7 +123,7 @@ func writeStatsJSON(w io.Writer, infos []*queue.QueueInfo) error {
 	out := make([]queueStats, len(infos))
 	for i, qi := range infos {
 		out[i] = queueStats{Queue: qi.Queue, Partitions: qi.Partitions, Pending: qi.Pending, Active: qi.Active,
-			Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Done: qi.Succeeded, Waiting: qi.Waiting,
+			Scheduled: qi.Scheduled, Retry: qi.Retry, Dead: qi.Dead, Succeeded: qi.Succeeded, Waiting: qi.Waiting,
 			Paused: qi.Paused, LatencyMS: qi.Latency.Milliseconds()}
 	}
 	enc := json.NewEncoder(w)
@@ -134,7 +134,7 @@ func writeStatsJSON(w io.Writer, infos []*queue.QueueInfo) error {
 // writeStatsTable prints an aligned table: names left, numbers right, and
 // a total line when there are several queues.
 func writeStatsTable(w io.Writer, infos []*queue.QueueInfo) {
-	rows := [][]string{{"QUEUE", "PENDING", "ACTIVE", "SCHEDULED", "RETRY", "DEAD", "DONE", "WAITING", "PAUSED", "LATENCY"}}
+	rows := [][]string{{"QUEUE", "PENDING", "ACTIVE", "SCHEDULED", "RETRY", "DEAD", "SUCCEEDED", "WAITING", "PAUSED", "LATENCY"}}
 	var total queue.QueueInfo
 	for _, qi := range infos {
 		rows = append(rows, statsRow(qi.Queue, qi))

@@ -53,7 +53,7 @@ func TestStats(t *testing.T) {
 			t.Fatalf("want a header, two queues and a total:\n%s", out)
 		}
 		// aligned: every column ends at the same offset on every line
-		for _, col := range []string{"PENDING", "SCHEDULED", "DONE"} {
+		for _, col := range []string{"PENDING", "SCHEDULED", "SUCCEEDED"} {
 			end := strings.Index(lines[0], col) + len(col)
 			for _, l := range lines[1:] {
 				if end > len(l) || l[end-1] == ' ' || (end < len(l) && l[end] != ' ') {

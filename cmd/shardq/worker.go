@@ -61,7 +61,7 @@ Handlers, one per task type, from --handler (repeatable) or --config:
 
 exec: the payload on stdin; SHARDQ_TASK_ID, SHARDQ_TASK_TYPE, SHARDQ_ATTEMPT and
 SHARDQ_QUEUE in the environment; stdout goes to the worker's stdout.
-  exit 0                  done
+  exit 0                  succeeded
   exit --retry-exit-code  retried (after --retry-in, else the usual backoff)
   any other exit code     failed: retried with backoff, dead when out of retries;
                           the tail of stderr is the task's error
@@ -69,7 +69,7 @@ SHARDQ_QUEUE in the environment; stdout goes to the worker's stdout.
 
 http: POST with Content-Type application/octet-stream (application/json with
 --json) and the headers X-Shardq-Task-Id, -Type, -Attempt and -Queue.
-  2xx                     done
+  2xx                     succeeded
   429, 503                retried, after Retry-After when given
   other 4xx               dead at once
   5xx, network errors     failed: retried with backoff
