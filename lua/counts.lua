@@ -11,7 +11,7 @@
   queues), tasks succeeded ever, attempts failed ever, {the first messages
   of the turn now, of up to 16 keys next in turn and of the key with the
   most tasks},
-  concurrency keys with tasks waiting}:
+  groups with tasks waiting}:
   pending counts the other tasks waiting in their keys' lists too, and the
   readers take the oldest of the messages as the partition's latency, at
   a cost bounded whatever the number of keys ]]

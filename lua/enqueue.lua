@@ -38,7 +38,7 @@ end
 
 if F == 2 then
   -- plain tasks: nothing to check, nothing scheduled; the common case
-  -- skips the per-task options entirely. A task with a concurrency key
+  -- skips the per-task options entirely. A task with a group
   -- keeps a copy: it waits in its key's list, away from the shards. One
   -- task onto a backlog: GET, RPUSH, INCRBY, ZADD.
   local codes, plain, members, copies, keyed, at = {}, {}, {}, {}, {}, {}

@@ -1,6 +1,6 @@
 #!lua
 --[[ enqueue_capped: enqueue.lua for a queue that may have a maximum depth
-  (Limits.MaxDepth, maxdepth in T:limits) or a maximum per concurrency key
+  (Limits.MaxDepth, maxdepth in T:limits) or a maximum per group
   (Limits.GroupMaxDepth, keymaxdepth): the same call, with the depths checked
   in the same script as the push, so concurrent producers never pass them.
   Producers use it while they know, or have not checked lately, that the

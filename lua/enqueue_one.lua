@@ -43,7 +43,7 @@
   three commands (callgrind, see docs/ARCHITECTURE.md), and so did the
   reply table it no longer has. The call that counts (a counter that
   counts, a guess that lands in the tail with room left, a task with no
-  concurrency key, no feed trim due) is written out here and returns
+  group, no feed trim due) is written out here and returns
   before any of them is defined; every other call goes on below with what
   the first part did, and does what the general way did. ]]
 --@include codes

@@ -1,5 +1,5 @@
 #!lua
---[[ fair_key: an operator's setting of one concurrency key of partition T
+--[[ fair_key: an operator's setting of one group of partition T
   (include/fair.lua): pause it, resume it, or weigh it.
   KEYS[1] T:fp  KEYS[2] T:fw  KEYS[3] T:fk  KEYS[4] T:fr
   ARGV[1] T  ARGV[2] key  ARGV[3] "pause", "resume" or "weight"

@@ -1,5 +1,5 @@
 #!lua flags=no-writes,allow-oom
---[[ fair_keys: a page of partition T's concurrency keys, the keys with the
+--[[ fair_keys: a page of partition T's groups, the keys with the
   most tasks waiting first (include/fair.lua), after a marker; or one key.
   KEYS[1] T:fz  KEYS[2] T:keyactive  KEYS[3] T:fw  KEYS[4] T:fp  KEYS[5] T:fk
   KEYS[6] T:limits  KEYS[7] T:active  KEYS[8] T:msg

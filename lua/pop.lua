@@ -17,7 +17,7 @@
   Limits are read from T:limits at every call (see include/limits.lua); a
   task leased ahead would hold a limit's room while it waits for a slot, so
   with limits a pop leases for the free slots only.
-  Tasks with a concurrency key are taken by their keys' turns
+  Tasks with a group are taken by their keys' turns
   (include/fair.lua).
   Returns: {status, aux, now (ms: the lease's start), {ack codes},
   {messages}, {index, attempt, token, id, granted, ...}}: the leased

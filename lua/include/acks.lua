@@ -47,7 +47,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local gone, kept, keptStates, expiries -- set once a task is kept
   local notes -- flow notifications, set with the first
   local runs, nodes, nn -- workflows changed here: W -> run, and run, node, task ID per node
-  local released -- concurrency key -> its tasks acked, set with the first
+  local released -- group -> its tasks acked, set with the first
   local uniques, nu = {}, 0 -- unique key, task ID: the locks to release
   for k = 1, n do
     local raw, code = raws[k], 0

@@ -1,5 +1,5 @@
 -- The fair queues' keys and a key's states, named. A task with a
--- concurrency key does not wait in its partition's pending list: it is
+-- group does not wait in its partition's pending list: it is
 -- placed in the list of its turn (turns_place), or waits in a list of its
 -- key, whose keys take their turns from the ring (fair_take), so a key
 -- with a long backlog delays the others by one turn, not by its backlog.

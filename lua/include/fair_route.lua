@@ -1,7 +1,7 @@
 --@include msg_head
 --@include fair_take
 --@include turns_lib
--- fair_route sends the messages with a concurrency key to their keys'
+-- fair_route sends the messages with a group to their keys'
 -- tasks, in order per key: into turns where they may go (turns_place), the
 -- rest to their keys' lists, at the tail (at the head, for tasks given
 -- back: left). It returns the others, in order, for the partition's

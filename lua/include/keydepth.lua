@@ -1,4 +1,4 @@
--- A concurrency key's depth (Limits.GroupMaxDepth, keymaxdepth in T:limits)
+-- A group's depth (Limits.GroupMaxDepth, keymaxdepth in T:limits)
 -- counts its tasks enqueued and never started: pending, parked for a key's
 -- limit or rate, scheduled for their first run. T:kdepth (key -> count) is
 -- kept only while the queue has a GroupMaxDepth: enqueue_capped counts a

@@ -22,7 +22,7 @@ end
 -- active with one more attempt and a new fencing token; its message moves
 -- to T:msg, its ID to T:active, and a rate-limited partition logs the
 -- start. Under a GroupConcurrency (lim.keyconc) the record also names the
--- task's concurrency key and the key's running count goes up; without one
+-- task's group and the key's running count goes up; without one
 -- nothing counts a key's running tasks, so a keyed task's lease costs what
 -- a plain one's does (Inspector.Keys counts them from T:active). Reads and
 -- writes are one variadic call each for the whole batch. It returns the
@@ -104,7 +104,7 @@ end
 -- dequeue_reply leases the messages and returns pop's and claim's reply:
 -- {status, aux, now, codes, {messages}, {index, attempt, token, id, granted,
 -- ...}}, status POP_OK, or POP_PARKED when none was left to lease (look
--- again at once). Messages with a concurrency key that did not come from
+-- again at once). Messages with a group that did not come from
 -- their keys' turns (fair, false: from the pending list, where a build
 -- before fair queues put them) join their keys' tasks instead.
 local function dequeue_reply(T, msgs, lim, now, lease, worker, aux, codes, size, fair)

@@ -6,8 +6,8 @@
 -- Limits of a partition T, kept in T:limits so a change applies at the next
 -- dequeue: concurrency (tasks running at once: the fair semaphore over
 -- T:active), rate and per (task starts per period, counted in T:ratelog),
--- keyconc (tasks of one concurrency key running at once), keyrate (task
--- starts of one concurrency key per period, see include/keyrate.lua).
+-- keyconc (tasks of one group running at once), keyrate (task
+-- starts of one group per period, see include/keyrate.lua).
 -- 0 = none.
 --
 -- A queue of several partitions with a concurrency or rate limit keeps the

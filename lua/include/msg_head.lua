@@ -2,11 +2,11 @@
 --@include msgpack_array
 --@include msgpack_str
 -- A task message is a msgpack array opening with two strings: the task ID
--- and its concurrency key ("" = none). Scripts read them here without
+-- and its group ("" = none). Scripts read them here without
 -- decoding the rest. A compact message (a plain task, internal/wire's
 -- Message) opens with 0x91 or 0x92, then its ID: it has no key.
 
--- msg_head returns a message's task ID and concurrency key. A message that
+-- msg_head returns a message's task ID and group. A message that
 -- does not open that way (a foreign or corrupted push) gets the ID "bad:"
 -- and its SHA1, so it can be leased like any task and sent to dead by the
 -- worker that fails to decode it; a third result, true, says so.

@@ -1,5 +1,5 @@
 -- msgpack_short_head reads the head every task with a generated ID and no
--- concurrency key has: a fixarray, a fixstr ID, then an empty key, or (a
+-- group has: a fixarray, a fixstr ID, then an empty key, or (a
 -- compact message, 0x91 or 0x92) none. It returns the position of the
 -- ID's last byte, or nil for any other head, which the general readers
 -- (msg_head) then read. Three calls into C instead of six, on the path

@@ -5,7 +5,7 @@
 --@include fair
 -- pending_store writes new tasks of partition T, whose shards hold size
 -- items and whose feed keeps cap members: keyed holds the messages
--- pending now with a concurrency key, plain the others pending now and
+-- pending now with a group, plain the others pending now and
 -- at their positions among members (the feed's new members), copies {id,
 -- message} of the tasks whose message the feed keeps. A keyless pending
 -- task has no copy: readers find it in its shard through the feed rank and

@@ -1,6 +1,6 @@
 --@include msg_head
 --@include sharded
--- A task enqueue.lua pushed pending without a concurrency key (by the plain
+-- A task enqueue.lua pushed pending without a group (by the plain
 -- path or the checked one) has no copy of its message in T:feed:msg: its
 -- message is only in the pending list. T:feed:shards says where to look for
 -- it: a zset of shard numbers, each scored by the first feed rank enqueue

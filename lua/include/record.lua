@@ -4,7 +4,7 @@
 -- a msgpack array (decoded in Go by wire.Record) of
 --   [1] state  [2] attempts  [3] lease token  [4] worker  [5] last error
 --   [6] last failed at (ms)  [7] started at (ms)  [8] finished at (ms)
---   [9] next process at (ms)  [10] concurrency key of the current lease
+--   [9] next process at (ms)  [10] group of the current lease
 --   [11] padding, in an active record: see record_pack_active
 --   [12] attempts granted beyond MaxRetry+1 by operators (run_tasks): the
 --        attempts field counts every start and never goes down, so an

@@ -21,6 +21,6 @@
 --@include fair_purge_lists
 --@include fair_count
 -- The ring of fair queues: every function of it, one file each. A
--- task with a concurrency key waits in a list of its key, whose keys take
+-- task with a group waits in a list of its key, whose keys take
 -- their turns from the ring (fair_take); the keys and states are named
 -- in include/fair_layout.lua.
