@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -177,5 +178,37 @@ func TestZstdSmallValues(t *testing.T) {
 	// past the limit within a block, zstd cannot tell it from corrupt
 	if _, err := (&Codec{}).Open(w, "id", Payload, 199); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("past the limit: %v", err)
+	}
+}
+
+// TestOpenWithoutLimitIsBounded: a caller that names no limit (0 or
+// less) gets DefaultLimit, not an unbounded decoder: a zstd bomb and an
+// S2 body past DefaultLimit are ErrTooLarge naming it, with little
+// allocated, and a body of exactly DefaultLimit opens.
+func TestOpenWithoutLimitIsBounded(t *testing.T) {
+	c := &Codec{Compression: Fast, Above: 1}
+	bomb := zstdFrames(t, []byte("hello"), 64<<20)
+	for _, limit := range []int{0, -1} {
+		var err error
+		if n := allocated(func() { _, err = c.Open(bomb, "id", Payload, limit) }); n > 4*DefaultLimit {
+			t.Errorf("limit %d: Open allocated %d bytes", limit, n)
+		}
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprint("limit ", DefaultLimit)) {
+			t.Fatalf("limit %d, zstd bomb: %v; want ErrTooLarge at DefaultLimit", limit, err)
+		}
+	}
+	over, err := c.Wrap(nil, make([]byte, DefaultLimit+1), "id", Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Open(over, "id", Payload, 0); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("S2 body of DefaultLimit+1 bytes with no limit: %v; want ErrTooLarge", err)
+	}
+	fits, err := c.Wrap(nil, make([]byte, DefaultLimit), "id", Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Open(fits, "id", Payload, 0); err != nil || len(out) != DefaultLimit {
+		t.Fatalf("S2 body of DefaultLimit bytes with no limit: %d bytes, %v", len(out), err)
 	}
 }

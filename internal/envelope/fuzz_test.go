@@ -82,6 +82,10 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("reader %d changed a plain value", i)
 			}
 		}
+		// no limit named: DefaultLimit bounds it all the same
+		if out, err := fuzzCodecs()[0].Open(b, "id", u, 0); err == nil && len(out) > DefaultLimit {
+			t.Fatalf("no limit: %d bytes, DefaultLimit %d", len(out), DefaultLimit)
+		}
 	})
 }
 
