@@ -8,10 +8,10 @@ import (
 	"github.com/shardq/shardq/internal/codes"
 )
 
-// TestConcurrencyKeyPlacesTask: on a queue of 4 partitions, the tasks of a
+// TestGroupPlacesTask: on a queue of 4 partitions, the tasks of a
 // group all go to one partition (even with a uniqueness ID or a
 // chosen ID), while tasks without a key spread over all of them.
-func TestConcurrencyKeyPlacesTask(t *testing.T) {
+func TestGroupPlacesTask(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Partitions: map[string]int{"wide": 4}})
 	ctx := context.Background()

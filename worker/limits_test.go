@@ -229,11 +229,11 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-// TestKeyConcurrency: key limit 1, three keys, a hot key holding 90% of
-// the tasks. Fairness measure: every task of the two cold keys finishes
-// before a quarter of the hot key's tasks have (without parking they would
-// wait behind the hot key's backlog), and no key ever runs two at once.
-func TestKeyConcurrency(t *testing.T) {
+// TestGroupConcurrency: group limit 1, three groups, a hot group holding 90% of
+// the tasks. Fairness measure: every task of the two cold groups finishes
+// before a quarter of the hot group's tasks have (without parking they would
+// wait behind the hot group's backlog), and no group ever runs two at once.
+func TestGroupConcurrency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
