@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/bench/internal/roundstat"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -389,7 +390,7 @@ func bestPeer(r *results, fig string) string {
 		if len(v) == 0 || len(r.fails[fig][p]) > 0 {
 			continue
 		}
-		if best == "" || median(v) < median(r.vals[fig][best]) {
+		if best == "" || roundstat.Median(v) < roundstat.Median(r.vals[fig][best]) {
 			best = p
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/bench/internal/roundstat"
 	"io"
 	"slices"
 	"strings"
@@ -92,22 +93,12 @@ func (r *results) fail(fig, system string, err error) {
 
 func isCheck(err error) bool { return errors.Is(err, errCheck) }
 
-// median returns the median of vs (the mean of the middle two when even).
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // cell formats a median with its min-max over the rounds.
 func cell(vs []float64) string {
 	if len(vs) == 0 {
 		return "–"
 	}
-	m := median(vs)
+	m := roundstat.Median(vs)
 	if len(vs) == 1 {
 		return num(m)
 	}
@@ -152,11 +143,11 @@ func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
 		fmt.Fprintln(w, row+" |")
 	}
 	if lim := r.vals[figLimit]["redis"]; len(lim) > 0 {
-		l := median(lim)
+		l := roundstat.Median(lim)
 		fmt.Fprintf(w, "\nof Redis's limit (median of %d probes, interleaved):", len(lim))
 		for _, s := range r.systems {
 			if v := r.vals[figEnqRate][s]; len(v) > 0 {
-				fmt.Fprintf(w, " %s single Enqueue %.0f%%;", s, 100*median(v)/l)
+				fmt.Fprintf(w, " %s single Enqueue %.0f%%;", s, 100*roundstat.Median(v)/l)
 			}
 		}
 		fmt.Fprintln(w)
@@ -167,7 +158,7 @@ func report(w io.Writer, r *results, sz sizes, o options, redisVersion string) {
 			lib := floorLib[s]
 			v, f := r.vals[figEnqRate][s], r.vals[figFloorRate(lib)]["redis"]
 			if len(v) > 0 && len(f) > 0 {
-				fmt.Fprintf(w, " %s %.2f× %s's;", s, median(v)/median(f), lib)
+				fmt.Fprintf(w, " %s %.2f× %s's;", s, roundstat.Median(v)/roundstat.Median(f), lib)
 			}
 		}
 		fmt.Fprintln(w)
@@ -193,10 +184,10 @@ func cells(r *results, fig string, systems []string) string {
 // lacks a figure of a round.
 func ratio(r *results, fig, a, b string) (float64, bool) {
 	va, vb := r.vals[fig][a], r.vals[fig][b]
-	if len(va) == 0 || len(vb) == 0 || median(vb) == 0 || len(r.fails[fig][a])+len(r.fails[fig][b]) > 0 {
+	if len(va) == 0 || len(vb) == 0 || roundstat.Median(vb) == 0 || len(r.fails[fig][a])+len(r.fails[fig][b]) > 0 {
 		return 0, false
 	}
-	return median(va) / median(vb), true
+	return roundstat.Median(va) / roundstat.Median(vb), true
 }
 
 // ratioCell is ratio as a table cell.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/shardq/shardq/bench/internal/roundstat"
 	"io"
 	"math"
 	"runtime"
@@ -21,12 +22,7 @@ func report(w io.Writer, o options, oldB, newB *build, old, cur *samples, took t
 	fmt.Fprintf(w, "\nshardq ÷ peer, from the value cells, median of the rounds; flagged beyond ±%g %%\n\n", o.tolerance)
 	fmt.Fprintln(w, "| figure | peer | old | new | change | |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
-	keys := slices.Clone(old.ratioKeys)
-	for _, k := range cur.ratioKeys {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
+	keys := roundstat.Union(old.ratioKeys, cur.ratioKeys)
 	var flagged, compared int
 	for _, k := range keys {
 		ov, nv := old.ratios[k], cur.ratios[k]
@@ -38,12 +34,12 @@ func report(w io.Writer, o options, oldB, newB *build, old, cur *samples, took t
 			fmt.Fprintln(w, row+" – | only one build has it |")
 			continue
 		}
-		if median(ov) == 0 {
+		if roundstat.Median(ov) == 0 {
 			fmt.Fprintln(w, row+" – | the old ratio is 0 |")
 			continue
 		}
 		compared++
-		change := 100 * (median(nv)/median(ov) - 1)
+		change := 100 * (roundstat.Median(nv)/roundstat.Median(ov) - 1)
 		flag := ""
 		if math.Abs(change) > o.tolerance {
 			flag = fmt.Sprintf("beyond ±%g %%", o.tolerance)
@@ -55,12 +51,7 @@ func report(w io.Writer, o options, oldB, newB *build, old, cur *samples, took t
 	fmt.Fprintf(w, "\nBenchmarkWorkflow, Redis CPU per node, µs, median of the rounds; ÷ plain is over the median plain task of the same runs; either flagged when it rose by more than %g %%\n\n", o.nodeTolerance)
 	fmt.Fprintln(w, "| benchmark | old µs/node | new µs/node | change | old ÷ plain | new ÷ plain | change | |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
-	names := slices.Clone(old.nodeNames)
-	for _, n := range cur.nodeNames {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
+	names := roundstat.Union(old.nodeNames, cur.nodeNames)
 	var higher, nodesCompared int
 	for _, n := range names {
 		ov, nv := old.nodes[n], cur.nodes[n]
@@ -100,7 +91,7 @@ func medianOf(figs []nodeFigures, field func(nodeFigures) float64) float64 {
 	for i, f := range figs {
 		vs[i] = field(f)
 	}
-	return median(vs)
+	return roundstat.Median(vs)
 }
 
 func nodeCell(figs []nodeFigures) string {
@@ -119,15 +110,5 @@ func ratioCell(vs []float64) string {
 	case 1:
 		return fmt.Sprintf("%.3g×", vs[0])
 	}
-	return fmt.Sprintf("%.3g× (%.3g–%.3g)", median(vs), slices.Min(vs), slices.Max(vs))
-}
-
-// median returns the median of vs (the mean of the middle two when even).
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return fmt.Sprintf("%.3g× (%.3g–%.3g)", roundstat.Median(vs), slices.Min(vs), slices.Max(vs))
 }
