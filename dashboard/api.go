@@ -24,7 +24,7 @@ func status(err error) int {
 		errors.Is(err, queue.ErrInvalidOption):
 		return http.StatusBadRequest
 	case errors.Is(err, queue.ErrTaskNotFound), errors.Is(err, queue.ErrQueueNotFound),
-		errors.Is(err, queue.ErrBatchNotFound), errors.Is(err, queue.ErrChainNotFound),
+		errors.Is(err, queue.ErrBatchNotFound),
 		errors.Is(err, queue.ErrWorkflowNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrQueueInUse),

@@ -152,11 +152,9 @@ func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET /search", d.searchPage)
 	d.mux.HandleFunc("GET /flows", d.flowsPage)
 	d.mux.HandleFunc("GET /batches/{id}", d.batchPage)
-	d.mux.HandleFunc("GET /chains/{id}", d.chainPage)
 	d.mux.HandleFunc("GET /workflows/{id}", d.workflowPage)
 	d.mux.HandleFunc("GET /api/flows", d.apiFlows)
 	d.mux.HandleFunc("GET /api/batches/{id}", d.apiBatch)
-	d.mux.HandleFunc("GET /api/chains/{id}", d.apiChain)
 	d.mux.HandleFunc("GET /api/workflows/{id}", d.apiWorkflow)
 	d.mux.HandleFunc("GET /api/queues/{queue}/search", d.apiSearch)
 

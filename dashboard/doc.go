@@ -14,12 +14,12 @@
 //     queue's autoscaling figure and its formula; a Groups tab with the
 //     groups by backlog and a search by group;
 //   - a task page: the payload decoded from msgpack and shown as JSON, the
-//     last error, attempts, timestamps, progress and result, and the chain,
+//     last error, attempts, timestamps, progress and result, and the batch or workflow,
 //     batch or workflow it belongs to;
 //   - workers: each live worker, its queues and the tasks it holds;
 //   - schedules: the cron schedules schedulers registered in Redis;
 //   - limits: every queue's limits, their holders and waiters, per group;
-//   - flows: recent chains, batches and workflows, each with a page of its
+//   - flows: recent batches and workflows, each with a page of its
 //     own; a workflow's draws its graph, nodes coloured by state;
 //   - search: tasks of a queue and state by type, error text or ID prefix;
 //   - find: a task by ID.

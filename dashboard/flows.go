@@ -15,16 +15,15 @@ import (
 // nodes.
 const maxFlows = 100
 
-// flowRow is one chain, batch or workflow on the flows page and in
+// flowRow is one batch or workflow on the flows page and in
 // /api/flows.
 type flowRow struct {
 	Kind      string    `json:"kind"`
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"created_at"`
-	// Batch, Chain or Workflow is its progress (nil when it expired
+	// Batch or Workflow is its progress (nil when it expired
 	// meanwhile).
 	Batch    *batchView       `json:"batch,omitempty"`
-	Chain    *chainView       `json:"chain,omitempty"`
 	Workflow *workflowSummary `json:"workflow,omitempty"`
 }
 
@@ -60,37 +59,6 @@ func newBatchView(b *queue.BatchInfo) *batchView {
 	return v
 }
 
-// chainView is a chain as the API returns it.
-type chainView struct {
-	ID    string     `json:"id"`
-	State string     `json:"state"`
-	Links []linkView `json:"links"`
-	// Current is the link running or next (from 1).
-	Current    int        `json:"current"`
-	StoppedAt  int        `json:"stopped_at,omitempty"`
-	StopError  string     `json:"stop_error,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-}
-
-// linkView is one link of a chain.
-type linkView struct {
-	N      int    `json:"n"`
-	TaskID string `json:"task_id"`
-	Queue  string `json:"queue"`
-	Type   string `json:"type"`
-	State  string `json:"state"`
-}
-
-func newChainView(c *queue.ChainInfo) *chainView {
-	v := &chainView{ID: c.ID, State: string(c.State), Current: c.Current, StoppedAt: c.StoppedAt,
-		StopError: c.StopError, CreatedAt: c.CreatedAt, FinishedAt: timePtr(c.FinishedAt)}
-	for i, l := range c.Links {
-		v.Links = append(v.Links, linkView{N: i + 1, TaskID: l.TaskID, Queue: l.Queue, Type: l.Type, State: string(l.State)})
-	}
-	return v
-}
-
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
@@ -119,15 +87,9 @@ func (d *Dashboard) flowRows(r *http.Request) ([]flowRow, error) {
 	return rows, nil
 }
 
-// flowProgress reads row's flow into its Batch, Chain or Workflow.
+// flowProgress reads row's flow into its Batch or Workflow.
 func (d *Dashboard) flowProgress(r *http.Request, row *flowRow) error {
 	switch row.Kind {
-	case "chain":
-		c, err := d.insp.GetChain(r.Context(), row.ID)
-		if err != nil {
-			return err
-		}
-		row.Chain = newChainView(c)
 	case "workflow":
 		w, err := d.insp.WorkflowSummary(r.Context(), row.ID)
 		if err != nil {
@@ -180,27 +142,9 @@ func (d *Dashboard) apiBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newBatchView(b))
 }
 
-func (d *Dashboard) chainPage(w http.ResponseWriter, r *http.Request) {
-	c, err := d.insp.GetChain(r.Context(), r.PathValue("id"))
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	d.render(w, r, http.StatusOK, "chain", "Chain "+c.ID, newChainView(c))
-}
-
-func (d *Dashboard) apiChain(w http.ResponseWriter, r *http.Request) {
-	c, err := d.insp.GetChain(r.Context(), r.PathValue("id"))
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, newChainView(c))
-}
-
 // errorsIsNotFound: a flow listed as recent whose record expired since
 // (its retention ended) is shown without progress, not an error.
 func errorsIsNotFound(err error) bool {
-	return errors.Is(err, queue.ErrBatchNotFound) || errors.Is(err, queue.ErrChainNotFound) ||
+	return errors.Is(err, queue.ErrBatchNotFound) ||
 		errors.Is(err, queue.ErrWorkflowNotFound)
 }

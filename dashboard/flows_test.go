@@ -14,8 +14,8 @@ import (
 )
 
 // flowEnv is a Redis with one finished batch (3 members succeeded, 2
-// dead, both callbacks) and one chain stopped at its dead middle link,
-// made by a real worker, and the dashboard over it.
+// dead, both callbacks) and one chain (queue.Chain) failed at its dead
+// middle link, made by a real worker, and the dashboard over it.
 type flowEnv struct {
 	*env
 	batch, chain string
@@ -54,15 +54,17 @@ func setupFlows(t *testing.T) *flowEnv {
 	must(t, err)
 	must(t, b.Close(e.ctx))
 	e.batch = b.ID()
-	ch, err := e.client.EnqueueChain(e.ctx, queue.NewRawTask("ok", nil, queue.In("billing")),
-		queue.NewRawTask("die", nil, queue.In("billing")), queue.NewRawTask("ok", nil, queue.In("emails")))
+	e.chain, err = e.client.EnqueueWorkflow(e.ctx, queue.Chain(queue.NewRawTask("ok", nil, queue.In("billing")),
+		queue.NewRawTask("die", nil, queue.In("billing")), queue.NewRawTask("ok", nil, queue.In("emails"))))
 	must(t, err)
-	e.chain, e.links = ch.ID, ch.TaskIDs
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		bi, err1 := e.insp.GetBatch(e.ctx, e.batch)
-		ci, err2 := e.insp.GetChain(e.ctx, e.chain)
-		if err1 == nil && err2 == nil && bi.Finished && ci.State == queue.ChainStopped {
+		ci, err2 := e.insp.GetWorkflow(e.ctx, e.chain)
+		if err1 == nil && err2 == nil && bi.Finished && ci.State == queue.WorkflowFailed {
+			for _, n := range ci.Nodes {
+				e.links = append(e.links, n.TaskID)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -74,8 +76,8 @@ func setupFlows(t *testing.T) *flowEnv {
 	return e
 }
 
-// TestFlowPagesAndAPI: the flows list, the batch page and the chain page
-// and their JSON, as an operator reads them; a task's page names its
+// TestFlowPagesAndAPI: the flows list, the batch page and a chain's
+// workflow page and their JSON, as an operator reads them; a task's page names its
 // flow; unknown IDs are 404s; text from users is escaped; the list costs a
 // bounded number of Redis calls.
 func TestFlowPagesAndAPI(t *testing.T) {
@@ -90,9 +92,9 @@ func TestFlowPagesAndAPI(t *testing.T) {
 				Total, Succeeded, Dead, Pending, Percent int
 				Finished                                 bool
 			}
-			Chain *struct {
-				State     string
-				StoppedAt int `json:"stopped_at"`
+			Workflow *struct {
+				State  string
+				Counts map[string]int
 			}
 		}
 	}
@@ -112,9 +114,10 @@ func TestFlowPagesAndAPI(t *testing.T) {
 				f.Batch.Pending != 0 || f.Batch.Percent != 100 || !f.Batch.Finished {
 				t.Fatalf("batch in the list: %+v %+v", f, f.Batch)
 			}
-		case "chain":
-			if f.ID != e.chain || f.Chain == nil || f.Chain.State != "stopped" || f.Chain.StoppedAt != 2 {
-				t.Fatalf("chain in the list: %+v %+v", f, f.Chain)
+		case "workflow":
+			if f.ID != e.chain || f.Workflow == nil || f.Workflow.State != "failed" || f.Workflow.Counts["dead"] != 1 ||
+				f.Workflow.Counts["failed"] != 1 || f.Workflow.Counts["succeeded"] != 1 {
+				t.Fatalf("chain in the list: %+v %+v", f, f.Workflow)
 			}
 		default:
 			t.Fatalf("flow kind %q", f.Kind)
@@ -137,24 +140,24 @@ func TestFlowPagesAndAPI(t *testing.T) {
 	}
 
 	var chain struct {
-		State     string
-		StopError string `json:"stop_error"`
-		Links     []struct {
-			N                  int
-			TaskID             string `json:"task_id"`
-			Queue, Type, State string
+		State string
+		Why   string
+		Nodes []struct {
+			Name                      string
+			TaskID                    string `json:"task_id"`
+			Queue, Type, State, Error string
 		}
 	}
-	r = e.get("/api/chains/" + e.chain)
+	r = e.get("/api/workflows/" + e.chain)
 	r.json(t, &chain)
-	if r.code != 200 || len(chain.Links) != 3 || chain.Links[1].State != "dead" || chain.Links[2].State != "waiting" ||
-		chain.Links[0].TaskID != e.links[0] || chain.Links[1].Queue != "billing" || !strings.Contains(chain.StopError, "declined") {
-		t.Fatalf("/api/chains: %d %s", r.code, r.body)
+	if r.code != 200 || len(chain.Nodes) != 3 || chain.Nodes[1].Name != "2" || chain.Nodes[1].State != "dead" || chain.Nodes[2].State != "failed" ||
+		chain.Nodes[0].TaskID != e.links[0] || chain.Nodes[1].Queue != "billing" || !strings.Contains(chain.Why, "declined") {
+		t.Fatalf("/api/workflows of a chain: %d %s", r.code, r.body)
 	}
 
 	// the pages
 	page := e.get("/flows")
-	if page.code != 200 || !strings.Contains(page.body, "/dash/batches/"+e.batch) || !strings.Contains(page.body, "/dash/chains/"+e.chain) {
+	if page.code != 200 || !strings.Contains(page.body, "/dash/batches/"+e.batch) || !strings.Contains(page.body, "/dash/workflows/"+e.chain) {
 		t.Fatalf("/flows: %d %s", page.code, page.body)
 	}
 	page = e.get("/batches/" + e.batch)
@@ -164,31 +167,31 @@ func TestFlowPagesAndAPI(t *testing.T) {
 	if strings.Contains(page.body, "<script>alert(1)") || !strings.Contains(page.body, "&lt;script&gt;alert(1)") {
 		t.Fatal("the batch's description is not escaped on its page")
 	}
-	page = e.get("/chains/" + e.chain)
-	if page.code != 200 || !strings.Contains(page.body, `id="chain-stop"`) || strings.Contains(page.body, "<b>twice</b>") ||
+	page = e.get("/workflows/" + e.chain)
+	if page.code != 200 || !strings.Contains(page.body, `id="workflow-why"`) || strings.Contains(page.body, "<b>twice</b>") ||
 		!strings.Contains(page.body, "/dash/queues/billing/tasks/"+e.links[1]) {
-		t.Fatalf("chain page: %d %s", page.code, page.body)
+		t.Fatalf("chain's workflow page: %d %s", page.code, page.body)
 	}
 	// the dead link's page names its chain and offers the retry that resumes it
 	page = e.get("/queues/billing/tasks/" + e.links[1])
-	if page.code != 200 || !strings.Contains(page.body, "link 2 of") || !strings.Contains(page.body, "/dash/chains/"+e.chain) ||
+	if page.code != 200 || !strings.Contains(page.body, "node <code>2</code> of") || !strings.Contains(page.body, "/dash/workflows/"+e.chain) ||
 		!strings.Contains(page.body, `data-action="run"`) {
 		t.Fatalf("dead link's task page: %d %s", page.code, page.body)
 	}
 	var task struct {
 		Flow struct {
-			ChainID string `json:"chain_id"`
-			Link    int
+			WorkflowID string `json:"workflow_id"`
+			Node       string
 		}
 	}
 	r = e.get("/api/queues/billing/tasks/" + e.links[1])
 	r.json(t, &task)
-	if task.Flow.ChainID != e.chain || task.Flow.Link != 2 {
+	if task.Flow.WorkflowID != e.chain || task.Flow.Node != "2" {
 		t.Fatalf("task JSON's flow: %s", r.body)
 	}
 
 	// unknown IDs
-	for _, path := range []string{"/batches/nope", "/chains/nope", "/api/batches/nope", "/api/chains/nope"} {
+	for _, path := range []string{"/batches/nope", "/workflows/nope", "/api/batches/nope", "/api/workflows/nope"} {
 		if r := e.get(path); r.code != 404 {
 			t.Fatalf("%s: %d, want 404", path, r.code)
 		}
@@ -196,7 +199,7 @@ func TestFlowPagesAndAPI(t *testing.T) {
 }
 
 // TestBrowserFlows: an operator in Chromium opens the flows page, follows
-// the stopped chain to its dead link, retries it there, and watches the
+// the failed chain to its dead link, retries it there, and watches the
 // chain resume and finish; the batch page shows its progress.
 func TestBrowserFlows(t *testing.T) {
 	path := requireChromium(t)
@@ -218,24 +221,24 @@ func TestBrowserFlows(t *testing.T) {
 	}
 	b.screenshot("batch")
 
-	b.navigate(base + "/chains/" + e.chain)
-	b.waitFor("the stopped chain", `document.getElementById("chain-stop")`)
+	b.navigate(base + "/workflows/" + e.chain)
+	b.waitFor("the failed chain", `document.getElementById("workflow-why")`)
 	b.screenshot("chain-stopped")
-	b.click(`tr.link.dead a.id`)
+	b.click(`#workflow-problems tr.node.dead td.id a`)
 	b.waitFor("the dead link's page", `document.querySelector('button[data-action="run"]')`)
 	e.recovered.Store(true) // the operator fixed the card problem
 	b.click(`button[data-action="run"]`)
 	b.waitFor("the page after the retry", `location.search.includes("done=run")`)
-	b.navigate(base + "/chains/" + e.chain)
+	b.navigate(base + "/workflows/" + e.chain)
 	deadline := time.Now().Add(30 * time.Second)
-	for b.eval(`document.getElementById("chain-state").textContent`) != "succeeded" {
+	for b.eval(`document.getElementById("workflow-state").textContent`) != "succeeded" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the chain did not finish after the retry: %v", b.eval(`document.body.innerText`))
 		}
 		time.Sleep(100 * time.Millisecond)
-		b.navigate(base + "/chains/" + e.chain)
+		b.navigate(base + "/workflows/" + e.chain)
 	}
-	if n := b.eval(`document.querySelectorAll("tr.link.succeeded").length`); n != float64(3) {
+	if n := b.eval(`document.querySelectorAll("#workflow-graph g.node.succeeded").length`); n != float64(3) {
 		t.Fatalf("%v links succeeded, want 3", n)
 	}
 	b.screenshot("chain-succeeded")

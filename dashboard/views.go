@@ -63,7 +63,7 @@ type taskView struct {
 	UniqueBy      string            `json:"unique_by,omitempty"`
 	Group         string            `json:"group,omitempty"`
 	Headers       map[string]string `json:"headers,omitempty"`
-	// Flow is the batch or chain the task belongs to.
+	// Flow is the batch or workflow the task belongs to.
 	Flow *flowView `json:"flow,omitempty"`
 	// Progress is the handler's last report; Result what it wrote: text
 	// when it is UTF-8, else ResultBase64.
@@ -109,7 +109,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 		EncryptedWith: ti.EncryptedWith, Redacted: ti.Redacted,
 	}
 	if f := ti.Flow; f != nil {
-		v.Flow = &flowView{BatchID: f.BatchID, ChainID: f.ChainID, Link: f.Link, WorkflowID: f.WorkflowID, Node: f.Node}
+		v.Flow = &flowView{BatchID: f.BatchID, WorkflowID: f.WorkflowID, Node: f.Node}
 	}
 	if p := ti.Progress; p != nil {
 		v.Progress = &progressView{Percent: p.Percent, Message: p.Message, At: optTime(p.At)}
@@ -334,12 +334,9 @@ type progressView struct {
 	At      *jsonTime `json:"at,omitempty"`
 }
 
-// flowView names the batch, the chain and link, or the workflow and
-// node a task belongs to.
+// flowView names the batch, or the workflow and node, a task belongs to.
 type flowView struct {
 	BatchID    string `json:"batch_id,omitempty"`
-	ChainID    string `json:"chain_id,omitempty"`
-	Link       int    `json:"link,omitempty"`
 	WorkflowID string `json:"workflow_id,omitempty"`
 	Node       string `json:"node,omitempty"`
 }

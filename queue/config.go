@@ -33,9 +33,9 @@ type Config struct {
 	// Producers that differ in IDTTL do not see each other's claims.
 	// Defaults to 24h.
 	IDTTL time.Duration
-	// FlowRetention is how long a finished chain's, batch's or workflow's
-	// bookkeeping stays readable (Inspector.GetBatch, GetChain,
-	// GetWorkflow) before it expires.
+	// FlowRetention is how long a finished batch's or workflow's
+	// bookkeeping stays readable (Inspector.GetBatch, GetWorkflow) before
+	// it expires.
 	// Defaults to 24h.
 	FlowRetention time.Duration
 	// ContextHeaders, when set, is called at each Enqueue and EnqueueMany

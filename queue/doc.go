@@ -10,12 +10,11 @@
 //	task, err := queue.NewTask("email:send", Email{To: "ann@example.com"})
 //	info, err := client.Enqueue(ctx, task, queue.In("email"), queue.MaxRetry(5), queue.ProcessIn(time.Minute))
 //
-// Tasks can form flows: EnqueueChain runs tasks one after another, each
-// after the previous one succeeded; NewBatch groups tasks across queues
-// with OnSuccess and OnComplete callbacks, each enqueued exactly once;
-// EnqueueWorkflow runs a graph, each node after its parents, with a policy
-// per edge for a parent that dies (Inspector.GetChain, GetBatch and
-// GetWorkflow show their progress).
+// Tasks can form flows: EnqueueWorkflow runs a graph, each node after its
+// parents, with a policy per edge for a parent that dies, and Chain
+// shapes one that runs tasks one after another; NewBatch groups tasks
+// across queues with OnSuccess and OnComplete callbacks, each enqueued
+// exactly once (Inspector.GetWorkflow and GetBatch show their progress).
 //
 // A pending task costs one element of a sharded Redis list (its message)
 // and no key of its own. Errors callers branch on are sentinels

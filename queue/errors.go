@@ -70,8 +70,6 @@ var (
 	// ErrBatchNotFound reports a batch ID no flow home knows: never
 	// created, or finished longer ago than Config.FlowRetention.
 	ErrBatchNotFound = errors.New("queue: batch not found")
-	// ErrChainNotFound reports a chain ID no flow home knows.
-	ErrChainNotFound = errors.New("queue: chain not found")
 	// ErrBatchFinished reports an Add to a batch whose members have all
 	// finished and whose callbacks went out.
 	ErrBatchFinished = errors.New("queue: batch finished")

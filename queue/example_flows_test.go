@@ -48,7 +48,7 @@ func ExampleClient_NewBatch() {
 	// 3 3 true
 }
 
-func ExampleClient_EnqueueChain() {
+func ExampleChain() {
 	rdb, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
@@ -71,8 +71,8 @@ func ExampleClient_EnqueueChain() {
 	defer server.Shutdown(ctx)
 
 	client, _ := queue.NewClient(rdb, queue.Config{})
-	chain, err := client.EnqueueChain(ctx, queue.NewRawTask("fetch", nil),
-		queue.NewRawTask("parse", nil), queue.NewRawTask("store", nil, queue.MaxRetry(3)))
+	id, err := client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("fetch", nil),
+		queue.NewRawTask("parse", nil), queue.NewRawTask("store", nil, queue.MaxRetry(3))))
 	if err != nil {
 		panic(err)
 	}
@@ -81,8 +81,8 @@ func ExampleClient_EnqueueChain() {
 	}
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if info, _ := insp.GetChain(ctx, chain.ID); info.State == queue.ChainSucceeded {
-			fmt.Println(info.State, len(info.Links))
+		if info, _ := insp.GetWorkflow(ctx, id); info != nil && info.State == queue.WorkflowSucceeded {
+			fmt.Println(info.State, len(info.Nodes))
 			break
 		}
 	}

@@ -16,13 +16,12 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// TaskFlow is the flow a task belongs to: a batch (BatchID), a chain
-// (ChainID and the task's link, from 1) or a workflow (WorkflowID and the
-// task's node name).
+// TaskFlow is the flow a task belongs to: a batch (BatchID) or a workflow
+// (WorkflowID and the task's node name; a Chain's links are nodes "1" to
+// "n"). A link of a chain that 0.1.0 enqueued has the chain's ID and its
+// link's number here, though no workflow of that ID can be read.
 type TaskFlow struct {
 	BatchID    string
-	ChainID    string
-	Link       int
 	WorkflowID string
 	Node       string
 }
@@ -47,7 +46,7 @@ func taskFlowOf(r wire.FlowRef) *TaskFlow {
 	case 'w':
 		return &TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
 	}
-	return &TaskFlow{ChainID: r.ID, Link: r.Link}
+	return &TaskFlow{WorkflowID: r.ID, Node: strconv.Itoa(r.Link)} // a 0.1.0 chain
 }
 
 // BatchInfo is a batch's progress, as its home keeps it.
@@ -69,53 +68,8 @@ type BatchInfo struct {
 	SuccessFiredAt, CompleteFiredAt time.Time
 	// SuccessState and CompleteState say where each callback is: waiting
 	// (not fired), enqueued, succeeded or dead ("" when there is none).
-	SuccessState, CompleteState LinkState
+	SuccessState, CompleteState NodeState
 	CreatedAt, FinishedAt       time.Time
-}
-
-// ChainState is where a chain is.
-type ChainState string
-
-// Chain states.
-const (
-	ChainRunning   ChainState = "running"   // a link is enqueued or running
-	ChainStopped   ChainState = "stopped"   // a link went dead; retrying it resumes the chain
-	ChainSucceeded ChainState = "succeeded" // every link succeeded
-)
-
-// LinkState is where one link of a chain is.
-type LinkState string
-
-// Link states.
-const (
-	LinkWaiting   LinkState = "waiting"   // not enqueued yet
-	LinkEnqueued  LinkState = "enqueued"  // enqueued: pending, running or retrying
-	LinkSucceeded LinkState = "succeeded" // done
-	LinkDead      LinkState = "dead"      // the chain stopped here
-)
-
-// ChainLink is one link of a chain.
-type ChainLink struct {
-	TaskID string
-	Queue  string
-	Type   string
-	State  LinkState
-}
-
-// ChainInfo is a chain's progress, as its home keeps it.
-type ChainInfo struct {
-	ID    string
-	State ChainState
-	Links []ChainLink
-	// Current is the link running or next (from 1); the last when done.
-	Current int
-	// StoppedAt is the link where the chain stopped (from 1; 0 when it
-	// did not), StopError the error it died with.
-	StoppedAt int
-	StopError string
-	CreatedAt time.Time
-	// FinishedAt is when the last link succeeded.
-	FinishedAt time.Time
 }
 
 // GetBatch returns batch id's progress, in one round trip.
@@ -151,65 +105,18 @@ func (i *Inspector) GetBatch(ctx context.Context, id string) (*BatchInfo, error)
 	return b, nil
 }
 
-// GetChain returns chain id's progress, in one round trip.
-func (i *Inspector) GetChain(ctx context.Context, id string) (*ChainInfo, error) {
-	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
-	var f map[string]string
-	err := rcall.Do(ctx, i.rdb, func() error {
-		var err error
-		f, err = i.rdb.HGetAll(ctx, h.Chain(id)).Result()
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("get chain %s: %w", id, err)
-	}
-	if len(f) == 0 {
-		return nil, fmt.Errorf("chain %s: %w", id, ErrChainNotFound)
-	}
-	c := &ChainInfo{
-		ID: id, State: chainStateOf(f["state"]), Current: atoi(f["cur"]),
-		StoppedAt: atoi(f["stop_link"]), StopError: f["stop_err"],
-		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
-	}
-	for k := 1; k <= atoi(f["n"]); k++ {
-		n := strconv.Itoa(k)
-		c.Links = append(c.Links, ChainLink{
-			TaskID: wire.PublicID(f["i:"+n]), Queue: f["q:"+n], Type: f["t:"+n], State: linkState(f["s:"+n]),
-		})
-	}
-	return c, nil
-}
-
-// callbackState reads a callback's fired time and outcome ("", "s", "d").
-// chainStateOf is the ChainState of a chain record's state, which Redis
-// spells "done" for ChainSucceeded, as 0.1.0 wrote it.
-func chainStateOf(s string) ChainState {
-	if s == "done" {
-		return ChainSucceeded
-	}
-	return ChainState(s)
-}
-
-func callbackState(fired, done string) LinkState {
+// callbackState reads a callback's fired time and outcome ("", "s",
+// "d") as a node's state: a callback is a node of its batch.
+func callbackState(fired, done string) NodeState {
 	switch {
-	case done != "":
-		return linkState(done)
+	case done == "s":
+		return NodeSucceeded
+	case done == "d":
+		return NodeDead
 	case fired != "" && fired != "0":
-		return LinkEnqueued
+		return NodeEnqueued
 	}
-	return LinkWaiting
-}
-
-func linkState(s string) LinkState {
-	switch s {
-	case "p":
-		return LinkEnqueued
-	case "s":
-		return LinkSucceeded
-	case "d":
-		return LinkDead
-	}
-	return LinkWaiting
+	return NodeWaiting
 }
 
 func atoi(s string) int {
@@ -247,7 +154,7 @@ func (i *Inspector) recentFlows(ctx context.Context, limit int) ([]inspect.FlowS
 			kind := "batch"
 			switch m[0] {
 			case 'c':
-				kind = "chain"
+				continue // a chain 0.1.0 enqueued: no page reads it
 			case 'w':
 				kind = "workflow"
 			}

@@ -259,61 +259,6 @@ func (b *Batch) Close(ctx context.Context) error {
 	return nil
 }
 
-// Chain is an enqueued chain: its ID and its links' task IDs, in order.
-type Chain struct {
-	ID      string
-	TaskIDs []string
-}
-
-// EnqueueChain enqueues tasks as a chain: each runs only after the one
-// before it succeeded (worker.Task.PreviousResult reads that one's
-// result); a link that goes dead stops the chain there until it is
-// retried. Each task's own options give its queue and the rest; TaskID
-// and Unique are refused (links get generated IDs, and a duplicate refused
-// would stop the chain). The chain is registered at its home with every
-// link and its first link enqueued; nothing is written when any link is
-// invalid.
-func (c *Client) EnqueueChain(ctx context.Context, tasks ...*Task) (*Chain, error) {
-	if len(tasks) == 0 {
-		return nil, fmt.Errorf("%w: empty chain", ErrInvalidTask)
-	}
-	id := newFlowID("")
-	home := keys.HomeOf(id)
-	h := keys.Home(c.cfg.Prefix, home)
-	ch := &Chain{ID: id}
-	args := []any{h.H, "", id, c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds()}
-	var first *wire.Delivery
-	for k, t := range tasks {
-		ref := wire.FlowRef{Kind: 'c', Home: home, ID: id, Link: k + 1}.String()
-		info := &TaskInfo{}
-		d, err := c.delivery(t, nil, ref, info)
-		if err != nil {
-			return nil, fmt.Errorf("chain link %d: %w", k+1, err)
-		}
-		enc, err := wire.EncodeDelivery(d)
-		if err != nil {
-			return nil, err
-		}
-		if k == 0 {
-			first = d
-		}
-		ch.TaskIDs = append(ch.TaskIDs, info.ID)
-		args = append(args, d.ID, info.Queue, info.Type, enc)
-	}
-	code, err := c.runFlow(ctx, script.FlowChainNew, h.Chain(id), args)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue chain: %w", err)
-	}
-	if code == codes.FlowIDTaken {
-		return nil, fmt.Errorf("enqueue chain: ID %s taken", id)
-	}
-	env := c.flowEnv()
-	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, home, []*wire.Delivery{first}) }); err != nil {
-		return ch, fmt.Errorf("chain %s: enqueue first link (registered; workers deliver it later): %w", id, err)
-	}
-	return ch, nil
-}
-
 // delivery builds task t (with call options opts) as a flow task under a
 // generated ID: ref is its flow ref (a callback carries its batch's). info, when
 // not nil, receives the task's info.
@@ -327,8 +272,8 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 			return nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", ErrInvalidOption, o.taskID)
 		case o.unique > 0 || o.untilFinished:
 			// a unique task refused at delivery would never run, and its
-			// batch or chain never finish
-			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or chain", ErrInvalidOption, t.typ)
+			// batch or workflow never finish
+			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or workflow", ErrInvalidOption, t.typ)
 		}
 	}
 	id := wire.NewID()

@@ -34,7 +34,7 @@ type options struct {
 	retention     time.Duration
 	key           string
 	headers       map[string]string
-	flow          string // wire.FlowRef text: set by Batch.Add and EnqueueChain only
+	flow          string // wire.FlowRef text: set by Batch.Add and EnqueueWorkflow only
 	waitRoom      bool
 }
 

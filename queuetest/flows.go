@@ -9,9 +9,9 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 )
 
-// flowBusy reports whether chain or batch work is still on its way:
+// flowBusy reports whether workflow or batch work is still on its way:
 // outcomes of the queues' flow tasks not yet forwarded to their flows, or
-// next links and callbacks not yet delivered. Drain waits for it, so a
+// released nodes and callbacks not yet delivered. Drain waits for it, so a
 // batch's callback runs within the Drain that ran its last member.
 func (e *Env) flowBusy(t testing.TB, queues []string) bool {
 	t.Helper()

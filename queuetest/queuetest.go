@@ -3,8 +3,8 @@
 // (or a given URL), assertions on what was enqueued, and Drain, which runs
 // due tasks through the user's own handler until the queues are idle,
 // moving a controllable clock forward so scheduled tasks and retries with
-// backoff run at once, in order (and a batch's callbacks and a chain's
-// next links before it returns), and Advance, which lets time pass on that
+// backoff run at once, in order (and a batch's callbacks and a workflow's
+// released nodes before it returns), and Advance, which lets time pass on that
 // clock with cron schedules ticking (Schedule).
 //
 //	func TestSignup(t *testing.T) {

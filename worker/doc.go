@@ -34,11 +34,11 @@
 // queues; Config.Schedules enqueue periodic tasks, exactly once per tick
 // however many servers carry them.
 //
-// A server also keeps chains, batches and workflows
-// (queue.Client.EnqueueChain, NewBatch, EnqueueWorkflow) moving: a flow
-// task's success or death is recorded with its ack or failure and
-// forwarded to its flow, which sends the next link, the callbacks or the
-// nodes it frees. In a handler, Task.PreviousResult reads the previous
+// A server also keeps batches and workflows (queue.Client.NewBatch,
+// EnqueueWorkflow; a chain is a workflow, queue.Chain) moving: a flow
+// task's success or death is recorded with its ack or failure and applied
+// at its flow, which sends the callbacks or the nodes it frees. In a
+// handler, Task.PreviousResult reads the previous
 // link's result, Task.ParentResult a parent node's, Task.Batch adds tasks
 // to the task's own batch and Task.ExtendWorkflow nodes to its workflow.
 package worker

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/shardq/shardq/internal/envelope"
@@ -14,10 +15,10 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// flows is a server's part in chains and batches: it forwards the
+// flows is a server's part in batches and workflows: it forwards the
 // notifications its partitions' ack and fail scripts wrote (T:notify) to
 // the flows' homes, and delivers the homes' due outbox entries (next
-// links, callbacks) into their queues. It does both right after it wrote
+// nodes, callbacks) into their queues. It does both right after it wrote
 // a flow task's outcome, for low latency, and every FlowSweep for all
 // homes, so what a killed worker left behind is picked up by the others.
 type flows struct {
@@ -166,8 +167,7 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 	return errs
 }
 
-// Flow returns the chain, batch or workflow the task belongs to; nil when
-// none.
+// Flow returns the batch or workflow the task belongs to; nil when none.
 func (t *Task) Flow() *queue.TaskFlow {
 	r, err := wire.ParseFlowRef(t.flow)
 	if t.flow == "" || err != nil {
@@ -179,7 +179,7 @@ func (t *Task) Flow() *queue.TaskFlow {
 	case 'w':
 		return &queue.TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
 	}
-	return &queue.TaskFlow{ChainID: r.ID, Link: r.Link}
+	return &queue.TaskFlow{WorkflowID: r.ID, Node: strconv.Itoa(r.Link)} // a 0.1.0 chain
 }
 
 // Batch returns a handle to the batch the task is a member of, or nil when
@@ -195,12 +195,33 @@ func (t *Task) Batch() *queue.Batch {
 	return t.srv.flows.client.OpenBatch(f.BatchID)
 }
 
-// PreviousResult returns the result the previous link of the task's chain
-// wrote (SetResult), or nil when the task is no chain link, is the first,
-// or the previous link wrote none.
+// PreviousResult returns the result the link before the task wrote
+// (SetResult), in a chain (queue.Chain): the result of node k-1 for node
+// k. It is nil when the task is no link after the first, or the link
+// before wrote none.
 func (t *Task) PreviousResult(ctx context.Context) ([]byte, error) {
 	r, err := wire.ParseFlowRef(t.flow)
-	if t.flow == "" || err != nil || r.Kind != 'c' || r.Link < 2 {
+	if t.flow == "" || err != nil {
+		return nil, nil
+	}
+	if r.Kind == 'c' {
+		return t.chainResult(ctx, r)
+	}
+	k, err := strconv.Atoi(r.Node)
+	if r.Kind != 'w' || err != nil || k < 2 || t.srv == nil || t.srv.flows == nil || t.srv.flows.insp == nil {
+		return nil, nil
+	}
+	v, err := t.srv.flows.insp.NodeResult(ctx, keys.LongID(r.ID), strconv.Itoa(k-1))
+	if err != nil {
+		return nil, fmt.Errorf("worker: task %s: previous result: %w", t.ID, err)
+	}
+	return v, nil
+}
+
+// chainResult reads the previous link's result in a chain that 0.1.0
+// enqueued, kept in the chain's own record.
+func (t *Task) chainResult(ctx context.Context, r wire.FlowRef) ([]byte, error) {
+	if r.Link < 2 {
 		return nil, nil
 	}
 	h := keys.Home(t.srv.cfg.Prefix, r.Home)

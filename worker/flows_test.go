@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/shardq/shardq/internal/inspect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -131,7 +132,7 @@ func testBatchDeadMemberRetried(t *testing.T, r *flowRig) {
 	must(t, err)
 	pi, err := r.insp.GetBatch(ctx, parent.ID())
 	must(t, err)
-	if bi.Dead != 1 || bi.Succeeded != 1 || !bi.Finished || bi.SuccessState != queue.LinkWaiting ||
+	if bi.Dead != 1 || bi.Succeeded != 1 || !bi.Finished || bi.SuccessState != queue.NodeWaiting ||
 		pi.Dead != 1 || log.count("ok")+log.count("parent-ok") != 0 {
 		t.Fatalf("after the death: child %+v, parent %+v, runs %v", bi, pi, log.order())
 	}
@@ -184,17 +185,14 @@ func testChainRuns(t *testing.T, r *flowRig) {
 		log.add(task.Type)
 		return task.SetResult(ctx, []byte("from "+task.Type))
 	}))
-	ch, err := r.client.EnqueueChain(ctx,
+	id, err := r.client.EnqueueWorkflow(ctx, queue.Chain(
 		queue.NewRawTask("one", nil, queue.In("fa")),
 		queue.NewRawTask("two", nil, queue.In("fb")),
-		queue.NewRawTask("three", nil, queue.In("fa")))
+		queue.NewRawTask("three", nil, queue.In("fa"))))
 	must(t, err)
-	if len(ch.TaskIDs) != 3 {
-		t.Fatalf("chain task IDs: %v", ch.TaskIDs)
-	}
 	waitFor(t, 30*time.Second, "the chain to finish", func() bool {
-		ci, err := r.insp.GetChain(ctx, ch.ID)
-		return err == nil && ci.State == queue.ChainSucceeded
+		wi, err := r.insp.WorkflowSummary(ctx, id)
+		return err == nil && wi.State == queue.WorkflowSucceeded
 	})
 	if o := strings.Join(log.order(), ","); o != "one,two,three" {
 		t.Fatalf("links ran as %s, want one,two,three", o)
@@ -204,21 +202,28 @@ func testChainRuns(t *testing.T, r *flowRig) {
 		t.Fatalf("previous results: %q", got)
 	}
 	mu.Unlock()
-	ci, err := r.insp.GetChain(ctx, ch.ID)
+	wi, err := r.insp.GetWorkflow(ctx, id)
 	must(t, err)
-	for k, l := range ci.Links {
-		if l.State != queue.LinkSucceeded || l.TaskID != ch.TaskIDs[k] {
+	if len(wi.Nodes) != 3 {
+		t.Fatalf("chain of 3 links has nodes %+v", wi.Nodes)
+	}
+	for k, l := range wi.Nodes {
+		if l.State != queue.NodeSucceeded || l.Name != strconv.Itoa(k+1) || l.TaskID == "" {
 			t.Fatalf("link %d: %+v", k+1, l)
 		}
+		if k > 0 && (len(l.Parents) != 1 || l.Parents[0].Parent != strconv.Itoa(k)) {
+			t.Fatalf("link %d's parents: %+v", k+1, l.Parents)
+		}
 	}
-	if ci.Links[1].Queue != "fb" || ci.Links[2].Type != "three" || ci.FinishedAt.IsZero() {
-		t.Fatalf("chain info: %+v", ci)
+	if wi.Nodes[1].Queue != "fb" || wi.Nodes[2].Type != "three" || wi.FinishedAt.IsZero() {
+		t.Fatalf("chain info: %+v", wi)
 	}
 }
 
-// testChainDeadLinkResumes: the middle link dies, the chain stops there
-// (GetChain says where and why); retrying the link through the Inspector
-// resumes the chain to its end.
+// testChainDeadLinkResumes: the middle link dies, the chain's workflow
+// fails there (GetWorkflow says where and why) and the link after it
+// fails; retrying the link through the Inspector resumes the chain to its
+// end.
 func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 	ctx := context.Background()
 	var log runLog
@@ -232,26 +237,28 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 		return nil
 	}))
 	// the dying link has headers: fail.lua finds its flow ref past them
-	ch, err := r.client.EnqueueChain(ctx,
+	id, err := r.client.EnqueueWorkflow(ctx, queue.Chain(
 		queue.NewRawTask("one", nil, queue.In("fa")),
 		queue.NewRawTask("two", nil, queue.In("fb"), queue.Header("tenant", "acme"), queue.Header("trace", "x")),
-		queue.NewRawTask("three", nil, queue.In("fa")))
+		queue.NewRawTask("three", nil, queue.In("fa"))))
 	must(t, err)
-	var ci *queue.ChainInfo
+	var wi *queue.WorkflowInfo
 	waitFor(t, 30*time.Second, "the chain to stop", func() bool {
-		ci, err = r.insp.GetChain(ctx, ch.ID)
-		return err == nil && ci.State == queue.ChainStopped
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		return err == nil && wi.State == queue.WorkflowFailed
 	})
-	if ci.StoppedAt != 2 || !strings.Contains(ci.StopError, "boom in two") || ci.Links[1].State != queue.LinkDead || ci.Links[2].State != queue.LinkWaiting {
-		t.Fatalf("stopped chain: %+v", ci)
+	if !strings.Contains(wi.Why, "boom in two") || !strings.Contains(wi.Why, "node 2 ") ||
+		wi.Node("2").State != queue.NodeDead || wi.Node("3").State != queue.NodeFailed {
+		t.Fatalf("stopped chain: %+v", wi)
 	}
-	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(ch.ID))
-	if ttl := r.rdb.PTTL(ctx, home.Chain(ch.ID)).Val(); ttl <= 0 || ttl > r.qcfg.FlowRetention && r.qcfg.FlowRetention > 0 {
+	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
+	if ttl := r.rdb.PTTL(ctx, home.Workflow(id)).Val(); ttl <= 0 || ttl > r.qcfg.FlowRetention && r.qcfg.FlowRetention > 0 {
 		t.Fatalf("a stopped chain's TTL is %v, want its retention", ttl)
 	}
-	ti, err := r.insp.GetTask(ctx, "fb", ch.TaskIDs[1])
+	dead := wi.Node("2").TaskID
+	ti, err := r.insp.GetTask(ctx, "fb", dead)
 	must(t, err)
-	if ti.State != queue.StateDead || ti.Flow == nil || ti.Flow.ChainID != ch.ID || ti.Flow.Link != 2 {
+	if ti.State != queue.StateDead || ti.Flow == nil || ti.Flow.WorkflowID != id || ti.Flow.Node != "2" {
 		t.Fatalf("dead link's task info: state %s flow %+v", ti.State, ti.Flow)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -259,13 +266,13 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 		t.Fatalf("link three ran %d times while the chain was stopped", n)
 	}
 	fail.Delete("two")
-	must(t, r.insp.RunTask(ctx, "fb", ch.TaskIDs[1]))
+	must(t, r.insp.RunTask(ctx, "fb", dead))
 	waitFor(t, 30*time.Second, "the chain to resume and finish", func() bool {
-		ci, err = r.insp.GetChain(ctx, ch.ID)
-		return err == nil && ci.State == queue.ChainSucceeded
+		wi, err = r.insp.GetWorkflow(ctx, id)
+		return err == nil && wi.State == queue.WorkflowSucceeded
 	})
-	if ci.StoppedAt != 0 || ci.StopError != "" || log.count("three") != 1 || log.count("two") != 2 {
-		t.Fatalf("resumed chain: %+v, runs %v", ci, log.order())
+	if wi.Why != "" || log.count("three") != 1 || log.count("two") != 2 {
+		t.Fatalf("resumed chain: %+v, runs %v", wi, log.order())
 	}
 }
 
@@ -321,7 +328,7 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	var bi *queue.BatchInfo
 	waitFor(t, 10*time.Second, "the callbacks' outcomes", func() bool {
 		bi, err = r.insp.GetBatch(ctx, b.ID())
-		return err == nil && bi.SuccessState == queue.LinkSucceeded && bi.CompleteState == queue.LinkSucceeded
+		return err == nil && bi.SuccessState == queue.NodeSucceeded && bi.CompleteState == queue.NodeSucceeded
 	})
 	if bi.Total != 40 || bi.Succeeded != 40 || bi.Pending != 0 || bi.Dead != 0 || !bi.Closed || !bi.Finished ||
 		bi.SuccessFiredAt.IsZero() || bi.CompleteFiredAt.IsZero() || bi.Description != "forty members" {
@@ -451,8 +458,8 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	if _, err := r.insp.GetBatch(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, queue.ErrBatchNotFound) {
 		t.Fatalf("GetBatch of an unknown ID: %v", err)
 	}
-	if _, err := r.insp.GetChain(ctx, "nope"); !errors.Is(err, queue.ErrChainNotFound) {
-		t.Fatalf("GetChain of an unknown ID: %v", err)
+	if _, err := r.insp.GetWorkflow(ctx, "nope"); !errors.Is(err, queue.ErrWorkflowNotFound) {
+		t.Fatalf("GetWorkflow of an unknown ID: %v", err)
 	}
 	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").Add(ctx, queue.NewRawTask("x", nil)); !errors.Is(err, queue.ErrBatchNotFound) {
 		t.Fatalf("Add to an unknown batch: %v", err)
@@ -463,19 +470,19 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").NewBatch(ctx); !errors.Is(err, queue.ErrBatchNotFound) {
 		t.Fatalf("NewBatch under an unknown parent: %v", err)
 	}
-	if _, err := r.client.EnqueueChain(ctx); !errors.Is(err, queue.ErrInvalidTask) {
+	if _, err := r.client.EnqueueWorkflow(ctx, queue.Chain()); !errors.Is(err, queue.ErrInvalidWorkflow) || !strings.Contains(err.Error(), "empty chain") {
 		t.Fatalf("empty chain: %v", err)
 	}
-	_, err := r.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil), queue.NewRawTask("bad", nil, queue.MaxRetry(-1)))
-	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), "link 2") {
+	_, err := r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil), queue.NewRawTask("bad", nil, queue.MaxRetry(-1))))
+	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), `"2"`) {
 		t.Fatalf("chain with an invalid link: %v", err)
 	}
-	_, err = r.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil, queue.TaskID("mine")))
+	_, err = r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil, queue.TaskID("mine"))))
 	if !errors.Is(err, queue.ErrInvalidOption) {
 		t.Fatalf("chain link with a TaskID: %v", err)
 	}
-	_, err = r.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil), queue.NewRawTask("once", nil, queue.Unique(time.Hour)))
-	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), "link 2") {
+	_, err = r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil), queue.NewRawTask("once", nil, queue.Unique(time.Hour))))
+	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), `"2"`) {
 		t.Fatalf("chain link with Unique: %v", err)
 	}
 	_, err = r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("", nil)))
@@ -519,21 +526,22 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	infos, err := b.Add(ctx, queue.NewRawTask("m", nil, queue.In("fa")), queue.NewRawTask("m", nil, queue.In("fa")))
 	must(t, err)
 	must(t, b.Close(ctx))
-	ch, err := r.client.EnqueueChain(ctx, queue.NewRawTask("l1", nil, queue.In("fa")), queue.NewRawTask("l2", nil, queue.In("fb")))
+	ch, err := r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("l1", nil, queue.In("fa")), queue.NewRawTask("l2", nil, queue.In("fb"))))
 	must(t, err)
+	var chain *queue.WorkflowInfo
 	waitFor(t, 30*time.Second, "callbacks and the chain", func() bool {
-		ci, err := r.insp.GetChain(ctx, ch.ID)
-		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && ci.State == queue.ChainSucceeded
+		chain, err = r.insp.GetWorkflow(ctx, ch)
+		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && chain.State == queue.WorkflowSucceeded
 	})
 	var before *queue.BatchInfo
 	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch", func() bool {
 		before, err = r.insp.GetBatch(ctx, b.ID())
-		return err == nil && before.SuccessState == queue.LinkSucceeded && before.CompleteState == queue.LinkSucceeded
+		return err == nil && before.SuccessState == queue.NodeSucceeded && before.CompleteState == queue.NodeSucceeded
 	})
 
 	// the notifications again, several times each, with a stale "dead"
 	env := &flow.Env{RDB: r.rdb, Prefix: r.qcfg.Prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
-	bh, chh := keys.HomeOf(b.ID()), keys.HomeOf(ch.ID)
+	bh, chh := keys.HomeOf(b.ID()), keys.HomeOf(ch)
 	var notes []any
 	for _, in := range infos {
 		ref := wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()
@@ -543,7 +551,7 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 			notes = append(notes, n)
 		}
 	}
-	l1, err := msgpack.Marshal([]any{wire.FlowRef{Kind: 'c', Home: chh, ID: ch.ID, Link: 1}.String(), wire.StoredID(ch.TaskIDs[0]), "s", "r", ""})
+	l1, err := msgpack.Marshal([]any{wire.FlowRef{Kind: 'w', Home: chh, ID: keys.ShortID(ch), Node: "1"}.String(), wire.StoredID(chain.Node("1").TaskID), "s", "r", ""})
 	must(t, err)
 	notes = append(notes, l1, l1)
 	list := keys.For(r.qcfg.Prefix, "fa", 0).Notify()
@@ -642,7 +650,7 @@ func TestChainCompressedResult(t *testing.T) {
 		got <- string(prev)
 		return nil
 	}))
-	_, err := r.client.EnqueueChain(ctx, queue.NewRawTask("one", nil, queue.In("fa")), queue.NewRawTask("two", nil, queue.In("fb")))
+	_, err := r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("one", nil, queue.In("fa")), queue.NewRawTask("two", nil, queue.In("fb"))))
 	must(t, err)
 	if prev := <-got; prev != want {
 		t.Fatalf("PreviousResult: %d bytes starting %q, want the %d bytes link one wrote", len(prev), prev[:min(20, len(prev))], len(want))

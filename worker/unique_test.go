@@ -107,7 +107,7 @@ func TestUniqueUntilFinished(t *testing.T) {
 	if _, err := enq("ok", "x", queue.UniqueUntilFinished(-time.Second)); !errors.Is(err, queue.ErrInvalidOption) {
 		t.Fatalf("UniqueUntilFinished(-1s): %v, want ErrInvalidOption", err)
 	}
-	_, err = b.client.EnqueueChain(ctx, queue.NewRawTask("ok", nil, queue.In("u"), queue.UniqueUntilFinished(0)))
+	_, err = b.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil, queue.In("u"), queue.UniqueUntilFinished(0))))
 	if !errors.Is(err, queue.ErrInvalidOption) {
 		t.Fatalf("UniqueUntilFinished on a chain link: %v, want ErrInvalidOption", err)
 	}

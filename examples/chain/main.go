@@ -1,11 +1,12 @@
 // Command chain runs an order through three steps as a chain: charge the
 // card, then write the invoice (which reads the charge's result), then
 // email the receipt, each in its own queue, each only after the one
-// before it succeeded. The invoice step fails for good the first time (a
-// missing tax rate); the chain stops there, and the program retries the
-// dead link through the Inspector, as an operator would from the
-// dashboard, and the chain resumes and finishes. It prints the chain's
-// links as GetChain sees them at each change.
+// before it succeeded. A chain is a workflow of that shape (queue.Chain).
+// The invoice step fails for good the first time (a missing tax rate);
+// the workflow fails there, and the program retries the dead link through
+// the Inspector, as an operator would from the dashboard, and the chain
+// resumes and finishes. It prints the links as GetWorkflow sees them at
+// each change.
 //
 //	go run ./examples/chain
 //
@@ -78,44 +79,48 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	chain, err := client.EnqueueChain(ctx,
+	id, err := client.EnqueueWorkflow(ctx, queue.Chain(
 		queue.NewRawTask("card:charge", []byte(`{"order": 7}`), queue.In("payments")),
 		queue.NewRawTask("invoice:write", []byte(`{"order": 7}`), queue.In("billing")),
-		queue.NewRawTask("email:receipt", []byte(`{"order": 7}`), queue.In("emails")))
+		queue.NewRawTask("email:receipt", []byte(`{"order": 7}`), queue.In("emails"))))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("chain", chain.ID)
+	fmt.Println("chain", id)
 
 	start, last := time.Now(), ""
-	show := func() *queue.ChainInfo {
-		ci, err := insp.GetChain(ctx, chain.ID)
+	show := func() *queue.WorkflowInfo {
+		wi, err := insp.GetWorkflow(ctx, id)
 		if err != nil {
 			log.Fatal(err)
 		}
 		var links []string
-		for _, l := range ci.Links {
+		for _, l := range wi.Nodes {
 			links = append(links, fmt.Sprintf("%s:%s", l.Type, l.State))
 		}
-		now := fmt.Sprintf("%-8s %s", ci.State, strings.Join(links, "  "))
-		if ci.State == queue.ChainStopped {
-			now += fmt.Sprintf("\n        stopped at link %d: %s", ci.StoppedAt, ci.StopError)
+		now := fmt.Sprintf("%-9s %s", wi.State, strings.Join(links, "  "))
+		if wi.State == queue.WorkflowFailed {
+			now += "\n        " + wi.Why
 		}
 		if now != last {
 			fmt.Printf("%4.1fs  %s\n", time.Since(start).Seconds(), now)
 			last = now
 		}
-		return ci
+		return wi
 	}
-	for ci := show(); ci.State != queue.ChainSucceeded; ci = show() {
+	retried := false // a retried link stays dead until it succeeds
+	for wi := show(); wi.State != queue.WorkflowSucceeded; wi = show() {
 		if time.Since(start) > 30*time.Second {
 			log.Fatal("the chain did not finish within 30s")
 		}
-		if ci.State == queue.ChainStopped {
+		for _, l := range wi.Nodes {
+			if l.State != queue.NodeDead || retried {
+				continue
+			}
+			retried = true
 			taxRateLoaded.Store(true)
-			dead := ci.Links[ci.StoppedAt-1]
-			fmt.Printf("        tax rate loaded; retrying %s (%s)\n", dead.Type, dead.TaskID)
-			if err := insp.RunTask(ctx, dead.Queue, dead.TaskID); err != nil {
+			fmt.Printf("        tax rate loaded; retrying %s (%s)\n", l.Type, l.TaskID)
+			if err := insp.RunTask(ctx, l.Queue, l.TaskID); err != nil {
 				log.Fatal(err)
 			}
 		}

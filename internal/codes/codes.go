@@ -22,7 +22,7 @@ const (
 	EnqGuessed         = -6
 )
 
-// Flow codes of flow_batch_new, flow_chain_new, flow_add, flow_close,
+// Flow codes of flow_batch_new, flow_add, flow_close,
 // flow_workflow and flow_workflow_cancel: about the flow, or about the
 // parent a new batch names.
 const (

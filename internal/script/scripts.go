@@ -47,7 +47,6 @@ var (
 	FlowBatchNew = registry["flow_batch_new"]
 	FlowAdd      = registry["flow_add"]
 	FlowClose    = registry["flow_close"]
-	FlowChainNew = registry["flow_chain_new"]
 	FlowOutDue   = registry["flow_out_due"]
 
 	FlowWorkflow       = registry["flow_workflow"]

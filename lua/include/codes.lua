@@ -18,7 +18,7 @@ local ENQ_KEY_FULL = -4
 local ENQ_CLOSED = -5
 local ENQ_GUESSED = -6
 
--- flow_batch_new, flow_chain_new, flow_add, flow_close (of the batch, or
+-- flow_batch_new, flow_add, flow_close (of the batch, or
 -- of the parent a new batch names)
 local FLOW_CREATED = 1
 local FLOW_ID_TAKEN = -1

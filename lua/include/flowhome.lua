@@ -1,21 +1,17 @@
 --@include workflow
--- A flow home H ({<prefix>:flows:<n>}) keeps its chains and batches and
--- an outbox of tasks to deliver (H:out, H:outmsg). Each flow task's
--- outcome arrives here as a notification (see flow_notify.lua) and is
--- applied as a change of that task's state, never as a count, so the same
--- notification applied twice changes nothing. Callbacks and next links
--- are put into the outbox in the same script that decides they are due,
--- under flags that say they were: they are decided once.
+--@include flow_out_put
+--@include chain_apply
+-- A flow home H ({<prefix>:flows:<n>}) keeps its batches and workflows
+-- (and the chains 0.1.0 enqueued, include/chain_apply.lua) and an outbox
+-- of tasks to deliver (H:out, H:outmsg). Each flow task's outcome arrives
+-- here as a notification (see flow_notify.lua) and is applied as a change
+-- of that task's state, never as a count, so the same notification
+-- applied twice changes nothing. Callbacks and released nodes are put into
+-- the outbox in the same script that decides they are due, under flags
+-- that say they were: they are decided once.
 
 -- RECENT_CAP bounds each home's feed of recent flows.
 local RECENT_CAP = 1000
-
--- flow_out_put puts delivery entry (wire.Delivery) for task id into H's
--- outbox, visible to sweepers at time at (ms).
-local function flow_out_put(H, id, entry, at)
-  redis.call('ZADD', H .. ':out', at, id)
-  redis.call('HSET', H .. ':outmsg', id, entry)
-end
 
 -- flow_recent records a new flow ("b:<id>", "c:<id>") in H's recent feed.
 local function flow_recent(H, member, now)
@@ -109,39 +105,6 @@ batch_apply = function(H, bid, member, outcome, now)
   redis.call('HINCRBY', bk, st == 'p' and 'pending' or 'dead', -1)
   redis.call('HINCRBY', bk, outcome == 's' and 'succeeded' or 'dead', 1)
   batch_check(H, bid, now)
-  return true
-end
-
--- chain_apply records link k of chain cid reaching outcome: success
--- stores its result and puts the next link into the outbox (or finishes
--- the chain); dead stops the chain there, with the error. A dead link
--- that succeeds later (retried) resumes the chain. Repeats change nothing.
-local function chain_apply(H, cid, k, outcome, result, err, now)
-  local ck = H .. ':c:' .. cid
-  local st = redis.call('HGET', ck, 's:' .. k)
-  if not st or st == 's' or st == 'w' or st == outcome then return false end
-  redis.call('HSET', ck, 's:' .. k, outcome)
-  if outcome == 'd' then
-    redis.call('HSET', ck, 'state', 'stopped', 'stop_link', k, 'stop_err', err, 'stopped_at', now)
-    -- a stopped chain is kept for the retention, for its dead link to be
-    -- retried; one never retried expires then
-    local ret = tonumber(redis.call('HGET', ck, 'ret'))
-    if ret > 0 then redis.call('PEXPIRE', ck, ret) end
-    return true
-  end
-  redis.call('PERSIST', ck) -- it runs again (a retried link succeeded)
-  if result and result ~= '' then redis.call('HSET', ck, 'r:' .. k, result) end
-  local n = tonumber(redis.call('HGET', ck, 'n'))
-  if k < n then
-    local nxt = k + 1
-    local f = redis.call('HMGET', ck, 'i:' .. nxt, 'e:' .. nxt)
-    redis.call('HSET', ck, 's:' .. nxt, 'p', 'cur', nxt, 'state', 'running', 'stop_link', 0, 'stop_err', '')
-    flow_out_put(H, f[1], f[2], now)
-  else
-    redis.call('HSET', ck, 'state', 'done', 'finished', now, 'stop_link', 0, 'stop_err', '')
-    local ret = tonumber(redis.call('HGET', ck, 'ret'))
-    if ret > 0 then redis.call('PEXPIRE', ck, ret) end
-  end
   return true
 end
 
