@@ -1,4 +1,5 @@
-// Package lua holds every Lua script shardq runs, and the Redis primitives
+// Package lua holds every Lua script shardq runs (the engine's under
+// engine/, read only by shardq's own packages), and the Redis primitives
 // built from them, each usable on its own:
 //
 //   - ShardedList: a list stored as a chain of bounded lists, with batch

@@ -10,10 +10,11 @@ import (
 // files holds every Lua script of shardq: one .lua file per atomic
 // operation, each opening with its contract (KEYS, ARGV, Returns), and the
 // shared pieces they pull in with "--@include name" under include/. The
-// primitives of this package run theirs from here; the engine gets the
-// same files through internal/scriptsrc, outside this package's API.
+// primitives of this package have theirs here; the engine's scripts and
+// their own includes are under engine/, and the engine gets them through
+// internal/scriptsrc, outside this package's API.
 //
-//go:embed *.lua include/*.lua
+//go:embed *.lua include/*.lua engine/*.lua engine/include/*.lua
 var files embed.FS
 
 func init() { scriptsrc.FS = files }

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"io/fs"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,9 +28,14 @@ func TestIncludeShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	engine, err := fs.Glob(files, "engine/include/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	includes = append(includes, engine...)
 	fn := regexp.MustCompile(`^(?:local )?function ([A-Za-z_][A-Za-z0-9_]*)\(`)
 	for _, file := range includes {
-		name := strings.TrimSuffix(strings.TrimPrefix(file, "include/"), ".lua")
+		name := strings.TrimSuffix(path.Base(file), ".lua")
 		b, err := files.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

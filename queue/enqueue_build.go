@@ -119,7 +119,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		}
 		p.unique, p.uttl = m.Unique, o.unique.Milliseconds()
 		if o.untilFinished {
-			// < 0: until it finishes, then -uttl - 1 ms (lua/include/unique.lua)
+			// < 0: until it finishes, then -uttl - 1 ms (lua/engine/include/unique.lua)
 			p.uttl = -o.uniqueAfter.Milliseconds() - 1
 		}
 	}

@@ -430,7 +430,7 @@ func waitQueueEmpty(t *testing.T, b *bundle) {
 	})
 }
 
-// checkFair checks the bookkeeping of fair queues (lua/include/fair.lua)
+// checkFair checks the bookkeeping of fair queues (lua/engine/include/fair.lua)
 // in partition 0 of the default queue, read in one MULTI so no script
 // runs between the reads: the counters agree with the keys' lists, every
 // key in the ring is there once, in state r, and every key in state r is

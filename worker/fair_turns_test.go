@@ -13,7 +13,7 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// The tests of tasks placed in turns at enqueue (lua/include/fair.lua).
+// The tests of tasks placed in turns at enqueue (lua/engine/include/fair.lua).
 
 // TestFairTurnsKeepKeyOrder: a key with more tasks than its 16 placed
 // turns keeps the rest in its list, behind a marker: its tasks start in

@@ -173,7 +173,7 @@ func (s *Server) shrinkQueue(q string, to int) {
 // checkDrain looks at the removed partitions of queue q under layout l:
 // when they hold nothing (no task pending, parked, scheduled, retrying,
 // running or dead, and nothing in any worker's in-flight list) at two
-// looks drainConfirm apart, it ends the drain (lua/layout_finish.lua), so
+// looks drainConfirm apart, it ends the drain (lua/engine/layout_finish.lua), so
 // every server stops serving them and readers forget them. Closed
 // partitions take no new task, so empty stays empty.
 func (s *Server) checkDrain(ctx context.Context, q string, l layout.Layout) error {

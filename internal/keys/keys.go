@@ -65,7 +65,7 @@ func (p Partition) FeedMsg() string { return p.T + ":feed:msg" }
 
 // FeedShards is the zset shard number -> first feed rank pushed there by
 // enqueue: where readers find a pending task's message when Feed keeps no
-// copy (lua/include/pendingref.lua builds the same name from T).
+// copy (lua/engine/include/pendingref.lua builds the same name from T).
 func (p Partition) FeedShards() string { return p.T + ":feed:shards" }
 
 // Done is the ranked feed of finished tasks.
@@ -107,7 +107,7 @@ func (p Partition) Steps() string { return p.T + ":steps" }
 func (p Partition) Tomb() string { return p.T + ":tomb" }
 
 // RateSamples is the list of "ms:count" samples of the feed's rank
-// counter that readers of the arrival rate keep (lua/rate_sample.lua).
+// counter that readers of the arrival rate keep (lua/engine/rate_sample.lua).
 func (p Partition) RateSamples() string { return p.T + ":rate" }
 
 // Paused exists while the queue is paused.
@@ -132,7 +132,7 @@ func (p Partition) Unique(key string) string { return p.T + ":unique:" + key }
 
 // IDClaims is the pattern of the hashes that hold the claims of
 // caller-chosen task IDs, per time bucket and shard
-// (lua/include/idclaim.lua).
+// (lua/engine/include/idclaim.lua).
 func (p Partition) IDClaims() string { return p.T + ":ids:*" }
 
 // Semaphore returns the sorted set of a fleet-wide semaphore of the
@@ -171,7 +171,7 @@ func (p Partition) KeyDepth() string { return p.T + ":kdepth" }
 func (p Partition) Cancel() string { return p.T + ":cancel" }
 
 // FairRing is the ring of groups whose tasks may start, in turn
-// order (lua/include/fair_layout.lua names the fair queue's other keys).
+// order (lua/engine/include/fair_layout.lua names the fair queue's other keys).
 func (p Partition) FairRing() string { return p.T + ":fr" }
 
 // FairDue is the zset key -> when its GroupRate lets it start again.

@@ -25,5 +25,5 @@ func (h QuotaHome) Lock() string { return h.T + ":lock" }
 func (h QuotaHome) Epoch() string { return h.T + ":epoch" }
 
 // QuotaEpoch is the newest rebalance epoch partition p has seen: it
-// refuses quota changes of any other (lua/quota_report.lua, quota_set.lua).
+// refuses quota changes of any other (lua/engine/quota_report.lua, quota_set.lua).
 func (p Partition) QuotaEpoch() string { return p.T + ":qepoch" }

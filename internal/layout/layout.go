@@ -4,7 +4,7 @@
 // to partitions 0..route-1; workers serve, and readers count, partitions
 // 0..serve-1. serve > route while the partitions route..serve-1 drain after
 // the count was lowered; a worker sets serve = route once they hold
-// nothing (lua/layout_finish.lua). A queue without an entry keeps the
+// nothing (lua/engine/layout_finish.lua). A queue without an entry keeps the
 // count its Config gives (queue.Config.Partitions).
 package layout
 

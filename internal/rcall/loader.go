@@ -9,20 +9,23 @@ import (
 )
 
 // includeDirective is the line prefix that pulls a shared file from include/
-// into a script: "--@include sharded" inlines include/sharded.lua.
+// into a script: "--@include sharded" inlines include/sharded.lua. A script
+// in a folder (engine/ack.lua) looks in its folder's include/ first
+// (engine/include/), then in the top one.
 const includeDirective = "--@include "
 
-// scriptDirective inlines another top-level script, without its shebang
-// line, so a variant can wrap a script's whole body in a function and run
-// it unchanged: "--@script enqueue" inlines enqueue.lua.
+// scriptDirective inlines another script of the same folder, without its
+// shebang line, so a variant can wrap a script's whole body in a function
+// and run it unchanged: "--@script enqueue" inlines enqueue.lua.
 const scriptDirective = "--@script "
 
-// Resolve returns the source of the script name (without ".lua") from fsys
-// with every include directive replaced by the named file under include/.
+// Resolve returns the source of the script name (without ".lua", with its
+// folder: "engine/ack") from fsys with every include directive replaced by
+// the named file under the script folder's include/ or the top include/.
 // A file included twice is inlined once; a missing include or an include
 // cycle is an error naming the chain.
 func Resolve(fsys fs.FS, name string) (string, error) {
-	r := resolver{fsys: fsys, done: map[string]bool{}}
+	r := resolver{fsys: fsys, dir: path.Dir(name), done: map[string]bool{}}
 	var b strings.Builder
 	if err := r.inline(&b, name+".lua", nil); err != nil {
 		return "", err
@@ -32,7 +35,20 @@ func Resolve(fsys fs.FS, name string) (string, error) {
 
 type resolver struct {
 	fsys fs.FS
+	dir  string // the script's folder: "." or "engine"
 	done map[string]bool
+}
+
+// include returns the file an include directive names: in the script
+// folder's include/ when it is there, else in the top include/.
+func (r *resolver) include(name string) string {
+	if r.dir != "." {
+		own := path.Join(r.dir, "include", name+".lua")
+		if _, err := fs.Stat(r.fsys, own); err == nil {
+			return own
+		}
+	}
+	return path.Join("include", name+".lua")
 }
 
 func (r *resolver) inline(b *strings.Builder, file string, stack []string) error {
@@ -60,13 +76,13 @@ func (r *resolver) inline(b *strings.Builder, file string, stack []string) error
 			continue // only the outermost script's flags count, and only on its first line
 		}
 		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), includeDirective); ok {
-			if err := r.inline(b, path.Join("include", strings.TrimSpace(inc)+".lua"), stack); err != nil {
+			if err := r.inline(b, r.include(strings.TrimSpace(inc)), stack); err != nil {
 				return err
 			}
 			continue
 		}
 		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), scriptDirective); ok {
-			if err := r.inline(b, path.Clean(strings.TrimSpace(inc)+".lua"), stack); err != nil {
+			if err := r.inline(b, path.Join(r.dir, strings.TrimSpace(inc)+".lua"), stack); err != nil {
 				return err
 			}
 			continue
@@ -78,16 +94,28 @@ func (r *resolver) inline(b *strings.Builder, file string, stack []string) error
 	return sc.Err()
 }
 
-// ResolveAll resolves every top-level .lua file of fsys into a Script.
+// ResolveAll resolves every .lua file of fsys's top folder and of the
+// folders beside include/ (engine/) into a Script, named without its
+// folder: two scripts of one name are an error.
 func ResolveAll(fsys fs.FS) (map[string]*Script, error) {
-	names, err := fs.Glob(fsys, "*.lua")
+	top, err := fs.Glob(fsys, "*.lua")
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*Script, len(names))
-	for _, file := range names {
-		name := strings.TrimSuffix(file, ".lua")
-		src, err := Resolve(fsys, name)
+	nested, err := fs.Glob(fsys, "*/*.lua")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Script, len(top)+len(nested))
+	for _, file := range append(top, nested...) {
+		if path.Dir(file) == "include" {
+			continue
+		}
+		name := strings.TrimSuffix(path.Base(file), ".lua")
+		if _, ok := out[name]; ok {
+			return nil, fmt.Errorf("lua: two scripts named %s (%s)", name, file)
+		}
+		src, err := Resolve(fsys, strings.TrimSuffix(file, ".lua"))
 		if err != nil {
 			return nil, err
 		}

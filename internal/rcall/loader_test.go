@@ -68,4 +68,36 @@ func TestResolve(t *testing.T) {
 			t.Fatal("resolving a missing script succeeded")
 		}
 	})
+	t.Run("FolderIncludesFirst", func(t *testing.T) {
+		fsys := fstest.MapFS{
+			"engine/ack.lua":            {Data: []byte("--@include own\n--@include shared\n--@script base\n")},
+			"engine/base.lua":           {Data: []byte("#!lua\nlocal base = 1\n")},
+			"engine/include/own.lua":    {Data: []byte("--@include shared\nlocal own = 1\n")},
+			"engine/include/shared.lua": {Data: []byte("local shadowed = 1\n")},
+			"include/shared.lua":        {Data: []byte("local shared = 1\n")},
+			"include/own.lua":           {Data: []byte("local wrong = 1\n")},
+			"top.lua":                   {Data: []byte("--@include own\n")},
+		}
+		src, err := Resolve(fsys, "engine/ack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "local shadowed = 1\nlocal own = 1\nlocal base = 1\n"; src != want {
+			t.Fatalf("resolved source:\n%s\nwant:\n%s", src, want)
+		}
+		if src, err := Resolve(fsys, "top"); err != nil || src != "local wrong = 1\n" {
+			t.Fatalf("a top script reads the top include/: %q, %v", src, err)
+		}
+		all, err := ResolveAll(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 3 || all["ack"] == nil || all["base"] == nil || all["top"] == nil {
+			t.Fatalf("ResolveAll named %v, want ack, base and top", all)
+		}
+		fsys["dup.lua"], fsys["engine/dup.lua"] = &fstest.MapFile{}, &fstest.MapFile{}
+		if _, err := ResolveAll(fsys); err == nil || !strings.Contains(err.Error(), "two scripts named dup") {
+			t.Fatalf("two scripts of one name: %v", err)
+		}
+	})
 }

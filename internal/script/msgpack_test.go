@@ -21,11 +21,16 @@ import (
 // any of lua's includes, as the engine's scripts include them.
 func includeScript(t *testing.T, name, body string) *rcall.Script {
 	t.Helper()
-	fsys := fstest.MapFS{name + ".lua": {Data: []byte(body)}}
+	fsys := fstest.MapFS{"engine/" + name + ".lua": {Data: []byte(body)}}
 	includes, err := fs.Glob(scriptsrc.FS, "include/*.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
+	own, err := fs.Glob(scriptsrc.FS, "engine/include/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	includes = append(includes, own...)
 	for _, file := range includes {
 		b, err := fs.ReadFile(scriptsrc.FS, file)
 		if err != nil {
@@ -33,7 +38,7 @@ func includeScript(t *testing.T, name, body string) *rcall.Script {
 		}
 		fsys[file] = &fstest.MapFile{Data: b}
 	}
-	src, err := rcall.Resolve(fsys, name)
+	src, err := rcall.Resolve(fsys, "engine/"+name)
 	if err != nil {
 		t.Fatal(err)
 	}

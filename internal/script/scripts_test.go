@@ -123,6 +123,11 @@ func TestContractsNameKeysAndArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	engine, err := fs.Glob(scriptsrc.FS, "engine/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, engine...)
 	named := regexp.MustCompile(`(KEYS|ARGV)\[(\d+)(\.\.(\d*))?\]`)
 	used := regexp.MustCompile(`(KEYS|ARGV)\[(\d+)\]`)
 	for _, file := range files {

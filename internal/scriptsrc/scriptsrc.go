@@ -9,6 +9,6 @@ package scriptsrc
 
 import "io/fs"
 
-// FS holds every Lua script of shardq (lua/*.lua and lua/include/*.lua),
-// set by package lua's init.
+// FS holds every Lua script of shardq (lua/*.lua, lua/include/*.lua and
+// the same two under lua/engine/), set by package lua's init.
 var FS fs.FS
