@@ -122,14 +122,50 @@ const DefaultPrefix = "shardq"
 // withDefaults returns a copy of c with defaults filled in, or an error
 // naming the first value out of range.
 func (c Config) withDefaults() (Config, error) {
-	n, err := config.Config(c).WithDefaults(ErrInvalidConfig)
-	return Config(n), err
+	n, err := c.engine().WithDefaults(ErrInvalidConfig)
+	return c.from(n), err
 }
 
 // codec returns the envelope codec of c's Compression and KeyRing.
-func (c *Config) codec() *envelope.Codec { return (*config.Config)(c).Codec() }
+func (c *Config) codec() *envelope.Codec {
+	e := c.engine()
+	return e.Codec()
+}
+
+// engine returns c as the engine's packages take it: KeyRing and
+// Compression are types of this package, so the two do not convert.
+// TestConfigMapsEveryField fails when a field is missed here or in from.
+func (c Config) engine() config.Config {
+	return config.Config{
+		Prefix: c.Prefix, MaxPayloadSize: c.MaxPayloadSize, ShardSize: c.ShardSize, FeedSize: c.FeedSize,
+		Partitions: c.Partitions, IDTTL: c.IDTTL, FlowRetention: c.FlowRetention, ContextHeaders: c.ContextHeaders,
+		WaitReplicas: c.WaitReplicas, WaitTimeout: c.WaitTimeout, NoCoalescing: c.NoCoalescing, FullMessages: c.FullMessages,
+		Compression: envelope.Compression(c.Compression), CompressAbove: c.CompressAbove, KeyRing: c.KeyRing.engine(),
+		EncryptErrors: c.EncryptErrors, AllowPlaintext: c.AllowPlaintext, Logger: c.Logger,
+	}
+}
+
+// from returns n, which engine made of c, as a Config: c's own KeyRing,
+// n's other fields.
+func (c Config) from(n config.Config) Config {
+	return Config{
+		Prefix: n.Prefix, MaxPayloadSize: n.MaxPayloadSize, ShardSize: n.ShardSize, FeedSize: n.FeedSize,
+		Partitions: n.Partitions, IDTTL: n.IDTTL, FlowRetention: n.FlowRetention, ContextHeaders: n.ContextHeaders,
+		WaitReplicas: n.WaitReplicas, WaitTimeout: n.WaitTimeout, NoCoalescing: n.NoCoalescing, FullMessages: n.FullMessages,
+		Compression: Compression(n.Compression), CompressAbove: n.CompressAbove, KeyRing: c.KeyRing,
+		EncryptErrors: n.EncryptErrors, AllowPlaintext: n.AllowPlaintext, Logger: n.Logger,
+	}
+}
 
 // partitions returns how many partitions queue has.
 func (c *Config) partitions(queue string) int {
 	return max(c.Partitions[queue], 1)
+}
+
+func init() {
+	config.Normalize = func(qc any) (any, error) { return qc.(Config).withDefaults() }
+	config.CodecOf = func(qc any) *envelope.Codec {
+		c := qc.(Config)
+		return c.codec()
+	}
 }

@@ -2,32 +2,61 @@ package queue
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/shardq/shardq/internal/envelope"
 )
 
 // Compression is how Config stores payloads and results of at least
 // Config.CompressAbove bytes.
-type Compression = envelope.Compression
+type Compression int
 
 // The compressions of Config.Compression.
 const (
 	// CompressFast compresses with S2, for the least CPU. It is the
 	// default.
-	CompressFast = envelope.Fast
+	CompressFast Compression = iota
 	// CompressSmall compresses with zstd: smaller than CompressFast, for
 	// more CPU. BENCHMARKS.md compares them.
-	CompressSmall = envelope.Small
+	CompressSmall
 	// CompressNone stores values as they are.
-	CompressNone = envelope.None
+	CompressNone
 )
+
+// String returns the compression's name: "fast", "small" or "none".
+func (c Compression) String() string { return envelope.Compression(c).String() }
 
 // KeyRing holds the AES-256 keys of Config.KeyRing by ID. Writes use the
 // Current key; reads use the key a value names, so a ring that keeps its
-// older keys reads what they encrypted. A ring is read once, when first
-// used: rotate by giving producers and workers a new ring. ParseKeyRing
-// reads one from JSON.
-type KeyRing = envelope.KeyRing
+// older keys reads what they encrypted. Rotate by adding a key, making it
+// Current, and removing the old one only once nothing stored is still
+// under it. A ring is read once, when first used: rotate by giving
+// producers and workers a new ring. ParseKeyRing reads one from JSON.
+type KeyRing struct {
+	// Current is the ID of the key new values are encrypted with.
+	Current string
+	// Keys are the ring's keys by ID: 32 bytes each. An ID is 1 to 255
+	// bytes, and stays in clear in every value it encrypts.
+	Keys map[string][]byte
+
+	once sync.Once
+	ring *envelope.KeyRing
+}
+
+// IDs returns the ring's key IDs, sorted.
+func (r *KeyRing) IDs() []string { return slices.Sorted(maps.Keys(r.Keys)) }
+
+// engine returns the ring the codec uses, made from Current and Keys at
+// the first call; nil for a nil r.
+func (r *KeyRing) engine() *envelope.KeyRing {
+	if r == nil {
+		return nil
+	}
+	r.once.Do(func() { r.ring = &envelope.KeyRing{Current: r.Current, Keys: r.Keys} })
+	return r.ring
+}
 
 // ParseKeyRing reads a KeyRing from JSON, keys in standard base64:
 //
@@ -39,5 +68,7 @@ func ParseKeyRing(b []byte) (*KeyRing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return r, nil
+	k := &KeyRing{Current: r.Current, Keys: r.Keys}
+	k.once.Do(func() { k.ring = r })
+	return k, nil
 }

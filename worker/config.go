@@ -197,8 +197,8 @@ func (c *Config) staleAfter() time.Duration { return max(c.Lease, 3*c.Heartbeat)
 // normalize returns qc with its defaults filled in, as queue's Client and
 // Inspector fill them, or queue.ErrInvalidConfig.
 func normalize(qc queue.Config) (queue.Config, error) {
-	c, err := config.Config(qc).WithDefaults(queue.ErrInvalidConfig)
-	return queue.Config(c), err
+	c, err := config.Normalize(qc)
+	return c.(queue.Config), err
 }
 
 // partitionsOf returns how many partitions queue has under qc, before an

@@ -98,7 +98,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		probe:   noProbe{},
 		running: registry{all: map[*running]struct{}{}},
 		lstate:  layoutState{emptySince: map[string]drainLook{}},
-		codec:   (*config.Config)(&cfg.Config).Codec(),
+		codec:   config.CodecOf(cfg.Config),
 	}
 	s.codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
 	if len(cfg.Schedules) > 0 {

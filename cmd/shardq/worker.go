@@ -218,7 +218,7 @@ func (f *workerFlags) settings(set map[string]bool) (worker.Config, map[string]h
 		cfg.Queues = q
 	}
 	cfg.Queues, cfg.QueuePatterns = splitPatterns(cfg.Queues)
-	if _, err := config.Config(cfg.Config).WithDefaults(queue.ErrInvalidConfig); err != nil {
+	if _, err := config.Normalize(cfg.Config); err != nil {
 		return cfg, nil, "", fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
 	if cfg.Concurrency < 1 {

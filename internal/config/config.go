@@ -1,7 +1,7 @@
 // Package config fills in and checks queue.Config for shardq's own
-// packages. Config mirrors queue.Config field for field, so each converts
-// to the other (config.Config(qc), queue.Config(c)): a field added to one
-// and not the other fails to compile where they convert.
+// packages. Config mirrors queue.Config field for field, with the
+// engine's types where queue has its own (KeyRing, Compression); queue
+// maps one to the other, and TestConfigMapsEveryField checks the mapping.
 package config
 
 import (
@@ -36,6 +36,15 @@ type Config struct {
 	AllowPlaintext bool
 	Logger         *slog.Logger
 }
+
+// Normalize returns a queue.Config with its defaults filled in, as
+// queue's Client and Inspector fill them, or queue.ErrInvalidConfig; and
+// CodecOf the envelope codec of a queue.Config. Package queue sets both
+// in its init: it imports this package, so this one cannot import it.
+var (
+	Normalize func(qc any) (any, error)
+	CodecOf   func(qc any) *envelope.Codec
+)
 
 // Defaults of Config, and the bounds it is checked against.
 const (
