@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/dicts"
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/logging"
 	"github.com/shardq/shardq/internal/rcall"
@@ -29,7 +30,7 @@ type Client struct {
 	lineDepth  int64                  // lineDepth, but for tests
 	inFlight   atomic.Int64           // single enqueues in flight (enqueue_send_coalesce.go)
 	codec      *envelope.Codec        // compresses and encrypts payloads
-	dicts      *learner               // compression dictionaries per task type
+	dicts      *dicts.Learner         // compression dictionaries per task type
 }
 
 // NewClient returns a Client over rdb.
@@ -49,7 +50,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	}
 	codec := cfg.codec()
 	codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
-	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: codec, dicts: newLearner(rdb, cfg.Prefix, codec.Dicts, cfg.Logger)}, nil
+	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: codec, dicts: dicts.New(rdb, cfg.Prefix, codec.Dicts, cfg.Logger)}, nil
 }
 
 // Enqueue adds task in one Redis round trip and returns its info, once

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardq/shardq/internal/dicts"
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -170,8 +171,8 @@ func (c *Client) encode(m *wire.Message, buf []byte) ([]byte, error) {
 		buf = make([]byte, 0, need)
 	}
 	var dict *envelope.Dict
-	if c.cfg.Compression == CompressFast && c.cfg.KeyRing == nil && len(m.Payload) >= c.cfg.CompressAbove && len(m.Payload) <= dictMaxPayload {
-		dict = c.dicts.dict(m.Type, m.Payload)
+	if c.cfg.Compression == CompressFast && c.cfg.KeyRing == nil && len(m.Payload) >= c.cfg.CompressAbove && len(m.Payload) <= dicts.MaxPayload {
+		dict = c.dicts.For(m.Type, m.Payload)
 	}
 	if head, ok := m.AppendCompactHead(buf[:0], c.cfg.FullMessages); ok {
 		// the compact form ends with the payload: wrap it in place, one

@@ -1,4 +1,6 @@
-package queue
+// Package dicts learns a compression dictionary per task type for the
+// producers of a prefix, and shares it with them through Redis.
+package dicts
 
 import (
 	"context"
@@ -13,7 +15,7 @@ import (
 )
 
 // A producer compresses a task type's small payloads against a dictionary
-// made of earlier payloads of the type (CompressFast, without a key
+// made of earlier payloads of the type (queue.CompressFast, without a key
 // ring): small documents of one kind share most of their bytes.
 //
 // A type has one dictionary per prefix, however many producers run and
@@ -33,15 +35,15 @@ const (
 	dictSamples = 32       // payloads a dictionary is made of, at most
 	dictBytes   = 60 << 10 // their bytes, at most (S2 takes 64 KiB)
 	dictTypes   = 1000     // task types a client keeps dictionaries for, and a prefix stores
-	// dictMaxPayload bounds the payloads sampled and compressed against a
+	// MaxPayload bounds the payloads sampled and compressed against a
 	// dictionary: a larger one repeats itself enough to compress alone
-	dictMaxPayload = 4 << 10
-	dictWait       = 5 * time.Second  // one Redis call of the learner
-	dictRetry      = 30 * time.Second // after a failed one
+	MaxPayload = 4 << 10
+	dictWait   = 5 * time.Second  // one Redis call of the learner
+	dictRetry  = 30 * time.Second // after a failed one
 )
 
-// learner holds a client's dictionaries per task type.
-type learner struct {
+// Learner holds a client's dictionaries per task type.
+type Learner struct {
 	rdb      redis.UniversalClient
 	prefix   string
 	dicts    *envelope.Dicts // reads stored dictionaries by ID
@@ -64,15 +66,18 @@ type learning struct {
 	nSamples int
 }
 
-func newLearner(rdb redis.UniversalClient, prefix string, dicts *envelope.Dicts, log *slog.Logger) *learner {
-	return &learner{rdb: rdb, prefix: prefix, dicts: dicts, maxTypes: dictTypes, log: log, types: map[string]*learning{}}
+// New returns the learner of a client of prefix: dicts reads stored
+// dictionaries by ID, and log says when the prefix holds dictionaries for
+// as many types as it keeps.
+func New(rdb redis.UniversalClient, prefix string, dicts *envelope.Dicts, log *slog.Logger) *Learner {
+	return &Learner{rdb: rdb, prefix: prefix, dicts: dicts, maxTypes: dictTypes, log: log, types: map[string]*learning{}}
 }
 
-func (l *learner) typesKey() string { return l.prefix + ":dicts" }
+func (l *Learner) typesKey() string { return l.prefix + ":dicts" }
 
-// dict returns the dictionary to compress a payload of typ against, or
+// For returns the dictionary to compress a payload of typ against, or
 // nil while there is none yet; it may take payload as a sample toward one.
-func (l *learner) dict(typ string, payload []byte) *envelope.Dict {
+func (l *Learner) For(typ string, payload []byte) *envelope.Dict {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.types[typ]
@@ -106,7 +111,7 @@ func (l *learner) dict(typ string, payload []byte) *envelope.Dict {
 
 // claim stores d and claims typ for it, and returns the dictionary the
 // type has then: d, or the one another producer claimed first.
-func (l *learner) claim(ctx context.Context, typ string, d *envelope.Dict) (*envelope.Dict, error) {
+func (l *Learner) claim(ctx context.Context, typ string, d *envelope.Dict) (*envelope.Dict, error) {
 	// NX: the ID is the content's hash, so a stored one is this one
 	if err := l.rdb.SetNX(ctx, envelope.DictKey(l.prefix, d.ID), d.Bytes, 0).Err(); err != nil {
 		return nil, err
@@ -120,7 +125,7 @@ func (l *learner) claim(ctx context.Context, typ string, d *envelope.Dict) (*env
 }
 
 // lookup reads the type's dictionary, if Redis has one.
-func (l *learner) lookup(typ string, e *learning) {
+func (l *Learner) lookup(typ string, e *learning) {
 	d, found, err := l.claimed(typ)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -137,7 +142,7 @@ func (l *learner) lookup(typ string, e *learning) {
 
 // claimed returns the dictionary <prefix>:dicts names for typ; found is
 // false when it names none.
-func (l *learner) claimed(typ string) (d *envelope.Dict, found bool, err error) {
+func (l *Learner) claimed(typ string) (d *envelope.Dict, found bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dictWait)
 	defer cancel()
 	id, err := l.rdb.HGet(ctx, l.typesKey(), typ).Result()
@@ -155,7 +160,7 @@ func (l *learner) claimed(typ string) (d *envelope.Dict, found bool, err error) 
 // type for it; only then do payloads use it, so every reader finds it. A
 // producer that lost the claim to another uses that one. A failed write
 // starts the samples over, later.
-func (l *learner) store(typ string, e *learning, sample []byte) {
+func (l *Learner) store(typ string, e *learning, sample []byte) {
 	d := envelope.NewDict(sample)
 	var err error
 	var stored int64

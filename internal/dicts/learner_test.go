@@ -1,11 +1,14 @@
-package queue
+package dicts
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/envelope"
+	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/sampledoc"
 )
 
@@ -16,48 +19,54 @@ import (
 // another one that starts after.
 func TestDictionaryBound(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
+	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
+	const prefix = "bound"
 	r := rand.New(rand.NewPCG(7, 8))
-	settled := func(c *Client, typ string) bool {
-		c.dicts.mu.Lock()
-		defer c.dicts.mu.Unlock()
-		e := c.dicts.types[typ]
+	learner := func() *Learner {
+		l := New(rdb, prefix, envelope.RedisDicts(rdb, prefix), slog.Default())
+		l.maxTypes = 2
+		return l
+	}
+	settled := func(l *Learner, typ string) bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		e := l.types[typ]
 		return e != nil && (e.dict != nil || e.full)
 	}
-	// learn feeds typ's payloads to c until it has a dictionary or knows
-	// it gets none
-	learn := func(c *Client, typ string) {
+	// learn feeds typ's payloads to l, as a producer's enqueues do, until
+	// it has a dictionary or knows it gets none
+	learn := func(l *Learner, typ string) {
 		t.Helper()
-		for end := time.Now().Add(30 * time.Second); !settled(c, typ); time.Sleep(time.Millisecond) {
+		for end := time.Now().Add(30 * time.Second); !settled(l, typ); time.Sleep(time.Millisecond) {
 			if time.Now().After(end) {
 				t.Fatalf("type %q: no dictionary and no refusal after 30s", typ)
 			}
-			if _, err := c.Enqueue(ctx, NewRawTask(typ, sampledoc.JSON(r))); err != nil {
-				t.Fatal(err)
-			}
+			l.For(typ, sampledoc.JSON(r))
 		}
 	}
-	b.client.dicts.maxTypes = 2
+	first := learner()
 	for _, typ := range []string{"a", "b", "c", "d"} {
-		learn(b.client, typ)
+		learn(first, typ)
 	}
-	other, err := NewClient(b.rdb, b.cfg)
-	must(t, err)
-	other.dicts.maxTypes = 2
+	other := learner()
 	learn(other, "e")
 	for _, typ := range []string{"c", "d"} {
-		if !b.client.dicts.types[typ].full {
+		if !first.types[typ].full {
 			t.Errorf("type %q got a dictionary past the bound", typ)
 		}
 	}
-	if !other.dicts.types["e"].full {
+	if !other.types["e"].full {
 		t.Error("a second producer stored a dictionary past the bound")
 	}
-	types, err := b.rdb.HLen(ctx, b.cfg.Prefix+":dicts").Result()
-	must(t, err)
-	stored, err := b.rdb.Keys(ctx, b.cfg.Prefix+":dict:*").Result()
-	must(t, err)
+	types, err := rdb.HLen(ctx, prefix+":dicts").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := rdb.Keys(ctx, prefix+":dict:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if types != 2 || len(stored) != 2 {
 		t.Fatalf("%d types and %d dictionaries stored, want 2 of each", types, len(stored))
 	}
