@@ -108,9 +108,7 @@ func waitLine(t *testing.T, c *Client, queue string, partition, n int) {
 	pc := c.prepared(queue, partition)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pc.line.mu.Lock()
-		got := len(pc.line.waiting)
-		pc.line.mu.Unlock()
+		got := pc.line.Waiting()
 		if got == n {
 			return
 		}

@@ -66,7 +66,7 @@ func (c *Client) sendOne(ctx context.Context, g *group, b *batch) (refused bool,
 	p := &g.tasks[0]
 	pc := c.prepared(g.queue, g.partition)
 	if !c.cfg.NoCoalescing {
-		if w := pc.line.join(ctx, p, c.lineDepth, &c.inFlight); w != nil { // wait in line
+		if w := pc.line.Join(ctx, p, c.lineDepth, &c.inFlight); w != nil { // wait in line
 			b.infos[p.index], err = c.await(ctx, pc, w)
 			return false, err
 		}
