@@ -170,7 +170,7 @@ func BenchmarkRunBatch(b *testing.B) {
 	cpu0 := processCPU()
 	b.ResetTimer()
 	for done := 0; done < b.N; done += batch {
-		n := s.slots.topUp(ctx, p.share, 0, batch, batch, time.Second)
+		n := s.slots.TopUp(ctx, p.share, 0, batch, batch, time.Second)
 		s.outbox.take(maxOutcomeBatch)
 		tasks := make([]leased, n)
 		copy(tasks, msgs)

@@ -54,7 +54,7 @@ type fetcher struct {
 	inflight bool // claim before popping: the in-flight list may hold items
 	busy     bool // the last pop filled its batch: the queue has a backlog
 	carrying bool // this fetcher carries the outbox's outcomes in its pops
-	backlog  bool // the last pop filled every slot it had: see slots.owed
+	backlog  bool // the last pop filled every slot it had: see slots.Slots
 	ended    bool
 
 	// the pop out: the slots it holds, the tasks asked ahead of them,
@@ -125,11 +125,11 @@ func (f *fetcher) next() {
 		return
 	}
 	s, ctx, sh, ch, size := f.s, f.ctx, f.p.share, f.granted, f.s.cfg.FetchSize
-	if n, ok := s.slots.tryTopUp(sh, 0, size, size); ok {
+	if n, ok := s.slots.TryTopUp(sh, 0, size, size); ok {
 		ch <- granted{n: n, first: true}
 		return
 	}
-	go func() { ch <- granted{n: s.slots.topUp(ctx, sh, 0, size, size, batchWait), first: true} }()
+	go func() { ch <- granted{n: s.slots.TopUp(ctx, sh, 0, size, size, batchWait), first: true} }()
 }
 
 // acquire waits in line for at least one slot, topping a busy fetcher's
@@ -140,7 +140,7 @@ func (f *fetcher) next() {
 func (f *fetcher) acquire() {
 	f.setCarrying(false)
 	s, ctx, sh, busy, ch, size := f.s, f.ctx, f.p.share, f.busy, f.granted, f.s.cfg.FetchSize
-	n := s.slots.tryAcquire(sh, size)
+	n := s.slots.TryAcquire(sh, size)
 	if n > 0 && (!busy || n >= size) {
 		ch <- granted{n: n}
 		return
@@ -148,10 +148,10 @@ func (f *fetcher) acquire() {
 	go func() {
 		var err error
 		if n == 0 {
-			n, err = s.slots.acquire(ctx, sh, size)
+			n, err = s.slots.Acquire(ctx, sh, size)
 		}
 		if err == nil && busy && n < size {
-			n = s.slots.topUp(ctx, sh, n, size, size, batchWait)
+			n = s.slots.TopUp(ctx, sh, n, size, size, batchWait)
 		}
 		ch <- granted{n: n, err: err}
 	}()
@@ -202,7 +202,7 @@ func (f *fetcher) onPopped(res popped) {
 	s, p, n := f.s, f.p, f.n
 	if res.err != nil {
 		f.setBacklog(false)
-		s.slots.release(n)
+		s.slots.Release(n)
 		f.setBusy(false) // the flusher writes the outcomes meanwhile
 		p.lost.lost()
 		s.logRedisError("fetch", res.err)
@@ -240,22 +240,22 @@ func (f *fetcher) afterPop(r popReply, n int) {
 	switch {
 	case len(r.tasks) > 0 || f.claiming && r.status == codes.PopOK || r.status == codes.PopParked:
 		// more may be waiting: pop (or claim) again at once
-		s.slots.release(n)
+		s.slots.Release(n)
 		f.next()
 	case r.status == codes.PopRate && !f.claiming:
 		// at the rate limit: wait until the next start is allowed
-		s.slots.release(n)
+		s.slots.Release(n)
 		f.sleep(min(time.Duration(r.aux)*time.Millisecond, time.Second), nil, true)
 	case r.status == codes.PopFull:
 		// at the queue's concurrency limit: look again when a task of
 		// this partition finishes here (the next pop carries its ack,
 		// which frees its hold first) or, for holds of other workers,
 		// shortly
-		s.slots.release(n)
+		s.slots.Release(n)
 		f.sleep(s.idlePoll(), f.p.freed, true)
 	case r.status != codes.PopOK:
 		// paused: look again shortly
-		s.slots.release(n)
+		s.slots.Release(n)
 		f.sleep(s.idlePoll(), nil, true)
 	default:
 		f.block(n, r.aux)
@@ -271,10 +271,10 @@ func (f *fetcher) afterPop(r popReply, n int) {
 func (f *fetcher) block(n int, shard int64) {
 	s, p, ctx, ch := f.s, f.p, f.ctx, f.moved
 	f.hold = min(1, n)
-	if s.slots.contended() {
+	if s.slots.Contended() {
 		f.hold = 0
 	}
-	s.slots.park(n, f.hold)
+	s.slots.Park(n, f.hold)
 	go func() {
 		got, err := s.block(ctx, p, shard)
 		ch <- moved{got, err}
@@ -285,8 +285,8 @@ func (f *fetcher) block(n int, shard int64) {
 // what the slice moved in flight, if anything, next round.
 func (f *fetcher) onMoved(m moved) {
 	s := f.s
-	s.slots.unpark(f.hold)
-	s.slots.rejoin(f.p.share)
+	s.slots.Unpark(f.hold)
+	s.slots.Rejoin(f.p.share)
 	f.inflight = m.got
 	if m.got && m.err == nil {
 		s.probe.afterMove()
@@ -311,7 +311,7 @@ func (f *fetcher) onWoken() {
 	f.t.Stop()
 	f.timer, f.freed, f.done = nil, nil, nil
 	if f.rejoin {
-		f.s.slots.rejoin(f.p.share)
+		f.s.slots.Rejoin(f.p.share)
 	}
 	f.next()
 }
@@ -334,9 +334,9 @@ func (f *fetcher) setBusy(b bool) {
 }
 
 // setBacklog records whether the last pop filled every slot it had, for
-// the slots line (slots.backlogged).
+// the slots line (slots.Slots.Backlogged).
 func (f *fetcher) setBacklog(b bool) {
-	f.s.slots.backlogged(f.p.share, f.backlog, b)
+	f.s.slots.Backlogged(f.p.share, f.backlog, b)
 	f.backlog = b
 }
 
@@ -349,7 +349,7 @@ func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
 		return n
 	}
 	for _, h := range s.partList() {
-		if n == 0 || h.share.weight <= p.share.weight {
+		if n == 0 || h.share.Weight() <= p.share.Weight() {
 			break
 		}
 		h.lost.begin()

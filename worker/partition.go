@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"github.com/shardq/shardq/internal/slots"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -19,8 +20,8 @@ import (
 type part struct {
 	queue string
 	index int
-	ord   int    // its place in Server.parts
-	share *share // the queue's weight and standing, shared by its partitions
+	ord   int          // its place in Server.parts
+	share *slots.Share // the queue's weight and standing, shared by its partitions
 	k     keys.Partition
 	// the KEYS of the scripts a busy worker calls per batch, built once
 	popKeys, claimKeys, ackKeys, failKeys []string
@@ -45,7 +46,7 @@ func (p *part) signalFreed() {
 	}
 }
 
-func newPart(k keys.Partition, queue string, index, ord int, sh *share, worker string) *part {
+func newPart(k keys.Partition, queue string, index, ord int, sh *slots.Share, worker string) *part {
 	return &part{queue: queue, index: index, ord: ord, share: sh, k: k, freed: make(chan struct{}, 1),
 		popKeys: []string{k.First(), k.Last(), k.Active(), k.Msg(), k.State(), k.Paused(), k.Limits(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire(),
 			k.FairRing(), k.FairDue()},

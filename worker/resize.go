@@ -126,7 +126,7 @@ func (s *Server) growQueue(ctx context.Context, q string, from, to int) {
 		added = append(added, p)
 	}
 	parts := append(slices.Clone(s.parts), added...)
-	slices.SortStableFunc(parts, func(a, b *part) int { return b.share.weight - a.share.weight })
+	slices.SortStableFunc(parts, func(a, b *part) int { return b.share.Weight() - a.share.Weight() })
 	s.parts = parts
 	s.pmu.Unlock()
 	fctx, wg := s.fetchCtx, (*sync.WaitGroup)(nil)

@@ -87,7 +87,7 @@ func (s *Server) start(p *part, tasks []leased) {
 
 func (s *Server) runJob(j job) {
 	defer s.tasks.Done()
-	defer s.slots.release(1)
+	defer s.slots.Release(1)
 	s.run(j.p, j.l)
 }
 

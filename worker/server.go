@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/internal/slots"
 	"log/slog"
 	"maps"
 	"slices"
@@ -32,7 +33,7 @@ type Server struct {
 	cfg     Config
 	handler Handler
 	log     *slog.Logger
-	slots   *slots
+	slots   *slots.Slots
 	running registry
 	probe   probe      // test seams; noProbe outside tests
 	cron    *Scheduler // nil without Schedules
@@ -94,7 +95,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 	s := &Server{
 		rdb: rdb, cfg: cfg, handler: recovering(chain(recovering(h), cfg.Middleware)),
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
-		slots:   newSlots(cfg.Concurrency, cfg.StrictPriority),
+		slots:   slots.New(cfg.Concurrency, cfg.StrictPriority),
 		probe:   noProbe{},
 		running: registry{all: map[*running]struct{}{}},
 		lstate:  layoutState{emptySince: map[string]drainLook{}},
@@ -121,7 +122,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 // keeping the heaviest queues first so that popHigher walks them in
 // priority order, and returns them.
 func (s *Server) addQueue(q string, weight, partitions int) []*part {
-	sh := s.slots.newShare(weight)
+	sh := s.slots.NewShare(weight)
 	w := &work{}
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
@@ -133,19 +134,19 @@ func (s *Server) addQueue(q string, weight, partitions int) []*part {
 	}
 	s.work[q] = w
 	parts := append(slices.Clone(s.parts), added...)
-	slices.SortStableFunc(parts, func(a, b *part) int { return b.share.weight - a.share.weight })
+	slices.SortStableFunc(parts, func(a, b *part) int { return b.share.Weight() - a.share.Weight() })
 	s.parts = parts
 	return added
 }
 
 // removeQueue takes queue q's partitions out of s.parts and its share out
 // of the slots' draw.
-func (s *Server) removeQueue(q string, sh *share) {
+func (s *Server) removeQueue(q string, sh *slots.Share) {
 	s.pmu.Lock()
 	s.parts = slices.DeleteFunc(slices.Clone(s.parts), func(p *part) bool { return p.queue == q })
 	delete(s.work, q)
 	s.pmu.Unlock()
-	s.slots.dropShare(sh)
+	s.slots.DropShare(sh)
 }
 
 // partList returns the partitions the server runs now; the caller must
@@ -452,7 +453,7 @@ func (s *Server) servedQueues() map[string]int {
 	defer s.pmu.RUnlock()
 	out := make(map[string]int, len(s.work))
 	for _, p := range s.parts {
-		out[p.queue] = p.share.weight
+		out[p.queue] = p.share.Weight()
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package worker
+package slots
 
 import (
 	"context"
@@ -9,27 +9,27 @@ import (
 
 func TestSlots(t *testing.T) {
 	t.Run("TakesWhatIsFree", func(t *testing.T) {
-		s := newSlots(5, false)
-		sh := &share{weight: 1}
-		n, err := s.acquire(context.Background(), sh, 3)
+		s := New(5, false)
+		sh := &Share{weight: 1}
+		n, err := s.Acquire(context.Background(), sh, 3)
 		if n != 3 || err != nil {
 			t.Fatalf("acquire = %d, %v", n, err)
 		}
-		if n, _ := s.acquire(context.Background(), sh, 3); n != 2 {
+		if n, _ := s.Acquire(context.Background(), sh, 3); n != 2 {
 			t.Fatalf("second acquire = %d, want the 2 left", n)
 		}
 	})
 
 	t.Run("CancelWhileWaiting", func(t *testing.T) {
-		s := newSlots(0, false)
+		s := New(0, false)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		sh := &share{weight: 1}
-		if _, err := s.acquire(ctx, sh, 1); err == nil {
+		sh := &Share{weight: 1}
+		if _, err := s.Acquire(ctx, sh, 1); err == nil {
 			t.Fatal("acquire with no slots returned without error")
 		}
-		s.release(1)
-		if n, _ := s.acquire(context.Background(), sh, 1); n != 1 {
+		s.Release(1)
+		if n, _ := s.Acquire(context.Background(), sh, 1); n != 1 {
 			t.Fatal("the slot released after a cancelled wait was lost")
 		}
 	})
@@ -37,21 +37,21 @@ func TestSlots(t *testing.T) {
 	// With strict priority the heaviest waiter is served first; weighted,
 	// each waiter's share follows its weight.
 	t.Run("StrictServesHeaviest", func(t *testing.T) {
-		s := newSlots(0, true)
+		s := New(0, true)
 		got := make(chan int, 3)
 		var wg sync.WaitGroup
 		for _, w := range []int{1, 5, 3} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := s.acquire(context.Background(), &share{weight: w}, 1); err == nil {
+				if _, err := s.Acquire(context.Background(), &Share{weight: w}, 1); err == nil {
 					got <- w
 				}
 			}()
 		}
 		waitWaiters(t, s, 3)
 		for _, want := range []int{5, 3, 1} {
-			s.release(1)
+			s.Release(1)
 			if w := <-got; w != want {
 				t.Fatalf("served weight %d, want %d", w, want)
 			}
@@ -62,8 +62,8 @@ func TestSlots(t *testing.T) {
 	// Every queue backlogged, its fetcher back in line as soon as it is
 	// served: the slots split exactly by weight, whatever the order.
 	t.Run("WeightedShares", func(t *testing.T) {
-		s := newSlots(0, false)
-		shares := []*share{{weight: 1}, {weight: 6}, {weight: 3}}
+		s := New(0, false)
+		shares := []*Share{{weight: 1}, {weight: 6}, {weight: 3}}
 		counts := serve(s, shares, 1000, nil)
 		if counts[1] != 600 || counts[2] != 300 || counts[0] != 100 {
 			t.Fatalf("weights 1, 6, 3 served %v of 1000 slots, want 100, 600, 300", counts)
@@ -74,8 +74,8 @@ func TestSlots(t *testing.T) {
 	// others queue up) still gets its share: here the heaviest queue is
 	// in line only every other round, yet it is served first when it is.
 	t.Run("RarelyWaitingKeepsItsShare", func(t *testing.T) {
-		s := newSlots(0, false)
-		shares := []*share{{weight: 6}, {weight: 3}, {weight: 1}}
+		s := New(0, false)
+		shares := []*Share{{weight: 6}, {weight: 3}, {weight: 1}}
 		round := 0
 		counts := serve(s, shares, 1000, func(i int) bool { round++; return i != 0 || round%2 == 0 })
 		if counts[0] < 450 {
@@ -86,11 +86,11 @@ func TestSlots(t *testing.T) {
 	// A queue back from idle starts level: it gets its share from then on,
 	// not a burst for the time it had nothing to run.
 	t.Run("RejoinEarnsNoCredit", func(t *testing.T) {
-		s := newSlots(0, false)
-		busy, back := &share{weight: 1}, &share{weight: 1}
-		serve(s, []*share{busy}, 500, nil)
-		s.rejoin(back)
-		counts := serve(s, []*share{busy, back}, 100, nil)
+		s := New(0, false)
+		busy, back := &Share{weight: 1}, &Share{weight: 1}
+		serve(s, []*Share{busy}, 500, nil)
+		s.Rejoin(back)
+		counts := serve(s, []*Share{busy, back}, 100, nil)
 		if counts[1] > 55 {
 			t.Fatalf("after idling, an equal queue took %d of the next 100 slots, want about 50", counts[1])
 		}
@@ -100,7 +100,7 @@ func TestSlots(t *testing.T) {
 // serve hands out n slots one at a time to shares whose fetchers wait in
 // line (all of them, or those inLine allows), putting each served share
 // back in line, and returns how many slots each share got.
-func serve(s *slots, shares []*share, n int, inLine func(i int) bool) []int {
+func serve(s *Slots, shares []*Share, n int, inLine func(i int) bool) []int {
 	counts := make([]int, len(shares))
 	waiting := make([]*waiter, len(shares))
 	for served := 0; served < n; {
@@ -133,7 +133,7 @@ func serve(s *slots, shares []*share, n int, inLine func(i int) bool) []int {
 	return counts
 }
 
-func waitWaiters(t *testing.T, s *slots, n int) {
+func waitWaiters(t *testing.T, s *Slots, n int) {
 	t.Helper()
 	for range 200 {
 		s.mu.Lock()
@@ -153,22 +153,22 @@ func waitWaiters(t *testing.T, s *slots, n int) {
 // no wall-clock window decides the outcome.
 func TestSlotsTopUp(t *testing.T) {
 	ctx := context.Background()
-	s := newSlots(8, false)
-	sh := &share{weight: 1}
-	if n, _ := s.acquire(ctx, sh, 8); n != 8 {
+	s := New(8, false)
+	sh := &Share{weight: 1}
+	if n, _ := s.Acquire(ctx, sh, 8); n != 8 {
 		t.Fatalf("acquired %d, want 8", n)
 	}
 	got := make(chan int, 1)
-	go func() { got <- s.topUp(ctx, sh, 0, 4, 8, time.Hour) }()
+	go func() { got <- s.TopUp(ctx, sh, 0, 4, 8, time.Hour) }()
 	for range 3 {
-		s.release(1)
+		s.Release(1)
 		select {
 		case n := <-got:
 			t.Fatalf("topUp returned %d after fewer than 4 releases", n)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	s.release(1)
+	s.Release(1)
 	select {
 	case n := <-got:
 		if n != 4 {
@@ -179,8 +179,8 @@ func TestSlotsTopUp(t *testing.T) {
 	}
 
 	// the wait ends first: topUp keeps what it has and takes what is free
-	s.release(1)
-	if n := s.topUp(ctx, sh, 2, 8, 8, 30*time.Millisecond); n != 3 {
+	s.Release(1)
+	if n := s.TopUp(ctx, sh, 2, 8, 8, 30*time.Millisecond); n != 3 {
 		t.Fatalf("topUp after its wait: %d slots, want 2 held + 1 free", n)
 	}
 	s.mu.Lock()
@@ -196,26 +196,26 @@ func TestSlotsTopUp(t *testing.T) {
 // its wait is an hour, and the held slot comes back after the block.
 func TestSlotsTopUpBesideIdle(t *testing.T) {
 	ctx := context.Background()
-	s := newSlots(8, false)
-	busy, idle := &share{weight: 1}, &share{weight: 1}
-	if n, _ := s.acquire(ctx, idle, 1); n != 1 {
+	s := New(8, false)
+	busy, idle := &Share{weight: 1}, &Share{weight: 1}
+	if n, _ := s.Acquire(ctx, idle, 1); n != 1 {
 		t.Fatalf("the idle queue acquired %d, want 1", n)
 	}
-	if n, _ := s.acquire(ctx, busy, 7); n != 7 {
+	if n, _ := s.Acquire(ctx, busy, 7); n != 7 {
 		t.Fatalf("the busy queue acquired %d, want 7", n)
 	}
-	s.park(1, 1) // the idle fetcher found nothing and blocks, holding its slot
+	s.Park(1, 1) // the idle fetcher found nothing and blocks, holding its slot
 	got := make(chan int, 1)
-	go func() { got <- s.topUp(ctx, busy, 0, 8, 8, time.Hour) }()
+	go func() { got <- s.TopUp(ctx, busy, 0, 8, 8, time.Hour) }()
 	for range 6 {
-		s.release(1)
+		s.Release(1)
 	}
 	select {
 	case n := <-got:
 		t.Fatalf("topUp returned %d with 6 of 7 slots free", n)
 	case <-time.After(20 * time.Millisecond):
 	}
-	s.release(1)
+	s.Release(1)
 	select {
 	case n := <-got:
 		if n != 7 {
@@ -224,7 +224,7 @@ func TestSlotsTopUpBesideIdle(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("topUp waited for the slot the blocked fetcher holds")
 	}
-	s.unpark(1)
+	s.Unpark(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.free != 1 || s.idle != 0 {
@@ -236,24 +236,24 @@ func TestSlotsTopUpBesideIdle(t *testing.T) {
 // without waiting, and take nothing, leaving the line as it was, where
 // those would wait.
 func TestSlotsTry(t *testing.T) {
-	s := newSlots(8, false)
-	sh := &share{weight: 1}
-	if n := s.tryAcquire(sh, 6); n != 6 {
+	s := New(8, false)
+	sh := &Share{weight: 1}
+	if n := s.TryAcquire(sh, 6); n != 6 {
 		t.Fatalf("tryAcquire with 8 free: %d, want 6", n)
 	}
-	if n, ok := s.tryTopUp(sh, 0, 8, 8); ok || n != 0 {
+	if n, ok := s.TryTopUp(sh, 0, 8, 8); ok || n != 0 {
 		t.Fatalf("tryTopUp for 8 with 2 free: %d, %v; want it to wait", n, ok)
 	}
-	if n, ok := s.tryTopUp(sh, 6, 8, 8); !ok || n != 8 {
+	if n, ok := s.TryTopUp(sh, 6, 8, 8); !ok || n != 8 {
 		t.Fatalf("tryTopUp from 6 to 8 with 2 free: %d, %v; want 8", n, ok)
 	}
-	if n := s.tryAcquire(sh, 1); n != 0 {
+	if n := s.TryAcquire(sh, 1); n != 0 {
 		t.Fatalf("tryAcquire with none free: %d, want 0", n)
 	}
-	if n, ok := s.tryTopUp(sh, 8, 8, 8); !ok || n != 8 {
+	if n, ok := s.TryTopUp(sh, 8, 8, 8); !ok || n != 8 {
 		t.Fatalf("tryTopUp holding all it wants: %d, %v", n, ok)
 	}
-	s.release(8)
+	s.Release(8)
 	// one waits in line: the others queue behind it
 	s.mu.Lock()
 	w := s.join(sh, 9, 9, true)
@@ -263,10 +263,10 @@ func TestSlotsTry(t *testing.T) {
 		s.leave(w)
 		s.mu.Unlock()
 	}()
-	if n := s.tryAcquire(sh, 1); n != 0 {
+	if n := s.TryAcquire(sh, 1); n != 0 {
 		t.Fatalf("tryAcquire behind a waiter: %d, want 0", n)
 	}
-	if n, ok := s.tryTopUp(sh, 0, 4, 4); ok || n != 0 {
+	if n, ok := s.TryTopUp(sh, 0, 4, 4); ok || n != 0 {
 		t.Fatalf("tryTopUp behind a waiter: %d, %v; want it to wait", n, ok)
 	}
 	s.mu.Lock()

@@ -1,4 +1,6 @@
-package worker
+// Package slots shares a worker process's handler slots among the
+// fetchers of its queues, by strict priority or by weight.
+package slots
 
 import (
 	"context"
@@ -6,7 +8,7 @@ import (
 	"time"
 )
 
-// slots hands this process's free handler slots to the fetchers that wait
+// Slots hands this process's free handler slots to the fetchers that wait
 // for them: to the heaviest waiting queue first (strict priority), or in
 // proportion to the queues' weights.
 //
@@ -19,9 +21,10 @@ import (
 // credit for the time it had nothing to run.
 //
 // Every fetcher that wants slots waits in one line: those that need one
-// slot to go on (acquire) and busy ones gathering a whole batch (topUp).
+// slot to go on (Acquire) and busy ones gathering a whole batch (TopUp).
 // The first in line by pass is served first; while it gathers its batch
-// the others wait behind it, at most batchWait.
+// the others wait behind it, at most the wait TopUp is given (the
+// worker's batchWait).
 //
 // A backlogged queue whose fetcher is out popping is not in line, yet it
 // is owed the next slot if its pass is lowest. Giving that slot to a
@@ -29,20 +32,20 @@ import (
 // handlers (see BENCHMARKS.md), since slots free up many times per round
 // trip. So a slot is held for such a queue until its fetcher is back, one
 // round trip at most, or finds its backlog gone (see backlogged).
-type slots struct {
+type Slots struct {
 	mu      sync.Mutex
 	size    int // the handler slots in all
 	free    int
 	idle    int // slots that fetchers blocked on empty queues hold
 	strict  bool
 	waiters []*waiter
-	shares  []*share
+	shares  []*Share
 	pass    float64 // the highest pass served so far: the virtual time
 }
 
-// share is one queue's standing in the weighted draw: every partition
+// Share is one queue's standing in the weighted draw: every partition
 // fetcher of the queue uses the same one, so weights are per queue.
-type share struct {
+type Share struct {
 	weight int
 	// guarded by slots.mu
 	pass    float64
@@ -52,22 +55,24 @@ type share struct {
 
 // waiter is a fetcher waiting in line for slots.
 type waiter struct {
-	share *share
+	share *Share
 	need  int  // slots it waits for at the least
 	want  int  // slots it takes at the most
 	batch bool // a busy fetcher topping up its batch
 	ch    chan int
 }
 
-func newSlots(n int, strict bool) *slots {
-	return &slots{size: n, free: n, strict: strict}
+// New returns n handler slots, all free, shared by strict priority or,
+// when strict is false, in proportion to the queues' weights.
+func New(n int, strict bool) *Slots {
+	return &Slots{size: n, free: n, strict: strict}
 }
 
-// park hands back n slots less the hold that a fetcher blocking on an
+// Park hands back n slots less the hold that a fetcher blocking on an
 // empty queue keeps, so what arrives there starts at once. A held slot
 // comes back only with unpark, a blocking slice later, so no batch waits
 // for it (topUp).
-func (s *slots) park(n, hold int) {
+func (s *Slots) Park(n, hold int) {
 	s.mu.Lock()
 	s.idle += hold
 	s.free += n - hold
@@ -75,8 +80,8 @@ func (s *slots) park(n, hold int) {
 	s.mu.Unlock()
 }
 
-// unpark gives back the hold a fetcher kept while it blocked.
-func (s *slots) unpark(hold int) {
+// Unpark gives back the hold a fetcher kept while it blocked.
+func (s *Slots) Unpark(hold int) {
 	s.mu.Lock()
 	s.idle -= hold
 	s.free += hold
@@ -84,17 +89,20 @@ func (s *slots) unpark(hold int) {
 	s.mu.Unlock()
 }
 
-// newShare registers a queue of the given weight.
-func (s *slots) newShare(weight int) *share {
-	sh := &share{weight: weight}
+// Weight returns the weight sh was registered with.
+func (sh *Share) Weight() int { return sh.weight }
+
+// NewShare registers a queue of the given weight.
+func (s *Slots) NewShare(weight int) *Share {
+	sh := &Share{weight: weight}
 	s.mu.Lock()
 	s.shares = append(s.shares, sh)
 	s.mu.Unlock()
 	return sh
 }
 
-// dropShare takes a queue that is no longer run out of the draw.
-func (s *slots) dropShare(sh *share) {
+// DropShare takes a queue that is no longer run out of the draw.
+func (s *Slots) DropShare(sh *Share) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, x := range s.shares {
@@ -106,10 +114,10 @@ func (s *slots) dropShare(sh *share) {
 	s.grant() // a slot held for it goes to the others
 }
 
-// backlogged records whether a fetcher of sh found a backlog: its last
+// Backlogged records whether a fetcher of sh found a backlog: its last
 // pop filled every slot it had (was is what it recorded before). Slots
 // held for sh go to the others once no fetcher of sh has one.
-func (s *slots) backlogged(sh *share, was, is bool) {
+func (s *Slots) Backlogged(sh *Share, was, is bool) {
 	if was == is {
 		return
 	}
@@ -126,9 +134,9 @@ func (s *slots) backlogged(sh *share, was, is bool) {
 // owed reports whether a backlogged queue that is not in line has a lower
 // pass than sh: the next slot is its, and waits for its fetcher; s.mu is
 // held.
-func (s *slots) owed(sh *share) bool {
+func (s *Slots) owed(sh *Share) bool {
 	if s.strict {
-		return false // popHigher serves heavier queues first
+		return false // the worker's popHigher serves heavier queues first
 	}
 	for _, x := range s.shares {
 		if x != sh && x.backlog > 0 && x.waiting == 0 &&
@@ -140,23 +148,23 @@ func (s *slots) owed(sh *share) bool {
 }
 
 // take charges n slots to sh and returns n; s.mu is held.
-func (s *slots) take(sh *share, n int) int {
+func (s *Slots) take(sh *Share, n int) int {
 	s.pass = max(s.pass, sh.pass)
 	sh.pass += float64(n) / float64(sh.weight)
 	return n
 }
 
-// rejoin brings a queue back from idle (its queue was empty, paused or
+// Rejoin brings a queue back from idle (its queue was empty, paused or
 // limited) level with the others: the time it had nothing to run earns it
 // no burst of slots.
-func (s *slots) rejoin(sh *share) {
+func (s *Slots) Rejoin(sh *Share) {
 	s.mu.Lock()
 	sh.pass = max(sh.pass, s.pass)
 	s.mu.Unlock()
 }
 
-// acquire waits for at least one slot and takes up to want, for sh.
-func (s *slots) acquire(ctx context.Context, sh *share, want int) (int, error) {
+// Acquire waits for at least one slot and takes up to want, for sh.
+func (s *Slots) Acquire(ctx context.Context, sh *Share, want int) (int, error) {
 	s.mu.Lock()
 	if n := s.acquireNow(sh, want); n > 0 {
 		s.mu.Unlock()
@@ -180,11 +188,11 @@ func (s *slots) acquire(ctx context.Context, sh *share, want int) (int, error) {
 	}
 }
 
-// topUp adds slots to the n a fetcher of sh holds until it has at least
+// TopUp adds slots to the n a fetcher of sh holds until it has at least
 // min, or until wait passes, waking once enough slots came. A busy queue's
 // fetcher uses it so a pop carries a batch rather than the one or two
 // slots that happened to be free: handlers release slots one by one.
-func (s *slots) topUp(ctx context.Context, sh *share, n, min, want int, wait time.Duration) int {
+func (s *Slots) TopUp(ctx context.Context, sh *Share, n, min, want int, wait time.Duration) int {
 	if n >= want {
 		return n
 	}
@@ -218,16 +226,16 @@ func (s *slots) topUp(ctx context.Context, sh *share, n, min, want int, wait tim
 	return n
 }
 
-// tryAcquire takes up to want slots for sh when acquire would take them
+// TryAcquire takes up to want slots for sh when acquire would take them
 // without waiting, and returns how many: 0 when acquire would wait.
-func (s *slots) tryAcquire(sh *share, want int) int {
+func (s *Slots) TryAcquire(sh *Share, want int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.acquireNow(sh, want)
 }
 
-// acquireNow is acquire's part that does not wait; s.mu is held.
-func (s *slots) acquireNow(sh *share, want int) int {
+// acquireNow is Acquire's part that does not wait; s.mu is held.
+func (s *Slots) acquireNow(sh *Share, want int) int {
 	if s.free == 0 || len(s.waiters) > 0 || s.owed(sh) {
 		return 0
 	}
@@ -236,9 +244,9 @@ func (s *slots) acquireNow(sh *share, want int) int {
 	return n
 }
 
-// tryTopUp is topUp when it would not wait: it reports whether it
+// TryTopUp is topUp when it would not wait: it reports whether it
 // returned (done), with the slots held then.
-func (s *slots) tryTopUp(sh *share, n, min, want int) (int, bool) {
+func (s *Slots) TryTopUp(sh *Share, n, min, want int) (int, bool) {
 	if n >= want {
 		return n, true
 	}
@@ -248,10 +256,10 @@ func (s *slots) tryTopUp(sh *share, n, min, want int) (int, bool) {
 	return n, done
 }
 
-// topUpNow is topUp's part that does not wait: it returns the slots held,
+// topUpNow is TopUp's part that does not wait: it returns the slots held,
 // the batch to wait for, and whether topUp is done without waiting; s.mu
 // is held.
-func (s *slots) topUpNow(sh *share, n, min, want int) (int, int, bool) {
+func (s *Slots) topUpNow(sh *Share, n, min, want int) (int, int, bool) {
 	// slots held by fetchers blocked on idle queues stay held for a
 	// blocking slice: a batch that counted on them would wait out its
 	// whole wait at every pop
@@ -266,7 +274,7 @@ func (s *slots) topUpNow(sh *share, n, min, want int) (int, int, bool) {
 }
 
 // takeFree removes up to k free slots and returns how many; s.mu is held.
-func (s *slots) takeFree(k int) int {
+func (s *Slots) takeFree(k int) int {
 	k = min(k, s.free)
 	s.free -= k
 	return k
@@ -274,7 +282,7 @@ func (s *slots) takeFree(k int) int {
 
 // join puts a fetcher of sh in line and serves the line, since slots may
 // be free while the first in line gathers a batch; s.mu is held.
-func (s *slots) join(sh *share, need, want int, batch bool) *waiter {
+func (s *Slots) join(sh *Share, need, want int, batch bool) *waiter {
 	w := &waiter{share: sh, need: need, want: want, batch: batch, ch: make(chan int, 1)}
 	s.waiters = append(s.waiters, w)
 	sh.waiting++
@@ -284,7 +292,7 @@ func (s *slots) join(sh *share, need, want int, batch bool) *waiter {
 
 // leave takes w out of line and reports whether it was still there (not
 // served); s.mu is held.
-func (s *slots) leave(w *waiter) bool {
+func (s *Slots) leave(w *waiter) bool {
 	for i, x := range s.waiters {
 		if x == w {
 			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
@@ -295,9 +303,9 @@ func (s *slots) leave(w *waiter) bool {
 	return false
 }
 
-// contended reports whether fetchers wait for a slot to go on at all (not
+// Contended reports whether fetchers wait for a slot to go on at all (not
 // only busy ones topping up a batch).
-func (s *slots) contended() bool {
+func (s *Slots) Contended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, w := range s.waiters {
@@ -308,8 +316,8 @@ func (s *slots) contended() bool {
 	return false
 }
 
-// release gives n slots back.
-func (s *slots) release(n int) {
+// Release gives n slots back.
+func (s *Slots) Release(n int) {
 	if n <= 0 {
 		return
 	}
@@ -321,12 +329,12 @@ func (s *slots) release(n int) {
 
 // grant serves the line from the front while the free slots meet the
 // first waiter's need; s.mu is held.
-func (s *slots) grant() {
+func (s *Slots) grant() {
 	for s.free > 0 && len(s.waiters) > 0 {
 		i := s.pick()
 		w := s.waiters[i]
 		if s.free < w.need {
-			return // it gathers a batch; the line waits (at most batchWait)
+			return // it gathers a batch; the line waits (at most its TopUp wait)
 		}
 		if s.owed(w.share) {
 			return // held for a backlogged queue whose fetcher is out popping
@@ -340,7 +348,7 @@ func (s *slots) grant() {
 // pick chooses the waiter to serve next: the heaviest queue under strict
 // priority, else the lowest pass, the heavier queue on a tie, then the
 // first to wait.
-func (s *slots) pick() int {
+func (s *Slots) pick() int {
 	best := 0
 	for i, w := range s.waiters {
 		b := s.waiters[best].share
