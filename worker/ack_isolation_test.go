@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
 )
 
