@@ -12,9 +12,8 @@ import (
 // (issue 43, item 8); TestIncludeShape checks every other include. An
 // include taken apart leaves this list, and the test says when one may.
 var unsplitIncludes = map[string]bool{
-	"acks": true, "depth": true, "flowhome": true, "idclaim": true,
-	"lease": true, "limits": true, "pending": true, "pendingref": true,
-	"taskview": true,
+	"acks": true, "flowhome": true, "lease": true, "limits": true,
+	"pending": true, "pendingref": true, "taskview": true,
 }
 
 // TestIncludeShape: an include defines at most one function, named after
