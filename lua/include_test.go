@@ -13,7 +13,6 @@ import (
 // include taken apart leaves this list, and the test says when one may.
 var unsplitIncludes = map[string]bool{
 	"acks": true, "flowhome": true, "lease": true, "limits": true,
-	"pending": true, "pendingref": true, "taskview": true,
 }
 
 // TestIncludeShape: an include defines at most one function, named after
