@@ -12,11 +12,7 @@ import (
 // (issue 43, item 8); TestIncludeShape checks every other include. An
 // include taken apart leaves this list, and the test says when one may.
 var unsplitIncludes = map[string]bool{
-	"acks": true, "bytes": true, "closed": true, "counter": true, "depth": true,
-	"feed": true, "flowhome": true, "idclaim": true, "keydepth": true, "lease": true,
-	"limits": true, "pending": true, "pendingref": true, "record": true, "sharded": true,
-	"stats": true, "taskset": true, "taskview": true, "time": true, "unique": true,
-	"zpos": true,
+	"flowhome": true,
 }
 
 // TestIncludeShape: an include defines at most one function, named after

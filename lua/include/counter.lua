@@ -1,18 +1,6 @@
--- safe_incrby adds n to the counter at key and returns the new value. A
--- missing counter is first restored to start, the caller's safe start point;
--- when there is none (start is nil) it returns nil, never a value counted from
--- zero by accident. It writes nothing in that case, so callers check first.
-local function safe_incrby(key, n, start)
-  if redis.call('EXISTS', key) == 0 then
-    if start == nil then return nil end
-    redis.call('SET', key, start)
-  end
-  return redis.call('INCRBY', key, n)
-end
-
--- zset_top_score returns the highest score in the sorted set key, or nil.
-local function zset_top_score(key)
-  local top = redis.call('ZRANGE', key, 0, 0, 'REV', 'WITHSCORES')
-  if #top == 0 then return nil end
-  return tonumber(top[2])
-end
+--@include safe_incrby
+--@include zset_top_score
+-- Counters a script must never restart from zero by accident: safe_incrby
+-- restores a missing one from a safe start point, and zset_top_score
+-- reads the highest score of a sorted set, the start point a ranked
+-- feed's counter resumes from.
