@@ -97,7 +97,7 @@ func (c *Client) Enqueue(ctx context.Context, task *Task, opts ...Option) (*Task
 // duplicate ID's info is the task that holds the ID, as Enqueue returns
 // it.
 // Any other error (Redis down, the context done) means the outcome of the
-// batch is unknown: with TaskID, enqueueing again is safe.
+// call is unknown: with TaskID, enqueueing again is safe.
 func (c *Client) EnqueueMany(ctx context.Context, tasks []*Task, opts ...Option) ([]*TaskInfo, error) {
 	b := &batch{tasks: make([]pending, len(tasks)), infos: make([]*TaskInfo, len(tasks)), errs: make([]error, len(tasks))}
 	c.buildAll(b, tasks, opts, c.headers(ctx))

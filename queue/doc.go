@@ -3,8 +3,8 @@
 // that reads queues, tasks and feeds.
 //
 // A task is a type name and a payload (any Go value, encoded with msgpack,
-// or raw bytes). Enqueueing runs one Lua script per queue partition, so a
-// batch of any size costs one Redis round trip:
+// or raw bytes). Enqueueing runs one Lua script per queue partition, so
+// EnqueueMany of any number of tasks costs one Redis round trip:
 //
 //	client, err := queue.NewClient(rdb, queue.Config{})
 //	task, err := queue.NewTask("email:send", Email{To: "ann@example.com"})

@@ -91,7 +91,7 @@ type TaskInfo struct {
 	LastError     string
 	Worker        string
 
-	// Flow is the chain or batch the task belongs to; nil when none.
+	// Flow is the batch or workflow the task belongs to; nil when none.
 	Flow *TaskFlow
 
 	// Rank is the task's rank in the feed it was read from, or in the
