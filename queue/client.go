@@ -14,23 +14,22 @@ import (
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/logging"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/route"
 )
 
 // Client enqueues tasks. It is safe for concurrent use. It uses the
 // caller's Redis client (single node, Sentinel or Cluster) and never closes it.
 type Client struct {
-	rdb        redis.UniversalClient
-	cfg        Config
-	rr         atomic.Uint64 // round-robin over partitions
-	registered sync.Map      // queue name -> registration: partitions recorded in the registry, and when
-	depth      sync.Map      // queue name -> depthEntry: its MaxDepth and GroupMaxDepth, and when learned
-	prepMu     sync.RWMutex
-	prep       map[partKey]*plainCall // the plain single enqueue's call, per partition
-	layouts    sync.Map               // queue name -> layoutEntry: its partition layout, and when read
-	lineDepth  int64                  // lineDepth, but for tests
-	inFlight   atomic.Int64           // single enqueues in flight (enqueue_send_coalesce.go)
-	codec      *envelope.Codec        // compresses and encrypts payloads
-	dicts      *dicts.Learner         // compression dictionaries per task type
+	rdb       redis.UniversalClient
+	cfg       Config
+	depth     sync.Map // queue name -> depthEntry: its MaxDepth and GroupMaxDepth, and when learned
+	prepMu    sync.RWMutex
+	prep      map[partKey]*plainCall // the plain single enqueue's call, per partition
+	routes    *route.Table           // the queues' partition counts, registry entries and layouts
+	lineDepth int64                  // lineDepth, but for tests
+	inFlight  atomic.Int64           // single enqueues in flight (enqueue_send_coalesce.go)
+	codec     *envelope.Codec        // compresses and encrypts payloads
+	dicts     *dicts.Learner         // compression dictionaries per task type
 }
 
 // NewClient returns a Client over rdb.
@@ -50,7 +49,8 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	}
 	codec := cfg.codec()
 	codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
-	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: codec, dicts: dicts.New(rdb, cfg.Prefix, codec.Dicts, cfg.Logger)}, nil
+	return &Client{rdb: rdb, cfg: cfg, lineDepth: lineDepth, codec: codec, dicts: dicts.New(rdb, cfg.Prefix, codec.Dicts, cfg.Logger),
+		routes: route.New(cfg.Prefix, cfg.Partitions, cfg.Logger)}, nil
 }
 
 // Enqueue adds task in one Redis round trip and returns its info, once

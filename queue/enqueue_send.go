@@ -144,7 +144,7 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 	var fresh map[string]int
 	var learn func()
 	err := rcall.Do(ctx, c.rdb, func() error {
-		if len(groups) == 1 && c.routeKnown(groups[0].queue) {
+		if len(groups) == 1 && c.routes.Known(groups[0].queue) {
 			// the common single call: a plain EVALSHA, no pipeline to build
 			k := keys.For(c.cfg.Prefix, groups[0].queue, groups[0].partition)
 			script, args := c.enqueueScript(k, groups[0])
@@ -152,8 +152,8 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 			return cmds[0].Err()
 		}
 		return rcall.Pipelined(ctx, c.rdb, func(p *rcall.Pipe) error {
-			fresh = c.register(ctx, p, groups)
-			learn = c.learnLayouts(ctx, p, groups)
+			fresh = c.routes.Register(ctx, p, queuesOf(groups))
+			learn = c.routes.Learn(ctx, p, queuesOf(groups))
 			for i, g := range groups {
 				k := keys.For(c.cfg.Prefix, g.queue, g.partition)
 				script, args := c.enqueueScript(k, g)
@@ -170,7 +170,7 @@ func (c *Client) sendOnce(ctx context.Context, groups []*group, infos []*TaskInf
 		}
 		return c.splitRefused(groups, cmds, infos, errs, err)
 	}
-	c.remember(fresh)
+	c.routes.Remember(fresh)
 	if learn != nil {
 		learn()
 	}

@@ -54,7 +54,7 @@ func (c *Client) sendReplicated(ctx context.Context, groups []*group, infos []*T
 // allRegistered reports whether this client wrote every group's registry entry lately.
 func (c *Client) allRegistered(groups []*group) bool {
 	for _, g := range groups {
-		if !c.isRegistered(g.queue) {
+		if !c.routes.Registered(g.queue) {
 			return false
 		}
 	}
@@ -67,13 +67,13 @@ func (c *Client) allRegistered(groups []*group) bool {
 func (c *Client) registerAlone(ctx context.Context, groups []*group) error {
 	var fresh map[string]int
 	var learn func()
-	if len(c.staleLayouts(groups)) == 0 && c.allRegistered(groups) {
+	if !c.anyStale(groups) && c.allRegistered(groups) {
 		return nil
 	}
 	err := rcall.Do(ctx, c.rdb, func() error {
 		return rcall.Pipelined(ctx, c.rdb, func(p *rcall.Pipe) error {
-			fresh = c.register(ctx, p, groups)
-			learn = c.learnLayouts(ctx, p, groups)
+			fresh = c.routes.Register(ctx, p, queuesOf(groups))
+			learn = c.routes.Learn(ctx, p, queuesOf(groups))
 			return nil
 		})
 	})
@@ -83,6 +83,6 @@ func (c *Client) registerAlone(ctx context.Context, groups []*group) error {
 	if learn != nil {
 		learn()
 	}
-	c.remember(fresh)
+	c.routes.Remember(fresh)
 	return nil
 }

@@ -287,7 +287,7 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 		*info = *p.info
 	}
 	return &wire.Delivery{
-		Queue: p.info.Queue, Partition: p.info.Partition, Partitions: c.routeCount(p.info.Queue),
+		Queue: p.info.Queue, Partition: p.info.Partition, Partitions: c.routes.Count(p.info.Queue),
 		ID: p.id, Msg: p.msg, At: p.at, In: p.in, Unique: p.unique, UniqueTTL: p.uttl,
 	}, nil
 }

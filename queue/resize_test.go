@@ -97,7 +97,7 @@ func TestSetPartitions(t *testing.T) {
 		}
 		// the client reads the layout again once LayoutRefresh passed, in
 		// an enqueue's round trip, and routes to 3 from the call after
-		b.client.layouts.Range(func(k, _ any) bool { b.client.layouts.Delete(k); return true })
+		b.client.routes.Forget()
 		seen := map[int]bool{}
 		for range 10 {
 			in, err := b.client.Enqueue(ctx, NewRawTask("t", nil, In("q")))

@@ -417,7 +417,7 @@ func (c *Client) recordFresh(ctx context.Context, W string, fields, args []any) 
 func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Delivery) error {
 	fresh := map[string]int{}
 	for _, d := range nodes {
-		if !c.isRegistered(d.Queue) {
+		if !c.routes.Registered(d.Queue) {
 			fresh[d.Queue] = d.Partitions
 		}
 	}
@@ -436,9 +436,7 @@ func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Deli
 	if err != nil {
 		return redisError(err)
 	}
-	for q, n := range fresh {
-		c.registered.Store(q, registration{n: n, at: time.Now()})
-	}
+	c.routes.Remember(fresh)
 	return nil
 }
 
