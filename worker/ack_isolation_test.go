@@ -174,7 +174,7 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 	s.probe = &probeFuncs{onBeforeTake: func(pop bool) {
 		deadline := time.Now().Add(10 * time.Second)
 		for armed.Load() && time.Now().Before(deadline) {
-			if pop == byPop && s.outbox.len() >= len(batch) {
+			if pop == byPop && s.outbox.Len() >= len(batch) {
 				armed.Store(false)
 				return
 			}

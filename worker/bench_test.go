@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"github.com/shardq/shardq/internal/outbox"
 	"io"
 	"log/slog"
 	"runtime"
@@ -154,7 +155,7 @@ func BenchmarkRunBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.outbox = newOutbox()
+	s.outbox = outbox.New[outcome]()
 	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
 	s.runners = newRunners(s.runJob)
 	defer s.runners.stop()
@@ -171,7 +172,7 @@ func BenchmarkRunBatch(b *testing.B) {
 	b.ResetTimer()
 	for done := 0; done < b.N; done += batch {
 		n := s.slots.TopUp(ctx, p.share, 0, batch, batch, time.Second)
-		s.outbox.take(maxOutcomeBatch)
+		s.outbox.Take(maxOutcomeBatch)
 		tasks := make([]leased, n)
 		copy(tasks, msgs)
 		s.start(p, tasks)
@@ -232,7 +233,7 @@ func benchDequeueLoop(b *testing.B, keys, batch int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.outbox = newOutbox()
+	s.outbox = outbox.New[outcome]()
 	p := s.parts[0]
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"github.com/shardq/shardq/internal/outbox"
 	"io"
 	"log/slog"
 	"strings"
@@ -261,7 +262,7 @@ func TestFairRunningCountBounded(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := NewServer(b.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	must(t, err)
-	s.outbox = newOutbox()
+	s.outbox = outbox.New[outcome]()
 	// lease every task, none acked: the worker never starts
 	for got := 0; got < leased; {
 		r, err := s.dequeue(ctx, s.parts[0], min(1000, leased-got), 0, false)

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"github.com/shardq/shardq/internal/outbox"
 	"io"
 	"log/slog"
 	"strings"
@@ -70,7 +71,7 @@ func TestFairTurnsWaitingExact(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := NewServer(b.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	must(t, err)
-	s.outbox = newOutbox()
+	s.outbox = outbox.New[outcome]()
 	// turn 0 is a0 b0 c0, turn 1 a1 b1 c1: four leases end inside turn 1
 	r, err := s.dequeue(ctx, s.parts[0], 4, 0, false)
 	must(t, err)

@@ -321,7 +321,7 @@ func (f *fetcher) onWoken() {
 // waiting for replicas.
 func (f *fetcher) setCarrying(b bool) {
 	if b != f.carrying && f.s.cfg.WaitReplicas == 0 {
-		f.s.outbox.carrying(b)
+		f.s.outbox.Carrying(b)
 	}
 	f.carrying = b
 }

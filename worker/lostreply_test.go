@@ -82,7 +82,7 @@ func TestLostLeasesSparePopsInFlight(t *testing.T) {
 	s.recoverLost(ctx, p)
 	p.lost.answered(other)
 	p.lost.end()
-	if out := s.outbox.take(100); len(out) != 0 {
+	if out := s.outbox.Take(100); len(out) != 0 {
 		t.Fatalf("the look-up requeued %d tasks while another pop's reply was on its way: %+v", len(out), out)
 	}
 	// later, with nothing in flight, the look-up runs, and finds the
@@ -93,7 +93,7 @@ func TestLostLeasesSparePopsInFlight(t *testing.T) {
 		t.Fatal("the window closed without a look-up")
 	}
 	s.recoverLost(ctx, p)
-	if out := s.outbox.take(100); len(out) != 0 {
+	if out := s.outbox.Take(100); len(out) != 0 {
 		t.Fatalf("the look-up requeued tasks of an answered pop: %+v", out)
 	}
 	p.lost.mu.Lock()

@@ -62,7 +62,7 @@ func markResent(os []outcome) []outcome {
 // this handler), nothing writes it: the task was requeued already and the
 // token check would reject it anyway.
 func (s *Server) finish(o outcome) {
-	s.outbox.put(o)
+	s.outbox.Put(o)
 	o.p.signalFreed()
 }
 
@@ -81,11 +81,11 @@ func (s *Server) flush(stop <-chan struct{}) {
 	gather := false
 	for {
 		select {
-		case <-s.outbox.ready:
+		case <-s.outbox.Ready():
 		case <-stop:
 			// shutdown: the fetchers have stopped; write what is left, then leave
 			for {
-				batch := s.outbox.take(maxOutcomeBatch)
+				batch := s.outbox.Take(maxOutcomeBatch)
 				if len(batch) == 0 {
 					return
 				}
@@ -96,11 +96,11 @@ func (s *Server) flush(stop <-chan struct{}) {
 			sleepUntil(stop, batchWait)
 		}
 		s.probe.beforeTake(false)
-		batch := s.outbox.takeUncarried(maxOutcomeBatch)
+		batch := s.outbox.TakeUncarried(maxOutcomeBatch)
 		gather = len(batch) > 1
 		if len(batch) > 0 {
 			s.write(batch, stop)
-			s.outbox.wakeIfUncarried() // for what came meanwhile
+			s.outbox.WakeIfUncarried() // for what came meanwhile
 		}
 	}
 }

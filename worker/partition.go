@@ -87,7 +87,7 @@ func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bo
 	var carry []outcome
 	if s.cfg.WaitReplicas == 0 { // else the flusher writes them, waiting for replicas
 		s.probe.beforeTake(true)
-		carry = s.outbox.take(maxOutcomeBatch)
+		carry = s.outbox.Take(maxOutcomeBatch)
 	}
 	groups := groupOutcomes(carry)
 	var acks []outcome
@@ -110,7 +110,7 @@ func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bo
 		})
 		if failed, err := s.settle(groups); err != nil {
 			s.logRedisError("write outcomes", err)
-			s.outbox.giveBack(failed)
+			s.outbox.GiveBack(failed)
 		}
 	}
 	r, err := parseDequeue(p, cmd, claiming)
@@ -123,11 +123,11 @@ func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bo
 			if ferr != nil {
 				s.logRedisError("write outcomes", ferr)
 			}
-			s.outbox.giveBack(failed)
+			s.outbox.GiveBack(failed)
 			return r, err
 		}
 		// the acks are rewritten under their tokens: harmless if they ran
-		s.outbox.giveBack(markResent(acks))
+		s.outbox.GiveBack(markResent(acks))
 		return r, err
 	}
 	s.warnStale(acks, r.codes)

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"github.com/shardq/shardq/internal/outbox"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,7 +123,7 @@ func unstarted(t *testing.T, b *bundle, h Handler) (*Server, *part) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.outbox = newOutbox()
+	s.outbox = outbox.New[outcome]()
 	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
 	return s, s.parts[0]
 }
@@ -162,7 +163,7 @@ func TestDequeueCarriesOutcomes(t *testing.T) {
 	if trips, carried := hook.count(); trips != 1 || carried != 1 || hook.calls[0] != 1 {
 		t.Fatalf("round trips %v of %v script calls; want one call, the pop running the acks", hook.trips, hook.calls)
 	}
-	if n := s.outbox.len(); n != 0 {
+	if n := s.outbox.Len(); n != 0 {
 		t.Fatalf("%d outcomes left in the outbox", n)
 	}
 	for _, l := range first {
@@ -190,10 +191,10 @@ func TestDequeueGivesBackFailedOutcomes(t *testing.T) {
 	if _, err := s.dequeue(dead, p, 1, 0, false); err == nil {
 		t.Fatal("pop with a cancelled context: no error")
 	}
-	if n := s.outbox.len(); n != 1 {
+	if n := s.outbox.Len(); n != 1 {
 		t.Fatalf("outbox holds %d outcomes after the failed round trip, want the ack back", n)
 	}
-	if failed, err := s.writeOnce(s.outbox.take(maxOutcomeBatch)); err != nil || len(failed) != 0 {
+	if failed, err := s.writeOnce(s.outbox.Take(maxOutcomeBatch)); err != nil || len(failed) != 0 {
 		t.Fatalf("writing the given-back ack: %d failed, %v", len(failed), err)
 	}
 	if info, err := b.insp.QueueInfo(ctx, "q"); err != nil || info.Active != 0 {
@@ -269,7 +270,7 @@ func TestTaskStartingAfterStopIsCancelled(t *testing.T) {
 	if !errors.Is(seen, ErrShutdown) {
 		t.Fatalf("handler saw cause %v, want ErrShutdown", seen)
 	}
-	out := s.outbox.take(maxOutcomeBatch)
+	out := s.outbox.Take(maxOutcomeBatch)
 	if len(out) != 1 || out[0].kind != outcomeRequeue || out[0].id != l.id {
 		t.Fatalf("outcomes %+v, want the task requeued", out)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardq/shardq/internal/outbox"
 	"github.com/shardq/shardq/internal/slots"
 	"log/slog"
 	"maps"
@@ -50,7 +51,7 @@ type Server struct {
 	fetchers    sync.WaitGroup
 	background  sync.WaitGroup
 	tasks       sync.WaitGroup
-	outbox      *outbox
+	outbox      *outbox.Box[outcome]
 	runners     *runners
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
@@ -198,7 +199,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.state = 1
 	s.quietRedis = logging.RedisTo(s.log) // go-redis's own lines, while this server runs
-	s.outbox = newOutbox()
+	s.outbox = outbox.New[outcome]()
 	s.flows = s.newFlows()
 	s.runners = newRunners(s.runJob)
 	s.stopFlusher = make(chan struct{})
