@@ -1,10 +1,5 @@
---@include unique_release
---@include record_forget
---@include keys_release
---@include stats_add
---@include ack_task
---@include ack_workflows
---@include ack_keep_write
+--@include ack_lib
+--@include ack_write
 -- ack_tasks finishes the tasks of partition T that succeeded, given in
 -- argv from index from on: the number of fields per task, 2, 3, 4, 5 or
 -- 7, then the tasks: id, token and, with 4, retention (ms, 0 = not kept) and
@@ -29,9 +24,10 @@
 -- already finished. ack runs it alone; pop and claim run it first, so a
 -- busy worker's acks ride in its next dequeue.
 --
--- Its helpers share the call's state a: T, now, argv, width, the workflow
--- key wkey of width 3, done (the IDs acked, nd of them) and what ack_task
--- records per task.
+-- A plain ack (width 2) forgets its tasks here; any other goes through
+-- the helpers of ack_lib, which share the call's state a: T, now, argv,
+-- width, the workflow key wkey of width 3, done (the IDs acked, nd of
+-- them) and what ack_task records per task.
 local function ack_tasks(T, now, argv, from, cap, size)
   local codes, ids, n = {}, {}, 0
   local width = tonumber(argv[from])
@@ -44,50 +40,37 @@ local function ack_tasks(T, now, argv, from, cap, size)
     ids[n] = argv[i]
   end
   if n == 0 then return codes end
-  local statek, msgk = T .. ':state', T .. ':msg'
-  local raws = redis.call('HMGET', statek, unpack(ids))
+  local raws = redis.call('HMGET', T .. ':state', unpack(ids))
   -- the tasks of one pop share a record, byte for byte: unpack it once
   local unpacked = {}
-  local a = {T = T, now = now, argv = argv, width = width, wkey = wkey, done = {}, nd = 0, uniques = {}, nu = 0}
+  local a = {done = {}, nu = 0} -- a plain ack's: what it acked alone
+  local task = width ~= 2 and ack_lib().task
+  if task then a = {T = T, now = now, argv = argv, width = width, wkey = wkey, done = {}, nd = 0, uniques = {}, nu = 0} end
+  local done, nd, released = a.done, 0, nil
   for k = 1, n do
     local raw, code = raws[k], 0
-    if raw then
-      local r = unpacked[raw]
-      if not r then
-        r = cmsgpack.unpack(raw)
-        unpacked[raw] = r
-      end
+    local r = raw and (unpacked[raw] or cmsgpack.unpack(raw))
+    if r then
+      unpacked[raw] = r
       local i = first + width * (k - 1)
       if r[1] == 'active' and r[3] == tonumber(argv[i + 1]) then
         code = 1
-        ack_task(a, ids[k], r, raw, i)
+        if task then
+          task(a, ids[k], r, raw, i)
+        else
+          nd = nd + 1
+          done[nd] = ids[k]
+          if r[10] and r[10] ~= '' then
+            released = released or {}
+            released[r[10]] = (released[r[10]] or 0) + 1
+          end
+        end
       end
     end
     codes[k] = code
   end
-  local done, nd = a.done, a.nd
+  if task then nd, released = a.nd, a.released end
   if nd == 0 then return codes end
-  -- The workflows first: reading a workflow's hash is the one part of an
-  -- ack that can fail on what it reads (a bad field), and it fails
-  -- before its own writes (include/workflow.lua), so a failed call has
-  -- written nothing of the acks' own. The worker then acks the batch's
-  -- tasks one by one, and the task whose ack still fails goes dead
-  -- (worker/outcome.go).
-  if a.nodes then ack_workflows(a) end
-  if a.released then keys_release(T, a.released, size) end
-  if a.notes then redis.call('RPUSH', T .. ':notify', unpack(a.notes)) end
-  for k = 1, a.nu, 2 do unique_release(T, a.uniques[k], a.uniques[k + 1], 'done') end
-  local gone = a.gone or done -- none kept: every acked task is gone
-  redis.call('ZREM', T .. ':active', unpack(done))
-  redis.call('HDEL', T .. ':feed:msg', unpack(done))
-  if #gone > 0 then
-    redis.call('HDEL', msgk, unpack(gone))
-    redis.call('HDEL', statek, unpack(gone))
-    -- a handler's progress, result and steps go with the task (kept ones
-    -- stay until its retention ends: reap, delete_tasks)
-    record_forget(T, gone)
-  end
-  if a.kept then ack_keep_write(a, cap) end
-  stats_add(T, 'done', now, nd)
+  ack_write(T, now, a, done, nd, released, cap, size)
   return codes
 end
