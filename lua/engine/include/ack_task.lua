@@ -1,5 +1,5 @@
 --@include ack_keep
---@include ack_node
+--@include ack_wf
 --@include ack_note
 -- ack_task records in the call a (ack_tasks) the task id it acks, whose
 -- record is r (raw as stored) and whose arguments start at argv[i]: its
@@ -27,7 +27,7 @@ local function ack_task(a, id, r, raw, i)
   local W, x = a.wkey, nil
   if width == 3 then x = argv[i + 2] elseif width == 7 then W, x = argv[i + 5], argv[i + 6] end
   if W ~= '' then
-    ack_node(a, W, x, id)
+    ack_wf().node(a, W, x, id)
   elseif width >= 5 and argv[i + 4] ~= '' then
     ack_note(a, argv[i + 4], id)
   end

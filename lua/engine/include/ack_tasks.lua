@@ -1,4 +1,5 @@
 --@include ack_lib
+--@include ack_wf
 --@include ack_write
 -- ack_tasks finishes the tasks of partition T that succeeded, given in
 -- argv from index from on: the number of fields per task, 2, 3, 4, 5 or
@@ -24,10 +25,11 @@
 -- already finished. ack runs it alone; pop and claim run it first, so a
 -- busy worker's acks ride in its next dequeue.
 --
--- A plain ack (width 2) forgets its tasks here; any other goes through
--- the helpers of ack_lib, which share the call's state a: T, now, argv,
--- width, the workflow key wkey of width 3, done (the IDs acked, nd of
--- them) and what ack_task records per task.
+-- A plain ack (width 2) forgets its tasks here, and one of nodes of one
+-- workflow (width 3) records them with ack_wf's node; any other goes
+-- through the helpers of ack_lib. They share the call's state a: T, now,
+-- argv, width, the workflow key wkey, done (the IDs acked, nd of them)
+-- and what ack_task records per task.
 local function ack_tasks(T, now, argv, from, cap, size)
   local codes, ids, n = {}, {}, 0
   local width = tonumber(argv[from])
@@ -44,8 +46,13 @@ local function ack_tasks(T, now, argv, from, cap, size)
   -- the tasks of one pop share a record, byte for byte: unpack it once
   local unpacked = {}
   local a = {done = {}, nu = 0} -- a plain ack's: what it acked alone
-  local task = width ~= 2 and ack_lib().task
-  if task then a = {T = T, now = now, argv = argv, width = width, wkey = wkey, done = {}, nd = 0, uniques = {}, nu = 0} end
+  local task = width ~= 2 and width ~= 3 and ack_lib().task
+  local node = width == 3 and ack_wf().node -- nodes of workflow wkey
+  if task then
+    a = {T = T, now = now, argv = argv, width = width, wkey = wkey, done = {}, nd = 0, uniques = {}, nu = 0}
+  elseif node then
+    a = {T = T, now = now, done = {}, nu = 0}
+  end
   local done, nd, released = a.done, 0, nil
   for k = 1, n do
     local raw, code = raws[k], 0
@@ -64,6 +71,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
             released = released or {}
             released[r[10]] = (released[r[10]] or 0) + 1
           end
+          if node then node(a, wkey, argv[i + 2], ids[k]) end
         end
       end
     end

@@ -3,6 +3,7 @@
 --@include keys_release
 --@include stats_add
 --@include ack_lib
+--@include ack_wf
 -- ack_write writes what ack_tasks acked on partition T: done holds the nd
 -- IDs acked, released their groups' counts (nil: none), and a the rest
 -- the helpers recorded (ack_lib); kept tasks go to the done feed of cap
@@ -15,7 +16,7 @@ local function ack_write(T, now, a, done, nd, released, cap, size)
   -- written nothing of the acks' own. The worker then acks the batch's
   -- tasks one by one, and the task whose ack still fails goes dead
   -- (worker/outcome.go).
-  if a.nodes then ack_lib().workflows(a) end
+  if a.nodes then ack_wf().workflows(a) end
   if released then keys_release(T, released, size) end
   if a.notes then redis.call('RPUSH', T .. ':notify', unpack(a.notes)) end
   for k = 1, a.nu, 2 do unique_release(T, a.uniques[k], a.uniques[k + 1], 'done') end
