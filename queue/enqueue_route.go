@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"time"
 
@@ -79,13 +80,16 @@ func (c *Client) addTo(byKey map[keys.Partition]*group, order []*group, p pendin
 // closed partition refused.
 const closedTries = 4
 
-// queuesOf returns the groups' queues, for the route table.
-func queuesOf(groups []*group) []string {
-	qs := make([]string, len(groups))
-	for i, g := range groups {
-		qs[i] = g.queue
+// queuesOf returns the groups' queues, for the route table, without a
+// slice of them: sendOnce asks on every call of many partitions.
+func queuesOf(groups []*group) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, g := range groups {
+			if !yield(g.queue) {
+				return
+			}
+		}
 	}
-	return qs
 }
 
 // anyStale reports whether the layout of a group's queue is stale.

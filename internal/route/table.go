@@ -8,6 +8,7 @@ package route
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"slices"
 	"sync"
@@ -104,10 +105,10 @@ func (t *Table) Registered(queue string) bool {
 
 // Register adds to p the registry entries of queues that this producer
 // has not written lately, and returns what it added, for Remember once p
-// ran.
-func (t *Table) Register(ctx context.Context, p *rcall.Pipe, queues []string) map[string]int {
+// ran. queues is a sequence, so a caller's groups need no slice of names.
+func (t *Table) Register(ctx context.Context, p *rcall.Pipe, queues iter.Seq[string]) map[string]int {
 	var fresh map[string]int
-	for _, q := range queues {
+	for q := range queues {
 		if t.Registered(q) {
 			continue
 		}
@@ -139,9 +140,9 @@ func (t *Table) Stale(queue string) bool {
 // Learn adds to p a read of the stale layouts among queues, riding in the
 // caller's round trip, and returns what stores the answer once p ran; nil
 // when none is stale.
-func (t *Table) Learn(ctx context.Context, p redis.Pipeliner, queues []string) func() {
+func (t *Table) Learn(ctx context.Context, p redis.Pipeliner, queues iter.Seq[string]) func() {
 	var stale []string
-	for _, q := range queues {
+	for q := range queues {
 		if t.Stale(q) && !slices.Contains(stale, q) {
 			stale = append(stale, q)
 		}

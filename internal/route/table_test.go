@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/shardq/shardq/internal/keys"
@@ -49,8 +50,8 @@ func TestTable(t *testing.T) {
 	var fresh map[string]int
 	var learn func()
 	must(rcall.Pipelined(ctx, rdb, func(p *rcall.Pipe) error {
-		fresh = tb.Register(ctx, p, []string{"wide", "wide", "bad"})
-		learn = tb.Learn(ctx, p, []string{"wide", "bad", "wide"})
+		fresh = tb.Register(ctx, p, slices.Values([]string{"wide", "wide", "bad"}))
+		learn = tb.Learn(ctx, p, slices.Values([]string{"wide", "bad", "wide"}))
 		return nil
 	}))
 	if len(fresh) != 2 || fresh["wide"] != 4 || learn == nil {
