@@ -79,49 +79,17 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 	// forwards the last members' outcomes). A worker that died before
 	// delivering is replaced by one without a crash point; the sweeps of
 	// the others finish its work.
-	var live, killed []*child
-	seq := 0
-	spawn := func(crash string, at int) {
-		o := base
-		o.Crash, o.CrashAt = crash, at
-		seq++
-		c := startChild(t, fmt.Sprintf("w%d", seq), o)
-		c.waitReady(t, r.rdb)
-		live = append(live, c)
-	}
-	selfCrashed := map[string]int{}
-	reap := func() { // replace the workers that died by themselves
-		for i := 0; i < len(live); i++ {
-			if c := live[i]; c.exited() {
-				live = append(live[:i], live[i+1:]...)
-				i--
-				killed = append(killed, c)
-				selfCrashed[c.opts.Crash]++
-				if c.opts.Crash == crashAfterFlowOutcome {
-					spawn(crashBeforeFlowDeliver, 1) // so whoever sees the callbacks due first dies
-				} else {
-					spawn("", 0)
-				}
-			}
-		}
-	}
+	f := newFleet(t, r, base, "w")
 	kill := func() {
 		i := 0
-		if live[0].opts.Crash == crashAfterFlowOutcome {
+		if f.live[0].opts.Crash == crashAfterFlowOutcome {
 			i = 1 // it is to die by itself
 		}
-		c := live[i]
-		live = append(live[:i:i], live[i+1:]...)
-		c.signal(t, syscall.SIGKILL)
-		if !c.waitExit(10 * time.Second) {
-			t.Fatalf("child %s survived SIGKILL", c.name)
-		}
-		killed = append(killed, c)
-		spawn(crashBeforeFlowDeliver, 1)
+		f.kill(i)
 	}
-	spawn(crashBeforeFlowDeliver, 1)
-	spawn(crashBeforeFlowDeliver, 1)
-	spawn(crashAfterFlowOutcome, 20)
+	f.spawn(crashBeforeFlowDeliver, 1)
+	f.spawn(crashBeforeFlowDeliver, 1)
+	f.spawn(crashAfterFlowOutcome, 20)
 
 	batch, err := client.NewBatch(ctx,
 		queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In(qname))),
@@ -143,7 +111,7 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 		if i/step%4 == 1 {
 			kill() // while members are added and run
 		}
-		reap()
+		f.reap(true)
 	}
 	must(t, batch.Close(ctx))
 	must(t, r.rdb.Set(ctx, k.gate("closed"), "1", 0).Err())
@@ -152,7 +120,7 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 	deadline := time.Now().Add(90 * time.Second)
 	var bi *queue.BatchInfo
 	for kills := 0; ; {
-		reap()
+		f.reap(true)
 		bi, err = insp.GetBatch(ctx, batch.ID())
 		must(t, err)
 		if bi.Finished && completions(t, r.rdb, k, bi.OnSuccess) > 0 && completions(t, r.rdb, k, bi.OnComplete) > 0 {
@@ -167,14 +135,14 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	reap()
+	f.reap(true)
 	t.Logf("batch of %d finished; %d workers died: %d killed by the test, %d after a flow ack, %d before delivering callbacks",
-		total, len(killed), len(killed)-selfCrashed[crashAfterFlowOutcome]-selfCrashed[crashBeforeFlowDeliver],
-		selfCrashed[crashAfterFlowOutcome], selfCrashed[crashBeforeFlowDeliver])
-	if selfCrashed[crashAfterFlowOutcome] == 0 {
+		total, len(f.died), len(f.died)-f.crashed[crashAfterFlowOutcome]-f.crashed[crashBeforeFlowDeliver],
+		f.crashed[crashAfterFlowOutcome], f.crashed[crashBeforeFlowDeliver])
+	if f.crashed[crashAfterFlowOutcome] == 0 {
 		t.Error("no worker died between writing a flow ack and forwarding it")
 	}
-	if selfCrashed[crashBeforeFlowDeliver] == 0 {
+	if f.crashed[crashBeforeFlowDeliver] == 0 {
 		t.Error("no worker died between forwarding the last outcomes and delivering the callbacks")
 	}
 	if bi.Total != total || bi.Succeeded != total || bi.Dead != 0 || bi.Pending != 0 {
@@ -186,12 +154,7 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 		if starts == 1 {
 			continue
 		}
-		startedByKilled := 0
-		for _, c := range killed {
-			if ok, _ := r.rdb.SIsMember(ctx, k.started(c.pid), cb).Result(); ok {
-				startedByKilled++
-			}
-		}
+		startedByKilled := f.byDead(k.started, cb)
 		if starts > 1+startedByKilled {
 			t.Fatalf("callback %s started %d times; killed workers had started it %d times", cb, starts, startedByKilled)
 		}
@@ -213,6 +176,79 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 func completions(t *testing.T, rdb redis.UniversalClient, k recKeys, id string) int {
 	t.Helper()
 	n, _ := rdb.HGet(context.Background(), k.completions(), id).Int()
+	return n
+}
+
+// fleet is a crash test's worker processes, started from base: the live
+// ones, the dead ones, and how many died by each crash point.
+type fleet struct {
+	t       *testing.T
+	r       *rig
+	base    childOpts
+	name    string // the children's names' prefix
+	seq     int
+	live    []*child
+	died    []*child
+	crashed map[string]int
+}
+
+func newFleet(t *testing.T, r *rig, base childOpts, name string) *fleet {
+	return &fleet{t: t, r: r, base: base, name: name, crashed: map[string]int{}}
+}
+
+// spawn starts a child that dies by itself the at-th time it passes crash
+// ("" for none), and waits until it serves.
+func (f *fleet) spawn(crash string, at int) {
+	o := f.base
+	o.Crash, o.CrashAt = crash, at
+	f.seq++
+	c := startChild(f.t, fmt.Sprintf("%s%d", f.name, f.seq), o)
+	c.waitReady(f.t, f.r.rdb)
+	f.live = append(f.live, c)
+}
+
+// reap moves the children that exited by themselves to died, counting
+// their crash points, and starts one in place of each: in place of one
+// that died after a flow ack, with deliverAfterAck, one that dies before
+// it delivers (whoever sees released work due first); else a plain one.
+func (f *fleet) reap(deliverAfterAck bool) {
+	for i := 0; i < len(f.live); i++ {
+		if c := f.live[i]; c.exited() {
+			f.live = append(f.live[:i], f.live[i+1:]...)
+			i--
+			f.died = append(f.died, c)
+			f.crashed[c.opts.Crash]++
+			if deliverAfterAck && c.opts.Crash == crashAfterFlowOutcome {
+				f.spawn(crashBeforeFlowDeliver, 1)
+			} else {
+				f.spawn("", 0)
+			}
+		}
+	}
+}
+
+// kill SIGKILLs live child i and starts in its place one that dies
+// before it delivers (whoever sees released work due first).
+func (f *fleet) kill(i int) {
+	c := f.live[i]
+	f.live = append(f.live[:i:i], f.live[i+1:]...)
+	c.signal(f.t, syscall.SIGKILL)
+	if !c.waitExit(10 * time.Second) {
+		f.t.Fatalf("child %s survived SIGKILL", c.name)
+	}
+	f.died = append(f.died, c)
+	f.spawn(crashBeforeFlowDeliver, 1)
+}
+
+// byDead returns how many dead children recorded task id in the set
+// key(pid) names: started or completed it before they died.
+func (f *fleet) byDead(key func(pid int) string, id string) int {
+	n := 0
+	for _, c := range f.died {
+		if ok, _ := f.r.rdb.SIsMember(context.Background(), key(c.pid), id).Result(); ok {
+			n++
+		}
+	}
 	return n
 }
 
@@ -241,19 +277,10 @@ func testChainKilledWorkers(t *testing.T, r *rig) {
 	k := recKeysFor(r.qcfg.Prefix)
 	base := r.base
 	base.Handler, base.Concurrency, base.Lease, base.Heartbeat = handleFlow, 4, 2*time.Second, 400*time.Millisecond
-	var live, died []*child
-	seq := 0
-	spawn := func(crash string, at int) {
-		o := base
-		o.Crash, o.CrashAt = crash, at
-		seq++
-		c := startChild(t, fmt.Sprintf("c%d", seq), o)
-		c.waitReady(t, r.rdb)
-		live = append(live, c)
-	}
-	spawn(crashBeforeFlowDeliver, 3)
-	spawn(crashBeforeFlowDeliver, 5)
-	spawn(crashAfterFlowOutcome, 4)
+	f := newFleet(t, r, base, "c")
+	f.spawn(crashBeforeFlowDeliver, 3)
+	f.spawn(crashBeforeFlowDeliver, 5)
+	f.spawn(crashAfterFlowOutcome, 4)
 
 	tasks := make([]*queue.Task, links)
 	for i := range tasks {
@@ -264,14 +291,7 @@ func testChainKilledWorkers(t *testing.T, r *rig) {
 	deadline := time.Now().Add(90 * time.Second)
 	var wi *queue.WorkflowInfo
 	for {
-		for i := 0; i < len(live); i++ { // replace the dead
-			if c := live[i]; c.exited() {
-				live = append(live[:i], live[i+1:]...)
-				i--
-				died = append(died, c)
-				spawn("", 0)
-			}
-		}
+		f.reap(false)
 		wi, err = r.insp.GetWorkflow(ctx, id)
 		must(t, err)
 		if wi.State == queue.WorkflowSucceeded {
@@ -284,17 +304,12 @@ func testChainKilledWorkers(t *testing.T, r *rig) {
 	}
 	// on one server, an ack enqueues the link it releases: only a
 	// cluster's releases wait for a delivery, where two more die
-	if want := map[bool]int{true: 1, false: 3}[r.srv != nil]; len(died) < want {
-		t.Fatalf("only %d of %d workers died at their crash points", len(died), want)
+	if want := map[bool]int{true: 1, false: 3}[r.srv != nil]; len(f.died) < want {
+		t.Fatalf("only %d of %d workers died at their crash points", len(f.died), want)
 	}
 	for _, n := range wi.Nodes {
 		starts, _ := r.rdb.HGet(ctx, k.starts(), n.TaskID).Int()
-		byDead := 0
-		for _, c := range died {
-			if ok, _ := r.rdb.SIsMember(ctx, k.started(c.pid), n.TaskID).Result(); ok {
-				byDead++
-			}
-		}
+		byDead := f.byDead(k.started, n.TaskID)
 		if starts < 1 || starts > 1+byDead {
 			t.Fatalf("link %s started %d times; dead workers had started it %d times", n.Name, starts, byDead)
 		}
@@ -302,7 +317,7 @@ func testChainKilledWorkers(t *testing.T, r *rig) {
 			t.Fatalf("link %s never completed", n.Name)
 		}
 	}
-	t.Logf("chain of %d links done; %d workers died", links, len(died))
+	t.Logf("chain of %d links done; %d workers died", links, len(f.died))
 }
 
 // TestWorkflowKilledWorkers: a 2,001-node graph over 4 partitions (on one
@@ -332,36 +347,11 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 	k := recKeysFor(r.qcfg.Prefix)
 	base := r.base
 	base.Handler, base.Concurrency, base.Lease, base.Heartbeat = handleFlow, 8, 2*time.Second, 400*time.Millisecond
-	var live, died []*child
-	seq := 0
-	spawn := func(crash string, at int) {
-		o := base
-		o.Crash, o.CrashAt = crash, at
-		seq++
-		c := startChild(t, fmt.Sprintf("g%d", seq), o)
-		c.waitReady(t, r.rdb)
-		live = append(live, c)
-	}
-	selfCrashed := map[string]int{}
-	reap := func() {
-		for i := 0; i < len(live); i++ {
-			if c := live[i]; c.exited() {
-				live = append(live[:i], live[i+1:]...)
-				i--
-				died = append(died, c)
-				selfCrashed[c.opts.Crash]++
-				if c.opts.Crash == crashAfterFlowOutcome {
-					spawn(crashBeforeFlowDeliver, 1) // whoever sees released nodes due first dies
-				} else {
-					spawn("", 0)
-				}
-			}
-		}
-	}
-	spawn(crashBeforeFlowDeliver, 1)
-	spawn(crashAfterFlowOutcome, 20)
-	spawn("", 0)
-	spawn("", 0)
+	f := newFleet(t, r, base, "g")
+	f.spawn(crashBeforeFlowDeliver, 1)
+	f.spawn(crashAfterFlowOutcome, 20)
+	f.spawn("", 0)
+	f.spawn("", 0)
 
 	wf := queue.NewWorkflow()
 	node := func(name string, parents ...queue.Edge) {
@@ -385,7 +375,7 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 	deadline := time.Now().Add(120 * time.Second)
 	var wi *queue.WorkflowInfo
 	for kills := 0; ; {
-		reap()
+		f.reap(true)
 		wi, err = r.insp.GetWorkflow(ctx, id)
 		must(t, err)
 		if wi.State == queue.WorkflowSucceeded {
@@ -399,44 +389,29 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 		// kill a worker without a crash point each time a sixth more of
 		// the nodes succeeded
 		if done := wi.Counts[queue.NodeSucceeded]; kills < 4 && done > (kills+1)*len(wi.Nodes)/6 {
-			i := len(live) - 1
-			for i > 0 && live[i].opts.Crash != "" {
+			i := len(f.live) - 1
+			for i > 0 && f.live[i].opts.Crash != "" {
 				i--
 			}
-			c := live[i]
-			live = append(live[:i:i], live[i+1:]...)
-			c.signal(t, syscall.SIGKILL)
-			if !c.waitExit(10 * time.Second) {
-				t.Fatalf("child %s survived SIGKILL", c.name)
-			}
-			died = append(died, c)
-			spawn(crashBeforeFlowDeliver, 1)
+			f.kill(i)
 			kills++
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	reap()
+	f.reap(true)
 	t.Logf("workflow of %d nodes succeeded; %d workers died: %d after a flow ack, %d before delivering",
-		len(wi.Nodes), len(died), selfCrashed[crashAfterFlowOutcome], selfCrashed[crashBeforeFlowDeliver])
+		len(wi.Nodes), len(f.died), f.crashed[crashAfterFlowOutcome], f.crashed[crashBeforeFlowDeliver])
 	if len(wi.Nodes) != 1+layers*width || wi.Counts[queue.NodeSucceeded] != len(wi.Nodes) {
 		t.Fatalf("nodes: %d, %d succeeded", len(wi.Nodes), wi.Counts[queue.NodeSucceeded])
 	}
 	// on one server, an ack enqueues the nodes it releases: only a
 	// cluster's releases wait for a delivery
-	if selfCrashed[crashAfterFlowOutcome] == 0 || (r.srv == nil && selfCrashed[crashBeforeFlowDeliver] == 0) {
-		t.Errorf("crash points hit: %v", selfCrashed)
+	if f.crashed[crashAfterFlowOutcome] == 0 || (r.srv == nil && f.crashed[crashBeforeFlowDeliver] == 0) {
+		t.Errorf("crash points hit: %v", f.crashed)
 	}
 	starts := r.rdb.HGetAll(ctx, k.starts()).Val()
 	completed := r.rdb.HGetAll(ctx, k.completions()).Val()
-	byDead := func(key func(int) string, id string) int {
-		n := 0
-		for _, c := range died {
-			if ok, _ := r.rdb.SIsMember(ctx, key(c.pid), id).Result(); ok {
-				n++
-			}
-		}
-		return n
-	}
+	byDead := f.byDead
 	for _, n := range wi.Nodes {
 		s, _ := strconv.Atoi(starts[n.TaskID])
 		c, _ := strconv.Atoi(completed[n.TaskID])
