@@ -166,7 +166,7 @@ func bulkAction(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 		switch {
 		case err == nil:
 			n++
-		case errors.Is(err, queue.ErrTaskState), errors.Is(err, queue.ErrTaskNotFound):
+		case errors.Is(err, queue.ErrTaskState), errors.Is(err, queue.ErrNotFound):
 		default:
 			return n, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/shardq/shardq/internal/inspect"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/shardq/shardq/queue"
@@ -20,15 +21,11 @@ func status(err error) int {
 	switch {
 	case errors.Is(err, errReadOnly), errors.Is(err, errCSRF), errors.Is(err, errForbidden):
 		return http.StatusForbidden
-	case errors.Is(err, errBadRequest), errors.Is(err, queue.ErrInvalidQueueName),
-		errors.Is(err, queue.ErrInvalidOption):
+	case errors.Is(err, errBadRequest), errors.Is(err, queue.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, queue.ErrTaskNotFound), errors.Is(err, queue.ErrQueueNotFound),
-		errors.Is(err, queue.ErrBatchNotFound),
-		errors.Is(err, queue.ErrWorkflowNotFound):
+	case errors.Is(err, queue.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrQueueInUse),
-		errors.Is(err, queue.ErrWorkflowFinished):
+	case errors.Is(err, queue.ErrQueueInUse), errors.Is(err, queue.ErrFinished):
 		return http.StatusConflict
 	case errors.Is(err, queue.ErrTaskState):
 		return http.StatusConflict
@@ -49,10 +46,14 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	data := errorData{Status: code, StatusText: http.StatusText(code), Message: err.Error()}
-	if errors.Is(err, queue.ErrQueueNotFound) {
-		// say which queues there are, instead of a page for a queue that is not
-		data.NoQueue = r.PathValue("queue")
-		data.Queues, _ = d.insp.Queues(r.Context())
+	if q := r.PathValue("queue"); q != "" && errors.Is(err, queue.ErrNotFound) {
+		// the queue or something in it: when the queue, say which queues
+		// there are, instead of a page for a queue that is not
+		if qs, _ := d.insp.Queues(r.Context()); !slices.Contains(qs, q) {
+			data.NoQueue, data.Queues = q, qs
+		}
+	}
+	if data.NoQueue != "" {
 		if n := len(data.Queues) - d.opts.PageSize; n > 0 {
 			// a page's worth: the overview pages through the rest
 			data.Queues, data.More = data.Queues[:d.opts.PageSize], int64(n)

@@ -145,6 +145,5 @@ func (d *Dashboard) apiBatch(w http.ResponseWriter, r *http.Request) {
 // errorsIsNotFound: a flow listed as recent whose record expired since
 // (its retention ended) is shown without progress, not an error.
 func errorsIsNotFound(err error) bool {
-	return errors.Is(err, queue.ErrBatchNotFound) ||
-		errors.Is(err, queue.ErrWorkflowNotFound)
+	return errors.Is(err, queue.ErrNotFound)
 }

@@ -351,7 +351,7 @@ func (d *Dashboard) findPage(w http.ResponseWriter, r *http.Request) {
 		case err == nil:
 			http.Redirect(w, r, d.base(r)+"/queues/"+url.PathEscape(data.Queue)+"/tasks/"+url.PathEscape(data.ID), http.StatusSeeOther)
 			return
-		case errors.Is(err, queue.ErrTaskNotFound):
+		case errors.Is(err, queue.ErrNotFound):
 			data.NotFound, code = true, http.StatusNotFound
 		default:
 			d.fail(w, r, err)

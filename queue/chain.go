@@ -10,11 +10,11 @@ import (
 // before it over an EdgeFail edge. Enqueue it with
 // Client.EnqueueWorkflow. A link that goes dead fails the links after it
 // until it is retried; worker.Task.PreviousResult reads the result of the
-// link before. An empty chain is ErrInvalidWorkflow from EnqueueWorkflow.
+// link before. An empty chain is ErrInvalid from EnqueueWorkflow.
 func Chain(tasks ...*Task) *Workflow {
 	w := NewWorkflow()
 	if len(tasks) == 0 {
-		w.err = fmt.Errorf("%w: empty chain", ErrInvalidWorkflow)
+		w.err = fmt.Errorf("%w: empty chain", errInvalidWorkflow)
 		return w
 	}
 	w.Add("1", tasks[0])

@@ -35,7 +35,7 @@ type Client struct {
 // NewClient returns a Client over rdb.
 func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if rcall.IsNil(rdb) {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil Redis client", errInvalidConfig)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -44,7 +44,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	logging.RouteRedis()
 	if cfg.WaitReplicas > 0 {
 		if err := rcall.CheckWaitTimeout(rdb, cfg.WaitTimeout); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			return nil, fmt.Errorf("%w: %w", errInvalidConfig, err)
 		}
 	}
 	codec := cfg.codec()

@@ -193,18 +193,18 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 		want error
 		text string
 	}{
-		{"EmptyQueueName", NewRawTask("t", nil), []Option{In("")}, ErrInvalidQueueName, `""`},
-		{"BraceInQueueName", NewRawTask("t", nil), []Option{In("a{b}")}, ErrInvalidQueueName, `a{b}`},
-		{"SpaceInQueueName", NewRawTask("t", nil), []Option{In("a b")}, ErrInvalidQueueName, `a b`},
-		{"ControlInQueueName", NewRawTask("t", nil), []Option{In("a\x00")}, ErrInvalidQueueName, `control`},
-		{"LongQueueName", NewRawTask("t", nil), []Option{In(strings.Repeat("q", 129))}, ErrInvalidQueueName, `129 bytes`},
+		{"EmptyQueueName", NewRawTask("t", nil), []Option{In("")}, ErrInvalid, `""`},
+		{"BraceInQueueName", NewRawTask("t", nil), []Option{In("a{b}")}, ErrInvalid, `a{b}`},
+		{"SpaceInQueueName", NewRawTask("t", nil), []Option{In("a b")}, ErrInvalid, `a b`},
+		{"ControlInQueueName", NewRawTask("t", nil), []Option{In("a\x00")}, ErrInvalid, `control`},
+		{"LongQueueName", NewRawTask("t", nil), []Option{In(strings.Repeat("q", 129))}, ErrInvalid, `129 bytes`},
 		{"PayloadTooLarge", NewRawTask("big", make([]byte, 101)), nil, ErrPayloadTooLarge, `101 bytes, limit 100`},
-		{"EmptyType", NewRawTask("", nil), nil, ErrInvalidTask, `type ""`},
-		{"NilTask", nil, nil, ErrInvalidTask, `nil task`},
-		{"BadTaskID", NewRawTask("t", nil), []Option{TaskID("a b")}, ErrInvalidTask, `"a b"`},
-		{"NegativeMaxRetry", NewRawTask("t", nil), []Option{MaxRetry(-1)}, ErrInvalidOption, `MaxRetry(-1)`},
-		{"ZeroUniqueTTL", NewRawTask("t", nil), []Option{Unique(0)}, ErrInvalidOption, `Unique(0s)`},
-		{"ZeroTimeout", NewRawTask("t", nil), []Option{Timeout(0)}, ErrInvalidOption, `Timeout(0s)`},
+		{"EmptyType", NewRawTask("", nil), nil, ErrInvalid, `type ""`},
+		{"NilTask", nil, nil, ErrInvalid, `nil task`},
+		{"BadTaskID", NewRawTask("t", nil), []Option{TaskID("a b")}, ErrInvalid, `"a b"`},
+		{"NegativeMaxRetry", NewRawTask("t", nil), []Option{MaxRetry(-1)}, ErrInvalid, `MaxRetry(-1)`},
+		{"ZeroUniqueTTL", NewRawTask("t", nil), []Option{Unique(0)}, ErrInvalid, `Unique(0s)`},
+		{"ZeroTimeout", NewRawTask("t", nil), []Option{Timeout(0)}, ErrInvalid, `Timeout(0s)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,7 +217,7 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 	if n := b.rdb.DBSize(ctx).Val(); n != 0 {
 		t.Fatalf("rejected tasks wrote %d keys", n)
 	}
-	if _, err := NewTask("t", make(chan int)); !errors.Is(err, ErrInvalidTask) {
+	if _, err := NewTask("t", make(chan int)); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("NewTask with an unencodable payload: err = %v", err)
 	}
 	// NewTask, which returns an error, catches a bad type or option where
@@ -227,28 +227,28 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 		opts []Option
 		want error
 	}{
-		{"", nil, ErrInvalidTask},
-		{"a b", nil, ErrInvalidTask},
-		{"t", []Option{MaxRetry(-1)}, ErrInvalidOption},
-		{"t", []Option{In("a{b}")}, ErrInvalidQueueName},
-		{"t", []Option{TaskID("a b")}, ErrInvalidTask},
+		{"", nil, ErrInvalid},
+		{"a b", nil, ErrInvalid},
+		{"t", []Option{MaxRetry(-1)}, ErrInvalid},
+		{"t", []Option{In("a{b}")}, ErrInvalid},
+		{"t", []Option{TaskID("a b")}, ErrInvalid},
 	} {
 		if task, err := NewTask(c.typ, 1, c.opts...); !errors.Is(err, c.want) || task != nil {
 			t.Fatalf("NewTask(%q, %d options): task %v, err %v; want %v", c.typ, len(c.opts), task, err, c.want)
 		}
 	}
 	for _, cfg := range []Config{{ShardSize: -1}, {ShardSize: 100_000}, {FeedSize: -1}, {FeedSize: 2_000_000_000}, {Prefix: "a{b"}, {Partitions: map[string]int{"q": 0}}, {Partitions: map[string]int{"a b": 1}}, {FlowRetention: -time.Hour}} {
-		if _, err := NewClient(b.rdb, cfg); !errors.Is(err, ErrInvalidConfig) {
-			t.Fatalf("NewClient(%+v): err = %v, want ErrInvalidConfig", cfg, err)
+		if _, err := NewClient(b.rdb, cfg); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("NewClient(%+v): err = %v, want ErrInvalid", cfg, err)
 		}
 	}
 	var unset *redis.Client
 	for _, rdb := range []redis.UniversalClient{nil, unset} {
-		if _, err := NewClient(rdb, Config{}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "nil Redis client") {
-			t.Fatalf("NewClient(%#v): err = %v, want ErrInvalidConfig", rdb, err)
+		if _, err := NewClient(rdb, Config{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nil Redis client") {
+			t.Fatalf("NewClient(%#v): err = %v, want ErrInvalid", rdb, err)
 		}
-		if _, err := NewInspector(rdb, Config{}); !errors.Is(err, ErrInvalidConfig) {
-			t.Fatalf("NewInspector(%#v): err = %v, want ErrInvalidConfig", rdb, err)
+		if _, err := NewInspector(rdb, Config{}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("NewInspector(%#v): err = %v, want ErrInvalid", rdb, err)
 		}
 	}
 }
@@ -618,11 +618,11 @@ func TestPendingFoundInItsShard(t *testing.T) {
 	// deleted by ID: the task still sits in its shard until a dequeue
 	// drops it, but no reader finds it
 	must(t, b.insp.DeleteTask(ctx, DefaultQueue, ids[5]))
-	if _, err := b.insp.GetTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrTaskNotFound) {
-		t.Fatalf("GetTask of a deleted pending task: err = %v, want ErrTaskNotFound", err)
+	if _, err := b.insp.GetTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetTask of a deleted pending task: err = %v, want ErrNotFound", err)
 	}
-	if err := b.insp.DeleteTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrTaskNotFound) {
-		t.Fatalf("deleting it twice: err = %v, want ErrTaskNotFound", err)
+	if err := b.insp.DeleteTask(ctx, DefaultQueue, ids[5]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting it twice: err = %v, want ErrNotFound", err)
 	}
 	page, err = b.insp.ListTasks(ctx, TaskQuery{Queue: DefaultQueue, Limit: 100})
 	must(t, err)
@@ -674,7 +674,7 @@ func TestCheckedPendingFoundInItsShard(t *testing.T) {
 		t.Fatalf("a duplicate of the unique task: %v, want ErrDuplicateUniqueTask", err)
 	}
 	must(t, b.insp.DeleteTask(ctx, DefaultQueue, "chosen-7"))
-	if _, err := b.insp.GetTask(ctx, DefaultQueue, "chosen-7"); !errors.Is(err, ErrTaskNotFound) {
+	if _, err := b.insp.GetTask(ctx, DefaultQueue, "chosen-7"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("GetTask of the deleted task: %v", err)
 	}
 	if _, err := b.client.Enqueue(ctx, NewRawTask("t", []byte("p-7"), Unique(time.Hour))); err != nil {

@@ -122,7 +122,7 @@ const DefaultPrefix = "shardq"
 // withDefaults returns a copy of c with defaults filled in, or an error
 // naming the first value out of range.
 func (c Config) withDefaults() (Config, error) {
-	n, err := c.engine().WithDefaults(ErrInvalidConfig)
+	n, err := c.engine().WithDefaults(errInvalidConfig)
 	return c.from(n), err
 }
 

@@ -15,7 +15,7 @@ import (
 
 // TestDeleteQueue: DeleteQueue removes a queue and all its keys, and only
 // its; without force it refuses a queue holding tasks or served by a live
-// worker; an unknown queue is ErrQueueNotFound.
+// worker; an unknown queue is ErrNotFound.
 func TestDeleteQueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Partitions: map[string]int{"busy": 2}})
@@ -36,11 +36,11 @@ func TestDeleteQueue(t *testing.T) {
 	must(t, b.insp.SetLimits(ctx, "idle", Limits{Concurrency: 3})) // registered, no task
 	keepKeys := keysOf("keep")
 
-	if err := b.insp.DeleteQueue(ctx, "nope", false); !errors.Is(err, ErrQueueNotFound) {
+	if err := b.insp.DeleteQueue(ctx, "nope", false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown queue: %v", err)
 	}
 	err = b.insp.DeleteQueue(ctx, "busy", false)
-	if !errors.Is(err, ErrQueueNotEmpty) || !strings.Contains(err.Error(), "pending 3") || !strings.Contains(err.Error(), "scheduled 1") {
+	if !errors.Is(err, ErrQueueInUse) || !strings.Contains(err.Error(), "pending 3") || !strings.Contains(err.Error(), "scheduled 1") {
 		t.Fatalf("busy queue without force: %v", err)
 	}
 	if len(keysOf("busy")) == 0 {
@@ -63,7 +63,7 @@ func TestDeleteQueue(t *testing.T) {
 		if ks := keysOf(q); len(ks) != 0 {
 			t.Errorf("queue %q: keys left %v", q, ks)
 		}
-		if _, err := b.insp.QueueInfo(ctx, q); !errors.Is(err, ErrQueueNotFound) {
+		if _, err := b.insp.QueueInfo(ctx, q); !errors.Is(err, ErrNotFound) {
 			t.Errorf("queue %q after delete: %v", q, err)
 		}
 	}

@@ -234,8 +234,8 @@ func TestMaxDepth(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		err := b.insp.SetLimits(ctx, "q", Limits{MaxDepth: -1})
-		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "MaxDepth:-1") {
-			t.Fatalf("SetLimits(MaxDepth -1): %v, want ErrInvalidOption naming it", err)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "MaxDepth:-1") {
+			t.Fatalf("SetLimits(MaxDepth -1): %v, want ErrInvalid naming it", err)
 		}
 	})
 
@@ -436,8 +436,8 @@ func TestKeyMaxDepth(t *testing.T) {
 	t.Run("BadValueRefused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		if err := b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: -1}); !errors.Is(err, ErrInvalidOption) {
-			t.Fatalf("GroupMaxDepth -1: %v, want ErrInvalidOption", err)
+		if err := b.insp.SetLimits(ctx, "q", Limits{GroupMaxDepth: -1}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("GroupMaxDepth -1: %v, want ErrInvalid", err)
 		}
 	})
 }

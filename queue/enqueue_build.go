@@ -83,7 +83,7 @@ const parallelBuild = 128
 // (reused storage).
 func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string, now time.Time, buf []byte) (pending, error) {
 	if t == nil {
-		return pending{}, fmt.Errorf("%w: nil task", ErrInvalidTask)
+		return pending{}, fmt.Errorf("%w: nil task", errInvalidTask)
 	}
 	if err := checkType(t.typ); err != nil {
 		return pending{}, err

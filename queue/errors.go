@@ -10,16 +10,23 @@ import (
 )
 
 // Errors callers branch on with errors.Is. Each is wrapped with what was
-// wrong and with which value.
+// wrong and with which value; the message names the kind (an invalid
+// option, a task not found), the sentinel is the idea a caller acts on.
 var (
-	// ErrInvalidQueueName reports a queue name shardq cannot use as part of a Redis key.
-	ErrInvalidQueueName = errors.New("queue: invalid queue name")
-	// ErrInvalidTask reports a task without a type, or with a bad task ID.
-	ErrInvalidTask = errors.New("queue: invalid task")
-	// ErrInvalidOption reports an option value out of range (a negative retry count, a zero TTL).
-	ErrInvalidOption = errors.New("queue: invalid option")
-	// ErrInvalidConfig reports a Config value out of range.
-	ErrInvalidConfig = errors.New("queue: invalid config")
+	// ErrInvalid reports an argument shardq refuses before writing
+	// anything: a queue name it cannot use in a Redis key, a task without
+	// a type, an option or Config value out of range, a partition count,
+	// a workflow that is empty or has a cycle, a Redis URL that does not
+	// parse. Fix the call; trying again does not help.
+	ErrInvalid = errors.New("queue: invalid")
+	// ErrNotFound reports a queue, task, workflow or batch that Redis
+	// does not hold: never created, deleted, or finished longer ago than
+	// its retention.
+	ErrNotFound = errors.New("queue: not found")
+	// ErrFinished reports a change to a workflow or batch that no longer
+	// takes one: it finished, was cancelled, or (for an Add from outside a
+	// batch) was closed.
+	ErrFinished = errors.New("queue: finished")
 	// ErrPayloadTooLarge reports a payload over Config.MaxPayloadSize.
 	ErrPayloadTooLarge = errors.New("queue: payload too large")
 	// ErrPayloadMismatch reports a payload that decodes but fills nothing
@@ -36,17 +43,9 @@ var (
 	ErrDuplicateTaskID = errors.New("queue: duplicate task ID")
 	// ErrDuplicateUniqueTask reports a unique task whose uniqueness lock is held by another task.
 	ErrDuplicateUniqueTask = errors.New("queue: duplicate unique task")
-	// ErrQueueNotFound reports a queue the registry does not know: nothing
-	// was ever enqueued to it, no worker serves it, or it was deleted.
-	ErrQueueNotFound = errors.New("queue: no such queue")
-	// ErrQueueNotEmpty reports a DeleteQueue without force of a queue that
-	// holds tasks.
-	ErrQueueNotEmpty = errors.New("queue: queue not empty")
 	// ErrQueueInUse reports a DeleteQueue without force of a queue that
-	// live workers serve.
+	// holds tasks or that live workers serve.
 	ErrQueueInUse = errors.New("queue: queue in use")
-	// ErrTaskNotFound reports a task ID that no record and no recent feed entry knows.
-	ErrTaskNotFound = errors.New("queue: task not found")
 	// ErrQueueFull reports a task refused because its queue holds
 	// Limits.MaxDepth tasks waiting, or its group
 	// Limits.GroupMaxDepth. Nothing of the task was written.
@@ -65,29 +64,40 @@ var (
 	// (Inspector.SetPartitions) and the client's view of it stayed stale
 	// over several tries. Nothing of the task was written.
 	ErrPartitionClosed = errors.New("queue: partition closed")
-	// ErrInvalidPartitions reports a partition count out of range.
-	ErrInvalidPartitions = errors.New("queue: invalid partition count")
-	// ErrBatchNotFound reports a batch ID no flow home knows: never
-	// created, or finished longer ago than Config.FlowRetention.
-	ErrBatchNotFound = errors.New("queue: batch not found")
-	// ErrBatchFinished reports an Add to a batch whose members have all
-	// finished and whose callbacks went out.
-	ErrBatchFinished = errors.New("queue: batch finished")
-	// ErrBatchClosed reports an Add from outside a closed batch.
-	ErrBatchClosed = errors.New("queue: batch closed")
-	// ErrInvalidWorkflow reports a workflow refused before anything was
-	// written: empty, a cycle, a node name used twice, an unknown parent,
-	// or over MaxWorkflowNodes or MaxWorkflowEdges.
-	ErrInvalidWorkflow = errors.New("queue: invalid workflow")
-	// ErrWorkflowNotFound reports a workflow ID no flow home knows: never
-	// created, or finished longer ago than Config.FlowRetention.
-	ErrWorkflowNotFound = errors.New("queue: workflow not found")
-	// ErrWorkflowFinished reports an extension or a cancel of a workflow
-	// whose nodes have all finished.
-	ErrWorkflowFinished = errors.New("queue: workflow finished")
-	// ErrWorkflowCancelled reports an extension of a cancelled workflow.
-	ErrWorkflowCancelled = errors.New("queue: workflow cancelled")
 )
+
+// The kinds of the merged sentinels: each keeps the message 0.1.0 gave
+// and matches its sentinel with errors.Is.
+var (
+	errInvalidQueueName  = kind("queue: invalid queue name", ErrInvalid)
+	errInvalidTask       = kind("queue: invalid task", ErrInvalid)
+	errInvalidOption     = kind("queue: invalid option", ErrInvalid)
+	errInvalidConfig     = kind("queue: invalid config", ErrInvalid)
+	errInvalidPartitions = kind("queue: invalid partition count", ErrInvalid)
+	errInvalidWorkflow   = kind("queue: invalid workflow", ErrInvalid)
+	errInvalidRedisURL   = kind("queue: invalid Redis URL", ErrInvalid)
+	errQueueNotFound     = kind("queue: no such queue", ErrNotFound)
+	errTaskNotFound      = kind("queue: task not found", ErrNotFound)
+	errBatchNotFound     = kind("queue: batch not found", ErrNotFound)
+	errWorkflowNotFound  = kind("queue: workflow not found", ErrNotFound)
+	errBatchFinished     = kind("queue: batch finished", ErrFinished)
+	errBatchClosed       = kind("queue: batch closed", ErrFinished)
+	errWorkflowFinished  = kind("queue: workflow finished", ErrFinished)
+	errWorkflowCancelled = kind("queue: workflow cancelled", ErrFinished)
+	errQueueNotEmpty     = kind("queue: queue not empty", ErrQueueInUse)
+)
+
+// kindError is one kind of a sentinel: its own message, the sentinel's
+// identity.
+type kindError struct {
+	msg string
+	of  error
+}
+
+func kind(msg string, of error) error { return &kindError{msg: msg, of: of} }
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.of }
 
 // EnqueueError reports the tasks of an EnqueueMany that have an error;
 // the others were enqueued. Errs has one entry per task, nil for those

@@ -124,7 +124,7 @@ func ExampleNewRedisClient() {
 
 	// a bad URL is refused up front, its password hidden
 	_, err = queue.NewRedisClient("http://app:secret@localhost:6379")
-	fmt.Println(errors.Is(err, queue.ErrInvalidRedisURL))
+	fmt.Println(errors.Is(err, queue.ErrInvalid))
 	fmt.Println(err)
 	// Output:
 	// pending

@@ -133,7 +133,7 @@ func ExampleWorkflow_Add() {
 	orphan := queue.NewWorkflow()
 	orphan.Add("b", queue.NewRawTask("b", nil), queue.After("a"))
 	_, err = client.EnqueueWorkflow(ctx, orphan)
-	fmt.Println(errors.Is(err, queue.ErrInvalidWorkflow))
+	fmt.Println(errors.Is(err, queue.ErrInvalid))
 	// Output:
 	// queue: invalid workflow: a cycle runs through node "a"
 	// queue: invalid workflow: node name "pick lamp" has a space or control character
@@ -183,7 +183,7 @@ func ExampleClient_ExtendWorkflow() {
 	late := queue.NewWorkflow()
 	late.Add("late", queue.NewRawTask("report", nil))
 	err = client.ExtendWorkflow(ctx, id, late)
-	fmt.Println(errors.Is(err, queue.ErrWorkflowFinished))
+	fmt.Println(errors.Is(err, queue.ErrFinished))
 	// Output:
 	// succeeded crawl=succeeded index-en=succeeded index-fr=succeeded report=succeeded
 	// true
@@ -285,7 +285,7 @@ func ExampleInspector_CancelWorkflow() {
 		}
 	}
 	fmt.Println(info.State, nodeStates(info))
-	fmt.Println(errors.Is(insp.CancelWorkflow(ctx, id), queue.ErrWorkflowFinished))
+	fmt.Println(errors.Is(insp.CancelWorkflow(ctx, id), queue.ErrFinished))
 	// Output:
 	// cancelled train=dead evaluate=cancelled
 	// true

@@ -85,7 +85,7 @@ func (i *Inspector) GetBatch(ctx context.Context, id string) (*BatchInfo, error)
 		return nil, fmt.Errorf("get batch %s: %w", id, err)
 	}
 	if len(f) == 0 {
-		return nil, fmt.Errorf("batch %s: %w", id, ErrBatchNotFound)
+		return nil, fmt.Errorf("batch %s: %w", id, errBatchNotFound)
 	}
 	b := &BatchInfo{
 		ID: id, Description: f["desc"], Parent: f["parent"],

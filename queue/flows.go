@@ -43,7 +43,7 @@ type callback struct {
 func OnSuccess(t *Task, opts ...Option) BatchOption {
 	return func(b *batchOptions) error {
 		if t == nil {
-			return fmt.Errorf("%w: nil OnSuccess task", ErrInvalidTask)
+			return fmt.Errorf("%w: nil OnSuccess task", errInvalidTask)
 		}
 		b.onSuccess = &callback{t, opts}
 		return nil
@@ -56,7 +56,7 @@ func OnSuccess(t *Task, opts ...Option) BatchOption {
 func OnComplete(t *Task, opts ...Option) BatchOption {
 	return func(b *batchOptions) error {
 		if t == nil {
-			return fmt.Errorf("%w: nil OnComplete task", ErrInvalidTask)
+			return fmt.Errorf("%w: nil OnComplete task", errInvalidTask)
 		}
 		b.onComple = &callback{t, opts}
 		return nil
@@ -67,7 +67,7 @@ func OnComplete(t *Task, opts ...Option) BatchOption {
 func BatchDescription(s string) BatchOption {
 	return func(b *batchOptions) error {
 		if len(s) > 1000 {
-			return fmt.Errorf("%w: batch description of %d bytes, limit 1000", ErrInvalidOption, len(s))
+			return fmt.Errorf("%w: batch description of %d bytes, limit 1000", errInvalidOption, len(s))
 		}
 		b.desc = s
 		return nil
@@ -80,7 +80,7 @@ func BatchDescription(s string) BatchOption {
 func parentBatch(id string) BatchOption {
 	return func(b *batchOptions) error {
 		if _, err := uuid.Parse(id); err != nil {
-			return fmt.Errorf("%w: parent batch ID %q", ErrBatchNotFound, id)
+			return fmt.Errorf("%w: parent batch ID %q", errBatchNotFound, id)
 		}
 		b.parent = id
 		return nil
@@ -145,11 +145,11 @@ func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) 
 	case codes.FlowIDTaken:
 		return nil, fmt.Errorf("new batch: ID %s taken", id) // a UUIDv7 collision: never
 	case codes.FlowNotFound:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchNotFound)
+		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchNotFound)
 	case codes.FlowFinished:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchFinished)
+		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchFinished)
 	case codes.FlowClosed:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, ErrBatchClosed)
+		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchClosed)
 	}
 	return b, nil
 }
@@ -167,7 +167,7 @@ func newFlowID(parent string) string {
 
 // OpenBatch returns a handle to the batch id, created earlier, perhaps by
 // another process, to Add to it or Close it. Nothing is read: an unknown
-// ID is ErrBatchNotFound at the first call.
+// ID is ErrNotFound at the first call.
 func (c *Client) OpenBatch(id string) *Batch {
 	return &Batch{c: c, id: id, home: keys.HomeOf(id)}
 }
@@ -178,10 +178,10 @@ func (c *Client) OpenBatch(id string) *Batch {
 // deliver what it left after a grace of 15s). Each task gets a generated
 // ID; TaskID and Unique are refused (a member's ID is the batch's
 // business, and a duplicate refused would never finish).
-// Add after Close is ErrBatchClosed, except from the handler of one of
+// Add after Close is ErrFinished, except from the handler of one of
 // the batch's own members, with the handler's context: the batch cannot
 // finish while that member runs. Add after the batch finished is
-// ErrBatchFinished. Any other error leaves the
+// ErrFinished. Any other error leaves the
 // outcome unknown, as for EnqueueMany: adding again may add twice.
 // Tasks are registered a thousand per script call.
 func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
@@ -229,11 +229,11 @@ func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
 func batchCode(id string, code int64) error {
 	switch code {
 	case codes.FlowNotFound:
-		return fmt.Errorf("batch %s: %w", id, ErrBatchNotFound)
+		return fmt.Errorf("batch %s: %w", id, errBatchNotFound)
 	case codes.FlowFinished:
-		return fmt.Errorf("batch %s: %w", id, ErrBatchFinished)
+		return fmt.Errorf("batch %s: %w", id, errBatchFinished)
 	case codes.FlowClosed:
-		return fmt.Errorf("batch %s: %w", id, ErrBatchClosed)
+		return fmt.Errorf("batch %s: %w", id, errBatchClosed)
 	}
 	return nil
 }
@@ -249,7 +249,7 @@ func (b *Batch) Close(ctx context.Context) error {
 		return fmt.Errorf("batch %s: close: %w", b.id, err)
 	}
 	if code == codes.FlowNotFound {
-		return fmt.Errorf("batch %s: %w", b.id, ErrBatchNotFound)
+		return fmt.Errorf("batch %s: %w", b.id, errBatchNotFound)
 	}
 	if code > 0 {
 		// callbacks due: deliver them now; workers' sweeps would otherwise
@@ -269,11 +269,11 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 		case err != nil:
 			return nil, err
 		case o.taskID != "":
-			return nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", ErrInvalidOption, o.taskID)
+			return nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", errInvalidOption, o.taskID)
 		case o.unique > 0 || o.untilFinished:
 			// a unique task refused at delivery would never run, and its
 			// batch or workflow never finish
-			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or workflow", ErrInvalidOption, t.typ)
+			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or workflow", errInvalidOption, t.typ)
 		}
 	}
 	id := wire.NewID()

@@ -61,10 +61,10 @@ type GroupPage struct {
 // weight is 1; setting 1 sets it back. It takes effect with no restart:
 // the group's tasks enqueued after it, and the turns of its own list, get
 // the new weight, while its tasks already placed in its next 16 turns
-// keep their places. A weight below 1 or above 1,000 is ErrInvalidOption.
+// keep their places. A weight below 1 or above 1,000 is ErrInvalid.
 func (i *Inspector) SetGroupWeight(ctx context.Context, queue, group string, w int) error {
 	if w < 1 || w > maxKeyWeight {
-		return fmt.Errorf("%w: weight %d of group %q, want 1..%d", ErrInvalidOption, w, group, maxKeyWeight)
+		return fmt.Errorf("%w: weight %d of group %q, want 1..%d", errInvalidOption, w, group, maxKeyWeight)
 	}
 	return i.keyOp(ctx, queue, group, "weight", w)
 }
@@ -87,7 +87,7 @@ func (i *Inspector) ResumeGroup(ctx context.Context, queue, group string) error 
 // moves, so a setting holds in all of them.
 func (i *Inspector) keyOp(ctx context.Context, queue, key, op string, w int) error {
 	if err := checkName(key); err != nil {
-		return fmt.Errorf("%w: group %q: %s", ErrInvalidOption, key, err)
+		return fmt.Errorf("%w: group %q: %s", errInvalidOption, key, err)
 	}
 	n, err := i.partitions(ctx, queue)
 	if err != nil {
@@ -106,7 +106,7 @@ func (i *Inspector) keyOp(ctx context.Context, queue, key, op string, w int) err
 // pause, in one round trip after the registry lookup.
 func (i *Inspector) GetGroup(ctx context.Context, queue, group string) (*GroupInfo, error) {
 	if err := checkName(group); err != nil {
-		return nil, fmt.Errorf("%w: group %q: %s", ErrInvalidOption, group, err)
+		return nil, fmt.Errorf("%w: group %q: %s", errInvalidOption, group, err)
 	}
 	n, err := i.partitions(ctx, queue)
 	if err != nil {
@@ -145,7 +145,7 @@ func (i *Inspector) Groups(ctx context.Context, q GroupQuery) (*GroupPage, error
 		q.Limit = defaultPageSize
 	}
 	if q.Limit < 0 || q.Limit > maxPageSize {
-		return nil, fmt.Errorf("%w: limit %d, want 1..%d", ErrInvalidOption, q.Limit, maxPageSize)
+		return nil, fmt.Errorf("%w: limit %d, want 1..%d", errInvalidOption, q.Limit, maxPageSize)
 	}
 	n, err := i.partitions(ctx, q.Queue)
 	if err != nil {
@@ -252,13 +252,13 @@ func decodeKeyMarker(m string, n int) ([]string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(m)
 	fields := strings.Split(string(raw), "\x1e")
 	if err != nil || fields[0] != "keys" || len(fields)-1 > n {
-		return nil, fmt.Errorf("%w: marker %q: not a marker of Keys", ErrInvalidOption, m)
+		return nil, fmt.Errorf("%w: marker %q: not a marker of Keys", errInvalidOption, m)
 	}
 	for j, f := range fields[1:] {
 		if f != "" && f != markerEnd {
 			score, key, ok := strings.Cut(f, ",")
 			if _, err := strconv.ParseInt(score, 10, 64); !ok || key == "" || err != nil {
-				return nil, fmt.Errorf("%w: marker %q: bad position %q", ErrInvalidOption, m, f)
+				return nil, fmt.Errorf("%w: marker %q: bad position %q", errInvalidOption, m, f)
 			}
 		}
 		out[j] = f

@@ -37,8 +37,8 @@ func TestHeaders(t *testing.T) {
 		}
 	}
 	for _, opt := range []Option{Header("", "x"), Header("a\nb", "x"), Header("big", strings.Repeat("x", maxHeadersSize+1))} {
-		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil), opt); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("bad header: %v, want ErrInvalidOption", err)
+		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil), opt); !errors.Is(err, ErrInvalid) {
+			t.Errorf("bad header: %v, want ErrInvalid", err)
 		}
 	}
 	// no headers: the 11-element layout, byte for byte

@@ -70,7 +70,7 @@ var deleteAction = &action{
 // attempt: it goes back to dead if that fails. Its attempts go on
 // counting: the handler sees the next worker.Task.Attempt, not one it saw
 // before. A task in another state is ErrTaskState; an unknown one
-// ErrTaskNotFound. Three round trips.
+// ErrNotFound. Three round trips.
 func (i *Inspector) RunTask(ctx context.Context, queue, id string) error {
 	return i.actOne(ctx, runAction, queue, id)
 }
@@ -213,7 +213,7 @@ func (i *Inspector) actOne(ctx context.Context, a *action, queue, id string) err
 
 func (i *Inspector) actAll(ctx context.Context, a *action, queue string, state State) (int64, error) {
 	if !slices.Contains(a.states, state) {
-		return 0, fmt.Errorf("%w: %s all tasks in state %q, want one of %v", ErrInvalidOption, a.verb, state, a.states)
+		return 0, fmt.Errorf("%w: %s all tasks in state %q, want one of %v", errInvalidOption, a.verb, state, a.states)
 	}
 	setKey, _ := stateSet(state)
 	n, err := i.partitions(ctx, queue)

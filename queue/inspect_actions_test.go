@@ -50,13 +50,13 @@ func TestRunAndDeleteTasks(t *testing.T) {
 				t.Errorf("%s: err = %v, want ErrTaskState", name, err)
 			}
 		}
-		if err := s.insp.RunTask(s.ctx, s.q, "nope"); !errors.Is(err, queue.ErrTaskNotFound) {
+		if err := s.insp.RunTask(s.ctx, s.q, "nope"); !errors.Is(err, queue.ErrNotFound) {
 			t.Errorf("run unknown: err = %v", err)
 		}
-		if _, err := s.insp.RunAllTasks(s.ctx, s.q, queue.StateSucceeded); !errors.Is(err, queue.ErrInvalidOption) {
+		if _, err := s.insp.RunAllTasks(s.ctx, s.q, queue.StateSucceeded); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("run all done: err = %v", err)
 		}
-		if _, err := s.insp.DeleteAllTasks(s.ctx, s.q, queue.StateActive); !errors.Is(err, queue.ErrInvalidOption) {
+		if _, err := s.insp.DeleteAllTasks(s.ctx, s.q, queue.StateActive); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("delete all active: err = %v", err)
 		}
 	})
@@ -64,11 +64,11 @@ func TestRunAndDeleteTasks(t *testing.T) {
 	t.Run("DeleteOne", func(t *testing.T) {
 		for _, id := range []string{s.scheduled[1], s.retry[1], s.dead[1], s.done[0]} {
 			must(t, s.insp.DeleteTask(s.ctx, s.q, id))
-			if _, err := s.insp.GetTask(s.ctx, s.q, id); !errors.Is(err, queue.ErrTaskNotFound) {
+			if _, err := s.insp.GetTask(s.ctx, s.q, id); !errors.Is(err, queue.ErrNotFound) {
 				t.Fatalf("deleted task %s: GetTask err = %v", id, err)
 			}
 		}
-		if err := s.insp.DeleteTask(s.ctx, s.q, s.dead[1]); !errors.Is(err, queue.ErrTaskNotFound) {
+		if err := s.insp.DeleteTask(s.ctx, s.q, s.dead[1]); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("deleting twice: err = %v", err)
 		}
 		qi, err := s.insp.QueueInfo(s.ctx, s.q)
@@ -219,7 +219,7 @@ func TestDeleteAllPending(t *testing.T) {
 	if qi.Pending != 0 {
 		t.Fatalf("after the purge: %+v", qi)
 	}
-	if _, err := b.insp.GetTask(b.ctx, "big", uniq.ID); !errors.Is(err, queue.ErrTaskNotFound) {
+	if _, err := b.insp.GetTask(b.ctx, "big", uniq.ID); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("a deleted task is still found: %v", err)
 	}
 	if _, err := b.client.Enqueue(b.ctx, queue.NewRawTask("u", []byte("once")), queue.In("big"), queue.Unique(time.Hour)); err != nil {
@@ -231,7 +231,7 @@ func TestDeleteAllPending(t *testing.T) {
 	if deleted, err := b.insp.DeleteAllTasks(b.ctx, "big", queue.StatePending); err != nil || deleted != 1 {
 		t.Fatalf("second purge: %d, %v; want the 1 task enqueued since", deleted, err)
 	}
-	if _, err := b.insp.DeleteAllTasks(b.ctx, "a b", queue.StatePending); !errors.Is(err, queue.ErrInvalidQueueName) {
+	if _, err := b.insp.DeleteAllTasks(b.ctx, "a b", queue.StatePending); !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("bad queue name: %v", err)
 	}
 }

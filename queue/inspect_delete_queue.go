@@ -16,10 +16,10 @@ import (
 // DeleteQueue removes queue: every key of every partition (tasks in every
 // state, their records, feeds, history, limits, uniqueness locks) and its
 // registry entry, so it leaves the queue list. Without force it refuses a
-// queue that holds tasks in any state (ErrQueueNotEmpty, with the counts)
+// queue that holds tasks in any state (ErrQueueInUse, with the counts)
 // or that a live worker serves (ErrQueueInUse, naming the workers); stop
 // those workers first, or they register the queue again. A queue the
-// registry does not know is ErrQueueNotFound. A producer that goes on
+// registry does not know is ErrNotFound. A producer that goes on
 // enqueueing to a deleted queue registers it again within a minute.
 //
 // The keys of a partition share a hash tag, so they are found with a SCAN
@@ -38,7 +38,7 @@ func (i *Inspector) DeleteQueue(ctx context.Context, queue string, force bool) e
 		}
 		if total := qi.Pending + qi.Active + qi.Scheduled + qi.Retry + qi.Dead + qi.Succeeded + qi.Waiting; total > 0 {
 			return fmt.Errorf("%w: %q holds %d tasks (pending %d, active %d, scheduled %d, retry %d, dead %d, done %d, waiting %d); delete with force to drop them",
-				ErrQueueNotEmpty, queue, total, qi.Pending, qi.Active, qi.Scheduled, qi.Retry, qi.Dead, qi.Succeeded, qi.Waiting)
+				errQueueNotEmpty, queue, total, qi.Pending, qi.Active, qi.Scheduled, qi.Retry, qi.Dead, qi.Succeeded, qi.Waiting)
 		}
 		serving, err := i.servingWorkers(ctx, queue)
 		if err != nil {

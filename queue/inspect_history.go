@@ -41,7 +41,7 @@ type History struct {
 // History returns the counts over span of queues, summed, or of every
 // queue when none is named: one MGET per partition, in one round trip
 // after the registry read. A named queue the registry does not know is
-// ErrQueueNotFound.
+// ErrNotFound.
 func (i *Inspector) History(ctx context.Context, span Span, queues ...string) (*History, error) {
 	parts, err := i.partitionsOf(ctx, queues)
 	if len(queues) == 0 {
@@ -80,7 +80,7 @@ func (i *Inspector) history(ctx context.Context, queues map[string]int, span Spa
 	case SpanDay:
 		points, step = 24, time.Hour
 	default:
-		return nil, fmt.Errorf("%w: span %q, want hour or day", ErrInvalidOption, span)
+		return nil, fmt.Errorf("%w: span %q, want hour or day", errInvalidOption, span)
 	}
 	perStep := int64(step / time.Minute)
 	// the first minute of the first step: steps align to whole minutes or hours

@@ -76,7 +76,7 @@ func TestHistory(t *testing.T) {
 	if tot := totals(all); all.Queue != "" || tot.Succeeded != 17 || tot.Failed != 2 {
 		t.Fatalf("every queue: %+v", tot)
 	}
-	if _, err := b.insp.History(b.ctx, "week", "a"); !errors.Is(err, queue.ErrInvalidOption) {
+	if _, err := b.insp.History(b.ctx, "week", "a"); !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("bad span: err = %v", err)
 	}
 }

@@ -71,13 +71,13 @@ func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, erro
 		q.State = stateRecent
 	}
 	if q.State == StatePending && q.Newest {
-		return nil, fmt.Errorf("%w: pending tasks page from the head only (Newest)", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: pending tasks page from the head only (Newest)", errInvalidOption)
 	}
 	if q.Limit == 0 {
 		q.Limit = defaultPageSize
 	}
 	if q.Limit < 0 || q.Limit > maxPageSize {
-		return nil, fmt.Errorf("%w: Limit %d, want 1..%d", ErrInvalidOption, q.Limit, maxPageSize)
+		return nil, fmt.Errorf("%w: Limit %d, want 1..%d", errInvalidOption, q.Limit, maxPageSize)
 	}
 	setKey, err := stateSet(q.State)
 	if err != nil {
@@ -135,7 +135,7 @@ func stateSet(s State) (func(keys.Partition) string, error) {
 	case stateRecent:
 		return keys.Partition.Feed, nil
 	}
-	return nil, fmt.Errorf("%w: state %q, want pending, active, scheduled, retry, dead, done or empty (recent)", ErrInvalidOption, s)
+	return nil, fmt.Errorf("%w: state %q, want pending, active, scheduled, retry, dead, done or empty (recent)", errInvalidOption, s)
 }
 
 // queueList queues the listing script of one partition.
@@ -353,7 +353,7 @@ func decodeMarker(q TaskQuery, n int) ([]string, error) {
 		return out, nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("%w: marker %q: %s", ErrInvalidOption, q.After, why)
+		return fmt.Errorf("%w: marker %q: %s", errInvalidOption, q.After, why)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(q.After)
 	if err != nil {

@@ -138,18 +138,18 @@ func TestListTasks(t *testing.T) {
 			q    queue.TaskQuery
 			want error
 		}{
-			"unknown state":     {queue.TaskQuery{Queue: s.q, State: "bogus"}, queue.ErrInvalidOption},
-			"pending newest":    {queue.TaskQuery{Queue: s.q, State: queue.StatePending, Newest: true}, queue.ErrInvalidOption},
-			"limit":             {queue.TaskQuery{Queue: s.q, State: queue.StateDead, Limit: 1000 + 1}, queue.ErrInvalidOption},
-			"bad queue":         {queue.TaskQuery{Queue: "a b", State: queue.StateDead}, queue.ErrInvalidQueueName},
-			"other state":       {queue.TaskQuery{Queue: s.q, State: queue.StateRetry, After: p.Next}, queue.ErrInvalidOption},
-			"other order":       {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: p.Next, Newest: true}, queue.ErrInvalidOption},
-			"garbage":           {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: "!!!"}, queue.ErrInvalidOption},
-			"forged score":      {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: forge("dead a", "nan,x")}, queue.ErrInvalidOption},
-			"forged position":   {queue.TaskQuery{Queue: s.q, State: queue.StatePending, After: forge("pending a", "1,-2,x")}, queue.ErrInvalidOption},
-			"extra partitions":  {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: forge("dead a", "1,x", "2,y")}, queue.ErrInvalidOption},
-			"forged no member":  {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: forge("dead a", "1,")}, queue.ErrInvalidOption},
-			"forged lua string": {queue.TaskQuery{Queue: s.q, State: queue.StatePending, After: forge("pending a", "x,0,y")}, queue.ErrInvalidOption},
+			"unknown state":     {queue.TaskQuery{Queue: s.q, State: "bogus"}, queue.ErrInvalid},
+			"pending newest":    {queue.TaskQuery{Queue: s.q, State: queue.StatePending, Newest: true}, queue.ErrInvalid},
+			"limit":             {queue.TaskQuery{Queue: s.q, State: queue.StateDead, Limit: 1000 + 1}, queue.ErrInvalid},
+			"bad queue":         {queue.TaskQuery{Queue: "a b", State: queue.StateDead}, queue.ErrInvalid},
+			"other state":       {queue.TaskQuery{Queue: s.q, State: queue.StateRetry, After: p.Next}, queue.ErrInvalid},
+			"other order":       {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: p.Next, Newest: true}, queue.ErrInvalid},
+			"garbage":           {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: "!!!"}, queue.ErrInvalid},
+			"forged score":      {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: forge("dead a", "nan,x")}, queue.ErrInvalid},
+			"forged position":   {queue.TaskQuery{Queue: s.q, State: queue.StatePending, After: forge("pending a", "1,-2,x")}, queue.ErrInvalid},
+			"extra partitions":  {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: forge("dead a", "1,x", "2,y")}, queue.ErrInvalid},
+			"forged no member":  {queue.TaskQuery{Queue: s.q, State: queue.StateDead, After: forge("dead a", "1,")}, queue.ErrInvalid},
+			"forged lua string": {queue.TaskQuery{Queue: s.q, State: queue.StatePending, After: forge("pending a", "x,0,y")}, queue.ErrInvalid},
 		} {
 			if _, err := s.insp.ListTasks(s.ctx, c.q); !errors.Is(err, c.want) {
 				t.Errorf("%s: err = %v, want %v", name, err, c.want)

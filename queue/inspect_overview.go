@@ -21,7 +21,7 @@ import (
 // a pipeline by node), not one per partition. Its Redis commands grow with
 // the number of queues: name a page of them (Queues lists every name) to
 // bound its cost. A named queue the registry does not know is
-// ErrQueueNotFound.
+// ErrNotFound.
 func (i *Inspector) QueueInfos(ctx context.Context, queues ...string) ([]*QueueInfo, error) {
 	if len(queues) > 0 {
 		parts, err := i.partitionsOf(ctx, queues)

@@ -11,7 +11,7 @@ import (
 // TestQueueInfosNamed: QueueInfos and History of named queues read those
 // queues alone, so a page of them costs Redis commands bounded by its
 // size, not by the number of queues; named queues come in their order,
-// and an unknown one is ErrQueueNotFound.
+// and an unknown one is ErrNotFound.
 func TestQueueInfosNamed(t *testing.T) {
 	t.Parallel()
 	b := isetup(t, queue.Config{})
@@ -64,13 +64,13 @@ func TestQueueInfosNamed(t *testing.T) {
 	if err != nil || len(all) != 121 || all[0].Queue != "other" {
 		t.Fatalf("QueueInfos of every queue: %d, %v", len(all), err)
 	}
-	if _, err := b.insp.QueueInfos(b.ctx, "q001", "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
-		t.Errorf("QueueInfos of an unknown queue: %v, want ErrQueueNotFound", err)
+	if _, err := b.insp.QueueInfos(b.ctx, "q001", "nope"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("QueueInfos of an unknown queue: %v, want ErrNotFound", err)
 	}
-	if _, err := b.insp.History(b.ctx, queue.SpanHour, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
-		t.Errorf("History of an unknown queue: %v, want ErrQueueNotFound", err)
+	if _, err := b.insp.History(b.ctx, queue.SpanHour, "nope"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("History of an unknown queue: %v, want ErrNotFound", err)
 	}
-	if _, err := b.insp.History(b.ctx, "week", "q001"); !errors.Is(err, queue.ErrInvalidOption) {
-		t.Errorf("History over a week: %v, want ErrInvalidOption", err)
+	if _, err := b.insp.History(b.ctx, "week", "q001"); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("History over a week: %v, want ErrInvalid", err)
 	}
 }

@@ -30,7 +30,7 @@ type Inspector struct {
 // NewInspector returns an Inspector over rdb.
 func NewInspector(rdb redis.UniversalClient, cfg Config) (*Inspector, error) {
 	if rcall.IsNil(rdb) {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil Redis client", errInvalidConfig)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -122,7 +122,7 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 // (draining ones included) when an operator set its layout, else the
 // larger of the registry's and the config's. A queue the registry does not
 // know (nothing was ever enqueued to it and no worker serves it) is
-// ErrQueueNotFound. One round trip.
+// ErrNotFound. One round trip.
 func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
 	n, err := i.partitionsOf(ctx, []string{queue})
 	return n[queue], err
@@ -155,7 +155,7 @@ func (i *Inspector) partitionsOf(ctx context.Context, queues []string) (map[stri
 	for j, q := range queues {
 		v, ok := counts[j].(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: %q", ErrQueueNotFound, q)
+			return nil, fmt.Errorf("%w: %q", errQueueNotFound, q)
 		}
 		if s, _ := layouts[j].(string); s != "" {
 			if l, err := layout.Parse(s); err == nil {
@@ -241,7 +241,7 @@ func (info *QueueInfo) add(cmd *redis.Cmd, now time.Time) error {
 // GetTask returns what queue knows of the task id: its record when it has
 // left pending, or its entry in the recent feed while it is pending. The
 // payload is in TaskInfo.Payload (see Decode). A task that is neither is
-// ErrTaskNotFound.
+// ErrNotFound.
 func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, error) {
 	n, err := i.partitions(ctx, queue)
 	if err != nil {
@@ -263,7 +263,7 @@ func (i *Inspector) GetTask(ctx context.Context, queue, id string) (*TaskInfo, e
 			return ti, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %q in queue %q", ErrTaskNotFound, id, queue)
+	return nil, fmt.Errorf("%w: %q in queue %q", errTaskNotFound, id, queue)
 }
 
 // getTaskKeys returns the KEYS of get_task.lua for partition k.

@@ -40,8 +40,8 @@ func TestInspector(t *testing.T) {
 		if qi.Pending != 8 || qi.Latency < 20*time.Millisecond || qi.Latency > time.Minute || qi.Paused {
 			t.Fatalf("QueueInfo = %+v", qi)
 		}
-		if _, err := b.insp.QueueInfo(ctx, "never-used"); !errors.Is(err, ErrQueueNotFound) || !strings.Contains(err.Error(), `"never-used"`) {
-			t.Fatalf("QueueInfo of a queue never used: %v, want ErrQueueNotFound naming it", err)
+		if _, err := b.insp.QueueInfo(ctx, "never-used"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"never-used"`) {
+			t.Fatalf("QueueInfo of a queue never used: %v, want ErrNotFound naming it", err)
 		}
 	})
 
@@ -80,22 +80,22 @@ func TestInspector(t *testing.T) {
 			t.Fatalf("GetTask = %+v", ti)
 		}
 		// trimmed out of the feed while pending: nothing holds its message but the list
-		if _, err := b.insp.GetTask(ctx, "feedq", ids[0]); !errors.Is(err, ErrTaskNotFound) {
-			t.Fatalf("trimmed pending task: err = %v, want ErrTaskNotFound", err)
+		if _, err := b.insp.GetTask(ctx, "feedq", ids[0]); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("trimmed pending task: err = %v, want ErrNotFound", err)
 		}
-		if _, err := b.insp.GetTask(ctx, "feedq", "nope"); !errors.Is(err, ErrTaskNotFound) {
-			t.Fatalf("err = %v, want ErrTaskNotFound", err)
+		if _, err := b.insp.GetTask(ctx, "feedq", "nope"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound", err)
 		}
 	})
 
 	t.Run("BadInput", func(t *testing.T) {
-		if _, err := b.insp.GetTask(ctx, "a b", "x"); !errors.Is(err, ErrInvalidQueueName) {
+		if _, err := b.insp.GetTask(ctx, "a b", "x"); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := b.insp.QueueInfo(ctx, "{x}"); !errors.Is(err, ErrInvalidQueueName) {
+		if _, err := b.insp.QueueInfo(ctx, "{x}"); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", State: "bogus"}); !errors.Is(err, ErrInvalidOption) {
+		if _, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "feedq", State: "bogus"}); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -148,7 +148,7 @@ func TestFeedTailWhileProducersEnqueue(t *testing.T) {
 			marker := ""
 			for len(seen) < total && time.Now().Before(deadline) {
 				p, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "tail", After: marker, Limit: 40})
-				if errors.Is(err, ErrQueueNotFound) {
+				if errors.Is(err, ErrNotFound) {
 					time.Sleep(time.Millisecond) // no producer's first call has registered it yet
 					continue
 				}

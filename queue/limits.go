@@ -68,7 +68,7 @@ type Limits struct {
 
 func (l Limits) validate(queue string) error {
 	if err := limits.Check(queue, limits.Values(l)); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return fmt.Errorf("%w: %w", errInvalidOption, err)
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func (l Limits) validate(queue string) error {
 func Group(key string) Option {
 	return func(o *options) error {
 		if err := checkName(key); err != nil {
-			return fmt.Errorf("%w: Group(%q): %s", ErrInvalidOption, key, err)
+			return fmt.Errorf("%w: Group(%q): %s", errInvalidOption, key, err)
 		}
 		o.key = key
 		return nil
@@ -96,7 +96,7 @@ func (i *Inspector) SetLimits(ctx context.Context, queue string, l Limits) error
 		return err
 	}
 	n, err := i.partitions(ctx, queue)
-	if errors.Is(err, ErrQueueNotFound) {
+	if errors.Is(err, errQueueNotFound) {
 		n = i.cfg.partitions(queue)
 		err = rcall.Do(ctx, i.rdb, func() error {
 			return i.rdb.HSetNX(ctx, keys.Queues(i.cfg.Prefix), queue, n).Err()
@@ -164,7 +164,7 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		return nil, err
 	}
 	n, err := i.partitions(ctx, queue)
-	if errors.Is(err, ErrQueueNotFound) {
+	if errors.Is(err, errQueueNotFound) {
 		n, err = i.cfg.partitions(queue), nil
 	}
 	if err != nil {

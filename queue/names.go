@@ -8,10 +8,10 @@ import (
 
 // ValidateQueueName reports whether name can name a queue: 1 to 128 bytes
 // of UTF-8 with no braces (they would break the cluster hash tag), no
-// whitespace and no control characters. A bad name is ErrInvalidQueueName.
+// whitespace and no control characters. A bad name is ErrInvalid.
 func ValidateQueueName(name string) error {
 	if err := config.CheckName(name); err != nil {
-		return fmt.Errorf("%w %q: %s", ErrInvalidQueueName, name, err)
+		return fmt.Errorf("%w %q: %s", errInvalidQueueName, name, err)
 	}
 	return nil
 }
@@ -21,7 +21,7 @@ func checkName(s string) error { return config.CheckName(s) }
 // validateTaskID applies the queue name rules to a caller-chosen task ID.
 func validateTaskID(id string) error {
 	if err := checkName(id); err != nil {
-		return fmt.Errorf("%w: task ID %q: %s", ErrInvalidTask, id, err)
+		return fmt.Errorf("%w: task ID %q: %s", errInvalidTask, id, err)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func In(queue string) Option {
 func MaxRetry(n int) Option {
 	return func(o *options) error {
 		if n < 0 {
-			return fmt.Errorf("%w: MaxRetry(%d), want >= 0", ErrInvalidOption, n)
+			return fmt.Errorf("%w: MaxRetry(%d), want >= 0", errInvalidOption, n)
 		}
 		o.maxRetry = n
 		return nil
@@ -70,7 +70,7 @@ func MaxRetry(n int) Option {
 func Timeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: Timeout(%v), want > 0", ErrInvalidOption, d)
+			return fmt.Errorf("%w: Timeout(%v), want > 0", errInvalidOption, d)
 		}
 		o.timeout = d
 		return nil
@@ -81,7 +81,7 @@ func Timeout(d time.Duration) Option {
 func Deadline(t time.Time) Option {
 	return func(o *options) error {
 		if t.IsZero() {
-			return fmt.Errorf("%w: Deadline(zero time)", ErrInvalidOption)
+			return fmt.Errorf("%w: Deadline(zero time)", errInvalidOption)
 		}
 		o.deadline = t
 		return nil
@@ -100,7 +100,7 @@ func ProcessAt(t time.Time) Option {
 func ProcessIn(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
-			return fmt.Errorf("%w: ProcessIn(%v), want >= 0", ErrInvalidOption, d)
+			return fmt.Errorf("%w: ProcessIn(%v), want >= 0", errInvalidOption, d)
 		}
 		o.processIn, o.processAt = d, time.Time{}
 		return nil
@@ -116,7 +116,7 @@ func ProcessIn(d time.Duration) Option {
 func Unique(ttl time.Duration) Option {
 	return func(o *options) error {
 		if ttl < time.Millisecond {
-			return fmt.Errorf("%w: Unique(%v), want >= 1ms", ErrInvalidOption, ttl)
+			return fmt.Errorf("%w: Unique(%v), want >= 1ms", errInvalidOption, ttl)
 		}
 		o.unique = ttl
 		return nil
@@ -128,7 +128,7 @@ func Unique(ttl time.Duration) Option {
 func UniqueBy(key string, ttl time.Duration) Option {
 	return func(o *options) error {
 		if key == "" || len(key) > config.MaxNameLen {
-			return fmt.Errorf("%w: UniqueBy(%q): want 1 to %d bytes", ErrInvalidOption, key, config.MaxNameLen)
+			return fmt.Errorf("%w: UniqueBy(%q): want 1 to %d bytes", errInvalidOption, key, config.MaxNameLen)
 		}
 		if err := Unique(ttl)(o); err != nil {
 			return err
@@ -149,7 +149,7 @@ func UniqueBy(key string, ttl time.Duration) Option {
 func UniqueUntilFinished(after time.Duration) Option {
 	return func(o *options) error {
 		if after < 0 {
-			return fmt.Errorf("%w: UniqueUntilFinished(%v), want >= 0", ErrInvalidOption, after)
+			return fmt.Errorf("%w: UniqueUntilFinished(%v), want >= 0", errInvalidOption, after)
 		}
 		o.untilFinished, o.uniqueAfter = true, after
 		return nil
@@ -180,7 +180,7 @@ func TaskID(id string) Option {
 func Retention(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
-			return fmt.Errorf("%w: Retention(%v), want >= 0", ErrInvalidOption, d)
+			return fmt.Errorf("%w: Retention(%v), want >= 0", errInvalidOption, d)
 		}
 		o.retention = d
 		return nil
@@ -206,7 +206,7 @@ func Headers(h map[string]string) Option {
 	return func(o *options) error {
 		for k, v := range h {
 			if k == "" || strings.ContainsAny(k, "\x00\r\n") {
-				return fmt.Errorf("%w: header key %q: empty or with a control character", ErrInvalidOption, k)
+				return fmt.Errorf("%w: header key %q: empty or with a control character", errInvalidOption, k)
 			}
 			if o.headers == nil {
 				o.headers = map[string]string{}
@@ -222,7 +222,7 @@ func Headers(h map[string]string) Option {
 			size += len(k) + len(v)
 		}
 		if size > maxHeadersSize {
-			return fmt.Errorf("%w: headers of %d bytes, at most %d", ErrInvalidOption, size, maxHeadersSize)
+			return fmt.Errorf("%w: headers of %d bytes, at most %d", errInvalidOption, size, maxHeadersSize)
 		}
 		return nil
 	}

@@ -66,7 +66,7 @@ func (r *KeyRing) engine() *envelope.KeyRing {
 func ParseKeyRing(b []byte) (*KeyRing, error) {
 	r, err := envelope.ParseKeyRing(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidConfig, err)
 	}
 	k := &KeyRing{Current: r.Current, Keys: r.Keys}
 	k.once.Do(func() { k.ring = r })

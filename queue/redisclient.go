@@ -12,9 +12,6 @@ import (
 	"github.com/shardq/shardq/internal/redact"
 )
 
-// ErrInvalidRedisURL reports a Redis URL NewRedisClient cannot use.
-var ErrInvalidRedisURL = errors.New("queue: invalid Redis URL")
-
 // NewRedisClient returns a go-redis client for url, configured as shardq
 // needs it: commands are never resent after a lost reply (MaxRetries -1:
 // a resent enqueue could enqueue twice, a resent pop hides its tasks until
@@ -33,12 +30,12 @@ var ErrInvalidRedisURL = errors.New("queue: invalid Redis URL")
 //
 // Options are go-redis's URL options (dial_timeout, pool_size,
 // max_retries to override the -1, ...). A URL it cannot use is
-// ErrInvalidRedisURL, the URL quoted with its secrets hidden: the
+// ErrInvalid, the URL quoted with its secrets hidden: the
 // password, and options such as a Sentinel URL's password=.
 func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 	bad := func(err error) error {
 		// go-redis's messages may quote a part of the URL: scrubbed too
-		return fmt.Errorf("%w %q: %s", ErrInvalidRedisURL, redact.URL(rawURL), redact.Scrub(err.Error(), rawURL))
+		return fmt.Errorf("%w %q: %s", errInvalidRedisURL, redact.URL(rawURL), redact.Scrub(err.Error(), rawURL))
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {

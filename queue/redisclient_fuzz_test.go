@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzNewRedisClient: no URL crashes NewRedisClient, one it refuses is
-// ErrInvalidRedisURL, and its message shows none of the URL's secrets
+// ErrInvalid, and its message shows none of the URL's secrets
 // (those redact.Secrets finds: the password, secret options) unless the
 // same bytes show when the secret is not there. It only builds clients:
 // none dials.
@@ -28,8 +28,8 @@ func FuzzNewRedisClient(f *testing.F) {
 			_ = rdb.Close()
 			return
 		}
-		if !errors.Is(err, ErrInvalidRedisURL) {
-			t.Fatalf("NewRedisClient(%q): %v is not ErrInvalidRedisURL", raw, err)
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("NewRedisClient(%q): %v is not ErrInvalid", raw, err)
 		}
 		// what a message says whatever the URL: a secret among it tells nothing
 		const fixed = "queue: invalid Redis URL: does not parse: scheme: want redis, rediss, unix, redis+cluster or redis+sentinel"

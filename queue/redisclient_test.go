@@ -148,8 +148,8 @@ func TestNewRedisClient(t *testing.T) {
 				t.Errorf("%q: no error", u)
 				continue
 			}
-			if !errors.Is(err, ErrInvalidRedisURL) || strings.Contains(err.Error(), "s3cret") {
-				t.Errorf("%q: %v; want ErrInvalidRedisURL without the password", u, err)
+			if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("%q: %v; want ErrInvalid without the password", u, err)
 			}
 		}
 	})

@@ -112,7 +112,7 @@ func TestWaitReplicas(t *testing.T) {
 
 // TestWaitReplicasSingleNode: on one server (no replica) WaitReplicas 1
 // reports ErrNotReplicated and the task is enqueued; bad settings are
-// ErrInvalidConfig.
+// ErrInvalid.
 func TestWaitReplicasSingleNode(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{WaitReplicas: 1, WaitTimeout: 20 * time.Millisecond})
@@ -127,8 +127,8 @@ func TestWaitReplicasSingleNode(t *testing.T) {
 	}
 	// a WAIT of 5s would outlast the client's 3s read
 	for _, c := range []Config{{WaitReplicas: -1}, {WaitReplicas: 1, WaitTimeout: -time.Second}, {WaitReplicas: 1, WaitTimeout: 5 * time.Second}} {
-		if _, err := NewClient(b.rdb, c); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewClient(%+v) = %v, want ErrInvalidConfig", c, err)
+		if _, err := NewClient(b.rdb, c); !errors.Is(err, ErrInvalid) {
+			t.Errorf("NewClient(%+v) = %v, want ErrInvalid", c, err)
 		}
 	}
 }

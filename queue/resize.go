@@ -42,10 +42,10 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 		return PartitionLayout{}, err
 	}
 	if n < 1 || n > config.MaxPartitions {
-		return PartitionLayout{}, fmt.Errorf("%w: %d partitions for queue %q, want 1..%d", ErrInvalidPartitions, n, queue, config.MaxPartitions)
+		return PartitionLayout{}, fmt.Errorf("%w: %d partitions for queue %q, want 1..%d", errInvalidPartitions, n, queue, config.MaxPartitions)
 	}
 	old, err := i.partitions(ctx, queue)
-	if errors.Is(err, ErrQueueNotFound) {
+	if errors.Is(err, errQueueNotFound) {
 		old, err = 0, nil
 	}
 	if err != nil {
@@ -100,7 +100,7 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 
 // Layout returns queue's partition layout: as an operator set it, or,
 // when none did, the count the registry and the config give (Route ==
-// Serve). A queue the registry does not know is ErrQueueNotFound.
+// Serve). A queue the registry does not know is ErrNotFound.
 func (i *Inspector) Layout(ctx context.Context, queue string) (PartitionLayout, error) {
 	n, err := i.partitions(ctx, queue)
 	if err != nil {

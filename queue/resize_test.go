@@ -21,12 +21,12 @@ func TestSetPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int{0, -1, config.MaxPartitions + 1} {
-			if _, err := b.insp.SetPartitions(ctx, "q", n); !errors.Is(err, ErrInvalidPartitions) {
-				t.Errorf("SetPartitions(q, %d) = %v, want ErrInvalidPartitions", n, err)
+			if _, err := b.insp.SetPartitions(ctx, "q", n); !errors.Is(err, ErrInvalid) {
+				t.Errorf("SetPartitions(q, %d) = %v, want ErrInvalid", n, err)
 			}
 		}
-		if _, err := b.insp.SetPartitions(ctx, "bad name{", 2); !errors.Is(err, ErrInvalidQueueName) {
-			t.Errorf("SetPartitions with a bad name = %v, want ErrInvalidQueueName", err)
+		if _, err := b.insp.SetPartitions(ctx, "bad name{", 2); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SetPartitions with a bad name = %v, want ErrInvalid", err)
 		}
 		l, err := b.insp.Layout(ctx, "q")
 		if err != nil || l != (PartitionLayout{Route: 1, Serve: 1}) {
@@ -120,8 +120,8 @@ func TestSetPartitions(t *testing.T) {
 		if err := b.insp.DeleteQueue(ctx, "q", true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.insp.Layout(ctx, "q"); !errors.Is(err, ErrQueueNotFound) {
-			t.Fatalf("Layout of a deleted queue = %v, want ErrQueueNotFound", err)
+		if _, err := b.insp.Layout(ctx, "q"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Layout of a deleted queue = %v, want ErrNotFound", err)
 		}
 		if n, _ := b.rdb.HLen(ctx, b.cfg.Prefix+":layout").Result(); n != 0 {
 			t.Fatalf("the layout hash holds %d entries after DeleteQueue", n)

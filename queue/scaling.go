@@ -107,7 +107,7 @@ func (i *Inspector) Scaling(ctx context.Context, q ScalingQuery) (*Scaling, erro
 		concurrency: cmp.Or(q.Concurrency, 10), max: q.MaxWorkers}
 	if o.drain <= 0 || o.window < time.Second || o.concurrency < 1 || o.max < 0 {
 		return nil, fmt.Errorf("%w: scaling drain %v (want > 0), window %v (want >= 1s), concurrency %d (want >= 1), max workers %d (want >= 0)",
-			ErrInvalidOption, o.drain, o.window, o.concurrency, o.max)
+			errInvalidOption, o.drain, o.window, o.concurrency, o.max)
 	}
 	n, err := i.partitions(ctx, queue)
 	if err != nil {

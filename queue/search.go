@@ -69,7 +69,7 @@ func (i *Inspector) Search(ctx context.Context, q SearchQuery) (*SearchResult, e
 		scan = maxSearchScan
 	}
 	if q.Type == "" && q.Error == "" && q.IDPrefix == "" {
-		return nil, fmt.Errorf("%w: search with no filter: give a type, error text or ID prefix", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: search with no filter: give a type, error text or ID prefix", errInvalidOption)
 	}
 	errText := strings.ToLower(q.Error)
 	match := func(ti *TaskInfo) bool {

@@ -80,7 +80,7 @@ func TestSearch(t *testing.T) {
 	}
 	// (the error-text search runs over a real worker's dead and retrying
 	// tasks in dashboard.TestSearchPage)
-	if _, err := b.insp.Search(ctx, SearchQuery{Queue: "s"}); !errors.Is(err, ErrInvalidOption) {
+	if _, err := b.insp.Search(ctx, SearchQuery{Queue: "s"}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("no filter: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ type Task struct {
 // decode it into their own type. It fails when v does not encode, or
 // encodes to bytes that are not whole msgpack (a msgpack.RawMessage whose
 // header claims more than it holds), when typ is not a valid name
-// (ErrInvalidTask) or when an option is invalid (ErrInvalidOption), so a
+// or when an option is invalid (ErrInvalid), so a
 // bad task is caught where it is made.
 func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 	if err := checkType(typ); err != nil {
@@ -33,12 +33,12 @@ func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 	}
 	b, err := msgpack.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: encode payload of %q: %v", ErrInvalidTask, typ, err)
+		return nil, fmt.Errorf("%w: encode payload of %q: %v", errInvalidTask, typ, err)
 	}
 	// msgpack writes a msgpack.RawMessage, or what a custom encoder
 	// returns, as it is: bytes a worker would send to dead, refused here
 	if err := wire.Check(b); err != nil {
-		return nil, fmt.Errorf("%w: payload of %q: %w", ErrInvalidTask, typ, err)
+		return nil, fmt.Errorf("%w: payload of %q: %w", errInvalidTask, typ, err)
 	}
 	return &Task{typ: typ, payload: b, opts: opts}, nil
 }
@@ -46,7 +46,7 @@ func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 // checkType validates a task type name.
 func checkType(typ string) error {
 	if err := checkName(typ); err != nil {
-		return fmt.Errorf("%w: type %q: %s", ErrInvalidTask, typ, err)
+		return fmt.Errorf("%w: type %q: %s", errInvalidTask, typ, err)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func resolveOptions(taskOpts, callOpts []Option) (options, error) {
 // Unlike NewTask, whose encoding of v can fail, NewRawTask has nothing to
 // encode, so it returns no error, and it can be written inline in a
 // batch. Its type name and options are checked when it is enqueued:
-// Enqueue returns ErrInvalidTask or ErrInvalidOption, and EnqueueMany
+// Enqueue returns ErrInvalid, and EnqueueMany
 // reports them per task in its EnqueueError, the others enqueued.
 func NewRawTask(typ string, b []byte, opts ...Option) *Task {
 	return &Task{typ: typ, payload: b, raw: true, opts: opts}

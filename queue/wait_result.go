@@ -20,7 +20,7 @@ const waitPoll = 500 * time.Millisecond
 // task that went to dead is ErrTaskDead with its last error; the context
 // ending returns its error. The task must be kept once done (enqueue it
 // with Retention), or it may be gone before WaitResult sees it finish:
-// then it is ErrTaskNotFound. It reads the task with GetTask, after 10ms,
+// then it is ErrNotFound. It reads the task with GetTask, after 10ms,
 // then at doubling intervals up to half a second: never a tight loop. A
 // result that does not open is an error that says why: ErrUnknownKey for
 // one encrypted with a key the Inspector's KeyRing lacks, or when it has

@@ -102,11 +102,11 @@ func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 		return
 	}
 	if _, ok := w.names[name]; ok {
-		w.err = fmt.Errorf("%w: node %q added twice", ErrInvalidWorkflow, name)
+		w.err = fmt.Errorf("%w: node %q added twice", errInvalidWorkflow, name)
 		return
 	}
 	if t == nil {
-		w.err = fmt.Errorf("%w: node %q has no task", ErrInvalidWorkflow, name)
+		w.err = fmt.Errorf("%w: node %q has no task", errInvalidWorkflow, name)
 		return
 	}
 	seen := map[string]bool{}
@@ -115,18 +115,18 @@ func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 		switch e.OnDead {
 		case "", EdgeFail, EdgeRun, EdgeSkip:
 		default:
-			w.err = fmt.Errorf("%w: node %q: edge with %q has policy %q; want fail, run or skip", ErrInvalidWorkflow, name, other, e.OnDead)
+			w.err = fmt.Errorf("%w: node %q: edge with %q has policy %q; want fail, run or skip", errInvalidWorkflow, name, other, e.OnDead)
 			return
 		}
 		switch {
 		case (e.Parent == "") == (e.Child == ""):
-			w.err = fmt.Errorf("%w: node %q: an edge names a parent or a child, not %q and %q", ErrInvalidWorkflow, name, e.Parent, e.Child)
+			w.err = fmt.Errorf("%w: node %q: an edge names a parent or a child, not %q and %q", errInvalidWorkflow, name, e.Parent, e.Child)
 			return
 		case other == name:
-			w.err = fmt.Errorf("%w: node %q is its own parent", ErrInvalidWorkflow, name)
+			w.err = fmt.Errorf("%w: node %q is its own parent", errInvalidWorkflow, name)
 			return
 		case seen[e.Parent+"\x00"+e.Child]:
-			w.err = fmt.Errorf("%w: node %q names %q twice", ErrInvalidWorkflow, name, other)
+			w.err = fmt.Errorf("%w: node %q names %q twice", errInvalidWorkflow, name, other)
 			return
 		}
 		seen[e.Parent+"\x00"+e.Child] = true
@@ -138,15 +138,15 @@ func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 func validNodeName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: empty node name", ErrInvalidWorkflow)
+		return fmt.Errorf("%w: empty node name", errInvalidWorkflow)
 	case len(name) > MaxNodeNameLen:
-		return fmt.Errorf("%w: node name of %d bytes, limit %d", ErrInvalidWorkflow, len(name), MaxNodeNameLen)
+		return fmt.Errorf("%w: node name of %d bytes, limit %d", errInvalidWorkflow, len(name), MaxNodeNameLen)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: node name %q is not UTF-8", ErrInvalidWorkflow, name)
+		return fmt.Errorf("%w: node name %q is not UTF-8", errInvalidWorkflow, name)
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return fmt.Errorf("%w: node name %q has a space or control character", ErrInvalidWorkflow, name)
+			return fmt.Errorf("%w: node name %q has a space or control character", errInvalidWorkflow, name)
 		}
 	}
 	return nil
@@ -168,7 +168,7 @@ func (w *Workflow) check() (*plan, error) {
 		return nil, w.err
 	}
 	if w == nil || len(w.nodes) == 0 {
-		return nil, fmt.Errorf("%w: no nodes", ErrInvalidWorkflow)
+		return nil, fmt.Errorf("%w: no nodes", errInvalidWorkflow)
 	}
 	p := &plan{parents: make([][]Edge, len(w.nodes)), before: make([][]Edge, len(w.nodes))}
 	edges := 0
@@ -187,7 +187,7 @@ func (w *Workflow) check() (*plan, error) {
 		}
 	}
 	if len(w.nodes) > MaxWorkflowNodes || edges > MaxWorkflowEdges {
-		return nil, fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", ErrInvalidWorkflow, len(w.nodes), edges, MaxWorkflowNodes, MaxWorkflowEdges)
+		return nil, fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, len(w.nodes), edges, MaxWorkflowNodes, MaxWorkflowEdges)
 	}
 	// Kahn's algorithm over the edges inside w: what is left is a cycle
 	indeg := make([]int, len(w.nodes))
@@ -196,7 +196,7 @@ func (w *Workflow) check() (*plan, error) {
 		seen := map[string]bool{}
 		for _, e := range p.parents[i] {
 			if seen[e.Parent] {
-				return nil, fmt.Errorf("%w: node %q names %q twice", ErrInvalidWorkflow, w.nodes[i].name, e.Parent)
+				return nil, fmt.Errorf("%w: node %q names %q twice", errInvalidWorkflow, w.nodes[i].name, e.Parent)
 			}
 			seen[e.Parent] = true
 			if pi, ok := w.names[e.Parent]; ok {
@@ -225,7 +225,7 @@ func (w *Workflow) check() (*plan, error) {
 	if done < len(w.nodes) {
 		for i, d := range indeg {
 			if d > 0 {
-				return nil, fmt.Errorf("%w: a cycle runs through node %q", ErrInvalidWorkflow, w.nodes[i].name)
+				return nil, fmt.Errorf("%w: a cycle runs through node %q", errInvalidWorkflow, w.nodes[i].name)
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func (w *Workflow) check() (*plan, error) {
 
 // EnqueueWorkflow records w as a new workflow at its home and enqueues its
 // roots; it returns the workflow's ID. The call is atomic: a cycle, an
-// unknown parent or a workflow over the bounds is ErrInvalidWorkflow, and
+// unknown parent or a workflow over the bounds is ErrInvalid, and
 // nothing is written; no node runs before every node is recorded. When
 // the workflow was recorded but its roots could not be enqueued, it
 // returns the ID with the error: workers enqueue them after a grace of
@@ -253,11 +253,11 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, erro
 // parent may be a node of w or of the workflow; a child of a node that
 // already succeeded is enqueued at once. From a handler of one of the
 // workflow's tasks, worker.Task.ExtendWorkflow does the same. A finished
-// workflow is ErrWorkflowFinished, a cancelled one ErrWorkflowCancelled.
+// or cancelled workflow is ErrFinished.
 //
 // An extension whose nodes all exist already is a repeat, from a handler
 // that runs again: it succeeds and changes nothing. One that reuses some
-// names is ErrInvalidWorkflow.
+// names is ErrInvalid.
 func (c *Client) ExtendWorkflow(ctx context.Context, id string, w *Workflow) error {
 	_, err := c.recordWorkflow(ctx, id, w, true)
 	return err
@@ -462,12 +462,12 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 	var roots []string
 	for i, n := range w.nodes {
 		if len(pl.before[i]) > 0 {
-			return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, n.name, pl.before[i][0].Child, id)
+			return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", errInvalidWorkflow, n.name, pl.before[i][0].Child, id)
 		}
 		for _, e := range pl.parents[i] {
 			p, ok := w.names[e.Parent]
 			if !ok {
-				return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, n.name, e.Parent, id)
+				return nil, fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", errInvalidWorkflow, n.name, e.Parent, id)
 			}
 			code := edgeCode(e.OnDead)
 			if len(pl.parents[i]) == 1 {
@@ -541,21 +541,21 @@ func workflowCode(id string, reply []any) error {
 	case codes.FlowIDTaken:
 		return fmt.Errorf("workflow %s: ID taken", id) // a UUIDv7 collision: never
 	case codes.FlowNotFound:
-		return fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+		return fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
 	case codes.FlowFinished:
-		return fmt.Errorf("workflow %s: %w", id, ErrWorkflowFinished)
+		return fmt.Errorf("workflow %s: %w", id, errWorkflowFinished)
 	case codes.FlowClosed:
-		return fmt.Errorf("workflow %s: %w", id, ErrWorkflowCancelled)
+		return fmt.Errorf("workflow %s: %w", id, errWorkflowCancelled)
 	case codes.FlowNameTaken:
-		return fmt.Errorf("%w: workflow %s already has a node %q", ErrInvalidWorkflow, id, str(1))
+		return fmt.Errorf("%w: workflow %s already has a node %q", errInvalidWorkflow, id, str(1))
 	case codes.FlowUnknownParent:
-		return fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
+		return fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", errInvalidWorkflow, str(1), str(2), id)
 	case codes.FlowNotWaiting:
-		return fmt.Errorf("%w: node %q is to come before %q, which no longer waits in workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
+		return fmt.Errorf("%w: node %q is to come before %q, which no longer waits in workflow %s", errInvalidWorkflow, str(1), str(2), id)
 	case codes.FlowCycle:
-		return fmt.Errorf("%w: node %q before %q makes a cycle in workflow %s", ErrInvalidWorkflow, str(1), str(2), id)
+		return fmt.Errorf("%w: node %q before %q makes a cycle in workflow %s", errInvalidWorkflow, str(1), str(2), id)
 	case codes.FlowTooBig:
-		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", ErrInvalidWorkflow, id, num(1), num(2), MaxWorkflowNodes, MaxWorkflowEdges)
+		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, id, num(1), num(2), MaxWorkflowNodes, MaxWorkflowEdges)
 	}
 	return fmt.Errorf("workflow %s: unexpected reply code %d", id, code)
 }

@@ -140,7 +140,7 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 		f[name], _ = vals[j].(string)
 	}
 	if f["state"] == "" {
-		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+		return nil, fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
 	}
 	w := &WorkflowInfo{
 		ID: id, State: WorkflowState(f["state"]), Why: f["why"],
@@ -252,7 +252,7 @@ func (i *Inspector) openError(e, sid string) string {
 // cancelled, pending ones are deleted, and running ones are asked to stop
 // (CancelTask). Their outcomes still arrive and release nothing. Once
 // every node has finished, the workflow is cancelled and expires after
-// Config.FlowRetention. A finished workflow is ErrWorkflowFinished.
+// Config.FlowRetention. A finished workflow is ErrFinished.
 // Stopping the enqueued nodes takes two round trips however many there
 // are, and one more per node scheduled or retrying.
 func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
@@ -370,7 +370,7 @@ func (i *Inspector) stopTasks(ctx context.Context, tasks []nodeTask) error {
 		if errors.Is(err, ErrTaskState) {
 			err = i.CancelTask(ctx, t.queue, tid)
 		}
-		if err != nil && !errors.Is(err, ErrTaskState) && !errors.Is(err, ErrTaskNotFound) {
+		if err != nil && !errors.Is(err, ErrTaskState) && !errors.Is(err, errTaskNotFound) {
 			errs = append(errs, fmt.Errorf("node task %s of %q: %w", tid, t.queue, err))
 		}
 	}
@@ -387,8 +387,8 @@ func (i *Inspector) stopTasks(ctx context.Context, tasks []nodeTask) error {
 
 // NodeResult returns the result node of workflow id recorded when it
 // succeeded (worker.Task.SetResult); nil when it wrote none or has not
-// succeeded. An unknown workflow is ErrWorkflowNotFound, a node it lacks
-// ErrInvalidWorkflow. In a
+// succeeded. An unknown workflow is ErrNotFound, a node it lacks
+// ErrInvalid. In a
 // handler, worker.Task.ParentResult reads a parent's. One round trip.
 func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, error) {
 	parent := node
@@ -403,11 +403,11 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
 	}
 	if vals[2] == nil {
-		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+		return nil, fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
 	}
 	meta, _ := vals[0].(string)
 	if meta == "" {
-		return nil, fmt.Errorf("%w: workflow %s has no node %q", ErrInvalidWorkflow, id, parent)
+		return nil, fmt.Errorf("%w: workflow %s has no node %q", errInvalidWorkflow, id, parent)
 	}
 	res, _ := vals[1].(string)
 	if res == "" {

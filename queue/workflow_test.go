@@ -11,7 +11,7 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 )
 
-// TestWorkflowRefused: every invalid workflow is ErrInvalidWorkflow with
+// TestWorkflowRefused: every invalid workflow is ErrInvalid with
 // a message naming what was wrong, and nothing is written to Redis.
 func TestWorkflowRefused(t *testing.T) {
 	t.Parallel()
@@ -79,7 +79,7 @@ func TestWorkflowRefused(t *testing.T) {
 		}
 	}
 	_, err := b.client.EnqueueWorkflow(ctx, big)
-	if !errors.Is(err, ErrInvalidWorkflow) || !strings.Contains(err.Error(), "10001 nodes") {
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "10001 nodes") {
 		t.Fatalf("too big: %v", err)
 	}
 	if n := b.rdb.DBSize(ctx).Val(); n != 0 {
@@ -109,11 +109,11 @@ func TestWorkflowExtendRefused(t *testing.T) {
 		{func(w *Workflow) {
 			w.Add("b", NewRawTask("b", nil))
 			w.Add("new", NewRawTask("new", nil))
-		}, ErrInvalidWorkflow, `already has a node "b"`},
+		}, ErrInvalid, `already has a node "b"`},
 		{func(w *Workflow) {
 			w.Add("c", NewRawTask("c", nil), After("a"))
 			w.Add("d", NewRawTask("d", nil), After("zz"))
-		}, ErrInvalidWorkflow, `names "zz", which is no node`},
+		}, ErrInvalid, `names "zz", which is no node`},
 	} {
 		more := NewWorkflow()
 		c.build(more)
@@ -132,8 +132,8 @@ func TestWorkflowExtendRefused(t *testing.T) {
 	} {
 		more := NewWorkflow()
 		c.build(more)
-		if err := b.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, ErrInvalidWorkflow) || !strings.Contains(err.Error(), c.text) {
-			t.Fatalf("extend: %v, want ErrInvalidWorkflow with %q", err, c.text)
+		if err := b.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.text) {
+			t.Fatalf("extend: %v, want ErrInvalid with %q", err, c.text)
 		}
 	}
 	after := b.rdb.HGetAll(ctx, key).Val()
@@ -142,19 +142,19 @@ func TestWorkflowExtendRefused(t *testing.T) {
 	}
 	more := NewWorkflow()
 	more.Add("c", NewRawTask("c", nil))
-	if err := b.client.ExtendWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000", more); !errors.Is(err, ErrWorkflowNotFound) {
+	if err := b.client.ExtendWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000", more); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("extend unknown: %v", err)
 	}
-	if _, err := b.insp.GetWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrWorkflowNotFound) {
+	if _, err := b.insp.GetWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get unknown: %v", err)
 	}
-	if err := b.insp.CancelWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrWorkflowNotFound) {
+	if err := b.insp.CancelWorkflow(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("cancel unknown: %v", err)
 	}
-	if _, err := b.insp.NodeResult(ctx, "0190a0a0-0000-7000-8000-000000000000", "a"); !errors.Is(err, ErrWorkflowNotFound) {
+	if _, err := b.insp.NodeResult(ctx, "0190a0a0-0000-7000-8000-000000000000", "a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("result of an unknown workflow: %v", err)
 	}
-	if _, err := b.insp.NodeResult(ctx, id, "zz"); !errors.Is(err, ErrInvalidWorkflow) {
+	if _, err := b.insp.NodeResult(ctx, id, "zz"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("result of an unknown node: %v", err)
 	}
 	wi, err := b.insp.GetWorkflow(ctx, id)
@@ -167,7 +167,7 @@ func TestWorkflowExtendRefused(t *testing.T) {
 	if sum.Total != 2 || sum.Edges != 1 || sum.Counts[NodeEnqueued] != 1 || sum.Counts[NodeWaiting] != 1 || sum.Counts[NodeSucceeded] != 0 || len(sum.Nodes) != 0 {
 		t.Fatalf("summary: %+v", sum)
 	}
-	if _, err := b.insp.WorkflowSummary(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrWorkflowNotFound) {
+	if _, err := b.insp.WorkflowSummary(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("summary of an unknown workflow: %v", err)
 	}
 }

@@ -195,7 +195,7 @@ func (c *Config) now() string {
 func (c *Config) staleAfter() time.Duration { return max(c.Lease, 3*c.Heartbeat) }
 
 // normalize returns qc with its defaults filled in, as queue's Client and
-// Inspector fill them, or queue.ErrInvalidConfig.
+// Inspector fill them, or queue.ErrInvalid.
 func normalize(qc queue.Config) (queue.Config, error) {
 	c, err := config.Normalize(qc)
 	return c.(queue.Config), err

@@ -332,7 +332,7 @@ func testStalledWorker(t *testing.T, resumeMidRerun bool, b *rig) {
 	if got := w.logged("WARN", "stale outcome rejected", nil); len(got) > 0 {
 		t.Errorf("the healthy worker's outcome was rejected: %v", got)
 	}
-	if _, err := b.insp.GetTask(ctx, qname, id); !errors.Is(err, queue.ErrTaskNotFound) {
+	if _, err := b.insp.GetTask(ctx, qname, id); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("GetTask after the healthy ack: err = %v, want ErrTaskNotFound (done, no retention)", err)
 	}
 	qi, err := b.insp.QueueInfo(ctx, qname)

@@ -23,7 +23,7 @@ func cronTickIDs(t *testing.T, rdb *redis.Client, prefix, q string) []int64 {
 	insp, err := queue.NewInspector(rdb, queue.Config{Prefix: prefix})
 	must(t, err)
 	page, err := insp.ListTasks(context.Background(), queue.TaskQuery{Queue: q, Limit: 1000})
-	if errors.Is(err, queue.ErrQueueNotFound) {
+	if errors.Is(err, queue.ErrNotFound) {
 		return nil // no tick yet: the first registers the queue
 	}
 	must(t, err)

@@ -257,7 +257,7 @@ func TestCronNoNextTick(t *testing.T) {
 		now = now.Add(time.Minute)
 	}
 	// the queue was never written to: no task, not even its registry entry
-	if _, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: "cron"}); !errors.Is(err, queue.ErrQueueNotFound) {
+	if _, err := b.insp.ListTasks(context.Background(), queue.TaskQuery{Queue: "cron"}); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("a schedule with no next time enqueued into its queue: %v", err)
 	}
 	if got := s.sleepAfter(now); got != time.Hour {

@@ -31,7 +31,7 @@ func TestDeletePendingTask(t *testing.T) {
 	for _, id := range []string{ids[1], ids[3]} {
 		must(t, b.insp.DeleteTask(ctx, queue.DefaultQueue, id))
 	}
-	if err := b.insp.DeleteTask(ctx, queue.DefaultQueue, ids[1]); !errors.Is(err, queue.ErrTaskNotFound) && !errors.Is(err, queue.ErrTaskState) {
+	if err := b.insp.DeleteTask(ctx, queue.DefaultQueue, ids[1]); !errors.Is(err, queue.ErrNotFound) && !errors.Is(err, queue.ErrTaskState) {
 		t.Fatalf("deleting it again: %v", err)
 	}
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
@@ -41,7 +41,7 @@ func TestDeletePendingTask(t *testing.T) {
 	if qi.Pending != 3 || len(page.Tasks) != 3 {
 		t.Fatalf("after deleting two of five: pending %d, listed %d", qi.Pending, len(page.Tasks))
 	}
-	if _, err := b.insp.GetTask(ctx, queue.DefaultQueue, ids[1]); !errors.Is(err, queue.ErrTaskNotFound) {
+	if _, err := b.insp.GetTask(ctx, queue.DefaultQueue, ids[1]); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("GetTask of a deleted pending task: %v", err)
 	}
 	must(t, b.insp.ResumeQueue(ctx, queue.DefaultQueue))

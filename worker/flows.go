@@ -247,11 +247,11 @@ func (t *Task) chainResult(ctx context.Context, r wire.FlowRef) ([]byte, error) 
 // workflow, recorded when it succeeded (SetResult): nil when it wrote
 // none, or did not succeed (a child over an EdgeRun edge runs after a
 // dead parent). A task in no workflow, or a parent the workflow lacks, is
-// queue.ErrInvalidWorkflow.
+// queue.ErrInvalid.
 func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) {
 	f := t.Flow()
 	if f == nil || f.WorkflowID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.insp == nil {
-		return nil, fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalidWorkflow)
+		return nil, fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
 	}
 	return t.srv.flows.insp.NodeResult(ctx, f.WorkflowID, parent)
 }
@@ -259,11 +259,11 @@ func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) 
 // ExtendWorkflow adds w's nodes to the task's workflow, as
 // queue.Client.ExtendWorkflow does: fan-out from inside a node. A new node
 // may name this task's node as its parent: it waits for this task to
-// succeed. A task in no workflow is queue.ErrInvalidWorkflow.
+// succeed. A task in no workflow is queue.ErrInvalid.
 func (t *Task) ExtendWorkflow(ctx context.Context, w *queue.Workflow) error {
 	f := t.Flow()
 	if f == nil || f.WorkflowID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
-		return fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalidWorkflow)
+		return fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
 	}
 	return t.srv.flows.client.ExtendWorkflow(ctx, f.WorkflowID, w)
 }

@@ -334,7 +334,7 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 		bi.SuccessFiredAt.IsZero() || bi.CompleteFiredAt.IsZero() || bi.Description != "forty members" {
 		t.Fatalf("batch info: %+v", bi)
 	}
-	if _, err := b.Add(ctx, queue.NewRawTask("member", nil, queue.In("fa"))); !errors.Is(err, queue.ErrBatchFinished) {
+	if _, err := b.Add(ctx, queue.NewRawTask("member", nil, queue.In("fa"))); !errors.Is(err, queue.ErrFinished) {
 		t.Fatalf("Add to a finished batch: %v, want ErrBatchFinished", err)
 	}
 	recent, err := inspect.RecentFlows(ctx, r.insp, 10)
@@ -436,7 +436,7 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 	_, err = b.Add(ctx, queue.NewRawTask("spawner", nil, queue.In("fa")), queue.NewRawTask("plain", nil, queue.In("fa")))
 	must(t, err)
 	must(t, b.Close(ctx))
-	if _, err := b.Add(ctx, queue.NewRawTask("late", nil, queue.In("fa"))); !errors.Is(err, queue.ErrBatchClosed) {
+	if _, err := b.Add(ctx, queue.NewRawTask("late", nil, queue.In("fa"))); !errors.Is(err, queue.ErrFinished) {
 		t.Fatalf("Add from outside after Close: %v, want ErrBatchClosed", err)
 	}
 	close(closed)
@@ -455,43 +455,43 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 // callbacks are clear errors that write nothing.
 func testFlowBadInput(t *testing.T, r *flowRig) {
 	ctx := context.Background()
-	if _, err := r.insp.GetBatch(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, queue.ErrBatchNotFound) {
+	if _, err := r.insp.GetBatch(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("GetBatch of an unknown ID: %v", err)
 	}
-	if _, err := r.insp.GetWorkflow(ctx, "nope"); !errors.Is(err, queue.ErrWorkflowNotFound) {
+	if _, err := r.insp.GetWorkflow(ctx, "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("GetWorkflow of an unknown ID: %v", err)
 	}
-	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").Add(ctx, queue.NewRawTask("x", nil)); !errors.Is(err, queue.ErrBatchNotFound) {
+	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").Add(ctx, queue.NewRawTask("x", nil)); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Add to an unknown batch: %v", err)
 	}
-	if err := r.client.OpenBatch("nope").Close(ctx); !errors.Is(err, queue.ErrBatchNotFound) {
+	if err := r.client.OpenBatch("nope").Close(ctx); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Close of an unknown batch: %v", err)
 	}
-	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").NewBatch(ctx); !errors.Is(err, queue.ErrBatchNotFound) {
+	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").NewBatch(ctx); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("NewBatch under an unknown parent: %v", err)
 	}
-	if _, err := r.client.EnqueueWorkflow(ctx, queue.Chain()); !errors.Is(err, queue.ErrInvalidWorkflow) || !strings.Contains(err.Error(), "empty chain") {
+	if _, err := r.client.EnqueueWorkflow(ctx, queue.Chain()); !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), "empty chain") {
 		t.Fatalf("empty chain: %v", err)
 	}
 	_, err := r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil), queue.NewRawTask("bad", nil, queue.MaxRetry(-1))))
-	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), `"2"`) {
+	if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), `"2"`) {
 		t.Fatalf("chain with an invalid link: %v", err)
 	}
 	_, err = r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil, queue.TaskID("mine"))))
-	if !errors.Is(err, queue.ErrInvalidOption) {
+	if !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("chain link with a TaskID: %v", err)
 	}
 	_, err = r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil), queue.NewRawTask("once", nil, queue.Unique(time.Hour))))
-	if !errors.Is(err, queue.ErrInvalidOption) || !strings.Contains(err.Error(), `"2"`) {
+	if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), `"2"`) {
 		t.Fatalf("chain link with Unique: %v", err)
 	}
 	_, err = r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("", nil)))
-	if !errors.Is(err, queue.ErrInvalidTask) {
+	if !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("callback without a type: %v", err)
 	}
 	b, err := r.client.NewBatch(ctx)
 	must(t, err)
-	if _, err := b.Add(ctx, queue.NewRawTask("ok", nil), nil); !errors.Is(err, queue.ErrInvalidTask) {
+	if _, err := b.Add(ctx, queue.NewRawTask("ok", nil), nil); !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("Add of a nil task: %v", err)
 	}
 	bi, err := r.insp.GetBatch(ctx, b.ID())

@@ -48,7 +48,7 @@ func TestDuplicateTaskIDReturnsTheTask(t *testing.T) {
 	b.enqueue(t, queue.NewRawTask("charge", nil), queue.In("ids"), queue.TaskID("order-9"))
 	waitFor(t, 15*time.Second, "order-9 gone", func() bool {
 		_, err := b.insp.GetTask(ctx, "ids", "order-9")
-		return errors.Is(err, queue.ErrTaskNotFound)
+		return errors.Is(err, queue.ErrNotFound)
 	})
 	if info := again("order-9"); info.State != "" || info.Payload != nil {
 		t.Fatalf("a duplicate of a task gone: %+v; want its ID and queue alone", info)

@@ -107,7 +107,7 @@ func TestShutdown(t *testing.T) {
 		if !done.Load() {
 			t.Fatal("Shutdown returned before the running handler finished")
 		}
-		if _, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID); !errors.Is(err, queue.ErrTaskNotFound) {
+		if _, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("task after graceful shutdown: %v; want acked", err)
 		}
 		// Shutdown drains the outcomes still queued; none is written twice.
@@ -214,7 +214,7 @@ func TestLeaseLost(t *testing.T) {
 	})
 	waitFor(t, 3*time.Second, "the second run's ack", func() bool {
 		_, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
-		return errors.Is(err, queue.ErrTaskNotFound)
+		return errors.Is(err, queue.ErrNotFound)
 	})
 	_ = s
 }
@@ -329,7 +329,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	// the embedded queue.Config's errors match both packages' sentinels
 	bad := Config{Config: queue.Config{Partitions: map[string]int{"a": 0}}}
-	if _, err := NewServer(b.rdb, bad, h); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, queue.ErrInvalidConfig) {
+	if _, err := NewServer(b.rdb, bad, h); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("bad queue.Config: err = %v, want worker's and queue's ErrInvalidConfig", err)
 	}
 	var unset *redis.Client

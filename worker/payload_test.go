@@ -474,12 +474,12 @@ func TestKeyRingRefused(t *testing.T) {
 		_, err2 := queue.NewInspector(b.rdb, tc.cfg)
 		_, err3 := NewServer(b.rdb, Config{Config: tc.cfg}, newRecorder(nil))
 		for _, err := range []error{err1, err2, err3} {
-			if !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.says) {
+			if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("config %+v: %v, want ErrInvalidConfig saying %s", tc.cfg, err, tc.says)
 			}
 		}
 	}
-	if _, err := queue.ParseKeyRing([]byte(`{"current":"a","keys":{"a":"c2hvcnQ="}}`)); !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), "5 bytes") {
+	if _, err := queue.ParseKeyRing([]byte(`{"current":"a","keys":{"a":"c2hvcnQ="}}`)); !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), "5 bytes") {
 		t.Fatalf("ParseKeyRing of a short key: %v", err)
 	}
 }

@@ -91,7 +91,7 @@ func TestProgressAndResult(t *testing.T) {
 	gone := b.enqueue(t, queue.NewRawTask("plain", nil)) // no Retention: nothing kept
 	waitFor(t, 10*time.Second, "the plain task gone", func() bool {
 		_, err := b.insp.GetTask(ctx, queue.DefaultQueue, gone.ID)
-		return errors.Is(err, queue.ErrTaskNotFound)
+		return errors.Is(err, queue.ErrNotFound)
 	})
 	if b.rdb.HExists(ctx, keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0).Result(), wire.StoredID(gone.ID)).Val() {
 		t.Fatal("the result of a task without Retention outlived it")

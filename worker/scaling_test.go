@@ -27,7 +27,7 @@ func TestScalingFollowsBacklog(t *testing.T) {
 		}
 		return sc
 	}
-	if _, err := b.insp.Scaling(ctx, queue.ScalingQuery{Queue: queue.DefaultQueue}); !errors.Is(err, queue.ErrQueueNotFound) {
+	if _, err := b.insp.Scaling(ctx, queue.ScalingQuery{Queue: queue.DefaultQueue}); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("a queue never used: %v, want ErrQueueNotFound", err)
 	}
 	must(t, b.insp.SetLimits(ctx, queue.DefaultQueue, queue.Limits{})) // known, empty

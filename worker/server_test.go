@@ -52,7 +52,7 @@ func TestProcessing(t *testing.T) {
 			qi, _ := b.insp.QueueInfo(ctx, "hello")
 			return qi.Active == 0 && qi.Pending == 0
 		})
-		if _, err := b.insp.GetTask(ctx, "hello", info.ID); !errors.Is(err, queue.ErrTaskNotFound) {
+		if _, err := b.insp.GetTask(ctx, "hello", info.ID); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("acked task without retention: GetTask err = %v, want ErrTaskNotFound", err)
 		}
 	})
@@ -472,7 +472,7 @@ func TestFailures(t *testing.T) {
 		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(0))
 		waitFor(t, 5*time.Second, "done", func() bool {
 			_, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
-			return errors.Is(err, queue.ErrTaskNotFound) && rec.count(info.ID) == 2
+			return errors.Is(err, queue.ErrNotFound) && rec.count(info.ID) == 2
 		})
 	})
 

@@ -120,7 +120,7 @@ func TestStepResumes(t *testing.T) {
 	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
 	waitFor(t, 10*time.Second, "the task without retention gone", func() bool {
 		_, err := b.insp.GetTask(ctx, queue.DefaultQueue, gone.ID)
-		return errors.Is(err, queue.ErrTaskNotFound)
+		return errors.Is(err, queue.ErrNotFound)
 	})
 	if b.rdb.HExists(ctx, k.Steps(), wire.StoredID(gone.ID)).Val() {
 		t.Error("the steps of a task without Retention outlived it")

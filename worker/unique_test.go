@@ -104,11 +104,11 @@ func TestUniqueUntilFinished(t *testing.T) {
 		t.Fatal("deleting the task left its lock or its time after")
 	}
 
-	if _, err := enq("ok", "x", queue.UniqueUntilFinished(-time.Second)); !errors.Is(err, queue.ErrInvalidOption) {
+	if _, err := enq("ok", "x", queue.UniqueUntilFinished(-time.Second)); !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("UniqueUntilFinished(-1s): %v, want ErrInvalidOption", err)
 	}
 	_, err = b.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("ok", nil, queue.In("u"), queue.UniqueUntilFinished(0))))
-	if !errors.Is(err, queue.ErrInvalidOption) {
+	if !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("UniqueUntilFinished on a chain link: %v, want ErrInvalidOption", err)
 	}
 }

@@ -200,7 +200,7 @@ func testWorkflowFanOut(t *testing.T, r *flowRig) {
 	// a finished workflow takes no more nodes
 	more := queue.NewWorkflow()
 	more.Add("late", queue.NewRawTask("late", nil, queue.In("fa")))
-	if err := r.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, queue.ErrWorkflowFinished) {
+	if err := r.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, queue.ErrFinished) {
 		t.Fatalf("extending a finished workflow: %v, want ErrWorkflowFinished", err)
 	}
 }
@@ -265,12 +265,12 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 	if log.count("after")+log.count("end")+log.count("later")+log.count("below")+log.count("parked") != 0 {
 		t.Fatalf("cancelled nodes ran: %v", log.order())
 	}
-	if err := r.insp.CancelWorkflow(ctx, id); !errors.Is(err, queue.ErrWorkflowFinished) {
+	if err := r.insp.CancelWorkflow(ctx, id); !errors.Is(err, queue.ErrFinished) {
 		t.Fatalf("cancelling again: %v, want ErrWorkflowFinished", err)
 	}
 	more := queue.NewWorkflow()
 	more.Add("x", queue.NewRawTask("x", nil, queue.In("fa")))
-	if err := r.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, queue.ErrWorkflowCancelled) {
+	if err := r.client.ExtendWorkflow(ctx, id, more); !errors.Is(err, queue.ErrFinished) {
 		t.Fatalf("extending a cancelled workflow: %v, want ErrWorkflowCancelled", err)
 	}
 }
@@ -372,7 +372,7 @@ func testWorkflowFanOutRepeated(t *testing.T, r *flowRig) {
 		mixed := queue.NewWorkflow()
 		mixed.Add("part-2", queue.NewRawTask("part", nil, queue.In("fa")), queue.After("split"))
 		mixed.Add("part-3", queue.NewRawTask("part", nil, queue.In("fa")), queue.After("split"))
-		if err := task.ExtendWorkflow(ctx, mixed); !errors.Is(err, queue.ErrInvalidWorkflow) {
+		if err := task.ExtendWorkflow(ctx, mixed); !errors.Is(err, queue.ErrInvalid) {
 			return fmt.Errorf("a partial repeat: %v, want ErrInvalidWorkflow", err)
 		}
 		return nil

@@ -270,7 +270,7 @@ func (fb *fairBench) topUp(ctx context.Context, c *queue.Client, insp *queue.Ins
 	return nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, queue.ErrQueueNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, queue.ErrNotFound) }
 
 // isoRun starts a worker, waits until A's tasks run, then 30 times
 // enqueues B's 20 tasks under a new group and times B's first start.

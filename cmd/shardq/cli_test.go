@@ -101,7 +101,7 @@ func waitState(t *testing.T, insp *queue.Inspector, q, id string, state queue.St
 	var last *queue.TaskInfo
 	for time.Now().Before(deadline) {
 		ti, err := insp.GetTask(context.Background(), q, id)
-		if err != nil && !errors.Is(err, queue.ErrTaskNotFound) {
+		if err != nil && !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("GetTask(%s): %v", id, err)
 		}
 		if ti != nil && ti.State == state {

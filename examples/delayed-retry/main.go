@@ -81,7 +81,7 @@ func main() {
 	for finished < 3 && time.Since(start) < 15*time.Second {
 		for _, typ := range []string{"report", "flaky", "poison"} {
 			ti, err := insp.GetTask(ctx, queue.DefaultQueue, ids[typ])
-			if errors.Is(err, queue.ErrTaskNotFound) {
+			if errors.Is(err, queue.ErrNotFound) {
 				continue // moving between states: look again next time
 			} else if err != nil {
 				log.Fatal(err)

@@ -91,7 +91,7 @@ func main() {
 		// A retry of this handler adds the same nodes: a repeat that
 		// changes nothing.
 		err = t.ExtendWorkflow(ctx, more)
-		if errors.Is(err, queue.ErrInvalidWorkflow) {
+		if errors.Is(err, queue.ErrInvalid) {
 			return worker.SkipRetry(err) // a bad graph stays bad
 		}
 		return err

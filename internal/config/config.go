@@ -38,7 +38,7 @@ type Config struct {
 }
 
 // Normalize returns a queue.Config with its defaults filled in, as
-// queue's Client and Inspector fill them, or queue.ErrInvalidConfig; and
+// queue's Client and Inspector fill them, or queue.ErrInvalid; and
 // CodecOf the envelope codec of a queue.Config. Package queue sets both
 // in its init: it imports this package, so this one cannot import it.
 var (
@@ -62,7 +62,7 @@ const (
 )
 
 // WithDefaults returns a copy of c with defaults filled in, or invalid
-// (queue.ErrInvalidConfig) wrapped with the first value out of range.
+// (queue.ErrInvalid) wrapped with the first value out of range.
 func (c Config) WithDefaults(invalid error) (Config, error) {
 	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
 	c.MaxPayloadSize = cmp.Or(c.MaxPayloadSize, DefaultMaxPayloadSize)
