@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/shardq/shardq/internal/inspect"
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -122,15 +123,24 @@ func (d *Dashboard) apiHistory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newHistoryView(h))
 }
 
-func spanParam(r *http.Request) (queue.Span, error) {
+// spanParam reads a history's span: "hour" (the default) or "day".
+func spanParam(r *http.Request) (time.Duration, error) {
 	switch s := r.URL.Query().Get("span"); s {
 	case "", "hour":
-		return queue.SpanHour, nil
+		return time.Hour, nil
 	case "day":
-		return queue.SpanDay, nil
+		return 24 * time.Hour, nil
 	default:
-		return "", fmt.Errorf("%w: span %q, want hour or day", errBadRequest, s)
+		return 0, fmt.Errorf("%w: span %q, want hour or day", errBadRequest, s)
 	}
+}
+
+// spanName names a span as the span parameter does.
+func spanName(span time.Duration) string {
+	if span == 24*time.Hour {
+		return "day"
+	}
+	return "hour"
 }
 
 // limitParam reads a page's limit: 1..inspect.MaxPageSize, def when unset.

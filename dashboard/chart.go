@@ -49,7 +49,7 @@ type chartLabel struct {
 func newChart(h *queue.History) chart {
 	plotW := float64(chartW - chartLeft)
 	plotH := float64(chartH - chartBottom - chartTop)
-	c := chart{W: chartW, H: chartH, Left: chartLeft, PlotTop: chartTop, PlotH: plotH, Span: string(h.Span)}
+	c := chart{W: chartW, H: chartH, Left: chartLeft, PlotTop: chartTop, PlotH: plotH, Span: spanName(h.Span)}
 	bottom := float64(chartTop) + plotH
 	var top int64
 	for _, p := range h.Points {
@@ -83,8 +83,8 @@ func newChart(h *queue.History) chart {
 	return c
 }
 
-func labelEvery(s queue.Span) int {
-	if s == queue.SpanDay {
+func labelEvery(s time.Duration) int {
+	if s == 24*time.Hour {
 		return 4
 	}
 	return 10

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/shardq/shardq/queue"
 )
@@ -15,7 +16,7 @@ import (
 type queueQuery struct {
 	prefix, after string
 	limit         int
-	span          queue.Span
+	span          time.Duration
 }
 
 // queueQuery reads a page of queues from the request: prefix, after and
@@ -54,7 +55,7 @@ func (d *Dashboard) listQueues(ctx context.Context, q queueQuery) (*queueList, e
 	if p.Queues, err = d.insp.QueueInfos(ctx, page...); err != nil {
 		return nil, err
 	}
-	if q.span != "" {
+	if q.span != 0 {
 		p.History, err = d.insp.History(ctx, q.span, page...)
 	}
 	return p, err

@@ -282,7 +282,7 @@ type pointView struct {
 }
 
 func newHistoryView(h *queue.History) historyView {
-	v := historyView{Queue: h.Queue, Span: string(h.Span), StepSeconds: int64(h.Step / time.Second)}
+	v := historyView{Queue: h.Queue, Span: spanName(h.Span), StepSeconds: int64(h.Step / time.Second)}
 	for _, p := range h.Points {
 		v.Points = append(v.Points, pointView{Start: jsonTime(p.Start), Processed: p.Succeeded + p.Failed, Succeeded: p.Succeeded, Failed: p.Failed})
 	}

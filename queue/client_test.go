@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 )
@@ -72,7 +73,7 @@ func TestEnqueue(t *testing.T) {
 	t.Run("DefaultsApply", func(t *testing.T) {
 		info, err := b.client.Enqueue(ctx, NewRawTask("t", nil))
 		must(t, err)
-		if info.Queue != DefaultQueue || info.MaxRetry != DefaultMaxRetry {
+		if info.Queue != DefaultQueue || info.MaxRetry != config.DefaultMaxRetry {
 			t.Fatalf("defaults: queue %q, max retry %d", info.Queue, info.MaxRetry)
 		}
 	})

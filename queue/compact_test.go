@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -66,7 +67,7 @@ func TestCompactMessages(t *testing.T) {
 		"keyed":        enqueue(b.client, NewRawTask("full:keyed", []byte("k")), Group("tenant-1")),
 		"retries":      enqueue(b.client, NewRawTask("full:retries", []byte("r")), MaxRetry(2)),
 		"timeout":      enqueue(b.client, NewRawTask("full:timeout", []byte("t")), Timeout(1e9)),
-		"header":       enqueue(b.client, NewRawTask("full:header", []byte("h")), Header("tenant", "a")),
+		"header":       enqueue(b.client, NewRawTask("full:header", []byte("h")), Headers(map[string]string{"tenant": "a"})),
 		"caller's ID":  enqueue(b.client, NewRawTask("full:id", []byte("i")), TaskID("order-7")),
 		"FullMessages": enqueue(full, NewRawTask("compact:raw", make([]byte, 100))),
 	}
@@ -97,7 +98,7 @@ func TestCompactMessages(t *testing.T) {
 	var decoded payload
 	got, err := b.insp.GetTask(ctx, "cq", compact["msgpack"].ID)
 	must(t, err)
-	if got.Raw || got.MaxRetry != DefaultMaxRetry || got.Decode(&decoded) != nil || decoded.N != 7 {
+	if got.Raw || got.MaxRetry != config.DefaultMaxRetry || got.Decode(&decoded) != nil || decoded.N != 7 {
 		t.Errorf("msgpack payload read back: raw %v, max retry %d, decoded %+v", got.Raw, got.MaxRetry, decoded)
 	}
 
@@ -129,7 +130,7 @@ func TestCompactMessages(t *testing.T) {
 // default MaxRetry, so a plain task is compact; were the default to
 // change without the form, every plain task would be written in full.
 func TestCompactMaxRetryIsTheDefault(t *testing.T) {
-	if DefaultMaxRetry != wire.CompactMaxRetry {
-		t.Fatalf("DefaultMaxRetry %d, the compact form's %d", DefaultMaxRetry, wire.CompactMaxRetry)
+	if config.DefaultMaxRetry != wire.CompactMaxRetry {
+		t.Fatalf("DefaultMaxRetry %d, the compact form's %d", config.DefaultMaxRetry, wire.CompactMaxRetry)
 	}
 }

@@ -21,9 +21,9 @@ func TestHeaders(t *testing.T) {
 		return map[string]string{"traceparent": "00-abc-def-01", "tenant": "from-context"}
 	}})
 	must(t, err)
-	task, err := NewTask("t", 1, Header("tenant", "acme"))
+	task, err := NewTask("t", 1, Headers(map[string]string{"tenant": "acme"}))
 	must(t, err)
-	info, err := ctxClient.Enqueue(ctx, task, Header("region", "eu"))
+	info, err := ctxClient.Enqueue(ctx, task, Headers(map[string]string{"region": "eu"}))
 	must(t, err)
 	ti, err := b.insp.GetTask(ctx, DefaultQueue, info.ID)
 	must(t, err)
@@ -36,7 +36,7 @@ func TestHeaders(t *testing.T) {
 			t.Fatalf("headers %v, want %v", ti.Headers, want)
 		}
 	}
-	for _, opt := range []Option{Header("", "x"), Header("a\nb", "x"), Header("big", strings.Repeat("x", maxHeadersSize+1))} {
+	for _, opt := range []Option{Headers(map[string]string{"": "x"}), Headers(map[string]string{"a\nb": "x"}), Headers(map[string]string{"big": strings.Repeat("x", maxHeadersSize+1)})} {
 		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil), opt); !errors.Is(err, ErrInvalid) {
 			t.Errorf("bad header: %v, want ErrInvalid", err)
 		}

@@ -12,15 +12,6 @@ import (
 	"github.com/shardq/shardq/internal/rcall"
 )
 
-// Span is how far back History looks, and at what step.
-type Span string
-
-// The spans of History.
-const (
-	SpanHour Span = "hour" // the last hour, per minute: 60 points
-	SpanDay  Span = "day"  // the last day, per hour: 24 points
-)
-
 // HistoryPoint counts the attempts that finished within one step.
 type HistoryPoint struct {
 	Start     time.Time
@@ -31,18 +22,20 @@ type HistoryPoint struct {
 // History is processed and failed task counts over time, from the
 // per-minute counters workers keep (for eight days).
 type History struct {
-	Queue string // "" when summed over more than one queue
-	Span  Span
+	Queue string        // "" when summed over more than one queue
+	Span  time.Duration // time.Hour or 24 * time.Hour
 	Step  time.Duration
 	// Points are oldest first; the last is the current step, still counting.
 	Points []HistoryPoint
 }
 
 // History returns the counts over span of queues, summed, or of every
-// queue when none is named: one MGET per partition, in one round trip
+// queue when none is named. A span is time.Hour (the last hour, per
+// minute: 60 points) or 24 * time.Hour (the last day, per hour: 24
+// points); another is ErrInvalid. It reads one MGET per partition, in one round trip
 // after the registry read. A named queue the registry does not know is
 // ErrNotFound.
-func (i *Inspector) History(ctx context.Context, span Span, queues ...string) (*History, error) {
+func (i *Inspector) History(ctx context.Context, span time.Duration, queues ...string) (*History, error) {
 	parts, err := i.partitionsOf(ctx, queues)
 	if len(queues) == 0 {
 		parts, err = i.registry(ctx)
@@ -71,16 +64,16 @@ func queueNames(queues []string) string {
 	return fmt.Sprintf("%d queues", len(queues))
 }
 
-func (i *Inspector) history(ctx context.Context, queues map[string]int, span Span) (*History, error) {
+func (i *Inspector) history(ctx context.Context, queues map[string]int, span time.Duration) (*History, error) {
 	var points int
 	var step time.Duration
 	switch span {
-	case SpanHour:
+	case time.Hour:
 		points, step = 60, time.Minute
-	case SpanDay:
+	case 24 * time.Hour:
 		points, step = 24, time.Hour
 	default:
-		return nil, fmt.Errorf("%w: span %q, want hour or day", errInvalidOption, span)
+		return nil, fmt.Errorf("%w: span %v, want 1h0m0s or 24h0m0s", errInvalidOption, span)
 	}
 	perStep := int64(step / time.Minute)
 	// the first minute of the first step: steps align to whole minutes or hours

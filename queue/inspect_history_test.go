@@ -36,12 +36,12 @@ func TestHistory(t *testing.T) {
 				return p
 			}
 		}
-		t.Fatalf("no point of %s holds %v", h.Span, ts)
+		t.Fatalf("no point of %v holds %v", h.Span, ts)
 		return queue.HistoryPoint{}
 	}
 
 	b.calls.reset()
-	hour, err := b.insp.History(b.ctx, queue.SpanHour, "a")
+	hour, err := b.insp.History(b.ctx, time.Hour, "a")
 	must(t, err)
 	if rt := b.calls.roundTrips.Load(); rt != 2 {
 		t.Fatalf("History took %d round trips, want 2", rt)
@@ -59,7 +59,7 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("hour totals %+v", tot)
 	}
 
-	day, err := b.insp.History(b.ctx, queue.SpanDay, "a")
+	day, err := b.insp.History(b.ctx, 24*time.Hour, "a")
 	must(t, err)
 	if len(day.Points) != 24 || day.Step != time.Hour || day.Points[23].Start.After(now) || now.Sub(day.Points[23].Start) >= time.Hour {
 		t.Fatalf("day: %d points of %v, last at %v", len(day.Points), day.Step, day.Points[23].Start)
@@ -71,12 +71,12 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("day totals %+v", tot)
 	}
 
-	all, err := b.insp.History(b.ctx, queue.SpanHour)
+	all, err := b.insp.History(b.ctx, time.Hour)
 	must(t, err)
 	if tot := totals(all); all.Queue != "" || tot.Succeeded != 17 || tot.Failed != 2 {
 		t.Fatalf("every queue: %+v", tot)
 	}
-	if _, err := b.insp.History(b.ctx, "week", "a"); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := b.insp.History(b.ctx, 7*24*time.Hour, "a"); !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("bad span: err = %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestHistoryCountsWorkerOutcomes(t *testing.T) {
 	b.enqueue(t, 3, typeOK, queue.In("w"))
 	b.enqueue(t, 2, typeDie, queue.In("w"))
 	b.waitCounts(t, "w", "dead", func(qi *queue.QueueInfo) bool { return qi.Dead == 2 && qi.Pending == 0 && qi.Active == 0 })
-	h, err := b.insp.History(b.ctx, queue.SpanHour, "w")
+	h, err := b.insp.History(b.ctx, time.Hour, "w")
 	must(t, err)
 	if tot := totals(h); tot.Succeeded != 3 || tot.Failed != 2 {
 		t.Fatalf("totals %+v", tot)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shardq/shardq/queue"
 )
@@ -48,7 +49,7 @@ func TestQueueInfosNamed(t *testing.T) {
 		}
 		b.calls.commands.Store(0)
 		b.calls.roundTrips.Store(0)
-		h, err := b.insp.History(b.ctx, queue.SpanHour, page...)
+		h, err := b.insp.History(b.ctx, time.Hour, page...)
 		if err != nil || len(h.Points) != 60 || h.Queue != "" {
 			t.Fatalf("History of %d queues: %+v, %v", len(page), h, err)
 		}
@@ -67,10 +68,10 @@ func TestQueueInfosNamed(t *testing.T) {
 	if _, err := b.insp.QueueInfos(b.ctx, "q001", "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("QueueInfos of an unknown queue: %v, want ErrNotFound", err)
 	}
-	if _, err := b.insp.History(b.ctx, queue.SpanHour, "nope"); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := b.insp.History(b.ctx, time.Hour, "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("History of an unknown queue: %v, want ErrNotFound", err)
 	}
-	if _, err := b.insp.History(b.ctx, "week", "q001"); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := b.insp.History(b.ctx, 7*24*time.Hour, "q001"); !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("History over a week: %v, want ErrInvalid", err)
 	}
 }

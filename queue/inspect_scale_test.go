@@ -122,7 +122,7 @@ func TestInspectorAtScale(t *testing.T) {
 		return err
 	})
 	measure("History day", 2, func() error {
-		_, err := b.insp.History(b.ctx, queue.SpanDay, "big")
+		_, err := b.insp.History(b.ctx, 24*time.Hour, "big")
 		return err
 	})
 	measure("GetTask", 2, func() error {

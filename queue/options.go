@@ -14,9 +14,6 @@ type Option func(*options) error
 // DefaultQueue is the queue of tasks enqueued without In.
 const DefaultQueue = "default"
 
-// DefaultMaxRetry is how often a failing task is retried when MaxRetry is not given.
-const DefaultMaxRetry = 25
-
 type options struct {
 	queue     string
 	maxRetry  int
@@ -39,7 +36,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{queue: DefaultQueue, maxRetry: DefaultMaxRetry}
+	return options{queue: DefaultQueue, maxRetry: config.DefaultMaxRetry}
 }
 
 // In puts the task on the named queue. Defaults to DefaultQueue.
@@ -55,7 +52,7 @@ func In(queue string) Option {
 
 // MaxRetry sets how many times the task is retried after a failed attempt
 // before it goes to dead. 0 means it runs once; math.MaxInt retries
-// forever. Defaults to DefaultMaxRetry.
+// forever. Defaults to 25.
 func MaxRetry(n int) Option {
 	return func(o *options) error {
 		if n < 0 {
@@ -192,16 +189,11 @@ func Retention(d time.Duration) Option {
 // every message.
 const maxHeadersSize = 4096
 
-// Header sets one of the task's headers: a small string the handler reads
+// Headers sets some of the task's headers: small strings the handler reads
 // in Task.Headers and GetTask and the dashboard show, such as a trace
-// context (package tracing) or a tenant. Later options win for the same
-// group; a task's own options are applied before the call's. An empty value
+// context (package tracing) or a tenant. A later Headers wins for the same
+// name; a task's own options are applied before the call's. An empty value
 // deletes the header.
-func Header(key, value string) Option {
-	return Headers(map[string]string{key: value})
-}
-
-// Headers sets several headers at once, as Header does for each.
 func Headers(h map[string]string) Option {
 	return func(o *options) error {
 		for k, v := range h {

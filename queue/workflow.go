@@ -21,13 +21,12 @@ import (
 )
 
 // Workflow bounds: a workflow, with every extension, holds at most
-// MaxWorkflowNodes nodes and MaxWorkflowEdges edges, so a running one
-// takes bounded memory at its home. A node name is at most
-// MaxNodeNameLen bytes.
+// 10,000 nodes and 100,000 edges, so a running one takes bounded memory
+// at its home. A node name is at most 128 bytes.
 const (
-	MaxWorkflowNodes = 10000
-	MaxWorkflowEdges = 100000
-	MaxNodeNameLen   = 128
+	maxWorkflowNodes = 10000
+	maxWorkflowEdges = 100000
+	maxNodeNameLen   = 128
 )
 
 // EdgePolicy says what a child does when its parent does not succeed:
@@ -70,6 +69,9 @@ func Before(child string) Edge { return Edge{Child: child, OnDead: EdgeFail} }
 // Workflow is a graph of tasks built in memory: nodes with names, and
 // edges from parents to children. Client.EnqueueWorkflow records it in
 // one atomic call; Client.ExtendWorkflow adds nodes to a running one.
+// A workflow, with every extension, holds at most 10,000 nodes and
+// 100,000 edges; a node name is 1 to 128 bytes of UTF-8 without spaces
+// or control characters.
 type Workflow struct {
 	nodes []workflowNode
 	names map[string]int
@@ -139,8 +141,8 @@ func validNodeName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: empty node name", errInvalidWorkflow)
-	case len(name) > MaxNodeNameLen:
-		return fmt.Errorf("%w: node name of %d bytes, limit %d", errInvalidWorkflow, len(name), MaxNodeNameLen)
+	case len(name) > maxNodeNameLen:
+		return fmt.Errorf("%w: node name of %d bytes, limit %d", errInvalidWorkflow, len(name), maxNodeNameLen)
 	case !utf8.ValidString(name):
 		return fmt.Errorf("%w: node name %q is not UTF-8", errInvalidWorkflow, name)
 	}
@@ -186,8 +188,8 @@ func (w *Workflow) check() (*plan, error) {
 			p.before[i] = append(p.before[i], e)
 		}
 	}
-	if len(w.nodes) > MaxWorkflowNodes || edges > MaxWorkflowEdges {
-		return nil, fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, len(w.nodes), edges, MaxWorkflowNodes, MaxWorkflowEdges)
+	if len(w.nodes) > maxWorkflowNodes || edges > maxWorkflowEdges {
+		return nil, fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, len(w.nodes), edges, maxWorkflowNodes, maxWorkflowEdges)
 	}
 	// Kahn's algorithm over the edges inside w: what is left is a cycle
 	indeg := make([]int, len(w.nodes))
@@ -283,7 +285,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	if oneServer {
 		direct = fmt.Sprintf("%d %d", c.cfg.ShardSize, c.cfg.FeedSize)
 	}
-	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, MaxWorkflowNodes, MaxWorkflowEdges, direct}
+	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, maxWorkflowNodes, maxWorkflowEdges, direct}
 	var fresh *freshGraph
 	if !extend {
 		if fresh, err = w.fresh(pl, id); err != nil {
@@ -555,7 +557,7 @@ func workflowCode(id string, reply []any) error {
 	case codes.FlowCycle:
 		return fmt.Errorf("%w: node %q before %q makes a cycle in workflow %s", errInvalidWorkflow, str(1), str(2), id)
 	case codes.FlowTooBig:
-		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, id, num(1), num(2), MaxWorkflowNodes, MaxWorkflowEdges)
+		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, id, num(1), num(2), maxWorkflowNodes, maxWorkflowEdges)
 	}
 	return fmt.Errorf("workflow %s: unexpected reply code %d", id, code)
 }

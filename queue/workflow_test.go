@@ -19,7 +19,7 @@ func TestWorkflowRefused(t *testing.T) {
 	ctx := context.Background()
 	task := func(typ string, opts ...Option) *Task { return NewRawTask(typ, nil, opts...) }
 	big := NewWorkflow()
-	for k := range MaxWorkflowNodes + 1 {
+	for k := range maxWorkflowNodes + 1 {
 		big.Add(fmt.Sprintf("n%d", k), task("x"))
 	}
 	cases := []struct {
@@ -53,7 +53,7 @@ func TestWorkflowRefused(t *testing.T) {
 		}, `policy "maybe"`},
 		{"empty name", func(w *Workflow) { w.Add("", task("a")) }, "empty node name"},
 		{"space", func(w *Workflow) { w.Add("a b", task("a")) }, "space or control"},
-		{"long name", func(w *Workflow) { w.Add(strings.Repeat("n", MaxNodeNameLen+1), task("a")) }, "limit 128"},
+		{"long name", func(w *Workflow) { w.Add(strings.Repeat("n", maxNodeNameLen+1), task("a")) }, "limit 128"},
 		{"nil task", func(w *Workflow) { w.Add("a", nil) }, "has no task"},
 		{"task ID", func(w *Workflow) { w.Add("a", task("a", TaskID("mine"))) }, "TaskID"},
 		{"unique", func(w *Workflow) { w.Add("a", task("a", Unique(time.Hour))) }, "Unique"},

@@ -239,7 +239,7 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 	// the dying link has headers: fail.lua finds its flow ref past them
 	id, err := r.client.EnqueueWorkflow(ctx, queue.Chain(
 		queue.NewRawTask("one", nil, queue.In("fa")),
-		queue.NewRawTask("two", nil, queue.In("fb"), queue.Header("tenant", "acme"), queue.Header("trace", "x")),
+		queue.NewRawTask("two", nil, queue.In("fb"), queue.Headers(map[string]string{"tenant": "acme"}), queue.Headers(map[string]string{"trace": "x"})),
 		queue.NewRawTask("three", nil, queue.In("fa"))))
 	must(t, err)
 	var wi *queue.WorkflowInfo

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
@@ -90,7 +91,7 @@ func TestProcessing(t *testing.T) {
 				}
 			}
 			if ran == nil || rec.runs[info.ID] != 1 || string(ran.Payload) != string(info.Payload) || ran.Raw != info.Raw ||
-				ran.MaxRetry != queue.DefaultMaxRetry || ran.Type != info.Type {
+				ran.MaxRetry != config.DefaultMaxRetry || ran.Type != info.Type {
 				t.Fatalf("task %+v ran %d times as %+v", info, rec.runs[info.ID], ran)
 			}
 			if !ran.Raw {

@@ -88,7 +88,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.StringVar(&f.file, "file", "", "read the payload (or the lines) from `file` instead of stdin")
 	fs.BoolVar(&f.json, "json", false, "the payload is JSON: check it, for worker.Typed handlers that decode it by json tags")
 	fs.DurationVar(&f.delay, "delay", 0, "run the task after this long")
-	fs.IntVar(&f.maxRetry, "max-retry", queue.DefaultMaxRetry, "retries after a failed attempt before the task is dead")
+	fs.IntVar(&f.maxRetry, "max-retry", config.DefaultMaxRetry, "retries after a failed attempt before the task is dead")
 	fs.StringVar(&f.id, "id", "", "the task's ID (default: a new one); an ID enqueued before is rejected")
 	fs.DurationVar(&f.unique, "unique", 0, "reject the task while one with the same type and payload is queued, for this `ttl`")
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")

@@ -49,6 +49,7 @@ var (
 // Defaults of Config, and the bounds it is checked against.
 const (
 	DefaultPrefix         = "shardq"
+	DefaultMaxRetry       = 25 // a task's retries when MaxRetry is not given
 	DefaultMaxPayloadSize = envelope.DefaultLimit
 	DefaultShardSize      = 1000
 	DefaultFeedSize       = 10_000
