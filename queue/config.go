@@ -75,18 +75,18 @@ type Config struct {
 	// workers; every worker of v0.1.0 and later reads both forms.
 	FullMessages bool
 	// Compression is how payloads and results of at least CompressAbove
-	// bytes are stored: CompressFast (S2, the default), CompressSmall
-	// (zstd) or CompressNone. A value is stored compressed only when that
+	// bytes are stored: "fast" (S2, the default when empty), "small"
+	// (zstd) or "none"; another value is ErrInvalid. A value is stored compressed only when that
 	// makes it smaller. Every reader sees the original bytes: handlers,
 	// Inspector, the dashboard and the CLI. The stored form says how it
 	// was compressed, so producers and workers of different settings
 	// read each other's tasks. Workers before this version do not read a
-	// compressed payload: set CompressNone while a rolling upgrade still
-	// runs them. With CompressFast each producer also learns a dictionary
+	// compressed payload: set "none" while a rolling upgrade still
+	// runs them. With "fast" each producer also learns a dictionary
 	// per task type from its first payloads, stores it in Redis, and
 	// compresses the type's payloads of up to 4 KiB against it; not under
 	// a KeyRing. docs/payloads.md compares the two.
-	Compression Compression
+	Compression string
 	// CompressAbove is the least size, in bytes, that is compressed.
 	// Defaults to 512: below it, JSON saves too little to pay for the
 	// CPU.
@@ -132,15 +132,15 @@ func (c *Config) codec() *envelope.Codec {
 	return e.Codec()
 }
 
-// engine returns c as the engine's packages take it: KeyRing and
-// Compression are types of this package, so the two do not convert.
+// engine returns c as the engine's packages take it: KeyRing is a type of
+// this package, so the two do not convert.
 // TestConfigMapsEveryField fails when a field is missed here or in from.
 func (c Config) engine() config.Config {
 	return config.Config{
 		Prefix: c.Prefix, MaxPayloadSize: c.MaxPayloadSize, ShardSize: c.ShardSize, FeedSize: c.FeedSize,
 		Partitions: c.Partitions, IDTTL: c.IDTTL, FlowRetention: c.FlowRetention, ContextHeaders: c.ContextHeaders,
 		WaitReplicas: c.WaitReplicas, WaitTimeout: c.WaitTimeout, NoCoalescing: c.NoCoalescing, FullMessages: c.FullMessages,
-		Compression: envelope.Compression(c.Compression), CompressAbove: c.CompressAbove, KeyRing: c.KeyRing.engine(),
+		Compression: c.Compression, CompressAbove: c.CompressAbove, KeyRing: c.KeyRing.engine(),
 		EncryptErrors: c.EncryptErrors, AllowPlaintext: c.AllowPlaintext, Logger: c.Logger,
 	}
 }
@@ -152,7 +152,7 @@ func (c Config) from(n config.Config) Config {
 		Prefix: n.Prefix, MaxPayloadSize: n.MaxPayloadSize, ShardSize: n.ShardSize, FeedSize: n.FeedSize,
 		Partitions: n.Partitions, IDTTL: n.IDTTL, FlowRetention: n.FlowRetention, ContextHeaders: n.ContextHeaders,
 		WaitReplicas: n.WaitReplicas, WaitTimeout: n.WaitTimeout, NoCoalescing: n.NoCoalescing, FullMessages: n.FullMessages,
-		Compression: Compression(n.Compression), CompressAbove: n.CompressAbove, KeyRing: c.KeyRing,
+		Compression: n.Compression, CompressAbove: n.CompressAbove, KeyRing: c.KeyRing,
 		EncryptErrors: n.EncryptErrors, AllowPlaintext: n.AllowPlaintext, Logger: n.Logger,
 	}
 }

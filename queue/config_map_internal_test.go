@@ -28,7 +28,7 @@ func TestConfigMapsEveryField(t *testing.T) {
 	c := Config{
 		Prefix: "p", MaxPayloadSize: 1, ShardSize: 2, FeedSize: 3, Partitions: map[string]int{"q": 4},
 		IDTTL: 5, FlowRetention: 6, ContextHeaders: func(context.Context) map[string]string { return nil },
-		WaitReplicas: 7, WaitTimeout: 8, NoCoalescing: true, FullMessages: true, Compression: CompressSmall,
+		WaitReplicas: 7, WaitTimeout: 8, NoCoalescing: true, FullMessages: true, Compression: "small",
 		CompressAbove: 9, KeyRing: ring, EncryptErrors: true, AllowPlaintext: true, Logger: slog.Default(),
 	}
 	cv := reflect.ValueOf(c)
@@ -44,7 +44,7 @@ func TestConfigMapsEveryField(t *testing.T) {
 			t.Errorf("engine() drops Config.%s", q.Field(i).Name)
 		}
 	}
-	if n.KeyRing != ring.engine() || n.KeyRing.Current != "k" || n.Compression.String() != "small" {
+	if n.KeyRing != ring.engine() || n.KeyRing.Current != "k" || n.Compression != "small" {
 		t.Errorf("engine() made ring %+v and compression %v", n.KeyRing, n.Compression)
 	}
 	back := reflect.ValueOf(c.from(n))
@@ -61,7 +61,7 @@ func TestConfigMapsEveryField(t *testing.T) {
 		}
 	}
 	c.WaitTimeout = time.Second
-	if got, err := c.withDefaults(); err != nil || got.KeyRing != ring || got.Compression != CompressSmall || got.WaitTimeout != time.Second {
+	if got, err := c.withDefaults(); err != nil || got.KeyRing != ring || got.Compression != "small" || got.WaitTimeout != time.Second {
 		t.Fatalf("withDefaults: %+v, %v", got, err)
 	}
 }

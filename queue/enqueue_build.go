@@ -171,7 +171,7 @@ func (c *Client) encode(m *wire.Message, buf []byte) ([]byte, error) {
 		buf = make([]byte, 0, need)
 	}
 	var dict *envelope.Dict
-	if c.cfg.Compression == CompressFast && c.cfg.KeyRing == nil && len(m.Payload) >= c.cfg.CompressAbove && len(m.Payload) <= dicts.MaxPayload {
+	if c.cfg.Compression == "fast" && c.cfg.KeyRing == nil && len(m.Payload) >= c.cfg.CompressAbove && len(m.Payload) <= dicts.MaxPayload {
 		dict = c.dicts.For(m.Type, m.Payload)
 	}
 	if head, ok := m.AppendCompactHead(buf[:0], c.cfg.FullMessages); ok {

@@ -17,8 +17,8 @@ func ExampleParseKeyRing() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("writes under", ring.Current, "and reads", ring.IDs())
-	// Output: writes under 2026-11 and reads [2026-10 2026-11]
+	fmt.Println("writes under", ring.Current, "and reads", len(ring.Keys), "keys")
+	// Output: writes under 2026-11 and reads 2 keys
 }
 
 // A producer with a key ring stores payloads encrypted. An Inspector with

@@ -2,31 +2,10 @@ package queue
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 
 	"github.com/shardq/shardq/internal/envelope"
 )
-
-// Compression is how Config stores payloads and results of at least
-// Config.CompressAbove bytes.
-type Compression int
-
-// The compressions of Config.Compression.
-const (
-	// CompressFast compresses with S2, for the least CPU. It is the
-	// default.
-	CompressFast Compression = iota
-	// CompressSmall compresses with zstd: smaller than CompressFast, for
-	// more CPU. BENCHMARKS.md compares them.
-	CompressSmall
-	// CompressNone stores values as they are.
-	CompressNone
-)
-
-// String returns the compression's name: "fast", "small" or "none".
-func (c Compression) String() string { return envelope.Compression(c).String() }
 
 // KeyRing holds the AES-256 keys of Config.KeyRing by ID. Writes use the
 // Current key; reads use the key a value names, so a ring that keeps its
@@ -44,9 +23,6 @@ type KeyRing struct {
 	once sync.Once
 	ring *envelope.KeyRing
 }
-
-// IDs returns the ring's key IDs, sorted.
-func (r *KeyRing) IDs() []string { return slices.Sorted(maps.Keys(r.Keys)) }
 
 // engine returns the ring the codec uses, made from Current and Keys at
 // the first call; nil for a nil r.

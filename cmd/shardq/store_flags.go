@@ -35,12 +35,8 @@ func (s *storeFlags) add(fs *flags, writes, reads bool) {
 // cannot be read or holds no usable ring is a usage error.
 func (s *storeFlags) apply(m *Main, cfg *queue.Config) error {
 	switch s.compression {
-	case "", "fast":
-		cfg.Compression = queue.CompressFast
-	case "small":
-		cfg.Compression = queue.CompressSmall
-	case "none":
-		cfg.Compression = queue.CompressNone
+	case "", "fast", "small", "none":
+		cfg.Compression = s.compression
 	default:
 		return usageErr("--compression %q: want fast, small or none", s.compression)
 	}

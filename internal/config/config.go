@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/shardq/shardq/internal/envelope"
@@ -29,7 +30,7 @@ type Config struct {
 	WaitTimeout    time.Duration
 	NoCoalescing   bool
 	FullMessages   bool
-	Compression    envelope.Compression
+	Compression    string
 	CompressAbove  int
 	KeyRing        *envelope.KeyRing
 	EncryptErrors  bool
@@ -62,6 +63,10 @@ const (
 	MaxPartitions         = 1024
 )
 
+// compressions are the names of Config.Compression, at the index of the
+// envelope.Compression each names.
+var compressions = []string{envelope.Fast: "fast", envelope.Small: "small", envelope.None: "none"}
+
 // WithDefaults returns a copy of c with defaults filled in, or invalid
 // (queue.ErrInvalid) wrapped with the first value out of range.
 func (c Config) WithDefaults(invalid error) (Config, error) {
@@ -73,6 +78,7 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
 	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
 	c.CompressAbove = cmp.Or(c.CompressAbove, DefaultCompressAbove)
+	c.Compression = cmp.Or(c.Compression, compressions[envelope.Fast])
 	// repeated warnings are throttled: an outage repeats them for its length
 	c.Logger = logging.Throttle(cmp.Or(c.Logger, slog.Default()))
 	if err := CheckName(c.Prefix); err != nil {
@@ -93,8 +99,8 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", invalid, c.WaitTimeout)
 	case c.FlowRetention < 0:
 		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", invalid, c.FlowRetention)
-	case c.Compression < envelope.Fast || c.Compression > envelope.None:
-		return c, fmt.Errorf("%w: Compression %v, want CompressFast, CompressSmall or CompressNone", invalid, c.Compression)
+	case !slices.Contains(compressions, c.Compression):
+		return c, fmt.Errorf("%w: Compression %q, want fast, small or none", invalid, c.Compression)
 	case c.CompressAbove < 0:
 		return c, fmt.Errorf("%w: CompressAbove %d, want > 0", invalid, c.CompressAbove)
 	case c.EncryptErrors && c.KeyRing == nil:
@@ -118,5 +124,5 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 
 // Codec returns the envelope codec of c's compression and key ring.
 func (c *Config) Codec() *envelope.Codec {
-	return &envelope.Codec{Compression: c.Compression, Above: c.CompressAbove, Ring: c.KeyRing, AllowPlain: c.AllowPlaintext}
+	return &envelope.Codec{Compression: envelope.Compression(slices.Index(compressions, c.Compression)), Above: c.CompressAbove, Ring: c.KeyRing, AllowPlain: c.AllowPlaintext}
 }

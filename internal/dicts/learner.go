@@ -15,7 +15,7 @@ import (
 )
 
 // A producer compresses a task type's small payloads against a dictionary
-// made of earlier payloads of the type (queue.CompressFast, without a key
+// made of earlier payloads of the type (queue.Config.Compression "fast", without a key
 // ring): small documents of one kind share most of their bytes.
 //
 // A type has one dictionary per prefix, however many producers run and

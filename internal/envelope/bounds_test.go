@@ -155,7 +155,7 @@ func TestDowngradeRefused(t *testing.T) {
 
 // TestZstdSmallValues: the zstd encoder states no content size for a
 // frame of under 256 bytes, which Open once refused as corrupt: with
-// CompressSmall and a CompressAbove under 256, such values did not open
+// Compression "small" and a CompressAbove under 256, such values did not open
 // and their tasks went to dead. They open, within the limit.
 func TestZstdSmallValues(t *testing.T) {
 	for _, ring := range []*KeyRing{nil, {Current: "k", Keys: map[string][]byte{"k": key(1)}}} {
