@@ -31,10 +31,10 @@ type actionDef struct {
 
 var actions = []*actionDef{
 	{name: "pause", pattern: "/queues/{queue}/pause", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-		return 0, d.insp.PauseQueue(r.Context(), q)
+		return 0, d.insp.Pause(r.Context(), q)
 	}},
 	{name: "resume", pattern: "/queues/{queue}/resume", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-		return 0, d.insp.ResumeQueue(r.Context(), q)
+		return 0, d.insp.Resume(r.Context(), q)
 	}},
 	{name: "run-all", pattern: "/queues/{queue}/run-all", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
 		return d.insp.RunAllTasks(r.Context(), q, queue.State(r.FormValue("state")))
@@ -58,11 +58,11 @@ var actions = []*actionDef{
 		}},
 	{name: "pause-group", pattern: "/queues/{queue}/groups/{group}/pause", groups: true,
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-			return 0, d.insp.PauseGroup(r.Context(), q, r.PathValue("group"))
+			return 0, d.insp.Pause(r.Context(), q, r.PathValue("group"))
 		}},
 	{name: "resume-group", pattern: "/queues/{queue}/groups/{group}/resume", groups: true,
 		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
-			return 0, d.insp.ResumeGroup(r.Context(), q, r.PathValue("group"))
+			return 0, d.insp.Resume(r.Context(), q, r.PathValue("group"))
 		}},
 	{name: "set-group-weight", pattern: "/queues/{queue}/groups/{group}/weight", groups: true, do: setGroupWeight},
 	{name: "cancel-workflow", pattern: "/workflows/{id}/cancel",

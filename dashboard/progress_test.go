@@ -14,7 +14,7 @@ import (
 func TestTaskProgressAndResult(t *testing.T) {
 	t.Parallel()
 	e := setup(t, dashboard.Options{Unauthenticated: true})
-	must(t, e.insp.ResumeQueue(e.ctx, e.q))
+	must(t, e.insp.Resume(e.ctx, e.q))
 	id := e.enqueue(1, "report", queue.In(e.q), queue.Retention(time.Hour))[0]
 	res, err := e.insp.WaitResult(e.ctx, e.q, id)
 	if err != nil || string(res) != `{"thumbnails": 3}` {
@@ -44,7 +44,7 @@ func TestTaskProgressAndResult(t *testing.T) {
 func TestTaskSteps(t *testing.T) {
 	t.Parallel()
 	e := setup(t, dashboard.Options{Unauthenticated: true})
-	must(t, e.insp.ResumeQueue(e.ctx, e.q))
+	must(t, e.insp.Resume(e.ctx, e.q))
 	id := e.enqueue(1, "steps", queue.In(e.q), queue.Retention(time.Hour))[0]
 	waitUntil(t, "the steps task to succeed", func() bool {
 		ti, err := e.insp.GetTask(e.ctx, e.q, id)

@@ -130,7 +130,7 @@ func (e *env) fill() {
 	e.waitCounts("every state", func(qi *queue.QueueInfo) bool {
 		return qi.Dead == 5 && qi.Retry == 3 && qi.Active == 2 && qi.Succeeded == 2 && qi.Scheduled == 3 && qi.Pending == 0
 	})
-	must(t, e.insp.PauseQueue(e.ctx, e.q))
+	must(t, e.insp.Pause(e.ctx, e.q))
 	e.pending = e.enqueue(4, "ok", in)
 	// a fetcher blocked since before the pause may hold the first for a
 	// moment (in its in-flight list) before it gives it back to the head

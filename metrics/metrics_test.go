@@ -97,7 +97,7 @@ func TestQueueCollector(t *testing.T) {
 	enq(1, "block", queue.In("work"))
 	enq(3, "ok", queue.In("work"), queue.ProcessIn(time.Hour))
 	enq(4, "ok", queue.In("idle")) // no worker serves it
-	must(t, insp.PauseQueue(ctx, "idle"))
+	must(t, insp.Pause(ctx, "idle"))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		qi, err := insp.QueueInfo(ctx, "work")

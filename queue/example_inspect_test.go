@@ -31,7 +31,7 @@ func ExampleInspector_QueueInfo() {
 	if _, err := client.Enqueue(ctx, digest, queue.In("email"), queue.ProcessIn(24*time.Hour)); err != nil {
 		log.Fatal(err)
 	}
-	if err := insp.PauseQueue(ctx, "email"); err != nil {
+	if err := insp.Pause(ctx, "email"); err != nil {
 		log.Fatal(err)
 	}
 

@@ -34,7 +34,7 @@ type GroupInfo struct {
 	// Weight is how many tasks the group starts per turn while several groups
 	// have tasks waiting (SetGroupWeight); 1 unless set.
 	Weight int
-	// Paused is set while an operator paused the group (PauseGroup).
+	// Paused is set while an operator paused the group (Inspector.Pause with the group).
 	Paused bool
 }
 
@@ -69,17 +69,14 @@ func (i *Inspector) SetGroupWeight(ctx context.Context, queue, group string, w i
 	return i.keyOp(ctx, queue, group, "weight", w)
 }
 
-// PauseGroup stops the tasks of group in queue from starting until ResumeGroup:
-// its running tasks finish, its new tasks wait, and the other groups' tasks
-// run. It holds across restarts, and for tasks of the group enqueued later.
-func (i *Inspector) PauseGroup(ctx context.Context, queue, group string) error {
-	return i.keyOp(ctx, queue, group, "pause", 0)
-}
-
-// ResumeGroup lets the tasks of a paused group start again: the group takes its
-// turn after the groups waiting now.
-func (i *Inspector) ResumeGroup(ctx context.Context, queue, group string) error {
-	return i.keyOp(ctx, queue, group, "resume", 0)
+// groupsOp runs op ("pause" or "resume") for each group of queue.
+func (i *Inspector) groupsOp(ctx context.Context, queue, op string, groups []string) error {
+	for _, g := range groups {
+		if err := i.keyOp(ctx, queue, g, op, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keyOp runs fair_key.lua on every partition of queue: a group's tasks are

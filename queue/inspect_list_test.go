@@ -40,7 +40,7 @@ func setupStates(t *testing.T) *states {
 	b.waitCounts(t, s.q, "every state", func(qi *queue.QueueInfo) bool {
 		return qi.Dead == 5 && qi.Retry == 4 && qi.Active == 3 && qi.Succeeded == 2 && qi.Scheduled == 6 && qi.Pending == 0
 	})
-	must(t, b.insp.PauseQueue(b.ctx, s.q))
+	must(t, b.insp.Pause(b.ctx, s.q))
 	s.pending = b.enqueue(t, 7, typeOK, in)
 	// a fetcher blocked since before the pause may hold the first for a
 	// moment (in its in-flight list) before it gives it back to the head

@@ -341,14 +341,24 @@ func taskFromReply(queue string, part int, id, msg, rec string) *TaskInfo {
 	return ti
 }
 
-// PauseQueue stops every worker from starting tasks of queue until
-// ResumeQueue; running tasks finish, enqueueing goes on.
-func (i *Inspector) PauseQueue(ctx context.Context, queue string) error {
+// Pause stops workers from starting tasks of queue until Resume; running
+// tasks finish, enqueueing goes on. With groups, it pauses only those
+// groups of the queue: their new tasks wait and the other groups' tasks
+// run. Either holds across restarts, and for tasks enqueued later.
+func (i *Inspector) Pause(ctx context.Context, queue string, groups ...string) error {
+	if len(groups) > 0 {
+		return i.groupsOp(ctx, queue, "pause", groups)
+	}
 	return i.setPaused(ctx, queue, true)
 }
 
-// ResumeQueue lets workers start tasks of a paused queue again.
-func (i *Inspector) ResumeQueue(ctx context.Context, queue string) error {
+// Resume lets workers start tasks of a paused queue again, or, with
+// groups, of those paused groups: a group takes its turn after the groups
+// waiting now.
+func (i *Inspector) Resume(ctx context.Context, queue string, groups ...string) error {
+	if len(groups) > 0 {
+		return i.groupsOp(ctx, queue, "resume", groups)
+	}
 	return i.setPaused(ctx, queue, false)
 }
 

@@ -19,7 +19,7 @@ func TestDeletePendingTask(t *testing.T) {
 	ctx := context.Background()
 	rec := newRecorder(nil)
 	b.server(t, Config{}, rec) // registers the queue
-	must(t, b.insp.PauseQueue(ctx, queue.DefaultQueue))
+	must(t, b.insp.Pause(ctx, queue.DefaultQueue))
 	var ids []string
 	for range 5 {
 		ids = append(ids, b.enqueue(t, queue.NewRawTask("t", nil)).ID)
@@ -44,7 +44,7 @@ func TestDeletePendingTask(t *testing.T) {
 	if _, err := b.insp.GetTask(ctx, queue.DefaultQueue, ids[1]); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("GetTask of a deleted pending task: %v", err)
 	}
-	must(t, b.insp.ResumeQueue(ctx, queue.DefaultQueue))
+	must(t, b.insp.Resume(ctx, queue.DefaultQueue))
 	waitFor(t, 10*time.Second, "the three left to run", func() bool { return rec.total() == 3 })
 	time.Sleep(200 * time.Millisecond)
 	for _, id := range []string{ids[1], ids[3]} {

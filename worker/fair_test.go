@@ -119,7 +119,7 @@ func TestFairPausedKey(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	enqueueKeyed(t, b, 5, "a", "b", "c")
-	must(t, b.insp.PauseGroup(ctx, queue.DefaultQueue, "b"))
+	must(t, b.insp.Pause(ctx, queue.DefaultQueue, "b"))
 	log := &startLog{}
 	b.server(t, Config{Concurrency: 2}, HandlerFunc(func(ctx context.Context, task *Task) error {
 		log.add(keyOf(task))
@@ -139,7 +139,7 @@ func TestFairPausedKey(t *testing.T) {
 			qi.Pending, qi.Waiting, qi.ActiveGroups)
 	}
 	checkFair(t, b)
-	must(t, b.insp.ResumeGroup(ctx, queue.DefaultQueue, "b"))
+	must(t, b.insp.Resume(ctx, queue.DefaultQueue, "b"))
 	waitFor(t, 20*time.Second, "the tasks of b", func() bool { return log.count("b") == 5 })
 	if ki, err := b.insp.GetGroup(ctx, queue.DefaultQueue, "b"); err != nil || ki.Paused || ki.Waiting != 0 {
 		t.Fatalf("key b after its tasks ran: %+v, %v", ki, err)
@@ -398,7 +398,7 @@ func TestFairPausedKeysAhead(t *testing.T) {
 	}
 	enqueueKeyed(t, b, 1, stopped...)
 	for _, k := range stopped {
-		must(t, b.insp.PauseGroup(ctx, queue.DefaultQueue, k))
+		must(t, b.insp.Pause(ctx, queue.DefaultQueue, k))
 	}
 	enqueueKeyed(t, b, 3, "live")
 	log := &startLog{}

@@ -135,7 +135,7 @@ func TestFairTurnsPauseMidRun(t *testing.T) {
 	b.server(t, Config{Concurrency: 1, Prefetch: -1}, HandlerFunc(func(ctx context.Context, task *Task) error {
 		log.add(string(task.Payload))
 		if string(task.Payload) == "b1" {
-			must(t, b.insp.PauseGroup(ctx, queue.DefaultQueue, "b"))
+			must(t, b.insp.Pause(ctx, queue.DefaultQueue, "b"))
 			close(paused)
 		}
 		return nil
@@ -161,7 +161,7 @@ func TestFairTurnsPauseMidRun(t *testing.T) {
 		t.Fatalf("paused key b: %+v; queue %d waiting, %d pending; want 8 waiting, held", ki, qi.Waiting, qi.Pending)
 	}
 	checkFair(t, b)
-	must(t, b.insp.ResumeGroup(ctx, queue.DefaultQueue, "b"))
+	must(t, b.insp.Resume(ctx, queue.DefaultQueue, "b"))
 	waitFor(t, 20*time.Second, "key b's tasks", func() bool { return len(log.all()) == 20 })
 	var bs []string
 	for _, p := range log.all() {

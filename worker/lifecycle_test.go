@@ -64,7 +64,7 @@ func TestPauseResume(t *testing.T) {
 	rec := newRecorder(nil)
 	b.server(t, Config{}, rec) // registers the queue: pausing an unknown one is refused
 	b.server(t, Config{}, rec) // every worker honours it
-	must(t, b.insp.PauseQueue(ctx, queue.DefaultQueue))
+	must(t, b.insp.Pause(ctx, queue.DefaultQueue))
 	for range 5 {
 		b.enqueue(t, queue.NewRawTask("t", nil))
 	}
@@ -76,7 +76,7 @@ func TestPauseResume(t *testing.T) {
 	if !qi.Paused || qi.Pending != 5 {
 		t.Fatalf("QueueInfo = %+v", qi)
 	}
-	must(t, b.insp.ResumeQueue(ctx, queue.DefaultQueue))
+	must(t, b.insp.Resume(ctx, queue.DefaultQueue))
 	waitFor(t, 3*time.Second, "all five after resume", func() bool { return rec.total() == 5 })
 }
 

@@ -222,7 +222,7 @@ func TestFailures(t *testing.T) {
 			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
 			return err == nil && ti.State == queue.StateRetry
 		})
-		must(t, b.insp.PauseQueue(ctx, queue.DefaultQueue))
+		must(t, b.insp.Pause(ctx, queue.DefaultQueue))
 		waitFor(t, 5*time.Second, "back in pending", func() bool {
 			qi, _ := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 			return qi.Pending == 1 && qi.Retry == 0

@@ -37,7 +37,7 @@ func TestStats(t *testing.T) {
 	if _, err := client.EnqueueMany(ctx, tasks[:3], queue.In("a-very-long-queue-name"), queue.ProcessIn(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := inspector(t, srv).PauseQueue(ctx, "email"); err != nil {
+	if err := inspector(t, srv).Pause(ctx, "email"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // some latency
