@@ -104,12 +104,12 @@ type Dashboard struct {
 //	}
 //	mux.Handle("/queues/", http.StripPrefix("/queues", d))
 //
-// New returns an error wrapping ErrInvalidOptions when opts name no
+// New returns an error wrapping ErrInvalid when opts name no
 // credentials, an empty one, or settings that contradict each other. The
 // error names the field, never the secret.
 func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	if insp == nil {
-		return nil, fmt.Errorf("%w: nil Inspector", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: nil Inspector", ErrInvalid)
 	}
 	if err := opts.validate(); err != nil {
 		return nil, err

@@ -56,7 +56,7 @@
 //		BasicAuth: &dashboard.BasicAuth{User: "ops", Password: os.Getenv("DASHBOARD_PASSWORD")},
 //	})
 //	if err != nil {
-//		return err // DASHBOARD_PASSWORD unset: dashboard.ErrInvalidOptions
+//		return err // DASHBOARD_PASSWORD unset: dashboard.ErrInvalid
 //	}
 //	mux := http.NewServeMux()
 //	mux.Handle("/queues/", http.StripPrefix("/queues", d))

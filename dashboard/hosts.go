@@ -28,9 +28,9 @@ func newHostSet(o Options) (hostSet, error) {
 		case h == "*":
 			s.any = true
 		case name == "":
-			return s, fmt.Errorf("%w: AllowedHosts[%d] is empty", ErrInvalidOptions, j)
+			return s, fmt.Errorf("%w: AllowedHosts[%d] is empty", ErrInvalid, j)
 		case strings.ContainsAny(strings.TrimSpace(h), "/?#@ \t"):
-			return s, fmt.Errorf("%w: AllowedHosts[%d] %q is not a host name or address", ErrInvalidOptions, j, h)
+			return s, fmt.Errorf("%w: AllowedHosts[%d] %q is not a host name or address", ErrInvalid, j, h)
 		default:
 			s.names[name] = true
 		}

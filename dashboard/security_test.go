@@ -193,15 +193,15 @@ func TestNewRefusesEmptySecrets(t *testing.T) {
 		want  error
 		field string
 	}{
-		"zero options":         {dashboard.Options{}, dashboard.ErrInvalidOptions, "BearerToken"},
-		"empty password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: ""}}, dashboard.ErrInvalidOptions, "BasicAuth.Password"},
-		"blank password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: " \n"}}, dashboard.ErrInvalidOptions, "BasicAuth.Password"},
-		"empty user":           {dashboard.Options{BasicAuth: &dashboard.BasicAuth{Password: secret}}, dashboard.ErrInvalidOptions, "BasicAuth.User"},
-		"empty password+token": {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops"}, BearerToken: secret}, dashboard.ErrInvalidOptions, "BasicAuth.Password"},
-		"blank token":          {dashboard.Options{BearerToken: "\t"}, dashboard.ErrInvalidOptions, "BearerToken"},
-		"colon in user":        {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "a:b", Password: secret}}, dashboard.ErrInvalidOptions, "BasicAuth.User"},
-		"open and basic":       {dashboard.Options{Unauthenticated: true, BasicAuth: &dashboard.BasicAuth{User: "ops", Password: secret}}, dashboard.ErrInvalidOptions, "Unauthenticated"},
-		"open and token":       {dashboard.Options{Unauthenticated: true, BearerToken: secret}, dashboard.ErrInvalidOptions, "Unauthenticated"},
+		"zero options":         {dashboard.Options{}, dashboard.ErrInvalid, "BearerToken"},
+		"empty password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: ""}}, dashboard.ErrInvalid, "BasicAuth.Password"},
+		"blank password":       {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops", Password: " \n"}}, dashboard.ErrInvalid, "BasicAuth.Password"},
+		"empty user":           {dashboard.Options{BasicAuth: &dashboard.BasicAuth{Password: secret}}, dashboard.ErrInvalid, "BasicAuth.User"},
+		"empty password+token": {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "ops"}, BearerToken: secret}, dashboard.ErrInvalid, "BasicAuth.Password"},
+		"blank token":          {dashboard.Options{BearerToken: "\t"}, dashboard.ErrInvalid, "BearerToken"},
+		"colon in user":        {dashboard.Options{BasicAuth: &dashboard.BasicAuth{User: "a:b", Password: secret}}, dashboard.ErrInvalid, "BasicAuth.User"},
+		"open and basic":       {dashboard.Options{Unauthenticated: true, BasicAuth: &dashboard.BasicAuth{User: "ops", Password: secret}}, dashboard.ErrInvalid, "Unauthenticated"},
+		"open and token":       {dashboard.Options{Unauthenticated: true, BearerToken: secret}, dashboard.ErrInvalid, "Unauthenticated"},
 	} {
 		d, err := dashboard.New(insp, c.opts)
 		if !errors.Is(err, c.want) || d != nil {
@@ -212,7 +212,7 @@ func TestNewRefusesEmptySecrets(t *testing.T) {
 			t.Errorf("%s: error %q should name %s and no secret", name, err, c.field)
 		}
 	}
-	if _, err := dashboard.New(nil, dashboard.Options{Unauthenticated: true}); !errors.Is(err, dashboard.ErrInvalidOptions) {
+	if _, err := dashboard.New(nil, dashboard.Options{Unauthenticated: true}); !errors.Is(err, dashboard.ErrInvalid) {
 		t.Errorf("nil Inspector: %v", err)
 	}
 	for name, opts := range map[string]dashboard.Options{
@@ -297,8 +297,8 @@ func TestHostCheck(t *testing.T) {
 	})
 
 	for _, bad := range [][]string{{""}, {"https://dash.example.com"}, {"dash example"}, {"ok.example", " "}} {
-		if _, err := dashboard.New(e.insp, dashboard.Options{Unauthenticated: true, AllowedHosts: bad}); !errors.Is(err, dashboard.ErrInvalidOptions) {
-			t.Errorf("AllowedHosts %q: %v, want ErrInvalidOptions", bad, err)
+		if _, err := dashboard.New(e.insp, dashboard.Options{Unauthenticated: true, AllowedHosts: bad}); !errors.Is(err, dashboard.ErrInvalid) {
+			t.Errorf("AllowedHosts %q: %v, want ErrInvalid", bad, err)
 		}
 	}
 }

@@ -10,6 +10,6 @@ var (
 	ErrMarkerNotFound = errors.New("lua: feed marker not found")
 	// ErrNotHeld reports a semaphore refresh or release by a holder that does not hold it (it expired or was never acquired).
 	ErrNotHeld = errors.New("lua: semaphore not held")
-	// ErrInvalidArgument reports an argument a primitive cannot work with (a zero shard size, a negative limit).
-	ErrInvalidArgument = errors.New("lua: invalid argument")
+	// ErrInvalid reports an argument a primitive cannot work with (a zero shard size, a negative limit).
+	ErrInvalid = errors.New("lua: invalid argument")
 )

@@ -65,7 +65,7 @@ func (f *RankedFeed) Append(ctx context.Context, c redis.Scripter, members ...st
 // marker has left the feed.
 func (f *RankedFeed) Read(ctx context.Context, c redis.Scripter, marker string, limit int, order Order) ([]FeedEntry, error) {
 	if limit <= 0 {
-		return nil, fmt.Errorf("%w: feed page limit %d, want > 0", ErrInvalidArgument, limit)
+		return nil, fmt.Errorf("%w: feed page limit %d, want > 0", ErrInvalid, limit)
 	}
 	res, err := feedRead.Run(ctx, c, []string{f.Key}, marker, limit, string(order)).Result()
 	if err != nil {

@@ -121,7 +121,7 @@ func TestFeed(t *testing.T) {
 
 	t.Run("BadLimit", func(t *testing.T) {
 		f := &RankedFeed{Key: "{x}:feed"}
-		if _, err := f.Read(ctx, rdb, "", 0, Oldest); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := f.Read(ctx, rdb, "", 0, Oldest); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("limit 0: err = %v", err)
 		}
 	})

@@ -22,10 +22,10 @@ type FairSemaphore struct {
 
 func (s *FairSemaphore) validate() error {
 	if s.Limit <= 0 {
-		return fmt.Errorf("%w: semaphore %s limit %d, want > 0", ErrInvalidArgument, s.Key, s.Limit)
+		return fmt.Errorf("%w: semaphore %s limit %d, want > 0", ErrInvalid, s.Key, s.Limit)
 	}
 	if s.TTL < time.Millisecond {
-		return fmt.Errorf("%w: semaphore %s ttl %v, want >= 1ms", ErrInvalidArgument, s.Key, s.TTL)
+		return fmt.Errorf("%w: semaphore %s ttl %v, want >= 1ms", ErrInvalid, s.Key, s.TTL)
 	}
 	return nil
 }

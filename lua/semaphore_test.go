@@ -140,8 +140,8 @@ func TestSemaphore(t *testing.T) {
 
 	t.Run("BadLimitOrTTL", func(t *testing.T) {
 		for _, sem := range []*FairSemaphore{{Key: "k", Limit: 0, TTL: time.Second}, {Key: "k", Limit: -1, TTL: time.Second}, {Key: "k", Limit: 1}} {
-			if _, err := sem.Acquire(ctx, rdb, "a"); !errors.Is(err, ErrInvalidArgument) {
-				t.Fatalf("%+v: err = %v, want ErrInvalidArgument", sem, err)
+			if _, err := sem.Acquire(ctx, rdb, "a"); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%+v: err = %v, want ErrInvalid", sem, err)
 			}
 		}
 	})

@@ -44,7 +44,7 @@ type ShardedList struct {
 // NewShardedList returns the sharded list at base with the given shard size.
 func NewShardedList(base string, shardSize int) (*ShardedList, error) {
 	if shardSize < 0 || shardSize > maxShardSize {
-		return nil, fmt.Errorf("%w: shard size %d, want 1..%d", ErrInvalidArgument, shardSize, maxShardSize)
+		return nil, fmt.Errorf("%w: shard size %d, want 1..%d", ErrInvalid, shardSize, maxShardSize)
 	}
 	return &ShardedList{Base: base, ShardSize: shardSize}, nil
 }
