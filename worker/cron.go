@@ -24,27 +24,6 @@ import (
 // bad or duplicate name, no task.
 var ErrInvalidSchedule = errors.New("worker: invalid schedule")
 
-// MissedPolicy says what happens to ticks that passed while no scheduler
-// was running (all were down, or stalled past the tick).
-type MissedPolicy int
-
-// The missed-tick policies.
-const (
-	// MissedSkip drops missed ticks: the schedule goes on at its next tick.
-	MissedSkip MissedPolicy = iota
-	// MissedRunOnce enqueues one task for the latest missed tick, however
-	// many were missed, then goes on.
-	MissedRunOnce
-)
-
-// String returns the policy's name: "skip" or "run-once".
-func (p MissedPolicy) String() string {
-	if p == MissedRunOnce {
-		return "run-once"
-	}
-	return "skip"
-}
-
 // Schedule enqueues Task periodically.
 type Schedule struct {
 	// Name identifies the schedule across processes: every scheduler that
@@ -63,8 +42,21 @@ type Schedule struct {
 	// tick>, which is what makes the tick run once.
 	Task    *queue.Task
 	Options []queue.Option
-	// Missed is the missed-tick policy. Defaults to MissedSkip.
-	Missed MissedPolicy
+	// RunMissed says what happens to ticks that passed while no scheduler
+	// was running (all were down, or stalled past the tick). false, the
+	// default, skips them: the schedule goes on at its next tick. true
+	// enqueues one task for the latest missed tick, however many were
+	// missed, then goes on.
+	RunMissed bool
+}
+
+// missedPolicy names a schedule's RunMissed as Redis stores it and
+// queue.ScheduleInfo.Missed reads it: "skip" or "run-once".
+func missedPolicy(runMissed bool) string {
+	if runMissed {
+		return "run-once"
+	}
+	return "skip"
 }
 
 // SchedulerConfig configures a Scheduler.
@@ -258,7 +250,7 @@ func (s *Scheduler) loadCursors(ctx context.Context) error {
 
 // tickNow enqueues, once, what is due at the scheduler's clock now, as the
 // running scheduler does on its own: the tick that is on time, and a
-// missed one under MissedRunOnce. It is for tests that move a clock of
+// missed one under RunMissed. It is for tests that move a clock of
 // their own (SchedulerConfig.Clock) and tick at each time Next reports,
 // instead of Start: the loop Start runs sleeps in real time. queuetest
 // reaches it through internal/testclock. Like Start, the first tick reads
@@ -354,7 +346,7 @@ func (s *Scheduler) sleepAfter(now time.Time) time.Duration {
 }
 
 // tick enqueues what is due for p at now: the latest tick when it is on
-// time, and, for MissedRunOnce, the latest of the missed ones.
+// time, and, under RunMissed, the latest of the missed ones.
 func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error {
 	var onTime, missed time.Time
 	for t, n := p.next(p.cursor), 0; !t.IsZero() && !t.After(now); t, n = p.next(t), n+1 {
@@ -368,7 +360,7 @@ func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error
 			break
 		}
 	}
-	if !missed.IsZero() && p.Missed == MissedRunOnce {
+	if !missed.IsZero() && p.RunMissed {
 		if err := s.enqueue(ctx, p, missed); err != nil {
 			return err
 		}
@@ -402,7 +394,7 @@ func (s *Scheduler) enqueue(ctx context.Context, p *scheduled, t time.Time) erro
 
 // mark records p's last tick (when last is set) and its next, for inspectors.
 func (s *Scheduler) mark(ctx context.Context, p *scheduled, last time.Time) error {
-	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: p.Missed.String()}
+	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: missedPolicy(p.RunMissed)}
 	if next := p.next(p.cursor); !next.IsZero() {
 		info.Next = next.UnixMilli()
 	}

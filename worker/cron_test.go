@@ -69,17 +69,19 @@ func TestCronExactlyOncePerTick(t *testing.T) {
 }
 
 // TestCronMissedTicks: a scheduler stopped for three ticks and restarted
-// follows its schedule's policy.
+// follows its schedule's RunMissed, and records it under the policy's
+// stored name, which the Inspector reads.
 func TestCronMissedTicks(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		policy MissedPolicy
-		extra  int // enqueues for the missed stretch
-	}{{MissedSkip, 0}, {MissedRunOnce, 1}} {
-		t.Run(c.policy.String(), func(t *testing.T) {
+		runMissed bool
+		policy    string // as Redis stores it
+		extra     int    // enqueues for the missed stretch
+	}{{false, "skip", 0}, {true, "run-once", 1}} {
+		t.Run(c.policy, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			sched := Schedule{Name: "job", Spec: "@every 1s", Task: queue.NewRawTask("job", nil), Missed: c.policy}
+			sched := Schedule{Name: "job", Spec: "@every 1s", Task: queue.NewRawTask("job", nil), RunMissed: c.runMissed}
 			s := b.scheduler(t, sched)
 			time.Sleep(2200 * time.Millisecond)
 			must(t, s.Shutdown(context.Background()))
@@ -112,6 +114,11 @@ func TestCronMissedTicks(t *testing.T) {
 			if len(missedRuns) != c.extra {
 				t.Fatalf("policy %s: %d enqueues for missed ticks (%v), want %d; before %v after %v",
 					c.policy, len(missedRuns), missedRuns, c.extra, before, after)
+			}
+			infos, err := b.insp.Schedules(context.Background())
+			must(t, err)
+			if len(infos) != 1 || infos[0].Missed != c.policy {
+				t.Fatalf("RunMissed %v: Schedules = %+v, want Missed %q", c.runMissed, infos, c.policy)
 			}
 		})
 	}
@@ -240,7 +247,7 @@ func (never) Next(time.Time) time.Time { return time.Time{} }
 // at registration, so this builds one by hand) enqueues nothing, records
 // no next run, and does not make the loop spin: it once slept a
 // millisecond between ticks, enqueued a phantom task per pass under
-// MissedRunOnce and recorded its next run as year 1.
+// RunMissed and recorded its next run as year 1.
 func TestCronNoNextTick(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -249,7 +256,7 @@ func TestCronNoNextTick(t *testing.T) {
 	cfg.Logger = testLogger(t)
 	s, err := NewScheduler(b.rdb, cfg)
 	must(t, err)
-	s.scheds = []*scheduled{{Schedule: Schedule{Name: "never", Task: queue.NewRawTask("n", nil), Missed: MissedRunOnce},
+	s.scheds = []*scheduled{{Schedule: Schedule{Name: "never", Task: queue.NewRawTask("n", nil), RunMissed: true},
 		cron: never{}, queue: "cron", cursor: now.Add(-time.Hour)}}
 	s.loaded = true
 	for range 3 {

@@ -120,7 +120,7 @@ func ExampleConfig_schedules() {
 		Schedules: []worker.Schedule{
 			{Spec: "@every 1s", Task: queue.NewRawTask("cache:refresh", nil)},
 			{Name: "nightly-report", Spec: "CRON_TZ=Europe/Paris 0 3 * * *", Task: queue.NewRawTask("report:build", nil),
-				Missed: worker.MissedRunOnce},
+				RunMissed: true},
 		},
 	}, mux)
 	if err != nil {
