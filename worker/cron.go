@@ -20,10 +20,6 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// ErrInvalidSchedule reports a schedule that cannot run: a bad cron spec, a
-// bad or duplicate name, no task.
-var ErrInvalidSchedule = errors.New("worker: invalid schedule")
-
 // Schedule enqueues Task periodically.
 type Schedule struct {
 	// Name identifies the schedule across processes: every scheduler that
@@ -120,7 +116,7 @@ func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, e
 			return nil, err
 		}
 		if names[p.Name] {
-			return nil, fmt.Errorf("%w: two schedules named %q", ErrInvalidSchedule, p.Name)
+			return nil, fmt.Errorf("%w: two schedules named %q", ErrInvalid, p.Name)
 		}
 		names[p.Name] = true
 		s.scheds = append(s.scheds, p)
@@ -133,11 +129,11 @@ func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, e
 // it would never fire.
 func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 	if sc.Task == nil {
-		return nil, fmt.Errorf("%w: schedule %q has no task", ErrInvalidSchedule, sc.Name)
+		return nil, fmt.Errorf("%w: schedule %q has no task", ErrInvalid, sc.Name)
 	}
 	sc.Name = cmp.Or(sc.Name, sc.Task.Type())
 	if err := queue.ValidateQueueName(sc.Name); err != nil || len(sc.Name) > 100 {
-		return nil, fmt.Errorf("%w: name %q: want 1 to 100 bytes without braces, spaces or control characters", ErrInvalidSchedule, sc.Name)
+		return nil, fmt.Errorf("%w: schedule name %q: want 1 to 100 bytes without braces, spaces or control characters", ErrInvalid, sc.Name)
 	}
 	spec := strings.TrimSpace(sc.Spec)
 	if !strings.HasPrefix(spec, "TZ=") && !strings.HasPrefix(spec, "CRON_TZ=") {
@@ -145,11 +141,11 @@ func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 	}
 	c, err := parseSpec(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: spec %q: %v", ErrInvalidSchedule, sc.Name, sc.Spec, err)
+		return nil, fmt.Errorf("%w: schedule %q: spec %q: %v", ErrInvalid, sc.Name, sc.Spec, err)
 	}
 	q, err := sc.Task.QueueName(sc.Options...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidSchedule, sc.Name, err)
+		return nil, fmt.Errorf("%w: schedule %q: %w", ErrInvalid, sc.Name, err)
 	}
 	p := &scheduled{Schedule: sc, cron: c, queue: q}
 	if d, ok := c.(cron.ConstantDelaySchedule); ok {
@@ -157,13 +153,13 @@ func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 		// down to 1s: say so rather than tick at another rate
 		_, every, _ := strings.Cut(spec, "@every ")
 		if want, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && want != d.Delay {
-			return nil, fmt.Errorf("%w: %q: spec %q: @every takes whole seconds, at least 1s", ErrInvalidSchedule, sc.Name, sc.Spec)
+			return nil, fmt.Errorf("%w: schedule %q: spec %q: @every takes whole seconds, at least 1s", ErrInvalid, sc.Name, sc.Spec)
 		}
 		p.every = d.Delay
 	}
 	if p.next(now).IsZero() {
-		return nil, fmt.Errorf("%w: %q: spec %q never fires: it names no time in the five years after %s",
-			ErrInvalidSchedule, sc.Name, sc.Spec, now.UTC().Format(time.DateOnly))
+		return nil, fmt.Errorf("%w: schedule %q: spec %q never fires: it names no time in the five years after %s",
+			ErrInvalid, sc.Name, sc.Spec, now.UTC().Format(time.DateOnly))
 	}
 	return p, nil
 }

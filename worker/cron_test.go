@@ -155,8 +155,8 @@ func TestCronSpecs(t *testing.T) {
 		{Spec: "TZ=UTC   ", Task: task},
 	}
 	for _, sc := range bad {
-		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalidSchedule) {
-			t.Errorf("schedule %+v: err = %v, want ErrInvalidSchedule", sc, err)
+		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "schedule") {
+			t.Errorf("schedule %+v: err = %v, want ErrInvalid naming the schedule", sc, err)
 		}
 	}
 	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: "0 0 30 2 *", Task: task}}}); err == nil ||
@@ -168,7 +168,7 @@ func TestCronSpecs(t *testing.T) {
 		t.Errorf("29 February: %v", err)
 	}
 	dup := []Schedule{{Spec: "@hourly", Task: task}, {Spec: "@daily", Task: task}}
-	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: dup}); !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "two schedules") {
+	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: dup}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "two schedules") {
 		t.Errorf("duplicate names: err = %v", err)
 	}
 	// @every ticks are aligned to the epoch, so processes agree on them.

@@ -373,8 +373,8 @@ func TestSemaphoreBadLimits(t *testing.T) {
 		{SemaphoreConfig{Name: "api", Limit: 1, Prefix: "{x}"}, `Prefix "{x}"`},
 	}
 	for _, c := range bad {
-		if _, err := Semaphore(nil, c.cfg); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "SemaphoreConfig."+c.says) {
-			t.Errorf("Semaphore(%+v): err = %v, want ErrInvalidConfig saying SemaphoreConfig.%s", c.cfg, err, c.says)
+		if _, err := Semaphore(nil, c.cfg); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "SemaphoreConfig."+c.says) {
+			t.Errorf("Semaphore(%+v): err = %v, want ErrInvalid saying SemaphoreConfig.%s", c.cfg, err, c.says)
 		}
 	}
 	// the zero TTL, Wait, RetryIn and Prefix are the defaults, not errors

@@ -46,7 +46,7 @@ type SemaphoreConfig struct {
 // queue without costing an attempt and holds no worker slot meanwhile.
 // While the handler runs, its slot is refreshed every cfg.TTL/3. Should
 // the slot be lost anyway, the handler's context is cancelled with
-// ErrSemaphoreLost. A bad field is ErrInvalidConfig here, before any task
+// ErrSemaphoreLost. A bad field is ErrInvalid here, before any task
 // runs, with the field and its value.
 func Semaphore(rdb redis.UniversalClient, cfg SemaphoreConfig) (Middleware, error) {
 	cfg.Prefix = cmp.Or(cfg.Prefix, queue.DefaultPrefix)
@@ -54,20 +54,20 @@ func Semaphore(rdb redis.UniversalClient, cfg SemaphoreConfig) (Middleware, erro
 	cfg.RetryIn = cmp.Or(cfg.RetryIn, time.Second)
 	name := cfg.Name
 	if err := queue.ValidateQueueName(name); err != nil {
-		return nil, fmt.Errorf("%w: SemaphoreConfig.Name %q: %w", ErrInvalidConfig, name, err)
+		return nil, fmt.Errorf("%w: SemaphoreConfig.Name %q: %w", ErrInvalid, name, err)
 	}
 	if err := queue.ValidateQueueName(cfg.Prefix); err != nil {
-		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Prefix %q: %w", ErrInvalidConfig, name, cfg.Prefix, err)
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Prefix %q: %w", ErrInvalid, name, cfg.Prefix, err)
 	}
 	switch {
 	case cfg.Limit < 1:
-		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Limit %d, want >= 1", ErrInvalidConfig, name, cfg.Limit)
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Limit %d, want >= 1", ErrInvalid, name, cfg.Limit)
 	case cfg.TTL < time.Millisecond:
-		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.TTL %v, want >= 1ms (0: 30s)", ErrInvalidConfig, name, cfg.TTL)
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.TTL %v, want >= 1ms (0: 30s)", ErrInvalid, name, cfg.TTL)
 	case cfg.Wait < 0:
-		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Wait %v, want >= 0", ErrInvalidConfig, name, cfg.Wait)
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Wait %v, want >= 0", ErrInvalid, name, cfg.Wait)
 	case cfg.RetryIn < 0:
-		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.RetryIn %v, want >= 0 (0: 1s)", ErrInvalidConfig, name, cfg.RetryIn)
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.RetryIn %v, want >= 0 (0: 1s)", ErrInvalid, name, cfg.RetryIn)
 	}
 	sem := &lua.FairSemaphore{Key: keys.Semaphore(cfg.Prefix, name), Limit: cfg.Limit, TTL: cfg.TTL}
 	return func(next Handler) Handler {
