@@ -245,7 +245,7 @@ func (e *Env) Advance(t testing.TB, h worker.Handler, d time.Duration, queues ..
 		t.Fatalf("queuetest: Advance by %v: want a duration >= 0", d)
 	}
 	if len(queues) == 0 && e.sched != nil {
-		queues = e.sched.Queues()
+		queues = testclock.Queues(e.sched)
 	}
 	return e.run(t, h, queues, e.Clock.Now().Add(d), true)
 }
@@ -325,7 +325,7 @@ func (e *Env) run(t testing.TB, h worker.Handler, queues []string, limit time.Ti
 		}
 		tick := time.Time{}
 		if sched != nil {
-			tick = sched.Next()
+			tick = testclock.Next(sched)
 		}
 		switch {
 		case busy || e.flowBusy(t, queues):

@@ -247,7 +247,7 @@ func (s *Scheduler) loadCursors(ctx context.Context) error {
 // tickNow enqueues, once, what is due at the scheduler's clock now, as the
 // running scheduler does on its own: the tick that is on time, and a
 // missed one under RunMissed. It is for tests that move a clock of
-// their own (SchedulerConfig.Clock) and tick at each time Next reports,
+// their own (SchedulerConfig.Clock) and tick at each time next reports,
 // instead of Start: the loop Start runs sleeps in real time. queuetest
 // reaches it through internal/testclock. Like Start, the first tick reads
 // where each schedule left off (a new schedule starts at the clock's now,
@@ -273,10 +273,11 @@ func (s *Scheduler) tickNow(ctx context.Context) error {
 	return nil
 }
 
-// Next returns the earliest next tick of the scheduler's schedules after
+// next returns the earliest next tick of the scheduler's schedules after
 // where each left off (after the clock's now for a scheduler that has not
-// read that yet); zero when it has no schedules.
-func (s *Scheduler) Next() time.Time {
+// read that yet); zero when it has no schedules. queuetest reaches it
+// through internal/testclock.
+func (s *Scheduler) next() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
@@ -292,8 +293,9 @@ func (s *Scheduler) Next() time.Time {
 	return next
 }
 
-// Queues returns the queues the scheduler's schedules enqueue into, each once.
-func (s *Scheduler) Queues() []string {
+// queues returns the queues the scheduler's schedules enqueue into, each
+// once. queuetest reaches it through internal/testclock.
+func (s *Scheduler) queues() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range s.scheds {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/testclock"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -201,8 +202,9 @@ func TestServerRunsSchedules(t *testing.T) {
 }
 
 // TestCronTickOnATestClock: a scheduler on a clock the test moves ticks
-// when Tick is called at the times Next reports, each tick once, and Tick
-// refuses to run beside Start's loop.
+// when ticked at the times its next tick is reported, each tick once, and
+// a tick refuses to run beside Start's loop. It reads the queues and the
+// next tick through internal/testclock, as queuetest does.
 func TestCronTickOnATestClock(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -214,14 +216,14 @@ func TestCronTickOnATestClock(t *testing.T) {
 	cfg.Logger = testLogger(t)
 	s, err := NewScheduler(b.rdb, cfg)
 	must(t, err)
-	if got := s.Queues(); len(got) != 1 || got[0] != "cron" {
-		t.Fatalf("Queues = %v", got)
+	if got := testclock.Queues(s); len(got) != 1 || got[0] != "cron" {
+		t.Fatalf("queues = %v", got)
 	}
 	must(t, s.tickNow(context.Background())) // records the start: nothing due
 	for i := range 3 {
-		next := s.Next()
+		next := testclock.Next(s)
 		if want := time.Date(2030, 1, 1, 0, 1+i, 0, 0, time.UTC); !next.Equal(want) {
-			t.Fatalf("Next = %v, want %v", next, want)
+			t.Fatalf("next tick = %v, want %v", next, want)
 		}
 		now = next
 		must(t, s.tickNow(context.Background()))
@@ -270,8 +272,8 @@ func TestCronNoNextTick(t *testing.T) {
 	if got := s.sleepAfter(now); got != time.Hour {
 		t.Fatalf("the loop sleeps %v after a schedule with no next time, want an hour", got)
 	}
-	if next := s.Next(); !next.IsZero() {
-		t.Fatalf("Next = %v, want zero", next)
+	if next := s.next(); !next.IsZero() {
+		t.Fatalf("next tick = %v, want zero", next)
 	}
 	infos, err := b.insp.Schedules(context.Background())
 	must(t, err)
@@ -299,8 +301,8 @@ func TestCronTwoSchedulersOneTask(t *testing.T) {
 	must(t, err)
 	c, err := NewScheduler(b.rdb, cfg)
 	must(t, err)
-	if next := a.Next(); !next.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("Next = %v, want midnight", next)
+	if next := a.next(); !next.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("next tick = %v, want midnight", next)
 	}
 	for _, s := range []*Scheduler{a, c} {
 		must(t, s.tickNow(ctx)) // the first tick only reads where the schedule left off
@@ -314,7 +316,7 @@ func TestCronTwoSchedulersOneTask(t *testing.T) {
 	if len(page.Tasks) != 1 || page.Tasks[0].Type != "report:build" || page.Tasks[0].ID != "cron:report:daily:1767312000" {
 		t.Fatalf("pending %+v, want one report:build under ID cron:report:daily:1767312000", page.Tasks)
 	}
-	if next := a.Next(); !next.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("Next = %v, want the next midnight", next)
+	if next := a.next(); !next.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("next tick = %v, want the next midnight", next)
 	}
 }
