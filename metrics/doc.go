@@ -5,14 +5,14 @@
 // state, latency, paused, processed and failed totals, live workers, limit
 // holders and waiters, and the autoscaling figure, in a bounded number of
 // round trips per queue whatever the queue sizes. It exports the first
-// 1,000 queues by name (WithMaxQueues) and counts the rest in
+// 1,000 queues by name (QueueOptions.MaxQueues) and counts the rest in
 // shardq_queues_dropped, so its series stay bounded however many queues
-// producers create: 18 per queue, plus WithTopGroups' per queue, plus 3.
+// producers create: 18 per queue, plus TopGroups' per queue, plus 3.
 // Register it wherever /metrics is served: any process with a Redis
 // client will do.
 //
 //	reg := prometheus.NewRegistry()
-//	reg.MustRegister(metrics.NewQueueCollector(insp))
+//	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{}))
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // NewWorkerMetrics is a worker.Observer with in-process metrics of the

@@ -29,7 +29,7 @@ func ExampleNewQueueCollector() {
 		log.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewQueueCollector(insp))
+	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{}))
 	// serve it with promhttp.HandlerFor(reg, promhttp.HandlerOpts{});
 	// here, one scrape by hand
 	families, err := reg.Gather()

@@ -116,7 +116,7 @@ func TestQueueCollector(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // some latency for "idle"
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewQueueCollector(insp))
+	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{}))
 	got := gather(t, reg)
 	want := map[string]float64{
 		`shardq_queue_tasks{queue=work,state=succeeded}`: 5,
@@ -152,7 +152,7 @@ func TestQueueCollector(t *testing.T) {
 	// Redis gone: shardq_up 0 and the failure counted, no panic
 	srv.Kill(t)
 	down := prometheus.NewRegistry()
-	c := metrics.NewQueueCollector(insp, metrics.WithTimeout(2*time.Second))
+	c := metrics.NewQueueCollector(insp, metrics.QueueOptions{Timeout: 2 * time.Second})
 	down.MustRegister(c)
 	got = gather(t, down)
 	if got[`shardq_up{}`] != 0 || got[`shardq_scrape_errors_total{}`] != 1 {
@@ -198,7 +198,7 @@ func TestQueueCollectorAtScale(t *testing.T) {
 	insp, err := queue.NewInspector(counted, cfg)
 	must(t, err)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewQueueCollector(insp))
+	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{}))
 	gather(t, reg) // loads the scripts: a cold cache costs one EVAL each
 	hook.n.Store(0)
 	got := gather(t, reg)
@@ -241,7 +241,7 @@ func TestGroupMetrics(t *testing.T) {
 	must(t, err)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopGroups(3)))
+	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{TopGroups: 3}))
 	gather(t, reg) // loads the scripts
 	hook.n.Store(0)
 	got := gather(t, reg)
@@ -267,11 +267,24 @@ func TestGroupMetrics(t *testing.T) {
 		t.Errorf("%d series of shardq_group_backlog, want the top 3", series)
 	}
 
+	// the zero TopGroups is the default, 10
+	byDefault := prometheus.NewRegistry()
+	byDefault.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{}))
+	series = 0
+	for k := range gather(t, byDefault) {
+		if strings.HasPrefix(k, "shardq_group_backlog{") {
+			series++
+		}
+	}
+	if series != 10 {
+		t.Errorf("%d series of shardq_group_backlog with QueueOptions{}, want the top 10", series)
+	}
+
 	none := prometheus.NewRegistry()
-	none.MustRegister(metrics.NewQueueCollector(insp, metrics.WithTopGroups(0)))
+	none.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{TopGroups: -1}))
 	for k := range gather(t, none) {
 		if strings.HasPrefix(k, "shardq_group_backlog{") {
-			t.Fatalf("WithTopGroups(0) still reports %s", k)
+			t.Fatalf("TopGroups -1 still reports %s", k)
 		}
 	}
 }
@@ -368,7 +381,7 @@ func TestDocsReferenceRealMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	metrics.NewWorkerMetrics(reg)
 	ch := make(chan *prometheus.Desc, 64)
-	metrics.NewQueueCollector(nil).Describe(ch)
+	metrics.NewQueueCollector(nil, metrics.QueueOptions{}).Describe(ch)
 	close(ch)
 	for d := range ch {
 		describe(d)
@@ -475,18 +488,18 @@ func TestQueueCollectorMaxQueues(t *testing.T) {
 	insp, err := queue.NewInspector(rdb, cfg)
 	must(t, err)
 	for name, c := range map[string]struct {
-		opts           []metrics.QueueOption
+		opts           metrics.QueueOptions
 		exported, perQ int
 		first, last    string
 		dropped        float64
 	}{
-		"default":   {[]metrics.QueueOption{metrics.WithoutScaling()}, 1000, 17, "q0000", "q0999", 5},
-		"10":        {[]metrics.QueueOption{metrics.WithMaxQueues(10)}, 10, 18, "q0000", "q0009", 995},
-		"two pages": {[]metrics.QueueOption{metrics.WithMaxQueues(1002), metrics.WithoutScaling()}, 1002, 17, "q0000", "q1001", 3},
-		"unbounded": {[]metrics.QueueOption{metrics.WithMaxQueues(0), metrics.WithoutScaling()}, 1005, 17, "q0000", "q1004", 0},
+		"default":   {metrics.QueueOptions{NoScaling: true}, 1000, 17, "q0000", "q0999", 5},
+		"10":        {metrics.QueueOptions{MaxQueues: 10}, 10, 18, "q0000", "q0009", 995},
+		"two pages": {metrics.QueueOptions{MaxQueues: 1002, NoScaling: true}, 1002, 17, "q0000", "q1001", 3},
+		"unbounded": {metrics.QueueOptions{MaxQueues: -1, NoScaling: true}, 1005, 17, "q0000", "q1004", 0},
 	} {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(metrics.NewQueueCollector(insp, c.opts...))
+		reg.MustRegister(metrics.NewQueueCollector(insp, c.opts))
 		got := gather(t, reg)
 		queues := map[string]bool{}
 		for k := range got {

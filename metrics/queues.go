@@ -1,23 +1,24 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
-	"github.com/shardq/shardq/internal/inspect"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
 // QueueCollector is a prometheus.Collector over the queues of one key
 // prefix (the Inspector's Config.Prefix), read from Redis at each scrape.
 //
-// Its series are bounded: at most 18 per queue, plus WithTopGroups'
+// Its series are bounded: at most 18 per queue, plus TopGroups'
 // shardq_group_backlog series per queue (10 by default, at most 100), plus 3
 // without labels. It exports the first 1,000 queues by name
-// (WithMaxQueues), so a scrape has at most 28,003 series by default,
+// (QueueOptions.MaxQueues), so a scrape has at most 28,003 series by default,
 // however many queues producers create; shardq_queues_dropped counts the
 // queues left out. A scrape's Redis calls are bounded the same way.
 type QueueCollector struct {
@@ -32,51 +33,53 @@ type QueueCollector struct {
 	limitHolders, limitWaiters, desired, activeGroups, groupBacklog, up, scrapeErrors, dropped *prometheus.Desc
 }
 
-// maxTopGroups bounds WithTopGroups, so shardq_group_backlog's series stay few.
+// maxTopGroups bounds QueueOptions.TopGroups, so shardq_group_backlog's
+// series stay few.
 const maxTopGroups = 100
 
-// defaultMaxQueues is how many queues a QueueCollector exports unless
-// WithMaxQueues says otherwise.
+// defaultMaxQueues is how many queues a QueueCollector exports when
+// QueueOptions.MaxQueues is 0.
 const defaultMaxQueues = 1000
 
-// QueueOption sets a QueueCollector's behaviour.
-type QueueOption func(*QueueCollector)
-
-// WithTimeout bounds each scrape's Redis reads (default 10s). A scrape
-// that runs out reports shardq_up 0 and counts in
-// shardq_scrape_errors_total.
-func WithTimeout(d time.Duration) QueueOption {
-	return func(c *QueueCollector) { c.timeout = d }
+// QueueOptions sets a QueueCollector's behaviour. Its zero value is the
+// defaults.
+type QueueOptions struct {
+	// MaxQueues is how many queues the collector exports: the first
+	// MaxQueues by name. The queues beyond them are left out of every
+	// series, and shardq_queues_dropped counts them: anyone who can
+	// enqueue can create queues, and each costs the scrape its series and
+	// Redis calls. Set it above the queues you expect, and alert on
+	// shardq_queues_dropped. 0 is 1,000; a negative MaxQueues exports
+	// every queue, with no bound.
+	MaxQueues int
+	// Timeout bounds each scrape's Redis reads. A scrape that runs out
+	// reports shardq_up 0 and counts in shardq_scrape_errors_total. 0 is
+	// 10s.
+	Timeout time.Duration
+	// TopGroups is how many groups per queue shardq_group_backlog reports,
+	// the largest backlogs first. It bounds the metric's series to
+	// TopGroups per queue, whatever the number of groups. 0 is 10, a
+	// negative TopGroups leaves the metric out, and above 100 is 100.
+	TopGroups int
+	// NoScaling leaves out shardq_queue_desired_workers, which costs two
+	// more round trips per queue.
+	NoScaling bool
 }
 
-// WithoutScaling leaves out shardq_queue_desired_workers, which costs two
-// more round trips per queue.
-func WithoutScaling() QueueOption {
-	return func(c *QueueCollector) { c.scaling = false }
-}
-
-// WithTopGroups sets how many groups per queue shardq_group_backlog
-// reports, the largest backlogs first (default 10). It bounds the
-// metric's series to n per queue, whatever the number of groups.
-// 0 leaves the metric out; n is at most 100.
-func WithTopGroups(n int) QueueOption {
-	return func(c *QueueCollector) { c.topGroups = min(max(n, 0), maxTopGroups) }
-}
-
-// WithMaxQueues sets how many queues the collector exports: the first n
-// by name (default 1,000). The queues beyond them are left out of every
-// series, and shardq_queues_dropped counts them: anyone who can enqueue
-// can create queues, and each costs the scrape its series and Redis calls.
-// Set n above the queues you expect, and alert on shardq_queues_dropped.
-// n <= 0 exports every queue, with no bound.
-func WithMaxQueues(n int) QueueOption {
-	return func(c *QueueCollector) { c.maxQueues = max(n, 0) }
-}
-
-// NewQueueCollector returns the collector of insp's queues.
-func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollector {
+// NewQueueCollector returns the collector of insp's queues, with opts'
+// bounds (QueueOptions{} for the defaults).
+func NewQueueCollector(insp *queue.Inspector, opts QueueOptions) *QueueCollector {
+	topGroups := min(cmp.Or(opts.TopGroups, 10), maxTopGroups)
+	if topGroups < 0 {
+		topGroups = 0 // the metric left out
+	}
+	maxQueues := cmp.Or(opts.MaxQueues, defaultMaxQueues)
+	if maxQueues < 0 {
+		maxQueues = 0 // every queue
+	}
 	q := []string{"queue"}
-	c := &QueueCollector{insp: insp, timeout: 10 * time.Second, scaling: true, topGroups: 10, maxQueues: defaultMaxQueues,
+	c := &QueueCollector{insp: insp, timeout: cmp.Or(opts.Timeout, 10*time.Second), scaling: !opts.NoScaling,
+		topGroups: topGroups, maxQueues: maxQueues,
 		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, succeeded, waiting: held for their group).",
 			[]string{"queue", "state"}, nil),
 		latency: prometheus.NewDesc("shardq_queue_latency_seconds", "Age of the oldest pending task (0 when none is pending).", q, nil),
@@ -93,17 +96,14 @@ func NewQueueCollector(insp *queue.Inspector, opts ...QueueOption) *QueueCollect
 		limitHolders: prometheus.NewDesc("shardq_limit_holders", "Tasks holding a slot of the queue's concurrency limit (its running tasks).", q, nil),
 		limitWaiters: prometheus.NewDesc("shardq_limit_waiters", "Tasks held for their group: at its limits, or paused.", q, nil),
 		activeGroups: prometheus.NewDesc("shardq_queue_groups", "Groups of the queue with tasks waiting.", q, nil),
-		groupBacklog: prometheus.NewDesc("shardq_group_backlog", "Tasks waiting for one group, for the groups with the largest backlogs (WithTopGroups).",
+		groupBacklog: prometheus.NewDesc("shardq_group_backlog", "Tasks waiting for one group, for the groups with the largest backlogs (QueueOptions.TopGroups).",
 			[]string{"queue", "group"}, nil),
 		desired: prometheus.NewDesc("shardq_queue_desired_workers", "Worker processes the queue needs now (queue.Inspector.Scaling; docs/autoscaling.md).",
 			q, nil),
 		up:           prometheus.NewDesc("shardq_up", "1 when the last scrape read Redis, else 0.", nil, nil),
 		scrapeErrors: prometheus.NewDesc("shardq_scrape_errors_total", "Scrapes that failed to read Redis.", nil, nil),
-		dropped: prometheus.NewDesc("shardq_queues_dropped", "Queues the last scrape left out of every series, beyond the first WithMaxQueues by name.",
+		dropped: prometheus.NewDesc("shardq_queues_dropped", "Queues the last scrape left out of every series, beyond the first MaxQueues by name (QueueOptions).",
 			nil, nil),
-	}
-	for _, o := range opts {
-		o(c)
 	}
 	return c
 }

@@ -12,14 +12,13 @@
 //		signup(ctx, env.Client, "ann@example.com") // the code under test
 //		env.RequireEnqueued(t, "email", "email:welcome")
 //		res := env.Drain(t, mux, "email") // retries and scheduled tasks included
-//		if res.Done != 2 { ... }
+//		if res.Succeeded != 2 { ... }
 //	}
 package queuetest
 
 import (
+	"cmp"
 	"context"
-	"github.com/shardq/shardq/internal/inspect"
-	"github.com/shardq/shardq/internal/testclock"
 	"io"
 	"log/slog"
 	"os"
@@ -31,7 +30,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/redisproc"
+	"github.com/shardq/shardq/internal/testclock"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/worker"
@@ -54,42 +55,46 @@ type Env struct {
 	sched *worker.Scheduler // Schedule's, for Advance
 }
 
-// Option sets up an Env.
-type Option func(*options)
-
-type options struct {
-	url string
-	cfg queue.Config
+// Options sets up an Env. Its zero value is a private redis-server and
+// the default queue.Config.
+type Options struct {
+	// Config is the Env's queue.Config; the Env replaces its Prefix with
+	// its own, and discards shardq's logs when it has no Logger.
+	Config queue.Config
+	// URL is a Redis to use instead of a private redis-server: the Env
+	// keeps its keys under a prefix of its own there and deletes them at
+	// the end of the test. Defaults to $SHARDQ_TEST_REDIS_URL (URLEnv),
+	// and without it a private redis-server.
+	URL string
 }
 
-// WithURL uses the Redis at url (its keys under a prefix of the Env's own,
-// deleted at the end) instead of a private redis-server.
-func WithURL(url string) Option { return func(o *options) { o.url = url } }
-
-// WithConfig sets the queue.Config (its Prefix is replaced by the Env's own).
-func WithConfig(cfg queue.Config) Option { return func(o *options) { o.cfg = cfg } }
-
 // New returns a test's Env: a private redis-server on a free loopback port
-// (stopped at the end of the test), or the Redis of WithURL or $SHARDQ_TEST_REDIS_URL.
-func New(t testing.TB, opts ...Option) *Env {
+// (stopped at the end of the test), or the Redis of Options.URL or
+// $SHARDQ_TEST_REDIS_URL. It takes at most one Options: queuetest.New(t)
+// for the defaults.
+func New(t testing.TB, opts ...Options) *Env {
 	t.Helper()
-	o := options{url: os.Getenv(URLEnv)}
-	for _, opt := range opts {
-		opt(&o)
+	if len(opts) > 1 {
+		t.Fatalf("queuetest: New takes at most one Options, got %d", len(opts))
 	}
-	if o.url == "" {
+	var o Options
+	if len(opts) == 1 {
+		o = opts[0]
+	}
+	o.URL = cmp.Or(o.URL, os.Getenv(URLEnv))
+	if o.URL == "" {
 		srv, err := redisproc.Start()
 		if err != nil {
 			t.Fatalf("queuetest: start a private redis-server (apt-get install -y redis-server): %v", err)
 		}
 		t.Cleanup(func() { _ = srv.Close() })
-		o.url = srv.URL()
+		o.URL = srv.URL()
 	}
-	rdb, err := queue.NewRedisClient(o.url)
+	rdb, err := queue.NewRedisClient(o.URL)
 	if err != nil {
 		t.Fatalf("queuetest: %v", err)
 	}
-	cfg := o.cfg
+	cfg := o.Config
 	cfg.Prefix = "queuetest-" + wire.Nonce()
 	cfg.Logger = cmpLogger(cfg.Logger)
 	e := &Env{Redis: rdb, Config: cfg, Clock: NewClock(time.Now())}
@@ -245,7 +250,7 @@ func (e *Env) Advance(t testing.TB, h worker.Handler, d time.Duration, queues ..
 		t.Fatalf("queuetest: Advance by %v: want a duration >= 0", d)
 	}
 	if len(queues) == 0 && e.sched != nil {
-		queues = e.sched.Queues()
+		queues = testclock.Queues(e.sched)
 	}
 	return e.run(t, h, queues, e.Clock.Now().Add(d), true)
 }
@@ -325,7 +330,7 @@ func (e *Env) run(t testing.TB, h worker.Handler, queues []string, limit time.Ti
 		}
 		tick := time.Time{}
 		if sched != nil {
-			tick = sched.Next()
+			tick = testclock.Next(sched)
 		}
 		switch {
 		case busy || e.flowBusy(t, queues):

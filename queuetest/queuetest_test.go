@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/redisproc"
 	"github.com/shardq/shardq/queue"
 	"github.com/shardq/shardq/queuetest"
 	"github.com/shardq/shardq/worker"
@@ -209,7 +212,7 @@ func (f *fatalT) Fatalf(format string, args ...any) {
 // and Drain returns once the batch's callback has run, exactly once,
 // without sleeping.
 func TestBatchCallback(t *testing.T) {
-	env := queuetest.New(t, queuetest.WithConfig(queue.Config{Partitions: map[string]int{"exports": 4}}))
+	env := queuetest.New(t, queuetest.Options{Config: queue.Config{Partitions: map[string]int{"exports": 4}}})
 	ctx := context.Background()
 	// the code under test: one part per month, and a callback that zips them
 	exportYear := func(ctx context.Context) (string, error) {
@@ -353,5 +356,68 @@ func TestWorkflowDrain(t *testing.T) {
 	wi, err := env.Inspector.GetWorkflow(ctx, id)
 	if err != nil || wi.State != queue.WorkflowSucceeded || len(wi.Nodes) != 6 {
 		t.Fatalf("workflow after the drain: %+v, %v", wi, err)
+	}
+}
+
+// TestOptionsURL: an Env given a URL keeps its keys in that Redis, under
+// a prefix of its own, and deletes them at the end of its test.
+func TestOptionsURL(t *testing.T) {
+	srv, err := redisproc.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	rdb, err := queue.NewRedisClient(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	var prefix string
+	t.Run("env", func(t *testing.T) {
+		env := queuetest.New(t, queuetest.Options{URL: srv.URL()})
+		prefix = env.Config.Prefix
+		if _, err := env.Client.Enqueue(ctx, queue.NewRawTask("t", nil)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := rdb.DBSize(ctx).Result()
+		if err != nil || n == 0 {
+			t.Fatalf("the Redis at Options.URL holds %d keys (%v), want the task's", n, err)
+		}
+		env.RequireEnqueued(t, queue.DefaultQueue, "t")
+	})
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefix == "" || len(keys) != 0 {
+		t.Fatalf("after the test, keys %v remain (prefix %q), want none", keys, prefix)
+	}
+}
+
+// fatalTB records a Fatalf and ends the goroutine, as testing.T does.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// TestNewTakesOneOptions: two Options fail the test rather than one
+// silently winning.
+func TestNewTakesOneOptions(t *testing.T) {
+	tb := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		queuetest.New(tb, queuetest.Options{}, queuetest.Options{})
+	}()
+	<-done
+	if !strings.Contains(tb.msg, "at most one Options") {
+		t.Fatalf("New with two Options: %q, want a failure saying it takes at most one", tb.msg)
 	}
 }

@@ -42,7 +42,7 @@ func ExampleMiddleware() {
 		return nil
 	})
 	server, err := worker.NewServer(rdb, worker.Config{
-		Middleware: []worker.Middleware{tracing.Middleware(tracing.WithTracerProvider(tp))},
+		Middleware: []worker.Middleware{tracing.Middleware(tracing.Options{TracerProvider: tp})},
 	}, mux)
 	if err != nil {
 		log.Fatal(err)

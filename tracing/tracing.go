@@ -7,10 +7,10 @@
 // enqueued a task and every attempt that ran it:
 //
 //	client, _ := queue.NewClient(rdb, queue.Config{ContextHeaders: tracing.ContextHeaders})
-//	srv, _ := worker.NewServer(rdb, worker.Config{Middleware: []worker.Middleware{tracing.Middleware()}}, mux)
+//	srv, _ := worker.NewServer(rdb, worker.Config{Middleware: []worker.Middleware{tracing.Middleware(tracing.Options{})}}, mux)
 //
-// Both use the global TracerProvider and TextMapPropagator unless options
-// say otherwise (otel.SetTracerProvider, otel.SetTextMapPropagator; the
+// Both use the global TracerProvider and TextMapPropagator unless
+// Options say otherwise (otel.SetTracerProvider, otel.SetTextMapPropagator; the
 // W3C traceparent propagator is the usual one).
 package tracing
 
@@ -31,15 +31,13 @@ import (
 const instrumentation = "github.com/shardq/shardq/tracing"
 
 // ContextHeaders returns the headers that carry ctx's trace context, for
-// queue.Config.ContextHeaders. It injects with the global propagator; with
-// no span in ctx it returns none.
+// queue.Config.ContextHeaders, or for one Enqueue call:
+// client.Enqueue(ctx, task, queue.Headers(tracing.ContextHeaders(ctx))).
+// It injects with the global propagator; with no span in ctx it returns
+// none.
 func ContextHeaders(ctx context.Context) map[string]string {
 	return inject(ctx, otel.GetTextMapPropagator())
 }
-
-// Inject returns the queue.Header values that carry ctx's trace context,
-// for one Enqueue call: client.Enqueue(ctx, task, queue.Headers(tracing.Inject(ctx))).
-func Inject(ctx context.Context) map[string]string { return ContextHeaders(ctx) }
 
 func inject(ctx context.Context, p propagation.TextMapPropagator) map[string]string {
 	carrier := propagation.MapCarrier{}
@@ -50,34 +48,28 @@ func inject(ctx context.Context, p propagation.TextMapPropagator) map[string]str
 	return carrier
 }
 
-// Option sets Middleware's tracer provider or propagator.
-type Option func(*config)
-
-type config struct {
-	tp   trace.TracerProvider
-	prop propagation.TextMapPropagator
+// Options sets Middleware's tracer provider and propagator. Its zero value
+// uses the global ones, as they are when each task runs.
+type Options struct {
+	// TracerProvider provides the consumer spans' tracer. Defaults to
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// Propagator extracts the producer's context from a task's headers.
+	// Defaults to otel.GetTextMapPropagator().
+	Propagator propagation.TextMapPropagator
 }
-
-// WithTracerProvider sets the provider of the consumer spans' tracer.
-func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
-
-// WithPropagator sets the propagator that extracts the producer's context.
-func WithPropagator(p propagation.TextMapPropagator) Option { return func(c *config) { c.prop = p } }
 
 // Middleware returns a worker middleware that runs each handler in a
 // consumer span named "process <queue>": a child of the producer's span
 // when the task's headers carry one, and linked to it, with the task's
 // ID, type, queue and attempt as attributes (OpenTelemetry's messaging
 // conventions). A handler's error is recorded on the span and sets its
-// status.
-func Middleware(opts ...Option) worker.Middleware {
-	c := config{}
-	for _, o := range opts {
-		o(&c)
-	}
+// status. Middleware(Options{}) uses the global tracer provider and
+// propagator.
+func Middleware(opts Options) worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, t *worker.Task) error {
-			tp, prop := c.tp, c.prop
+			tp, prop := opts.TracerProvider, opts.Propagator
 			if tp == nil {
 				tp = otel.GetTracerProvider()
 			}

@@ -55,7 +55,7 @@ func TestTraceAcrossEnqueueAndWorker(t *testing.T) {
 	})
 	w, err := worker.NewServer(rdb, worker.Config{Config: cfg, Queues: map[string]int{"mail": 1}, ForwardInterval: 20 * time.Millisecond,
 		RetryDelay: func(int, error, *worker.Task) time.Duration { return 0 },
-		Middleware: []worker.Middleware{tracing.Middleware(tracing.WithTracerProvider(tp))}}, h)
+		Middleware: []worker.Middleware{tracing.Middleware(tracing.Options{TracerProvider: tp})}}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +135,39 @@ func TestNoTraceNoHeaders(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	if h := tracing.ContextHeaders(context.Background()); h != nil {
 		t.Fatalf("headers %v without a span", h)
+	}
+}
+
+// TestMiddlewareOptions: Options.Propagator extracts the producer's
+// context in place of the global propagator, and Options.TracerProvider
+// makes the consumer span.
+func TestMiddlewareOptions(t *testing.T) {
+	global := otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetTextMapPropagator(global) })
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) // extracts nothing
+
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	ctx, producer := tp.Tracer("test").Start(context.Background(), "enqueue")
+	headers := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, headers)
+	producer.End()
+
+	mw := tracing.Middleware(tracing.Options{TracerProvider: tp, Propagator: propagation.TraceContext{}})
+	h := mw(worker.HandlerFunc(func(context.Context, *worker.Task) error { return nil }))
+	if err := h.ProcessTask(context.Background(), &worker.Task{ID: "t1", Type: "t", Queue: "q", Attempt: 1, Headers: headers}); err != nil {
+		t.Fatal(err)
+	}
+	var consumer *tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "process q" {
+			consumer = &s
+		}
+	}
+	if consumer == nil {
+		t.Fatalf("no consumer span from Options.TracerProvider: %v", exp.GetSpans())
+	}
+	if consumer.Parent.TraceID() != producer.SpanContext().TraceID() || consumer.Parent.SpanID() != producer.SpanContext().SpanID() {
+		t.Fatalf("consumer parent %v, want the producer's span %v: Options.Propagator not used", consumer.Parent, producer.SpanContext())
 	}
 }

@@ -799,9 +799,7 @@ func childSchedules(o childOpts) []Schedule {
 		return nil
 	}
 	sc := Schedule{Name: "tick", Spec: spec, Task: queue.NewRawTask("tick", nil), Options: []queue.Option{queue.In(o.Queue + "-cron")}}
-	if missed == MissedRunOnce.String() {
-		sc.Missed = MissedRunOnce
-	}
+	sc.RunMissed = missed == missedPolicy(true)
 	return []Schedule{sc}
 }
 

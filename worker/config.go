@@ -117,7 +117,7 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	var err error
 	if c.Config, err = normalize(c.Config); err != nil {
-		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err) // both sentinels match
+		return c, fmt.Errorf("%w: %w", ErrInvalid, err) // both sentinels match
 	}
 	if len(c.Queues) == 0 && len(c.QueuePatterns) == 0 {
 		c.Queues = map[string]int{queue.DefaultQueue: 1}
@@ -148,10 +148,10 @@ func (c Config) withDefaults() (Config, error) {
 func (c Config) validate() error {
 	for q, w := range c.Queues {
 		if err := queue.ValidateQueueName(q); err != nil {
-			return fmt.Errorf("%w: Queues: %w", ErrInvalidConfig, err)
+			return fmt.Errorf("%w: Config.Queues: %w", ErrInvalid, err)
 		}
 		if w < 1 {
-			return fmt.Errorf("%w: Queues[%q] weight %d, want >= 1", ErrInvalidConfig, q, w)
+			return fmt.Errorf("%w: Config.Queues[%q] weight %d, want >= 1", ErrInvalid, q, w)
 		}
 	}
 	if err := checkPatterns(c.QueuePatterns); err != nil {
@@ -159,26 +159,28 @@ func (c Config) validate() error {
 	}
 	for q, l := range c.Limits {
 		if err := limits.Check(q, limits.Values(l)); err != nil {
-			return fmt.Errorf("%w: Limits: %w", ErrInvalidConfig, err)
+			return fmt.Errorf("%w: Config.Limits: %w", ErrInvalid, err)
 		}
 	}
 	switch {
 	case c.Concurrency < 1:
-		return fmt.Errorf("%w: Concurrency %d, want >= 1", ErrInvalidConfig, c.Concurrency)
+		return fmt.Errorf("%w: Config.Concurrency %d, want >= 1", ErrInvalid, c.Concurrency)
 	case c.Lease < 100*time.Millisecond:
-		return fmt.Errorf("%w: Lease %v, want >= 100ms", ErrInvalidConfig, c.Lease)
+		return fmt.Errorf("%w: Config.Lease %v, want >= 100ms", ErrInvalid, c.Lease)
 	case c.Heartbeat <= 0 || c.Heartbeat >= c.Lease:
-		return fmt.Errorf("%w: Heartbeat %v, want > 0 and below Lease %v", ErrInvalidConfig, c.Heartbeat, c.Lease)
-	case c.ShutdownTimeout < 0, c.ForwardInterval < 0:
-		return fmt.Errorf("%w: negative ShutdownTimeout or ForwardInterval", ErrInvalidConfig)
+		return fmt.Errorf("%w: Config.Heartbeat %v, want > 0 and below Lease %v", ErrInvalid, c.Heartbeat, c.Lease)
+	case c.ShutdownTimeout < 0:
+		return fmt.Errorf("%w: Config.ShutdownTimeout %v, want >= 0", ErrInvalid, c.ShutdownTimeout)
+	case c.ForwardInterval < 0:
+		return fmt.Errorf("%w: Config.ForwardInterval %v, want >= 0", ErrInvalid, c.ForwardInterval)
 	case c.QueueRefresh < 10*time.Millisecond:
-		return fmt.Errorf("%w: QueueRefresh %v, want >= 10ms", ErrInvalidConfig, c.QueueRefresh)
+		return fmt.Errorf("%w: Config.QueueRefresh %v, want >= 10ms", ErrInvalid, c.QueueRefresh)
 	case c.FlowSweep < time.Millisecond:
-		return fmt.Errorf("%w: FlowSweep %v, want >= 1ms", ErrInvalidConfig, c.FlowSweep)
+		return fmt.Errorf("%w: Config.FlowSweep %v, want >= 1ms", ErrInvalid, c.FlowSweep)
 	case c.FetchSize < 1 || c.FetchSize > 1000:
-		return fmt.Errorf("%w: FetchSize %d, want 1..1000", ErrInvalidConfig, c.FetchSize)
+		return fmt.Errorf("%w: Config.FetchSize %d, want 1..1000", ErrInvalid, c.FetchSize)
 	case c.Prefetch > 1000:
-		return fmt.Errorf("%w: Prefetch %d, want at most 1000 (negative: none)", ErrInvalidConfig, c.Prefetch)
+		return fmt.Errorf("%w: Config.Prefetch %d, want at most 1000 (negative: none)", ErrInvalid, c.Prefetch)
 	}
 	return nil
 }

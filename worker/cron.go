@@ -20,31 +20,6 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// ErrInvalidSchedule reports a schedule that cannot run: a bad cron spec, a
-// bad or duplicate name, no task.
-var ErrInvalidSchedule = errors.New("worker: invalid schedule")
-
-// MissedPolicy says what happens to ticks that passed while no scheduler
-// was running (all were down, or stalled past the tick).
-type MissedPolicy int
-
-// The missed-tick policies.
-const (
-	// MissedSkip drops missed ticks: the schedule goes on at its next tick.
-	MissedSkip MissedPolicy = iota
-	// MissedRunOnce enqueues one task for the latest missed tick, however
-	// many were missed, then goes on.
-	MissedRunOnce
-)
-
-// String returns the policy's name: "skip" or "run-once".
-func (p MissedPolicy) String() string {
-	if p == MissedRunOnce {
-		return "run-once"
-	}
-	return "skip"
-}
-
 // Schedule enqueues Task periodically.
 type Schedule struct {
 	// Name identifies the schedule across processes: every scheduler that
@@ -63,8 +38,21 @@ type Schedule struct {
 	// tick>, which is what makes the tick run once.
 	Task    *queue.Task
 	Options []queue.Option
-	// Missed is the missed-tick policy. Defaults to MissedSkip.
-	Missed MissedPolicy
+	// RunMissed says what happens to ticks that passed while no scheduler
+	// was running (all were down, or stalled past the tick). false, the
+	// default, skips them: the schedule goes on at its next tick. true
+	// enqueues one task for the latest missed tick, however many were
+	// missed, then goes on.
+	RunMissed bool
+}
+
+// missedPolicy names a schedule's RunMissed as Redis stores it and
+// queue.ScheduleInfo.Missed reads it: "skip" or "run-once".
+func missedPolicy(runMissed bool) string {
+	if runMissed {
+		return "run-once"
+	}
+	return "skip"
 }
 
 // SchedulerConfig configures a Scheduler.
@@ -128,7 +116,7 @@ func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, e
 			return nil, err
 		}
 		if names[p.Name] {
-			return nil, fmt.Errorf("%w: two schedules named %q", ErrInvalidSchedule, p.Name)
+			return nil, fmt.Errorf("%w: two schedules named %q", ErrInvalid, p.Name)
 		}
 		names[p.Name] = true
 		s.scheds = append(s.scheds, p)
@@ -141,11 +129,11 @@ func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, e
 // it would never fire.
 func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 	if sc.Task == nil {
-		return nil, fmt.Errorf("%w: schedule %q has no task", ErrInvalidSchedule, sc.Name)
+		return nil, fmt.Errorf("%w: schedule %q has no task", ErrInvalid, sc.Name)
 	}
 	sc.Name = cmp.Or(sc.Name, sc.Task.Type())
 	if err := queue.ValidateQueueName(sc.Name); err != nil || len(sc.Name) > 100 {
-		return nil, fmt.Errorf("%w: name %q: want 1 to 100 bytes without braces, spaces or control characters", ErrInvalidSchedule, sc.Name)
+		return nil, fmt.Errorf("%w: schedule name %q: want 1 to 100 bytes without braces, spaces or control characters", ErrInvalid, sc.Name)
 	}
 	spec := strings.TrimSpace(sc.Spec)
 	if !strings.HasPrefix(spec, "TZ=") && !strings.HasPrefix(spec, "CRON_TZ=") {
@@ -153,11 +141,11 @@ func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 	}
 	c, err := parseSpec(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: spec %q: %v", ErrInvalidSchedule, sc.Name, sc.Spec, err)
+		return nil, fmt.Errorf("%w: schedule %q: spec %q: %v", ErrInvalid, sc.Name, sc.Spec, err)
 	}
 	q, err := sc.Task.QueueName(sc.Options...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidSchedule, sc.Name, err)
+		return nil, fmt.Errorf("%w: schedule %q: %w", ErrInvalid, sc.Name, err)
 	}
 	p := &scheduled{Schedule: sc, cron: c, queue: q}
 	if d, ok := c.(cron.ConstantDelaySchedule); ok {
@@ -165,13 +153,13 @@ func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 		// down to 1s: say so rather than tick at another rate
 		_, every, _ := strings.Cut(spec, "@every ")
 		if want, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && want != d.Delay {
-			return nil, fmt.Errorf("%w: %q: spec %q: @every takes whole seconds, at least 1s", ErrInvalidSchedule, sc.Name, sc.Spec)
+			return nil, fmt.Errorf("%w: schedule %q: spec %q: @every takes whole seconds, at least 1s", ErrInvalid, sc.Name, sc.Spec)
 		}
 		p.every = d.Delay
 	}
 	if p.next(now).IsZero() {
-		return nil, fmt.Errorf("%w: %q: spec %q never fires: it names no time in the five years after %s",
-			ErrInvalidSchedule, sc.Name, sc.Spec, now.UTC().Format(time.DateOnly))
+		return nil, fmt.Errorf("%w: schedule %q: spec %q never fires: it names no time in the five years after %s",
+			ErrInvalid, sc.Name, sc.Spec, now.UTC().Format(time.DateOnly))
 	}
 	return p, nil
 }
@@ -258,8 +246,8 @@ func (s *Scheduler) loadCursors(ctx context.Context) error {
 
 // tickNow enqueues, once, what is due at the scheduler's clock now, as the
 // running scheduler does on its own: the tick that is on time, and a
-// missed one under MissedRunOnce. It is for tests that move a clock of
-// their own (SchedulerConfig.Clock) and tick at each time Next reports,
+// missed one under RunMissed. It is for tests that move a clock of
+// their own (SchedulerConfig.Clock) and tick at each time next reports,
 // instead of Start: the loop Start runs sleeps in real time. queuetest
 // reaches it through internal/testclock. Like Start, the first tick reads
 // where each schedule left off (a new schedule starts at the clock's now,
@@ -285,10 +273,11 @@ func (s *Scheduler) tickNow(ctx context.Context) error {
 	return nil
 }
 
-// Next returns the earliest next tick of the scheduler's schedules after
+// next returns the earliest next tick of the scheduler's schedules after
 // where each left off (after the clock's now for a scheduler that has not
-// read that yet); zero when it has no schedules.
-func (s *Scheduler) Next() time.Time {
+// read that yet); zero when it has no schedules. queuetest reaches it
+// through internal/testclock.
+func (s *Scheduler) next() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
@@ -304,8 +293,9 @@ func (s *Scheduler) Next() time.Time {
 	return next
 }
 
-// Queues returns the queues the scheduler's schedules enqueue into, each once.
-func (s *Scheduler) Queues() []string {
+// queues returns the queues the scheduler's schedules enqueue into, each
+// once. queuetest reaches it through internal/testclock.
+func (s *Scheduler) queues() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range s.scheds {
@@ -354,7 +344,7 @@ func (s *Scheduler) sleepAfter(now time.Time) time.Duration {
 }
 
 // tick enqueues what is due for p at now: the latest tick when it is on
-// time, and, for MissedRunOnce, the latest of the missed ones.
+// time, and, under RunMissed, the latest of the missed ones.
 func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error {
 	var onTime, missed time.Time
 	for t, n := p.next(p.cursor), 0; !t.IsZero() && !t.After(now); t, n = p.next(t), n+1 {
@@ -368,7 +358,7 @@ func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error
 			break
 		}
 	}
-	if !missed.IsZero() && p.Missed == MissedRunOnce {
+	if !missed.IsZero() && p.RunMissed {
 		if err := s.enqueue(ctx, p, missed); err != nil {
 			return err
 		}
@@ -402,7 +392,7 @@ func (s *Scheduler) enqueue(ctx context.Context, p *scheduled, t time.Time) erro
 
 // mark records p's last tick (when last is set) and its next, for inspectors.
 func (s *Scheduler) mark(ctx context.Context, p *scheduled, last time.Time) error {
-	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: p.Missed.String()}
+	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: missedPolicy(p.RunMissed)}
 	if next := p.next(p.cursor); !next.IsZero() {
 		info.Next = next.UnixMilli()
 	}

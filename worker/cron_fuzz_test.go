@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzCronSpec: no spec crashes the parser or makes a schedule that
-// never fires: a spec is refused with ErrInvalidSchedule, or its next tick
+// never fires: a spec is refused with ErrInvalid, or its next tick
 // is after now and the one after it is later still.
 func FuzzCronSpec(f *testing.F) {
 	for _, s := range []string{"*/5 * * * *", "0 30 * * * *", "@hourly", "@every 90s", "0 0 29 2 *",
@@ -22,8 +22,8 @@ func FuzzCronSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec string) {
 		p, err := parseSchedule(Schedule{Name: "f", Spec: spec, Task: task}, now)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidSchedule) {
-				t.Fatalf("spec %q: error %v is not ErrInvalidSchedule", spec, err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("spec %q: error %v is not ErrInvalid", spec, err)
 			}
 			return
 		}

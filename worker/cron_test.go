@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/testclock"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -69,17 +70,19 @@ func TestCronExactlyOncePerTick(t *testing.T) {
 }
 
 // TestCronMissedTicks: a scheduler stopped for three ticks and restarted
-// follows its schedule's policy.
+// follows its schedule's RunMissed, and records it under the policy's
+// stored name, which the Inspector reads.
 func TestCronMissedTicks(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		policy MissedPolicy
-		extra  int // enqueues for the missed stretch
-	}{{MissedSkip, 0}, {MissedRunOnce, 1}} {
-		t.Run(c.policy.String(), func(t *testing.T) {
+		runMissed bool
+		policy    string // as Redis stores it
+		extra     int    // enqueues for the missed stretch
+	}{{false, "skip", 0}, {true, "run-once", 1}} {
+		t.Run(c.policy, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			sched := Schedule{Name: "job", Spec: "@every 1s", Task: queue.NewRawTask("job", nil), Missed: c.policy}
+			sched := Schedule{Name: "job", Spec: "@every 1s", Task: queue.NewRawTask("job", nil), RunMissed: c.runMissed}
 			s := b.scheduler(t, sched)
 			time.Sleep(2200 * time.Millisecond)
 			must(t, s.Shutdown(context.Background()))
@@ -112,6 +115,11 @@ func TestCronMissedTicks(t *testing.T) {
 			if len(missedRuns) != c.extra {
 				t.Fatalf("policy %s: %d enqueues for missed ticks (%v), want %d; before %v after %v",
 					c.policy, len(missedRuns), missedRuns, c.extra, before, after)
+			}
+			infos, err := b.insp.Schedules(context.Background())
+			must(t, err)
+			if len(infos) != 1 || infos[0].Missed != c.policy {
+				t.Fatalf("RunMissed %v: Schedules = %+v, want Missed %q", c.runMissed, infos, c.policy)
 			}
 		})
 	}
@@ -148,8 +156,8 @@ func TestCronSpecs(t *testing.T) {
 		{Spec: "TZ=UTC   ", Task: task},
 	}
 	for _, sc := range bad {
-		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalidSchedule) {
-			t.Errorf("schedule %+v: err = %v, want ErrInvalidSchedule", sc, err)
+		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "schedule") {
+			t.Errorf("schedule %+v: err = %v, want ErrInvalid naming the schedule", sc, err)
 		}
 	}
 	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: "0 0 30 2 *", Task: task}}}); err == nil ||
@@ -161,7 +169,7 @@ func TestCronSpecs(t *testing.T) {
 		t.Errorf("29 February: %v", err)
 	}
 	dup := []Schedule{{Spec: "@hourly", Task: task}, {Spec: "@daily", Task: task}}
-	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: dup}); !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "two schedules") {
+	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: dup}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "two schedules") {
 		t.Errorf("duplicate names: err = %v", err)
 	}
 	// @every ticks are aligned to the epoch, so processes agree on them.
@@ -194,8 +202,9 @@ func TestServerRunsSchedules(t *testing.T) {
 }
 
 // TestCronTickOnATestClock: a scheduler on a clock the test moves ticks
-// when Tick is called at the times Next reports, each tick once, and Tick
-// refuses to run beside Start's loop.
+// when ticked at the times its next tick is reported, each tick once, and
+// a tick refuses to run beside Start's loop. It reads the queues and the
+// next tick through internal/testclock, as queuetest does.
 func TestCronTickOnATestClock(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -207,14 +216,14 @@ func TestCronTickOnATestClock(t *testing.T) {
 	cfg.Logger = testLogger(t)
 	s, err := NewScheduler(b.rdb, cfg)
 	must(t, err)
-	if got := s.Queues(); len(got) != 1 || got[0] != "cron" {
-		t.Fatalf("Queues = %v", got)
+	if got := testclock.Queues(s); len(got) != 1 || got[0] != "cron" {
+		t.Fatalf("queues = %v", got)
 	}
 	must(t, s.tickNow(context.Background())) // records the start: nothing due
 	for i := range 3 {
-		next := s.Next()
+		next := testclock.Next(s)
 		if want := time.Date(2030, 1, 1, 0, 1+i, 0, 0, time.UTC); !next.Equal(want) {
-			t.Fatalf("Next = %v, want %v", next, want)
+			t.Fatalf("next tick = %v, want %v", next, want)
 		}
 		now = next
 		must(t, s.tickNow(context.Background()))
@@ -240,7 +249,7 @@ func (never) Next(time.Time) time.Time { return time.Time{} }
 // at registration, so this builds one by hand) enqueues nothing, records
 // no next run, and does not make the loop spin: it once slept a
 // millisecond between ticks, enqueued a phantom task per pass under
-// MissedRunOnce and recorded its next run as year 1.
+// RunMissed and recorded its next run as year 1.
 func TestCronNoNextTick(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -249,7 +258,7 @@ func TestCronNoNextTick(t *testing.T) {
 	cfg.Logger = testLogger(t)
 	s, err := NewScheduler(b.rdb, cfg)
 	must(t, err)
-	s.scheds = []*scheduled{{Schedule: Schedule{Name: "never", Task: queue.NewRawTask("n", nil), Missed: MissedRunOnce},
+	s.scheds = []*scheduled{{Schedule: Schedule{Name: "never", Task: queue.NewRawTask("n", nil), RunMissed: true},
 		cron: never{}, queue: "cron", cursor: now.Add(-time.Hour)}}
 	s.loaded = true
 	for range 3 {
@@ -263,8 +272,8 @@ func TestCronNoNextTick(t *testing.T) {
 	if got := s.sleepAfter(now); got != time.Hour {
 		t.Fatalf("the loop sleeps %v after a schedule with no next time, want an hour", got)
 	}
-	if next := s.Next(); !next.IsZero() {
-		t.Fatalf("Next = %v, want zero", next)
+	if next := s.next(); !next.IsZero() {
+		t.Fatalf("next tick = %v, want zero", next)
 	}
 	infos, err := b.insp.Schedules(context.Background())
 	must(t, err)
@@ -292,8 +301,8 @@ func TestCronTwoSchedulersOneTask(t *testing.T) {
 	must(t, err)
 	c, err := NewScheduler(b.rdb, cfg)
 	must(t, err)
-	if next := a.Next(); !next.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("Next = %v, want midnight", next)
+	if next := a.next(); !next.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("next tick = %v, want midnight", next)
 	}
 	for _, s := range []*Scheduler{a, c} {
 		must(t, s.tickNow(ctx)) // the first tick only reads where the schedule left off
@@ -307,7 +316,7 @@ func TestCronTwoSchedulersOneTask(t *testing.T) {
 	if len(page.Tasks) != 1 || page.Tasks[0].Type != "report:build" || page.Tasks[0].ID != "cron:report:daily:1767312000" {
 		t.Fatalf("pending %+v, want one report:build under ID cron:report:daily:1767312000", page.Tasks)
 	}
-	if next := a.Next(); !next.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("Next = %v, want the next midnight", next)
+	if next := a.next(); !next.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("next tick = %v, want the next midnight", next)
 	}
 }

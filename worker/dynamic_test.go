@@ -183,13 +183,13 @@ func TestQueuePatterns(t *testing.T) {
 			{map[string]int{"{t}*": 1}, "braces"},
 		} {
 			_, err := NewServer(b.rdb, Config{QueuePatterns: c.patterns}, newRecorder(nil))
-			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("QueuePatterns %v: %v, want ErrInvalidConfig naming %s", c.patterns, err, c.want)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("QueuePatterns %v: %v, want ErrInvalid naming %s", c.patterns, err, c.want)
 			}
 		}
 		_, err := NewServer(b.rdb, Config{QueuePatterns: map[string]int{"t*": 1}, QueueRefresh: time.Millisecond}, newRecorder(nil))
-		if !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("QueueRefresh 1ms: %v, want ErrInvalidConfig", err)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("QueueRefresh 1ms: %v, want ErrInvalid", err)
 		}
 	})
 }

@@ -53,7 +53,7 @@ func ExampleSemaphore() {
 
 	// one call to the billing API at a time across every worker process
 	// that uses this semaphore, whatever queues they serve
-	billing, err := worker.Semaphore(rdb, "billing-api", 1, worker.SemaphoreWait(10*time.Second))
+	billing, err := worker.Semaphore(rdb, worker.SemaphoreConfig{Name: "billing-api", Limit: 1, Wait: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func ExampleConfig_schedules() {
 		Schedules: []worker.Schedule{
 			{Spec: "@every 1s", Task: queue.NewRawTask("cache:refresh", nil)},
 			{Name: "nightly-report", Spec: "CRON_TZ=Europe/Paris 0 3 * * *", Task: queue.NewRawTask("report:build", nil),
-				Missed: worker.MissedRunOnce},
+				RunMissed: true},
 		},
 	}, mux)
 	if err != nil {

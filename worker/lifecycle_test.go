@@ -309,33 +309,38 @@ func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	h := HandlerFunc(func(context.Context, *Task) error { return nil })
-	for _, cfg := range []Config{
-		{Concurrency: -1},
-		{Queues: map[string]int{"a b": 1}},
-		{Queues: map[string]int{"q": 0}},
-		{Limits: map[string]queue.Limits{"q": {Concurrency: -1}}},
-		{Lease: time.Millisecond},
-		{Lease: time.Second, Heartbeat: 2 * time.Second},
-		{FetchSize: 5000},
-		{Prefetch: 1001},
-		{FlowSweep: -time.Second},
+	for _, c := range []struct {
+		cfg  Config
+		says string // the field and its value
+	}{
+		{Config{Concurrency: -1}, "Config.Concurrency -1"},
+		{Config{Queues: map[string]int{"a b": 1}}, `Config.Queues: `},
+		{Config{Queues: map[string]int{"q": 0}}, `Config.Queues["q"] weight 0`},
+		{Config{Limits: map[string]queue.Limits{"q": {Concurrency: -1}}}, "Config.Limits: "},
+		{Config{Lease: time.Millisecond}, "Config.Lease 1ms"},
+		{Config{Lease: time.Second, Heartbeat: 2 * time.Second}, "Config.Heartbeat 2s"},
+		{Config{FetchSize: 5000}, "Config.FetchSize 5000"},
+		{Config{Prefetch: 1001}, "Config.Prefetch 1001"},
+		{Config{FlowSweep: -time.Second}, "Config.FlowSweep -1s"},
+		{Config{ShutdownTimeout: -time.Second}, "Config.ShutdownTimeout -1s"},
+		{Config{ForwardInterval: -time.Second}, "Config.ForwardInterval -1s"},
 	} {
-		if _, err := NewServer(b.rdb, cfg, h); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewServer(%+v): err = %v, want ErrInvalidConfig", cfg, err)
+		if _, err := NewServer(b.rdb, c.cfg, h); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("NewServer(%+v): err = %v, want ErrInvalid saying %s", c.cfg, err, c.says)
 		}
 	}
-	if _, err := NewServer(b.rdb, Config{}, nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewServer(b.rdb, Config{}, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("nil handler: err = %v", err)
 	}
 	// the embedded queue.Config's errors match both packages' sentinels
 	bad := Config{Config: queue.Config{Partitions: map[string]int{"a": 0}}}
-	if _, err := NewServer(b.rdb, bad, h); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, queue.ErrInvalid) {
-		t.Errorf("bad queue.Config: err = %v, want worker's and queue's ErrInvalidConfig", err)
+	if _, err := NewServer(b.rdb, bad, h); !errors.Is(err, ErrInvalid) || !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("bad queue.Config: err = %v, want worker's and queue's ErrInvalid", err)
 	}
 	var unset *redis.Client
 	for _, rdb := range []redis.UniversalClient{nil, unset} {
-		if _, err := NewServer(rdb, Config{}, h); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "nil Redis client") {
-			t.Errorf("NewServer(%#v): err = %v, want ErrInvalidConfig for a nil client", rdb, err)
+		if _, err := NewServer(rdb, Config{}, h); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nil Redis client") {
+			t.Errorf("NewServer(%#v): err = %v, want ErrInvalid for a nil client", rdb, err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -327,8 +328,8 @@ func TestSemaphoreMiddleware(t *testing.T) {
 		}
 		return inner.ProcessTask(ctx, t)
 	})
-	mw, err := Semaphore(b.rdb, "billing-api", 2, SemaphorePrefix(b.qcfg.Prefix), SemaphoreTTL(3*time.Second),
-		SemaphoreWait(10*time.Millisecond), SemaphoreRetryIn(50*time.Millisecond))
+	mw, err := Semaphore(b.rdb, SemaphoreConfig{Name: "billing-api", Limit: 2, Prefix: b.qcfg.Prefix, TTL: 3 * time.Second,
+		Wait: 10 * time.Millisecond, RetryIn: 50 * time.Millisecond})
 	must(t, err)
 	cfg := Config{Queues: map[string]int{"invoices": 1, "refunds": 1}, Concurrency: 4, ForwardInterval: 20 * time.Millisecond,
 		Middleware: []Middleware{mw}}
@@ -351,29 +352,34 @@ func TestSemaphoreMiddleware(t *testing.T) {
 	})
 }
 
-// TestSemaphoreBadLimits: a bad name, a limit below 1, a TTL below 1ms or
-// a negative wait is a clear error when the middleware is built, not when
-// a task runs.
+// TestSemaphoreBadLimits: a bad name or prefix, a limit below 1, a TTL
+// below 1ms or a negative wait or retry is a clear error when the
+// middleware is built, not when a task runs, naming the field and its
+// value.
 func TestSemaphoreBadLimits(t *testing.T) {
 	t.Parallel()
 	bad := []struct {
-		name  string
-		limit int
-		opts  []SemaphoreOption
+		cfg  SemaphoreConfig
+		says string
 	}{
-		{"", 1, nil},
-		{"bad name", 1, nil},
-		{"api", 0, nil},
-		{"api", -1, nil},
-		{"api", 1, []SemaphoreOption{SemaphoreTTL(0)}},
-		{"api", 1, []SemaphoreOption{SemaphoreWait(-time.Second)}},
-		{"api", 1, []SemaphoreOption{SemaphoreRetryIn(-time.Second)}},
-		{"api", 1, []SemaphoreOption{SemaphorePrefix("{x}")}},
+		{SemaphoreConfig{Limit: 1}, `Name ""`},
+		{SemaphoreConfig{Name: "bad name", Limit: 1}, `Name "bad name"`},
+		{SemaphoreConfig{Name: "api"}, "Limit 0"},
+		{SemaphoreConfig{Name: "api", Limit: -1}, "Limit -1"},
+		{SemaphoreConfig{Name: "api", Limit: 1, TTL: time.Microsecond}, "TTL 1µs"},
+		{SemaphoreConfig{Name: "api", Limit: 1, TTL: -time.Second}, "TTL -1s"},
+		{SemaphoreConfig{Name: "api", Limit: 1, Wait: -time.Second}, "Wait -1s"},
+		{SemaphoreConfig{Name: "api", Limit: 1, RetryIn: -time.Second}, "RetryIn -1s"},
+		{SemaphoreConfig{Name: "api", Limit: 1, Prefix: "{x}"}, `Prefix "{x}"`},
 	}
 	for _, c := range bad {
-		if _, err := Semaphore(nil, c.name, c.limit, c.opts...); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("Semaphore(%q, %d): err = %v, want ErrInvalidConfig", c.name, c.limit, err)
+		if _, err := Semaphore(nil, c.cfg); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "SemaphoreConfig."+c.says) {
+			t.Errorf("Semaphore(%+v): err = %v, want ErrInvalid saying SemaphoreConfig.%s", c.cfg, err, c.says)
 		}
+	}
+	// the zero TTL, Wait, RetryIn and Prefix are the defaults, not errors
+	if _, err := Semaphore(nil, SemaphoreConfig{Name: "api", Limit: 1}); err != nil {
+		t.Errorf("Semaphore with defaults: %v", err)
 	}
 }
 

@@ -475,7 +475,7 @@ func TestKeyRingRefused(t *testing.T) {
 		_, err3 := NewServer(b.rdb, Config{Config: tc.cfg}, newRecorder(nil))
 		for _, err := range []error{err1, err2, err3} {
 			if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), tc.says) {
-				t.Fatalf("config %+v: %v, want ErrInvalidConfig saying %s", tc.cfg, err, tc.says)
+				t.Fatalf("config %+v: %v, want ErrInvalid saying %s", tc.cfg, err, tc.says)
 			}
 		}
 	}

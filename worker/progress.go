@@ -18,9 +18,6 @@ var (
 	// ErrResultTooLarge reports a result over the queue's
 	// Config.MaxPayloadSize: results are capped as payloads are.
 	ErrResultTooLarge = errors.New("worker: result too large")
-	// ErrInvalidProgress reports a percent outside 0..100 or a message
-	// over 200 bytes.
-	ErrInvalidProgress = errors.New("worker: invalid progress")
 	// ErrNotRunning reports SetProgress or SetResult on a Task that is not
 	// one a Server handed to its handler.
 	ErrNotRunning = errors.New("worker: not a running task")
@@ -48,7 +45,7 @@ type report struct {
 // last report, and the next attempt overwrites it.
 func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 	if percent < 0 || percent > 100 || len(msg) > maxProgressMessage {
-		return fmt.Errorf("%w: %d%% %q: want 0..100 and at most %d bytes", ErrInvalidProgress, percent, msg, maxProgressMessage)
+		return fmt.Errorf("%w: progress %d%% %q: want 0..100 and at most %d bytes", ErrInvalid, percent, msg, maxProgressMessage)
 	}
 	if t.srv == nil {
 		return fmt.Errorf("%w: task %s", ErrNotRunning, t.ID)

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -13,78 +14,72 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// SemaphoreOption sets how a Semaphore middleware waits and holds its slots.
-type SemaphoreOption func(*semaphoreOptions)
-
-type semaphoreOptions struct {
-	wait, retryIn, ttl time.Duration
-	prefix             string
-}
-
-// SemaphoreWait sets how long a task waits for a slot before it is
-// snoozed. Defaults to 0: one try.
-func SemaphoreWait(d time.Duration) SemaphoreOption {
-	return func(o *semaphoreOptions) { o.wait = d }
-}
-
-// SemaphoreRetryIn sets how long a task that got no slot is snoozed, with
-// up to a fifth more of jitter. Defaults to 1s.
-func SemaphoreRetryIn(d time.Duration) SemaphoreOption {
-	return func(o *semaphoreOptions) { o.retryIn = d }
-}
-
-// SemaphoreTTL sets how long a slot outlives a worker that stopped
-// refreshing it. Defaults to 30s.
-func SemaphoreTTL(d time.Duration) SemaphoreOption {
-	return func(o *semaphoreOptions) { o.ttl = d }
-}
-
-// SemaphorePrefix sets the key prefix of the semaphore, as
-// queue.Config.Prefix does for queues. Defaults to queue.DefaultPrefix.
-func SemaphorePrefix(p string) SemaphoreOption {
-	return func(o *semaphoreOptions) { o.prefix = p }
+// SemaphoreConfig configures a Semaphore middleware. Its zero fields
+// take their defaults; Name and Limit have none.
+type SemaphoreConfig struct {
+	// Name names the semaphore: every worker that uses the same Name and
+	// Prefix shares its slots. Required, a name as queues take.
+	Name string
+	// Limit is how many handlers hold a slot at once, across the fleet.
+	// Required, at least 1; give every worker the same Limit for a Name.
+	Limit int
+	// Prefix is the key prefix of the semaphore, as queue.Config.Prefix is
+	// for queues; it does not follow the worker's. Defaults to
+	// queue.DefaultPrefix.
+	Prefix string
+	// TTL is how long a slot outlives a worker that stopped refreshing it.
+	// Defaults to 30s; at least 1ms.
+	TTL time.Duration
+	// Wait is how long a task waits for a slot before it is snoozed.
+	// Defaults to 0: one try.
+	Wait time.Duration
+	// RetryIn is how long a task that got no slot is snoozed, with up to a
+	// fifth more of jitter. Defaults to 1s.
+	RetryIn time.Duration
 }
 
 // Semaphore returns middleware that runs each handler only while it holds
-// one of limit slots of the semaphore name. Every worker that uses the same
-// name shares the slots, whatever queues it serves: "at most 10 calls to
-// the billing API at once, across the fleet". A task that gets no slot
-// within SemaphoreWait is snoozed for SemaphoreRetryIn: it goes back to its
+// one of cfg.Limit slots of the semaphore cfg.Name. Every worker that uses
+// the same name shares the slots, whatever queues it serves: "at most 10
+// calls to the billing API at once, across the fleet". A task that gets no
+// slot within cfg.Wait is snoozed for cfg.RetryIn: it goes back to its
 // queue without costing an attempt and holds no worker slot meanwhile.
-// While the handler runs, its slot is refreshed every SemaphoreTTL/3.
-// Should the slot be lost anyway, the handler's context is cancelled with
-// ErrSemaphoreLost. A bad name, a limit below 1 or a bad option is
-// ErrInvalidConfig here, before any task runs.
-func Semaphore(rdb redis.UniversalClient, name string, limit int, opts ...SemaphoreOption) (Middleware, error) {
-	o := semaphoreOptions{retryIn: time.Second, ttl: 30 * time.Second, prefix: queue.DefaultPrefix}
-	for _, opt := range opts {
-		opt(&o)
-	}
+// While the handler runs, its slot is refreshed every cfg.TTL/3. Should
+// the slot be lost anyway, the handler's context is cancelled with
+// ErrSemaphoreLost. A bad field is ErrInvalid here, before any task
+// runs, with the field and its value.
+func Semaphore(rdb redis.UniversalClient, cfg SemaphoreConfig) (Middleware, error) {
+	cfg.Prefix = cmp.Or(cfg.Prefix, queue.DefaultPrefix)
+	cfg.TTL = cmp.Or(cfg.TTL, 30*time.Second)
+	cfg.RetryIn = cmp.Or(cfg.RetryIn, time.Second)
+	name := cfg.Name
 	if err := queue.ValidateQueueName(name); err != nil {
-		return nil, fmt.Errorf("%w: semaphore name: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: SemaphoreConfig.Name %q: %w", ErrInvalid, name, err)
 	}
-	if err := queue.ValidateQueueName(o.prefix); err != nil {
-		return nil, fmt.Errorf("%w: semaphore %s prefix: %w", ErrInvalidConfig, name, err)
+	if err := queue.ValidateQueueName(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Prefix %q: %w", ErrInvalid, name, cfg.Prefix, err)
 	}
 	switch {
-	case limit < 1:
-		return nil, fmt.Errorf("%w: semaphore %s limit %d, want > 0", ErrInvalidConfig, name, limit)
-	case o.ttl < time.Millisecond:
-		return nil, fmt.Errorf("%w: semaphore %s TTL %v, want >= 1ms", ErrInvalidConfig, name, o.ttl)
-	case o.wait < 0 || o.retryIn < 0:
-		return nil, fmt.Errorf("%w: semaphore %s: negative wait %v or retry %v", ErrInvalidConfig, name, o.wait, o.retryIn)
+	case cfg.Limit < 1:
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Limit %d, want >= 1", ErrInvalid, name, cfg.Limit)
+	case cfg.TTL < time.Millisecond:
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.TTL %v, want >= 1ms (0: 30s)", ErrInvalid, name, cfg.TTL)
+	case cfg.Wait < 0:
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Wait %v, want >= 0", ErrInvalid, name, cfg.Wait)
+	case cfg.RetryIn < 0:
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.RetryIn %v, want >= 0 (0: 1s)", ErrInvalid, name, cfg.RetryIn)
 	}
-	sem := &lua.FairSemaphore{Key: keys.Semaphore(o.prefix, name), Limit: limit, TTL: o.ttl}
+	sem := &lua.FairSemaphore{Key: keys.Semaphore(cfg.Prefix, name), Limit: cfg.Limit, TTL: cfg.TTL}
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, t *Task) error {
 			holder := fmt.Sprintf("%s:%d", t.ID, t.Attempt)
-			ok, err := sem.AcquireWait(ctx, rdb, holder, o.wait)
+			ok, err := sem.AcquireWait(ctx, rdb, holder, cfg.Wait)
 			if err != nil {
 				return fmt.Errorf("acquire semaphore %s: %w", name, err)
 			}
 			if !ok {
-				jitter := time.Duration(rand.Int64N(int64(o.retryIn)/5 + 1))
-				return Snooze(o.retryIn + jitter)
+				jitter := time.Duration(rand.Int64N(int64(cfg.RetryIn)/5 + 1))
+				return Snooze(cfg.RetryIn + jitter)
 			}
 			ctx, cancel := context.WithCancelCause(ctx)
 			defer cancel(nil)

@@ -79,18 +79,18 @@ type Server struct {
 // NewServer returns a Server that runs h for tasks of cfg.Queues.
 func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error) {
 	if rcall.IsNil(rdb) {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if h == nil {
-		return nil, fmt.Errorf("%w: nil handler", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalid)
 	}
 	if cfg.WaitReplicas > 0 {
 		if err := rcall.CheckWaitTimeout(rdb, cfg.WaitTimeout); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	s := &Server{

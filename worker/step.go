@@ -16,9 +16,6 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// ErrInvalidStep reports a step name that is empty or over 200 bytes.
-var ErrInvalidStep = errors.New("worker: invalid step name")
-
 // maxStepName bounds a step's name, in bytes.
 const maxStepName = 200
 
@@ -59,7 +56,7 @@ type stepLog struct {
 // plays a retry.
 //
 // Step outside a handler's context is ErrNotRunning. A name that is
-// empty or over 200 bytes is ErrInvalidStep. When the record cannot be
+// empty or over 200 bytes is ErrInvalid. When the record cannot be
 // written (Redis failed, or the lease was lost: ErrLeaseLost), Step
 // returns fn's value and that error.
 func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
@@ -69,7 +66,7 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 		return zero, fmt.Errorf("%w: Step %q outside a handler's context", ErrNotRunning, name)
 	}
 	if name == "" || len(name) > maxStepName {
-		return zero, fmt.Errorf("%w: %q of task %s: want 1 to %d bytes", ErrInvalidStep, name, t.ID, maxStepName)
+		return zero, fmt.Errorf("%w: step name %q of task %s: want 1 to %d bytes", ErrInvalid, name, t.ID, maxStepName)
 	}
 	done, err := t.stepsDone(ctx)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // the Go runtime's and the process's metrics.
 func metricsRegistry(insp *queue.Inspector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewQueueCollector(insp), collectors.NewGoCollector(),
+	reg.MustRegister(metrics.NewQueueCollector(insp, metrics.QueueOptions{}), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }

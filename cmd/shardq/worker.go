@@ -179,7 +179,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 	}
 	srv, err := worker.NewServer(rdb, cfg, mux)
 	if err != nil {
-		if errors.Is(err, worker.ErrInvalidConfig) || errors.Is(err, queue.ErrInvalid) {
+		if errors.Is(err, worker.ErrInvalid) || errors.Is(err, queue.ErrInvalid) {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		return err
