@@ -168,4 +168,8 @@ func init() {
 		c := qc.(Config)
 		return c.codec()
 	}
+	config.QueueOf = func(task, opts any) (string, error) {
+		o, err := resolveOptions(task.(*Task).opts, opts.([]Option))
+		return o.queue, err
+	}
 }

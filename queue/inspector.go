@@ -134,7 +134,7 @@ func (i *Inspector) partitionsOf(ctx context.Context, queues []string) (map[stri
 		return map[string]int{}, nil
 	}
 	for _, q := range queues {
-		if err := ValidateQueueName(q); err != nil {
+		if err := checkQueueName(q); err != nil {
 			return nil, err
 		}
 	}

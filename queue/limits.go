@@ -160,7 +160,7 @@ type LimitInfo struct {
 // On a queue of several partitions, Quotas shows how the concurrency and
 // rate limits are split between them now.
 func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, error) {
-	if err := ValidateQueueName(queue); err != nil {
+	if err := checkQueueName(queue); err != nil {
 		return nil, err
 	}
 	n, err := i.partitions(ctx, queue)

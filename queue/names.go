@@ -6,10 +6,10 @@ import (
 	"github.com/shardq/shardq/internal/config"
 )
 
-// ValidateQueueName reports whether name can name a queue: 1 to 128 bytes
+// checkQueueName reports whether name can name a queue: 1 to 128 bytes
 // of UTF-8 with no braces (they would break the cluster hash tag), no
 // whitespace and no control characters. A bad name is ErrInvalid.
-func ValidateQueueName(name string) error {
+func checkQueueName(name string) error {
 	if err := config.CheckName(name); err != nil {
 		return fmt.Errorf("%w %q: %s", errInvalidQueueName, name, err)
 	}

@@ -42,7 +42,7 @@ func defaultOptions() options {
 // In puts the task on the named queue. Defaults to DefaultQueue.
 func In(queue string) Option {
 	return func(o *options) error {
-		if err := ValidateQueueName(queue); err != nil {
+		if err := checkQueueName(queue); err != nil {
 			return err
 		}
 		o.queue = queue

@@ -38,7 +38,7 @@ type PartitionLayout struct {
 // The partitions of a queue with fleet-wide limits get their quotas.
 // Run one SetPartitions of a queue at a time.
 func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (PartitionLayout, error) {
-	if err := ValidateQueueName(queue); err != nil {
+	if err := checkQueueName(queue); err != nil {
 		return PartitionLayout{}, err
 	}
 	if n < 1 || n > config.MaxPartitions {

@@ -84,11 +84,3 @@ func (t *Task) Type() string { return t.typ }
 // Payload returns the payload bytes: msgpack, or raw bytes for NewRawTask.
 func (t *Task) Payload() []byte { return t.payload }
 
-// QueueName returns the queue the task goes to when enqueued with opts.
-func (t *Task) QueueName(opts ...Option) (string, error) {
-	o, err := resolveOptions(t.opts, opts)
-	if err != nil {
-		return "", err
-	}
-	return o.queue, nil
-}

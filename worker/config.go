@@ -147,8 +147,8 @@ func (c Config) withDefaults() (Config, error) {
 
 func (c Config) validate() error {
 	for q, w := range c.Queues {
-		if err := queue.ValidateQueueName(q); err != nil {
-			return fmt.Errorf("%w: Config.Queues: %w", ErrInvalid, err)
+		if err := config.CheckName(q); err != nil {
+			return fmt.Errorf("%w: Config.Queues: invalid queue name %q: %s", ErrInvalid, q, err)
 		}
 		if w < 1 {
 			return fmt.Errorf("%w: Config.Queues[%q] weight %d, want >= 1", ErrInvalid, q, w)

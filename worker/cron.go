@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/queue"
@@ -132,7 +133,7 @@ func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 		return nil, fmt.Errorf("%w: schedule %q has no task", ErrInvalid, sc.Name)
 	}
 	sc.Name = cmp.Or(sc.Name, sc.Task.Type())
-	if err := queue.ValidateQueueName(sc.Name); err != nil || len(sc.Name) > 100 {
+	if err := config.CheckName(sc.Name); err != nil || len(sc.Name) > 100 {
 		return nil, fmt.Errorf("%w: schedule name %q: want 1 to 100 bytes without braces, spaces or control characters", ErrInvalid, sc.Name)
 	}
 	spec := strings.TrimSpace(sc.Spec)
@@ -143,7 +144,7 @@ func parseSchedule(sc Schedule, now time.Time) (*scheduled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schedule %q: spec %q: %v", ErrInvalid, sc.Name, sc.Spec, err)
 	}
-	q, err := sc.Task.QueueName(sc.Options...)
+	q, err := config.QueueOf(sc.Task, sc.Options)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schedule %q: %w", ErrInvalid, sc.Name, err)
 	}

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
-	"github.com/shardq/shardq/queue"
 )
 
 // dynamic is the queues Config.QueuePatterns matched: what discover
@@ -62,7 +62,7 @@ func (s *Server) refreshQueues(ctx context.Context) error {
 			continue
 		}
 		weight, ok := s.cfg.matchWeight(q)
-		if !ok || queue.ValidateQueueName(q) != nil {
+		if !ok || config.CheckName(q) != nil {
 			continue
 		}
 		n := partitionsOf(s.cfg.Config, q)

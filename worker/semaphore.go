@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/lua"
 	"github.com/shardq/shardq/queue"
@@ -53,11 +54,11 @@ func Semaphore(rdb redis.UniversalClient, cfg SemaphoreConfig) (Middleware, erro
 	cfg.TTL = cmp.Or(cfg.TTL, 30*time.Second)
 	cfg.RetryIn = cmp.Or(cfg.RetryIn, time.Second)
 	name := cfg.Name
-	if err := queue.ValidateQueueName(name); err != nil {
-		return nil, fmt.Errorf("%w: SemaphoreConfig.Name %q: %w", ErrInvalid, name, err)
+	if err := config.CheckName(name); err != nil {
+		return nil, fmt.Errorf("%w: SemaphoreConfig.Name %q: %s", ErrInvalid, name, err)
 	}
-	if err := queue.ValidateQueueName(cfg.Prefix); err != nil {
-		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Prefix %q: %w", ErrInvalid, name, cfg.Prefix, err)
+	if err := config.CheckName(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("%w: semaphore %s: SemaphoreConfig.Prefix %q: %s", ErrInvalid, name, cfg.Prefix, err)
 	}
 	switch {
 	case cfg.Limit < 1:

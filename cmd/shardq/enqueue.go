@@ -142,7 +142,7 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 	if f.wait > 0 {
 		opts = append(opts, queue.WaitForRoom())
 	}
-	if _, err := queue.NewRawTask(f.typ, nil).QueueName(opts...); err != nil {
+	if _, err := config.QueueOf(queue.NewRawTask(f.typ, nil), opts); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return opts, nil

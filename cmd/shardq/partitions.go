@@ -48,7 +48,7 @@ func (c *partitionsCommand) run(ctx context.Context, m *Main, args []string) err
 	if name == "" {
 		return fmt.Errorf("%w: --queue is required", errUsage)
 	}
-	if err := queue.ValidateQueueName(name); err != nil {
+	if err := checkQueueName(name); err != nil {
 		return fmt.Errorf("%w: --queue: %v", errUsage, err)
 	}
 	if set < 0 || set > 1024 {

@@ -70,7 +70,7 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
 	if name != "" {
-		if err := queue.ValidateQueueName(name); err != nil {
+		if err := checkQueueName(name); err != nil {
 			return fmt.Errorf("%w: --queue: %v", errUsage, err)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/redact"
-	"github.com/shardq/shardq/queue"
 )
 
 // workerFile is the JSON config file of `shardq worker --config`. Flags
@@ -310,10 +310,19 @@ func cutWeight(item string) (name, weight string, ok bool) {
 // syntax) that worker.Config.QueuePatterns takes.
 func isPattern(name string) bool { return strings.ContainsAny(name, "*?[") }
 
+// checkQueueName checks a queue name as queue does, saying what is wrong
+// with it.
+func checkQueueName(name string) error {
+	if err := config.CheckName(name); err != nil {
+		return fmt.Errorf("invalid queue name %q: %s", name, err)
+	}
+	return nil
+}
+
 // checkQueueOrPattern checks a queue name, or a pattern's syntax.
 func checkQueueOrPattern(name string) error {
 	if !isPattern(name) {
-		return queue.ValidateQueueName(name)
+		return checkQueueName(name)
 	}
 	if _, err := path.Match(name, ""); err != nil || strings.ContainsAny(name, "{} \t") {
 		return fmt.Errorf("queue pattern %q: want path.Match syntax, without braces or whitespace", name)

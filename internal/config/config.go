@@ -39,12 +39,15 @@ type Config struct {
 }
 
 // Normalize returns a queue.Config with its defaults filled in, as
-// queue's Client and Inspector fill them, or queue.ErrInvalid; and
-// CodecOf the envelope codec of a queue.Config. Package queue sets both
-// in its init: it imports this package, so this one cannot import it.
+// queue's Client and Inspector fill them, or queue.ErrInvalid; CodecOf
+// the envelope codec of a queue.Config; QueueOf the queue a *queue.Task
+// goes to when enqueued with a []queue.Option, or queue.ErrInvalid for a
+// bad option. Package queue sets them in its init: it imports this
+// package, so this one cannot import it.
 var (
 	Normalize func(qc any) (any, error)
 	CodecOf   func(qc any) *envelope.Codec
+	QueueOf   func(task, opts any) (string, error)
 )
 
 // Defaults of Config, and the bounds it is checked against.
