@@ -13,17 +13,17 @@ import (
 // searchData is the search page's form and results.
 type searchData struct {
 	Queues   []string
-	Query    queue.SearchQuery
+	Query    queue.TaskQuery
 	Searched bool
-	Result   *queue.SearchResult
+	Result   *queue.TaskPage
 	Scan     int
 	States   []queue.State
 }
 
 // searchQuery reads a search from the request's query.
-func searchQuery(r *http.Request) (queue.SearchQuery, error) {
+func searchQuery(r *http.Request) (queue.TaskQuery, error) {
 	v := r.URL.Query()
-	q := queue.SearchQuery{Queue: strings.TrimSpace(cmpOrQ(r.PathValue("queue"), v.Get("queue"))),
+	q := queue.TaskQuery{Queue: strings.TrimSpace(cmpOrQ(r.PathValue("queue"), v.Get("queue"))),
 		State: queue.State(v.Get("state")), Type: strings.TrimSpace(v.Get("type")), Error: strings.TrimSpace(v.Get("error")),
 		IDPrefix: strings.TrimSpace(v.Get("id")), After: v.Get("after")}
 	for name, dst := range map[string]*int{"limit": &q.Limit, "scan": &q.Scan} {
@@ -57,7 +57,7 @@ func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request) {
 		States: []queue.State{stateRecent, queue.StateDead, queue.StateRetry, queue.StateSucceeded, queue.StateScheduled, queue.StateActive, queue.StatePending}}
 	data.Queues, _ = d.insp.Queues(r.Context())
 	if q.Queue != "" && (q.Type != "" || q.Error != "" || q.IDPrefix != "") {
-		if data.Result, err = d.insp.Search(r.Context(), q); err != nil {
+		if data.Result, err = d.insp.ListTasks(r.Context(), q); err != nil {
 			d.fail(w, r, err)
 			return
 		}
@@ -73,7 +73,11 @@ func (d *Dashboard) apiSearch(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	res, err := d.insp.Search(r.Context(), q)
+	if q.Type == "" && q.Error == "" && q.IDPrefix == "" {
+		d.fail(w, r, fmt.Errorf("%w: search with no filter: give a type, error text or ID prefix", errBadRequest))
+		return
+	}
+	res, err := d.insp.ListTasks(r.Context(), q)
 	if err != nil {
 		d.fail(w, r, err)
 		return

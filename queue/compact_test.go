@@ -39,7 +39,7 @@ func storedMessages(t *testing.T, b *bundle, q string) map[string][]byte {
 // msgpack, is stored in the compact form, 5 bytes shorter; a task with
 // any option the form leaves out is stored in full; Config.FullMessages
 // stores every task in full. Tasks of both forms read back alike through
-// GetTask, ListTasks and Search, and the inspector deletes one of each.
+// GetTask and ListTasks, with and without filters, and the inspector deletes one of each.
 func TestCompactMessages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -107,10 +107,10 @@ func TestCompactMessages(t *testing.T) {
 	if len(page.Tasks) != len(compact)+len(fullForm) {
 		t.Errorf("ListTasks(pending) = %d tasks, want %d", len(page.Tasks), len(compact)+len(fullForm))
 	}
-	found, err := b.insp.Search(ctx, SearchQuery{Queue: "cq", State: StatePending, Type: "compact:*"})
+	found, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "cq", State: StatePending, Type: "compact:*"})
 	must(t, err)
 	if len(found.Tasks) != 4 { // raw, msgpack, batch and the full client's raw
-		t.Errorf("Search(compact:*) found %d tasks, want 4", len(found.Tasks))
+		t.Errorf("ListTasks(Type compact:*) found %d tasks, want 4", len(found.Tasks))
 	}
 
 	for _, id := range []string{compact["raw"].ID, fullForm["FullMessages"].ID} {

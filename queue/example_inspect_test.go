@@ -119,7 +119,7 @@ func ExampleInspector_RunTask() {
 	// true
 }
 
-func ExampleInspector_Search() {
+func ExampleInspector_ListTasks_filter() {
 	rdb, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
@@ -133,7 +133,7 @@ func ExampleInspector_Search() {
 	}
 
 	// the recently enqueued tasks whose type starts with "email:", newest first
-	res, err := insp.Search(ctx, queue.SearchQuery{Queue: queue.DefaultQueue, Type: "email:*"})
+	res, err := insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, Type: "email:*"})
 	if err != nil {
 		log.Fatal(err)
 	}

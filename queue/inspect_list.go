@@ -25,7 +25,7 @@ const stateRecent State = "recent"
 // defaultPageSize is the page size of a TaskQuery without a Limit.
 const defaultPageSize = 50
 
-// maxPageSize bounds TaskQuery.Limit, GroupQuery.Limit and SearchQuery.Limit.
+// maxPageSize bounds TaskQuery.Limit and GroupQuery.Limit.
 const maxPageSize = inspect.MaxPageSize
 
 // TaskQuery selects a page of a queue's tasks in one state.
@@ -44,6 +44,26 @@ type TaskQuery struct {
 	// done, dead), latest lease or due time first for active, scheduled
 	// and retry. Pending tasks page from the head (next to run) only.
 	Newest bool
+
+	// Filters: with any of Type, Error and IDPrefix set, ListTasks keeps
+	// the tasks every filter given matches, reading newest first (pending:
+	// from the head) at most Scan tasks per call; the page may hold fewer
+	// than Limit tasks before its end, and Next goes on further back.
+	// Filters never look inside payloads; an error encrypted with
+	// Config.EncryptErrors matches only when the Inspector has the
+	// KeyRing.
+
+	// Type matches a task type exactly, or by prefix when it ends in "*"
+	// ("email:*").
+	Type string
+	// Error matches a substring of the last error, without regard to
+	// case (dead and retrying tasks have one).
+	Error string
+	// IDPrefix matches the start of the task ID.
+	IDPrefix string
+	// Scan bounds how many tasks a filtered call reads (default and at
+	// most 2,000), so its cost is bounded whatever the queue's size.
+	Scan int
 }
 
 // TaskPage is one page of a TaskQuery.
@@ -56,6 +76,9 @@ type TaskPage struct {
 	// first after it returns the tasks that arrive after this page was
 	// read (a live tail). On oldest-first pages it equals Next.
 	Newer string
+	// Scanned is how many tasks a filtered call read; its Next is ""
+	// when the state was read to its end.
+	Scanned int
 }
 
 // ListTasks returns a page of the tasks of q.State in q.Queue, in one
@@ -65,8 +88,20 @@ type TaskPage struct {
 // while producers enqueue and workers run: feeds page by rank, sets by
 // (score, ID), and the pending list by a position that is found again by
 // ID after pops. A task that moves (a lease extended, a task requeued to
-// the head) may be seen twice. Partitions are merged by time.
+// the head) may be seen twice. Partitions are merged by time. A query
+// with filters (Type, Error, IDPrefix) reads as TaskQuery says.
 func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, error) {
+	if q.State == "" {
+		q.State = stateRecent
+	}
+	if q.Type != "" || q.Error != "" || q.IDPrefix != "" {
+		return i.filtered(ctx, q)
+	}
+	return i.listTasks(ctx, q)
+}
+
+// listTasks pages q.State's tasks, filters aside.
+func (i *Inspector) listTasks(ctx context.Context, q TaskQuery) (*TaskPage, error) {
 	if q.State == "" {
 		q.State = stateRecent
 	}

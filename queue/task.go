@@ -83,4 +83,3 @@ func (t *Task) Type() string { return t.typ }
 
 // Payload returns the payload bytes: msgpack, or raw bytes for NewRawTask.
 func (t *Task) Payload() []byte { return t.payload }
-

@@ -277,9 +277,9 @@ func TestEncryptedRoundTrip(t *testing.T) {
 		insp *queue.Inspector
 		n    int
 	}{{insp, 1}, {blind, 0}} {
-		res, err := tc.insp.Search(ctx, queue.SearchQuery{Queue: queue.DefaultQueue, State: queue.StateDead, Error: "declined card"})
+		res, err := tc.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateDead, Error: "declined card"})
 		if err != nil || len(res.Tasks) != tc.n {
-			t.Fatalf("Search of the encrypted error: %v, %+v; want %d found", err, res, tc.n)
+			t.Fatalf("ListTasks by the encrypted error: %v, %+v; want %d found", err, res, tc.n)
 		}
 	}
 	// it says what is missing: no ring at all, or this key in the ring
