@@ -97,7 +97,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	cfg := o.Config
 	cfg.Prefix = "queuetest-" + wire.Nonce()
 	cfg.Logger = cmpLogger(cfg.Logger)
-	e := &Env{Redis: rdb, Config: cfg, Clock: NewClock(time.Now())}
+	e := &Env{Redis: rdb, Config: cfg, Clock: &Clock{now: time.Now()}}
 	if e.Client, err = queue.NewClient(rdb, cfg); err != nil {
 		t.Fatalf("queuetest: %v", err)
 	}
@@ -131,14 +131,12 @@ func (e *Env) deleteKeys() {
 }
 
 // Clock is a clock the test moves: Drain's workers see its time in every
-// script (leases, due times, retries), so waiting is advancing it.
+// script (leases, due times, retries), so waiting is advancing it. Each
+// Env has one, Env.Clock, started at the time New was called.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
 }
-
-// NewClock returns a clock at t.
-func NewClock(t time.Time) *Clock { return &Clock{now: t} }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
