@@ -16,7 +16,7 @@
 -- the flow's home (flow_notify.lua). A workflow node's success with its
 -- workflow's key given is applied there in this script instead: on one
 -- Redis server, the nodes it frees are enqueued with its ack
--- (include/workflow.lua).
+-- (include/wf_acked.lua).
 -- A task is finished only under the token of its current lease: a stale
 -- token (the lease was lost and the task handed to another worker)
 -- changes nothing. Tasks with a retention stay in the

@@ -12,7 +12,7 @@ local function ack_write(T, now, a, done, nd, released, cap, size)
   local statek, msgk = T .. ':state', T .. ':msg'
   -- The workflows first: reading a workflow's hash is the one part of an
   -- ack that can fail on what it reads (a bad field), and it fails
-  -- before its own writes (include/workflow.lua), so a failed call has
+  -- before its own writes (include/wf_acked.lua), so a failed call has
   -- written nothing of the acks' own. The worker then acks the batch's
   -- tasks one by one, and the task whose ack still fails goes dead
   -- (worker/outcome.go).

@@ -11,7 +11,7 @@
 -- task has no copy: readers find it in its shard through the feed rank and
 -- T:feed:shards (include/pendingref.lua), written only when a push rolls
 -- to a new shard. It records the feed's members and trims it. enqueue.lua
--- writes through it, and so does a workflow's release (include/workflow.lua).
+-- writes through it, and so does a workflow's release (include/wf_push.lua).
 local function pending_store(T, size, cap, keyed, plain, at, members, copies)
   -- tasks with a key wait in their turns or their keys' lists
   -- (include/fair.lua)
