@@ -2,12 +2,12 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
@@ -87,11 +87,41 @@ func parentBatch(id string) BatchOption {
 	}
 }
 
-// Batch is a group of tasks with callbacks; see Client.NewBatch.
+// Batch is a group of tasks with callbacks; see Client.NewBatch. A batch
+// is a workflow of one shape (batchShape): its members are roots, its
+// callbacks wait for every member, and a taskless gate node, which Close
+// makes succeed, holds them until it is closed.
 type Batch struct {
-	c    *Client
-	id   string
-	home int
+	c  *Client
+	id string
+}
+
+const (
+	batchGate       = flow.Gate
+	batchOnSuccess  = flow.OnSuccess
+	batchOnComplete = flow.OnComplete
+)
+
+// batchShape is what makes a workflow a batch: its join nodes (the
+// callbacks: every other node is their parent, with no field stored per
+// edge; OnComplete over EdgeRun, OnSuccess over EdgeFail, so a dead
+// member fails OnSuccess until a retry makes it succeed), its gate, its
+// description, and, for a nested batch, its parent and its node there.
+type batchShape struct {
+	join   []string // each name after its edge's letter
+	gate   string
+	desc   string
+	parent string
+	node   string
+	inside bool // the caller is a task of the parent
+}
+
+// maxNodes is w's bound of nodes.
+func (w *Workflow) maxNodes() int {
+	if w.shape != nil {
+		return flow.MaxBatchNodes
+	}
+	return maxWorkflowNodes
 }
 
 // ID returns the batch's ID.
@@ -110,7 +140,7 @@ func (b *Batch) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, erro
 	return b.c.newBatch(ctx, flow.MemberOf(ctx) == b.id, append(opts[:len(opts):len(opts)], parentBatch(b.id)))
 }
 
-func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) (*Batch, error) {
+func (c *Client) newBatch(ctx context.Context, inside bool, opts []BatchOption) (*Batch, error) {
 	var o batchOptions
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -118,40 +148,40 @@ func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) 
 		}
 	}
 	id := newFlowID(o.parent)
-	b := &Batch{c: c, id: id, home: keys.HomeOf(id)}
-	h := keys.Home(c.cfg.Prefix, b.home)
-	args := []any{h.H, "", id, o.desc, o.parent, c.cfg.FlowRetention.Milliseconds()}
-	for _, cb := range []*callback{o.onSuccess, o.onComple} {
-		if cb == nil {
-			args = append(args, "", "")
-			continue
-		}
-		d, err := c.delivery(cb.task, cb.opts, wire.FlowRef{Kind: 'b', Home: b.home, ID: id}.String(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("batch callback: %w", err)
-		}
-		enc, err := wire.EncodeDelivery(d)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, d.ID, enc)
+	w := NewWorkflow()
+	w.shape = &batchShape{gate: batchGate, desc: o.desc, parent: o.parent, inside: inside}
+	if o.parent != "" {
+		w.shape.node = "." + keys.ShortID(id)
 	}
-	args = append(args, boolArg(member))
-	code, err := c.runFlow(ctx, script.FlowBatchNew, h.Batch(id), args)
-	if err != nil {
+	w.add(batchGate, nil, nil, nil)
+	if cb := o.onComple; cb != nil {
+		w.add(batchOnComplete, cb.task, cb.opts, nil)
+		w.shape.join = append(w.shape.join, edgeCode(EdgeRun)+batchOnComplete)
+	}
+	if cb := o.onSuccess; cb != nil {
+		w.add(batchOnSuccess, cb.task, cb.opts, nil)
+		w.shape.join = append(w.shape.join, edgeCode(EdgeFail)+batchOnSuccess)
+	}
+	if _, _, err := c.recordWorkflow(ctx, id, w, "new"); err != nil {
+		if o.parent != "" {
+			return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, batchErr(err))
+		}
 		return nil, fmt.Errorf("new batch: %w", err)
 	}
-	switch code {
-	case codes.FlowIDTaken:
-		return nil, fmt.Errorf("new batch: ID %s taken", id) // a UUIDv7 collision: never
-	case codes.FlowNotFound:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchNotFound)
-	case codes.FlowFinished:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchFinished)
-	case codes.FlowClosed:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchClosed)
+	return &Batch{c: c, id: id}, nil
+}
+
+// batchErr says err, from a call on a batch's workflow, of the batch.
+func batchErr(err error) error {
+	switch {
+	case errors.Is(err, errWorkflowNotFound):
+		return errBatchNotFound
+	case errors.Is(err, errBatchClosed), errors.Is(err, errBatchFinished):
+		return err
+	case errors.Is(err, errWorkflowFinished), errors.Is(err, errWorkflowCancelled):
+		return errBatchFinished
 	}
-	return b, nil
+	return err
 }
 
 // newFlowID returns a new UUIDv7 text; with a parent batch, one whose home
@@ -169,12 +199,12 @@ func newFlowID(parent string) string {
 // another process, to Add to it or Close it. Nothing is read: an unknown
 // ID is ErrNotFound at the first call.
 func (c *Client) OpenBatch(id string) *Batch {
-	return &Batch{c: c, id: id, home: keys.HomeOf(id)}
+	return &Batch{c: c, id: id}
 }
 
-// Add adds tasks to the batch and enqueues them. They are registered at
-// the batch's home before they are enqueued, so none can finish before it
-// counts; a producer that dies after registering loses nothing (workers
+// Add adds tasks to the batch and enqueues them. They are recorded
+// at the batch's home before they are enqueued, so none can finish before it
+// counts; a producer that dies after recording loses nothing (workers
 // deliver what it left after a grace of 15s). Each task gets a generated
 // ID; TaskID and Unique are refused (a member's ID is the batch's
 // business, and a duplicate refused would never finish).
@@ -183,86 +213,66 @@ func (c *Client) OpenBatch(id string) *Batch {
 // finish while that member runs. Add after the batch finished is
 // ErrFinished. Any other error leaves the
 // outcome unknown, as for EnqueueMany: adding again may add twice.
-// Tasks are registered a thousand per script call.
+// Tasks are recorded a thousand per script call.
 func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
-	c := b.c
-	ref := wire.FlowRef{Kind: 'b', Home: b.home, ID: b.id}.String()
 	infos := make([]*TaskInfo, 0, len(tasks))
-	ds := make([]*wire.Delivery, 0, len(tasks))
-	for i, t := range tasks {
-		info := &TaskInfo{}
-		d, err := c.delivery(t, nil, ref, info)
-		if err != nil {
-			return nil, fmt.Errorf("batch %s: task %d: %w", b.id, i, err)
-		}
-		infos = append(infos, info)
-		ds = append(ds, d)
-	}
-	h := keys.Home(c.cfg.Prefix, b.home)
-	member := boolArg(flow.MemberOf(ctx) == b.id)
-	env := c.flowEnv()
-	for from := 0; from < len(ds); from += maxAddStep {
-		step := ds[from:min(len(ds), from+maxAddStep)]
-		args := []any{h.H, "", b.id, flowGrace.Milliseconds(), member}
-		for _, d := range step {
-			enc, err := wire.EncodeDelivery(d)
-			if err != nil {
-				return nil, err
+	mode := extendMode(ctx, b.id)
+	for from := 0; from < len(tasks); from += maxAddStep {
+		w := NewWorkflow()
+		for i, t := range tasks[from:min(len(tasks), from+maxAddStep)] {
+			if t == nil {
+				return nil, fmt.Errorf("batch %s: task %d: %w: nil task", b.id, from+i, errInvalidTask)
 			}
-			args = append(args, d.ID, enc)
+			id, name := flow.NewMember()
+			w.add(name, t, nil, nil)
+			w.nodes[len(w.nodes)-1].id = id
 		}
-		code, err := c.runFlow(ctx, script.FlowAdd, h.Batch(b.id), args)
+		_, in, err := b.c.recordWorkflow(ctx, b.id, w, mode)
 		if err != nil {
-			return nil, fmt.Errorf("batch %s: add: %w", b.id, err)
+			return nil, fmt.Errorf("batch %s: add: %w", b.id, batchErr(err))
 		}
-		if err := batchCode(b.id, code); err != nil {
-			return nil, err
-		}
-		if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, b.home, step) }); err != nil {
-			// registered: workers deliver them after the grace
-			return nil, fmt.Errorf("batch %s: enqueue members (registered; workers deliver them later): %w", b.id, err)
-		}
+		infos = append(infos, in...)
 	}
 	return infos, nil
 }
 
-func batchCode(id string, code int64) error {
-	switch code {
-	case codes.FlowNotFound:
-		return fmt.Errorf("batch %s: %w", id, errBatchNotFound)
-	case codes.FlowFinished:
-		return fmt.Errorf("batch %s: %w", id, errBatchFinished)
-	case codes.FlowClosed:
-		return fmt.Errorf("batch %s: %w", id, errBatchClosed)
-	}
-	return nil
-}
-
-// Close closes the batch to Adds from outside it. Once every member has
-// finished (at once when all have), its callbacks are enqueued. Closing
-// twice is harmless.
+// Close closes the batch to Adds from outside it: its gate node
+// succeeds. Once every member has finished (at once when all have), its
+// callbacks are enqueued. Closing twice is harmless.
 func (b *Batch) Close(ctx context.Context) error {
 	c := b.c
-	h := keys.Home(c.cfg.Prefix, b.home)
-	code, err := c.runFlow(ctx, script.FlowClose, h.Batch(b.id), []any{h.H, "", b.id})
+	home := keys.HomeOf(b.id)
+	h := keys.Home(c.cfg.Prefix, home)
+	var reply []any
+	err := rcall.Do(ctx, c.rdb, func() error {
+		var err error
+		// no grace: the callbacks a cluster puts into the outbox are
+		// delivered below, as due
+		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(b.id)},
+			h.H, "", keys.ShortID(b.id), c.cfg.FlowRetention.Milliseconds(), 0, "note", flow.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("batch %s: close: %w", b.id, err)
+		return fmt.Errorf("batch %s: close: %w", b.id, redisError(err))
 	}
-	if code == codes.FlowNotFound {
-		return fmt.Errorf("batch %s: %w", b.id, errBatchNotFound)
+	if err := workflowCode(b.id, reply); err != nil {
+		if errors.Is(err, errInvalidWorkflow) {
+			err = errBatchNotFound // a workflow, but not a batch
+		}
+		return fmt.Errorf("batch %s: close: %w", b.id, batchErr(err))
 	}
-	if code > 0 {
+	if len(reply) > 1 {
 		// callbacks due: deliver them now; workers' sweeps would otherwise
 		env := c.flowEnv()
-		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{b.home}); return err })
+		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{home}); return err })
 	}
 	return nil
 }
 
-// delivery builds task t (with call options opts) as a flow task under a
-// generated ID: ref is its flow ref (a callback carries its batch's). info, when
+// delivery builds task t (with call options opts) as a flow task under
+// id (stored), or a generated ID when id is "": ref is its flow ref (a callback carries its batch's). info, when
 // not nil, receives the task's info.
-func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*wire.Delivery, error) {
+func (c *Client) delivery(t *Task, opts []Option, id, ref string, info *TaskInfo) (*wire.Delivery, error) {
 	if t != nil {
 		o, err := resolveOptions(t.opts, opts)
 		switch {
@@ -276,7 +286,9 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or workflow", errInvalidOption, t.typ)
 		}
 	}
-	id := wire.NewID()
+	if id == "" {
+		id = wire.NewID()
+	}
 	all := append(opts[:len(opts):len(opts)], TaskID(wire.PublicID(id)), func(o *options) error { o.flow = ref; return nil })
 	p, err := c.build(t, all, nil, time.Now(), nil)
 	if err != nil {
@@ -290,21 +302,6 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 		Queue: p.info.Queue, Partition: p.info.Partition, Partitions: c.routes.Count(p.info.Queue),
 		ID: p.id, Msg: p.msg, At: p.at, In: p.in, Unique: p.unique, UniqueTTL: p.uttl,
 	}, nil
-}
-
-// runFlow runs a flow script with key (its home's hash tag) and args and
-// returns its integer reply.
-func (c *Client) runFlow(ctx context.Context, s *rcall.Script, key string, args []any) (int64, error) {
-	var code int64
-	err := rcall.Do(ctx, c.rdb, func() error {
-		var err error
-		code, err = s.Run(ctx, c.rdb, []string{key}, args...).Int64()
-		return err
-	})
-	if err != nil {
-		return 0, redisError(err) // the call may still be running and set code
-	}
-	return code, nil
 }
 
 // flowEnv returns what the flow package needs of this client.

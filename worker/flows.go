@@ -175,9 +175,13 @@ func (t *Task) Flow() *queue.TaskFlow {
 	}
 	switch r.Kind {
 	case 'b':
-		return &queue.TaskFlow{BatchID: r.ID}
+		return &queue.TaskFlow{BatchID: r.ID} // a batch 0.1.0 created
 	case 'w':
-		return &queue.TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
+		f := &queue.TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
+		if flow.IsBatchNode(r.Node) {
+			f.BatchID = f.WorkflowID // a batch's node (queue/flows.go)
+		}
+		return f
 	}
 	return &queue.TaskFlow{WorkflowID: r.ID, Node: strconv.Itoa(r.Link)} // a 0.1.0 chain
 }

@@ -142,7 +142,10 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 	if f.crashed[crashAfterFlowOutcome] == 0 {
 		t.Error("no worker died between writing a flow ack and forwarding it")
 	}
-	if f.crashed[crashBeforeFlowDeliver] == 0 {
+	// a batch is a workflow: on one server, the ack that frees a
+	// callback enqueues it, so only a cluster's callbacks wait for a
+	// delivery a worker can die before
+	if r.srv == nil && f.crashed[crashBeforeFlowDeliver] == 0 {
 		t.Error("no worker died between forwarding the last outcomes and delivering the callbacks")
 	}
 	if bi.Total != total || bi.Succeeded != total || bi.Dead != 0 || bi.Pending != 0 {
