@@ -44,16 +44,18 @@ func setupFlows(t *testing.T) *flowEnv {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	b, err := e.client.NewBatch(e.ctx, queue.BatchDescription(`nightly <script>alert(1)</script> mailing`),
-		queue.OnSuccess(queue.NewRawTask("ok", nil, queue.In("emails"))),
-		queue.OnComplete(queue.NewRawTask("ok", nil, queue.In("emails"))))
+	b, err := e.client.NewBatch(e.ctx, queue.BatchOptions{
+		Description: `nightly <script>alert(1)</script> mailing`,
+		OnSuccess:   queue.NewRawTask("ok", nil, queue.In("emails")),
+		OnComplete:  queue.NewRawTask("ok", nil, queue.In("emails")),
+	})
 	must(t, err)
-	_, err = b.Add(e.ctx, queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("ok", nil, queue.In("emails")),
+	_, err = e.client.AddToBatch(e.ctx, b, queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("ok", nil, queue.In("emails")),
 		queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("die", nil, queue.In("emails")),
 		queue.NewRawTask("die", nil, queue.In("emails")))
 	must(t, err)
-	must(t, b.Close(e.ctx))
-	e.batch = b.ID()
+	must(t, e.client.CloseBatch(e.ctx, b))
+	e.batch = b
 	e.chain, err = e.client.EnqueueWorkflow(e.ctx, queue.Chain(queue.NewRawTask("ok", nil, queue.In("billing")),
 		queue.NewRawTask("die", nil, queue.In("billing")), queue.NewRawTask("ok", nil, queue.In("emails"))))
 	must(t, err)

@@ -20,17 +20,17 @@ func TestBatchIsWorkflow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	ctx := context.Background()
-	batch, err := b.client.NewBatch(ctx, BatchDescription("shape"),
-		OnSuccess(NewRawTask("ok", nil, In("cb"))), OnComplete(NewRawTask("all", nil, In("cb"))))
+	batch, err := b.client.NewBatch(ctx, BatchOptions{Description: "shape",
+		OnSuccess: NewRawTask("ok", nil, In("cb")), OnComplete: NewRawTask("all", nil, In("cb"))})
 	must(t, err)
-	infos, err := batch.Add(ctx, NewRawTask("m", []byte("1"), In("q")), NewRawTask("m", []byte("2"), In("q")))
+	infos, err := b.client.AddToBatch(ctx, batch, NewRawTask("m", []byte("1"), In("q")), NewRawTask("m", []byte("2"), In("q")))
 	must(t, err)
 	// a node added from outside, as ExtendWorkflow does, is a member too
 	more := NewWorkflow()
 	more.Add("extra", NewRawTask("m", []byte("3"), In("q")))
-	must(t, b.client.ExtendWorkflow(ctx, batch.ID(), more))
+	must(t, b.client.ExtendWorkflow(ctx, batch, more))
 
-	wi, err := b.insp.GetWorkflow(ctx, batch.ID())
+	wi, err := b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
 	if wi.State != WorkflowRunning || wi.Total != 6 || wi.Counts[NodeEnqueued] != 4 || wi.Counts[NodeWaiting] != 2 {
 		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want running, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
@@ -47,7 +47,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 			t.Fatalf("member task %s is no enqueued node of %+v", in.ID, wi.Nodes)
 		}
 	}
-	W := keys.Home(b.cfg.Prefix, keys.HomeOf(batch.ID())).Workflow(batch.ID())
+	W := keys.Home(b.cfg.Prefix, keys.HomeOf(batch)).Workflow(batch)
 	for _, in := range infos {
 		name := ""
 		for _, n := range wi.Nodes {
@@ -74,22 +74,22 @@ func TestBatchIsWorkflow(t *testing.T) {
 		t.Fatal("the gate stores its edges to the callbacks")
 	}
 
-	must(t, batch.Close(ctx))
-	must(t, batch.Close(ctx)) // twice: harmless
-	wi, err = b.insp.GetWorkflow(ctx, batch.ID())
+	must(t, b.client.CloseBatch(ctx, batch))
+	must(t, b.client.CloseBatch(ctx, batch)) // twice: harmless
+	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
 	if g := wi.Node(flow.Gate); g.State != NodeSucceeded {
 		t.Fatalf("gate after Close: %s, want succeeded", g.State)
 	}
 	late := NewWorkflow()
 	late.Add("late", NewRawTask("m", nil, In("q")))
-	if err := b.client.ExtendWorkflow(ctx, batch.ID(), late); !errors.Is(err, ErrFinished) {
+	if err := b.client.ExtendWorkflow(ctx, batch, late); !errors.Is(err, ErrFinished) {
 		t.Fatalf("extension from outside after Close: %v, want ErrFinished", err)
 	}
-	if _, err := batch.Add(ctx, NewRawTask("m", nil, In("q"))); !errors.Is(err, ErrFinished) {
+	if _, err := b.client.AddToBatch(ctx, batch, NewRawTask("m", nil, In("q"))); !errors.Is(err, ErrFinished) {
 		t.Fatalf("Add from outside after Close: %v, want ErrFinished", err)
 	}
-	bi, err := b.insp.GetBatch(ctx, batch.ID())
+	bi, err := b.insp.GetBatch(ctx, batch)
 	must(t, err)
 	if bi.Total != 3 || bi.Pending != 3 || !bi.Closed || bi.Finished || bi.Description != "shape" {
 		t.Fatalf("batch info: %+v", bi)
@@ -100,14 +100,14 @@ func TestBatchIsWorkflow(t *testing.T) {
 	if _, err := b.client.EnqueueWorkflow(ctx, w); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a node named with a dot: %v, want ErrInvalid", err)
 	}
-	if err := b.client.OpenBatch(newFlowID("")).Close(ctx); !errors.Is(err, ErrNotFound) {
+	if err := b.client.CloseBatch(ctx, newFlowID("")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Close of an unknown batch: %v, want ErrNotFound", err)
 	}
 	plain := NewWorkflow()
 	plain.Add("a", NewRawTask("a", nil))
 	id, err := b.client.EnqueueWorkflow(ctx, plain)
 	must(t, err)
-	if err := b.client.OpenBatch(id).Close(ctx); !errors.Is(err, ErrNotFound) {
+	if err := b.client.CloseBatch(ctx, id); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Close of a workflow that is no batch: %v, want ErrNotFound", err)
 	}
 }

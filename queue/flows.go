@@ -23,77 +23,25 @@ const flowGrace = 15 * time.Second
 // maxAddStep bounds the tasks one registration script call carries.
 const maxAddStep = 1000
 
-// BatchOption configures NewBatch.
-type BatchOption func(*batchOptions) error
-
-type batchOptions struct {
-	desc                string
-	parent              string
-	onSuccess, onComple *callback
-}
-
-type callback struct {
-	task *Task
-	opts []Option
-}
-
-// OnSuccess sets the task enqueued, once, when every member of the batch
-// succeeded (after Close). Dead members retried later to success fire it
-// then. opts apply over the task's own options.
-func OnSuccess(t *Task, opts ...Option) BatchOption {
-	return func(b *batchOptions) error {
-		if t == nil {
-			return fmt.Errorf("%w: nil OnSuccess task", errInvalidTask)
-		}
-		b.onSuccess = &callback{t, opts}
-		return nil
-	}
-}
-
-// OnComplete sets the task enqueued, once, when every member of the batch
-// finished (after Close), succeeded or dead. When every member succeeded
-// both OnComplete and OnSuccess fire, as in Sidekiq.
-func OnComplete(t *Task, opts ...Option) BatchOption {
-	return func(b *batchOptions) error {
-		if t == nil {
-			return fmt.Errorf("%w: nil OnComplete task", errInvalidTask)
-		}
-		b.onComple = &callback{t, opts}
-		return nil
-	}
-}
-
-// BatchDescription sets a batch's description, for people (BatchInfo).
-func BatchDescription(s string) BatchOption {
-	return func(b *batchOptions) error {
-		if len(s) > 1000 {
-			return fmt.Errorf("%w: batch description of %d bytes, limit 1000", errInvalidOption, len(s))
-		}
-		b.desc = s
-		return nil
-	}
-}
-
-// parentBatch makes the new batch one member of the batch id: the parent
-// counts it as succeeded when every member of the child succeeded, else as
-// dead, once the child finished. Parent and child live in one flow home.
-func parentBatch(id string) BatchOption {
-	return func(b *batchOptions) error {
-		if _, err := uuid.Parse(id); err != nil {
-			return fmt.Errorf("%w: parent batch ID %q", errBatchNotFound, id)
-		}
-		b.parent = id
-		return nil
-	}
-}
-
-// Batch is a group of tasks with callbacks; see Client.NewBatch. A batch
-// is a workflow of one shape (batchShape): its members are roots, its
-// callbacks wait for every member, and a taskless gate node, which Close
-// makes succeed, holds them until it is closed.
-type Batch struct {
-	c  *Client
-	id string
+// BatchOptions configures a new batch (Client.NewBatch); every field
+// may be left zero.
+type BatchOptions struct {
+	// Description is for people, at most 1,000 bytes (BatchInfo).
+	Description string
+	// OnSuccess is enqueued once, when every member succeeded, after
+	// Close. A dead member retried later to success fires it then.
+	OnSuccess *Task
+	// OnComplete is enqueued once, when every member finished, succeeded
+	// or dead, after Close. When every member succeeded, both fire, as
+	// in Sidekiq.
+	OnComplete *Task
+	// Parent makes the new batch one member of the batch of that ID: the
+	// parent counts it as succeeded when every member of the child
+	// succeeded, else as dead, once the child finished, so the parent's
+	// callbacks run after the child's. From the handler of one of the
+	// parent's members, with the handler's context, it works after the
+	// parent was closed, as Add does.
+	Parent string
 }
 
 const (
@@ -124,51 +72,42 @@ func (w *Workflow) maxNodes() int {
 	return maxWorkflowNodes
 }
 
-// ID returns the batch's ID.
-func (b *Batch) ID() string { return b.id }
-
-// NewBatch creates an open batch. Add tasks to it, then Close it: its
-// callbacks are enqueued exactly once when its members have finished.
-func (c *Client) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
-	return c.newBatch(ctx, false, opts)
-}
-
-// NewBatch creates a batch nested in b, one member of it: the
-// child counts as one member of b. From the handler of one of b's members,
-// with the handler's context, it works after b was closed, as Add does.
-func (b *Batch) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
-	return b.c.newBatch(ctx, flow.MemberOf(ctx) == b.id, append(opts[:len(opts):len(opts)], parentBatch(b.id)))
-}
-
-func (c *Client) newBatch(ctx context.Context, inside bool, opts []BatchOption) (*Batch, error) {
-	var o batchOptions
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+// NewBatch creates an open batch, a group of tasks with callbacks, and
+// returns its ID. Add tasks to it (AddToBatch), then close it
+// (CloseBatch): its callbacks are enqueued exactly once when its members
+// have finished. A batch is a workflow of one shape (batchShape): its
+// members are roots, its callbacks wait for every member, and a
+// taskless gate node, which CloseBatch makes succeed, holds them until
+// then; Inspector.GetWorkflow reads it too.
+func (c *Client) NewBatch(ctx context.Context, o BatchOptions) (string, error) {
+	if len(o.Description) > 1000 {
+		return "", fmt.Errorf("%w: batch description of %d bytes, limit 1000", errInvalidOption, len(o.Description))
 	}
-	id := newFlowID(o.parent)
+	if _, err := uuid.Parse(o.Parent); o.Parent != "" && err != nil {
+		return "", fmt.Errorf("new batch: parent %q: %w", o.Parent, errBatchNotFound)
+	}
+	id := newFlowID(o.Parent)
 	w := NewWorkflow()
-	w.shape = &batchShape{gate: batchGate, desc: o.desc, parent: o.parent, inside: inside}
-	if o.parent != "" {
+	w.shape = &batchShape{gate: batchGate, desc: o.Description, parent: o.Parent, inside: o.Parent != "" && flow.MemberOf(ctx) == o.Parent}
+	if o.Parent != "" {
 		w.shape.node = "." + keys.ShortID(id)
 	}
-	w.add(batchGate, nil, nil, nil)
-	if cb := o.onComple; cb != nil {
-		w.add(batchOnComplete, cb.task, cb.opts, nil)
+	w.add(batchGate, nil, nil)
+	if o.OnComplete != nil {
+		w.add(batchOnComplete, o.OnComplete, nil)
 		w.shape.join = append(w.shape.join, edgeCode(EdgeRun)+batchOnComplete)
 	}
-	if cb := o.onSuccess; cb != nil {
-		w.add(batchOnSuccess, cb.task, cb.opts, nil)
+	if o.OnSuccess != nil {
+		w.add(batchOnSuccess, o.OnSuccess, nil)
 		w.shape.join = append(w.shape.join, edgeCode(EdgeFail)+batchOnSuccess)
 	}
 	if _, _, err := c.recordWorkflow(ctx, id, w, "new"); err != nil {
-		if o.parent != "" {
-			return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, batchErr(err))
+		if o.Parent != "" {
+			return "", fmt.Errorf("new batch: parent %s: %w", o.Parent, batchErr(err))
 		}
-		return nil, fmt.Errorf("new batch: %w", err)
+		return "", fmt.Errorf("new batch: %w", err)
 	}
-	return &Batch{c: c, id: id}, nil
+	return id, nil
 }
 
 // batchErr says err, from a call on a batch's workflow, of the batch.
@@ -195,71 +134,64 @@ func newFlowID(parent string) string {
 	}
 }
 
-// OpenBatch returns a handle to the batch id, created earlier, perhaps by
-// another process, to Add to it or Close it. Nothing is read: an unknown
-// ID is ErrNotFound at the first call.
-func (c *Client) OpenBatch(id string) *Batch {
-	return &Batch{c: c, id: id}
-}
-
-// Add adds tasks to the batch and enqueues them. They are recorded
+// AddToBatch adds tasks to batch id and enqueues them. They are recorded
 // at the batch's home before they are enqueued, so none can finish before it
 // counts; a producer that dies after recording loses nothing (workers
 // deliver what it left after a grace of 15s). Each task gets a generated
 // ID; TaskID and Unique are refused (a member's ID is the batch's
 // business, and a duplicate refused would never finish).
-// Add after Close is ErrFinished, except from the handler of one of
-// the batch's own members, with the handler's context: the batch cannot
-// finish while that member runs. Add after the batch finished is
+// Adding after CloseBatch is ErrFinished, except from the handler of one
+// of the batch's own members (worker.Task.Flow names its batch), with the
+// handler's context: the batch cannot finish while that member runs.
+// Adding after the batch finished is
 // ErrFinished. Any other error leaves the
 // outcome unknown, as for EnqueueMany: adding again may add twice.
 // Tasks are recorded a thousand per script call.
-func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
+func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*TaskInfo, error) {
 	infos := make([]*TaskInfo, 0, len(tasks))
-	mode := extendMode(ctx, b.id)
+	mode := extendMode(ctx, id)
 	for from := 0; from < len(tasks); from += maxAddStep {
 		w := NewWorkflow()
 		for i, t := range tasks[from:min(len(tasks), from+maxAddStep)] {
 			if t == nil {
-				return nil, fmt.Errorf("batch %s: task %d: %w: nil task", b.id, from+i, errInvalidTask)
+				return nil, fmt.Errorf("batch %s: task %d: %w: nil task", id, from+i, errInvalidTask)
 			}
 			id, name := flow.NewMember()
-			w.add(name, t, nil, nil)
+			w.add(name, t, nil)
 			w.nodes[len(w.nodes)-1].id = id
 		}
-		_, in, err := b.c.recordWorkflow(ctx, b.id, w, mode)
+		_, in, err := c.recordWorkflow(ctx, id, w, mode)
 		if err != nil {
-			return nil, fmt.Errorf("batch %s: add: %w", b.id, batchErr(err))
+			return nil, fmt.Errorf("batch %s: add: %w", id, batchErr(err))
 		}
 		infos = append(infos, in...)
 	}
 	return infos, nil
 }
 
-// Close closes the batch to Adds from outside it: its gate node
+// CloseBatch closes batch id to adds from outside it: its gate node
 // succeeds. Once every member has finished (at once when all have), its
 // callbacks are enqueued. Closing twice is harmless.
-func (b *Batch) Close(ctx context.Context) error {
-	c := b.c
-	home := keys.HomeOf(b.id)
+func (c *Client) CloseBatch(ctx context.Context, id string) error {
+	home := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, home)
 	var reply []any
 	err := rcall.Do(ctx, c.rdb, func() error {
 		var err error
 		// no grace: the callbacks a cluster puts into the outbox are
 		// delivered below, as due
-		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(b.id)},
-			h.H, "", keys.ShortID(b.id), c.cfg.FlowRetention.Milliseconds(), 0, "note", flow.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
+		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)},
+			h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), 0, "note", flow.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("batch %s: close: %w", b.id, redisError(err))
+		return fmt.Errorf("batch %s: close: %w", id, redisError(err))
 	}
-	if err := workflowCode(b.id, reply); err != nil {
+	if err := workflowCode(id, reply); err != nil {
 		if errors.Is(err, errInvalidWorkflow) {
 			err = errBatchNotFound // a workflow, but not a batch
 		}
-		return fmt.Errorf("batch %s: close: %w", b.id, batchErr(err))
+		return fmt.Errorf("batch %s: close: %w", id, batchErr(err))
 	}
 	if len(reply) > 1 {
 		// callbacks due: deliver them now; workers' sweeps would otherwise

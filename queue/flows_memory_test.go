@@ -38,15 +38,15 @@ func TestBatchMemory(t *testing.T) {
 	_, err := b.client.EnqueueMany(ctx, tasks("plain"))
 	must(t, err)
 	m1 := used()
-	batch, err := b.client.NewBatch(ctx,
-		OnSuccess(NewRawTask("cb", nil, In("cb"))), OnComplete(NewRawTask("cb", nil, In("cb"))))
+	batch, err := b.client.NewBatch(ctx, BatchOptions{
+		OnSuccess: NewRawTask("cb", nil, In("cb")), OnComplete: NewRawTask("cb", nil, In("cb"))})
 	must(t, err)
 	members := tasks("flow")
-	W := keys.Home(b.cfg.Prefix, keys.HomeOf(batch.ID())).Workflow(batch.ID())
+	W := keys.Home(b.cfg.Prefix, keys.HomeOf(batch)).Workflow(batch)
 	h0, err := b.rdb.MemoryUsage(ctx, W, 0).Result()
 	must(t, err)
 	b.hook.reset()
-	_, err = batch.Add(ctx, members...)
+	_, err = b.client.AddToBatch(ctx, batch, members...)
 	must(t, err)
 	// a thousand members per call, each released into its queue by the
 	// call that records it; the first registers the queue, a cold
@@ -63,15 +63,15 @@ func TestBatchMemory(t *testing.T) {
 	if float64(hash-h0)/n > 100 {
 		t.Fatalf("workflow hash: %.1f bytes per member, want at most 100", float64(hash-h0)/n)
 	}
-	if out := b.rdb.ZCard(ctx, keys.Home(b.cfg.Prefix, keys.HomeOf(batch.ID())).Out()).Val(); out != 0 {
+	if out := b.rdb.ZCard(ctx, keys.Home(b.cfg.Prefix, keys.HomeOf(batch)).Out()).Val(); out != 0 {
 		t.Fatalf("outbox holds %d entries after Add", out)
 	}
 	// a finished batch's hash expires after the retention: its members
 	// succeed (as their notifications would say), it is closed, and its
 	// callbacks succeed
-	sid := keys.ShortID(batch.ID())
+	sid := keys.ShortID(batch)
 	ref := func(node string) string {
-		return wire.FlowRef{Kind: 'w', Home: keys.HomeOf(batch.ID()), ID: sid, Node: node}.String()
+		return wire.FlowRef{Kind: 'w', Home: keys.HomeOf(batch), ID: sid, Node: node}.String()
 	}
 	var notes []any
 	fields, err := b.rdb.HKeys(ctx, W).Result()
@@ -91,8 +91,8 @@ func TestBatchMemory(t *testing.T) {
 	}
 	note(batchOnSuccess) // released by the members' successes
 	note(batchOnComplete)
-	must(t, batch.Close(ctx))
-	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch.ID()))
+	must(t, b.client.CloseBatch(ctx, batch))
+	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch))
 	for from := 0; from < len(notes); from += 500 {
 		must(t, script.FlowNotify.Run(ctx, b.rdb, []string{h.Out()}, append([]any{h.H, ""}, notes[from:min(from+500, len(notes))]...)...).Err())
 	}

@@ -82,9 +82,8 @@ type Workflow struct {
 
 type workflowNode struct {
 	name  string
-	task  *Task    // nil: a taskless node (a batch's gate, a nested batch)
-	opts  []Option // over the task's own (a batch's callbacks)
-	id    string   // its task's stored ID; "": generated
+	task  *Task  // nil: a taskless node (a batch's gate, a nested batch)
+	id    string // its task's stored ID; "": generated
 	edges []Edge
 }
 
@@ -104,12 +103,12 @@ func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 		w.err = fmt.Errorf("%w: node name %q: a name starting with a dot is a batch's", errInvalidWorkflow, name)
 		return
 	}
-	w.add(name, t, nil, edges)
+	w.add(name, t, edges)
 }
 
-// add adds node name as Add does, with options over its task's; a nil
-// task makes a taskless node, which a call or a nested batch moves.
-func (w *Workflow) add(name string, t *Task, opts []Option, edges []Edge) {
+// add adds node name as Add does; a nil task makes a taskless node of a
+// batch, which a call or a nested batch moves.
+func (w *Workflow) add(name string, t *Task, edges []Edge) {
 	if w.err != nil {
 		return
 	}
@@ -148,7 +147,7 @@ func (w *Workflow) add(name string, t *Task, opts []Option, edges []Edge) {
 		seen[e.Parent+"\x00"+e.Child] = true
 	}
 	w.names[name] = len(w.nodes)
-	w.nodes = append(w.nodes, workflowNode{name: name, task: t, opts: opts, edges: slices.Clone(edges)})
+	w.nodes = append(w.nodes, workflowNode{name: name, task: t, edges: slices.Clone(edges)})
 }
 
 func validNodeName(name string) error {
@@ -335,7 +334,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 		}
 		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
 		info := &TaskInfo{}
-		d, err := c.delivery(n.task, n.opts, n.id, ref, info)
+		d, err := c.delivery(n.task, nil, n.id, ref, info)
 		if err != nil {
 			return false, nil, fmt.Errorf("workflow node %q: %w", n.name, err)
 		}
