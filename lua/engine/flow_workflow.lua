@@ -49,7 +49,8 @@
   FLOW_CYCLE {node, child} (include/codes.lua) ]]
 --@include codes
 --@include time
---@include flowhome
+--@include workflow
+--@include flow_recent
 local wf = wf_lib()
 local wf_start, wf_node, wf_count, wf_effect, wf_dirty, wf_chunks = wf.start, wf.node, wf.count, wf.effect, wf.dirty, wf.chunks
 local W, H, wid = KEYS[1], ARGV[1], ARGV[3]

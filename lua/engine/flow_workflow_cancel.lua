@@ -13,7 +13,7 @@
   {FLOW_NOT_FOUND} or {FLOW_FINISHED} (include/codes.lua) ]]
 --@include codes
 --@include time
---@include flowhome
+--@include workflow
 local W, H = KEYS[1], ARGV[1]
 local now = now_ms(ARGV[2])
 local wf = wf_lib()
