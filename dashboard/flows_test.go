@@ -169,6 +169,13 @@ func TestFlowPagesAndAPI(t *testing.T) {
 	if strings.Contains(page.body, "<script>alert(1)") || !strings.Contains(page.body, "&lt;script&gt;alert(1)") {
 		t.Fatal("the batch's description is not escaped on its page")
 	}
+	// a batch is a workflow: its page draws it, with no link for the
+	// gate (no task) nor the members (no queue kept once enqueued)
+	page = e.get("/workflows/" + e.batch)
+	if page.code != 200 || !strings.Contains(page.body, `data-node=".close"`) || !strings.Contains(page.body, `data-node=".on-complete"`) ||
+		strings.Contains(page.body, "/tasks/\"") || strings.Contains(page.body, "/queues//tasks/") {
+		t.Fatalf("batch's workflow page: %d %s", page.code, page.body)
+	}
 	page = e.get("/workflows/" + e.chain)
 	if page.code != 200 || !strings.Contains(page.body, `id="workflow-why"`) || strings.Contains(page.body, "<b>twice</b>") ||
 		!strings.Contains(page.body, "/dash/queues/billing/tasks/"+e.links[1]) {
