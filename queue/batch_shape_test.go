@@ -5,8 +5,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/script"
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // TestBatchIsWorkflow: a batch is a workflow of its shape, and
@@ -14,8 +18,10 @@ import (
 // succeed; members that are roots, enqueued at Add under the task IDs
 // Add returned, with no route kept; callbacks waiting for every member and
 // the gate (OnComplete over EdgeRun, OnSuccess over EdgeFail), with no
-// edge stored. Extensions follow the gate: from outside, refused once it
-// closed. A caller's node name may not start with the batch's dot.
+// edge stored. A dead member fails OnSuccess, which still takes members,
+// and the member's retry to success makes it wait again. Extensions
+// follow the gate: from outside, refused once it closed. A caller's node
+// name may not start with the batch's dot.
 func TestBatchIsWorkflow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
@@ -74,6 +80,39 @@ func TestBatchIsWorkflow(t *testing.T) {
 		t.Fatal("the gate stores its edges to the callbacks")
 	}
 
+	// a dead member fails OnSuccess, which still takes new members, and
+	// the member's retry to success makes it wait again
+	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch))
+	note := func(taskID, outcome string) {
+		for _, n := range wi.Nodes {
+			if n.TaskID == taskID {
+				ref := wire.FlowRef{Kind: 'w', Home: keys.HomeOf(batch), ID: keys.ShortID(batch), Node: n.Name}.String()
+				v, err := msgpack.Marshal([]any{ref, wire.StoredID(taskID), outcome, "", "boom"})
+				must(t, err)
+				must(t, script.FlowNotify.Run(ctx, b.rdb, []string{h.Out()}, h.H, "", string(v)).Err())
+				return
+			}
+		}
+		t.Fatalf("no node has task %s", taskID)
+	}
+	note(infos[0].ID, "d")
+	_, err = b.client.AddToBatch(ctx, batch, NewRawTask("m", []byte("4"), In("q")))
+	must(t, err)
+	wi, err = b.insp.GetWorkflow(ctx, batch)
+	must(t, err)
+	if n := wi.Node(flow.OnSuccess); n.State != NodeFailed || len(n.Parents) != 5 {
+		t.Fatalf("OnSuccess after a death and an add: %s with %d parents, want failed with 5", n.State, len(n.Parents))
+	}
+	if n := wi.Node(flow.OnComplete); n.State != NodeWaiting {
+		t.Fatalf("OnComplete after a death: %s, want waiting", n.State)
+	}
+	note(infos[0].ID, "s")
+	wi, err = b.insp.GetWorkflow(ctx, batch)
+	must(t, err)
+	if n := wi.Node(flow.OnSuccess); n.State != NodeWaiting {
+		t.Fatalf("OnSuccess after the dead member's retry succeeded: %s, want waiting", n.State)
+	}
+
 	must(t, b.client.CloseBatch(ctx, batch))
 	must(t, b.client.CloseBatch(ctx, batch)) // twice: harmless
 	wi, err = b.insp.GetWorkflow(ctx, batch)
@@ -91,7 +130,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 	}
 	bi, err := b.insp.GetBatch(ctx, batch)
 	must(t, err)
-	if bi.Total != 3 || bi.Pending != 3 || !bi.Closed || bi.Finished || bi.Description != "shape" {
+	if bi.Total != 4 || bi.Pending != 3 || bi.Succeeded != 1 || !bi.Closed || bi.Finished || bi.Description != "shape" {
 		t.Fatalf("batch info: %+v", bi)
 	}
 
