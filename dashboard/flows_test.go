@@ -44,16 +44,18 @@ func setupFlows(t *testing.T) *flowEnv {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	b, err := e.client.NewBatch(e.ctx, queue.BatchDescription(`nightly <script>alert(1)</script> mailing`),
-		queue.OnSuccess(queue.NewRawTask("ok", nil, queue.In("emails"))),
-		queue.OnComplete(queue.NewRawTask("ok", nil, queue.In("emails"))))
+	b, err := e.client.NewBatch(e.ctx, queue.BatchOptions{
+		Description: `nightly <script>alert(1)</script> mailing`,
+		OnSuccess:   queue.NewRawTask("ok", nil, queue.In("emails")),
+		OnComplete:  queue.NewRawTask("ok", nil, queue.In("emails")),
+	})
 	must(t, err)
-	_, err = b.Add(e.ctx, queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("ok", nil, queue.In("emails")),
+	_, err = e.client.AddToBatch(e.ctx, b, queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("ok", nil, queue.In("emails")),
 		queue.NewRawTask("ok", nil, queue.In("emails")), queue.NewRawTask("die", nil, queue.In("emails")),
 		queue.NewRawTask("die", nil, queue.In("emails")))
 	must(t, err)
-	must(t, b.Close(e.ctx))
-	e.batch = b.ID()
+	must(t, e.client.CloseBatch(e.ctx, b))
+	e.batch = b
 	e.chain, err = e.client.EnqueueWorkflow(e.ctx, queue.Chain(queue.NewRawTask("ok", nil, queue.In("billing")),
 		queue.NewRawTask("die", nil, queue.In("billing")), queue.NewRawTask("ok", nil, queue.In("emails"))))
 	must(t, err)
@@ -166,6 +168,13 @@ func TestFlowPagesAndAPI(t *testing.T) {
 	}
 	if strings.Contains(page.body, "<script>alert(1)") || !strings.Contains(page.body, "&lt;script&gt;alert(1)") {
 		t.Fatal("the batch's description is not escaped on its page")
+	}
+	// a batch is a workflow: its page draws it, with no link for the
+	// gate (no task) nor the members (no queue kept once enqueued)
+	page = e.get("/workflows/" + e.batch)
+	if page.code != 200 || !strings.Contains(page.body, `data-node=".close"`) || !strings.Contains(page.body, `data-node=".on-complete"`) ||
+		strings.Contains(page.body, "/tasks/\"") || strings.Contains(page.body, "/queues//tasks/") {
+		t.Fatalf("batch's workflow page: %d %s", page.code, page.body)
 	}
 	page = e.get("/workflows/" + e.chain)
 	if page.code != 200 || !strings.Contains(page.body, `id="workflow-why"`) || strings.Contains(page.body, "<b>twice</b>") ||

@@ -187,7 +187,7 @@ func newGraph(nodes []queue.WorkflowNode, d *dag) *graph {
 			title += "\n" + cut(n.Error, 400)
 		}
 		g.Nodes = append(g.Nodes, graphNode{X: x[i], Y: y[i], TextX: x[i] + 8, NameY: y[i] + 16, TypeY: y[i] + 31, Name: n.Name, Label: cut(n.Name, 22), Type: cut(n.Type, 26),
-			Queue: n.Queue, TaskID: n.TaskID, State: string(n.State), Title: title, Linked: hasTask(n.State)})
+			Queue: n.Queue, TaskID: n.TaskID, State: string(n.State), Title: title, Linked: hasTask(n)})
 	}
 	return g
 }
@@ -214,8 +214,10 @@ func edgePath(x1, y1, x2, top, span int) string {
 // hasTask reports whether a node in state s was enqueued, so its task
 // has a page: a waiting node's task does not exist yet, and a failed,
 // skipped or cancelled node's never will.
-func hasTask(s queue.NodeState) bool {
-	return s == queue.NodeEnqueued || s == queue.NodeSucceeded || s == queue.NodeDead
+func hasTask(n queue.WorkflowNode) bool {
+	// a batch's gate has no task, and its members keep no queue
+	s := n.State
+	return n.TaskID != "" && n.Queue != "" && (s == queue.NodeEnqueued || s == queue.NodeSucceeded || s == queue.NodeDead)
 }
 
 // cut shortens s to n runes, the last an ellipsis.

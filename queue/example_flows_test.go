@@ -27,21 +27,23 @@ func ExampleClient_NewBatch() {
 	defer server.Shutdown(ctx)
 
 	client, _ := queue.NewClient(rdb, queue.Config{})
-	batch, err := client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("album:ready", nil)),
-		queue.BatchDescription("resize the album's photos"))
+	batch, err := client.NewBatch(ctx, queue.BatchOptions{
+		OnSuccess:   queue.NewRawTask("album:ready", nil),
+		Description: "resize the album's photos",
+	})
 	if err != nil {
 		panic(err)
 	}
 	for _, photo := range []string{"a.jpg", "b.jpg", "c.jpg"} {
-		if _, err := batch.Add(ctx, queue.NewRawTask("resize", []byte(photo))); err != nil {
+		if _, err := client.AddToBatch(ctx, batch, queue.NewRawTask("resize", []byte(photo))); err != nil {
 			panic(err)
 		}
 	}
-	_ = batch.Close(ctx) // no more adds from outside; the callback follows the last member
+	_ = client.CloseBatch(ctx, batch) // no more adds from outside; the callback follows the last member
 	fmt.Println(<-done)
 
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	info, _ := insp.GetBatch(ctx, batch.ID())
+	info, _ := insp.GetBatch(ctx, batch)
 	fmt.Println(info.Total, info.Succeeded, info.Finished)
 	// Output:
 	// album ready (callback of a batch: true)

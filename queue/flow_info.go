@@ -44,7 +44,11 @@ func taskFlowOf(r wire.FlowRef) *TaskFlow {
 	case 'b':
 		return &TaskFlow{BatchID: r.ID}
 	case 'w':
-		return &TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
+		f := &TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
+		if flow.IsBatchNode(r.Node) {
+			f.BatchID = f.WorkflowID // a batch is a workflow of its shape
+		}
+		return f
 	}
 	return &TaskFlow{WorkflowID: r.ID, Node: strconv.Itoa(r.Link)} // a 0.1.0 chain
 }
@@ -75,48 +79,52 @@ type BatchInfo struct {
 // GetBatch returns batch id's progress, in one round trip.
 func (i *Inspector) GetBatch(ctx context.Context, id string) (*BatchInfo, error) {
 	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
-	var f map[string]string
+	var vals []any
+	var old map[string]string
 	err := rcall.Do(ctx, i.rdb, func() error {
 		var err error
-		f, err = i.rdb.HGetAll(ctx, h.Batch(id)).Result()
+		vals, err = i.rdb.HMGet(ctx, h.Workflow(id), flow.BatchFields...).Result()
+		if err == nil && vals[0] == nil {
+			// a batch 0.1.0 created keeps its own record
+			old, err = i.rdb.HGetAll(ctx, h.Batch(id)).Result()
+		}
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get batch %s: %w", id, err)
 	}
-	if len(f) == 0 {
-		return nil, fmt.Errorf("batch %s: %w", id, errBatchNotFound)
+	var r flow.BatchRead
+	if old != nil {
+		if len(old) == 0 {
+			return nil, fmt.Errorf("batch %s: %w", id, errBatchNotFound)
+		}
+		r = flow.ReadOldBatch(old)
+	} else {
+		v := make([]string, len(vals))
+		for j := range vals {
+			v[j], _ = vals[j].(string)
+		}
+		var ok bool
+		if r, ok = flow.ReadBatch(v); !ok {
+			return nil, fmt.Errorf("batch %s: %w (a workflow)", id, errBatchNotFound)
+		}
+		r.Parent = keys.LongID(r.Parent)
 	}
 	b := &BatchInfo{
-		ID: id, Description: f["desc"], Parent: f["parent"],
-		Total: atoi(f["total"]), Pending: atoi(f["pending"]), Succeeded: atoi(f["succeeded"]), Dead: atoi(f["dead"]),
-		Closed: f["closed"] == "1", CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
-		SuccessFiredAt: msTime(int64(atoi(f["cbs_fired"]))), CompleteFiredAt: msTime(int64(atoi(f["cbc_fired"]))),
+		ID: id, Description: r.Desc, Parent: r.Parent, Total: r.Total, Pending: r.Pending, Succeeded: r.Succeeded, Dead: r.Dead,
+		Closed: r.Closed, Finished: r.Finished, CreatedAt: msTime(r.Created), FinishedAt: msTime(r.FinishedAt),
 	}
-	b.Finished = !b.FinishedAt.IsZero()
-	if f["cbs_id"] != "" {
-		b.OnSuccess = wire.PublicID(f["cbs_id"])
-		b.SuccessState = callbackState(f["cbs_fired"], f["cbs_done"])
-	}
-	if f["cbc_id"] != "" {
-		b.OnComplete = wire.PublicID(f["cbc_id"])
-		b.CompleteState = callbackState(f["cbc_fired"], f["cbc_done"])
+	cbs := [2]struct {
+		id    *string
+		state *NodeState
+		fired *time.Time
+	}{{&b.OnSuccess, &b.SuccessState, &b.SuccessFiredAt}, {&b.OnComplete, &b.CompleteState, &b.CompleteFiredAt}}
+	for k, c := range r.Callbacks {
+		if c.ID != "" {
+			*cbs[k].id, *cbs[k].state, *cbs[k].fired = wire.PublicID(c.ID), nodeState(string(c.State)), msTime(c.Fired)
+		}
 	}
 	return b, nil
-}
-
-// callbackState reads a callback's fired time and outcome ("", "s",
-// "d") as a node's state: a callback is a node of its batch.
-func callbackState(fired, done string) NodeState {
-	switch {
-	case done == "s":
-		return NodeSucceeded
-	case done == "d":
-		return NodeDead
-	case fired != "" && fired != "0":
-		return NodeEnqueued
-	}
-	return NodeWaiting
 }
 
 func atoi(s string) int {

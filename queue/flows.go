@@ -2,12 +2,12 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
@@ -23,135 +23,104 @@ const flowGrace = 15 * time.Second
 // maxAddStep bounds the tasks one registration script call carries.
 const maxAddStep = 1000
 
-// BatchOption configures NewBatch.
-type BatchOption func(*batchOptions) error
-
-type batchOptions struct {
-	desc                string
-	parent              string
-	onSuccess, onComple *callback
+// BatchOptions configures a new batch (Client.NewBatch); every field
+// may be left zero.
+type BatchOptions struct {
+	// Description is for people, at most 1,000 bytes (BatchInfo).
+	Description string
+	// OnSuccess is enqueued once, when every member succeeded, after
+	// Close. A dead member retried later to success fires it then.
+	OnSuccess *Task
+	// OnComplete is enqueued once, when every member finished, succeeded
+	// or dead, after Close. When every member succeeded, both fire, as
+	// in Sidekiq.
+	OnComplete *Task
+	// Parent makes the new batch one member of the batch of that ID: the
+	// parent counts it as succeeded when every member of the child
+	// succeeded, else as dead, once the child finished, so the parent's
+	// callbacks run after the child's. From the handler of one of the
+	// parent's members, with the handler's context, it works after the
+	// parent was closed, as Add does.
+	Parent string
 }
 
-type callback struct {
-	task *Task
-	opts []Option
+const (
+	batchGate       = flow.Gate
+	batchOnSuccess  = flow.OnSuccess
+	batchOnComplete = flow.OnComplete
+)
+
+// batchShape is what makes a workflow a batch: its join nodes (the
+// callbacks: every other node is their parent, with no field stored per
+// edge; OnComplete over EdgeRun, OnSuccess over EdgeFail, so a dead
+// member fails OnSuccess until a retry makes it succeed), its gate, its
+// description, and, for a nested batch, its parent and its node there.
+type batchShape struct {
+	join   []string // each name after its edge's letter
+	gate   string
+	desc   string
+	parent string
+	node   string
+	inside bool // the caller is a task of the parent
 }
 
-// OnSuccess sets the task enqueued, once, when every member of the batch
-// succeeded (after Close). Dead members retried later to success fire it
-// then. opts apply over the task's own options.
-func OnSuccess(t *Task, opts ...Option) BatchOption {
-	return func(b *batchOptions) error {
-		if t == nil {
-			return fmt.Errorf("%w: nil OnSuccess task", errInvalidTask)
-		}
-		b.onSuccess = &callback{t, opts}
-		return nil
+// maxNodes is w's bound of nodes.
+func (w *Workflow) maxNodes() int {
+	if w.shape != nil {
+		return flow.MaxBatchNodes
 	}
+	return maxWorkflowNodes
 }
 
-// OnComplete sets the task enqueued, once, when every member of the batch
-// finished (after Close), succeeded or dead. When every member succeeded
-// both OnComplete and OnSuccess fire, as in Sidekiq.
-func OnComplete(t *Task, opts ...Option) BatchOption {
-	return func(b *batchOptions) error {
-		if t == nil {
-			return fmt.Errorf("%w: nil OnComplete task", errInvalidTask)
-		}
-		b.onComple = &callback{t, opts}
-		return nil
+// NewBatch creates an open batch, a group of tasks with callbacks, and
+// returns its ID. Add tasks to it (AddToBatch), then close it
+// (CloseBatch): its callbacks are enqueued exactly once when its members
+// have finished. A batch is a workflow of one shape (batchShape): its
+// members are roots, its callbacks wait for every member, and a
+// taskless gate node, which CloseBatch makes succeed, holds them until
+// then; Inspector.GetWorkflow reads it too.
+func (c *Client) NewBatch(ctx context.Context, o BatchOptions) (string, error) {
+	if len(o.Description) > 1000 {
+		return "", fmt.Errorf("%w: batch description of %d bytes, limit 1000", errInvalidOption, len(o.Description))
 	}
+	if _, err := uuid.Parse(o.Parent); o.Parent != "" && err != nil {
+		return "", fmt.Errorf("new batch: parent %q: %w", o.Parent, errBatchNotFound)
+	}
+	id := newFlowID(o.Parent)
+	w := NewWorkflow()
+	w.shape = &batchShape{gate: batchGate, desc: o.Description, parent: o.Parent, inside: o.Parent != "" && flow.MemberOf(ctx) == o.Parent}
+	if o.Parent != "" {
+		w.shape.node = "." + keys.ShortID(id)
+	}
+	w.add(batchGate, nil, nil)
+	if o.OnComplete != nil {
+		w.add(batchOnComplete, o.OnComplete, nil)
+		w.shape.join = append(w.shape.join, edgeCode(EdgeRun)+batchOnComplete)
+	}
+	if o.OnSuccess != nil {
+		w.add(batchOnSuccess, o.OnSuccess, nil)
+		w.shape.join = append(w.shape.join, edgeCode(EdgeFail)+batchOnSuccess)
+	}
+	if _, _, err := c.recordWorkflow(ctx, id, w, "new"); err != nil {
+		if o.Parent != "" {
+			return "", fmt.Errorf("new batch: parent %s: %w", o.Parent, batchErr(err))
+		}
+		return "", fmt.Errorf("new batch: %w", err)
+	}
+	return id, nil
 }
 
-// BatchDescription sets a batch's description, for people (BatchInfo).
-func BatchDescription(s string) BatchOption {
-	return func(b *batchOptions) error {
-		if len(s) > 1000 {
-			return fmt.Errorf("%w: batch description of %d bytes, limit 1000", errInvalidOption, len(s))
-		}
-		b.desc = s
-		return nil
+// batchErr says err, from a call on a batch's workflow, of the batch.
+func batchErr(err error) error {
+	switch {
+	case errors.Is(err, errWorkflowNotFound):
+		return errBatchNotFound
+	case errors.Is(err, errBatchClosed), errors.Is(err, errBatchFinished):
+		return err
+	case errors.Is(err, errWorkflowFinished), errors.Is(err, errWorkflowCancelled):
+		return errBatchFinished
 	}
-}
-
-// parentBatch makes the new batch one member of the batch id: the parent
-// counts it as succeeded when every member of the child succeeded, else as
-// dead, once the child finished. Parent and child live in one flow home.
-func parentBatch(id string) BatchOption {
-	return func(b *batchOptions) error {
-		if _, err := uuid.Parse(id); err != nil {
-			return fmt.Errorf("%w: parent batch ID %q", errBatchNotFound, id)
-		}
-		b.parent = id
-		return nil
-	}
-}
-
-// Batch is a group of tasks with callbacks; see Client.NewBatch.
-type Batch struct {
-	c    *Client
-	id   string
-	home int
-}
-
-// ID returns the batch's ID.
-func (b *Batch) ID() string { return b.id }
-
-// NewBatch creates an open batch. Add tasks to it, then Close it: its
-// callbacks are enqueued exactly once when its members have finished.
-func (c *Client) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
-	return c.newBatch(ctx, false, opts)
-}
-
-// NewBatch creates a batch nested in b, one member of it: the
-// child counts as one member of b. From the handler of one of b's members,
-// with the handler's context, it works after b was closed, as Add does.
-func (b *Batch) NewBatch(ctx context.Context, opts ...BatchOption) (*Batch, error) {
-	return b.c.newBatch(ctx, flow.MemberOf(ctx) == b.id, append(opts[:len(opts):len(opts)], parentBatch(b.id)))
-}
-
-func (c *Client) newBatch(ctx context.Context, member bool, opts []BatchOption) (*Batch, error) {
-	var o batchOptions
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	id := newFlowID(o.parent)
-	b := &Batch{c: c, id: id, home: keys.HomeOf(id)}
-	h := keys.Home(c.cfg.Prefix, b.home)
-	args := []any{h.H, "", id, o.desc, o.parent, c.cfg.FlowRetention.Milliseconds()}
-	for _, cb := range []*callback{o.onSuccess, o.onComple} {
-		if cb == nil {
-			args = append(args, "", "")
-			continue
-		}
-		d, err := c.delivery(cb.task, cb.opts, wire.FlowRef{Kind: 'b', Home: b.home, ID: id}.String(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("batch callback: %w", err)
-		}
-		enc, err := wire.EncodeDelivery(d)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, d.ID, enc)
-	}
-	args = append(args, boolArg(member))
-	code, err := c.runFlow(ctx, script.FlowBatchNew, h.Batch(id), args)
-	if err != nil {
-		return nil, fmt.Errorf("new batch: %w", err)
-	}
-	switch code {
-	case codes.FlowIDTaken:
-		return nil, fmt.Errorf("new batch: ID %s taken", id) // a UUIDv7 collision: never
-	case codes.FlowNotFound:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchNotFound)
-	case codes.FlowFinished:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchFinished)
-	case codes.FlowClosed:
-		return nil, fmt.Errorf("new batch: parent %s: %w", o.parent, errBatchClosed)
-	}
-	return b, nil
+	return err
 }
 
 // newFlowID returns a new UUIDv7 text; with a parent batch, one whose home
@@ -165,104 +134,77 @@ func newFlowID(parent string) string {
 	}
 }
 
-// OpenBatch returns a handle to the batch id, created earlier, perhaps by
-// another process, to Add to it or Close it. Nothing is read: an unknown
-// ID is ErrNotFound at the first call.
-func (c *Client) OpenBatch(id string) *Batch {
-	return &Batch{c: c, id: id, home: keys.HomeOf(id)}
-}
-
-// Add adds tasks to the batch and enqueues them. They are registered at
-// the batch's home before they are enqueued, so none can finish before it
-// counts; a producer that dies after registering loses nothing (workers
+// AddToBatch adds tasks to batch id and enqueues them. They are recorded
+// at the batch's home before they are enqueued, so none can finish before it
+// counts; a producer that dies after recording loses nothing (workers
 // deliver what it left after a grace of 15s). Each task gets a generated
 // ID; TaskID and Unique are refused (a member's ID is the batch's
 // business, and a duplicate refused would never finish).
-// Add after Close is ErrFinished, except from the handler of one of
-// the batch's own members, with the handler's context: the batch cannot
-// finish while that member runs. Add after the batch finished is
+// Adding after CloseBatch is ErrFinished, except from the handler of one
+// of the batch's own members (worker.Task.Flow names its batch), with the
+// handler's context: the batch cannot finish while that member runs.
+// Adding after the batch finished is
 // ErrFinished. Any other error leaves the
 // outcome unknown, as for EnqueueMany: adding again may add twice.
-// Tasks are registered a thousand per script call.
-func (b *Batch) Add(ctx context.Context, tasks ...*Task) ([]*TaskInfo, error) {
-	c := b.c
-	ref := wire.FlowRef{Kind: 'b', Home: b.home, ID: b.id}.String()
+// Tasks are recorded a thousand per script call.
+func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*TaskInfo, error) {
 	infos := make([]*TaskInfo, 0, len(tasks))
-	ds := make([]*wire.Delivery, 0, len(tasks))
-	for i, t := range tasks {
-		info := &TaskInfo{}
-		d, err := c.delivery(t, nil, ref, info)
-		if err != nil {
-			return nil, fmt.Errorf("batch %s: task %d: %w", b.id, i, err)
-		}
-		infos = append(infos, info)
-		ds = append(ds, d)
-	}
-	h := keys.Home(c.cfg.Prefix, b.home)
-	member := boolArg(flow.MemberOf(ctx) == b.id)
-	env := c.flowEnv()
-	for from := 0; from < len(ds); from += maxAddStep {
-		step := ds[from:min(len(ds), from+maxAddStep)]
-		args := []any{h.H, "", b.id, flowGrace.Milliseconds(), member}
-		for _, d := range step {
-			enc, err := wire.EncodeDelivery(d)
-			if err != nil {
-				return nil, err
+	mode := extendMode(ctx, id)
+	for from := 0; from < len(tasks); from += maxAddStep {
+		w := NewWorkflow()
+		for i, t := range tasks[from:min(len(tasks), from+maxAddStep)] {
+			if t == nil {
+				return nil, fmt.Errorf("batch %s: task %d: %w: nil task", id, from+i, errInvalidTask)
 			}
-			args = append(args, d.ID, enc)
+			id, name := flow.NewMember()
+			w.add(name, t, nil)
+			w.nodes[len(w.nodes)-1].id = id
 		}
-		code, err := c.runFlow(ctx, script.FlowAdd, h.Batch(b.id), args)
+		_, in, err := c.recordWorkflow(ctx, id, w, mode)
 		if err != nil {
-			return nil, fmt.Errorf("batch %s: add: %w", b.id, err)
+			return nil, fmt.Errorf("batch %s: add: %w", id, batchErr(err))
 		}
-		if err := batchCode(b.id, code); err != nil {
-			return nil, err
-		}
-		if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, b.home, step) }); err != nil {
-			// registered: workers deliver them after the grace
-			return nil, fmt.Errorf("batch %s: enqueue members (registered; workers deliver them later): %w", b.id, err)
-		}
+		infos = append(infos, in...)
 	}
 	return infos, nil
 }
 
-func batchCode(id string, code int64) error {
-	switch code {
-	case codes.FlowNotFound:
-		return fmt.Errorf("batch %s: %w", id, errBatchNotFound)
-	case codes.FlowFinished:
-		return fmt.Errorf("batch %s: %w", id, errBatchFinished)
-	case codes.FlowClosed:
-		return fmt.Errorf("batch %s: %w", id, errBatchClosed)
-	}
-	return nil
-}
-
-// Close closes the batch to Adds from outside it. Once every member has
-// finished (at once when all have), its callbacks are enqueued. Closing
-// twice is harmless.
-func (b *Batch) Close(ctx context.Context) error {
-	c := b.c
-	h := keys.Home(c.cfg.Prefix, b.home)
-	code, err := c.runFlow(ctx, script.FlowClose, h.Batch(b.id), []any{h.H, "", b.id})
+// CloseBatch closes batch id to adds from outside it: its gate node
+// succeeds. Once every member has finished (at once when all have), its
+// callbacks are enqueued. Closing twice is harmless.
+func (c *Client) CloseBatch(ctx context.Context, id string) error {
+	home := keys.HomeOf(id)
+	h := keys.Home(c.cfg.Prefix, home)
+	var reply []any
+	err := rcall.Do(ctx, c.rdb, func() error {
+		var err error
+		// no grace: the callbacks a cluster puts into the outbox are
+		// delivered below, as due
+		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)},
+			h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), 0, "note", flow.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("batch %s: close: %w", b.id, err)
+		return fmt.Errorf("batch %s: close: %w", id, redisError(err))
 	}
-	if code == codes.FlowNotFound {
-		return fmt.Errorf("batch %s: %w", b.id, errBatchNotFound)
+	if err := workflowCode(id, reply); err != nil {
+		if errors.Is(err, errInvalidWorkflow) {
+			err = errBatchNotFound // a workflow, but not a batch
+		}
+		return fmt.Errorf("batch %s: close: %w", id, batchErr(err))
 	}
-	if code > 0 {
+	if len(reply) > 1 {
 		// callbacks due: deliver them now; workers' sweeps would otherwise
 		env := c.flowEnv()
-		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{b.home}); return err })
+		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{home}); return err })
 	}
 	return nil
 }
 
-// delivery builds task t (with call options opts) as a flow task under a
-// generated ID: ref is its flow ref (a callback carries its batch's). info, when
+// delivery builds task t (with call options opts) as a flow task under
+// id (stored), or a generated ID when id is "": ref is its flow ref (a callback carries its batch's). info, when
 // not nil, receives the task's info.
-func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*wire.Delivery, error) {
+func (c *Client) delivery(t *Task, opts []Option, id, ref string, info *TaskInfo) (*wire.Delivery, error) {
 	if t != nil {
 		o, err := resolveOptions(t.opts, opts)
 		switch {
@@ -276,7 +218,9 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or workflow", errInvalidOption, t.typ)
 		}
 	}
-	id := wire.NewID()
+	if id == "" {
+		id = wire.NewID()
+	}
 	all := append(opts[:len(opts):len(opts)], TaskID(wire.PublicID(id)), func(o *options) error { o.flow = ref; return nil })
 	p, err := c.build(t, all, nil, time.Now(), nil)
 	if err != nil {
@@ -290,21 +234,6 @@ func (c *Client) delivery(t *Task, opts []Option, ref string, info *TaskInfo) (*
 		Queue: p.info.Queue, Partition: p.info.Partition, Partitions: c.routes.Count(p.info.Queue),
 		ID: p.id, Msg: p.msg, At: p.at, In: p.in, Unique: p.unique, UniqueTTL: p.uttl,
 	}, nil
-}
-
-// runFlow runs a flow script with key (its home's hash tag) and args and
-// returns its integer reply.
-func (c *Client) runFlow(ctx context.Context, s *rcall.Script, key string, args []any) (int64, error) {
-	var code int64
-	err := rcall.Do(ctx, c.rdb, func() error {
-		var err error
-		code, err = s.Run(ctx, c.rdb, []string{key}, args...).Int64()
-		return err
-	})
-	if err != nil {
-		return 0, redisError(err) // the call may still be running and set code
-	}
-	return code, nil
 }
 
 // flowEnv returns what the flow package needs of this client.

@@ -2,18 +2,24 @@ package queue
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/script"
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // TestBatchMemory measures, on a private redis-server, what a running
-// batch costs per member (its members hash, MEMORY USAGE) and what a
-// member costs in Redis over a plain pending task (used_memory: the
-// members hash, the ID claim that makes delivery idempotent, the flow ref
-// in its message), and that a finished batch's keys get their retention.
-// Add costs three round trips per thousand members. Run with -v for the
-// figures.
+// batch costs per member (its workflow's hash, MEMORY USAGE: a member is
+// a node whose edges to the callbacks are implicit, so it costs its
+// route and its state) and what a member costs in Redis over a plain
+// pending task (used_memory: the node's fields, and the flow ref in its
+// message; on one server no ID claim), and that a finished batch's hash
+// gets its retention. Add costs one round trip per thousand members on
+// one server. Run with -v for the figures.
 func TestBatchMemory(t *testing.T) {
 	t.Parallel()
 	const n = 10_000
@@ -32,38 +38,66 @@ func TestBatchMemory(t *testing.T) {
 	_, err := b.client.EnqueueMany(ctx, tasks("plain"))
 	must(t, err)
 	m1 := used()
-	batch, err := b.client.NewBatch(ctx)
+	batch, err := b.client.NewBatch(ctx, BatchOptions{
+		OnSuccess: NewRawTask("cb", nil, In("cb")), OnComplete: NewRawTask("cb", nil, In("cb"))})
 	must(t, err)
 	members := tasks("flow")
-	b.hook.reset()
-	_, err = batch.Add(ctx, members...)
+	W := keys.Home(b.cfg.Prefix, keys.HomeOf(batch)).Workflow(batch)
+	h0, err := b.rdb.MemoryUsage(ctx, W, 0).Result()
 	must(t, err)
-	// a thousand members per step: register, enqueue (pipelined over the
-	// partitions), remove from the outbox; the first enqueue registers the
-	// queue, a pipeline either way; a cold script cache costs one EVAL more
-	if rt, want := b.hook.roundTrips.Load(), int64(3*n/maxAddStep); rt > want+1 {
+	b.hook.reset()
+	_, err = b.client.AddToBatch(ctx, batch, members...)
+	must(t, err)
+	// a thousand members per call, each released into its queue by the
+	// call that records it; the first registers the queue, a cold
+	// script cache costs one EVAL more
+	if rt, want := b.hook.roundTrips.Load(), int64(n/maxAddStep); rt > want+2 {
 		t.Fatalf("Add of %d members took %d round trips, want %d", n, rt, want)
 	}
 	m2 := used()
-	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch.ID()))
-	hash, err := b.rdb.MemoryUsage(ctx, h.Members(batch.ID()), 0).Result()
+	hash, err := b.rdb.MemoryUsage(ctx, W, 0).Result()
 	must(t, err)
 	plain, member := float64(m1-m0)/n, float64(m2-m1)/n
-	t.Logf("plain pending task: %.0f bytes; batch member: %.0f bytes (%.0f more); members hash: %.1f bytes per member (MEMORY USAGE, %d members)",
-		plain, member, member-plain, float64(hash)/n, n)
-	if float64(hash)/n > 100 {
-		t.Fatalf("members hash: %.1f bytes per member, want at most 100", float64(hash)/n)
+	t.Logf("plain pending task: %.0f bytes; batch member: %.0f bytes (%.0f more); workflow hash: %.1f bytes per member (MEMORY USAGE, %d members)",
+		plain, member, member-plain, float64(hash-h0)/n, n)
+	if float64(hash-h0)/n > 100 {
+		t.Fatalf("workflow hash: %.1f bytes per member, want at most 100", float64(hash-h0)/n)
 	}
-	if out := b.rdb.ZCard(ctx, h.Out()).Val(); out != 0 {
+	if out := b.rdb.ZCard(ctx, keys.Home(b.cfg.Prefix, keys.HomeOf(batch)).Out()).Val(); out != 0 {
 		t.Fatalf("outbox holds %d entries after Add", out)
 	}
-	// a finished batch's keys expire after the retention
-	must(t, b.rdb.HSet(ctx, h.Batch(batch.ID()), "pending", 0, "succeeded", n).Err())
-	must(t, batch.Close(ctx))
-	for _, key := range []string{h.Batch(batch.ID()), h.Members(batch.ID())} {
-		ttl := b.rdb.PTTL(ctx, key).Val()
-		if ttl <= 0 || ttl > b.client.cfg.FlowRetention {
-			t.Fatalf("%s: TTL %v after it finished, want the retention %v", key, ttl, b.client.cfg.FlowRetention)
+	// a finished batch's hash expires after the retention: its members
+	// succeed (as their notifications would say), it is closed, and its
+	// callbacks succeed
+	sid := keys.ShortID(batch)
+	ref := func(node string) string {
+		return wire.FlowRef{Kind: 'w', Home: keys.HomeOf(batch), ID: sid, Node: node}.String()
+	}
+	var notes []any
+	fields, err := b.rdb.HKeys(ctx, W).Result()
+	must(t, err)
+	note := func(node string) {
+		v, err := msgpack.Marshal([]any{ref(node), "x", "s", "", ""})
+		must(t, err)
+		notes = append(notes, string(v))
+	}
+	for _, f := range fields {
+		if node, ok := strings.CutPrefix(f, "s:"); ok && node != batchGate && node != batchOnSuccess && node != batchOnComplete {
+			note(node)
 		}
+	}
+	if len(notes) != n {
+		t.Fatalf("the batch's hash has %d members, want %d", len(notes), n)
+	}
+	note(batchOnSuccess) // released by the members' successes
+	note(batchOnComplete)
+	must(t, b.client.CloseBatch(ctx, batch))
+	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch))
+	for from := 0; from < len(notes); from += 500 {
+		must(t, script.FlowNotify.Run(ctx, b.rdb, []string{h.Out()}, append([]any{h.H, ""}, notes[from:min(from+500, len(notes))]...)...).Err())
+	}
+	ttl := b.rdb.PTTL(ctx, W).Val()
+	if ttl <= 0 || ttl > b.client.cfg.FlowRetention {
+		t.Fatalf("%s: TTL %v after it finished, want the retention %v", W, ttl, b.client.cfg.FlowRetention)
 	}
 }

@@ -31,7 +31,7 @@ type options struct {
 	retention     time.Duration
 	key           string
 	headers       map[string]string
-	flow          string // wire.FlowRef text: set by Batch.Add and EnqueueWorkflow only
+	flow          string // wire.FlowRef text: set by AddToBatch, NewBatch and EnqueueWorkflow only
 	waitRoom      bool
 }
 

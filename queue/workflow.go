@@ -14,6 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/codes"
+	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -76,11 +77,13 @@ type Workflow struct {
 	nodes []workflowNode
 	names map[string]int
 	err   error
+	shape *batchShape // a batch's (queue/flows.go); nil for a plain graph
 }
 
 type workflowNode struct {
 	name  string
-	task  *Task
+	task  *Task  // nil: a taskless node (a batch's gate, a nested batch)
+	id    string // its task's stored ID; "": generated
 	edges []Edge
 }
 
@@ -96,6 +99,16 @@ func NewWorkflow() *Workflow {
 // Add reports nothing: the first invalid node is the workflow's error,
 // from EnqueueWorkflow or ExtendWorkflow.
 func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
+	if w.err == nil && flow.IsBatchNode(name) {
+		w.err = fmt.Errorf("%w: node name %q: a name starting with a dot is a batch's", errInvalidWorkflow, name)
+		return
+	}
+	w.add(name, t, edges)
+}
+
+// add adds node name as Add does; a nil task makes a taskless node of a
+// batch, which a call or a nested batch moves.
+func (w *Workflow) add(name string, t *Task, edges []Edge) {
 	if w.err != nil {
 		return
 	}
@@ -107,7 +120,7 @@ func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 		w.err = fmt.Errorf("%w: node %q added twice", errInvalidWorkflow, name)
 		return
 	}
-	if t == nil {
+	if t == nil && w.shape == nil {
 		w.err = fmt.Errorf("%w: node %q has no task", errInvalidWorkflow, name)
 		return
 	}
@@ -134,7 +147,7 @@ func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 		seen[e.Parent+"\x00"+e.Child] = true
 	}
 	w.names[name] = len(w.nodes)
-	w.nodes = append(w.nodes, workflowNode{name, t, slices.Clone(edges)})
+	w.nodes = append(w.nodes, workflowNode{name: name, task: t, edges: slices.Clone(edges)})
 }
 
 func validNodeName(name string) error {
@@ -188,8 +201,8 @@ func (w *Workflow) check() (*plan, error) {
 			p.before[i] = append(p.before[i], e)
 		}
 	}
-	if len(w.nodes) > maxWorkflowNodes || edges > maxWorkflowEdges {
-		return nil, fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, len(w.nodes), edges, maxWorkflowNodes, maxWorkflowEdges)
+	if len(w.nodes) > w.maxNodes() || edges > maxWorkflowEdges {
+		return nil, fmt.Errorf("%w: %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, len(w.nodes), edges, w.maxNodes(), maxWorkflowEdges)
 	}
 	// Kahn's algorithm over the edges inside w: what is left is a cycle
 	indeg := make([]int, len(w.nodes))
@@ -244,7 +257,7 @@ func (w *Workflow) check() (*plan, error) {
 // Unique are refused, as for chains.
 func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, error) {
 	id := newFlowID("")
-	recorded, err := c.recordWorkflow(ctx, id, w, false)
+	recorded, _, err := c.recordWorkflow(ctx, id, w, "new")
 	if !recorded {
 		id = ""
 	}
@@ -261,23 +274,31 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, erro
 // that runs again: it succeeds and changes nothing. One that reuses some
 // names is ErrInvalid.
 func (c *Client) ExtendWorkflow(ctx context.Context, id string, w *Workflow) error {
-	_, err := c.recordWorkflow(ctx, id, w, true)
+	_, _, err := c.recordWorkflow(ctx, id, w, extendMode(ctx, id))
 	return err
 }
 
-// recordWorkflow records w as workflow id, or adds it to id, and delivers
-// the nodes released; it reports whether w was recorded.
-func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, extend bool) (bool, error) {
+// extendMode is flow_workflow's mode for an extension of workflow id:
+// from one of its own tasks, a batch's closed gate does not refuse it.
+func extendMode(ctx context.Context, id string) string {
+	if flow.MemberOf(ctx) == id {
+		return "extend in"
+	}
+	return "extend"
+}
+
+// recordWorkflow records w as workflow id (mode "new"), or adds it to id
+// (mode "extend" or "extend in"), and delivers the nodes released; it
+// reports whether w was recorded, with the infos of its nodes' tasks
+// (nil for a taskless node).
+func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mode string) (bool, []*TaskInfo, error) {
+	extend := mode != "new"
 	pl, err := w.check()
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	home := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, home)
-	mode := "new"
-	if extend {
-		mode = "extend"
-	}
 	// on one server, a node is enqueued by the script that releases it;
 	// on a cluster, its queue is in another slot: through the outbox
 	oneServer := rcall.OneServer(c.rdb)
@@ -289,19 +310,35 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	var fresh *freshGraph
 	if !extend {
 		if fresh, err = w.fresh(pl, id); err != nil {
-			return false, err
+			return false, nil, err
 		}
 		args = append(args, len(w.nodes), fresh.edges, fresh.roots)
+		if sh := w.shape; sh != nil {
+			args = append(args, strings.Join(sh.join, " "), w.maxNodes(), sh.gate, keys.ShortID(sh.parent), sh.node, boolArg(sh.inside), sh.desc)
+		}
 	}
 	byID := make(map[string]*wire.Delivery, len(w.nodes))
+	infos := make([]*TaskInfo, len(w.nodes))
 	var fields []any // a new graph's, as it will be stored
 	for i, n := range w.nodes {
+		if n.task == nil {
+			// taskless: released, it sends nothing
+			if fresh != nil {
+				fields = append(fields, "m:"+n.name, flow.Taskless, "e:"+n.name, "", "s:"+n.name, fresh.states[i])
+				if fresh.children[i] != "" {
+					fields = append(fields, "c:"+n.name, fresh.children[i])
+				}
+				continue
+			}
+			return false, nil, fmt.Errorf("%w: node %q has no task", errInvalidWorkflow, n.name)
+		}
 		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
 		info := &TaskInfo{}
-		d, err := c.delivery(n.task, nil, ref, info)
+		d, err := c.delivery(n.task, nil, n.id, ref, info)
 		if err != nil {
-			return false, fmt.Errorf("workflow node %q: %w", n.name, err)
+			return false, nil, fmt.Errorf("workflow node %q: %w", n.name, err)
 		}
+		infos[i] = info
 		// released straight into its queue, a node's task is its message,
 		// after its route when the route takes the common layout
 		// (wire.NodeTask), else routed by its record, which Lua reads
@@ -316,11 +353,11 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 				}
 			}
 		} else if e, err = wire.EncodeDelivery(d); err != nil {
-			return false, err
+			return false, nil, err
 		}
 		meta, err := msgpack.Marshal(route)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		byID[d.ID] = d
 		if fresh != nil {
@@ -332,11 +369,11 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		}
 		pb, err := edgesArg(pl.parents[i], func(e Edge) string { return e.Parent })
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		bb, err := edgesArg(pl.before[i], func(e Edge) string { return e.Child })
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		args = append(args, n.name, meta, e, pb, bb)
 	}
@@ -351,16 +388,24 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("workflow %s: record: %w", id, redisError(err))
+		return false, nil, fmt.Errorf("workflow %s: record: %w", id, redisError(err))
 	}
 	if err := workflowCode(id, reply); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if oneServer {
 		if err := c.registerQueues(ctx, byID); err != nil {
-			return true, fmt.Errorf("workflow %s: recorded, but its queues are not registered: %w", id, err)
+			return true, infos, fmt.Errorf("workflow %s: recorded, but its queues are not registered: %w", id, err)
 		}
 	}
+	return true, infos, c.deliverReleased(ctx, id, reply, byID)
+}
+
+// deliverReleased delivers the nodes a flow_workflow call put into the
+// outbox (all of them on a cluster): reply names their task IDs, byID
+// their deliveries.
+func (c *Client) deliverReleased(ctx context.Context, id string, reply []any, byID map[string]*wire.Delivery) error {
+	home := keys.HomeOf(id)
 	// the nodes released into the outbox: all of them on a cluster
 	var ds []*wire.Delivery
 	for _, v := range reply[1:] {
@@ -371,9 +416,9 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, ext
 	env := c.flowEnv()
 	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, home, ds) }); err != nil {
 		// recorded: workers deliver them after the grace
-		return true, fmt.Errorf("workflow %s: enqueue its first tasks (recorded; workers deliver them later): %w", id, err)
+		return fmt.Errorf("workflow %s: enqueue its tasks (recorded; workers deliver them later): %w", id, err)
 	}
-	return true, nil
+	return nil
 }
 
 // stagedFieldsTTL bounds how long a new workflow's fields stay in their
@@ -480,6 +525,11 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 		}
 		g.edges += len(pl.parents[i])
 		g.states[i] = strconv.Itoa(len(pl.parents[i]))
+		if w.shape != nil && slices.ContainsFunc(w.shape.join, func(j string) bool { return j[1:] == n.name }) {
+			// every other node is its parent, with no edge stored
+			g.states[i] = strconv.Itoa(len(w.nodes) - len(w.shape.join))
+			continue
+		}
 		if len(pl.parents[i]) == 0 {
 			roots = append(roots, n.name)
 		}
@@ -547,12 +597,20 @@ func workflowCode(id string, reply []any) error {
 	case codes.FlowFinished:
 		return fmt.Errorf("workflow %s: %w", id, errWorkflowFinished)
 	case codes.FlowClosed:
+		if str(1) != "" {
+			// a batch's gate succeeded: closed to Adds from outside it
+			return fmt.Errorf("workflow %s: %w", id, errBatchClosed)
+		}
 		return fmt.Errorf("workflow %s: %w", id, errWorkflowCancelled)
 	case codes.FlowNameTaken:
 		return fmt.Errorf("%w: workflow %s already has a node %q", errInvalidWorkflow, id, str(1))
 	case codes.FlowUnknownParent:
 		return fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", errInvalidWorkflow, str(1), str(2), id)
 	case codes.FlowNotWaiting:
+		if str(1) == "" {
+			// a batch's callback went out: nothing may join it now
+			return fmt.Errorf("workflow %s: %w", id, errBatchFinished)
+		}
 		return fmt.Errorf("%w: node %q is to come before %q, which no longer waits in workflow %s", errInvalidWorkflow, str(1), str(2), id)
 	case codes.FlowCycle:
 		return fmt.Errorf("%w: node %q before %q makes a cycle in workflow %s", errInvalidWorkflow, str(1), str(2), id)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/envelope"
+	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -73,6 +74,7 @@ type WorkflowInfo struct {
 	Nodes      []WorkflowNode
 	CreatedAt  time.Time
 	FinishedAt time.Time
+	join       string // a batch's callbacks (include/wf_joined.lua)
 }
 
 // Node returns the node called name, or nil.
@@ -122,7 +124,7 @@ var nodeStates = []struct {
 // at any size, for lists of workflows.
 func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowInfo, error) {
 	key := keys.Home(i.cfg.Prefix, keys.HomeOf(id)).Workflow(id)
-	fields := []string{"state", "why", "why_node", "why_id", "n", "edges", "created", "finished"}
+	fields := []string{"state", "why", "why_node", "why_id", "n", "edges", "created", "finished", "join"}
 	for _, s := range nodeStates {
 		fields = append(fields, "cnt_"+s.code)
 	}
@@ -146,6 +148,7 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 		ID: id, State: WorkflowState(f["state"]), Why: f["why"],
 		Total: atoi(f["n"]), Edges: atoi(f["edges"]), Counts: make(map[NodeState]int, len(nodeStates)),
 		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
+		join: f["join"],
 	}
 	if f["why_node"] != "" {
 		w.Why = "node " + f["why_node"] + " is dead: " + i.openError(f["why"], f["why_id"])
@@ -198,13 +201,20 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	var nodes []placed
 	parents := map[string][]Edge{}
 	for field, v := range f {
-		name, ok := strings.CutPrefix(field, "m:")
+		name, ok := strings.CutPrefix(field, "s:")
 		if ok {
-			meta, err := nodeMeta(v)
-			if err != nil {
-				continue
+			n := WorkflowNode{Name: name, State: nodeState(v)}
+			var meta nodeTask
+			if m, ok := f["m:"+name]; ok {
+				if meta, err = nodeMeta(m); err != nil {
+					continue
+				}
+			} else {
+				// a batch's member keeps no route once enqueued: its
+				// name holds its task ID
+				meta.id = flow.MemberID(name)
 			}
-			n := WorkflowNode{Name: name, TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ, State: nodeState(f["s:"+name])}
+			n.TaskID, n.Queue, n.Type = wire.PublicID(meta.id), meta.queue, meta.typ
 			if e, ok := f["x:"+name]; ok {
 				n.Error = i.openError(e, meta.id)
 			}
@@ -214,6 +224,21 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 		if parent, ok := strings.CutPrefix(field, "c:"); ok {
 			for _, c := range childList(v) {
 				parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
+			}
+		}
+	}
+	// a batch's callbacks (join) have every other node as a parent, with
+	// no field for it
+	join := childList(w.join)
+	joins := map[string]bool{}
+	for _, j := range join {
+		joins[j[0]] = true
+	}
+	for _, j := range join {
+		for _, p := range nodes {
+			if !joins[p.n.Name] {
+				parents[j[0]] = append(parents[j[0]], Edge{Parent: p.n.Name, OnDead: edgePolicy(j[1])})
+				w.Edges++
 			}
 		}
 	}

@@ -233,7 +233,7 @@ func TestWorkflowRecordStaged(t *testing.T) {
 	must(t, err)
 	again := NewWorkflow()
 	again.Add("c", NewRawTask("c", nil))
-	recorded, err := b.client.recordWorkflow(ctx, id, again, false)
+	recorded, _, err := b.client.recordWorkflow(ctx, id, again, "new")
 	if recorded || err == nil || !strings.Contains(err.Error(), "ID taken") {
 		t.Fatalf("recorded again under %s: %v, %v; want refused, ID taken", id, recorded, err)
 	}

@@ -216,7 +216,7 @@ func TestBatchCallback(t *testing.T) {
 	ctx := context.Background()
 	// the code under test: one part per month, and a callback that zips them
 	exportYear := func(ctx context.Context) (string, error) {
-		b, err := env.Client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("export:zip", nil, queue.In("exports"))))
+		b, err := env.Client.NewBatch(ctx, queue.BatchOptions{OnSuccess: queue.NewRawTask("export:zip", nil, queue.In("exports"))})
 		if err != nil {
 			return "", err
 		}
@@ -224,10 +224,10 @@ func TestBatchCallback(t *testing.T) {
 		for m := 1; m <= 12; m++ {
 			parts = append(parts, queue.NewRawTask("export:month", []byte{byte(m)}, queue.In("exports")))
 		}
-		if _, err := b.Add(ctx, parts...); err != nil {
+		if _, err := env.Client.AddToBatch(ctx, b, parts...); err != nil {
 			return "", err
 		}
-		return b.ID(), b.Close(ctx)
+		return b, env.Client.CloseBatch(ctx, b)
 	}
 	id, err := exportYear(ctx)
 	if err != nil {
@@ -273,16 +273,16 @@ func TestAlbumBatchCallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := env.Client.NewBatch(ctx, queue.OnSuccess(publish))
+	batch, err := env.Client.NewBatch(ctx, queue.BatchOptions{OnSuccess: publish})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 12 {
-		if _, err := batch.Add(ctx, queue.NewRawTask("photo:resize", nil)); err != nil {
+		if _, err := env.Client.AddToBatch(ctx, batch, queue.NewRawTask("photo:resize", nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := batch.Close(ctx); err != nil {
+	if err := env.Client.CloseBatch(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex // Drain runs handlers concurrently
@@ -304,7 +304,7 @@ func TestAlbumBatchCallback(t *testing.T) {
 	if resized != 12 || published != 1 || res.Succeeded != 13 {
 		t.Fatalf("resized %d, published %d, drain %+v", resized, published, res)
 	}
-	info, err := env.Inspector.GetBatch(ctx, batch.ID())
+	info, err := env.Inspector.GetBatch(ctx, batch)
 	if err != nil || !info.Finished || info.Succeeded != 12 {
 		t.Fatalf("batch: %+v, %v", info, err)
 	}

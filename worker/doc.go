@@ -39,6 +39,8 @@
 // task's success or death is recorded with its ack or failure and applied
 // at its flow, which sends the callbacks or the nodes it frees. In a
 // handler, Task.PreviousResult reads the previous
-// link's result, Task.ParentResult a parent node's, Task.Batch adds tasks
-// to the task's own batch and Task.ExtendWorkflow nodes to its workflow.
+// link's result, Task.ParentResult a parent node's, and
+// Task.ExtendWorkflow adds nodes to its workflow; queue.Client.AddToBatch,
+// with the handler's context, adds tasks to the task's own batch
+// (Task.Flow names it).
 package worker

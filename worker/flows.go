@@ -27,7 +27,7 @@ type flows struct {
 	// the same script (include/acks.lua), as every key is on one server
 	oneServer bool
 	kick      chan struct{}    // one token: a flow outcome was written
-	client    *queue.Client    // for Task.Batch and Task.ExtendWorkflow
+	client    *queue.Client    // for Task.ExtendWorkflow
 	insp      *queue.Inspector // for Task.ParentResult
 }
 
@@ -175,24 +175,15 @@ func (t *Task) Flow() *queue.TaskFlow {
 	}
 	switch r.Kind {
 	case 'b':
-		return &queue.TaskFlow{BatchID: r.ID}
+		return &queue.TaskFlow{BatchID: r.ID} // a batch 0.1.0 created
 	case 'w':
-		return &queue.TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
+		f := &queue.TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
+		if flow.IsBatchNode(r.Node) {
+			f.BatchID = f.WorkflowID // a batch's node (queue/flows.go)
+		}
+		return f
 	}
 	return &queue.TaskFlow{WorkflowID: r.ID, Node: strconv.Itoa(r.Link)} // a 0.1.0 chain
-}
-
-// Batch returns a handle to the batch the task is a member of, or nil when
-// the task is in no batch. Add to it with the handler's context: that is
-// allowed after Close, since the batch cannot finish while this task runs.
-// A batch's callback task gets its batch too; the batch has finished by
-// then, so an Add from it is ErrBatchFinished.
-func (t *Task) Batch() *queue.Batch {
-	f := t.Flow()
-	if f == nil || f.BatchID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
-		return nil
-	}
-	return t.srv.flows.client.OpenBatch(f.BatchID)
 }
 
 // PreviousResult returns the result the link before the task wrote

@@ -91,9 +91,10 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 	f.spawn(crashBeforeFlowDeliver, 1)
 	f.spawn(crashAfterFlowOutcome, 20)
 
-	batch, err := client.NewBatch(ctx,
-		queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In(qname))),
-		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In(qname))))
+	batch, err := client.NewBatch(ctx, queue.BatchOptions{
+		OnSuccess:  queue.NewRawTask("cb-success", nil, queue.In(qname)),
+		OnComplete: queue.NewRawTask("cb-complete", nil, queue.In(qname)),
+	})
 	must(t, err)
 	for i := 0; i < total; i += step {
 		tasks := make([]*queue.Task, step)
@@ -106,14 +107,14 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 			}
 			tasks[j] = queue.NewRawTask(typ, []byte(strconv.Itoa(i+j)), queue.In(qname))
 		}
-		_, err := batch.Add(ctx, tasks...)
+		_, err := client.AddToBatch(ctx, batch, tasks...)
 		must(t, err)
 		if i/step%4 == 1 {
 			kill() // while members are added and run
 		}
 		f.reap(true)
 	}
-	must(t, batch.Close(ctx))
+	must(t, client.CloseBatch(ctx, batch))
 	must(t, r.rdb.Set(ctx, k.gate("closed"), "1", 0).Err())
 
 	// more kills while the members run, then wait for the callbacks
@@ -121,7 +122,7 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 	var bi *queue.BatchInfo
 	for kills := 0; ; {
 		f.reap(true)
-		bi, err = insp.GetBatch(ctx, batch.ID())
+		bi, err = insp.GetBatch(ctx, batch)
 		must(t, err)
 		if bi.Finished && completions(t, r.rdb, k, bi.OnSuccess) > 0 && completions(t, r.rdb, k, bi.OnComplete) > 0 {
 			break
@@ -142,7 +143,10 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 	if f.crashed[crashAfterFlowOutcome] == 0 {
 		t.Error("no worker died between writing a flow ack and forwarding it")
 	}
-	if f.crashed[crashBeforeFlowDeliver] == 0 {
+	// a batch is a workflow: on one server, the ack that frees a
+	// callback enqueues it, so only a cluster's callbacks wait for a
+	// delivery a worker can die before
+	if r.srv == nil && f.crashed[crashBeforeFlowDeliver] == 0 {
 		t.Error("no worker died between forwarding the last outcomes and delivering the callbacks")
 	}
 	if bi.Total != total || bi.Succeeded != total || bi.Dead != 0 || bi.Pending != 0 {

@@ -115,22 +115,22 @@ func testBatchDeadMemberRetried(t *testing.T, r *flowRig) {
 		}
 		return nil
 	}))
-	parent, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("parent-ok", nil, queue.In("cb"))),
-		queue.OnComplete(queue.NewRawTask("parent-complete", nil, queue.In("cb"))))
+	parent, err := r.client.NewBatch(ctx, queue.BatchOptions{OnSuccess: queue.NewRawTask("parent-ok", nil, queue.In("cb")),
+		OnComplete: queue.NewRawTask("parent-complete", nil, queue.In("cb"))})
 	must(t, err)
-	child, err := parent.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("ok", nil, queue.In("cb"))),
-		queue.OnComplete(queue.NewRawTask("complete", nil, queue.In("cb"))))
+	child, err := r.client.NewBatch(ctx, queue.BatchOptions{Parent: parent, OnSuccess: queue.NewRawTask("ok", nil, queue.In("cb")),
+		OnComplete: queue.NewRawTask("complete", nil, queue.In("cb"))})
 	must(t, err)
-	infos, err := child.Add(ctx, queue.NewRawTask("fine", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")))
+	infos, err := r.client.AddToBatch(ctx, child, queue.NewRawTask("fine", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")))
 	must(t, err)
-	must(t, child.Close(ctx))
-	must(t, parent.Close(ctx))
+	must(t, r.client.CloseBatch(ctx, child))
+	must(t, r.client.CloseBatch(ctx, parent))
 	waitFor(t, 30*time.Second, "both complete callbacks", func() bool {
 		return log.count("complete") == 1 && log.count("parent-complete") == 1
 	})
-	bi, err := r.insp.GetBatch(ctx, child.ID())
+	bi, err := r.insp.GetBatch(ctx, child)
 	must(t, err)
-	pi, err := r.insp.GetBatch(ctx, parent.ID())
+	pi, err := r.insp.GetBatch(ctx, parent)
 	must(t, err)
 	if bi.Dead != 1 || bi.Succeeded != 1 || !bi.Finished || bi.SuccessState != queue.NodeWaiting ||
 		pi.Dead != 1 || log.count("ok")+log.count("parent-ok") != 0 {
@@ -145,9 +145,9 @@ func testBatchDeadMemberRetried(t *testing.T, r *flowRig) {
 	if strings.Index(o, ",ok") > strings.Index(o, "parent-ok") || log.count("complete") != 1 || log.count("parent-complete") != 1 {
 		t.Fatalf("runs %s", o)
 	}
-	bi, err = r.insp.GetBatch(ctx, child.ID())
+	bi, err = r.insp.GetBatch(ctx, child)
 	must(t, err)
-	pi, err = r.insp.GetBatch(ctx, parent.ID())
+	pi, err = r.insp.GetBatch(ctx, parent)
 	must(t, err)
 	if bi.Dead != 0 || bi.Succeeded != 2 || pi.Dead != 0 || pi.Succeeded != 1 {
 		t.Fatalf("after the retry: child %+v, parent %+v", bi, pi)
@@ -292,18 +292,19 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 		}
 		return nil
 	}))
-	b, err := r.client.NewBatch(ctx,
-		queue.OnSuccess(queue.NewRawTask("on-success", nil, queue.In("cb"))),
-		queue.OnComplete(queue.NewRawTask("on-complete", nil, queue.In("cb"))),
-		queue.BatchDescription("forty members"))
+	b, err := r.client.NewBatch(ctx, queue.BatchOptions{
+		OnSuccess:   queue.NewRawTask("on-success", nil, queue.In("cb")),
+		OnComplete:  queue.NewRawTask("on-complete", nil, queue.In("cb")),
+		Description: "forty members",
+	})
 	must(t, err)
 	var tasks []*queue.Task
 	for i := range 40 {
 		tasks = append(tasks, queue.NewRawTask("member", []byte(fmt.Sprint(i)), queue.In("fa")))
 	}
-	infos, err := b.Add(ctx, tasks[:20]...)
+	infos, err := r.client.AddToBatch(ctx, b, tasks[:20]...)
 	must(t, err)
-	more, err := b.Add(ctx, tasks[20:]...)
+	more, err := r.client.AddToBatch(ctx, b, tasks[20:]...)
 	must(t, err)
 	parts := map[int]bool{}
 	for _, in := range append(infos, more...) {
@@ -317,7 +318,7 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	if log.count("on-success")+log.count("on-complete") != 0 {
 		t.Fatalf("a callback ran before Close: %v", log.order())
 	}
-	must(t, b.Close(ctx))
+	must(t, r.client.CloseBatch(ctx, b))
 	waitFor(t, 30*time.Second, "both callbacks", func() bool {
 		return log.count("on-success") == 1 && log.count("on-complete") == 1
 	})
@@ -327,19 +328,19 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	}
 	var bi *queue.BatchInfo
 	waitFor(t, 10*time.Second, "the callbacks' outcomes", func() bool {
-		bi, err = r.insp.GetBatch(ctx, b.ID())
+		bi, err = r.insp.GetBatch(ctx, b)
 		return err == nil && bi.SuccessState == queue.NodeSucceeded && bi.CompleteState == queue.NodeSucceeded
 	})
 	if bi.Total != 40 || bi.Succeeded != 40 || bi.Pending != 0 || bi.Dead != 0 || !bi.Closed || !bi.Finished ||
 		bi.SuccessFiredAt.IsZero() || bi.CompleteFiredAt.IsZero() || bi.Description != "forty members" {
 		t.Fatalf("batch info: %+v", bi)
 	}
-	if _, err := b.Add(ctx, queue.NewRawTask("member", nil, queue.In("fa"))); !errors.Is(err, queue.ErrFinished) {
+	if _, err := r.client.AddToBatch(ctx, b, queue.NewRawTask("member", nil, queue.In("fa"))); !errors.Is(err, queue.ErrFinished) {
 		t.Fatalf("Add to a finished batch: %v, want ErrBatchFinished", err)
 	}
 	recent, err := inspect.RecentFlows(ctx, r.insp, 10)
 	must(t, err)
-	if len(recent) == 0 || recent[0].ID != b.ID() || recent[0].Kind != "batch" {
+	if len(recent) == 0 || recent[0].ID != b || recent[0].Kind != "batch" {
 		t.Fatalf("recent flows: %+v", recent)
 	}
 }
@@ -356,17 +357,17 @@ func testBatchNested(t *testing.T, r *flowRig) {
 		}
 		return nil
 	}))
-	parent, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("parent-done", nil, queue.In("cb"))))
+	parent, err := r.client.NewBatch(ctx, queue.BatchOptions{OnSuccess: queue.NewRawTask("parent-done", nil, queue.In("cb"))})
 	must(t, err)
-	_, err = parent.Add(ctx, queue.NewRawTask("parent-member", nil, queue.In("fa")))
+	_, err = r.client.AddToBatch(ctx, parent, queue.NewRawTask("parent-member", nil, queue.In("fa")))
 	must(t, err)
-	child, err := r.client.OpenBatch(parent.ID()).NewBatch(ctx,
-		queue.OnSuccess(queue.NewRawTask("child-done", nil, queue.In("cb"))))
+	child, err := r.client.NewBatch(ctx, queue.BatchOptions{Parent: parent,
+		OnSuccess: queue.NewRawTask("child-done", nil, queue.In("cb"))})
 	must(t, err)
-	_, err = child.Add(ctx, queue.NewRawTask("child-member", nil, queue.In("fb")), queue.NewRawTask("child-member", nil, queue.In("fa")))
+	_, err = r.client.AddToBatch(ctx, child, queue.NewRawTask("child-member", nil, queue.In("fb")), queue.NewRawTask("child-member", nil, queue.In("fa")))
 	must(t, err)
-	must(t, parent.Close(ctx))
-	bi, err := r.insp.GetBatch(ctx, parent.ID())
+	must(t, r.client.CloseBatch(ctx, parent))
+	bi, err := r.insp.GetBatch(ctx, parent)
 	must(t, err)
 	if bi.Total != 2 {
 		t.Fatalf("parent total %d, want 2 (one task, one child batch)", bi.Total)
@@ -375,18 +376,18 @@ func testBatchNested(t *testing.T, r *flowRig) {
 	if log.count("parent-done") != 0 {
 		t.Fatal("the parent finished while its child batch was open")
 	}
-	must(t, child.Close(ctx))
+	must(t, r.client.CloseBatch(ctx, child))
 	waitFor(t, 30*time.Second, "the parent's callback", func() bool { return log.count("parent-done") == 1 })
 	o := strings.Join(log.order(), ",")
 	if strings.Index(o, "child-done") > strings.Index(o, "parent-done") || log.count("child-done") != 1 {
 		t.Fatalf("runs %s: the child's callback must come first, once", o)
 	}
-	ci, err := r.insp.GetBatch(ctx, child.ID())
+	ci, err := r.insp.GetBatch(ctx, child)
 	must(t, err)
-	if ci.Parent != parent.ID() || ci.Succeeded != 2 {
+	if ci.Parent != parent || ci.Succeeded != 2 {
 		t.Fatalf("child info: %+v", ci)
 	}
-	bi, err = r.insp.GetBatch(ctx, parent.ID())
+	bi, err = r.insp.GetBatch(ctx, parent)
 	must(t, err)
 	if bi.Succeeded != 2 || !bi.Finished {
 		t.Fatalf("parent info: %+v", bi)
@@ -402,26 +403,27 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 	r.server(t, HandlerFunc(func(ctx context.Context, task *Task) error {
 		if task.Type == "spawner" {
 			<-closed
-			b := task.Batch()
-			if b == nil {
+			f := task.Flow()
+			if f == nil || f.BatchID == "" {
 				return SkipRetry(errors.New("no batch"))
 			}
+			b := f.BatchID
 			var kids []*queue.Task
 			for range 5 {
 				kids = append(kids, queue.NewRawTask("kid", nil, queue.In("fb")))
 			}
-			if _, err := b.Add(ctx, kids...); err != nil {
+			if _, err := r.client.AddToBatch(ctx, b, kids...); err != nil {
 				return err
 			}
 			// and a nested batch of its own, the batch closed already
-			child, err := b.NewBatch(ctx)
+			child, err := r.client.NewBatch(ctx, queue.BatchOptions{Parent: b})
 			if err != nil {
 				return err
 			}
-			if _, err := child.Add(ctx, queue.NewRawTask("kid", nil, queue.In("fa"))); err != nil {
+			if _, err := r.client.AddToBatch(ctx, child, queue.NewRawTask("kid", nil, queue.In("fa"))); err != nil {
 				return err
 			}
-			if err := child.Close(ctx); err != nil {
+			if err := r.client.CloseBatch(ctx, child); err != nil {
 				return err
 			}
 		}
@@ -431,12 +433,12 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 		log.add(task.Type)
 		return nil
 	}))
-	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("done", nil, queue.In("cb"))))
+	b, err := r.client.NewBatch(ctx, queue.BatchOptions{OnSuccess: queue.NewRawTask("done", nil, queue.In("cb"))})
 	must(t, err)
-	_, err = b.Add(ctx, queue.NewRawTask("spawner", nil, queue.In("fa")), queue.NewRawTask("plain", nil, queue.In("fa")))
+	_, err = r.client.AddToBatch(ctx, b, queue.NewRawTask("spawner", nil, queue.In("fa")), queue.NewRawTask("plain", nil, queue.In("fa")))
 	must(t, err)
-	must(t, b.Close(ctx))
-	if _, err := b.Add(ctx, queue.NewRawTask("late", nil, queue.In("fa"))); !errors.Is(err, queue.ErrFinished) {
+	must(t, r.client.CloseBatch(ctx, b))
+	if _, err := r.client.AddToBatch(ctx, b, queue.NewRawTask("late", nil, queue.In("fa"))); !errors.Is(err, queue.ErrFinished) {
 		t.Fatalf("Add from outside after Close: %v, want ErrBatchClosed", err)
 	}
 	close(closed)
@@ -444,7 +446,7 @@ func testBatchAddFromInside(t *testing.T, r *flowRig) {
 	if log.count("kid") != 6 {
 		t.Fatalf("the callback ran after %d of 6 kids: %v", log.count("kid"), log.order())
 	}
-	bi, err := r.insp.GetBatch(ctx, b.ID())
+	bi, err := r.insp.GetBatch(ctx, b)
 	must(t, err)
 	if bi.Total != 8 || bi.Succeeded != 8 {
 		t.Fatalf("batch info: %+v", bi)
@@ -461,13 +463,13 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	if _, err := r.insp.GetWorkflow(ctx, "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("GetWorkflow of an unknown ID: %v", err)
 	}
-	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").Add(ctx, queue.NewRawTask("x", nil)); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := r.client.AddToBatch(ctx, "0190a0a0-0000-7000-8000-000000000000", queue.NewRawTask("x", nil)); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Add to an unknown batch: %v", err)
 	}
-	if err := r.client.OpenBatch("nope").Close(ctx); !errors.Is(err, queue.ErrNotFound) {
+	if err := r.client.CloseBatch(ctx, "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Close of an unknown batch: %v", err)
 	}
-	if _, err := r.client.OpenBatch("0190a0a0-0000-7000-8000-000000000000").NewBatch(ctx); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := r.client.NewBatch(ctx, queue.BatchOptions{Parent: "0190a0a0-0000-7000-8000-000000000000"}); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("NewBatch under an unknown parent: %v", err)
 	}
 	if _, err := r.client.EnqueueWorkflow(ctx, queue.Chain()); !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), "empty chain") {
@@ -485,16 +487,16 @@ func testFlowBadInput(t *testing.T, r *flowRig) {
 	if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), `"2"`) {
 		t.Fatalf("chain link with Unique: %v", err)
 	}
-	_, err = r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("", nil)))
+	_, err = r.client.NewBatch(ctx, queue.BatchOptions{OnSuccess: queue.NewRawTask("", nil)})
 	if !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("callback without a type: %v", err)
 	}
-	b, err := r.client.NewBatch(ctx)
+	b, err := r.client.NewBatch(ctx, queue.BatchOptions{})
 	must(t, err)
-	if _, err := b.Add(ctx, queue.NewRawTask("ok", nil), nil); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := r.client.AddToBatch(ctx, b, queue.NewRawTask("ok", nil), nil); !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("Add of a nil task: %v", err)
 	}
-	bi, err := r.insp.GetBatch(ctx, b.ID())
+	bi, err := r.insp.GetBatch(ctx, b)
 	must(t, err)
 	if bi.Total != 0 {
 		t.Fatalf("a rejected Add registered %d members", bi.Total)
@@ -520,12 +522,12 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 		log.add(task.Type)
 		return task.SetResult(ctx, []byte("r"))
 	}))
-	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("cb", nil, queue.In("cb"))),
-		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In("cb"))))
+	b, err := r.client.NewBatch(ctx, queue.BatchOptions{OnSuccess: queue.NewRawTask("cb", nil, queue.In("cb")),
+		OnComplete: queue.NewRawTask("cb-complete", nil, queue.In("cb"))})
 	must(t, err)
-	infos, err := b.Add(ctx, queue.NewRawTask("m", nil, queue.In("fa")), queue.NewRawTask("m", nil, queue.In("fa")))
+	infos, err := r.client.AddToBatch(ctx, b, queue.NewRawTask("m", nil, queue.In("fa")), queue.NewRawTask("m", nil, queue.In("fa")))
 	must(t, err)
-	must(t, b.Close(ctx))
+	must(t, r.client.CloseBatch(ctx, b))
 	ch, err := r.client.EnqueueWorkflow(ctx, queue.Chain(queue.NewRawTask("l1", nil, queue.In("fa")), queue.NewRawTask("l2", nil, queue.In("fb"))))
 	must(t, err)
 	var chain *queue.WorkflowInfo
@@ -535,16 +537,28 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	})
 	var before *queue.BatchInfo
 	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch", func() bool {
-		before, err = r.insp.GetBatch(ctx, b.ID())
+		before, err = r.insp.GetBatch(ctx, b)
 		return err == nil && before.SuccessState == queue.NodeSucceeded && before.CompleteState == queue.NodeSucceeded
 	})
 
 	// the notifications again, several times each, with a stale "dead"
 	env := &flow.Env{RDB: r.rdb, Prefix: r.qcfg.Prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
-	bh, chh := keys.HomeOf(b.ID()), keys.HomeOf(ch)
+	bh, chh := keys.HomeOf(b), keys.HomeOf(ch)
+	// a batch is a workflow: its members' refs name their nodes
+	bw, err := r.insp.GetWorkflow(ctx, b)
+	must(t, err)
+	refOf := func(taskID string) string {
+		for _, n := range bw.Nodes {
+			if n.TaskID == taskID {
+				return wire.FlowRef{Kind: 'w', Home: bh, ID: keys.ShortID(b), Node: n.Name}.String()
+			}
+		}
+		t.Fatalf("member %s is no node of its batch", taskID)
+		return ""
+	}
 	var notes []any
 	for _, in := range infos {
-		ref := wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()
+		ref := refOf(in.ID)
 		for _, outcome := range []string{"s", "s", "d"} {
 			n, err := msgpack.Marshal([]any{ref, wire.StoredID(in.ID), outcome, "", "late"})
 			must(t, err)
@@ -563,13 +577,13 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	// and a resent ack of a finished member: refused, no notification
 	k := keys.For(r.qcfg.Prefix, "fa", infos[0].Partition)
 	codes, err := script.Ack.Run(ctx, r.rdb, []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
-		k.T, "", 1000, 1000, 5, wire.StoredID(infos[0].ID), 1, 0, "", wire.FlowRef{Kind: 'b', Home: bh, ID: b.ID()}.String()).Int64Slice()
+		k.T, "", 1000, 1000, 5, wire.StoredID(infos[0].ID), 1, 0, "", refOf(infos[0].ID)).Int64Slice()
 	must(t, err)
 	if codes[0] != 0 || r.rdb.LLen(ctx, k.Notify()).Val() != 0 {
 		t.Fatalf("resent ack: codes %v, notify list %d long", codes, r.rdb.LLen(ctx, k.Notify()).Val())
 	}
 	time.Sleep(500 * time.Millisecond) // a sweep or two
-	after, err := r.insp.GetBatch(ctx, b.ID())
+	after, err := r.insp.GetBatch(ctx, b)
 	must(t, err)
 	if *after != *before {
 		t.Fatalf("batch changed by duplicates:\nbefore %+v\nafter  %+v", before, after)
@@ -602,14 +616,14 @@ func TestBatchDeletedMembers(t *testing.T) {
 		}
 		return nil
 	}))
-	b, err := r.client.NewBatch(ctx, queue.OnSuccess(queue.NewRawTask("cb-success", nil, queue.In("cb"))),
-		queue.OnComplete(queue.NewRawTask("cb-complete", nil, queue.In("cb"))))
+	b, err := r.client.NewBatch(ctx, queue.BatchOptions{OnSuccess: queue.NewRawTask("cb-success", nil, queue.In("cb")),
+		OnComplete: queue.NewRawTask("cb-complete", nil, queue.In("cb"))})
 	must(t, err)
 	// "idle" and "idle2" have no worker: their members stay pending until deleted
-	infos, err := b.Add(ctx, queue.NewRawTask("ok", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")),
+	infos, err := r.client.AddToBatch(ctx, b, queue.NewRawTask("ok", nil, queue.In("fa")), queue.NewRawTask("flaky", nil, queue.In("fb")),
 		queue.NewRawTask("waits", nil, queue.In("idle")), queue.NewRawTask("waits", nil, queue.In("idle2")))
 	must(t, err)
-	must(t, b.Close(ctx))
+	must(t, r.client.CloseBatch(ctx, b))
 	waitFor(t, 30*time.Second, "the flaky member to retry", func() bool {
 		ti, err := r.insp.GetTask(ctx, "fb", infos[1].ID)
 		return err == nil && ti.State == queue.StateRetry
@@ -624,7 +638,7 @@ func TestBatchDeletedMembers(t *testing.T) {
 		t.Fatalf("purged %d pending tasks (%v), want 1", n, err)
 	}
 	waitFor(t, 30*time.Second, "the complete callback", func() bool { return log.count("cb-complete") == 1 })
-	bi, err := r.insp.GetBatch(ctx, b.ID())
+	bi, err := r.insp.GetBatch(ctx, b)
 	must(t, err)
 	if bi.Succeeded != 1 || bi.Dead != 3 || !bi.Finished || log.count("cb-success") != 0 {
 		t.Fatalf("batch after deletions: %+v, runs %v", bi, log.order())

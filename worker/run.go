@@ -25,14 +25,18 @@ type running struct {
 	cancel context.CancelCauseFunc
 }
 
-// Value returns the running task for taskKey and its batch for
-// flow.MemberKey, else the embedded context's value.
+// Value returns the running task for taskKey and its batch or workflow
+// for flow.MemberKey, else the embedded context's value.
 func (r *running) Value(key any) any {
 	switch key {
 	case taskKey{}:
 		return r.task
 	case flow.MemberKey{}:
-		if f := r.task.Flow(); f != nil && f.BatchID != "" {
+		// a batch is a workflow: its ID either way (BatchID alone for
+		// a batch 0.1.0 created)
+		if f := r.task.Flow(); f != nil && f.WorkflowID != "" {
+			return f.WorkflowID
+		} else if f != nil && f.BatchID != "" {
 			return f.BatchID
 		}
 		return nil

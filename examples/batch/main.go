@@ -36,6 +36,10 @@ func main() {
 	defer rdb.Close()
 	cfg := queue.Config{Prefix: "example-batch", Partitions: map[string]int{"images": 4}}
 
+	client, err := queue.NewClient(rdb, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
 	var published, notified atomic.Int64
 	mux := worker.NewMux()
 	mux.HandleFunc("photo:resize", func(ctx context.Context, t *worker.Task) error {
@@ -43,12 +47,13 @@ func main() {
 		case "IMG_0007.jpg":
 			return worker.SkipRetry(errors.New("IMG_0007.jpg: not a JPEG"))
 		case "BURST_0012":
-			// a burst: three more photos join the batch, from inside it
+			// a burst: three more photos join the batch, from inside it,
+			// with the handler's context
 			var more []*queue.Task
 			for i := 1; i <= 3; i++ {
 				more = append(more, queue.NewRawTask("photo:resize", fmt.Appendf(nil, "BURST_0012_%d.jpg", i), queue.In("images")))
 			}
-			_, err := t.Batch().Add(ctx, more...)
+			_, err := client.AddToBatch(ctx, t.Flow().BatchID, more...)
 			return err
 		}
 		time.Sleep(5 * time.Millisecond) // resizing
@@ -66,17 +71,15 @@ func main() {
 	}
 	defer srv.Shutdown(ctx)
 
-	client, err := queue.NewClient(rdb, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
 	insp, err := queue.NewInspector(rdb, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	b, err := client.NewBatch(ctx, queue.BatchDescription("album: Lisbon 2026"),
-		queue.OnSuccess(queue.NewRawTask("album:publish", nil, queue.In("albums"))),
-		queue.OnComplete(queue.NewRawTask("album:notify", nil, queue.In("albums"))))
+	b, err := client.NewBatch(ctx, queue.BatchOptions{
+		Description: "album: Lisbon 2026",
+		OnSuccess:   queue.NewRawTask("album:publish", nil, queue.In("albums")),
+		OnComplete:  queue.NewRawTask("album:notify", nil, queue.In("albums")),
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,17 +91,17 @@ func main() {
 		}
 		photos = append(photos, queue.NewRawTask("photo:resize", []byte(name), queue.In("images")))
 	}
-	if _, err := b.Add(ctx, photos...); err != nil {
+	if _, err := client.AddToBatch(ctx, b, photos...); err != nil {
 		log.Fatal(err)
 	}
-	if err := b.Close(ctx); err != nil { // no more from outside; the burst still adds
+	if err := client.CloseBatch(ctx, b); err != nil { // no more from outside; the burst still adds
 		log.Fatal(err)
 	}
-	fmt.Println("batch", b.ID(), "of 40 photos, closed")
+	fmt.Println("batch", b, "of 40 photos, closed")
 
 	start, last := time.Now(), ""
 	for {
-		bi, err := insp.GetBatch(ctx, b.ID())
+		bi, err := insp.GetBatch(ctx, b)
 		if err != nil {
 			log.Fatal(err)
 		}

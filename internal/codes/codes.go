@@ -22,16 +22,16 @@ const (
 	EnqGuessed         = -6
 )
 
-// Flow codes of flow_batch_new, flow_add, flow_close,
-// flow_workflow and flow_workflow_cancel: about the flow, or about the
-// parent a new batch names.
+// Flow codes of flow_workflow and flow_workflow_cancel: about the
+// workflow (a batch is one), or about the parent a new nested batch
+// names. FlowClosed is a cancelled workflow, or with a detail a batch's
+// closed gate.
 const (
-	FlowCreated  = 1
-	FlowIDTaken  = -1
-	FlowNotFound = -2
-	FlowFinished = -3
-	FlowClosed   = -4
-	// flow_workflow only
+	FlowCreated       = 1
+	FlowIDTaken       = -1
+	FlowNotFound      = -2
+	FlowFinished      = -3
+	FlowClosed        = -4
 	FlowNameTaken     = -5
 	FlowUnknownParent = -6
 	FlowTooBig        = -7

@@ -1,8 +1,9 @@
-// Package flow moves chains' and batches' bookkeeping between queue
-// partitions and flow homes: it forwards the outcome notifications that
-// ack and fail scripts write (T:notify) to their homes (flow_notify.lua),
-// and delivers the homes' outboxes (H:out) into queue partitions. The
-// queue package's Client and the worker's sweep both use it.
+// Package flow moves workflows' bookkeeping (batches and chains among
+// them) between queue partitions and flow homes: it forwards the outcome
+// notifications that ack and fail scripts write (T:notify) to their
+// homes (flow_notify.lua), and delivers the homes' outboxes (H:out) into
+// queue partitions. The queue package's Client and the worker's sweep
+// both use it. It also holds a batch's shape (batch.go).
 package flow
 
 import (

@@ -3,12 +3,13 @@ package flow
 import "context"
 
 // MemberKey is the context key under which a worker's handler context
-// answers the ID of the batch its task is a member of.
+// answers the ID of the workflow (a batch among them) its task is a node
+// of.
 type MemberKey struct{}
 
-// MemberOf returns the batch whose member task ctx runs, or "". A batch
-// takes Adds from its own members after Close: it cannot finish while
-// they run.
+// MemberOf returns the workflow whose node's task ctx runs, or "". A
+// batch takes additions from its own members after it was closed: it
+// cannot finish while they run.
 func MemberOf(ctx context.Context) string {
 	id, _ := ctx.Value(MemberKey{}).(string)
 	return id

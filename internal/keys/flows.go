@@ -41,10 +41,12 @@ func (h FlowHome) Out() string { return h.H + ":out" }
 // OutMsg is the hash entry ID -> delivery (wire.Delivery) of Out's entries.
 func (h FlowHome) OutMsg() string { return h.H + ":outmsg" }
 
-// Batch is the hash of batch id's counters, flags and callbacks.
+// Batch is the hash of the counters, flags and callbacks of batch id,
+// one 0.1.0 created (a batch is a workflow since: Workflow).
 func (h FlowHome) Batch(id string) string { return h.H + ":b:" + id }
 
-// Members is the hash member -> state ("p", "s", "d") of batch id.
+// Members is the hash member -> state ("p", "s", "d") of batch id, one
+// 0.1.0 created.
 func (h FlowHome) Members(id string) string { return h.H + ":bm:" + id }
 
 // Chain is the hash of chain id: its links, their states and results,
@@ -53,7 +55,7 @@ func (h FlowHome) Chain(id string) string { return h.H + ":c:" + id }
 
 // Workflow is the hash of workflow id: its state and counters, and per
 // node its task, state, parents' effects, children, delivery until it is
-// released, result and error (lua/engine/include/flowhome.lua). Its name holds
+// released, result and error (lua/engine/include/workflow.lua). Its name holds
 // the ID's short form.
 func (h FlowHome) Workflow(id string) string { return h.H + ":w:" + ShortID(id) }
 

@@ -43,11 +43,8 @@ var (
 	Heartbeat = registry["heartbeat"]
 	CronMark  = registry["cron_mark"]
 
-	FlowNotify   = registry["flow_notify"]
-	FlowBatchNew = registry["flow_batch_new"]
-	FlowAdd      = registry["flow_add"]
-	FlowClose    = registry["flow_close"]
-	FlowOutDue   = registry["flow_out_due"]
+	FlowNotify = registry["flow_notify"]
+	FlowOutDue = registry["flow_out_due"]
 
 	FlowWorkflow       = registry["flow_workflow"]
 	FlowWorkflowCancel = registry["flow_workflow_cancel"]

@@ -13,7 +13,7 @@ import (
 // be reported, and where: "b<home>:<batch id>" for a batch member,
 // "c<home>:<chain id>:<link>" for a chain link (links count from 1),
 // "w<home>:<workflow id>:<node name>" for a workflow's node (a workflow ID
-// has no colon; the name may). lua/engine/include/flowhome.lua parses the same
+// has no colon; the name may). lua/engine/include/flow_apply.lua parses the same
 // text.
 type FlowRef struct {
 	Kind byte // 'b' batch, 'c' chain, 'w' workflow

@@ -4,10 +4,11 @@
   ARGV[1] H  ARGV[2] now (ms, "" = server time)  ARGV[3..] notifications
     (wire.FlowNote, as ack and fail write them into T:notify)
   Idempotent: every notification moves one task's state (see
-  include/flowhome.lua), so one delivered twice changes nothing.
+  include/flow_apply.lua), so one delivered twice changes nothing.
   Returns: {state changes, outbox entries due now} ]]
 --@include time
---@include flowhome
+--@include flow_apply
+--@include flow_due
 local H = ARGV[1]
 local now = now_ms(ARGV[2])
 local changed = 0

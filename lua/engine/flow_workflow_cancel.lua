@@ -8,11 +8,12 @@
   KEYS[1] H:w:<wid>
   ARGV[1] H  ARGV[2] now (ms, "" = server time)
   Returns: {FLOW_CREATED, node record, ...}: the m: field, {task ID, queue,
-  type, partition}, of each enqueued node; or
+  type, partition}, of each enqueued node that has one (a batch's
+  members keep none); or
   {FLOW_NOT_FOUND} or {FLOW_FINISHED} (include/codes.lua) ]]
 --@include codes
 --@include time
---@include flowhome
+--@include workflow
 local W, H = KEYS[1], ARGV[1]
 local now = now_ms(ARGV[2])
 local wf = wf_lib()
@@ -37,8 +38,13 @@ for _, x in ipairs(states) do
   if st == 'w' or st == 'p' then
     local cancel = st ~= 'p'
     local raw = redis.call('HGET', W, 'm:' .. x)
-    local m = cmsgpack.unpack(raw)
-    if st == 'p' and redis.call('ZREM', H .. ':out', m[1]) == 1 then
+    local m = raw and cmsgpack.unpack(raw) or {}
+    if st == 'p' and not raw then
+      -- a batch's member keeps no route once enqueued: its outcome
+      -- still arrives, and releases nothing
+    elseif st == 'p' and m[1] == '' then
+      cancel = true -- a taskless node (a batch's gate, a nested batch): nothing to stop
+    elseif st == 'p' and redis.call('ZREM', H .. ':out', m[1]) == 1 then
       -- never delivered: it will not be
       redis.call('HDEL', H .. ':outmsg', m[1])
       cancel = true

@@ -18,14 +18,14 @@ local ENQ_KEY_FULL = -4
 local ENQ_CLOSED = -5
 local ENQ_GUESSED = -6
 
--- flow_batch_new, flow_add, flow_close (of the batch, or
--- of the parent a new batch names)
+-- flow_workflow, flow_workflow_cancel (of the workflow, a batch among
+-- them, or of the parent a new nested batch names; FLOW_CLOSED is a
+-- cancelled workflow, or with a detail a batch's closed gate)
 local FLOW_CREATED = 1
 local FLOW_ID_TAKEN = -1
 local FLOW_NOT_FOUND = -2
 local FLOW_FINISHED = -3
 local FLOW_CLOSED = -4
--- flow_workflow only
 local FLOW_NAME_TAKEN = -5
 local FLOW_UNKNOWN_PARENT = -6
 local FLOW_TOO_BIG = -7

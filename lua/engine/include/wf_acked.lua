@@ -1,5 +1,6 @@
 --@include wf_parse
 --@include wf_succeed
+--@include wf_joined
 -- wf_acked applies the successes of run r's acked nodes, r.acked, the
 -- k-th the task ids[r.at[k]] with result results[r.at[k]] (false:
 -- none). Their states and children lists come in one call per 500
@@ -32,7 +33,7 @@ local function wf_acked(r, ids, results)
           kv[nk + 1], kv[nk + 2] = WF_FIELD.result .. x, result
           nk = nk + 2
         end
-        if cs then
+        if cs or wf_joined(r, x) then
           local nf = #fan
           fan[nf + 1], fan[nf + 2], fan[nf + 3], fan[nf + 4] = x, WF_STATE.enqueued, WF_STATE.succeeded, cs
         end

@@ -1,9 +1,10 @@
+--@include wf_up
 -- wf_check finishes the workflow when no node is open (its state: failed
 -- when a node is dead or failed, else succeeded, unless cancelled), and
 -- sets its retention; a finished one a retried node opened again runs
--- again.
+-- again. A nested workflow tells its parent (wf_up).
 local function wf_check(W, now)
-  local f = redis.call('HMGET', W, 'state', 'open', 'bad', 'finished', 'ret')
+  local f = redis.call('HMGET', W, 'state', 'open', 'bad', 'finished', 'ret', 'up')
   if tonumber(f[2]) > 0 then
     if f[4] ~= '0' then
       redis.call('HSET', W, 'finished', 0, 'state', f[1] == 'cancelled' and 'cancelled' or 'running')
@@ -20,4 +21,5 @@ local function wf_check(W, now)
   if state == 'succeeded' then redis.call('HSET', W, 'why', '', 'why_node', '', 'why_id', '') end
   local ret = tonumber(f[5])
   if ret > 0 then redis.call('PEXPIRE', W, ret) end
+  if f[6] then wf_up(W, f[6], state, now) end
 end

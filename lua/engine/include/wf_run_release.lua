@@ -5,7 +5,7 @@
 -- wf_run_release sends released nodes rel[k..last] on their way: a task
 -- that is a wire.NodeTask into its partition's push (wf_add); any other
 -- by its route (wf_release), read with the tasks without dr, and in one
--- more call for those that need it with dr.
+-- more call for those that need it with dr; a taskless node nowhere.
 local function wf_run_release(r, rel, k, last)
   local width = r.size and 1 or 2
   local v = redis.call('HMGET', r.W, unpack(wf_run_fields(r, rel, k, last, width)))
@@ -21,7 +21,19 @@ local function wf_run_release(r, rel, k, last)
     end
     local id, queue, part, msg
     if width == 1 and e then id, queue, part, msg = wf_split(e) end
-    if id then
+    if r.joins and r.joins[rel[j]] then
+      -- a join node (a batch's callback) keeps when it went out
+      local kv = r.kv
+      kv[#kv + 1], kv[#kv + 2] = 't:' .. rel[j], r.now
+    end
+    if r.batch and e ~= '' and not r.joins[rel[j]] then
+      -- a batch's member keeps no route once released: its name is its
+      -- task ID (queue/flows.go), and its state its one field
+      r.gone[#r.gone + 1] = WF_FIELD.route .. rel[j]
+    end
+    if e == '' then
+      -- a taskless node (include/workflow.lua): released, nothing to send
+    elseif id then
       wf_add(r, rel[j], id, queue, part, msg, 0, false, false)
     elseif width == 2 then
       wf_release(r, rel[j], v[f + 1], e, r.ats)

@@ -1,4 +1,5 @@
 --@include wf_dirty
+--@include wf_joined
 -- wf_set moves node x (entry n) to state new: the workflow's counters,
 -- and its waiting children's, which are queued for evaluation.
 local function wf_set(r, x, n, new)
@@ -13,7 +14,7 @@ local function wf_set(r, x, n, new)
   if OPEN[st] and OPEN[new] then return end
   -- the children hear of it in spread, with the other changes' children
   local cs = n[5]
-  if cs == false then return end
+  if cs == false and not wf_joined(r, x) then return end
   local fan = r.fan
   local f = #fan
   fan[f + 1], fan[f + 2], fan[f + 3], fan[f + 4] = x, st, new, cs or 0

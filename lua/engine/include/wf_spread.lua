@@ -4,6 +4,7 @@
 --@include wf_spread_success
 --@include wf_spread_change
 --@include wf_spread_apply
+--@include wf_joined
 -- wf_spread applies the state changes wf_set queued (r.fan) to their
 -- waiting children's counters, and queues those children for
 -- evaluation. The children lists not read yet come in one call, and so
@@ -18,15 +19,16 @@ local function wf_spread(r)
   -- in order (named), with no move per parent
   local a = {moves = {}, m = 0, dec = {}, named = {}, nd = 0, freed = 0, solo = nil, nrel = #r.rel}
   for i = 1, #fan, 4 do
-    local cs = fan[i + 3]
+    local x, st, new, cs = fan[i], fan[i + 1], fan[i + 2], fan[i + 3]
+    -- the stored children, then the join nodes, which no list names
+    local join = wf_joined(r, x) and r.join
+    local ok = OPEN[st] and new == WF_STATE.succeeded
     if cs then
-      local st, new = fan[i + 1], fan[i + 2]
       cs = wf_kids(cs)
-      if OPEN[st] and new == WF_STATE.succeeded then
-        wf_spread_success(r, cs, a)
-      else
-        wf_spread_change(r, fan[i], st, new, cs, a)
-      end
+      if ok then wf_spread_success(r, cs, a) else wf_spread_change(r, x, st, new, cs, a) end
+    end
+    if join then
+      if ok then wf_spread_success(r, join, a) else wf_spread_change(r, x, st, new, join, a) end
     end
   end
   wf_count_freed(r, a.freed)

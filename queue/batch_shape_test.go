@@ -1,0 +1,152 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/script"
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// TestBatchIsWorkflow: a batch is a workflow of its shape, and
+// GetWorkflow reads it: a taskless gate, enqueued until Close makes it
+// succeed; members that are roots, enqueued at Add under the task IDs
+// Add returned, with no route kept; callbacks waiting for every member and
+// the gate (OnComplete over EdgeRun, OnSuccess over EdgeFail), with no
+// edge stored. A dead member fails OnSuccess, which still takes members,
+// and the member's retry to success makes it wait again. Extensions
+// follow the gate: from outside, refused once it closed. A caller's node
+// name may not start with the batch's dot.
+func TestBatchIsWorkflow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	batch, err := b.client.NewBatch(ctx, BatchOptions{Description: "shape",
+		OnSuccess: NewRawTask("ok", nil, In("cb")), OnComplete: NewRawTask("all", nil, In("cb"))})
+	must(t, err)
+	infos, err := b.client.AddToBatch(ctx, batch, NewRawTask("m", []byte("1"), In("q")), NewRawTask("m", []byte("2"), In("q")))
+	must(t, err)
+	// a node added from outside, as ExtendWorkflow does, is a member too
+	more := NewWorkflow()
+	more.Add("extra", NewRawTask("m", []byte("3"), In("q")))
+	must(t, b.client.ExtendWorkflow(ctx, batch, more))
+
+	wi, err := b.insp.GetWorkflow(ctx, batch)
+	must(t, err)
+	if wi.State != WorkflowRunning || wi.Total != 6 || wi.Counts[NodeEnqueued] != 4 || wi.Counts[NodeWaiting] != 2 {
+		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want running, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
+	}
+	if g := wi.Node(flow.Gate); g == nil || g.State != NodeEnqueued || g.TaskID != "" {
+		t.Fatalf("gate: %+v, want enqueued, taskless", g)
+	}
+	for _, in := range infos {
+		found := false
+		for _, n := range wi.Nodes {
+			found = found || (n.TaskID == in.ID && n.State == NodeEnqueued && flow.IsBatchNode(n.Name))
+		}
+		if !found {
+			t.Fatalf("member task %s is no enqueued node of %+v", in.ID, wi.Nodes)
+		}
+	}
+	W := keys.Home(b.cfg.Prefix, keys.HomeOf(batch)).Workflow(batch)
+	for _, in := range infos {
+		name := ""
+		for _, n := range wi.Nodes {
+			if n.TaskID == in.ID {
+				name = n.Name
+			}
+		}
+		if b.rdb.HExists(ctx, W, "m:"+name).Val() {
+			t.Fatalf("member %s keeps its route once enqueued", name)
+		}
+	}
+	for cb, policy := range map[string]EdgePolicy{flow.OnSuccess: EdgeFail, flow.OnComplete: EdgeRun} {
+		n := wi.Node(cb)
+		if n == nil || n.State != NodeWaiting || len(n.Parents) != 4 {
+			t.Fatalf("callback %s: %+v, want waiting for the gate and 3 members", cb, n)
+		}
+		for _, p := range n.Parents {
+			if p.OnDead != policy {
+				t.Fatalf("callback %s: parent %s over %s, want %s", cb, p.Parent, p.OnDead, policy)
+			}
+		}
+	}
+	if b.rdb.HExists(ctx, W, "c:"+flow.Gate).Val() {
+		t.Fatal("the gate stores its edges to the callbacks")
+	}
+
+	// a dead member fails OnSuccess, which still takes new members, and
+	// the member's retry to success makes it wait again
+	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch))
+	note := func(taskID, outcome string) {
+		for _, n := range wi.Nodes {
+			if n.TaskID == taskID {
+				ref := wire.FlowRef{Kind: 'w', Home: keys.HomeOf(batch), ID: keys.ShortID(batch), Node: n.Name}.String()
+				v, err := msgpack.Marshal([]any{ref, wire.StoredID(taskID), outcome, "", "boom"})
+				must(t, err)
+				must(t, script.FlowNotify.Run(ctx, b.rdb, []string{h.Out()}, h.H, "", string(v)).Err())
+				return
+			}
+		}
+		t.Fatalf("no node has task %s", taskID)
+	}
+	note(infos[0].ID, "d")
+	_, err = b.client.AddToBatch(ctx, batch, NewRawTask("m", []byte("4"), In("q")))
+	must(t, err)
+	wi, err = b.insp.GetWorkflow(ctx, batch)
+	must(t, err)
+	if n := wi.Node(flow.OnSuccess); n.State != NodeFailed || len(n.Parents) != 5 {
+		t.Fatalf("OnSuccess after a death and an add: %s with %d parents, want failed with 5", n.State, len(n.Parents))
+	}
+	if n := wi.Node(flow.OnComplete); n.State != NodeWaiting {
+		t.Fatalf("OnComplete after a death: %s, want waiting", n.State)
+	}
+	note(infos[0].ID, "s")
+	wi, err = b.insp.GetWorkflow(ctx, batch)
+	must(t, err)
+	if n := wi.Node(flow.OnSuccess); n.State != NodeWaiting {
+		t.Fatalf("OnSuccess after the dead member's retry succeeded: %s, want waiting", n.State)
+	}
+
+	must(t, b.client.CloseBatch(ctx, batch))
+	must(t, b.client.CloseBatch(ctx, batch)) // twice: harmless
+	wi, err = b.insp.GetWorkflow(ctx, batch)
+	must(t, err)
+	if g := wi.Node(flow.Gate); g.State != NodeSucceeded {
+		t.Fatalf("gate after Close: %s, want succeeded", g.State)
+	}
+	late := NewWorkflow()
+	late.Add("late", NewRawTask("m", nil, In("q")))
+	if err := b.client.ExtendWorkflow(ctx, batch, late); !errors.Is(err, ErrFinished) {
+		t.Fatalf("extension from outside after Close: %v, want ErrFinished", err)
+	}
+	if _, err := b.client.AddToBatch(ctx, batch, NewRawTask("m", nil, In("q"))); !errors.Is(err, ErrFinished) {
+		t.Fatalf("Add from outside after Close: %v, want ErrFinished", err)
+	}
+	bi, err := b.insp.GetBatch(ctx, batch)
+	must(t, err)
+	if bi.Total != 4 || bi.Pending != 3 || bi.Succeeded != 1 || !bi.Closed || bi.Finished || bi.Description != "shape" {
+		t.Fatalf("batch info: %+v", bi)
+	}
+
+	w := NewWorkflow()
+	w.Add(".x", NewRawTask("m", nil))
+	if _, err := b.client.EnqueueWorkflow(ctx, w); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a node named with a dot: %v, want ErrInvalid", err)
+	}
+	if err := b.client.CloseBatch(ctx, newFlowID("")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Close of an unknown batch: %v, want ErrNotFound", err)
+	}
+	plain := NewWorkflow()
+	plain.Add("a", NewRawTask("a", nil))
+	id, err := b.client.EnqueueWorkflow(ctx, plain)
+	must(t, err)
+	if err := b.client.CloseBatch(ctx, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Close of a workflow that is no batch: %v, want ErrNotFound", err)
+	}
+}
