@@ -488,7 +488,7 @@ func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Deli
 }
 
 // freshGraph is a new workflow's graph as its home stores it
-// (include/workflow.lua): per node, its state, its count of parents, and
+// (include/wf_names.lua): per node, its state, its count of parents, and
 // its children, each name after its edge's letter, in upper case when
 // the node is the child's only parent, separated by spaces ("" for none:
 // see childList); the roots' names; the edges.

@@ -89,7 +89,7 @@ func (w *WorkflowInfo) Node(name string) *WorkflowNode {
 
 // nodeState reads a node's stored state: a letter, followed while it
 // waits by its parents' effects, or a waiting node's count of unfinished
-// parents alone (include/workflow.lua).
+// parents alone (include/wf_names.lua).
 func nodeState(stored string) NodeState {
 	if stored != "" && stored[0] >= '0' && stored[0] <= '9' {
 		return NodeWaiting

@@ -55,7 +55,7 @@ func (h FlowHome) Chain(id string) string { return h.H + ":c:" + id }
 
 // Workflow is the hash of workflow id: its state and counters, and per
 // node its task, state, parents' effects, children, delivery until it is
-// released, result and error (lua/engine/include/workflow.lua). Its name holds
+// released, result and error (lua/engine/include/wf_names.lua). Its name holds
 // the ID's short form.
 func (h FlowHome) Workflow(id string) string { return h.H + ":w:" + ShortID(id) }
 

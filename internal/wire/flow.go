@@ -72,7 +72,7 @@ func ParseFlowRef(s string) (FlowRef, error) {
 // its queue partition under its fixed ID (the ID claim makes a second
 // delivery a no-op). Encoded as a msgpack array, its message as a string:
 // Redis's cmsgpack reads no binary type, and a workflow's release on one
-// server reads it (include/workflow.lua). Otherwise Lua copies it unread.
+// server reads it (include/wf_names.lua). Otherwise Lua copies it unread.
 type Delivery struct {
 	Queue      string
 	Partition  int
@@ -137,7 +137,7 @@ func DecodeFlowNote(b []byte) (*FlowNote, error) {
 // partition under 65,536. Four bytes (the ID's length, the queue's length,
 // the partition big-endian), the ID, the queue, then the message. The
 // script that releases the node reads it with one field and four calls
-// (include/workflow.lua, split); reading the route from its own field took
+// (include/wf_split.lua); reading the route from its own field took
 // a second field and eight. Another task is stored as its bare message,
 // which opens with a msgpack array (0x90 or above), and its route is read.
 func NodeTask(id, queue string, partition int, msg []byte) ([]byte, bool) {

@@ -7,7 +7,7 @@
   parent of an existing node that still waits (queue.Before): that node
   then waits for it too. Nodes whose parents allow it go into the outbox at
   once: straight into their queues when the workflow is released that way
-  (dr, include/workflow.lua), else into the outbox (the caller delivers
+  (dr, include/wf_push.lua), else into the outbox (the caller delivers
   them; sweepers do after the grace).
   KEYS[1] H:w:<wid>  KEYS[2] H:w:<wid>:new: with "new", the nodes' fields,
     which the caller wrote in the same transaction
@@ -30,7 +30,7 @@
   parents, bounds, cycles: a new graph names no node it lacks): ARGV[10]
     nodes  ARGV[11] edges  ARGV[12] the roots' names (msgpack); KEYS[2]
     holds per node m:, e:, s: (its count of parents) and c: when it has
-    children (include/workflow.lua), and becomes the workflow's hash. The
+    children (include/wf_names.lua), and becomes the workflow's hash. The
     fields reach Redis as a plain HSET: through the script's arguments each
     would be copied twice more, into Lua and out again.
     A batch's shape (queue/flows.go) adds: ARGV[13] its join nodes, as a
@@ -212,7 +212,7 @@ local function add(p, child, e, letter)
     adds[p] = list
   end
   -- the edge's letter in the children list: upper case when p is
-  -- child's only parent (include/workflow.lua)
+  -- child's only parent (include/wf_names.lua)
   list[#list + 1] = {child, e, letter or e}
   edges = edges + 1
 end
@@ -221,7 +221,7 @@ for _, nd in ipairs(nodes) do
     if not new[pe[1]] and not wf_node(r, pe[1]) then
       return {FLOW_UNKNOWN_PARENT, nd.name, pe[1]}
     end
-    -- a node's only parent marks its edge in upper case (include/workflow.lua)
+    -- a node's only parent marks its edge in upper case (include/wf_names.lua)
     add(pe[1], nd.name, pe[2], #nd.parents == 1 and string.upper(pe[2]))
   end
   for _, ce in ipairs(nd.before) do
@@ -293,7 +293,7 @@ for p, list in pairs(adds) do
     wf_count(wf_node(r, ch[1]), wf_effect(ps, ch[2]), 1)
     wf_dirty(r, ch[1])
   end
-  -- the spaced form (see include/workflow.lua): the stored list, then
+  -- the spaced form (see include/wf_kids.lua): the stored list, then
   -- the new children
   local all = {}
   if not new[p] then

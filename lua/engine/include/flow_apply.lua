@@ -13,7 +13,7 @@
 -- flow_apply applies one notification {ref, member, outcome, result,
 -- error} (wire.FlowNote) at home H. A ref that does not parse is dropped.
 -- A workflow's outcomes go into its run in runs (wid -> run), which the
--- caller finishes once for all of them (include/workflow.lua's finish).
+-- caller finishes once for all of them (include/wf_finish.lua).
 local function flow_apply(H, note, now, runs)
   local ok, n = pcall(cmsgpack.unpack, note)
   if not ok or type(n) ~= 'table' or type(n[1]) ~= 'string' then return false end

@@ -3,7 +3,7 @@
 --@include pending
 --@include msg_keyed
 -- wf_lib returns the workflow helpers (WF), made by the first call that
--- needs them: see include/workflow.lua.
+-- needs them: the names are in include/wf_names.lua.
 local WF -- the helpers, once made
 
 local function wf_lib()

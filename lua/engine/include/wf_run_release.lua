@@ -32,7 +32,7 @@ local function wf_run_release(r, rel, k, last)
       r.gone[#r.gone + 1] = WF_FIELD.route .. rel[j]
     end
     if e == '' then
-      -- a taskless node (include/workflow.lua): released, nothing to send
+      -- a taskless node (include/wf_names.lua): released, nothing to send
     elseif id then
       wf_add(r, rel[j], id, queue, part, msg, 0, false, false)
     elseif width == 2 then
