@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/redistest"
-	"github.com/shardq/shardq/queue"
 )
 
 // TestExamples builds each example and runs it against a redis-server of
@@ -96,7 +96,7 @@ func checkSource(t *testing.T, path string) string {
 	if m := regexp.MustCompile(`Prefix:\s*"([^"]+)"`).FindSubmatch(src); m != nil {
 		return string(m[1])
 	}
-	return queue.DefaultPrefix
+	return config.DefaultPrefix
 }
 
 // command returns exe to run from the repository's root, where a user runs

@@ -64,7 +64,7 @@ func ExampleFairSemaphore() {
 	// two slots; a holder that crashes frees its slot after the TTL
 	sem := &lua.FairSemaphore{Key: "{billing}:sem", Limit: 2, TTL: 30 * time.Second}
 	for _, holder := range []string{"worker-1", "worker-2", "worker-3"} {
-		ok, err := sem.Acquire(ctx, rdb, holder)
+		ok, err := sem.Acquire(ctx, rdb, holder, 0)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func ExampleFairSemaphore() {
 	if err := sem.Release(ctx, rdb, "worker-1"); err != nil {
 		log.Fatal(err)
 	}
-	ok, _ := sem.Acquire(ctx, rdb, "worker-3")
+	ok, _ := sem.Acquire(ctx, rdb, "worker-3", 0)
 	holders, _ := sem.Holders(ctx, rdb)
 	fmt.Println("worker-3", ok, holders)
 

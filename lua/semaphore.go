@@ -31,22 +31,17 @@ func (s *FairSemaphore) validate() error {
 }
 
 // Acquire takes a slot for holder and reports whether it got one. A holder
-// that already holds a slot keeps it and has it refreshed.
-func (s *FairSemaphore) Acquire(ctx context.Context, c redis.Scripter, holder string) (bool, error) {
+// that already holds a slot keeps it and has it refreshed. With a wait
+// above 0 it tries until it gets one or wait passes, looking again after
+// 5ms, doubling to 100ms; with 0 it tries once.
+func (s *FairSemaphore) Acquire(ctx context.Context, c redis.Scripter, holder string, wait time.Duration) (bool, error) {
 	if err := s.validate(); err != nil {
 		return false, err
 	}
-	n, err := semAcquire.Run(ctx, c, []string{s.Key}, holder, s.Limit, s.TTL.Milliseconds(), "").Int64()
-	return n == 1, err
-}
-
-// AcquireWait tries to take a slot for holder until it gets one or wait
-// passes, looking again after 5ms, doubling to 100ms.
-func (s *FairSemaphore) AcquireWait(ctx context.Context, c redis.Scripter, holder string, wait time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
 	pause := 5 * time.Millisecond
 	for {
-		ok, err := s.Acquire(ctx, c, holder)
+		ok, err := s.acquireOnce(ctx, c, holder)
 		if ok || err != nil {
 			return ok, err
 		}
@@ -63,6 +58,12 @@ func (s *FairSemaphore) AcquireWait(ctx context.Context, c redis.Scripter, holde
 		}
 		pause = min(2*pause, 100*time.Millisecond)
 	}
+}
+
+// acquireOnce is one try of Acquire.
+func (s *FairSemaphore) acquireOnce(ctx context.Context, c redis.Scripter, holder string) (bool, error) {
+	n, err := semAcquire.Run(ctx, c, []string{s.Key}, holder, s.Limit, s.TTL.Milliseconds(), "").Int64()
+	return n == 1, err
 }
 
 // Refresh extends holder's slot by TTL. It fails with ErrNotHeld when the

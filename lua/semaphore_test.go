@@ -30,7 +30,7 @@ func TestSemaphore(t *testing.T) {
 				defer wg.Done()
 				holder := fmt.Sprint("g", g)
 				for got := 0; got < 3 && time.Now().Before(deadline); {
-					ok, err := sem.Acquire(ctx, rdb, holder)
+					ok, err := sem.Acquire(ctx, rdb, holder, 0)
 					if err != nil {
 						t.Error(err)
 						return
@@ -67,15 +67,15 @@ func TestSemaphore(t *testing.T) {
 
 	t.Run("ExpiredHolderSlotIsReusable", func(t *testing.T) {
 		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: 150 * time.Millisecond}
-		ok, err := sem.Acquire(ctx, rdb, "crashed")
+		ok, err := sem.Acquire(ctx, rdb, "crashed", 0)
 		if err != nil || !ok {
 			t.Fatalf("first Acquire = %v, %v", ok, err)
 		}
-		if ok, _ := sem.Acquire(ctx, rdb, "next"); ok {
+		if ok, _ := sem.Acquire(ctx, rdb, "next", 0); ok {
 			t.Fatal("second holder got a slot over the limit")
 		}
 		time.Sleep(250 * time.Millisecond)
-		if ok, err := sem.Acquire(ctx, rdb, "next"); err != nil || !ok {
+		if ok, err := sem.Acquire(ctx, rdb, "next", 0); err != nil || !ok {
 			t.Fatalf("Acquire after the holder expired = %v, %v", ok, err)
 		}
 		if err := sem.Refresh(ctx, rdb, "crashed"); !errors.Is(err, ErrNotHeld) {
@@ -92,37 +92,37 @@ func TestSemaphore(t *testing.T) {
 
 	t.Run("RefreshKeepsSlot", func(t *testing.T) {
 		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: 200 * time.Millisecond}
-		if ok, _ := sem.Acquire(ctx, rdb, "a"); !ok {
+		if ok, _ := sem.Acquire(ctx, rdb, "a", 0); !ok {
 			t.Fatal("Acquire failed")
 		}
 		for range 4 {
 			time.Sleep(100 * time.Millisecond)
 			must(t, sem.Refresh(ctx, rdb, "a"))
 		}
-		if ok, _ := sem.Acquire(ctx, rdb, "b"); ok {
+		if ok, _ := sem.Acquire(ctx, rdb, "b", 0); ok {
 			t.Fatal("a refreshed slot was taken")
 		}
 	})
 
 	t.Run("LimitChangeTakesEffect", func(t *testing.T) {
 		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: time.Minute}
-		if ok, _ := sem.Acquire(ctx, rdb, "a"); !ok {
+		if ok, _ := sem.Acquire(ctx, rdb, "a", 0); !ok {
 			t.Fatal("Acquire failed")
 		}
 		sem.Limit = 2
-		if ok, _ := sem.Acquire(ctx, rdb, "b"); !ok {
+		if ok, _ := sem.Acquire(ctx, rdb, "b", 0); !ok {
 			t.Fatal("raising the limit did not open a slot")
 		}
 	})
 
-	t.Run("AcquireWait", func(t *testing.T) {
+	t.Run("AcquireWithAWait", func(t *testing.T) {
 		sem := &FairSemaphore{Key: "{" + redistest.Prefix(t) + "}:sem", Limit: 1, TTL: time.Minute}
-		if ok, _ := sem.Acquire(ctx, rdb, "a"); !ok {
+		if ok, _ := sem.Acquire(ctx, rdb, "a", 0); !ok {
 			t.Fatal("Acquire failed")
 		}
 		start := time.Now()
-		if ok, err := sem.AcquireWait(ctx, rdb, "b", 100*time.Millisecond); ok || err != nil {
-			t.Fatalf("AcquireWait on a full semaphore = %v, %v", ok, err)
+		if ok, err := sem.Acquire(ctx, rdb, "b", 100*time.Millisecond); ok || err != nil {
+			t.Fatalf("Acquire with a wait on a full semaphore = %v, %v", ok, err)
 		}
 		// it gives up at its wait, not before; the upper bound only says it
 		// did not hang
@@ -133,14 +133,14 @@ func TestSemaphore(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			_ = sem.Release(ctx, rdb, "a")
 		}()
-		if ok, err := sem.AcquireWait(ctx, rdb, "b", 2*time.Second); !ok || err != nil {
-			t.Fatalf("AcquireWait while a slot frees = %v, %v", ok, err)
+		if ok, err := sem.Acquire(ctx, rdb, "b", 2*time.Second); !ok || err != nil {
+			t.Fatalf("Acquire with a wait while a slot frees = %v, %v", ok, err)
 		}
 	})
 
 	t.Run("BadLimitOrTTL", func(t *testing.T) {
 		for _, sem := range []*FairSemaphore{{Key: "k", Limit: 0, TTL: time.Second}, {Key: "k", Limit: -1, TTL: time.Second}, {Key: "k", Limit: 1}} {
-			if _, err := sem.Acquire(ctx, rdb, "a"); !errors.Is(err, ErrInvalid) {
+			if _, err := sem.Acquire(ctx, rdb, "a", 0); !errors.Is(err, ErrInvalid) {
 				t.Fatalf("%+v: err = %v, want ErrInvalid", sem, err)
 			}
 		}

@@ -116,9 +116,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultPrefix is the Prefix of a Config that sets none.
-const DefaultPrefix = "shardq"
-
 // withDefaults returns a copy of c with defaults filled in, or an error
 // naming the first value out of range.
 func (c Config) withDefaults() (Config, error) {

@@ -6,10 +6,11 @@ import (
 	"github.com/shardq/shardq/internal/config"
 )
 
-// TestDefaultPrefix: the prefix queue documents is the one its Config gets.
+// TestDefaultPrefix: the prefix Config.Prefix documents is the one a
+// Config without one gets.
 func TestDefaultPrefix(t *testing.T) {
 	c, err := Config{}.withDefaults()
-	if err != nil || c.Prefix != DefaultPrefix || DefaultPrefix != config.DefaultPrefix {
-		t.Fatalf("Config{} has prefix %q (%v); DefaultPrefix %q", c.Prefix, err, DefaultPrefix)
+	if err != nil || c.Prefix != "shardq" || config.DefaultPrefix != "shardq" {
+		t.Fatalf("Config{} has prefix %q (%v); config.DefaultPrefix %q; want \"shardq\"", c.Prefix, err, config.DefaultPrefix)
 	}
 }

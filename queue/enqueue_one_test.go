@@ -110,7 +110,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 	k := keys.For(b.cfg.Prefix, "q", 1)
 	rank, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64()
 	must(t, err)
-	if _, err := b.insp.SetPartitions(ctx, "q", 1); err != nil {
+	if err := b.insp.SetPartitions(ctx, "q", 1); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Result(); v != fmt.Sprint("closed:", rank) {
@@ -150,7 +150,7 @@ func TestEnqueueOneClosedPartition(t *testing.T) {
 		t.Fatalf("rate_sample on a closed partition = %v, %v; want the count %d", sample, err, rank)
 	}
 	// reopened, ranks go on from where they were
-	if _, err := b.insp.SetPartitions(ctx, "q", 2); err != nil {
+	if err := b.insp.SetPartitions(ctx, "q", 2); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := b.rdb.Get(ctx, keys.RankKey(k.Feed())).Int64(); err != nil || v != rank {

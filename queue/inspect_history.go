@@ -43,7 +43,7 @@ func (i *Inspector) History(ctx context.Context, span time.Duration, queues ...s
 	if err != nil {
 		return nil, err
 	}
-	h, err := i.history(ctx, parts, span)
+	h, err := i.history(ctx, served(parts), span)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", queueNames(queues), err)
 	}

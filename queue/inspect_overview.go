@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 )
@@ -44,14 +45,14 @@ func (i *Inspector) QueueInfos(ctx context.Context, queues ...string) ([]*QueueI
 
 // queueInfos reads the counts of names, whose partitions reg holds, in
 // one pipeline.
-func (i *Inspector) queueInfos(ctx context.Context, reg map[string]int, names []string) ([]*QueueInfo, error) {
+func (i *Inspector) queueInfos(ctx context.Context, reg map[string]layout.Layout, names []string) ([]*QueueInfo, error) {
 	out := make([]*QueueInfo, len(names))
 	cmds := make([][]*redis.Cmd, len(names))
 	err := rcall.Do(ctx, i.rdb, func() error {
 		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for j, q := range names {
-				n := max(reg[q], i.cfg.partitions(q))
-				out[j] = &QueueInfo{Queue: q, Partitions: n}
+				n := max(reg[q].Serve, i.cfg.partitions(q))
+				out[j] = &QueueInfo{Queue: q, Partitions: n, Draining: reg[q].Serve - reg[q].Route}
 				cmds[j] = make([]*redis.Cmd, n)
 				for part := range n {
 					k := keys.For(i.cfg.Prefix, q, part)

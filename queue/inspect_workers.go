@@ -103,7 +103,7 @@ func (i *Inspector) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 				Start: 0, Stop: maxWorkers - 1, Rev: true})
 			statuses = p.HGetAll(ctx, keys.WorkerStatus(i.cfg.Prefix))
 			for q, n := range reg {
-				for part := range n {
+				for part := range n.Serve {
 					k := keys.For(i.cfg.Prefix, q, part)
 					cmds = append(cmds, partCmd{q, part, p.Run(ctx, script.ListZset,
 						[]string{k.Active(), k.Msg(), k.State(), k.FeedMsg()}, "", "", maxWorkerTasks, "asc")})

@@ -44,8 +44,12 @@ func NewInspector(rdb redis.UniversalClient, cfg Config) (*Inspector, error) {
 
 // QueueInfo is the size of every state of a queue, summed over its partitions.
 type QueueInfo struct {
-	Queue      string
+	Queue string
+	// Partitions counts the partitions workers serve and the counts sum
+	// over, and Draining those of them that producers no longer route to:
+	// Inspector.SetPartitions lowered the count and they still hold tasks.
 	Partitions int
+	Draining   int
 	Pending    int64
 	Active     int64
 	Scheduled  int64
@@ -86,10 +90,9 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// registry reads queue name -> partitions: the partitions served (draining
-// ones included) of the queues whose layout an operator set, else the
-// count recorded by producers and workers. One round trip.
-func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
+// registry reads queue name -> layout: as an operator set it, else the
+// count recorded by producers and workers (Route == Serve). One round trip.
+func (i *Inspector) registry(ctx context.Context) (map[string]layout.Layout, error) {
 	var raw, lay map[string]string
 	err := rcall.Do(ctx, i.rdb, func() error {
 		var reg, lcmd *redis.MapStringStringCmd
@@ -107,15 +110,26 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read queue registry: %w", err)
 	}
-	out := make(map[string]int, len(raw))
+	out := make(map[string]layout.Layout, len(raw))
 	for q, v := range raw {
-		n, _ := layout.ParseCount(v) // 0 when it is no count: the queue's configured count rules
 		if l, err := layout.Parse(lay[q]); err == nil {
-			n = l.Serve
+			out[q] = l
+			continue
 		}
-		out[q] = max(n, 1)
+		n, _ := layout.ParseCount(v) // 0 when it is no count: the queue's configured count rules
+		n = max(n, 1)
+		out[q] = layout.Layout{Route: n, Serve: n}
 	}
 	return out, nil
+}
+
+// served maps each queue of reg to the partitions workers serve.
+func served(reg map[string]layout.Layout) map[string]int {
+	out := make(map[string]int, len(reg))
+	for q, l := range reg {
+		out[q] = l.Serve
+	}
+	return out
 }
 
 // partitions returns the partition count of queue: the partitions served
@@ -124,14 +138,16 @@ func (i *Inspector) registry(ctx context.Context) (map[string]int, error) {
 // know (nothing was ever enqueued to it and no worker serves it) is
 // ErrNotFound. One round trip.
 func (i *Inspector) partitions(ctx context.Context, queue string) (int, error) {
-	n, err := i.partitionsOf(ctx, []string{queue})
-	return n[queue], err
+	l, err := i.partitionsOf(ctx, []string{queue})
+	return l[queue].Serve, err
 }
 
-// partitionsOf is partitions for each of queues, in one round trip.
-func (i *Inspector) partitionsOf(ctx context.Context, queues []string) (map[string]int, error) {
+// partitionsOf is the layout of each of queues, in one round trip: as an
+// operator set it, else the larger of the registry's and the config's
+// count (Route == Serve).
+func (i *Inspector) partitionsOf(ctx context.Context, queues []string) (map[string]layout.Layout, error) {
 	if len(queues) == 0 {
-		return map[string]int{}, nil
+		return map[string]layout.Layout{}, nil
 	}
 	for _, q := range queues {
 		if err := checkQueueName(q); err != nil {
@@ -151,7 +167,7 @@ func (i *Inspector) partitionsOf(ctx context.Context, queues []string) (map[stri
 		return nil, fmt.Errorf("read queue registry: %w", err)
 	}
 	counts, layouts := reg.Val(), lay.Val()
-	out := make(map[string]int, len(queues))
+	out := make(map[string]layout.Layout, len(queues))
 	for j, q := range queues {
 		v, ok := counts[j].(string)
 		if !ok {
@@ -159,22 +175,24 @@ func (i *Inspector) partitionsOf(ctx context.Context, queues []string) (map[stri
 		}
 		if s, _ := layouts[j].(string); s != "" {
 			if l, err := layout.Parse(s); err == nil {
-				out[q] = l.Serve
+				out[q] = l
 				continue
 			}
 		}
 		n, _ := layout.ParseCount(v)
-		out[q] = max(n, i.cfg.partitions(q))
+		n = max(n, i.cfg.partitions(q))
+		out[q] = layout.Layout{Route: n, Serve: n}
 	}
 	return out, nil
 }
 
 // QueueInfo returns the counts of queue in one round trip after the registry lookup.
 func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, error) {
-	n, err := i.partitions(ctx, queue)
+	ls, err := i.partitionsOf(ctx, []string{queue})
 	if err != nil {
 		return nil, err
 	}
+	n := ls[queue].Serve
 	cmds := make([]*redis.Cmd, n)
 	err = i.perPartition(ctx, queue, n, func(p *rcall.Pipe, part int, k keys.Partition) {
 		cmds[part] = p.Run(ctx, script.Counts, countKeys(k), countArgs(k)...)
@@ -182,7 +200,7 @@ func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, er
 	if err != nil {
 		return nil, fmt.Errorf("queue info %q: %w", queue, err)
 	}
-	info := &QueueInfo{Queue: queue, Partitions: n}
+	info := &QueueInfo{Queue: queue, Partitions: n, Draining: n - ls[queue].Route}
 	now := time.Now()
 	for _, cmd := range cmds {
 		if err := info.add(cmd, now); err != nil {

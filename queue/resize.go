@@ -14,16 +14,6 @@ import (
 	"github.com/shardq/shardq/internal/script"
 )
 
-// PartitionLayout is a queue's partition layout as an operator set it
-// (Inspector.SetPartitions).
-type PartitionLayout struct {
-	// Route is how many partitions producers send new tasks to.
-	Route int
-	// Serve is how many partitions workers serve: Route, plus the removed
-	// partitions that still hold tasks (Serve > Route while they drain).
-	Serve int
-}
-
 // SetPartitions sets how many partitions queue has, while producers and
 // workers run: the layout in the registry becomes the queue's source of
 // truth over Config.Partitions. Raising it opens the new partitions:
@@ -32,30 +22,31 @@ type PartitionLayout struct {
 // n and above at once (enqueue refuses them and producers route again);
 // workers go on serving them until they hold nothing (pending, scheduled,
 // retrying, running, parked or dead), then a worker ends the drain and
-// they are forgotten. Until then Inspector counts include them. Keys that
+// they are forgotten. Until then Inspector counts include them, and
+// QueueInfo.Draining counts them. Keys that
 // place a task by hash (a group, a uniqueness ID, a chosen ID) move
 // partition with the count: see the architecture doc for what that costs.
 // The partitions of a queue with fleet-wide limits get their quotas.
 // Run one SetPartitions of a queue at a time.
-func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (PartitionLayout, error) {
+func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) error {
 	if err := checkQueueName(queue); err != nil {
-		return PartitionLayout{}, err
+		return err
 	}
 	if n < 1 || n > config.MaxPartitions {
-		return PartitionLayout{}, fmt.Errorf("%w: %d partitions for queue %q, want 1..%d", errInvalidPartitions, n, queue, config.MaxPartitions)
+		return fmt.Errorf("%w: %d partitions for queue %q, want 1..%d", errInvalidPartitions, n, queue, config.MaxPartitions)
 	}
 	old, err := i.partitions(ctx, queue)
 	if errors.Is(err, errQueueNotFound) {
 		old, err = 0, nil
 	}
 	if err != nil {
-		return PartitionLayout{}, err
+		return err
 	}
 	var lim *LimitInfo
 	if old > 0 && n > old {
 		// the new partitions need the queue's limits and a quota
 		if lim, err = i.LimitInfo(ctx, queue); err != nil {
-			return PartitionLayout{}, err
+			return err
 		}
 	}
 	l := layout.Layout{Route: n, Serve: max(n, old)}
@@ -75,13 +66,13 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 		})
 	})
 	if err != nil {
-		return PartitionLayout{}, fmt.Errorf("set partitions of %q: %w", queue, err)
+		return fmt.Errorf("set partitions of %q: %w", queue, err)
 	}
 	if lim != nil && lim.Limits != (Limits{}) {
 		// written before the layout names the new partitions: limits are
 		// in place when the first worker fetches there
 		if err := i.writeLimits(ctx, queue, l.Serve, lim.Limits); err != nil {
-			return PartitionLayout{}, err
+			return err
 		}
 	}
 	err = rcall.Do(ctx, i.rdb, func() error {
@@ -93,33 +84,7 @@ func (i *Inspector) SetPartitions(ctx context.Context, queue string, n int) (Par
 		return err
 	})
 	if err != nil {
-		return PartitionLayout{}, fmt.Errorf("set partitions of %q: %w", queue, err)
+		return fmt.Errorf("set partitions of %q: %w", queue, err)
 	}
-	return PartitionLayout(l), nil
-}
-
-// Layout returns queue's partition layout: as an operator set it, or,
-// when none did, the count the registry and the config give (Route ==
-// Serve). A queue the registry does not know is ErrNotFound.
-func (i *Inspector) Layout(ctx context.Context, queue string) (PartitionLayout, error) {
-	n, err := i.partitions(ctx, queue)
-	if err != nil {
-		return PartitionLayout{}, err
-	}
-	var v string
-	err = rcall.Do(ctx, i.rdb, func() (err error) {
-		v, err = i.rdb.HGet(ctx, keys.Layout(i.cfg.Prefix), queue).Result()
-		return err
-	})
-	if errors.Is(err, redis.Nil) {
-		return PartitionLayout{Route: n, Serve: n}, nil
-	}
-	if err != nil {
-		return PartitionLayout{}, fmt.Errorf("read partition layout of %q: %w", queue, err)
-	}
-	l, err := layout.Parse(v)
-	if err != nil {
-		return PartitionLayout{Route: n, Serve: n}, nil
-	}
-	return PartitionLayout(l), nil
+	return nil
 }

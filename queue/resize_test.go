@@ -21,16 +21,15 @@ func TestSetPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int{0, -1, config.MaxPartitions + 1} {
-			if _, err := b.insp.SetPartitions(ctx, "q", n); !errors.Is(err, ErrInvalid) {
+			if err := b.insp.SetPartitions(ctx, "q", n); !errors.Is(err, ErrInvalid) {
 				t.Errorf("SetPartitions(q, %d) = %v, want ErrInvalid", n, err)
 			}
 		}
-		if _, err := b.insp.SetPartitions(ctx, "bad name{", 2); !errors.Is(err, ErrInvalid) {
+		if err := b.insp.SetPartitions(ctx, "bad name{", 2); !errors.Is(err, ErrInvalid) {
 			t.Errorf("SetPartitions with a bad name = %v, want ErrInvalid", err)
 		}
-		l, err := b.insp.Layout(ctx, "q")
-		if err != nil || l != (PartitionLayout{Route: 1, Serve: 1}) {
-			t.Fatalf("Layout after refused calls = %+v, %v; want 1/1", l, err)
+		if l := layoutOf(t, b.insp, "q"); l != [2]int{1, 1} {
+			t.Fatalf("layout after refused calls = %v; want 1 routed, 1 served", l)
 		}
 	})
 
@@ -42,9 +41,11 @@ func TestSetPartitions(t *testing.T) {
 		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil, In("q"))); err != nil {
 			t.Fatal(err)
 		}
-		l, err := b.insp.SetPartitions(ctx, "q", 2)
-		if err != nil || l != (PartitionLayout{Route: 2, Serve: 4}) {
-			t.Fatalf("SetPartitions(q, 2) = %+v, %v; want 2 routed, 4 served", l, err)
+		if err := b.insp.SetPartitions(ctx, "q", 2); err != nil {
+			t.Fatal(err)
+		}
+		if l := layoutOf(t, b.insp, "q"); l != [2]int{2, 4} {
+			t.Fatalf("layout after SetPartitions(q, 2) = %v; want 2 routed, 4 served", l)
 		}
 		tasks := make([]*Task, 40)
 		for i := range tasks {
@@ -60,12 +61,21 @@ func TestSetPartitions(t *testing.T) {
 			}
 		}
 		qi, err := b.insp.QueueInfo(ctx, "q")
-		if err != nil || qi.Partitions != 4 || qi.Pending != 41 {
-			t.Fatalf("QueueInfo = %+v, %v; want the 4 partitions served, 41 pending", qi, err)
+		if err != nil || qi.Partitions != 4 || qi.Draining != 2 || qi.Pending != 41 {
+			t.Fatalf("QueueInfo = %+v, %v; want the 4 partitions served, 2 draining, 41 pending", qi, err)
+		}
+		for _, named := range [][]string{nil, {"q"}} {
+			all, err := b.insp.QueueInfos(ctx, named...)
+			if err != nil || len(all) != 1 || all[0].Partitions != 4 || all[0].Draining != 2 {
+				t.Fatalf("QueueInfos(%v) = %+v, %v; want q with 4 partitions, 2 draining", named, all, err)
+			}
 		}
 		// raising again opens the closed ones
-		if l, err = b.insp.SetPartitions(ctx, "q", 4); err != nil || l != (PartitionLayout{Route: 4, Serve: 4}) {
-			t.Fatalf("SetPartitions(q, 4) = %+v, %v", l, err)
+		if err := b.insp.SetPartitions(ctx, "q", 4); err != nil {
+			t.Fatal(err)
+		}
+		if l := layoutOf(t, b.insp, "q"); l != [2]int{4, 4} {
+			t.Fatalf("layout after SetPartitions(q, 4) = %v; want 4 routed, 4 served", l)
 		}
 		fresh, err := NewClient(b.rdb, b.cfg)
 		if err != nil {
@@ -92,7 +102,7 @@ func TestSetPartitions(t *testing.T) {
 		if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil, In("q"))); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.insp.SetPartitions(ctx, "q", 3); err != nil {
+		if err := b.insp.SetPartitions(ctx, "q", 3); err != nil {
 			t.Fatal(err)
 		}
 		// the client reads the layout again once LayoutRefresh passed, in
@@ -114,17 +124,28 @@ func TestSetPartitions(t *testing.T) {
 	t.Run("DeleteQueueForgetsTheLayout", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
-		if _, err := b.insp.SetPartitions(ctx, "q", 3); err != nil {
+		if err := b.insp.SetPartitions(ctx, "q", 3); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.insp.DeleteQueue(ctx, "q", true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.insp.Layout(ctx, "q"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Layout of a deleted queue = %v, want ErrNotFound", err)
+		if _, err := b.insp.QueueInfo(ctx, "q"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("QueueInfo of a deleted queue = %v, want ErrNotFound", err)
 		}
 		if n, _ := b.rdb.HLen(ctx, b.cfg.Prefix+":layout").Result(); n != 0 {
 			t.Fatalf("the layout hash holds %d entries after DeleteQueue", n)
 		}
 	})
+}
+
+// layoutOf returns queue's partitions as QueueInfo shows them: {routed to,
+// served}.
+func layoutOf(t *testing.T, insp *Inspector, queue string) [2]int {
+	t.Helper()
+	qi, err := insp.QueueInfo(context.Background(), queue)
+	if err != nil {
+		t.Fatalf("QueueInfo(%q): %v", queue, err)
+	}
+	return [2]int{qi.Partitions - qi.Draining, qi.Partitions}
 }

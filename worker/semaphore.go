@@ -12,7 +12,6 @@ import (
 	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/lua"
-	"github.com/shardq/shardq/queue"
 )
 
 // SemaphoreConfig configures a Semaphore middleware. Its zero fields
@@ -26,7 +25,7 @@ type SemaphoreConfig struct {
 	Limit int
 	// Prefix is the key prefix of the semaphore, as queue.Config.Prefix is
 	// for queues; it does not follow the worker's. Defaults to
-	// queue.DefaultPrefix.
+	// "shardq", as queue.Config.Prefix does.
 	Prefix string
 	// TTL is how long a slot outlives a worker that stopped refreshing it.
 	// Defaults to 30s; at least 1ms.
@@ -50,7 +49,7 @@ type SemaphoreConfig struct {
 // ErrSemaphoreLost. A bad field is ErrInvalid here, before any task
 // runs, with the field and its value.
 func Semaphore(rdb redis.UniversalClient, cfg SemaphoreConfig) (Middleware, error) {
-	cfg.Prefix = cmp.Or(cfg.Prefix, queue.DefaultPrefix)
+	cfg.Prefix = cmp.Or(cfg.Prefix, config.DefaultPrefix)
 	cfg.TTL = cmp.Or(cfg.TTL, 30*time.Second)
 	cfg.RetryIn = cmp.Or(cfg.RetryIn, time.Second)
 	name := cfg.Name
@@ -74,7 +73,7 @@ func Semaphore(rdb redis.UniversalClient, cfg SemaphoreConfig) (Middleware, erro
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, t *Task) error {
 			holder := fmt.Sprintf("%s:%d", t.ID, t.Attempt)
-			ok, err := sem.AcquireWait(ctx, rdb, holder, cfg.Wait)
+			ok, err := sem.Acquire(ctx, rdb, holder, cfg.Wait)
 			if err != nil {
 				return fmt.Errorf("acquire semaphore %s: %w", name, err)
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
@@ -88,8 +89,8 @@ func TestPoisonedTasksBlackBox(t *testing.T) {
 
 	// rewrite the last two in Redis, as a writer to it could
 	shard := keys.For("shardq", queue.DefaultQueue, 0).ShardPrefix() + "0" // the default prefix
-	redistest.SetPayload(t, rdb, queue.DefaultPrefix, queue.DefaultQueue, array, sealed(t, key, array, []byte{0xdd, 0xff, 0xff, 0xff, 0xff}, 0))
-	redistest.SetPayload(t, rdb, queue.DefaultPrefix, queue.DefaultQueue, hash, sealed(t, key, hash, []byte{0xdf, 0x05, 0xf5, 0xe1, 0x00}, 0))
+	redistest.SetPayload(t, rdb, config.DefaultPrefix, queue.DefaultQueue, array, sealed(t, key, array, []byte{0xdd, 0xff, 0xff, 0xff, 0xff}, 0))
+	redistest.SetPayload(t, rdb, config.DefaultPrefix, queue.DefaultQueue, hash, sealed(t, key, hash, []byte{0xdf, 0x05, 0xf5, 0xe1, 0x00}, 0))
 	stored, err := rdb.LRange(ctx, shard, 0, -1).Result()
 	must(t, err)
 	if len(stored) != 4 {

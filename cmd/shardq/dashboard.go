@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/shardq/shardq/dashboard"
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -27,7 +28,7 @@ func (*dashboardCommand) summary() string {
 func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet(c)
 	redisURL := fs.String("redis", "", redisFlagHelp)
-	prefix := fs.String("prefix", queue.DefaultPrefix, "key prefix of the queues")
+	prefix := fs.String("prefix", config.DefaultPrefix, "key prefix of the queues")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	readOnly := fs.Bool("read-only", false, "hide and refuse every action")
 	basic := fs.String("basic-auth", "", "require HTTP basic auth: user:password; other users see it in ps: prefer --basic-auth-file or $SHARDQ_DASHBOARD_BASIC_AUTH")

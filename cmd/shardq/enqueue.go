@@ -81,7 +81,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	var f enqueueFlags
 	fs := m.flagSet(c)
 	fs.StringVar(&f.redisURL, "redis", "", redisFlagHelp)
-	fs.StringVar(&f.prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&f.prefix, "prefix", config.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&f.queue, "queue", queue.DefaultQueue, "the queue")
 	fs.StringVar(&f.typ, "type", "", "the task type, which picks the handler (required)")
 	fs.StringVar(&f.payload, "payload", "", "the payload (default: read stdin)")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
@@ -55,7 +56,7 @@ func TestWorkerJSONPoisoned(t *testing.T) {
 	// queue.NewTask refuses such bytes: written in Redis before the worker
 	// starts, as a producer outside Go could leave them
 	poisoned := enqueue("placeholder")
-	redistest.SetPayload(t, rdb, queue.DefaultPrefix, queue.DefaultQueue, poisoned, []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
+	redistest.SetPayload(t, rdb, config.DefaultPrefix, queue.DefaultQueue, poisoned, []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
 	after := enqueue(map[string]int{"n": 2})
 	p := startShardq(t, redisEnv(srv), "worker", "--json", "--handler", "j=exec:cat")
 	ti := waitState(t, insp, "default", poisoned, queue.StateDead)

@@ -35,7 +35,7 @@ func (c *partitionsCommand) run(ctx context.Context, m *Main, args []string) err
 	var set int
 	fs := m.flagSet(c)
 	fs.StringVar(&redisURL, "redis", "", redisFlagHelp)
-	fs.StringVar(&prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&prefix, "prefix", config.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&name, "queue", "", "the queue (required)")
 	fs.IntVar(&set, "set", 0, "set the partition count to this (1..1024); 0 shows it")
 	describe(fs, c, "--queue NAME [--set N] [flags]", partitionsDetails, partitionsExitCodes)
@@ -63,15 +63,15 @@ func (c *partitionsCommand) run(ctx context.Context, m *Main, args []string) err
 	if err != nil {
 		return err
 	}
-	var l queue.PartitionLayout
 	if set > 0 {
-		l, err = insp.SetPartitions(ctx, name, set)
-	} else {
-		l, err = insp.Layout(ctx, name)
+		if err := insp.SetPartitions(ctx, name, set); err != nil {
+			return err
+		}
 	}
+	qi, err := insp.QueueInfo(ctx, name)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "%s %d/%d\n", name, l.Route, l.Serve)
+	fmt.Fprintf(m.Stdout, "%s %d/%d\n", name, qi.Partitions-qi.Draining, qi.Partitions)
 	return nil
 }

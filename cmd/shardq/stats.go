@@ -59,7 +59,7 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	var asJSON bool
 	fs := m.flagSet(c)
 	fs.StringVar(&redisURL, "redis", "", redisFlagHelp)
-	fs.StringVar(&prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&prefix, "prefix", config.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&name, "queue", "", "show this queue only")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	describe(fs, c, "[flags]", statsDetails, statsExitCodes)

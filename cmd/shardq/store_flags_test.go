@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
@@ -68,7 +69,7 @@ func TestEnqueueKeyFile(t *testing.T) {
 	if err != nil || string(ti.Payload) != big {
 		t.Fatalf("compressed payload read back as %d bytes, %v", len(ti.Payload), err)
 	}
-	used, err := rdb.MemoryUsage(ctx, keys.For(queue.DefaultPrefix, queue.DefaultQueue, 0).ShardPrefix()+"0").Result()
+	used, err := rdb.MemoryUsage(ctx, keys.For(config.DefaultPrefix, queue.DefaultQueue, 0).ShardPrefix()+"0").Result()
 	if err != nil || used > int64(len(big)) {
 		t.Fatalf("the pending list takes %d bytes for a %d-byte payload: %v", used, len(big), err)
 	}

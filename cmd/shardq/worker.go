@@ -120,7 +120,7 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 	var f workerFlags
 	fs := m.flagSet(c)
 	fs.StringVar(&f.redisURL, "redis", "", redisFlagHelp)
-	fs.StringVar(&f.prefix, "prefix", queue.DefaultPrefix, prefixFlagHelp)
+	fs.StringVar(&f.prefix, "prefix", config.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`addr`/metrics (queues, and this worker's handlers)")
 	fs.StringVar(&f.queues, "queues", queue.DefaultQueue, "`list` of queues to run, with weights: name[:weight],...; a pattern ('tenant:*=1') runs every queue it matches, as they appear")
 	fs.BoolVar(&f.strict, "strict", false, "strict priority: always the heaviest queue with work first")

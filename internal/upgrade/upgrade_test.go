@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
@@ -359,7 +360,7 @@ func queuesIdle(ctx context.Context, t *testing.T, insp *queue.Inspector) bool {
 // record 0.1.0 wrote, which the current scripts keep moving.
 func checkFlows(ctx context.Context, t *testing.T, rdb redis.UniversalClient, prefix string, insp *queue.Inspector, chainID, batchID, graphID string, children []string) {
 	t.Helper()
-	chain := keys.Home(cmp.Or(prefix, queue.DefaultPrefix), keys.HomeOf(chainID)).Chain(chainID)
+	chain := keys.Home(cmp.Or(prefix, config.DefaultPrefix), keys.HomeOf(chainID)).Chain(chainID)
 	f, err := rdb.HMGet(ctx, chain, "state", "n", "s:1", "s:2", "s:3").Result()
 	if err != nil {
 		t.Fatalf("read chain %s: %v", chainID, err)
