@@ -65,3 +65,41 @@ func TestIncludeShape(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptShape: a script, once its includes hold its functions, reads
+// in at most 150 lines, and no function of it runs past a screen, 60
+// lines.
+func TestScriptShape(t *testing.T) {
+	t.Parallel()
+	scripts, err := fs.Glob(files, "*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := fs.Glob(files, "engine/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := regexp.MustCompile(`^(?:local )?function ([A-Za-z_][A-Za-z0-9_]*)\(`)
+	for _, file := range append(scripts, engine...) {
+		b, err := files.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(lines) > 150 {
+			t.Errorf("%s has %d lines, more than 150: move a stage into an include", file, len(lines))
+		}
+		for i, line := range lines {
+			if !fn.MatchString(line) {
+				continue
+			}
+			end := i
+			for end < len(lines) && lines[end] != "end" && !strings.HasSuffix(line, " end") {
+				end++
+			}
+			if end-i+1 > 60 {
+				t.Errorf("%s: function at line %d runs %d lines, past 60", file, i+1, end-i+1)
+			}
+		}
+	}
+}

@@ -50,64 +50,18 @@
 --@include codes
 --@include time
 --@include workflow
---@include flow_recent
+--@include wf_open_to
+--@include wf_taskless
+--@include wf_create
+--@include wf_extend_nodes
+--@include wf_extend_edges
+--@include wf_cycle
+--@include wf_extend_write
 local wf = wf_lib()
-local wf_start, wf_node, wf_count, wf_effect, wf_dirty, wf_chunks = wf.start, wf.node, wf.count, wf.effect, wf.dirty, wf.chunks
-local W, H, wid = KEYS[1], ARGV[1], ARGV[3]
+local W, H = KEYS[1], ARGV[1]
 local now = now_ms(ARGV[2])
 local mode = ARGV[6]
-local extend = mode == 'extend' or mode == 'extend in'
-local n0, e0 = 0, 0
-local direct -- an extended workflow's nodes go straight into their queues
-local join, joins = false, {} -- the join nodes (include/wf_joined.lua)
 local max = tonumber(ARGV[7])
-local TASKLESS = cmsgpack.pack({'', '', '', 0}) -- a taskless node's route
-
--- open_to refuses an extension of workflow X, whose fields f are state,
--- finished, n, max, gate and join, from outside (inside false) once its
--- gate succeeded, and any once a join node no longer waits; else it
--- returns nil and X's join list.
-local function open_to(X, f, inside)
-  if not f[1] then return {FLOW_NOT_FOUND} end
-  if f[1] == 'cancelled' then return {FLOW_CLOSED} end
-  if f[2] ~= '0' then return {FLOW_FINISHED} end
-  if f[5] and not inside and redis.call('HGET', X, 's:' .. f[5]) ~= 'p' then return {FLOW_CLOSED, f[5]} end
-  for x in string.gmatch(f[6] or '', '%S(%S+)') do
-    local st = wf.parse(redis.call('HGET', X, 's:' .. x) or 'x')[1]
-    if st ~= 'w' and st ~= 'f' and st ~= 'k' then return {FLOW_NOT_WAITING, '', x} end
-  end
-  return nil, f[6] or false
-end
-
--- join_add counts, in run r, n new parents of each join node of list
-local function join_add(r, list, n)
-  for x in string.gmatch(list, '%S(%S+)') do
-    wf_count(wf_node(r, x), 'u', n)
-    wf_dirty(r, x)
-  end
-end
-
--- nest records the new workflow as taskless node x of its parent P, at
--- once enqueued: the new workflow's end moves it (include/wf_up.lua),
--- and the parent's join nodes wait for it too. With check, it only
--- refuses what it would refuse, writing nothing.
-local function nest(P, x, inside, check)
-  local f = redis.call('HMGET', P, 'state', 'finished', 'n', 'max', 'gate', 'join')
-  local refused, pjoin = open_to(P, f, inside)
-  if refused then return refused end
-  if tonumber(f[3]) + 1 > (tonumber(f[4]) or max) then return {FLOW_TOO_BIG, tonumber(f[3]) + 1, 0} end
-  if redis.call('HEXISTS', P, 's:' .. x) == 1 then return {FLOW_NAME_TAKEN, x} end
-  if check then return nil end
-  local r = wf_start(H, P, now)
-  redis.call('HSET', P, 'm:' .. x, TASKLESS)
-  redis.call('HINCRBY', P, 'n', 1)
-  r.nodes[x] = wf.parse('p')
-  wf_dirty(r, x)
-  r.open, r.counts.p = 1, 1
-  if pjoin then join_add(r, pjoin, 1) end
-  wf.flush(r)
-  return nil
-end
 
 -- finish releases the nodes run r queued, writes its changes, and
 -- returns the reply: the IDs of the nodes put into the outbox
@@ -124,196 +78,33 @@ if mode == 'note' then
   local x = ARGV[10]
   local f = redis.call('HMGET', W, 'state', 'm:' .. x)
   if not f[1] then return {FLOW_NOT_FOUND} end
-  if f[2] ~= TASKLESS then return {FLOW_UNKNOWN_PARENT, x, x} end
-  local r = wf_start(H, W, now)
+  if f[2] ~= wf_taskless() then return {FLOW_UNKNOWN_PARENT, x, x} end
+  local r = wf.start(H, W, now)
   wf.note(r, x, '', 's', '', '')
   return finish(r)
 end
-if extend then
-  local f = redis.call('HMGET', W, 'state', 'finished', 'n', 'max', 'gate', 'join', 'edges', 'dr')
-  local refused
-  refused, join = open_to(W, f, mode == 'extend in')
+if mode ~= 'extend' and mode ~= 'extend in' then
+  local refused, r = wf_create(W, H, now, max)
   if refused then return refused end
-  direct = (f[8] or '') ~= ''
-  n0, e0 = tonumber(f[3]), tonumber(f[7])
-  max = tonumber(f[4]) or max
-  if join then
-    for x in string.gmatch(join, '%S(%S+)') do joins[x] = true end
-  end
-elseif redis.call('EXISTS', W) == 1 then
-  redis.call('DEL', KEYS[2])
-  return {FLOW_ID_TAKEN}
-else
-  local parent = ARGV[16] or ''
-  if parent ~= '' then
-    local refused = nest(H .. ':w:' .. parent, ARGV[17], ARGV[18] == '1', true)
-    if refused then
-      redis.call('DEL', KEYS[2])
-      return refused
-    end
-  end
-  -- a new graph: its fields as they came, then its roots are released
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    return redis.error_reply('ERR workflow ' .. wid .. ': its nodes were not written before the script')
-  end
-  redis.call('RENAME', KEYS[2], W)
-  redis.call('PERSIST', W) -- the fields' expiry, for a transaction that failed
-  local n = ARGV[10]
-  redis.call('HSET', W, 'state', 'running', 'n', n, 'edges', ARGV[11], 'open', n, 'bad', 0, 'cnt_w', n,
-    'why', '', 'why_node', '', 'why_id', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
-  if ARGV[9] ~= '' then redis.call('HSET', W, 'dr', ARGV[9]) end
-  local kind = 'w:'
-  if (ARGV[15] or '') ~= '' then
-    -- a batch's shape
-    redis.call('HSET', W, 'max', ARGV[14], 'gate', ARGV[15], 'desc', ARGV[19])
-    if ARGV[13] ~= '' then redis.call('HSET', W, 'join', ARGV[13]) end
-    kind = 'b:'
-  end
-  if parent ~= '' then
-    nest(H .. ':w:' .. parent, ARGV[17], true, false)
-    redis.call('HSET', W, 'up', parent .. ' ' .. ARGV[17])
-  end
-  flow_recent(H, kind .. wid, now)
-  local r = wf_start(H, W, now)
-  r.work = cmsgpack.unpack(ARGV[12]) or {}
   return finish(r)
 end
 
--- check everything before the first write
-local NONE = {} -- no edges: an empty list, shared, never written to
-local nodes, new, taken = {}, {}, nil
-for i = 10, #ARGV, 5 do
-  local nd = {name = ARGV[i], meta = ARGV[i + 1], e = ARGV[i + 2], parents = NONE, before = NONE}
-  if not direct then
-    local m = cmsgpack.unpack(nd.meta)
-    if m[7] then nd.e = wf.delivery(m, select(4, wf.split(nd.e)) or nd.e) end
-  end
-  if ARGV[i + 3] ~= '' then nd.parents = cmsgpack.unpack(ARGV[i + 3]) end
-  if ARGV[i + 4] ~= '' then nd.before = cmsgpack.unpack(ARGV[i + 4]) end
-  if new[nd.name] or joins[nd.name] then return {FLOW_NAME_TAKEN, nd.name} end
-  if extend and redis.call('HEXISTS', W, 's:' .. nd.name) == 1 then taken = taken or nd.name end
-  new[nd.name] = true
-  nodes[#nodes + 1] = nd
-end
-if taken then
-  -- every node there already: a repeat (a fan-out handler retried) is done
-  for _, nd in ipairs(nodes) do
-    if redis.call('HEXISTS', W, 's:' .. nd.name) == 0 then return {FLOW_NAME_TAKEN, taken} end
-  end
-  return {FLOW_CREATED}
-end
-local r = wf_start(H, W, now)
--- adds: the children this call gives each node, new or existing
-local adds, edges, before = {}, 0, false
-local function add(p, child, e, letter)
-  local list = adds[p]
-  if not list then
-    list = {}
-    adds[p] = list
-  end
-  -- the edge's letter in the children list: upper case when p is
-  -- child's only parent (include/wf_names.lua)
-  list[#list + 1] = {child, e, letter or e}
-  edges = edges + 1
-end
-for _, nd in ipairs(nodes) do
-  for _, pe in ipairs(nd.parents) do
-    if not new[pe[1]] and not wf_node(r, pe[1]) then
-      return {FLOW_UNKNOWN_PARENT, nd.name, pe[1]}
-    end
-    -- a node's only parent marks its edge in upper case (include/wf_names.lua)
-    add(pe[1], nd.name, pe[2], #nd.parents == 1 and string.upper(pe[2]))
-  end
-  for _, ce in ipairs(nd.before) do
-    local c = wf_node(r, ce[1])
-    if not c then return {FLOW_UNKNOWN_PARENT, nd.name, ce[1]} end
-    if c[1] ~= 'w' then return {FLOW_NOT_WAITING, nd.name, ce[1]} end
-    add(nd.name, ce[1], ce[2])
-    before = true
-  end
-end
-if n0 + #nodes > max or e0 + edges > tonumber(ARGV[8]) then
-  return {FLOW_TOO_BIG, n0 + #nodes, e0 + edges}
-end
--- an edge into an existing node makes a cycle when that node reaches the
--- new parent: search below it, through the stored children and this
--- call's
-local stored = {}
-local function children_of(x)
-  local out = {}
-  if not new[x] then
-    local cs = stored[x]
-    if cs == nil then
-      cs = redis.call('HGET', W, 'c:' .. x)
-      cs = cs and wf.kids(cs) or false
-      stored[x] = cs
-    end
-    for ch in string.gmatch(cs or '', '%S(%S+)') do out[#out + 1] = ch end
-  end
-  for _, ch in ipairs(adds[x] or {}) do out[#out + 1] = ch[1] end
-  return out
-end
-for _, nd in ipairs(nodes) do
-  for _, ce in ipairs(nd.before) do
-    local seen, stack = {[ce[1]] = true}, {ce[1]}
-    while #stack > 0 do
-      local x = table.remove(stack)
-      for _, c in ipairs(children_of(x)) do
-        if c == nd.name then return {FLOW_CYCLE, nd.name, ce[1]} end
-        if not seen[c] then
-          seen[c] = true
-          stack[#stack + 1] = c
-        end
-      end
-    end
-  end
-end
-
-redis.call('HINCRBY', W, 'n', #nodes)
--- an existing node has a new parent: an upper-case edge into it may lie
-if before then redis.call('HSET', W, 'ext', 1) end
-redis.call('HINCRBY', W, 'edges', edges)
-r.open = #nodes
-r.counts.w = #nodes
-local kv = {}
-for _, nd in ipairs(nodes) do
-  kv[#kv + 1], kv[#kv + 2] = 'm:' .. nd.name, nd.meta
-  kv[#kv + 1], kv[#kv + 2] = 'e:' .. nd.name, nd.e
-  r.nodes[nd.name] = wf.parse('0')
-end
-wf_chunks('HSET', W, kv, 1000)
--- the join nodes wait for every new node too, with no edge stored
-if join then join_add(r, join, #nodes) end
--- each child's counters from its new parents' states, then the children
--- lists
-kv = {}
-for p, list in pairs(adds) do
-  local ps = wf_node(r, p)[1]
-  for _, ch in ipairs(list) do
-    wf_count(wf_node(r, ch[1]), wf_effect(ps, ch[2]), 1)
-    wf_dirty(r, ch[1])
-  end
-  -- the spaced form (see include/wf_kids.lua): the stored list, then
-  -- the new children
-  local all = {}
-  if not new[p] then
-    local cs = stored[p]
-    if cs == nil then
-      cs = redis.call('HGET', W, 'c:' .. p)
-      cs = cs and wf.kids(cs) or false
-    end
-    if cs then all[1] = cs end
-  end
-  for _, ch in ipairs(list) do all[#all + 1] = ch[3] .. ch[1] end
-  local packed = table.concat(all, ' ')
-  kv[#kv + 1], kv[#kv + 2] = 'c:' .. p, packed
-  r.nodes[p][5] = packed
-end
-wf_chunks('HSET', W, kv, 1000)
-for _, nd in ipairs(nodes) do
-  local n = r.nodes[nd.name]
-  if n[5] == nil then n[5] = false end -- no children yet, none to read
-  wf_dirty(r, nd.name)
-  r.work[#r.work + 1] = nd.name
-end
+-- an extension: everything is checked before the first write
+local f = redis.call('HMGET', W, 'state', 'finished', 'n', 'max', 'gate', 'join', 'edges', 'dr')
+local refused, join = wf_open_to(W, f, mode == 'extend in')
+if refused then return refused end
+local joins = {}
+for x in string.gmatch(join or '', '%S(%S+)') do joins[x] = true end
+local reply, nodes, new = wf_extend_nodes(W, (f[8] or '') ~= '', joins)
+if reply then return reply end
+local r = wf.start(H, W, now)
+local adds, edges, before
+reply, adds, edges, before = wf_extend_edges(r, nodes, new)
+if reply then return reply end
+local n, e = tonumber(f[3]) + #nodes, tonumber(f[7]) + edges
+if n > (tonumber(f[4]) or max) or e > tonumber(ARGV[8]) then return {FLOW_TOO_BIG, n, e} end
+local stored = {} -- existing nodes' children lists, read once
+reply = wf_cycle(W, nodes, new, adds, stored)
+if reply then return reply end
+wf_extend_write(W, r, nodes, new, adds, edges, before, stored, join)
 return finish(r)

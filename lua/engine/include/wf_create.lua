@@ -1,0 +1,45 @@
+--@include wf_nest
+--@include flow_recent
+-- wf_create records new workflow W in home H from the fields the caller
+-- staged in KEYS[2] (see flow_workflow.lua for ARGV), nested in its
+-- parent's workflow when ARGV[16] names one. It returns the refusal, or
+-- nil and the run that releases the roots.
+local function wf_create(W, H, now, max)
+  if redis.call('EXISTS', W) == 1 then
+    redis.call('DEL', KEYS[2])
+    return {FLOW_ID_TAKEN}
+  end
+  local parent = ARGV[16] or ''
+  if parent ~= '' then
+    local refused = wf_nest(H, H .. ':w:' .. parent, ARGV[17], ARGV[18] == '1', true, now, max)
+    if refused then
+      redis.call('DEL', KEYS[2])
+      return refused
+    end
+  end
+  -- a new graph: its fields as they came, then its roots are released
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.error_reply('ERR workflow ' .. ARGV[3] .. ': its nodes were not written before the script')
+  end
+  redis.call('RENAME', KEYS[2], W)
+  redis.call('PERSIST', W) -- the fields' expiry, for a transaction that failed
+  local n = ARGV[10]
+  redis.call('HSET', W, 'state', 'running', 'n', n, 'edges', ARGV[11], 'open', n, 'bad', 0, 'cnt_w', n,
+    'why', '', 'why_node', '', 'why_id', '', 'created', now, 'finished', 0, 'ret', ARGV[4])
+  if ARGV[9] ~= '' then redis.call('HSET', W, 'dr', ARGV[9]) end
+  local kind = 'w:'
+  if (ARGV[15] or '') ~= '' then
+    -- a batch's shape
+    redis.call('HSET', W, 'max', ARGV[14], 'gate', ARGV[15], 'desc', ARGV[19])
+    if ARGV[13] ~= '' then redis.call('HSET', W, 'join', ARGV[13]) end
+    kind = 'b:'
+  end
+  if parent ~= '' then
+    wf_nest(H, H .. ':w:' .. parent, ARGV[17], true, false, now, max)
+    redis.call('HSET', W, 'up', parent .. ' ' .. ARGV[17])
+  end
+  flow_recent(H, kind .. ARGV[3], now)
+  local r = wf_lib().start(H, W, now)
+  r.work = cmsgpack.unpack(ARGV[12]) or {}
+  return nil, r
+end
