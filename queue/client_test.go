@@ -199,7 +199,7 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 		{"SpaceInQueueName", NewRawTask("t", nil), []Option{In("a b")}, ErrInvalid, `a b`},
 		{"ControlInQueueName", NewRawTask("t", nil), []Option{In("a\x00")}, ErrInvalid, `control`},
 		{"LongQueueName", NewRawTask("t", nil), []Option{In(strings.Repeat("q", 129))}, ErrInvalid, `129 bytes`},
-		{"PayloadTooLarge", NewRawTask("big", make([]byte, 101)), nil, ErrPayloadTooLarge, `101 bytes, limit 100`},
+		{"PayloadTooLarge", NewRawTask("big", make([]byte, 101)), nil, errPayloadTooLarge, `101 bytes, limit 100`},
 		{"EmptyType", NewRawTask("", nil), nil, ErrInvalid, `type ""`},
 		{"NilTask", nil, nil, ErrInvalid, `nil task`},
 		{"BadTaskID", NewRawTask("t", nil), []Option{TaskID("a b")}, ErrInvalid, `"a b"`},
@@ -331,7 +331,7 @@ func TestEnqueueBatch(t *testing.T) {
 		if !errors.As(err, &be) || len(be.Errs) != len(tasks) {
 			t.Fatalf("err = %v, want *EnqueueError with one entry per task", err)
 		}
-		want := []error{nil, ErrDuplicateTaskID, ErrPayloadTooLarge, nil, ErrDuplicateTaskID, nil}
+		want := []error{nil, ErrDuplicateTaskID, errPayloadTooLarge, nil, ErrDuplicateTaskID, nil}
 		for i, w := range want {
 			if w == nil && (be.Errs[i] != nil || infos[i] == nil) {
 				t.Errorf("task %d: err %v info %v, want enqueued", i, be.Errs[i], infos[i])
@@ -343,11 +343,11 @@ func TestEnqueueBatch(t *testing.T) {
 			if w == ErrDuplicateTaskID && (infos[i] == nil || infos[i].ID != []string{1: "taken", 4: "fresh"}[i] || infos[i].State != StatePending) {
 				t.Errorf("task %d: info %+v, want the pending task that holds its ID", i, infos[i])
 			}
-			if w == ErrPayloadTooLarge && infos[i] != nil {
+			if w == errPayloadTooLarge && infos[i] != nil {
 				t.Errorf("task %d: info %+v for a task refused", i, infos[i])
 			}
 		}
-		if !errors.Is(err, ErrDuplicateTaskID) || !errors.Is(err, ErrPayloadTooLarge) {
+		if !errors.Is(err, ErrDuplicateTaskID) || !errors.Is(err, errPayloadTooLarge) {
 			t.Fatal("errors.Is does not see through EnqueueError")
 		}
 		qi, _ := b.insp.QueueInfo(ctx, DefaultQueue)

@@ -18,7 +18,7 @@
 //
 // A pending task costs one element of a sharded Redis list (its message)
 // and no key of its own. Errors callers branch on are sentinels
-// (ErrInvalid, ErrPayloadTooLarge, ErrDuplicateTaskID,
+// (ErrInvalid, ErrDuplicateTaskID,
 // ErrDuplicateUniqueTask, ErrQueueFull, ErrRedisOutOfMemory, ...) matched
 // with errors.Is. Every call returns within its context, even when Redis
 // hangs.

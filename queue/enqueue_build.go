@@ -89,7 +89,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		return pending{}, err
 	}
 	if len(t.payload) > c.cfg.MaxPayloadSize {
-		return pending{}, fmt.Errorf("%w: task %q payload is %d bytes, limit %d", ErrPayloadTooLarge, t.typ, len(t.payload), c.cfg.MaxPayloadSize)
+		return pending{}, fmt.Errorf("%w: task %q payload is %d bytes, limit %d", errPayloadTooLarge, t.typ, len(t.payload), c.cfg.MaxPayloadSize)
 	}
 	o, err := resolveOptions(t.opts, callOpts)
 	if err != nil {

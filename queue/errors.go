@@ -17,7 +17,8 @@ var (
 	// anything: a queue name it cannot use in a Redis key, a task without
 	// a type, an option or Config value out of range, a partition count,
 	// a workflow that is empty or has a cycle, a Redis URL that does not
-	// parse. Fix the call; trying again does not help.
+	// parse, a payload over Config.MaxPayloadSize. Fix the call; trying
+	// again does not help.
 	ErrInvalid = errors.New("queue: invalid")
 	// ErrNotFound reports a queue, task, workflow or batch that Redis
 	// does not hold: never created, deleted, or finished longer ago than
@@ -27,8 +28,6 @@ var (
 	// takes one: it finished, was cancelled, or (for an Add from outside a
 	// batch) was closed.
 	ErrFinished = errors.New("queue: finished")
-	// ErrPayloadTooLarge reports a payload over Config.MaxPayloadSize.
-	ErrPayloadTooLarge = errors.New("queue: payload too large")
 	// ErrPayloadMismatch reports a payload that decodes but fills nothing
 	// of the type it is decoded into (TaskInfo.Decode, worker.Task.Decode,
 	// worker.Typed): an object none of whose keys names a field.
@@ -76,6 +75,7 @@ var (
 	errInvalidPartitions = kind("queue: invalid partition count", ErrInvalid)
 	errInvalidWorkflow   = kind("queue: invalid workflow", ErrInvalid)
 	errInvalidRedisURL   = kind("queue: invalid Redis URL", ErrInvalid)
+	errPayloadTooLarge   = kind("queue: payload too large", ErrInvalid)
 	errQueueNotFound     = kind("queue: no such queue", ErrNotFound)
 	errTaskNotFound      = kind("queue: task not found", ErrNotFound)
 	errBatchNotFound     = kind("queue: batch not found", ErrNotFound)

@@ -256,7 +256,7 @@ func (e *enqueuer) explain(err error) error {
 		// the cause of --wait's context, or the deadline a connection
 		// met first: either way a try was cut off midway
 		return fmt.Errorf("%s; --wait ended a try midway, so the task may be enqueued after all", e.full())
-	case errors.Is(err, queue.ErrInvalid), errors.Is(err, queue.ErrPayloadTooLarge):
+	case errors.Is(err, queue.ErrInvalid):
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return err
