@@ -158,6 +158,7 @@ func BenchmarkRunBatch(b *testing.B) {
 	s.outbox = outbox.New[outcome]()
 	s.handlerCtx, s.cancelTasks = context.WithCancelCause(context.Background())
 	s.runners = newRunners(s.runJob)
+	s.flows = s.newFlows()
 	defer s.runners.stop()
 	p := s.parts[0]
 	msgs := make([]leased, batch)
