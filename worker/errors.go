@@ -24,7 +24,9 @@ var (
 	ErrShutdown = errors.New("worker: shutting down")
 	// ErrInvalid reports an argument the worker cannot take: a Config or
 	// SchedulerConfig value out of range, a bad Schedule or
-	// SemaphoreConfig, a progress report or a step name out of bounds.
+	// SemaphoreConfig, a progress report or a step name out of bounds, a
+	// result or steps' values over queue.Config.MaxPayloadSize ("result
+	// too large").
 	// The error that wraps it says which, and with what value.
 	ErrInvalid = errors.New("worker: invalid argument")
 	// ErrCancelled is the cause of a handler's context cancellation when

@@ -15,9 +15,6 @@ import (
 
 // Errors of SetProgress and SetResult.
 var (
-	// ErrResultTooLarge reports a result over the queue's
-	// Config.MaxPayloadSize: results are capped as payloads are.
-	ErrResultTooLarge = errors.New("worker: result too large")
 	// ErrNotRunning reports SetProgress or SetResult on a Task that is not
 	// one a Server handed to its handler.
 	ErrNotRunning = errors.New("worker: not a running task")
@@ -74,7 +71,7 @@ func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 
 // SetResult writes the task's result, for queue.Inspector.GetTask and
 // WaitResult, the dashboard and its API. It is capped like payloads
-// (queue.Config.MaxPayloadSize; ErrResultTooLarge, nothing written) and
+// (queue.Config.MaxPayloadSize; ErrInvalid, nothing written) and
 // kept with the task for its Retention: enqueue with queue.Retention to
 // read it after the task finished. A later call replaces it; an attempt
 // that fails after writing it leaves it for the next attempt to replace.
@@ -83,7 +80,7 @@ func (t *Task) SetResult(ctx context.Context, b []byte) error {
 		return fmt.Errorf("%w: task %s", ErrNotRunning, t.ID)
 	}
 	if limit := t.srv.cfg.MaxPayloadSize; len(b) > limit {
-		return fmt.Errorf("%w: task %s result is %d bytes, limit %d", ErrResultTooLarge, t.ID, len(b), limit)
+		return fmt.Errorf("%w: result too large: task %s result is %d bytes, limit %d", ErrInvalid, t.ID, len(b), limit)
 	}
 	b, err := t.srv.codec.Wrap(nil, b, t.sid, envelope.Result)
 	if err != nil {

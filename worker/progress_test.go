@@ -41,8 +41,8 @@ func TestProgressAndResult(t *testing.T) {
 			return task.SetResult(ctx, []byte("42"))
 		case "huge":
 			err := task.SetResult(ctx, make([]byte, 1001))
-			if !errors.Is(err, ErrResultTooLarge) {
-				return SkipRetry(fmt.Errorf("want ErrResultTooLarge, got %v", err))
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "result too large") {
+				return SkipRetry(fmt.Errorf("want ErrInvalid saying the result is too large, got %v", err))
 			}
 			return SkipRetry(err)
 		case "bad":

@@ -46,7 +46,7 @@ type stepLog struct {
 // The value is stored as msgpack, as payloads are, and decoded into T on
 // the next attempts. The values of all of a task's steps together are
 // capped like a result (queue.Config.MaxPayloadSize): past it Step
-// returns fn's value with ErrResultTooLarge and records nothing. The
+// returns fn's value with ErrInvalid and records nothing. The
 // records go when the task does, and a kept task keeps them for its
 // Retention. queue.Inspector.GetTask and the dashboard's task page show
 // them.
@@ -132,7 +132,7 @@ func (t *Task) recordStep(ctx context.Context, name string, b []byte) error {
 		return nil
 	}
 	if limit := t.srv.cfg.MaxPayloadSize; next.Size() > limit {
-		return fmt.Errorf("%w: task %s: steps' values would be %d bytes with step %q, limit %d", ErrResultTooLarge, t.ID, next.Size(), name, limit)
+		return fmt.Errorf("%w: result too large: task %s: steps' values would be %d bytes with step %q, limit %d", ErrInvalid, t.ID, next.Size(), name, limit)
 	}
 	stored := slices.Clone(next)
 	for i := range stored {
