@@ -63,7 +63,7 @@ func setupFlows(t *testing.T) *flowEnv {
 	for {
 		bi, err1 := e.insp.GetBatch(e.ctx, e.batch)
 		ci, err2 := e.insp.GetWorkflow(e.ctx, e.chain)
-		if err1 == nil && err2 == nil && bi.Finished && ci.State == queue.WorkflowFailed {
+		if err1 == nil && err2 == nil && bi.Finished && ci.State == queue.StateFailed {
 			for _, n := range ci.Nodes {
 				e.links = append(e.links, n.TaskID)
 			}

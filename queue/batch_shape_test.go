@@ -38,16 +38,16 @@ func TestBatchIsWorkflow(t *testing.T) {
 
 	wi, err := b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if wi.State != WorkflowRunning || wi.Total != 6 || wi.Counts[NodeEnqueued] != 4 || wi.Counts[NodeWaiting] != 2 {
+	if wi.State != StateActive || wi.Total != 6 || wi.Counts[StateEnqueued] != 4 || wi.Counts[StateWaiting] != 2 {
 		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want running, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
 	}
-	if g := wi.Node(flow.Gate); g == nil || g.State != NodeEnqueued || g.TaskID != "" {
+	if g := wi.Node(flow.Gate); g == nil || g.State != StateEnqueued || g.TaskID != "" {
 		t.Fatalf("gate: %+v, want enqueued, taskless", g)
 	}
 	for _, in := range infos {
 		found := false
 		for _, n := range wi.Nodes {
-			found = found || (n.TaskID == in.ID && n.State == NodeEnqueued && flow.IsBatchNode(n.Name))
+			found = found || (n.TaskID == in.ID && n.State == StateEnqueued && flow.IsBatchNode(n.Name))
 		}
 		if !found {
 			t.Fatalf("member task %s is no enqueued node of %+v", in.ID, wi.Nodes)
@@ -67,7 +67,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 	}
 	for cb, policy := range map[string]EdgePolicy{flow.OnSuccess: EdgeFail, flow.OnComplete: EdgeRun} {
 		n := wi.Node(cb)
-		if n == nil || n.State != NodeWaiting || len(n.Parents) != 4 {
+		if n == nil || n.State != StateWaiting || len(n.Parents) != 4 {
 			t.Fatalf("callback %s: %+v, want waiting for the gate and 3 members", cb, n)
 		}
 		for _, p := range n.Parents {
@@ -100,16 +100,16 @@ func TestBatchIsWorkflow(t *testing.T) {
 	must(t, err)
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if n := wi.Node(flow.OnSuccess); n.State != NodeFailed || len(n.Parents) != 5 {
+	if n := wi.Node(flow.OnSuccess); n.State != StateFailed || len(n.Parents) != 5 {
 		t.Fatalf("OnSuccess after a death and an add: %s with %d parents, want failed with 5", n.State, len(n.Parents))
 	}
-	if n := wi.Node(flow.OnComplete); n.State != NodeWaiting {
+	if n := wi.Node(flow.OnComplete); n.State != StateWaiting {
 		t.Fatalf("OnComplete after a death: %s, want waiting", n.State)
 	}
 	note(infos[0].ID, "s")
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if n := wi.Node(flow.OnSuccess); n.State != NodeWaiting {
+	if n := wi.Node(flow.OnSuccess); n.State != StateWaiting {
 		t.Fatalf("OnSuccess after the dead member's retry succeeded: %s, want waiting", n.State)
 	}
 
@@ -117,7 +117,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 	must(t, b.client.CloseBatch(ctx, batch)) // twice: harmless
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if g := wi.Node(flow.Gate); g.State != NodeSucceeded {
+	if g := wi.Node(flow.Gate); g.State != StateSucceeded {
 		t.Fatalf("gate after Close: %s, want succeeded", g.State)
 	}
 	late := NewWorkflow()

@@ -83,7 +83,7 @@ func ExampleChain() {
 	}
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if info, _ := insp.GetWorkflow(ctx, id); info != nil && info.State == queue.WorkflowSucceeded {
+		if info, _ := insp.GetWorkflow(ctx, id); info != nil && info.State == queue.StateSucceeded {
 			fmt.Println(info.State, len(info.Nodes))
 			break
 		}

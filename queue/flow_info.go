@@ -72,7 +72,7 @@ type BatchInfo struct {
 	SuccessFiredAt, CompleteFiredAt time.Time
 	// SuccessState and CompleteState say where each callback is: waiting
 	// (not fired), enqueued, succeeded or dead ("" when there is none).
-	SuccessState, CompleteState NodeState
+	SuccessState, CompleteState State
 	CreatedAt, FinishedAt       time.Time
 }
 
@@ -116,7 +116,7 @@ func (i *Inspector) GetBatch(ctx context.Context, id string) (*BatchInfo, error)
 	}
 	cbs := [2]struct {
 		id    *string
-		state *NodeState
+		state *State
 		fired *time.Time
 	}{{&b.OnSuccess, &b.SuccessState, &b.SuccessFiredAt}, {&b.OnComplete, &b.CompleteState, &b.CompleteFiredAt}}
 	for k, c := range r.Callbacks {

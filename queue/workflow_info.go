@@ -18,39 +18,15 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// WorkflowState is where a workflow is.
-type WorkflowState string
-
-// Workflow states. A failed workflow runs again when a dead node is
-// retried, and succeeds when every node then succeeds.
-const (
-	WorkflowRunning   WorkflowState = "running"   // a node waits or is enqueued
-	WorkflowSucceeded WorkflowState = "succeeded" // every node finished, none dead or failed
-	WorkflowFailed    WorkflowState = "failed"    // every node finished, one dead or failed
-	WorkflowCancelled WorkflowState = "cancelled" // cancelled; its enqueued nodes may still finish
-)
-
-// NodeState is where one node of a workflow is.
-type NodeState string
-
-// Node states.
-const (
-	NodeWaiting   NodeState = "waiting"   // a parent has not finished
-	NodeEnqueued  NodeState = "enqueued"  // pending, running or retrying
-	NodeSucceeded NodeState = "succeeded" // its task succeeded
-	NodeDead      NodeState = "dead"      // its task went dead; retrying it resumes the graph
-	NodeFailed    NodeState = "failed"    // a parent did not succeed, over an EdgeFail edge
-	NodeSkipped   NodeState = "skipped"   // a parent did not succeed, over an EdgeSkip edge
-	NodeCancelled NodeState = "cancelled" // the workflow was cancelled before it ran
-)
-
 // WorkflowNode is one node of a workflow.
 type WorkflowNode struct {
 	Name   string
 	TaskID string
 	Queue  string
 	Type   string
-	State  NodeState
+	// State is StateWaiting, StateEnqueued, StateSucceeded, StateDead,
+	// StateFailed, StateSkipped or StateCancelled.
+	State State
 	// Parents are the node's edges, in the order they were added.
 	Parents []Edge
 	// Error is the error a dead node's task died with.
@@ -59,8 +35,10 @@ type WorkflowNode struct {
 
 // WorkflowInfo is a workflow's progress, as its home keeps it.
 type WorkflowInfo struct {
-	ID    string
-	State WorkflowState
+	ID string
+	// State is StateActive, StateSucceeded, StateFailed or
+	// StateCancelled.
+	State State
 	// Why says why the workflow failed or was cancelled: the last node
 	// that died, and its error.
 	Why string
@@ -68,7 +46,7 @@ type WorkflowInfo struct {
 	// in each state.
 	Total  int
 	Edges  int
-	Counts map[NodeState]int
+	Counts map[State]int
 	// Nodes in the order they were added, extensions last; WorkflowSummary
 	// leaves it empty.
 	Nodes      []WorkflowNode
@@ -90,9 +68,9 @@ func (w *WorkflowInfo) Node(name string) *WorkflowNode {
 // nodeState reads a node's stored state: a letter, followed while it
 // waits by its parents' effects, or a waiting node's count of unfinished
 // parents alone (include/wf_names.lua).
-func nodeState(stored string) NodeState {
+func nodeState(stored string) State {
 	if stored != "" && stored[0] >= '0' && stored[0] <= '9' {
-		return NodeWaiting
+		return StateWaiting
 	}
 	code := stored[:min(1, len(stored))]
 	for _, s := range nodeStates {
@@ -100,7 +78,7 @@ func nodeState(stored string) NodeState {
 			return s.state
 		}
 	}
-	return NodeState(code)
+	return State(code)
 }
 
 func edgePolicy(code string) EdgePolicy {
@@ -116,8 +94,17 @@ func edgePolicy(code string) EdgePolicy {
 // nodeStates are the node states, with their stored letters.
 var nodeStates = []struct {
 	code  string
-	state NodeState
-}{{"w", NodeWaiting}, {"p", NodeEnqueued}, {"s", NodeSucceeded}, {"d", NodeDead}, {"f", NodeFailed}, {"k", NodeSkipped}, {"x", NodeCancelled}}
+	state State
+}{{"w", StateWaiting}, {"p", StateEnqueued}, {"s", StateSucceeded}, {"d", StateDead}, {"f", StateFailed}, {"k", StateSkipped}, {"x", StateCancelled}}
+
+// workflowState reads a workflow's stored state, which Redis spells
+// "running" for StateActive, so that what is stored stays as it was.
+func workflowState(stored string) State {
+	if stored == "running" {
+		return StateActive
+	}
+	return State(stored)
+}
 
 // WorkflowSummary returns workflow id's state and its counts of nodes per
 // state, without its nodes, in one round trip: a read that costs the same
@@ -145,8 +132,8 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 		return nil, fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
 	}
 	w := &WorkflowInfo{
-		ID: id, State: WorkflowState(f["state"]), Why: f["why"],
-		Total: atoi(f["n"]), Edges: atoi(f["edges"]), Counts: make(map[NodeState]int, len(nodeStates)),
+		ID: id, State: workflowState(f["state"]), Why: f["why"],
+		Total: atoi(f["n"]), Edges: atoi(f["edges"]), Counts: make(map[State]int, len(nodeStates)),
 		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
 		join: f["join"],
 	}

@@ -354,7 +354,7 @@ func TestWorkflowDrain(t *testing.T) {
 		t.Fatalf("drain %+v, order %v", res, order)
 	}
 	wi, err := env.Inspector.GetWorkflow(ctx, id)
-	if err != nil || wi.State != queue.WorkflowSucceeded || len(wi.Nodes) != 6 {
+	if err != nil || wi.State != queue.StateSucceeded || len(wi.Nodes) != 6 {
 		t.Fatalf("workflow after the drain: %+v, %v", wi, err)
 	}
 }

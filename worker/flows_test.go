@@ -132,7 +132,7 @@ func testBatchDeadMemberRetried(t *testing.T, r *flowRig) {
 	must(t, err)
 	pi, err := r.insp.GetBatch(ctx, parent)
 	must(t, err)
-	if bi.Dead != 1 || bi.Succeeded != 1 || !bi.Finished || bi.SuccessState != queue.NodeWaiting ||
+	if bi.Dead != 1 || bi.Succeeded != 1 || !bi.Finished || bi.SuccessState != queue.StateWaiting ||
 		pi.Dead != 1 || log.count("ok")+log.count("parent-ok") != 0 {
 		t.Fatalf("after the death: child %+v, parent %+v, runs %v", bi, pi, log.order())
 	}
@@ -192,7 +192,7 @@ func testChainRuns(t *testing.T, r *flowRig) {
 	must(t, err)
 	waitFor(t, 30*time.Second, "the chain to finish", func() bool {
 		wi, err := r.insp.WorkflowSummary(ctx, id)
-		return err == nil && wi.State == queue.WorkflowSucceeded
+		return err == nil && wi.State == queue.StateSucceeded
 	})
 	if o := strings.Join(log.order(), ","); o != "one,two,three" {
 		t.Fatalf("links ran as %s, want one,two,three", o)
@@ -208,7 +208,7 @@ func testChainRuns(t *testing.T, r *flowRig) {
 		t.Fatalf("chain of 3 links has nodes %+v", wi.Nodes)
 	}
 	for k, l := range wi.Nodes {
-		if l.State != queue.NodeSucceeded || l.Name != strconv.Itoa(k+1) || l.TaskID == "" {
+		if l.State != queue.StateSucceeded || l.Name != strconv.Itoa(k+1) || l.TaskID == "" {
 			t.Fatalf("link %d: %+v", k+1, l)
 		}
 		if k > 0 && (len(l.Parents) != 1 || l.Parents[0].Parent != strconv.Itoa(k)) {
@@ -245,10 +245,10 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 	var wi *queue.WorkflowInfo
 	waitFor(t, 30*time.Second, "the chain to stop", func() bool {
 		wi, err = r.insp.GetWorkflow(ctx, id)
-		return err == nil && wi.State == queue.WorkflowFailed
+		return err == nil && wi.State == queue.StateFailed
 	})
 	if !strings.Contains(wi.Why, "boom in two") || !strings.Contains(wi.Why, "node 2 ") ||
-		wi.Node("2").State != queue.NodeDead || wi.Node("3").State != queue.NodeFailed {
+		wi.Node("2").State != queue.StateDead || wi.Node("3").State != queue.StateFailed {
 		t.Fatalf("stopped chain: %+v", wi)
 	}
 	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
@@ -269,7 +269,7 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 	must(t, r.insp.RunTask(ctx, "fb", dead))
 	waitFor(t, 30*time.Second, "the chain to resume and finish", func() bool {
 		wi, err = r.insp.GetWorkflow(ctx, id)
-		return err == nil && wi.State == queue.WorkflowSucceeded
+		return err == nil && wi.State == queue.StateSucceeded
 	})
 	if wi.Why != "" || log.count("three") != 1 || log.count("two") != 2 {
 		t.Fatalf("resumed chain: %+v, runs %v", wi, log.order())
@@ -329,7 +329,7 @@ func testBatchCallbacks(t *testing.T, r *flowRig) {
 	var bi *queue.BatchInfo
 	waitFor(t, 10*time.Second, "the callbacks' outcomes", func() bool {
 		bi, err = r.insp.GetBatch(ctx, b)
-		return err == nil && bi.SuccessState == queue.NodeSucceeded && bi.CompleteState == queue.NodeSucceeded
+		return err == nil && bi.SuccessState == queue.StateSucceeded && bi.CompleteState == queue.StateSucceeded
 	})
 	if bi.Total != 40 || bi.Succeeded != 40 || bi.Pending != 0 || bi.Dead != 0 || !bi.Closed || !bi.Finished ||
 		bi.SuccessFiredAt.IsZero() || bi.CompleteFiredAt.IsZero() || bi.Description != "forty members" {
@@ -533,12 +533,12 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	var chain *queue.WorkflowInfo
 	waitFor(t, 30*time.Second, "callbacks and the chain", func() bool {
 		chain, err = r.insp.GetWorkflow(ctx, ch)
-		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && chain.State == queue.WorkflowSucceeded
+		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && chain.State == queue.StateSucceeded
 	})
 	var before *queue.BatchInfo
 	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch", func() bool {
 		before, err = r.insp.GetBatch(ctx, b)
-		return err == nil && before.SuccessState == queue.NodeSucceeded && before.CompleteState == queue.NodeSucceeded
+		return err == nil && before.SuccessState == queue.StateSucceeded && before.CompleteState == queue.StateSucceeded
 	})
 
 	// the notifications again, several times each, with a stale "dead"
