@@ -39,7 +39,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 	wi, err := b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
 	if wi.State != StateActive || wi.Total != 6 || wi.Counts[StateEnqueued] != 4 || wi.Counts[StateWaiting] != 2 {
-		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want running, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
+		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want active, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
 	}
 	if g := wi.Node(flow.Gate); g == nil || g.State != StateEnqueued || g.TaskID != "" {
 		t.Fatalf("gate: %+v, want enqueued, taskless", g)
@@ -128,10 +128,27 @@ func TestBatchIsWorkflow(t *testing.T) {
 	if _, err := b.client.AddToBatch(ctx, batch, NewRawTask("m", nil, In("q"))); !errors.Is(err, ErrFinished) {
 		t.Fatalf("Add from outside after Close: %v, want ErrFinished", err)
 	}
-	bi, err := b.insp.GetBatch(ctx, batch)
+	// 4 members (3 enqueued, 1 succeeded), the gate (succeeded: closed)
+	// and 2 callbacks (waiting: not finished); the summary has the gate
+	// and the callbacks too
+	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if bi.Total != 4 || bi.Pending != 3 || bi.Succeeded != 1 || !bi.Closed || bi.Finished || bi.Description != "shape" {
-		t.Fatalf("batch info: %+v", bi)
+	sum, err := b.insp.WorkflowSummary(ctx, batch)
+	must(t, err)
+	for _, w := range []*WorkflowInfo{wi, sum} {
+		if w.State != StateActive || w.Total != 7 || w.Counts[StateEnqueued] != 3 || w.Counts[StateSucceeded] != 2 ||
+			w.Counts[StateWaiting] != 2 || w.Description != "shape" || w.Parent != "" || !w.FinishedAt.IsZero() {
+			t.Fatalf("batch after Close: %+v", w)
+		}
+	}
+	// the callbacks' edges are not stored: GetWorkflow counts them
+	if sum.Edges != 0 || wi.Edges != 2*5 {
+		t.Fatalf("edges: summary %d, GetWorkflow %d; want 0 and 10", sum.Edges, wi.Edges)
+	}
+	if len(sum.Nodes) != 3 || sum.Nodes[0].Name != flow.Gate || sum.Node(flow.Gate).State != StateSucceeded ||
+		sum.Node(flow.OnSuccess).TaskID != wi.Node(flow.OnSuccess).TaskID || sum.Node(flow.OnSuccess).TaskID == "" ||
+		sum.Node(flow.OnComplete).State != StateWaiting || sum.Node(flow.OnComplete).Queue != "cb" || sum.Node(flow.OnComplete).Type != "all" {
+		t.Fatalf("summary's nodes: %+v", sum.Nodes)
 	}
 
 	w := NewWorkflow()

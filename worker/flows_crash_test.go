@@ -119,10 +119,10 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 
 	// more kills while the members run, then wait for the callbacks
 	deadline := time.Now().Add(90 * time.Second)
-	var bi *queue.BatchInfo
+	var bi *batchRead
 	for kills := 0; ; {
 		f.reap(true)
-		bi, err = insp.GetBatch(ctx, batch)
+		bi, err = getBatch(ctx, insp, batch)
 		must(t, err)
 		if bi.Finished && completions(t, r.rdb, k, bi.OnSuccess) > 0 && completions(t, r.rdb, k, bi.OnComplete) > 0 {
 			break
