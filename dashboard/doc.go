@@ -26,7 +26,7 @@
 //
 // Actions (POST only): run or delete a task, or every task of a state, or
 // a selection; pause and resume a queue or one of its groups; set a
-// group's weight; cancel an active task or a running workflow; delete
+// group's weight; cancel an active task or an active workflow; delete
 // a queue. A JSON API
 // under /api serves the same data and actions; API.md documents it.
 // Options.Metrics serves Prometheus metrics at /metrics.

@@ -2,11 +2,13 @@ package dashboard
 
 import (
 	"errors"
-	"github.com/shardq/shardq/internal/inspect"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -27,7 +29,8 @@ type flowRow struct {
 	Workflow *workflowSummary `json:"workflow,omitempty"`
 }
 
-// batchView is a batch as the API returns it.
+// batchView is a batch as the API returns it: its members' counts, and
+// its gate and callbacks, read from its workflow's summary.
 type batchView struct {
 	ID          string `json:"id"`
 	Description string `json:"description,omitempty"`
@@ -37,26 +40,51 @@ type batchView struct {
 	Succeeded   int    `json:"succeeded"`
 	Dead        int    `json:"dead"`
 	Closed      bool   `json:"closed"`
-	Finished    bool   `json:"finished"`
+	// Finished: closed and no member pending; the callbacks went out.
+	Finished bool `json:"finished"`
 	// Percent is the share of members finished, succeeded or dead.
-	Percent         int        `json:"percent"`
-	OnSuccess       string     `json:"on_success,omitempty"`
-	OnComplete      string     `json:"on_complete,omitempty"`
-	SuccessFiredAt  *time.Time `json:"success_fired_at,omitempty"`
-	CompleteFiredAt *time.Time `json:"complete_fired_at,omitempty"`
-	CreatedAt       time.Time  `json:"created_at"`
-	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+	Percent int `json:"percent"`
+	// State is the batch's workflow's: active until its callbacks
+	// finished too.
+	State         string     `json:"state"`
+	OnSuccess     string     `json:"on_success,omitempty"`
+	OnComplete    string     `json:"on_complete,omitempty"`
+	SuccessState  string     `json:"success_state,omitempty"`
+	CompleteState string     `json:"complete_state,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	FinishedAt    *time.Time `json:"finished_at,omitempty"`
 }
 
-func newBatchView(b *queue.BatchInfo) *batchView {
-	v := &batchView{ID: b.ID, Description: b.Description, Parent: b.Parent, Total: b.Total, Pending: b.Pending,
-		Succeeded: b.Succeeded, Dead: b.Dead, Closed: b.Closed, Finished: b.Finished, OnSuccess: b.OnSuccess,
-		OnComplete: b.OnComplete, SuccessFiredAt: timePtr(b.SuccessFiredAt), CompleteFiredAt: timePtr(b.CompleteFiredAt),
-		CreatedAt: b.CreatedAt, FinishedAt: timePtr(b.FinishedAt)}
-	if b.Total > 0 {
-		v.Percent = (b.Succeeded + b.Dead) * 100 / b.Total
+// newBatchView reads w, a batch's workflow summary: its members are
+// every node but the gate and the callbacks. A workflow of another shape,
+// without a gate, is ErrNotFound: no batch has its ID.
+func newBatchView(w *queue.WorkflowInfo) (*batchView, error) {
+	if w.Node(flow.Gate) == nil {
+		return nil, fmt.Errorf("batch %s: %w (a workflow)", w.ID, queue.ErrNotFound)
 	}
-	return v
+	v := &batchView{ID: w.ID, Description: w.Description, Parent: w.Parent, State: string(w.State),
+		CreatedAt: w.CreatedAt, FinishedAt: timePtr(w.FinishedAt)}
+	own := map[queue.State]int{}
+	for _, n := range w.Nodes {
+		own[n.State]++
+		switch n.Name {
+		case flow.Gate:
+			v.Closed = n.State == queue.StateSucceeded
+		case flow.OnSuccess:
+			v.OnSuccess, v.SuccessState = n.TaskID, string(n.State)
+		case flow.OnComplete:
+			v.OnComplete, v.CompleteState = n.TaskID, string(n.State)
+		}
+	}
+	v.Total = w.Total - len(w.Nodes)
+	v.Succeeded = w.Counts[queue.StateSucceeded] - own[queue.StateSucceeded]
+	v.Dead = w.Counts[queue.StateDead] - own[queue.StateDead]
+	v.Pending = v.Total - v.Succeeded - v.Dead
+	v.Finished = v.Closed && v.Pending == 0
+	if v.Total > 0 {
+		v.Percent = (v.Succeeded + v.Dead) * 100 / v.Total
+	}
+	return v, nil
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -89,21 +117,16 @@ func (d *Dashboard) flowRows(r *http.Request) ([]flowRow, error) {
 
 // flowProgress reads row's flow into its Batch or Workflow.
 func (d *Dashboard) flowProgress(r *http.Request, row *flowRow) error {
-	switch row.Kind {
-	case "workflow":
-		w, err := d.insp.WorkflowSummary(r.Context(), row.ID)
-		if err != nil {
-			return err
-		}
-		row.Workflow = newWorkflowSummary(w)
-	default:
-		b, err := d.insp.GetBatch(r.Context(), row.ID)
-		if err != nil {
-			return err
-		}
-		row.Batch = newBatchView(b)
+	w, err := d.insp.WorkflowSummary(r.Context(), row.ID)
+	if err != nil {
+		return err
 	}
-	return nil
+	if row.Kind == "workflow" {
+		row.Workflow = newWorkflowSummary(w)
+		return nil
+	}
+	row.Batch, err = newBatchView(w)
+	return err
 }
 
 func (d *Dashboard) flowsPage(w http.ResponseWriter, r *http.Request) {
@@ -124,22 +147,31 @@ func (d *Dashboard) apiFlows(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"flows": rows})
 }
 
+// batch reads the batch of the request's ID.
+func (d *Dashboard) batch(r *http.Request) (*batchView, error) {
+	w, err := d.insp.WorkflowSummary(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return newBatchView(w)
+}
+
 func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request) {
-	b, err := d.insp.GetBatch(r.Context(), r.PathValue("id"))
+	b, err := d.batch(r)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "batch", "Batch "+b.ID, newBatchView(b))
+	d.render(w, r, http.StatusOK, "batch", "Batch "+b.ID, b)
 }
 
 func (d *Dashboard) apiBatch(w http.ResponseWriter, r *http.Request) {
-	b, err := d.insp.GetBatch(r.Context(), r.PathValue("id"))
+	b, err := d.batch(r)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newBatchView(b))
+	writeJSON(w, http.StatusOK, b)
 }
 
 // errorsIsNotFound: a flow listed as recent whose record expired since

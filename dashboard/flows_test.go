@@ -61,9 +61,9 @@ func setupFlows(t *testing.T) *flowEnv {
 	must(t, err)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		bi, err1 := e.insp.GetBatch(e.ctx, e.batch)
+		bi, err1 := e.insp.GetWorkflow(e.ctx, e.batch)
 		ci, err2 := e.insp.GetWorkflow(e.ctx, e.chain)
-		if err1 == nil && err2 == nil && bi.Finished && ci.State == queue.WorkflowFailed {
+		if err1 == nil && err2 == nil && bi.State == queue.StateFailed && ci.State == queue.StateFailed {
 			for _, n := range ci.Nodes {
 				e.links = append(e.links, n.TaskID)
 			}
@@ -128,16 +128,19 @@ func TestFlowPagesAndAPI(t *testing.T) {
 
 	var batch struct {
 		Description      string
-		OnSuccess        string     `json:"on_success"`
-		OnComplete       string     `json:"on_complete"`
-		CompleteFiredAt  *time.Time `json:"complete_fired_at"`
-		SuccessFiredAt   *time.Time `json:"success_fired_at"`
+		State            string
+		OnSuccess        string `json:"on_success"`
+		OnComplete       string `json:"on_complete"`
+		CompleteState    string `json:"complete_state"`
+		SuccessState     string `json:"success_state"`
 		Closed, Finished bool
 	}
 	r = e.get("/api/batches/" + e.batch)
 	r.json(t, &batch)
-	if r.code != 200 || !batch.Closed || !batch.Finished || batch.CompleteFiredAt == nil || batch.SuccessFiredAt != nil ||
-		batch.OnSuccess == "" || batch.OnComplete == "" || !strings.Contains(batch.Description, "<script>") {
+	// OnComplete went out and ran; OnSuccess never went out: two
+	// members are dead
+	if r.code != 200 || !batch.Closed || !batch.Finished || batch.CompleteState != "succeeded" || batch.SuccessState != "failed" ||
+		batch.State != "failed" || batch.OnSuccess == "" || batch.OnComplete == "" || !strings.Contains(batch.Description, "<script>") {
 		t.Fatalf("/api/batches: %d %s", r.code, r.body)
 	}
 
@@ -163,7 +166,8 @@ func TestFlowPagesAndAPI(t *testing.T) {
 		t.Fatalf("/flows: %d %s", page.code, page.body)
 	}
 	page = e.get("/batches/" + e.batch)
-	if page.code != 200 || !strings.Contains(page.body, `data-count="dead">2<`) || !strings.Contains(page.body, `data-count="succeeded">3<`) {
+	if page.code != 200 || !strings.Contains(page.body, `data-count="dead">2<`) || !strings.Contains(page.body, `data-count="succeeded">3<`) ||
+		!strings.Contains(page.body, `data-callback="success">failed<`) || !strings.Contains(page.body, `data-callback="complete">succeeded<`) {
 		t.Fatalf("batch page: %d %s", page.code, page.body)
 	}
 	if strings.Contains(page.body, "<script>alert(1)") || !strings.Contains(page.body, "&lt;script&gt;alert(1)") {
@@ -199,8 +203,9 @@ func TestFlowPagesAndAPI(t *testing.T) {
 		t.Fatalf("task JSON's flow: %s", r.body)
 	}
 
-	// unknown IDs
-	for _, path := range []string{"/batches/nope", "/workflows/nope", "/api/batches/nope", "/api/workflows/nope"} {
+	// unknown IDs; a workflow of another shape is no batch
+	for _, path := range []string{"/batches/nope", "/workflows/nope", "/api/batches/nope", "/api/workflows/nope",
+		"/batches/" + e.chain, "/api/batches/" + e.chain} {
 		if r := e.get(path); r.code != 404 {
 			t.Fatalf("%s: %d, want 404", path, r.code)
 		}

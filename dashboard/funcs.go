@@ -58,7 +58,7 @@ func badge(state string) string {
 		return "succeeded"
 	case "dead", "failed":
 		return "dead"
-	case "running", "enqueued":
+	case "active", "enqueued":
 		return "active"
 	case "cancelled":
 		return "paused"

@@ -217,7 +217,7 @@ func edgePath(x1, y1, x2, top, span int) string {
 func hasTask(n queue.WorkflowNode) bool {
 	// a batch's gate has no task, and its members keep no queue
 	s := n.State
-	return n.TaskID != "" && n.Queue != "" && (s == queue.NodeEnqueued || s == queue.NodeSucceeded || s == queue.NodeDead)
+	return n.TaskID != "" && n.Queue != "" && (s == queue.StateEnqueued || s == queue.StateSucceeded || s == queue.StateDead)
 }
 
 // cut shortens s to n runes, the last an ellipsis.

@@ -11,7 +11,7 @@ import (
 // puts children next to their parents.
 func TestGraphLayout(t *testing.T) {
 	node := func(name string, parents ...string) queue.WorkflowNode {
-		n := queue.WorkflowNode{Name: name, State: queue.NodeWaiting}
+		n := queue.WorkflowNode{Name: name, State: queue.StateWaiting}
 		for _, p := range parents {
 			n.Parents = append(n.Parents, queue.After(p))
 		}

@@ -11,8 +11,8 @@ import (
 
 // nodeStates are the states of a workflow node, in the order the pages
 // list them.
-var nodeStates = []queue.NodeState{queue.NodeWaiting, queue.NodeEnqueued, queue.NodeSucceeded, queue.NodeDead,
-	queue.NodeFailed, queue.NodeSkipped, queue.NodeCancelled}
+var nodeStates = []queue.State{queue.StateWaiting, queue.StateEnqueued, queue.StateSucceeded, queue.StateDead,
+	queue.StateFailed, queue.StateSkipped, queue.StateCancelled}
 
 // maxProblems bounds the dead and failed nodes a workflow page lists.
 const maxProblems = 200
@@ -39,7 +39,7 @@ func newWorkflowSummary(w *queue.WorkflowInfo) *workflowSummary {
 		v.Counts[string(s)] = w.Counts[s]
 	}
 	if v.Total > 0 {
-		v.Percent = (v.Total - v.Counts[string(queue.NodeWaiting)] - v.Counts[string(queue.NodeEnqueued)]) * 100 / v.Total
+		v.Percent = (v.Total - v.Counts[string(queue.StateWaiting)] - v.Counts[string(queue.StateEnqueued)]) * 100 / v.Total
 	}
 	return v
 }
@@ -120,14 +120,14 @@ type workflowData struct {
 	Layers       []layerRow
 	Problems     []nodeView
 	MoreProblems int
-	// Running says the workflow can be cancelled.
-	Running bool
+	// Active says the workflow can be cancelled.
+	Active bool
 }
 
 func newWorkflowData(w *queue.WorkflowInfo) workflowData {
 	d := newDAG(w.Nodes)
 	v := newWorkflowView(w, d)
-	data := workflowData{workflowView: v, Running: w.State == queue.WorkflowRunning}
+	data := workflowData{workflowView: v, Active: w.State == queue.StateActive}
 	if len(w.Nodes) <= maxDrawnNodes && d.edges <= maxDrawnEdges {
 		data.Graph = newGraph(w.Nodes, d)
 	} else {
@@ -141,12 +141,12 @@ func newWorkflowData(w *queue.WorkflowInfo) workflowData {
 		}
 	}
 	for _, n := range v.Nodes {
-		if n.State == string(queue.NodeDead) || n.State == string(queue.NodeFailed) {
+		if n.State == string(queue.StateDead) || n.State == string(queue.StateFailed) {
 			data.Problems = append(data.Problems, n)
 		}
 	}
 	slices.SortStableFunc(data.Problems, func(a, b nodeView) int {
-		return boolRank(a.State == string(queue.NodeDead)) - boolRank(b.State == string(queue.NodeDead))
+		return boolRank(a.State == string(queue.StateDead)) - boolRank(b.State == string(queue.StateDead))
 	})
 	if len(data.Problems) > maxProblems {
 		data.Problems, data.MoreProblems = data.Problems[:maxProblems], len(data.Problems)-maxProblems

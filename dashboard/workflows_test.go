@@ -86,7 +86,7 @@ func setupWorkflows(t *testing.T) *workflowEnv {
 	must(t, err)
 
 	e.waitWorkflow(e.diamond, "the diamond to settle", func(wi *queue.WorkflowInfo) bool { return nodeStates(wi) == diamondStates })
-	e.waitWorkflow(e.big, "the big workflow to fail", func(wi *queue.WorkflowInfo) bool { return wi.State == queue.WorkflowFailed })
+	e.waitWorkflow(e.big, "the big workflow to fail", func(wi *queue.WorkflowInfo) bool { return wi.State == queue.StateFailed })
 	e.serve(dashboard.Options{Unauthenticated: true})
 	return e
 }
@@ -184,7 +184,7 @@ func TestWorkflowPagesAndAPI(t *testing.T) {
 	var wf apiWorkflow
 	r := e.get("/api/workflows/" + e.diamond)
 	r.json(t, &wf)
-	if r.code != 200 || wf.ID != e.diamond || wf.State != "running" || wf.Total != 10 || wf.Edges != 10 || len(wf.Nodes) != 10 ||
+	if r.code != 200 || wf.ID != e.diamond || wf.State != "active" || wf.Total != 10 || wf.Edges != 10 || len(wf.Nodes) != 10 ||
 		wf.CreatedAt == nil || wf.FinishedAt != nil || wf.Percent != 80 {
 		t.Fatalf("/api/workflows: %d %s", r.code, r.body)
 	}
@@ -308,7 +308,7 @@ func TestWorkflowPagesAndAPI(t *testing.T) {
 		t.Fatalf("cancel answers a queue: %s", r.body)
 	}
 	wi := e.waitWorkflow(e.diamond, "the cancel to finish", func(wi *queue.WorkflowInfo) bool { return !wi.FinishedAt.IsZero() })
-	if wi.State != queue.WorkflowCancelled || wi.Node("after-slow").State != queue.NodeCancelled {
+	if wi.State != queue.StateCancelled || wi.Node("after-slow").State != queue.StateCancelled {
 		t.Fatalf("after the cancel: %s (%s)", nodeStates(wi), wi.State)
 	}
 }
@@ -447,7 +447,7 @@ func TestBrowserWorkflow(t *testing.T) {
 			t.Fatalf("two %s nodes drawn differently: %+v, %+v", n.State, s, n)
 		}
 		style[n.State] = n
-		linked := wn.State == queue.NodeSucceeded || wn.State == queue.NodeDead || wn.State == queue.NodeEnqueued
+		linked := wn.State == queue.StateSucceeded || wn.State == queue.StateDead || wn.State == queue.StateEnqueued
 		if wantHref := "/dash/queues/" + wn.Queue + "/tasks/" + wn.TaskID; linked && n.Href != wantHref || !linked && n.Href != "" {
 			t.Fatalf("node %s (%s) links to %q", n.Name, n.State, n.Href)
 		}
@@ -567,7 +567,7 @@ func TestBrowserWorkflow(t *testing.T) {
 		}
 		wi, err := e.insp.GetWorkflow(e.ctx, e.diamond)
 		must(t, err)
-		if wi.State != queue.WorkflowCancelled {
+		if wi.State != queue.StateCancelled {
 			t.Fatalf("GetWorkflow reports %s after the cancel", wi.State)
 		}
 		b.screenshot("workflow-cancelled")

@@ -38,16 +38,16 @@ func TestBatchIsWorkflow(t *testing.T) {
 
 	wi, err := b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if wi.State != WorkflowRunning || wi.Total != 6 || wi.Counts[NodeEnqueued] != 4 || wi.Counts[NodeWaiting] != 2 {
-		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want running, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
+	if wi.State != StateActive || wi.Total != 6 || wi.Counts[StateEnqueued] != 4 || wi.Counts[StateWaiting] != 2 {
+		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want active, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
 	}
-	if g := wi.Node(flow.Gate); g == nil || g.State != NodeEnqueued || g.TaskID != "" {
+	if g := wi.Node(flow.Gate); g == nil || g.State != StateEnqueued || g.TaskID != "" {
 		t.Fatalf("gate: %+v, want enqueued, taskless", g)
 	}
 	for _, in := range infos {
 		found := false
 		for _, n := range wi.Nodes {
-			found = found || (n.TaskID == in.ID && n.State == NodeEnqueued && flow.IsBatchNode(n.Name))
+			found = found || (n.TaskID == in.ID && n.State == StateEnqueued && flow.IsBatchNode(n.Name))
 		}
 		if !found {
 			t.Fatalf("member task %s is no enqueued node of %+v", in.ID, wi.Nodes)
@@ -67,7 +67,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 	}
 	for cb, policy := range map[string]EdgePolicy{flow.OnSuccess: EdgeFail, flow.OnComplete: EdgeRun} {
 		n := wi.Node(cb)
-		if n == nil || n.State != NodeWaiting || len(n.Parents) != 4 {
+		if n == nil || n.State != StateWaiting || len(n.Parents) != 4 {
 			t.Fatalf("callback %s: %+v, want waiting for the gate and 3 members", cb, n)
 		}
 		for _, p := range n.Parents {
@@ -100,16 +100,16 @@ func TestBatchIsWorkflow(t *testing.T) {
 	must(t, err)
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if n := wi.Node(flow.OnSuccess); n.State != NodeFailed || len(n.Parents) != 5 {
+	if n := wi.Node(flow.OnSuccess); n.State != StateFailed || len(n.Parents) != 5 {
 		t.Fatalf("OnSuccess after a death and an add: %s with %d parents, want failed with 5", n.State, len(n.Parents))
 	}
-	if n := wi.Node(flow.OnComplete); n.State != NodeWaiting {
+	if n := wi.Node(flow.OnComplete); n.State != StateWaiting {
 		t.Fatalf("OnComplete after a death: %s, want waiting", n.State)
 	}
 	note(infos[0].ID, "s")
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if n := wi.Node(flow.OnSuccess); n.State != NodeWaiting {
+	if n := wi.Node(flow.OnSuccess); n.State != StateWaiting {
 		t.Fatalf("OnSuccess after the dead member's retry succeeded: %s, want waiting", n.State)
 	}
 
@@ -117,7 +117,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 	must(t, b.client.CloseBatch(ctx, batch)) // twice: harmless
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if g := wi.Node(flow.Gate); g.State != NodeSucceeded {
+	if g := wi.Node(flow.Gate); g.State != StateSucceeded {
 		t.Fatalf("gate after Close: %s, want succeeded", g.State)
 	}
 	late := NewWorkflow()
@@ -128,10 +128,27 @@ func TestBatchIsWorkflow(t *testing.T) {
 	if _, err := b.client.AddToBatch(ctx, batch, NewRawTask("m", nil, In("q"))); !errors.Is(err, ErrFinished) {
 		t.Fatalf("Add from outside after Close: %v, want ErrFinished", err)
 	}
-	bi, err := b.insp.GetBatch(ctx, batch)
+	// 4 members (3 enqueued, 1 succeeded), the gate (succeeded: closed)
+	// and 2 callbacks (waiting: not finished); the summary has the gate
+	// and the callbacks too
+	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if bi.Total != 4 || bi.Pending != 3 || bi.Succeeded != 1 || !bi.Closed || bi.Finished || bi.Description != "shape" {
-		t.Fatalf("batch info: %+v", bi)
+	sum, err := b.insp.WorkflowSummary(ctx, batch)
+	must(t, err)
+	for _, w := range []*WorkflowInfo{wi, sum} {
+		if w.State != StateActive || w.Total != 7 || w.Counts[StateEnqueued] != 3 || w.Counts[StateSucceeded] != 2 ||
+			w.Counts[StateWaiting] != 2 || w.Description != "shape" || w.Parent != "" || !w.FinishedAt.IsZero() {
+			t.Fatalf("batch after Close: %+v", w)
+		}
+	}
+	// the callbacks' edges are not stored: GetWorkflow counts them
+	if sum.Edges != 0 || wi.Edges != 2*5 {
+		t.Fatalf("edges: summary %d, GetWorkflow %d; want 0 and 10", sum.Edges, wi.Edges)
+	}
+	if len(sum.Nodes) != 3 || sum.Nodes[0].Name != flow.Gate || sum.Node(flow.Gate).State != StateSucceeded ||
+		sum.Node(flow.OnSuccess).TaskID != wi.Node(flow.OnSuccess).TaskID || sum.Node(flow.OnSuccess).TaskID == "" ||
+		sum.Node(flow.OnComplete).State != StateWaiting || sum.Node(flow.OnComplete).Queue != "cb" || sum.Node(flow.OnComplete).Type != "all" {
+		t.Fatalf("summary's nodes: %+v", sum.Nodes)
 	}
 
 	w := NewWorkflow()

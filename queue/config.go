@@ -34,7 +34,7 @@ type Config struct {
 	// Defaults to 24h.
 	IDTTL time.Duration
 	// FlowRetention is how long a finished batch's or workflow's
-	// bookkeeping stays readable (Inspector.GetBatch, GetWorkflow) before
+	// bookkeeping stays readable (Inspector.GetWorkflow, WorkflowSummary) before
 	// it expires.
 	// Defaults to 24h.
 	FlowRetention time.Duration

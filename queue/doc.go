@@ -14,7 +14,7 @@
 // parents, with a policy per edge for a parent that dies, and Chain
 // shapes one that runs tasks one after another; NewBatch groups tasks
 // across queues with OnSuccess and OnComplete callbacks, each enqueued
-// exactly once (Inspector.GetWorkflow and GetBatch show their progress).
+// exactly once (a batch is a workflow: Inspector.GetWorkflow shows both).
 //
 // A pending task costs one element of a sharded Redis list (its message)
 // and no key of its own. Errors callers branch on are sentinels

@@ -43,11 +43,16 @@ func ExampleClient_NewBatch() {
 	fmt.Println(<-done)
 
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	info, _ := insp.GetBatch(ctx, batch)
-	fmt.Println(info.Total, info.Succeeded, info.Finished)
+	// a batch is a workflow: 3 members, its gate and its callback
+	info, _ := insp.GetWorkflow(ctx, batch)
+	for info.State == queue.StateActive { // the callback's outcome follows its run
+		time.Sleep(10 * time.Millisecond)
+		info, _ = insp.GetWorkflow(ctx, batch)
+	}
+	fmt.Println(info.State, info.Total, info.Counts[queue.StateSucceeded], info.Description)
 	// Output:
 	// album ready (callback of a batch: true)
-	// 3 3 true
+	// succeeded 5 5 resize the album's photos
 }
 
 func ExampleChain() {
@@ -83,7 +88,7 @@ func ExampleChain() {
 	}
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if info, _ := insp.GetWorkflow(ctx, id); info != nil && info.State == queue.WorkflowSucceeded {
+		if info, _ := insp.GetWorkflow(ctx, id); info != nil && info.State == queue.StateSucceeded {
 			fmt.Println(info.State, len(info.Nodes))
 			break
 		}

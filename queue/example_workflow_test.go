@@ -57,7 +57,7 @@ func ExampleClient_EnqueueWorkflow() {
 	fmt.Println(<-published)
 
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	info := waitWorkflow(ctx, insp, id, queue.WorkflowSucceeded)
+	info := waitWorkflow(ctx, insp, id, queue.StateSucceeded)
 	fmt.Println(info.State, nodeStates(info))
 	// Output:
 	// publish publishes talk.jpg and talk.vtt
@@ -96,7 +96,7 @@ func ExampleEdgePolicy() {
 	}
 
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	info := waitWorkflow(ctx, insp, id, queue.WorkflowFailed)
+	info := waitWorkflow(ctx, insp, id, queue.StateFailed)
 	fmt.Println(info.State, nodeStates(info))
 	fmt.Println(info.Why)
 	// Output:
@@ -177,7 +177,7 @@ func ExampleClient_ExtendWorkflow() {
 	close(extended)
 
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	info := waitWorkflow(ctx, insp, id, queue.WorkflowSucceeded)
+	info := waitWorkflow(ctx, insp, id, queue.StateSucceeded)
 	fmt.Println(info.State, nodeStates(info))
 
 	late := queue.NewWorkflow()
@@ -238,7 +238,7 @@ func ExampleWorkflow_fanOut() {
 	fmt.Println(<-joined)
 
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	info := waitWorkflow(ctx, insp, id, queue.WorkflowSucceeded)
+	info := waitWorkflow(ctx, insp, id, queue.StateSucceeded)
 	fmt.Println(info.State, len(info.Nodes), info.Edges)
 	// Output:
 	// part-1 done, part-2 done, part-3 done
@@ -293,7 +293,7 @@ func ExampleInspector_CancelWorkflow() {
 
 // waitWorkflow polls workflow id until it is in state want, for up to
 // 10s, and returns it as last read.
-func waitWorkflow(ctx context.Context, insp *queue.Inspector, id string, want queue.WorkflowState) *queue.WorkflowInfo {
+func waitWorkflow(ctx context.Context, insp *queue.Inspector, id string, want queue.State) *queue.WorkflowInfo {
 	var info *queue.WorkflowInfo
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		var err error
@@ -348,7 +348,7 @@ func ExampleBefore() {
 		panic(err)
 	}
 	insp, _ := queue.NewInspector(rdb, queue.Config{})
-	info := waitWorkflow(ctx, insp, id, queue.WorkflowSucceeded)
+	info := waitWorkflow(ctx, insp, id, queue.StateSucceeded)
 	fmt.Println(info.State, nodeStates(info))
 	var parents []string
 	for _, e := range info.Node("join").Parents {

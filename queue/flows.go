@@ -26,7 +26,8 @@ const maxAddStep = 1000
 // BatchOptions configures a new batch (Client.NewBatch); every field
 // may be left zero.
 type BatchOptions struct {
-	// Description is for people, at most 1,000 bytes (BatchInfo).
+	// Description is for people, at most 1,000 bytes
+	// (WorkflowInfo.Description).
 	Description string
 	// OnSuccess is enqueued once, when every member succeeded, after
 	// Close. A dead member retried later to success fires it then.

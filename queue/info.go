@@ -7,18 +7,38 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// State is where a task is in its lifecycle.
+// State is where a task, a workflow node or a workflow is. A task is
+// pending, scheduled, active, retry, succeeded or dead; a node waiting,
+// enqueued, succeeded, dead, failed, skipped or cancelled; a workflow
+// active, succeeded, failed or cancelled. A failed workflow is active
+// again when a dead node is retried, and succeeds when every node then
+// succeeds.
 type State string
 
-// The states of a task.
+// The states, each marked with what it applies to.
 const (
-	StatePending   State = "pending"   // in the pending list, waiting for a worker
-	StateScheduled State = "scheduled" // waiting for its ProcessAt/ProcessIn time
-	StateActive    State = "active"    // leased by a worker, running
-	StateRetry     State = "retry"     // failed, waiting to run again
-	StateDead      State = "dead"      // failed for good; kept in the dead feed
-	StateSucceeded State = "succeeded" // succeeded; kept for its Retention
+	StatePending   State = "pending"   // task: in the pending list, waiting for a worker
+	StateScheduled State = "scheduled" // task: waiting for its ProcessAt/ProcessIn time
+	StateActive    State = "active"    // task: leased by a worker, running; workflow: a node waits or is enqueued
+	StateRetry     State = "retry"     // task: failed, waiting to run again
+	StateDead      State = "dead"      // task: failed for good, kept in the dead feed; node: its task went dead, and retrying it resumes the graph
+	StateSucceeded State = "succeeded" // task: kept for its Retention; node: its task succeeded; workflow: every node finished, none dead or failed
+	StateWaiting   State = "waiting"   // node: a parent has not finished
+	StateEnqueued  State = "enqueued"  // node: its task is pending, scheduled, active or retry
+	StateFailed    State = "failed"    // node: a parent did not succeed, over an EdgeFail edge; workflow: every node finished, one dead or failed
+	StateSkipped   State = "skipped"   // node: a parent did not succeed, over an EdgeSkip edge
+	StateCancelled State = "cancelled" // node: the workflow was cancelled before it ran; workflow: cancelled, its enqueued nodes may still finish
 )
+
+// taskState refuses a State no task takes (a node's or a workflow's
+// alone) for verb, naming it.
+func taskState(verb string, s State) error {
+	switch s {
+	case StateWaiting, StateEnqueued, StateFailed, StateSkipped, StateCancelled:
+		return fmt.Errorf("%w: %s: state %q is a workflow node's or a workflow's, not a task's", errInvalidOption, verb, s)
+	}
+	return nil
+}
 
 // stateOf is the State of a task record's state, which Redis spells
 // "done" for StateSucceeded, as 0.1.0 wrote it.

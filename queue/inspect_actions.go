@@ -212,6 +212,9 @@ func (i *Inspector) actOne(ctx context.Context, a *action, queue, id string) err
 }
 
 func (i *Inspector) actAll(ctx context.Context, a *action, queue string, state State) (int64, error) {
+	if err := taskState(a.verb+" all tasks", state); err != nil {
+		return 0, err
+	}
 	if !slices.Contains(a.states, state) {
 		return 0, fmt.Errorf("%w: %s all tasks in state %q, want one of %v", errInvalidOption, a.verb, state, a.states)
 	}

@@ -91,6 +91,9 @@ type TaskPage struct {
 // the head) may be seen twice. Partitions are merged by time. A query
 // with filters (Type, Error, IDPrefix) reads as TaskQuery says.
 func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, error) {
+	if err := taskState("list tasks", q.State); err != nil {
+		return nil, err
+	}
 	if q.State == "" {
 		q.State = stateRecent
 	}
@@ -170,7 +173,7 @@ func stateSet(s State) (func(keys.Partition) string, error) {
 	case stateRecent:
 		return keys.Partition.Feed, nil
 	}
-	return nil, fmt.Errorf("%w: state %q, want pending, active, scheduled, retry, dead, done or empty (recent)", errInvalidOption, s)
+	return nil, fmt.Errorf("%w: state %q, want pending, active, scheduled, retry, dead, succeeded or empty (recent)", errInvalidOption, s)
 }
 
 // queueList queues the listing script of one partition.

@@ -167,6 +167,18 @@ func TestListTasks(t *testing.T) {
 				t.Errorf("marker %q: err = %v, want it to say %q", after, err, want)
 			}
 		}
+		// a node's or a workflow's states name no task: refused, named
+		for _, st := range []queue.State{queue.StateWaiting, queue.StateEnqueued, queue.StateFailed, queue.StateSkipped, queue.StateCancelled} {
+			_, err1 := s.insp.ListTasks(s.ctx, queue.TaskQuery{Queue: s.q, State: st})
+			_, err2 := s.insp.ListTasks(s.ctx, queue.TaskQuery{Queue: s.q, State: st, Type: typeOK})
+			_, err3 := s.insp.DeleteAllTasks(s.ctx, s.q, st)
+			_, err4 := s.insp.RunAllTasks(s.ctx, s.q, st)
+			for j, err := range []error{err1, err2, err3, err4} {
+				if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("state %q is a workflow node's", st)) {
+					t.Errorf("%s, call %d: err = %v, want ErrInvalid naming it", st, j+1, err)
+				}
+			}
+		}
 	})
 }
 

@@ -63,13 +63,13 @@ func After(parent string) Edge { return Edge{Parent: parent, OnDead: EdgeFail} }
 
 // Before returns the edge to child with EdgeFail: child runs after the
 // node succeeded, and fails when the node does not. In an extension, child
-// may be a node of the running workflow that still waits, such as a join
+// may be a node of the active workflow that still waits, such as a join
 // recorded before the fan-out that feeds it.
 func Before(child string) Edge { return Edge{Child: child, OnDead: EdgeFail} }
 
 // Workflow is a graph of tasks built in memory: nodes with names, and
 // edges from parents to children. Client.EnqueueWorkflow records it in
-// one atomic call; Client.ExtendWorkflow adds nodes to a running one.
+// one atomic call; Client.ExtendWorkflow adds nodes to an active one.
 // A workflow, with every extension, holds at most 10,000 nodes and
 // 100,000 edges; a node name is 1 to 128 bytes of UTF-8 without spaces
 // or control characters.
@@ -94,7 +94,7 @@ func NewWorkflow() *Workflow {
 
 // Add adds task t as node name, with edges to its parents (After) and
 // its children (Before). The other end of an edge is a node added to w,
-// before or after this one, or a node of the running workflow w extends.
+// before or after this one, or a node of the active workflow w extends.
 // A node without parents is a root: it is enqueued at once.
 // Add reports nothing: the first invalid node is the workflow's error,
 // from EnqueueWorkflow or ExtendWorkflow.
@@ -264,7 +264,7 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, w *Workflow) (string, erro
 	return id, err
 }
 
-// ExtendWorkflow adds w's nodes to the running workflow id: fan-out. A
+// ExtendWorkflow adds w's nodes to the active workflow id: fan-out. A
 // parent may be a node of w or of the workflow; a child of a node that
 // already succeeded is enqueued at once. From a handler of one of the
 // workflow's tasks, worker.Task.ExtendWorkflow does the same. A finished

@@ -50,8 +50,8 @@ func FuzzWorkflowFields(f *testing.F) {
 	})
 }
 
-func knownNodeState(s NodeState) bool {
-	if s == NodeWaiting {
+func knownNodeState(s State) bool {
+	if s == StateWaiting {
 		return true
 	}
 	for _, k := range nodeStates {

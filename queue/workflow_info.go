@@ -18,39 +18,15 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// WorkflowState is where a workflow is.
-type WorkflowState string
-
-// Workflow states. A failed workflow runs again when a dead node is
-// retried, and succeeds when every node then succeeds.
-const (
-	WorkflowRunning   WorkflowState = "running"   // a node waits or is enqueued
-	WorkflowSucceeded WorkflowState = "succeeded" // every node finished, none dead or failed
-	WorkflowFailed    WorkflowState = "failed"    // every node finished, one dead or failed
-	WorkflowCancelled WorkflowState = "cancelled" // cancelled; its enqueued nodes may still finish
-)
-
-// NodeState is where one node of a workflow is.
-type NodeState string
-
-// Node states.
-const (
-	NodeWaiting   NodeState = "waiting"   // a parent has not finished
-	NodeEnqueued  NodeState = "enqueued"  // pending, running or retrying
-	NodeSucceeded NodeState = "succeeded" // its task succeeded
-	NodeDead      NodeState = "dead"      // its task went dead; retrying it resumes the graph
-	NodeFailed    NodeState = "failed"    // a parent did not succeed, over an EdgeFail edge
-	NodeSkipped   NodeState = "skipped"   // a parent did not succeed, over an EdgeSkip edge
-	NodeCancelled NodeState = "cancelled" // the workflow was cancelled before it ran
-)
-
 // WorkflowNode is one node of a workflow.
 type WorkflowNode struct {
 	Name   string
 	TaskID string
 	Queue  string
 	Type   string
-	State  NodeState
+	// State is StateWaiting, StateEnqueued, StateSucceeded, StateDead,
+	// StateFailed, StateSkipped or StateCancelled.
+	State State
 	// Parents are the node's edges, in the order they were added.
 	Parents []Edge
 	// Error is the error a dead node's task died with.
@@ -59,22 +35,31 @@ type WorkflowNode struct {
 
 // WorkflowInfo is a workflow's progress, as its home keeps it.
 type WorkflowInfo struct {
-	ID    string
-	State WorkflowState
+	ID string
+	// State is StateActive, StateSucceeded, StateFailed or
+	// StateCancelled.
+	State State
 	// Why says why the workflow failed or was cancelled: the last node
 	// that died, and its error.
 	Why string
 	// Total counts the nodes, Edges their parents, and Counts the nodes
-	// in each state.
+	// in each state; a batch's gate and callbacks among them.
 	Total  int
 	Edges  int
-	Counts map[NodeState]int
-	// Nodes in the order they were added, extensions last; WorkflowSummary
-	// leaves it empty.
-	Nodes      []WorkflowNode
+	Counts map[State]int
+	// Nodes in the order they were added, extensions last. WorkflowSummary
+	// leaves it empty but for a batch's gate and callbacks, without
+	// their parents.
+	Nodes []WorkflowNode
+	// Description is a batch's (BatchOptions.Description).
+	Description string
+	// Parent is the batch a nested batch is a member of
+	// (BatchOptions.Parent); "" when none.
+	Parent     string
 	CreatedAt  time.Time
 	FinishedAt time.Time
 	join       string // a batch's callbacks (include/wf_joined.lua)
+	old        bool   // a batch 0.1.0 created (flow_old_batch.go)
 }
 
 // Node returns the node called name, or nil.
@@ -90,9 +75,9 @@ func (w *WorkflowInfo) Node(name string) *WorkflowNode {
 // nodeState reads a node's stored state: a letter, followed while it
 // waits by its parents' effects, or a waiting node's count of unfinished
 // parents alone (include/wf_names.lua).
-func nodeState(stored string) NodeState {
+func nodeState(stored string) State {
 	if stored != "" && stored[0] >= '0' && stored[0] <= '9' {
-		return NodeWaiting
+		return StateWaiting
 	}
 	code := stored[:min(1, len(stored))]
 	for _, s := range nodeStates {
@@ -100,7 +85,7 @@ func nodeState(stored string) NodeState {
 			return s.state
 		}
 	}
-	return NodeState(code)
+	return State(code)
 }
 
 func edgePolicy(code string) EdgePolicy {
@@ -116,17 +101,33 @@ func edgePolicy(code string) EdgePolicy {
 // nodeStates are the node states, with their stored letters.
 var nodeStates = []struct {
 	code  string
-	state NodeState
-}{{"w", NodeWaiting}, {"p", NodeEnqueued}, {"s", NodeSucceeded}, {"d", NodeDead}, {"f", NodeFailed}, {"k", NodeSkipped}, {"x", NodeCancelled}}
+	state State
+}{{"w", StateWaiting}, {"p", StateEnqueued}, {"s", StateSucceeded}, {"d", StateDead}, {"f", StateFailed}, {"k", StateSkipped}, {"x", StateCancelled}}
+
+// workflowState reads a workflow's stored state, which Redis spells
+// "running" for StateActive, so that what is stored stays as it was.
+func workflowState(stored string) State {
+	if stored == "running" {
+		return StateActive
+	}
+	return State(stored)
+}
+
+// batchNodes are a batch's own nodes, which WorkflowSummary reads.
+var batchNodes = []string{flow.Gate, flow.OnSuccess, flow.OnComplete}
 
 // WorkflowSummary returns workflow id's state and its counts of nodes per
-// state, without its nodes, in one round trip: a read that costs the same
-// at any size, for lists of workflows.
+// state, without its nodes but a batch's gate and callbacks, in one round
+// trip: a read that costs the same at any size, for lists of workflows.
+// It reads a batch 0.1.0 created too, in two.
 func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowInfo, error) {
 	key := keys.Home(i.cfg.Prefix, keys.HomeOf(id)).Workflow(id)
-	fields := []string{"state", "why", "why_node", "why_id", "n", "edges", "created", "finished", "join"}
+	fields := []string{"state", "why", "why_node", "why_id", "n", "edges", "created", "finished", "join", "desc", "up"}
 	for _, s := range nodeStates {
 		fields = append(fields, "cnt_"+s.code)
+	}
+	for _, n := range batchNodes {
+		fields = append(fields, "s:"+n, "m:"+n)
 	}
 	var vals []any
 	err := rcall.Do(ctx, i.rdb, func() error {
@@ -142,13 +143,16 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 		f[name], _ = vals[j].(string)
 	}
 	if f["state"] == "" {
-		return nil, fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
+		return i.oldBatch(ctx, id)
 	}
 	w := &WorkflowInfo{
-		ID: id, State: WorkflowState(f["state"]), Why: f["why"],
-		Total: atoi(f["n"]), Edges: atoi(f["edges"]), Counts: make(map[NodeState]int, len(nodeStates)),
-		CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
+		ID: id, State: workflowState(f["state"]), Why: f["why"],
+		Total: atoi(f["n"]), Edges: atoi(f["edges"]), Counts: make(map[State]int, len(nodeStates)),
+		Description: f["desc"], CreatedAt: msTime(int64(atoi(f["created"]))), FinishedAt: msTime(int64(atoi(f["finished"]))),
 		join: f["join"],
+	}
+	if up, _, ok := strings.Cut(f["up"], " "); ok {
+		w.Parent = keys.LongID(up)
 	}
 	if f["why_node"] != "" {
 		w.Why = "node " + f["why_node"] + " is dead: " + i.openError(f["why"], f["why_id"])
@@ -156,7 +160,34 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 	for _, s := range nodeStates {
 		w.Counts[s.state] = atoi(f["cnt_"+s.code])
 	}
+	// a batch's own nodes: no node of another workflow starts with a dot
+	var own []placedNode
+	for _, name := range batchNodes {
+		if st := f["s:"+name]; st != "" {
+			meta, _ := nodeMeta(f["m:"+name])
+			n := WorkflowNode{Name: name, State: nodeState(st), TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ}
+			own = append(own, placedNode{n, meta.id})
+		}
+	}
+	w.Nodes = sortedNodes(own)
 	return w, nil
+}
+
+// placedNode is a node and its task's stored ID, which orders it.
+type placedNode struct {
+	n     WorkflowNode
+	order string
+}
+
+// sortedNodes returns the nodes of ps in the order of their tasks' IDs:
+// UUIDv7s sort in creation order, and a taskless node's "" first.
+func sortedNodes(ps []placedNode) []WorkflowNode {
+	slices.SortStableFunc(ps, func(a, b placedNode) int { return strings.Compare(a.order, b.order) })
+	var out []WorkflowNode
+	for _, p := range ps {
+		out = append(out, p.n)
+	}
+	return out
 }
 
 // workflowScan is how many fields one HSCAN step of GetWorkflow asks for.
@@ -164,68 +195,25 @@ const workflowScan = 2000
 
 // GetWorkflow returns workflow id's progress: its state and every node
 // with its edges. It reads the workflow's hash but not its results: one
-// round trip, then one per 2,000 fields (about 600 nodes). For its state
-// and counts alone, WorkflowSummary costs one round trip at any size.
+// round trip, then one per 2,000 fields (about 600 nodes, or 2,000 of a
+// batch's members). For its state and counts alone, WorkflowSummary
+// costs one round trip at any size. A batch is a workflow (NewBatch); one
+// 0.1.0 created reads as one too, with what its record knows: its
+// members' task IDs and states, its gate, and its callbacks.
 func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, error) {
-	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
-	key := h.Workflow(id)
 	w, err := i.WorkflowSummary(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	f := map[string]string{}
-	var cursor uint64
-	for {
-		var vals []string
-		err := rcall.Do(ctx, i.rdb, func() error {
-			var err error
-			// the nodes' tasks, states, children and errors: not their
-			// results (r:) and deliveries (e:)
-			vals, cursor, err = i.rdb.HScan(ctx, key, cursor, "[mscx]:*", workflowScan).Result()
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("get workflow %s: %w", id, err)
-		}
-		for j := 0; j+1 < len(vals); j += 2 {
-			f[vals[j]] = vals[j+1]
-		}
-		if cursor == 0 {
-			break
-		}
-	}
-	type placed struct {
-		n     WorkflowNode
-		order string // the task ID: UUIDv7s sort in creation order
-	}
-	var nodes []placed
+	var nodes []placedNode
 	parents := map[string][]Edge{}
-	for field, v := range f {
-		name, ok := strings.CutPrefix(field, "s:")
-		if ok {
-			n := WorkflowNode{Name: name, State: nodeState(v)}
-			var meta nodeTask
-			if m, ok := f["m:"+name]; ok {
-				if meta, err = nodeMeta(m); err != nil {
-					continue
-				}
-			} else {
-				// a batch's member keeps no route once enqueued: its
-				// name holds its task ID
-				meta.id = flow.MemberID(name)
-			}
-			n.TaskID, n.Queue, n.Type = wire.PublicID(meta.id), meta.queue, meta.typ
-			if e, ok := f["x:"+name]; ok {
-				n.Error = i.openError(e, meta.id)
-			}
-			nodes = append(nodes, placed{n, meta.id})
-			continue
-		}
-		if parent, ok := strings.CutPrefix(field, "c:"); ok {
-			for _, c := range childList(v) {
-				parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
-			}
-		}
+	if w.old {
+		nodes, err = i.oldBatchNodes(ctx, w)
+	} else {
+		nodes, err = i.workflowNodes(ctx, w, parents)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get workflow %s: %w", id, err)
 	}
 	// a batch's callbacks (join) have every other node as a parent, with
 	// no field for it
@@ -242,10 +230,9 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 			}
 		}
 	}
-	slices.SortFunc(nodes, func(a, b placed) int { return strings.Compare(a.order, b.order) })
-	for _, p := range nodes {
-		p.n.Parents = parents[p.n.Name]
-		w.Nodes = append(w.Nodes, p.n)
+	w.Nodes = sortedNodes(nodes)
+	for k := range w.Nodes {
+		w.Nodes[k].Parents = parents[w.Nodes[k].Name]
 	}
 	// parents were read from children lists, in no order: put them in
 	// the order of the nodes
@@ -257,6 +244,63 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 		slices.SortFunc(w.Nodes[k].Parents, func(a, b Edge) int { return rank[a.Parent] - rank[b.Parent] })
 	}
 	return w, nil
+}
+
+// workflowNodes reads w's nodes from its hash, and their parents but a
+// batch's callbacks' into parents.
+func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents map[string][]Edge) ([]placedNode, error) {
+	key := keys.Home(i.cfg.Prefix, keys.HomeOf(w.ID)).Workflow(w.ID)
+	f := map[string]string{}
+	var cursor uint64
+	for {
+		var vals []string
+		err := rcall.Do(ctx, i.rdb, func() error {
+			var err error
+			// the nodes' tasks, states, children and errors: not their
+			// results (r:) and deliveries (e:)
+			vals, cursor, err = i.rdb.HScan(ctx, key, cursor, "[mscx]:*", workflowScan).Result()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for j := 0; j+1 < len(vals); j += 2 {
+			f[vals[j]] = vals[j+1]
+		}
+		if cursor == 0 {
+			break
+		}
+	}
+	var nodes []placedNode
+	for field, v := range f {
+		name, ok := strings.CutPrefix(field, "s:")
+		if ok {
+			n := WorkflowNode{Name: name, State: nodeState(v)}
+			var meta nodeTask
+			if m, ok := f["m:"+name]; ok {
+				var err error
+				if meta, err = nodeMeta(m); err != nil {
+					continue
+				}
+			} else {
+				// a batch's member keeps no route once enqueued: its
+				// name holds its task ID
+				meta.id = flow.MemberID(name)
+			}
+			n.TaskID, n.Queue, n.Type = wire.PublicID(meta.id), meta.queue, meta.typ
+			if e, ok := f["x:"+name]; ok {
+				n.Error = i.openError(e, meta.id)
+			}
+			nodes = append(nodes, placedNode{n, meta.id})
+			continue
+		}
+		if parent, ok := strings.CutPrefix(field, "c:"); ok {
+			for _, c := range childList(v) {
+				parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
+			}
+		}
+	}
+	return nodes, nil
 }
 
 // openError opens an error a node died with (Config.EncryptErrors): one

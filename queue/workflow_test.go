@@ -159,12 +159,12 @@ func TestWorkflowExtendRefused(t *testing.T) {
 	}
 	wi, err := b.insp.GetWorkflow(ctx, id)
 	must(t, err)
-	if wi.State != WorkflowRunning || len(wi.Nodes) != 2 || wi.Node("a").State != NodeEnqueued || wi.Node("b").State != NodeWaiting {
+	if wi.State != StateActive || len(wi.Nodes) != 2 || wi.Node("a").State != StateEnqueued || wi.Node("b").State != StateWaiting {
 		t.Fatalf("workflow after refused extensions: %+v", wi)
 	}
 	sum, err := b.insp.WorkflowSummary(ctx, id)
 	must(t, err)
-	if sum.Total != 2 || sum.Edges != 1 || sum.Counts[NodeEnqueued] != 1 || sum.Counts[NodeWaiting] != 1 || sum.Counts[NodeSucceeded] != 0 || len(sum.Nodes) != 0 {
+	if sum.Total != 2 || sum.Edges != 1 || sum.Counts[StateEnqueued] != 1 || sum.Counts[StateWaiting] != 1 || sum.Counts[StateSucceeded] != 0 || len(sum.Nodes) != 0 {
 		t.Fatalf("summary: %+v", sum)
 	}
 	if _, err := b.insp.WorkflowSummary(ctx, "0190a0a0-0000-7000-8000-000000000000"); !errors.Is(err, ErrNotFound) {
@@ -190,7 +190,7 @@ func TestWorkflowRedisGone(t *testing.T) {
 	must(t, err)
 	wi, err := b.insp.GetWorkflow(context.Background(), id)
 	must(t, err)
-	if wi.Node("a").State != NodeEnqueued {
+	if wi.Node("a").State != StateEnqueued {
 		t.Fatalf("after the restart: %+v", wi)
 	}
 }
@@ -213,7 +213,7 @@ func TestWorkflowRecordStaged(t *testing.T) {
 	must(t, err)
 	wi, err := b.insp.GetWorkflow(ctx, id)
 	must(t, err)
-	if wi.Node("a").State != NodeEnqueued || wi.Node("b").State != NodeWaiting {
+	if wi.Node("a").State != StateEnqueued || wi.Node("b").State != StateWaiting {
 		t.Fatalf("recorded after a script flush: %+v", wi)
 	}
 	staged := func() []string {

@@ -254,11 +254,14 @@ func TestBatchCallback(t *testing.T) {
 	if zips.Load() != 1 || res.Dead != 0 || res.Succeeded != 13 {
 		t.Fatalf("drain: %+v, zip ran %d times: want the 12 months, then the zip once", res, zips.Load())
 	}
-	bi, err := env.Inspector.GetBatch(ctx, id)
+	// a batch is a workflow: the 12 months, the gate .close and the
+	// callback .on-success, every one succeeded
+	bi, err := env.Inspector.GetWorkflow(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bi.Finished || bi.Succeeded != 12 || bi.SuccessFiredAt.IsZero() {
+	if bi.State != queue.StateSucceeded || bi.Total != 14 || bi.Counts[queue.StateSucceeded] != 14 ||
+		bi.Node(".close") == nil || bi.Node(".on-success") == nil || bi.Node(".on-success").State != queue.StateSucceeded {
 		t.Fatalf("batch after the drain: %+v", bi)
 	}
 }
@@ -304,8 +307,9 @@ func TestAlbumBatchCallback(t *testing.T) {
 	if resized != 12 || published != 1 || res.Succeeded != 13 {
 		t.Fatalf("resized %d, published %d, drain %+v", resized, published, res)
 	}
-	info, err := env.Inspector.GetBatch(ctx, batch)
-	if err != nil || !info.Finished || info.Succeeded != 12 {
+	// a batch is a workflow: 12 members, its gate and its callback
+	info, err := env.Inspector.GetWorkflow(ctx, batch)
+	if err != nil || info.State != queue.StateSucceeded || info.Total != 14 || info.Counts[queue.StateSucceeded] != 14 {
 		t.Fatalf("batch: %+v, %v", info, err)
 	}
 }
@@ -354,7 +358,7 @@ func TestWorkflowDrain(t *testing.T) {
 		t.Fatalf("drain %+v, order %v", res, order)
 	}
 	wi, err := env.Inspector.GetWorkflow(ctx, id)
-	if err != nil || wi.State != queue.WorkflowSucceeded || len(wi.Nodes) != 6 {
+	if err != nil || wi.State != queue.StateSucceeded || len(wi.Nodes) != 6 {
 		t.Fatalf("workflow after the drain: %+v, %v", wi, err)
 	}
 }

@@ -207,11 +207,11 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 	close(gate)
 
 	once := map[string]int{"a1": 1, "a2": 1, "a3": 1, "a1c": 1, "a2c": 1, "a3c": 1, "p1": 1, "p2": 1, "p3": 1, "x": 1, "y": 0, "holder": 1}
-	wi := waitRuns(t, r, goodID, queue.WorkflowSucceeded, &log, once)
-	if wi.Counts[queue.NodeSucceeded] != 6 {
+	wi := waitRuns(t, r, goodID, queue.StateSucceeded, &log, once)
+	if wi.Counts[queue.StateSucceeded] != 6 {
 		t.Fatalf("the good workflow: %s", nodeStates(wi))
 	}
-	wi = waitRuns(t, r, badID, queue.WorkflowFailed, &log, once)
+	wi = waitRuns(t, r, badID, queue.StateFailed, &log, once)
 	if got := nodeStates(wi); got != "x=dead y=failed" {
 		t.Fatalf("the bad workflow: %s", got)
 	}

@@ -119,10 +119,10 @@ func testBatchKilledWorkers(t *testing.T, r *rig) {
 
 	// more kills while the members run, then wait for the callbacks
 	deadline := time.Now().Add(90 * time.Second)
-	var bi *queue.BatchInfo
+	var bi *batchRead
 	for kills := 0; ; {
 		f.reap(true)
-		bi, err = insp.GetBatch(ctx, batch)
+		bi, err = getBatch(ctx, insp, batch)
 		must(t, err)
 		if bi.Finished && completions(t, r.rdb, k, bi.OnSuccess) > 0 && completions(t, r.rdb, k, bi.OnComplete) > 0 {
 			break
@@ -298,11 +298,11 @@ func testChainKilledWorkers(t *testing.T, r *rig) {
 		f.reap(false)
 		wi, err = r.insp.GetWorkflow(ctx, id)
 		must(t, err)
-		if wi.State == queue.WorkflowSucceeded {
+		if wi.State == queue.StateSucceeded {
 			break
 		}
-		if wi.State != queue.WorkflowRunning || time.Now().After(deadline) {
-			t.Fatalf("chain %s after 90s: %d of %d links succeeded; why %q", wi.State, wi.Counts[queue.NodeSucceeded], links, wi.Why)
+		if wi.State != queue.StateActive || time.Now().After(deadline) {
+			t.Fatalf("chain %s after 90s: %d of %d links succeeded; why %q", wi.State, wi.Counts[queue.StateSucceeded], links, wi.Why)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -382,17 +382,17 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 		f.reap(true)
 		wi, err = r.insp.GetWorkflow(ctx, id)
 		must(t, err)
-		if wi.State == queue.WorkflowSucceeded {
+		if wi.State == queue.StateSucceeded {
 			break
 		}
-		if wi.State != queue.WorkflowRunning || time.Now().After(deadline) {
+		if wi.State != queue.StateActive || time.Now().After(deadline) {
 			t.Fatalf("workflow %s after %d kills: %d succeeded, %d enqueued, %d waiting; why %q",
-				wi.State, kills, wi.Counts[queue.NodeSucceeded], wi.Counts[queue.NodeEnqueued], wi.Counts[queue.NodeWaiting], wi.Why)
+				wi.State, kills, wi.Counts[queue.StateSucceeded], wi.Counts[queue.StateEnqueued], wi.Counts[queue.StateWaiting], wi.Why)
 		}
 		// kill one worker each time another layer has finished
 		// kill a worker without a crash point each time a sixth more of
 		// the nodes succeeded
-		if done := wi.Counts[queue.NodeSucceeded]; kills < 4 && done > (kills+1)*len(wi.Nodes)/6 {
+		if done := wi.Counts[queue.StateSucceeded]; kills < 4 && done > (kills+1)*len(wi.Nodes)/6 {
 			i := len(f.live) - 1
 			for i > 0 && f.live[i].opts.Crash != "" {
 				i--
@@ -405,8 +405,8 @@ func testWorkflowKilledWorkers(t *testing.T, r *rig) {
 	f.reap(true)
 	t.Logf("workflow of %d nodes succeeded; %d workers died: %d after a flow ack, %d before delivering",
 		len(wi.Nodes), len(f.died), f.crashed[crashAfterFlowOutcome], f.crashed[crashBeforeFlowDeliver])
-	if len(wi.Nodes) != 1+layers*width || wi.Counts[queue.NodeSucceeded] != len(wi.Nodes) {
-		t.Fatalf("nodes: %d, %d succeeded", len(wi.Nodes), wi.Counts[queue.NodeSucceeded])
+	if len(wi.Nodes) != 1+layers*width || wi.Counts[queue.StateSucceeded] != len(wi.Nodes) {
+		t.Fatalf("nodes: %d, %d succeeded", len(wi.Nodes), wi.Counts[queue.StateSucceeded])
 	}
 	// on one server, an ack enqueues the nodes it releases: only a
 	// cluster's releases wait for a delivery

@@ -145,7 +145,7 @@ func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 		for _, key := range wkeys {
 			for {
 				// a failed read (a pool busy with the workers' pops) is no answer
-				if st, err := rdb.HGet(ctx, key, "state").Result(); err == nil && st != string(queue.WorkflowRunning) {
+				if st, err := rdb.HGet(ctx, key, "state").Result(); err == nil && st != string(queue.StateActive) {
 					break
 				}
 				time.Sleep(5 * time.Millisecond)
@@ -157,7 +157,7 @@ func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 	f.nodeCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
 	for _, id := range ids {
 		wi, err := insp.GetWorkflow(ctx, id)
-		if err != nil || wi.State != queue.WorkflowSucceeded {
+		if err != nil || wi.State != queue.StateSucceeded {
 			b.Fatalf("workflow %s: %v, %v", id, wi.State, err)
 		}
 	}

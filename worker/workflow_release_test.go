@@ -66,8 +66,8 @@ func testReleaseOnlyParentGainsParent(t *testing.T, r *flowRig) {
 		return nil
 	})
 	serveOnly(t, r, "fa", count)
-	wi := waitNode(t, r, id, "root", queue.NodeSucceeded)
-	if got := wi.Node("child").State; got != queue.NodeWaiting {
+	wi := waitNode(t, r, id, "root", queue.StateSucceeded)
+	if got := wi.Node("child").State; got != queue.StateWaiting {
 		t.Fatalf("child is %s after root succeeded, with late still enqueued; want waiting", got)
 	}
 	if qi, err := r.insp.QueueInfo(ctx, "fb"); err != nil || qi.Pending != 0 {
@@ -79,7 +79,7 @@ func testReleaseOnlyParentGainsParent(t *testing.T, r *flowRig) {
 	}
 	serveOnly(t, r, "cb", count)
 	serveOnly(t, r, "fb", count)
-	wi = waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	wi = waitWorkflow(t, r, id, queue.StateSucceeded)
 	if got := nodeStates(wi); got != "root=succeeded child=succeeded late=succeeded" {
 		t.Fatalf("nodes: %s", got)
 	}
@@ -113,8 +113,8 @@ func testReleaseOnlyParentCancelled(t *testing.T, r *flowRig) {
 	<-started
 	must(t, r.insp.CancelWorkflow(ctx, id))
 	close(finish)
-	wi := waitNode(t, r, id, "root", queue.NodeSucceeded)
-	if wi.State != queue.WorkflowCancelled || wi.Node("child").State != queue.NodeCancelled {
+	wi := waitNode(t, r, id, "root", queue.StateSucceeded)
+	if wi.State != queue.StateCancelled || wi.Node("child").State != queue.StateCancelled {
 		t.Fatalf("workflow %s, nodes %s; want cancelled, child cancelled", wi.State, nodeStates(wi))
 	}
 	if qi, err := r.insp.QueueInfo(ctx, "fb"); err != nil || qi.Pending+qi.Active != 0 || log.count("child") != 0 {
@@ -124,7 +124,7 @@ func testReleaseOnlyParentCancelled(t *testing.T, r *flowRig) {
 
 // waitNode waits until node x of workflow id is in state want, and
 // returns the workflow.
-func waitNode(t *testing.T, r *flowRig, id, x string, want queue.NodeState) *queue.WorkflowInfo {
+func waitNode(t *testing.T, r *flowRig, id, x string, want queue.State) *queue.WorkflowInfo {
 	t.Helper()
 	var wi *queue.WorkflowInfo
 	var err error
@@ -174,12 +174,12 @@ func testReleaseNoOutbox(t *testing.T, r *flowRig) {
 	}
 	wi, err := r.insp.GetWorkflow(ctx, id)
 	must(t, err)
-	if wi.Counts[queue.NodeEnqueued] != 20 || wi.Counts[queue.NodeSucceeded] != 1 {
+	if wi.Counts[queue.StateEnqueued] != 20 || wi.Counts[queue.StateSucceeded] != 1 {
 		t.Fatalf("workflow: %s", nodeStates(wi))
 	}
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if n := log.count("child"); n != 20 {
 		t.Fatalf("children ran %d times, want 20", n)
 	}
@@ -212,7 +212,7 @@ func testReleaseRouteInTask(t *testing.T, r *flowRig) {
 	}
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if log.count("now") != 1 || log.count("later") != 1 {
 		t.Fatalf("children ran %d and %d times, want once each", log.count("now"), log.count("later"))
 	}
@@ -241,7 +241,7 @@ func testReleaseDelayed(t *testing.T, r *flowRig) {
 			return false
 		}
 		later = wi.Node("c0")
-		return later != nil && later.State == queue.NodeEnqueued
+		return later != nil && later.State == queue.StateEnqueued
 	})
 	if log.count("later") != 0 {
 		t.Fatal("the delayed child ran before it was due")
@@ -252,7 +252,7 @@ func testReleaseDelayed(t *testing.T, r *flowRig) {
 		t.Fatalf("delayed child: state %s, due %v", ti.State, ti.NextProcessAt)
 	}
 	must(t, r.insp.RunTask(ctx, "fb", later.TaskID))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if log.count("later") != 1 {
 		t.Fatalf("the delayed child ran %d times", log.count("later"))
 	}
@@ -285,7 +285,7 @@ func testReleaseKeyed(t *testing.T, r *flowRig) {
 	must(t, root.Shutdown(ctx))
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if n := log.count("keyed"); n != 12 {
 		t.Fatalf("keyed children ran %d times, want 12", n)
 	}
@@ -323,7 +323,7 @@ func testReleaseClosedPartition(t *testing.T, r *flowRig) {
 	must(t, r.insp.SetPartitions(ctx, "fb", 1))
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if got := log.count("child"); got != n {
 		t.Fatalf("children ran %d times, want %d (%d were routed to the closed partition)", got, n, closed)
 	}
@@ -346,7 +346,7 @@ func testReleaseRecordedForOutbox(t *testing.T, r *flowRig) {
 	}
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if got := log.count("child"); got != 10 {
 		t.Fatalf("children ran %d times, want 10", got)
 	}
@@ -392,7 +392,7 @@ func testReleaseExtendRecordedForOutbox(t *testing.T, r *flowRig) {
 	}
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if got := log.count("child"); got != 4 {
 		t.Fatalf("children ran %d times, want 4", got)
 	}
@@ -445,7 +445,7 @@ func testReleaseBinaryDelivery(t *testing.T, r *flowRig) {
 	recordAsDelivery(t, r, key, "c1", true)
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
-	waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	waitWorkflow(t, r, id, queue.StateSucceeded)
 	if got := log.count("child"); got != 3 {
 		t.Fatalf("children ran %d times, want 3", got)
 	}
@@ -516,7 +516,7 @@ func testReleaseMsgpackChildLists(t *testing.T, r *flowRig) {
 		}
 		return nil
 	}))
-	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	wi := waitWorkflow(t, r, id, queue.StateFailed)
 	if got := nodeStates(wi); got != "root=succeeded a=succeeded b=dead c=skipped d=failed x=succeeded" {
 		t.Fatalf("nodes: %s", got)
 	}
@@ -590,8 +590,8 @@ func TestWorkflowAcksInOneBatch(t *testing.T) {
 	var log runLog
 	r.server(t, HandlerFunc(func(_ context.Context, task *Task) error { log.add(task.Type); return nil }))
 	for _, id := range ids {
-		wi := waitWorkflow(t, r, id, queue.WorkflowSucceeded)
-		if wi.Counts[queue.NodeSucceeded] != 41 {
+		wi := waitWorkflow(t, r, id, queue.StateSucceeded)
+		if wi.Counts[queue.StateSucceeded] != 41 {
 			t.Fatalf("workflow %s: %s", id, nodeStates(wi))
 		}
 	}
@@ -628,7 +628,7 @@ func TestWorkflowSuccessAfterDeath(t *testing.T) {
 					// succeed only once the other parent is dead
 					for {
 						wi, err := r.insp.GetWorkflow(ctx, id)
-						if err == nil && wi.Node("dies").State == queue.NodeDead {
+						if err == nil && wi.Node("dies").State == queue.StateDead {
 							return nil
 						}
 						select {
@@ -640,7 +640,7 @@ func TestWorkflowSuccessAfterDeath(t *testing.T) {
 				}
 				return nil
 			}))
-			wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+			wi := waitWorkflow(t, r, id, queue.StateFailed)
 			want, runs := "dies=dead late=succeeded c=succeeded", 1
 			if policy == queue.EdgeSkip {
 				want, runs = "dies=dead late=succeeded c=skipped", 0

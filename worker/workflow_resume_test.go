@@ -43,7 +43,7 @@ func (b *breakable) ProcessTask(_ context.Context, task *Task) error {
 
 // waitRuns waits until workflow id is in state want, failing at once when
 // a task type ran more often than most allows.
-func waitRuns(t *testing.T, r *flowRig, id string, want queue.WorkflowState, log *runLog, most map[string]int) *queue.WorkflowInfo {
+func waitRuns(t *testing.T, r *flowRig, id string, want queue.State, log *runLog, most map[string]int) *queue.WorkflowInfo {
 	t.Helper()
 	var wi *queue.WorkflowInfo
 	deadline := time.Now().Add(30 * time.Second)
@@ -85,7 +85,7 @@ func checkSummary(t *testing.T, r *flowRig, wi *queue.WorkflowInfo) {
 	t.Helper()
 	sum, err := r.insp.WorkflowSummary(context.Background(), wi.ID)
 	must(t, err)
-	counted := map[queue.NodeState]int{}
+	counted := map[queue.State]int{}
 	for _, n := range wi.Nodes {
 		counted[n.State]++
 	}
@@ -121,15 +121,15 @@ func testResumeBelowSkip(t *testing.T, r *flowRig) {
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
 	most := map[string]int{"bad": 2, "skip": 1, "belowskip": 1, "belowskiprun": 1}
-	wi := waitRuns(t, r, id, queue.WorkflowFailed, &h.log, most)
+	wi := waitRuns(t, r, id, queue.StateFailed, &h.log, most)
 	if got, want := nodeStates(wi), "bad=dead skip=skipped belowskip=failed belowskiprun=succeeded"; got != want {
 		t.Fatalf("after the death: %s, want %s", got, want)
 	}
 	checkSummary(t, r, wi)
 	h.broken.Delete("bad")
 	must(t, r.insp.RunTask(ctx, "fa", wi.Node("bad").TaskID))
-	wi = waitRuns(t, r, id, queue.WorkflowSucceeded, &h.log, most)
-	if wi.Counts[queue.NodeSucceeded] != 4 || wi.Why != "" {
+	wi = waitRuns(t, r, id, queue.StateSucceeded, &h.log, most)
+	if wi.Counts[queue.StateSucceeded] != 4 || wi.Why != "" {
 		t.Fatalf("after the retry: %s, why %q", nodeStates(wi), wi.Why)
 	}
 	checkSummary(t, r, wi)
@@ -212,7 +212,7 @@ func testResumeEdgePairs(t *testing.T, r *flowRig) {
 		most[c.typ("p")], most[c.typ("c")], most[c.typ("g")] = 2, 1, 1
 	}
 	for _, c := range cases {
-		wi := waitRuns(t, r, c.id, queue.WorkflowFailed, &h.log, most)
+		wi := waitRuns(t, r, c.id, queue.StateFailed, &h.log, most)
 		want, runs := c.before()
 		if got := nodeStates(wi); got != want {
 			t.Fatalf("%s: after the death: %s, want %s", c.name(), got, want)
@@ -230,7 +230,7 @@ func testResumeEdgePairs(t *testing.T, r *flowRig) {
 		must(t, r.insp.RunTask(ctx, "fa", wi.Node("p").TaskID))
 	}
 	for _, c := range cases {
-		wi := waitRuns(t, r, c.id, queue.WorkflowSucceeded, &h.log, most)
+		wi := waitRuns(t, r, c.id, queue.StateSucceeded, &h.log, most)
 		if got, want := nodeStates(wi), "p=succeeded c=succeeded g=succeeded"; got != want || wi.Why != "" {
 			t.Fatalf("%s: after the retry: %s, want %s; why %q", c.name(), got, want, wi.Why)
 		}
@@ -290,7 +290,7 @@ func testResumeChildStates(t *testing.T, r *flowRig) {
 		h.log.add(task.Type)
 		for {
 			wi, err := r.insp.GetWorkflow(ctx, id)
-			if err == nil && wi.Node("mid").State == queue.NodeSucceeded {
+			if err == nil && wi.Node("mid").State == queue.StateSucceeded {
 				return nil
 			}
 			select {
@@ -310,7 +310,7 @@ func testResumeChildStates(t *testing.T, r *flowRig) {
 	checkSummary(t, r, wi)
 	h.broken.Delete("bad")
 	must(t, r.insp.RunTask(ctx, "fa", wi.Node("bad").TaskID))
-	wi = waitRuns(t, r, id, queue.WorkflowFailed, &h.log, most)
+	wi = waitRuns(t, r, id, queue.StateFailed, &h.log, most)
 	if got, want := nodeStates(wi), "bad=succeeded mid=succeeded running=succeeded dead=dead ok=succeeded failed=succeeded skipped=succeeded"; got != want {
 		t.Fatalf("after the retry: %s, want %s", got, want)
 	}
@@ -360,15 +360,15 @@ func testResumeCancelled(t *testing.T, r *flowRig) {
 	must(t, r.insp.CancelWorkflow(ctx, id))
 	waitFor(t, 30*time.Second, "slow dead of the cancel", func() bool {
 		wi, err = r.insp.GetWorkflow(ctx, id)
-		return err == nil && wi.Node("slow").State == queue.NodeDead
+		return err == nil && wi.Node("slow").State == queue.StateDead
 	})
 	h.broken.Delete("bad")
 	must(t, r.insp.RunTask(ctx, "fa", wi.Node("bad").TaskID))
 	waitFor(t, 30*time.Second, "bad succeeded", func() bool {
 		wi, err = r.insp.GetWorkflow(ctx, id)
-		return err == nil && wi.Node("bad").State == queue.NodeSucceeded && !wi.FinishedAt.IsZero()
+		return err == nil && wi.Node("bad").State == queue.StateSucceeded && !wi.FinishedAt.IsZero()
 	})
-	if got, want := nodeStates(wi), "slow=dead bad=succeeded mid=cancelled ran=succeeded failed=failed"; got != want || wi.State != queue.WorkflowCancelled {
+	if got, want := nodeStates(wi), "slow=dead bad=succeeded mid=cancelled ran=succeeded failed=failed"; got != want || wi.State != queue.StateCancelled {
 		t.Fatalf("after the retry: %s %s, want cancelled %s", wi.State, got, want)
 	}
 	checkSummary(t, r, wi)

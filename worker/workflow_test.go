@@ -43,7 +43,7 @@ func TestWorkflowsOnCluster(t *testing.T) {
 }
 
 // waitWorkflow waits until workflow id is in state want, and returns it.
-func waitWorkflow(t *testing.T, r *flowRig, id string, want queue.WorkflowState) *queue.WorkflowInfo {
+func waitWorkflow(t *testing.T, r *flowRig, id string, want queue.State) *queue.WorkflowInfo {
 	t.Helper()
 	var wi *queue.WorkflowInfo
 	var err error
@@ -94,7 +94,7 @@ func testWorkflowDiamond(t *testing.T, r *flowRig) {
 	wf.Add("d", queue.NewRawTask("d", nil, queue.In("fb")), queue.After("b"), queue.After("c"))
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
-	wi := waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	wi := waitWorkflow(t, r, id, queue.StateSucceeded)
 	order := log.order()
 	if len(order) != 4 || order[0] != "a" || order[3] != "d" {
 		t.Fatalf("nodes ran as %v, want a first, d last, each once", order)
@@ -104,7 +104,7 @@ func testWorkflowDiamond(t *testing.T, r *flowRig) {
 		t.Fatalf("d read parent results %q", got)
 	}
 	mu.Unlock()
-	if wi.Counts[queue.NodeSucceeded] != 4 || wi.Total != 4 || wi.Counts[queue.NodeWaiting]+wi.Counts[queue.NodeEnqueued] != 0 || wi.Edges != 4 || wi.FinishedAt.IsZero() {
+	if wi.Counts[queue.StateSucceeded] != 4 || wi.Total != 4 || wi.Counts[queue.StateWaiting]+wi.Counts[queue.StateEnqueued] != 0 || wi.Edges != 4 || wi.FinishedAt.IsZero() {
 		t.Fatalf("workflow: %+v", wi)
 	}
 	d := wi.Node("d")
@@ -142,7 +142,7 @@ func testWorkflowEdge(t *testing.T, r *flowRig, policy queue.EdgePolicy) {
 	wf.Add("s", queue.NewRawTask("s", nil, queue.In("fa")), queue.Edge{Parent: "p", OnDead: queue.EdgeRun})
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
-	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	wi := waitWorkflow(t, r, id, queue.StateFailed)
 	want := map[queue.EdgePolicy]string{
 		queue.EdgeFail: "p=dead c=failed g=failed s=succeeded",
 		queue.EdgeRun:  "p=dead c=succeeded g=succeeded s=succeeded",
@@ -190,8 +190,8 @@ func testWorkflowFanOut(t *testing.T, r *flowRig) {
 	wf.Add("split", queue.NewRawTask("split", nil, queue.In("fa")))
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
-	wi := waitWorkflow(t, r, id, queue.WorkflowSucceeded)
-	if len(wi.Nodes) != 5 || wi.Counts[queue.NodeSucceeded] != 5 || log.count("part") != 3 || log.count("join") != 1 {
+	wi := waitWorkflow(t, r, id, queue.StateSucceeded)
+	if len(wi.Nodes) != 5 || wi.Counts[queue.StateSucceeded] != 5 || log.count("part") != 3 || log.count("join") != 1 {
 		t.Fatalf("nodes %s, runs %v", nodeStates(wi), log.order())
 	}
 	if o := log.order(); o[len(o)-1] != "join" {
@@ -241,10 +241,10 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 	<-started
 	waitFor(t, 30*time.Second, "below to fail", func() bool {
 		wi, err := r.insp.GetWorkflow(ctx, id)
-		return err == nil && wi.Node("below").State == queue.NodeFailed
+		return err == nil && wi.Node("below").State == queue.StateFailed
 	})
 	must(t, r.insp.CancelWorkflow(ctx, id))
-	wi := waitWorkflow(t, r, id, queue.WorkflowCancelled)
+	wi := waitWorkflow(t, r, id, queue.StateCancelled)
 	waitFor(t, 30*time.Second, "the cancelled workflow to finish", func() bool {
 		wi, err = r.insp.GetWorkflow(ctx, id)
 		return err == nil && !wi.FinishedAt.IsZero()
@@ -257,9 +257,9 @@ func testWorkflowCancel(t *testing.T, r *flowRig) {
 	must(t, r.insp.RunTask(ctx, "fb", wi.Node("broken").TaskID))
 	waitFor(t, 30*time.Second, "broken to succeed", func() bool {
 		wi, err = r.insp.GetWorkflow(ctx, id)
-		return err == nil && wi.Node("broken").State == queue.NodeSucceeded && wi.Node("below").State == queue.NodeCancelled
+		return err == nil && wi.Node("broken").State == queue.StateSucceeded && wi.Node("below").State == queue.StateCancelled
 	})
-	if wi.State != queue.WorkflowCancelled || wi.FinishedAt.IsZero() {
+	if wi.State != queue.StateCancelled || wi.FinishedAt.IsZero() {
 		t.Fatalf("after the retry: %s, finished %v", wi.State, wi.FinishedAt)
 	}
 	if log.count("after")+log.count("end")+log.count("later")+log.count("below")+log.count("parked") != 0 {
@@ -298,7 +298,7 @@ func testWorkflowDeadNodeResumes(t *testing.T, r *flowRig) {
 	wf.Add("e", queue.NewRawTask("e", nil, queue.In("fa")), queue.After("d"))
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
-	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	wi := waitWorkflow(t, r, id, queue.StateFailed)
 	if got := nodeStates(wi); got != "a=succeeded b=dead c=succeeded d=failed e=failed" {
 		t.Fatalf("after the death: %s", got)
 	}
@@ -309,8 +309,8 @@ func testWorkflowDeadNodeResumes(t *testing.T, r *flowRig) {
 	}
 	fail.Delete("b")
 	must(t, r.insp.RunTask(ctx, "fb", wi.Node("b").TaskID))
-	wi = waitWorkflow(t, r, id, queue.WorkflowSucceeded)
-	if wi.Counts[queue.NodeSucceeded] != 5 || wi.Why != "" {
+	wi = waitWorkflow(t, r, id, queue.StateSucceeded)
+	if wi.Counts[queue.StateSucceeded] != 5 || wi.Why != "" {
 		t.Fatalf("after the retry: %s, why %q", nodeStates(wi), wi.Why)
 	}
 	for typ, n := range map[string]int{"a": 1, "b": 2, "c": 1, "d": 1, "e": 1} {
@@ -339,11 +339,11 @@ func testWorkflowDeadLeafRetried(t *testing.T, r *flowRig) {
 	wf.Add("tidy", queue.NewRawTask("tidy", nil, queue.In("fa")), queue.Edge{Parent: "leaf", OnDead: queue.EdgeRun})
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
-	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	wi := waitWorkflow(t, r, id, queue.StateFailed)
 	fail.Delete("leaf")
 	must(t, r.insp.RunTask(ctx, "fb", wi.Node("leaf").TaskID))
-	wi = waitWorkflow(t, r, id, queue.WorkflowSucceeded)
-	if wi.Why != "" || wi.Counts[queue.NodeSucceeded] != 3 {
+	wi = waitWorkflow(t, r, id, queue.StateSucceeded)
+	if wi.Why != "" || wi.Counts[queue.StateSucceeded] != 3 {
 		t.Fatalf("after the retry: %s, why %q", nodeStates(wi), wi.Why)
 	}
 }
@@ -381,7 +381,7 @@ func testWorkflowFanOutRepeated(t *testing.T, r *flowRig) {
 	wf.Add("split", queue.NewRawTask("split", nil, queue.In("fa"), queue.MaxRetry(3)))
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
-	wi := waitWorkflow(t, r, id, queue.WorkflowSucceeded)
+	wi := waitWorkflow(t, r, id, queue.StateSucceeded)
 	if len(wi.Nodes) != 3 || log.count("split") != 2 || log.count("part") != 2 {
 		t.Fatalf("nodes %s, runs %v", nodeStates(wi), log.order())
 	}
@@ -426,7 +426,7 @@ func testWorkflowSealedResults(t *testing.T) {
 	if v := <-got; v != want {
 		t.Fatalf("ParentResult: %d bytes, want the %d the parent wrote", len(v), len(want))
 	}
-	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	wi := waitWorkflow(t, r, id, queue.StateFailed)
 	if e := wi.Node("broken").Error; !strings.Contains(e, "a secret failure") || !strings.Contains(wi.Why, "node broken is dead: worker: skip retry: a secret failure") {
 		t.Fatalf("broken's error reads %q, why %q", e, wi.Why)
 	}
@@ -466,13 +466,13 @@ func testWorkflowFanOutIntoJoin(t *testing.T, r *flowRig) {
 	wf.Add("join", queue.NewRawTask("join", nil, queue.In("fb")), queue.After("split"))
 	id, err := r.client.EnqueueWorkflow(ctx, wf)
 	must(t, err)
-	wi := waitWorkflow(t, r, id, queue.WorkflowFailed)
+	wi := waitWorkflow(t, r, id, queue.StateFailed)
 	o := log.order()
 	if log.count("part") != 4 || log.count("join") != 1 || o[len(o)-1] != "join" {
 		t.Fatalf("runs %v", o)
 	}
 	join := wi.Node("join")
-	if join.State != queue.NodeSucceeded || len(join.Parents) != 5 || join.Parents[1] != (queue.Edge{Parent: "part-0", OnDead: queue.EdgeRun}) {
+	if join.State != queue.StateSucceeded || len(join.Parents) != 5 || join.Parents[1] != (queue.Edge{Parent: "part-0", OnDead: queue.EdgeRun}) {
 		t.Fatalf("join: %+v", join)
 	}
 }

@@ -5,7 +5,8 @@
 // task adds three more tasks to the batch from inside its handler, after
 // the producer closed it, and the callbacks wait for them. One photo is
 // corrupt and goes dead, so "publish" never runs and "notify" does, once.
-// It prints the batch's progress as GetBatch sees it.
+// It prints the batch's progress as WorkflowSummary sees it: a batch is a
+// workflow whose nodes are its members, its gate and its callbacks.
 //
 //	go run ./examples/batch
 //
@@ -101,16 +102,20 @@ func main() {
 
 	start, last := time.Now(), ""
 	for {
-		bi, err := insp.GetBatch(ctx, b)
+		// one round trip at any size; its nodes are the gate and the
+		// callbacks, its counts are of every node
+		bi, err := insp.WorkflowSummary(ctx, b)
 		if err != nil {
 			log.Fatal(err)
 		}
-		now := fmt.Sprintf("%d members: %d pending, %d succeeded, %d dead", bi.Total, bi.Pending, bi.Succeeded, bi.Dead)
+		now := fmt.Sprintf("%s, %d nodes: %d enqueued, %d succeeded, %d dead; on-success %s, on-complete %s", bi.State, bi.Total,
+			bi.Counts[queue.StateEnqueued], bi.Counts[queue.StateSucceeded], bi.Counts[queue.StateDead],
+			bi.Node(".on-success").State, bi.Node(".on-complete").State)
 		if now != last {
 			fmt.Printf("%4.1fs  %s\n", time.Since(start).Seconds(), now)
 			last = now
 		}
-		if bi.Finished && notified.Load() == 1 {
+		if bi.State != queue.StateActive && notified.Load() == 1 {
 			break
 		}
 		if time.Since(start) > 30*time.Second {

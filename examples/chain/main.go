@@ -99,7 +99,7 @@ func main() {
 			links = append(links, fmt.Sprintf("%s:%s", l.Type, l.State))
 		}
 		now := fmt.Sprintf("%-9s %s", wi.State, strings.Join(links, "  "))
-		if wi.State == queue.WorkflowFailed {
+		if wi.State == queue.StateFailed {
 			now += "\n        " + wi.Why
 		}
 		if now != last {
@@ -109,12 +109,12 @@ func main() {
 		return wi
 	}
 	retried := false // a retried link stays dead until it succeeds
-	for wi := show(); wi.State != queue.WorkflowSucceeded; wi = show() {
+	for wi := show(); wi.State != queue.StateSucceeded; wi = show() {
 		if time.Since(start) > 30*time.Second {
 			log.Fatal("the chain did not finish within 30s")
 		}
 		for _, l := range wi.Nodes {
-			if l.State != queue.NodeDead || retried {
+			if l.State != queue.StateDead || retried {
 				continue
 			}
 			retried = true

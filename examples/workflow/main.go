@@ -161,17 +161,17 @@ func main() {
 			log.Fatal(err)
 		}
 		var counts []string
-		for _, s := range []queue.NodeState{queue.NodeWaiting, queue.NodeEnqueued, queue.NodeSucceeded,
-			queue.NodeDead, queue.NodeFailed, queue.NodeSkipped} {
+		for _, s := range []queue.State{queue.StateWaiting, queue.StateEnqueued, queue.StateSucceeded,
+			queue.StateDead, queue.StateFailed, queue.StateSkipped} {
 			if n := wi.Counts[s]; n > 0 {
 				counts = append(counts, fmt.Sprintf("%d %s", n, s))
 			}
 		}
 		now := fmt.Sprintf("%-9s %d nodes: %s", wi.State, len(wi.Nodes), strings.Join(counts, ", "))
-		if wi.State == queue.WorkflowFailed {
+		if wi.State == queue.StateFailed {
 			var off []string
 			for _, n := range wi.Nodes {
-				if n.State != queue.NodeSucceeded {
+				if n.State != queue.StateSucceeded {
 					off = append(off, n.Name+" "+string(n.State))
 				}
 			}
@@ -185,12 +185,12 @@ func main() {
 	}
 	retried := false
 	wi := show()
-	for ; wi.State != queue.WorkflowSucceeded; wi = show() {
+	for ; wi.State != queue.StateSucceeded; wi = show() {
 		if time.Since(start) > 30*time.Second {
 			log.Fatal("the workflow did not succeed within 30s")
 		}
 		// the workflow stays failed until the retried pick succeeds
-		if wi.State == queue.WorkflowFailed && !retried {
+		if wi.State == queue.StateFailed && !retried {
 			retried = true
 			lampRestocked.Store(true)
 			dead := wi.Node("pick-lamp")

@@ -161,7 +161,7 @@ func TestForwardIsolatesScriptErrors(t *testing.T) {
 		}
 		for _, id := range []string{good, elsewhere} {
 			wi, err := insp.GetWorkflow(ctx, id)
-			if err != nil || wi.Node("r").State != queue.NodeSucceeded || wi.Node("c").State != queue.NodeEnqueued {
+			if err != nil || wi.Node("r").State != queue.StateSucceeded || wi.Node("c").State != queue.StateEnqueued {
 				t.Fatalf("forward %d: workflow %s: %+v, %v", try, id, wi, err)
 			}
 		}

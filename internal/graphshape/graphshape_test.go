@@ -44,7 +44,7 @@ func TestBuild(t *testing.T) {
 			case "layers":
 				edges = 2 * (n - Width)
 			}
-			if wi.State != queue.WorkflowSucceeded || wi.Total != n || wi.Edges != edges {
+			if wi.State != queue.StateSucceeded || wi.Total != n || wi.Edges != edges {
 				t.Fatalf("workflow %s: %d nodes, %d edges, want succeeded, %d, %d", wi.State, wi.Total, wi.Edges, n, edges)
 			}
 		})

@@ -368,14 +368,51 @@ func checkFlows(ctx context.Context, t *testing.T, rdb redis.UniversalClient, pr
 	if fmt.Sprint(f) != "[done 3 s s s]" {
 		t.Errorf("chain %s: state, links and their states %v, want [done 3 s s s]", chainID, f)
 	}
+	// each batch reads as the workflow a batch is since: its members
+	// (tasks, or a nested batch's taskless node), its gate .close and
+	// its two callbacks, whose parents are every other node, every one
+	// succeeded
+	members := map[string]int{batchID: 5, graphID: 3}
+	for _, c := range children {
+		members[c] = 2
+	}
 	for _, id := range append([]string{batchID, graphID}, children...) {
-		bi, err := insp.GetBatch(ctx, id)
+		wi, err := insp.GetWorkflow(ctx, id)
 		if err != nil {
-			t.Fatalf("GetBatch %s: %v", id, err)
+			t.Fatalf("GetWorkflow %s: %v", id, err)
 		}
-		if !bi.Finished || bi.Dead != 0 || bi.Pending != 0 || bi.Succeeded != bi.Total || bi.Total == 0 {
-			t.Errorf("batch %s: finished %v, %d of %d succeeded, %d dead, %d pending; want all succeeded",
-				id, bi.Finished, bi.Succeeded, bi.Total, bi.Dead, bi.Pending)
+		n := members[id] + 3
+		if wi.State != queue.StateSucceeded || wi.Total != n || len(wi.Nodes) != n || wi.Counts[queue.StateSucceeded] != n ||
+			wi.Edges != 2*(members[id]+1) || wi.FinishedAt.IsZero() || wi.CreatedAt.IsZero() {
+			t.Errorf("batch %s: %s, %d nodes (%d read), %d edges, counts %v, finished at %v; want succeeded, %d nodes, all succeeded",
+				id, wi.State, wi.Total, len(wi.Nodes), wi.Edges, wi.Counts, wi.FinishedAt, n)
+		}
+		for _, nd := range wi.Nodes {
+			taskless := nd.Name == ".close" || slices.Contains(children, keys.LongID(nd.Name[1:]))
+			if nd.State != queue.StateSucceeded || !strings.HasPrefix(nd.Name, ".") || (nd.TaskID == "") != taskless {
+				t.Errorf("batch %s: node %+v", id, nd)
+			}
+		}
+		for _, cb := range []string{".on-success", ".on-complete"} {
+			if c := wi.Node(cb); c == nil || len(c.Parents) != members[id]+1 {
+				t.Errorf("batch %s: callback %s: %+v, want one with the gate and the members as parents", id, cb, c)
+			}
+		}
+		sum, err := insp.WorkflowSummary(ctx, id)
+		if err != nil || sum.State != wi.State || sum.Total != wi.Total || fmt.Sprint(sum.Counts) != fmt.Sprint(wi.Counts) || len(sum.Nodes) != 3 {
+			t.Errorf("batch %s: summary %+v (%v), want the workflow's state and counts, and its gate and callbacks", id, sum, err)
+		}
+	}
+	if wi, err := insp.GetWorkflow(ctx, batchID); err != nil || wi.Description != "upgrade batch" || wi.Parent != "" {
+		t.Errorf("batch %s: %+v (%v), want its description and no parent", batchID, wi, err)
+	}
+	for _, c := range children {
+		wi, err := insp.GetWorkflow(ctx, c)
+		if err != nil {
+			t.Fatalf("GetWorkflow %s: %v", c, err)
+		}
+		if wi.Parent != graphID {
+			t.Errorf("child batch %s: parent %q, want %s", c, wi.Parent, graphID)
 		}
 	}
 }

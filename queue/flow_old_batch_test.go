@@ -1,0 +1,133 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/wire"
+)
+
+// TestOldBatchAsWorkflow: a batch 0.1.0 created, whose records
+// (H:b:<id>, H:bm:<id>) are written here as 0.1.0's scripts wrote them,
+// reads as the workflow a batch is since, in GetWorkflow and
+// WorkflowSummary alike: members (tasks, and a nested batch's taskless
+// node) as roots, the gate succeeded once closed, the callbacks waiting,
+// enqueued once they went out, failed when a member is dead and
+// OnSuccess could not go out; the workflow active until every callback
+// that went out finished. An unknown ID is ErrNotFound.
+func TestOldBatchAsWorkflow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	cbs, cbc := wire.NewID(), wire.NewID()
+	m1, m2, m3 := wire.NewID(), wire.NewID(), wire.NewID()
+	child := uuid.Must(uuid.NewV7()).String()
+	write := func(rec map[string]any, members map[string]any) string {
+		id := uuid.Must(uuid.NewV7()).String()
+		h := keys.Home(b.cfg.Prefix, keys.HomeOf(id))
+		base := map[string]any{"total": 0, "pending": 0, "succeeded": 0, "dead": 0, "closed": 0, "created": 1700000000000,
+			"finished": 0, "desc": "old " + id[:4], "parent": "", "told": "", "ret": 0, "cbs_id": cbs, "cbs": "x",
+			"cbs_fired": 0, "cbc_id": cbc, "cbc": "x", "cbc_fired": 0, "cbs_done": "", "cbc_done": ""}
+		for k, v := range rec {
+			base[k] = v
+		}
+		must(t, b.rdb.HSet(ctx, h.Batch(id), base).Err())
+		if len(members) > 0 {
+			must(t, b.rdb.HSet(ctx, h.Members(id), members).Err())
+		}
+		return id
+	}
+	type want struct {
+		state              State
+		counts             map[State]int
+		gate, onSuc, onCom State
+		finished           bool
+	}
+	for name, c := range map[string]struct {
+		rec, members map[string]any
+		want         want
+	}{
+		"open": {
+			map[string]any{"total": 4, "pending": 3, "succeeded": 1, "parent": "0190a0a0-0000-7000-8000-000000000000"},
+			map[string]any{m1: "p", m2: "s", m3: "p", "b:" + child: "p"},
+			want{StateActive, map[State]int{StateEnqueued: 4, StateSucceeded: 1, StateWaiting: 2}, StateEnqueued, StateWaiting, StateWaiting, false},
+		},
+		"a member dead": {
+			map[string]any{"total": 3, "succeeded": 2, "dead": 1, "closed": 1, "finished": 1700000005000, "cbc_fired": 1700000005000, "cbc_done": "s"},
+			map[string]any{m1: "s", m2: "d", m3: "s"},
+			want{StateFailed, map[State]int{StateSucceeded: 4, StateDead: 1, StateFailed: 1}, StateSucceeded, StateFailed, StateSucceeded, true},
+		},
+		"a callback runs": {
+			map[string]any{"total": 3, "succeeded": 3, "closed": 1, "finished": 1700000005000, "cbs_fired": 1700000005000,
+				"cbc_fired": 1700000005000, "cbs_done": "s"},
+			map[string]any{m1: "s", m2: "s", m3: "s"},
+			want{StateActive, map[State]int{StateSucceeded: 5, StateEnqueued: 1}, StateSucceeded, StateSucceeded, StateEnqueued, false},
+		},
+	} {
+		id := write(c.rec, c.members)
+		wi, err := b.insp.GetWorkflow(ctx, id)
+		must(t, err)
+		sum, err := b.insp.WorkflowSummary(ctx, id)
+		must(t, err)
+		members := len(c.members)
+		parent, _ := c.rec["parent"].(string)
+		for _, w := range []*WorkflowInfo{wi, sum} {
+			counted := len(w.Counts) == len(nodeStates)
+			for _, s := range nodeStates {
+				counted = counted && w.Counts[s.state] == c.want.counts[s.state]
+			}
+			if w.State != c.want.state || !counted || w.Total != members+3 ||
+				w.Description != "old "+id[:4] || w.Parent != parent ||
+				w.FinishedAt.IsZero() == c.want.finished || w.CreatedAt.UnixMilli() != 1700000000000 {
+				t.Fatalf("%s: %+v, want %+v", name, w, c.want)
+			}
+			for node, st := range map[string]State{flow.Gate: c.want.gate, flow.OnSuccess: c.want.onSuc, flow.OnComplete: c.want.onCom} {
+				if n := w.Node(node); n == nil || n.State != st {
+					t.Fatalf("%s: node %s: %+v, want %s", name, node, n, st)
+				}
+			}
+		}
+		// as a batch's since, the summary has no edges: the callbacks'
+		// are not stored, and GetWorkflow counts them
+		if len(sum.Nodes) != 3 || len(wi.Nodes) != members+3 || sum.Edges != 0 || wi.Edges != 2*(members+1) || wi.Node(flow.Gate).TaskID != "" ||
+			wi.Node(flow.OnSuccess).TaskID != wire.PublicID(cbs) || wi.Node(flow.OnComplete).TaskID != wire.PublicID(cbc) {
+			t.Fatalf("%s: nodes %+v, summary's %+v", name, wi.Nodes, sum.Nodes)
+		}
+		for stored, st := range c.members {
+			var n *WorkflowNode
+			if stored == "b:"+child {
+				n = wi.Node("." + keys.ShortID(child))
+				if n == nil || n.TaskID != "" {
+					t.Fatalf("%s: the nested batch's node: %+v", name, n)
+				}
+			} else if n = wi.Node(flow.MemberName(stored)); n == nil || n.TaskID != wire.PublicID(stored) {
+				t.Fatalf("%s: member %s: %+v", name, wire.PublicID(stored), n)
+			}
+			if n.State != nodeState(st.(string)) || len(n.Parents) != 0 {
+				t.Fatalf("%s: member %s: %+v, want %s", name, n.Name, n, st)
+			}
+		}
+		for cb, policy := range map[string]EdgePolicy{flow.OnSuccess: EdgeFail, flow.OnComplete: EdgeRun} {
+			n := wi.Node(cb)
+			if len(n.Parents) != members+1 {
+				t.Fatalf("%s: %s has %d parents, want the gate and %d members", name, cb, len(n.Parents), members)
+			}
+			for _, p := range n.Parents {
+				if p.OnDead != policy || wi.Node(p.Parent) == nil || p.Parent == flow.OnSuccess || p.Parent == flow.OnComplete {
+					t.Fatalf("%s: %s's parent %+v", name, cb, p)
+				}
+			}
+		}
+	}
+	if _, err := b.insp.GetWorkflow(ctx, uuid.Must(uuid.NewV7()).String()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetWorkflow of an unknown ID: %v, want ErrNotFound", err)
+	}
+	if _, err := b.insp.WorkflowSummary(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("WorkflowSummary of an unknown ID: %v, want ErrNotFound", err)
+	}
+}
