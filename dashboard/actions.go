@@ -26,55 +26,55 @@ type actionDef struct {
 	// goes back to, from the path's ID
 	back func(id string) string
 	// do runs the action and returns how many tasks it changed.
-	do func(d *Dashboard, r *http.Request, q, id string) (int64, error)
+	do func(d *server, r *http.Request, q, id string) (int64, error)
 }
 
 var actions = []*actionDef{
-	{name: "pause", pattern: "/queues/{queue}/pause", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "pause", pattern: "/queues/{queue}/pause", do: func(d *server, r *http.Request, q, _ string) (int64, error) {
 		return 0, d.insp.Pause(r.Context(), q)
 	}},
-	{name: "resume", pattern: "/queues/{queue}/resume", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "resume", pattern: "/queues/{queue}/resume", do: func(d *server, r *http.Request, q, _ string) (int64, error) {
 		return 0, d.insp.Resume(r.Context(), q)
 	}},
-	{name: "run-all", pattern: "/queues/{queue}/run-all", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "run-all", pattern: "/queues/{queue}/run-all", do: func(d *server, r *http.Request, q, _ string) (int64, error) {
 		return d.insp.RunAllTasks(r.Context(), q, queue.State(r.FormValue("state")))
 	}},
-	{name: "delete-all", pattern: "/queues/{queue}/delete-all", do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+	{name: "delete-all", pattern: "/queues/{queue}/delete-all", do: func(d *server, r *http.Request, q, _ string) (int64, error) {
 		return d.insp.DeleteAllTasks(r.Context(), q, queue.State(r.FormValue("state")))
 	}},
-	{name: "run", pattern: "/queues/{queue}/tasks/{id}/run", do: func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+	{name: "run", pattern: "/queues/{queue}/tasks/{id}/run", do: func(d *server, r *http.Request, q, id string) (int64, error) {
 		return 1, d.insp.RunTask(r.Context(), q, id)
 	}},
-	{name: "delete", pattern: "/queues/{queue}/tasks/{id}/delete", do: func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+	{name: "delete", pattern: "/queues/{queue}/tasks/{id}/delete", do: func(d *server, r *http.Request, q, id string) (int64, error) {
 		return 1, d.insp.DeleteTask(r.Context(), q, id)
 	}},
-	{name: "cancel", pattern: "/queues/{queue}/tasks/{id}/cancel", do: func(d *Dashboard, r *http.Request, q, id string) (int64, error) {
+	{name: "cancel", pattern: "/queues/{queue}/tasks/{id}/cancel", do: func(d *server, r *http.Request, q, id string) (int64, error) {
 		return 1, d.insp.CancelTask(r.Context(), q, id)
 	}},
 	{name: "bulk", pattern: "/queues/{queue}/bulk", do: bulkAction},
 	{name: "delete-queue", pattern: "/queues/{queue}/delete-queue", home: true,
-		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+		do: func(d *server, r *http.Request, q, _ string) (int64, error) {
 			return 0, d.insp.DeleteQueue(r.Context(), q, r.FormValue("force") == "1")
 		}},
 	{name: "pause-group", pattern: "/queues/{queue}/groups/{group}/pause", groups: true,
-		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+		do: func(d *server, r *http.Request, q, _ string) (int64, error) {
 			return 0, d.insp.Pause(r.Context(), q, r.PathValue("group"))
 		}},
 	{name: "resume-group", pattern: "/queues/{queue}/groups/{group}/resume", groups: true,
-		do: func(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+		do: func(d *server, r *http.Request, q, _ string) (int64, error) {
 			return 0, d.insp.Resume(r.Context(), q, r.PathValue("group"))
 		}},
 	{name: "set-group-weight", pattern: "/queues/{queue}/groups/{group}/weight", groups: true, do: setGroupWeight},
 	{name: "cancel-workflow", pattern: "/workflows/{id}/cancel",
 		back: func(id string) string { return "/workflows/" + url.PathEscape(id) },
-		do: func(d *Dashboard, r *http.Request, _, id string) (int64, error) {
+		do: func(d *server, r *http.Request, _, id string) (int64, error) {
 			return 0, d.insp.CancelWorkflow(r.Context(), id)
 		}},
 }
 
 // actionHandler serves a; ServeHTTP has checked read-only mode, origin
 // and CSRF token already.
-func (d *Dashboard) actionHandler(a *actionDef, api bool) http.Handler {
+func (d *server) actionHandler(a *actionDef, api bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, id, group := r.PathValue("queue"), r.PathValue("id"), r.PathValue("group")
 		n, err := a.do(d, r, q, id)
@@ -143,7 +143,7 @@ const maxBulk = 500
 // number of times; action run or delete) and returns how many it changed.
 // A task that left its state meanwhile is skipped; the first other error
 // stops it.
-func bulkAction(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+func bulkAction(d *server, r *http.Request, q, _ string) (int64, error) {
 	if err := r.ParseForm(); err != nil {
 		return 0, fmt.Errorf("%w: %v", errBadRequest, err)
 	}

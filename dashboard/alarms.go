@@ -32,7 +32,7 @@ const growWindow = 10 * time.Second
 // queues with tasks that went to dead in the last hour. One round trip for
 // the workers, and for each queue that may raise an alarm a bounded read
 // (two round trips).
-func (d *Dashboard) alarms(ctx context.Context, qs []*queue.QueueInfo) ([]alarm, error) {
+func (d *server) alarms(ctx context.Context, qs []*queue.QueueInfo) ([]alarm, error) {
 	live, err := inspect.LiveWork(ctx, d.insp)
 	if err != nil {
 		return nil, err

@@ -37,7 +37,7 @@ func status(err error) int {
 }
 
 // fail answers with err: JSON for the API, an error page otherwise.
-func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (d *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := status(err)
 	if code >= 500 {
 		d.log.Error("dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -77,7 +77,7 @@ func writeJSONError(w http.ResponseWriter, code int, msg string) {
 
 // apiQueues serves a page of queues: at most limit (PageSize by
 // default), by name, after a name, with a name prefix.
-func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiQueues(w http.ResponseWriter, r *http.Request) {
 	q, err := d.queueQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -95,7 +95,7 @@ func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out, "next": p.Next, "matched": p.Matched})
 }
 
-func (d *Dashboard) apiQueue(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiQueue(w http.ResponseWriter, r *http.Request) {
 	qi, err := d.insp.QueueInfo(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		d.fail(w, r, err)
@@ -105,7 +105,7 @@ func (d *Dashboard) apiQueue(w http.ResponseWriter, r *http.Request) {
 }
 
 // apiHistory serves one queue's history, or every queue's without one.
-func (d *Dashboard) apiHistory(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiHistory(w http.ResponseWriter, r *http.Request) {
 	span, err := spanParam(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -156,7 +156,7 @@ func limitParam(s string, def int) (int, error) {
 }
 
 // taskQuery reads a TaskQuery from the request: state, after, limit, order.
-func (d *Dashboard) taskQuery(r *http.Request) (queue.TaskQuery, error) {
+func (d *server) taskQuery(r *http.Request) (queue.TaskQuery, error) {
 	v := r.URL.Query()
 	q := queue.TaskQuery{Queue: r.PathValue("queue"), State: queue.State(v.Get("state")), After: v.Get("after")}
 	if q.State == "" {
@@ -213,7 +213,7 @@ func newestFirst(s queue.State) bool {
 	return s == queue.StateDead || s == queue.StateSucceeded || s == stateRecent
 }
 
-func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiTasks(w http.ResponseWriter, r *http.Request) {
 	q, err := d.taskQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -231,7 +231,7 @@ func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (d *Dashboard) apiTask(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiTask(w http.ResponseWriter, r *http.Request) {
 	ti, err := d.insp.GetTask(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 	if err != nil {
 		d.fail(w, r, err)
@@ -244,7 +244,7 @@ func (d *Dashboard) apiTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (d *Dashboard) apiWorkers(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiWorkers(w http.ResponseWriter, r *http.Request) {
 	ws, err := d.insp.Workers(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
@@ -257,7 +257,7 @@ func (d *Dashboard) apiWorkers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"workers": out})
 }
 
-func (d *Dashboard) apiSchedules(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiSchedules(w http.ResponseWriter, r *http.Request) {
 	s, err := d.schedules(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
@@ -268,7 +268,7 @@ func (d *Dashboard) apiSchedules(w http.ResponseWriter, r *http.Request) {
 
 // apiLimits serves the limits of a page of queues: at most limit
 // (PageSize by default) queues named after after.
-func (d *Dashboard) apiLimits(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiLimits(w http.ResponseWriter, r *http.Request) {
 	n, err := limitParam(r.URL.Query().Get("limit"), d.opts.PageSize)
 	if err != nil {
 		d.fail(w, r, err)
@@ -288,6 +288,6 @@ func (d *Dashboard) apiLimits(w http.ResponseWriter, r *http.Request) {
 
 // apiCSRF hands out the CSRF token API clients put in X-CSRF-Token.
 // Other origins cannot read it: the API sends no CORS headers.
-func (d *Dashboard) apiCSRF(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiCSRF(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"token": d.csrfToken(userOf(r)), "read_only": d.opts.ReadOnly})
 }

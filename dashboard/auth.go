@@ -20,7 +20,7 @@ var (
 
 // credentials are the secrets of Options as SHA-256 digests: compared
 // in constant time whatever their lengths, and never kept in the clear
-// where a dump of the Dashboard would print them.
+// where a dump of the server would print them.
 type credentials struct {
 	basic, bearer     bool
 	user, pass, token [sha256.Size]byte
@@ -49,7 +49,7 @@ func (c *credentials) equal(got string, want [sha256.Size]byte) int {
 // authenticate checks the request's credentials against the options. It
 // returns the basic-auth user (for the CSRF token), whether a bearer
 // token authenticated it, and whether it may go on.
-func (d *Dashboard) authenticate(r *http.Request) (user string, bearer, ok bool) {
+func (d *server) authenticate(r *http.Request) (user string, bearer, ok bool) {
 	if d.opts.Unauthenticated {
 		return "", false, true
 	}
@@ -81,7 +81,7 @@ func bearerToken(h string) (string, bool) {
 }
 
 // challenge answers an unauthenticated request with 401.
-func (d *Dashboard) challenge(w http.ResponseWriter, r *http.Request) {
+func (d *server) challenge(w http.ResponseWriter, r *http.Request) {
 	if d.creds.basic {
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+d.opts.Title+`", charset="UTF-8"`)
 	} else {
@@ -99,7 +99,7 @@ func (d *Dashboard) challenge(w http.ResponseWriter, r *http.Request) {
 // the "csrf" form field or the X-CSRF-Token header. A request
 // authenticated by bearer token needs no CSRF token: browsers never send
 // that header on their own.
-func (d *Dashboard) checkAction(r *http.Request, user string, bearer bool) error {
+func (d *server) checkAction(r *http.Request, user string, bearer bool) error {
 	if d.opts.ReadOnly {
 		return errReadOnly
 	}
@@ -123,7 +123,7 @@ func (d *Dashboard) checkAction(r *http.Request, user string, bearer bool) error
 // csrfToken is the token for user: an HMAC of the user under the
 // dashboard's key, so it cannot be guessed, and a page of one user is no
 // use to another.
-func (d *Dashboard) csrfToken(user string) string {
+func (d *server) csrfToken(user string) string {
 	m := hmac.New(sha256.New, d.csrf)
 	m.Write([]byte("shardq-dashboard-csrf\x00" + user))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))

@@ -20,10 +20,11 @@ func TestBasicAuthComparesBoth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(insp, Options{BasicAuth: &BasicAuth{User: "ops", Password: "s3cret"}})
+	h, err := New(insp, Options{BasicAuth: &BasicAuth{User: "ops", Password: "s3cret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := h.(*server)
 	calls := 0
 	compare := d.creds.compare
 	d.creds.compare = func(a, b []byte) int { calls++; return compare(a, b) }

@@ -81,8 +81,8 @@ type BasicAuth struct {
 	Password string
 }
 
-// Dashboard is the http.Handler New returns.
-type Dashboard struct {
+// server is the dashboard: the http.Handler New returns.
+type server struct {
 	insp  *queue.Inspector
 	opts  Options
 	mux   *http.ServeMux
@@ -94,8 +94,8 @@ type Dashboard struct {
 	hosts hostSet
 }
 
-// New returns the dashboard over insp: HTML pages, a JSON API under
-// /api, and the assets they use, all embedded. Mount it at the root or
+// New returns the dashboard over insp, an http.Handler: HTML pages, a
+// JSON API under /api, and the assets they use, all embedded. Mount it at the root or
 // under a prefix with http.StripPrefix:
 //
 //	d, err := dashboard.New(insp, opts)
@@ -107,7 +107,7 @@ type Dashboard struct {
 // New returns an error wrapping ErrInvalid when opts name no
 // credentials, an empty one, or settings that contradict each other. The
 // error names the field, never the secret.
-func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
+func New(insp *queue.Inspector, opts Options) (http.Handler, error) {
 	if insp == nil {
 		return nil, fmt.Errorf("%w: nil Inspector", ErrInvalid)
 	}
@@ -124,7 +124,7 @@ func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	opts.TailInterval = cmp.Or(opts.TailInterval, 2*time.Second)
 	opts.RefreshInterval = cmp.Or(opts.RefreshInterval, 5*time.Second)
 	opts.BasePath = strings.TrimSuffix(opts.BasePath, "/")
-	d := &Dashboard{insp: insp, opts: opts, mux: http.NewServeMux(), csrf: opts.CSRFKey,
+	d := &server{insp: insp, opts: opts, mux: http.NewServeMux(), csrf: opts.CSRFKey,
 		cop: http.NewCrossOriginProtection(), log: cmp.Or(opts.Logger, slog.Default()), creds: newCredentials(opts), hosts: hosts}
 	// the secrets live on as digests in creds only
 	d.opts.BasicAuth, d.opts.BearerToken = nil, ""
@@ -137,7 +137,7 @@ func New(insp *queue.Inspector, opts Options) (*Dashboard, error) {
 	return d, nil
 }
 
-func (d *Dashboard) routes() {
+func (d *server) routes() {
 	assets, _ := fs.Sub(files, "assets")
 	d.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(filesOnly{assets})))
 
@@ -186,7 +186,7 @@ func (d *Dashboard) routes() {
 
 // ServeHTTP serves a page, an API call, an action or an asset, after
 // authentication and, for actions, the CSRF checks.
-func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (d *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -235,7 +235,7 @@ func (f filesOnly) Open(name string) (fs.File, error) {
 
 // base returns the path the dashboard is mounted under, without a
 // trailing slash: Options.BasePath, or what http.StripPrefix removed.
-func (d *Dashboard) base(r *http.Request) string {
+func (d *server) base(r *http.Request) string {
 	if d.opts.BasePath != "" {
 		return d.opts.BasePath
 	}

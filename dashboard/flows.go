@@ -95,7 +95,7 @@ func timePtr(t time.Time) *time.Time {
 }
 
 // flowRows reads the newest flows and each one's progress.
-func (d *Dashboard) flowRows(r *http.Request) ([]flowRow, error) {
+func (d *server) flowRows(r *http.Request) ([]flowRow, error) {
 	limit := d.opts.PageSize
 	if n, err := strconv.Atoi(r.FormValue("limit")); err == nil && n > 0 {
 		limit = min(n, maxFlows)
@@ -116,7 +116,7 @@ func (d *Dashboard) flowRows(r *http.Request) ([]flowRow, error) {
 }
 
 // flowProgress reads row's flow into its Batch or Workflow.
-func (d *Dashboard) flowProgress(r *http.Request, row *flowRow) error {
+func (d *server) flowProgress(r *http.Request, row *flowRow) error {
 	w, err := d.insp.WorkflowSummary(r.Context(), row.ID)
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func (d *Dashboard) flowProgress(r *http.Request, row *flowRow) error {
 	return err
 }
 
-func (d *Dashboard) flowsPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) flowsPage(w http.ResponseWriter, r *http.Request) {
 	rows, err := d.flowRows(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -138,7 +138,7 @@ func (d *Dashboard) flowsPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "flows", "Flows", rows)
 }
 
-func (d *Dashboard) apiFlows(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiFlows(w http.ResponseWriter, r *http.Request) {
 	rows, err := d.flowRows(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -148,7 +148,7 @@ func (d *Dashboard) apiFlows(w http.ResponseWriter, r *http.Request) {
 }
 
 // batch reads the batch of the request's ID.
-func (d *Dashboard) batch(r *http.Request) (*batchView, error) {
+func (d *server) batch(r *http.Request) (*batchView, error) {
 	w, err := d.insp.WorkflowSummary(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func (d *Dashboard) batch(r *http.Request) (*batchView, error) {
 	return newBatchView(w)
 }
 
-func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) batchPage(w http.ResponseWriter, r *http.Request) {
 	b, err := d.batch(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -165,7 +165,7 @@ func (d *Dashboard) batchPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "batch", "Batch "+b.ID, b)
 }
 
-func (d *Dashboard) apiBatch(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiBatch(w http.ResponseWriter, r *http.Request) {
 	b, err := d.batch(r)
 	if err != nil {
 		d.fail(w, r, err)

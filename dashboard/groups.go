@@ -26,7 +26,7 @@ type groupList struct {
 }
 
 // groupsPage is a queue page's Groups tab.
-func (d *Dashboard) groupsPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) groupsPage(w http.ResponseWriter, r *http.Request) {
 	gq, err := d.groupQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -54,13 +54,13 @@ func (d *Dashboard) groupsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // groupQuery reads a GroupQuery from the request: after and limit.
-func (d *Dashboard) groupQuery(r *http.Request) (queue.GroupQuery, error) {
+func (d *server) groupQuery(r *http.Request) (queue.GroupQuery, error) {
 	v := r.URL.Query()
 	limit, err := limitParam(v.Get("limit"), d.opts.PageSize)
 	return queue.GroupQuery{Queue: r.PathValue("queue"), After: v.Get("after"), Limit: limit}, err
 }
 
-func (d *Dashboard) apiGroups(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	gq, err := d.groupQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -78,7 +78,7 @@ func (d *Dashboard) apiGroups(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (d *Dashboard) apiGroup(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiGroup(w http.ResponseWriter, r *http.Request) {
 	g, err := d.insp.GetGroup(r.Context(), r.PathValue("queue"), r.PathValue("group"))
 	if err != nil {
 		d.fail(w, r, err)
@@ -89,7 +89,7 @@ func (d *Dashboard) apiGroup(w http.ResponseWriter, r *http.Request) {
 
 // setGroupWeight sets a group's weight from the weight field. It checks
 // that the field is a number; SetGroupWeight checks its bounds.
-func setGroupWeight(d *Dashboard, r *http.Request, q, _ string) (int64, error) {
+func setGroupWeight(d *server, r *http.Request, q, _ string) (int64, error) {
 	s := strings.TrimSpace(r.FormValue("weight"))
 	w, err := strconv.Atoi(s)
 	if err != nil {

@@ -67,7 +67,7 @@ func hostName(hostport string) string {
 
 // misdirected answers a request for a Host the dashboard does not answer
 // with 421 Misdirected Request.
-func (d *Dashboard) misdirected(w http.ResponseWriter, r *http.Request) {
+func (d *server) misdirected(w http.ResponseWriter, r *http.Request) {
 	host := r.Host
 	if len(host) > 100 {
 		host = host[:100] + "..."

@@ -58,7 +58,7 @@ type errorData struct {
 
 // render executes a page into a buffer first, so a template error is a
 // clean 500 rather than half a page.
-func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
+func (d *server) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
 	p := page{App: d.opts.Title, Title: title, Base: d.base(r), CSRF: d.csrfToken(userOf(r)),
 		ReadOnly: d.opts.ReadOnly, Nav: name, Flash: flash(r), Return: r.URL.RequestURI(), Data: data}
 	var buf bytes.Buffer
@@ -90,7 +90,7 @@ type overviewData struct {
 // overviewPage lists a page of queues (PageSize by default) with their
 // counts, the chart and the alarms of those queues: its Redis commands
 // and its size are bounded by the page, whatever the number of queues.
-func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) overviewPage(w http.ResponseWriter, r *http.Request) {
 	span, err := spanParam(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -169,7 +169,7 @@ type tab struct {
 	Active bool
 }
 
-func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
+func (d *server) queuePage(w http.ResponseWriter, r *http.Request) {
 	q, err := d.taskQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -198,7 +198,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 // queueHead reads what every tab of a queue page shows above its
 // listing: the counts, the chart, the autoscaling figure and the tabs,
 // state's marked current.
-func (d *Dashboard) queueHead(r *http.Request, name string, state queue.State) (*queueData, error) {
+func (d *server) queueHead(r *http.Request, name string, state queue.State) (*queueData, error) {
 	span, err := spanParam(r)
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ type stepRow struct {
 	Error      string
 }
 
-func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) taskPage(w http.ResponseWriter, r *http.Request) {
 	ti, err := d.insp.GetTask(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 	if err != nil {
 		d.fail(w, r, err)
@@ -299,7 +299,7 @@ func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "task", "Task "+ti.ID, data)
 }
 
-func (d *Dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) workersPage(w http.ResponseWriter, r *http.Request) {
 	ws, err := d.insp.Workers(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
@@ -308,7 +308,7 @@ func (d *Dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "workers", "Workers", ws)
 }
 
-func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) schedulesPage(w http.ResponseWriter, r *http.Request) {
 	s, err := d.schedules(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
@@ -324,7 +324,7 @@ type limitsData struct {
 	After, Next string
 }
 
-func (d *Dashboard) limitsPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) limitsPage(w http.ResponseWriter, r *http.Request) {
 	after := r.URL.Query().Get("after")
 	rows, next, err := d.limits(r.Context(), after, d.opts.PageSize)
 	if err != nil {
@@ -342,7 +342,7 @@ type findData struct {
 }
 
 // findPage looks a task up by queue and ID and redirects to its page.
-func (d *Dashboard) findPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) findPage(w http.ResponseWriter, r *http.Request) {
 	data := findData{Queue: strings.TrimSpace(r.FormValue("queue")), ID: strings.TrimSpace(r.FormValue("id"))}
 	code := http.StatusOK
 	if data.Queue != "" && data.ID != "" {

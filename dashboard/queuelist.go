@@ -21,7 +21,7 @@ type queueQuery struct {
 
 // queueQuery reads a page of queues from the request: prefix, after and
 // limit (1..inspect.MaxPageSize, PageSize when unset).
-func (d *Dashboard) queueQuery(r *http.Request) (queueQuery, error) {
+func (d *server) queueQuery(r *http.Request) (queueQuery, error) {
 	v := r.URL.Query()
 	q := queueQuery{prefix: strings.TrimSpace(v.Get("prefix")), after: v.Get("after")}
 	var err error
@@ -41,7 +41,7 @@ type queueList struct {
 // listQueues reads the page q asks for: every name, then the counts and
 // history of the page's queues alone, so its Redis commands are bounded
 // by the page, whatever the number of queues.
-func (d *Dashboard) listQueues(ctx context.Context, q queueQuery) (*queueList, error) {
+func (d *server) listQueues(ctx context.Context, q queueQuery) (*queueList, error) {
 	all, err := d.insp.Queues(ctx) // sorted
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 // "desiredWorkers", targetValue "1" (docs/autoscaling.md). Query
 // parameters set the formula's inputs: drain and window (durations),
 // concurrency and max (workers).
-func (d *Dashboard) apiScaling(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiScaling(w http.ResponseWriter, r *http.Request) {
 	sq, err := scalingQuery(r)
 	if err != nil {
 		d.fail(w, r, err)

@@ -47,7 +47,7 @@ func cmpOrQ(a, b string) string {
 
 // searchPage finds tasks by type, error text or ID prefix, a bounded scan
 // per request, with a link to search further back.
-func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) searchPage(w http.ResponseWriter, r *http.Request) {
 	q, err := searchQuery(r)
 	if err != nil {
 		d.fail(w, r, err)
@@ -67,7 +67,7 @@ func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // apiSearch is the search as JSON.
-func (d *Dashboard) apiSearch(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiSearch(w http.ResponseWriter, r *http.Request) {
 	q, err := searchQuery(r)
 	if err != nil {
 		d.fail(w, r, err)

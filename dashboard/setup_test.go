@@ -246,7 +246,7 @@ func (e *env) csrf(header ...string) string {
 }
 
 // newDashboard is dashboard.New, failing the test on an error.
-func newDashboard(t testing.TB, insp *queue.Inspector, opts dashboard.Options) *dashboard.Dashboard {
+func newDashboard(t testing.TB, insp *queue.Inspector, opts dashboard.Options) http.Handler {
 	t.Helper()
 	d, err := dashboard.New(insp, opts)
 	must(t, err)

@@ -10,7 +10,7 @@ import (
 
 // schedules returns what schedulers registered in Redis
 // (queue.Inspector.Schedules).
-func (d *Dashboard) schedules(ctx context.Context) ([]scheduleRow, error) {
+func (d *server) schedules(ctx context.Context) ([]scheduleRow, error) {
 	infos, err := d.insp.Schedules(ctx)
 	if err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func (d *Dashboard) schedules(ctx context.Context) ([]scheduleRow, error) {
 // of the page when more follow. It reads each queue's limits, a few round
 // trips per queue, so a page bounds the cost whatever the number of
 // queues.
-func (d *Dashboard) limits(ctx context.Context, after string, n int) ([]limitRow, string, error) {
+func (d *server) limits(ctx context.Context, after string, n int) ([]limitRow, string, error) {
 	names, err := d.insp.Queues(ctx)
 	if err != nil {
 		return nil, "", err

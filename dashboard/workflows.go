@@ -162,7 +162,7 @@ func boolRank(b bool) int {
 	return 1
 }
 
-func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request) {
+func (d *server) workflowPage(w http.ResponseWriter, r *http.Request) {
 	wi, err := d.insp.GetWorkflow(r.Context(), r.PathValue("id"))
 	if err != nil {
 		d.fail(w, r, err)
@@ -171,7 +171,7 @@ func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "workflow", "Workflow "+wi.ID, newWorkflowData(wi))
 }
 
-func (d *Dashboard) apiWorkflow(w http.ResponseWriter, r *http.Request) {
+func (d *server) apiWorkflow(w http.ResponseWriter, r *http.Request) {
 	wi, err := d.insp.GetWorkflow(r.Context(), r.PathValue("id"))
 	if err != nil {
 		d.fail(w, r, err)
