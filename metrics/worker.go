@@ -14,7 +14,7 @@ import (
 type WorkerMetrics struct {
 	duration  *prometheus.HistogramVec
 	inFlight  *prometheus.GaugeVec
-	outcomes  *prometheus.CounterVec
+	runs      *prometheus.CounterVec
 	panics    *prometheus.CounterVec
 	leaseLost *prometheus.CounterVec
 	redisErrs *prometheus.CounterVec
@@ -31,10 +31,10 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shardq_tasks_in_flight", Help: "Handlers running in this process, by queue.",
 		}, []string{"queue"}),
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shardq_handler_outcomes_total",
-			Help: "Handler runs in this process by queue, task type and outcome (succeeded, retry, dead, snoozed, requeued).",
-		}, []string{"queue", "type", "outcome"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardq_handler_runs_total",
+			Help: "Handler runs in this process by queue, task type and the state they left the task in (succeeded, retry, dead, scheduled after a Snooze, pending after a shutdown).",
+		}, []string{"queue", "type", "state"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shardq_handler_panics_total", Help: "Handlers that panicked in this process, by queue and task type.",
 		}, []string{"queue", "type"}),
@@ -45,7 +45,7 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 			Name: "shardq_redis_errors_total", Help: "Redis calls of this worker that failed (and were retried), by step.",
 		}, []string{"step"}),
 	}
-	reg.MustRegister(m.duration, m.inFlight, m.outcomes, m.panics, m.leaseLost, m.redisErrs)
+	reg.MustRegister(m.duration, m.inFlight, m.runs, m.panics, m.leaseLost, m.redisErrs)
 	return m
 }
 
@@ -56,7 +56,7 @@ func (m *WorkerMetrics) HandlerStarted(queue, _ string) { m.inFlight.WithLabelVa
 func (m *WorkerMetrics) HandlerFinished(e worker.HandlerEvent) {
 	m.inFlight.WithLabelValues(e.Queue).Dec()
 	m.duration.WithLabelValues(e.Queue, e.Type).Observe(e.Duration.Seconds())
-	m.outcomes.WithLabelValues(e.Queue, e.Type, e.Outcome.String()).Inc()
+	m.runs.WithLabelValues(e.Queue, e.Type, string(e.State)).Inc()
 	if e.Panicked {
 		m.panics.WithLabelValues(e.Queue, e.Type).Inc()
 	}

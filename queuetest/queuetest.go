@@ -367,10 +367,10 @@ func (c counter) HandlerStarted(string, string) {}
 func (c counter) HandlerFinished(e worker.HandlerEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch e.Outcome {
-	case worker.OutcomeSucceeded:
+	switch e.State {
+	case queue.StateSucceeded:
 		c.res.Succeeded++
-	case worker.OutcomeDead:
+	case queue.StateDead:
 		c.res.Dead++
 	}
 }
