@@ -6,12 +6,8 @@ import (
 	"github.com/shardq/shardq/worker"
 )
 
-// WorkerMetrics is a worker.Observer that keeps in-process Prometheus
-// metrics of the worker it is given to (worker.Config.Observer).
-// Its series are per queue the worker serves and per task type enqueued
-// to those queues, a type without a handler included: the producers of
-// those queues choose how many.
-type WorkerMetrics struct {
+// workerMetrics is NewWorkerMetrics's observer.
+type workerMetrics struct {
 	duration  *prometheus.HistogramVec
 	inFlight  *prometheus.GaugeVec
 	runs      *prometheus.CounterVec
@@ -20,9 +16,13 @@ type WorkerMetrics struct {
 	redisErrs *prometheus.CounterVec
 }
 
-// NewWorkerMetrics returns worker metrics registered with reg.
-func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
-	m := &WorkerMetrics{
+// NewWorkerMetrics returns a worker.Observer that keeps in-process
+// Prometheus metrics, registered with reg, of the worker it is given to
+// (worker.Config.Observer). Its series are per queue the worker serves
+// and per task type enqueued to those queues, a type without a handler
+// included: the producers of those queues choose how many.
+func NewWorkerMetrics(reg prometheus.Registerer) worker.Observer {
+	m := &workerMetrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "shardq_handler_duration_seconds",
 			Help:    "Time a handler ran, by queue and task type.",
@@ -50,10 +50,10 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 }
 
 // HandlerStarted counts a handler in flight.
-func (m *WorkerMetrics) HandlerStarted(queue, _ string) { m.inFlight.WithLabelValues(queue).Inc() }
+func (m *workerMetrics) HandlerStarted(queue, _ string) { m.inFlight.WithLabelValues(queue).Inc() }
 
 // HandlerFinished records a handler's run.
-func (m *WorkerMetrics) HandlerFinished(e worker.HandlerEvent) {
+func (m *workerMetrics) HandlerFinished(e worker.HandlerEvent) {
 	m.inFlight.WithLabelValues(e.Queue).Dec()
 	m.duration.WithLabelValues(e.Queue, e.Type).Observe(e.Duration.Seconds())
 	m.runs.WithLabelValues(e.Queue, e.Type, string(e.State)).Inc()
@@ -63,9 +63,7 @@ func (m *WorkerMetrics) HandlerFinished(e worker.HandlerEvent) {
 }
 
 // LeaseLost counts a lost lease.
-func (m *WorkerMetrics) LeaseLost(queue string) { m.leaseLost.WithLabelValues(queue).Inc() }
+func (m *workerMetrics) LeaseLost(queue string) { m.leaseLost.WithLabelValues(queue).Inc() }
 
 // RedisError counts a failed Redis call.
-func (m *WorkerMetrics) RedisError(step string) { m.redisErrs.WithLabelValues(step).Inc() }
-
-var _ worker.Observer = (*WorkerMetrics)(nil)
+func (m *workerMetrics) RedisError(step string) { m.redisErrs.WithLabelValues(step).Inc() }
