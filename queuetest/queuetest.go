@@ -52,7 +52,7 @@ type Env struct {
 	Config    queue.Config
 	Clock     *Clock
 
-	sched *worker.Scheduler // Schedule's, for Advance
+	sched *worker.Server // Schedule's, never started: Advance ticks it
 }
 
 // Options sets up an Env. Its zero value is a private redis-server and
@@ -257,7 +257,12 @@ func (e *Env) Advance(t testing.TB, h worker.Handler, d time.Duration, queues ..
 // last call wins). A bad schedule fails t with the worker's error.
 func (e *Env) Schedule(t testing.TB, schedules ...worker.Schedule) {
 	t.Helper()
-	s, err := worker.NewScheduler(e.Redis, worker.SchedulerConfig{Config: e.Config, Schedules: schedules, Clock: e.Clock.Now})
+	if len(schedules) == 0 {
+		e.sched = nil
+		return
+	}
+	// a server with schedules and no handler only schedules
+	s, err := worker.NewServer(e.Redis, worker.Config{Config: e.Config, Schedules: schedules, Clock: e.Clock.Now}, nil)
 	if err != nil {
 		t.Fatalf("queuetest: %v", err)
 	}

@@ -22,9 +22,9 @@ var (
 	// graceful shutdown ran out of time; the task goes back to the queue
 	// without costing an attempt.
 	ErrShutdown = errors.New("worker: shutting down")
-	// ErrInvalid reports an argument the worker cannot take: a Config or
-	// SchedulerConfig value out of range, a bad Schedule or
-	// SemaphoreConfig, a progress report or a step name out of bounds.
+	// ErrInvalid reports an argument the worker cannot take: a Config
+	// value out of range, a bad Schedule or SemaphoreConfig, a progress
+	// report or a step name out of bounds.
 	// The error that wraps it says which, and with what value.
 	ErrInvalid = errors.New("worker: invalid argument")
 	// ErrCancelled is the cause of a handler's context cancellation when
