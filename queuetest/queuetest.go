@@ -38,10 +38,9 @@ import (
 	"github.com/shardq/shardq/worker"
 )
 
-// URLEnv names the environment variable that, when set, points every Env
-// at that Redis instead of a private redis-server. Each Env keeps its keys
-// under a prefix of its own and deletes them at the end of the test.
-const URLEnv = "SHARDQ_TEST_REDIS_URL"
+// urlEnv names the environment variable that, when set, points every Env
+// at that Redis instead of a private redis-server (Options.URL).
+const urlEnv = "SHARDQ_TEST_REDIS_URL"
 
 // Env is one test's shardq: a Redis, a Client and an Inspector with a key
 // prefix of their own, and a clock Drain moves.
@@ -63,8 +62,8 @@ type Options struct {
 	Config queue.Config
 	// URL is a Redis to use instead of a private redis-server: the Env
 	// keeps its keys under a prefix of its own there and deletes them at
-	// the end of the test. Defaults to $SHARDQ_TEST_REDIS_URL (URLEnv),
-	// and without it a private redis-server.
+	// the end of the test. Defaults to $SHARDQ_TEST_REDIS_URL, and
+	// without it a private redis-server.
 	URL string
 }
 
@@ -81,7 +80,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	if len(opts) == 1 {
 		o = opts[0]
 	}
-	o.URL = cmp.Or(o.URL, os.Getenv(URLEnv))
+	o.URL = cmp.Or(o.URL, os.Getenv(urlEnv))
 	if o.URL == "" {
 		srv, err := redisproc.Start()
 		if err != nil {
