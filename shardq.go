@@ -4,8 +4,8 @@
 // The packages:
 //
 //   - queue: Client enqueues tasks, Inspector reads and manages queues;
-//   - worker: Server runs handlers, Mux routes them by task type, and
-//     Scheduler enqueues periodic tasks;
+//   - worker: Server runs handlers and enqueues periodic tasks, Mux
+//     routes them by task type;
 //   - dashboard: the web dashboard, an http.Handler;
 //   - queuetest: helpers for testing code that enqueues and handles tasks;
 //   - lua: the Redis primitives shardq is built on, for use on their own.

@@ -69,7 +69,7 @@ type Options struct {
 	// Logger receives errors from Redis. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Metrics, when set, is served at /metrics (a Prometheus handler, say
-	// promhttp.HandlerFor with a metrics.QueueCollector), behind the
+	// promhttp.HandlerFor over metrics.NewQueueCollector), behind the
 	// dashboard's authentication unless MetricsPublic is set.
 	Metrics       http.Handler
 	MetricsPublic bool

@@ -17,8 +17,8 @@
 //
 // NewWorkerMetrics is a worker.Observer with in-process metrics of the
 // worker it is given to (worker.Config.Observer): handler durations by
-// queue and task type, tasks in flight, outcomes (retries, dead), panics,
-// lost leases and failed Redis calls. Its series grow with the queues the
+// queue and task type, tasks in flight, runs by the state they left the
+// task in (retries, dead), panics, lost leases and failed Redis calls. Its series grow with the queues the
 // worker serves and the task types enqueued to them, handled or not.
 //
 // The shardq binary serves both: shardq worker --metrics-addr, and

@@ -308,7 +308,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // TestWorkerMetrics: the observer counts a worker's handler runs by
-// result, their durations, panics, and in-flight handlers.
+// the state they left the task in, their durations, panics, and in-flight handlers.
 func TestWorkerMetrics(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -330,6 +330,21 @@ func TestWorkerMetrics(t *testing.T) {
 		return nil
 	})
 	mux.HandleFunc("panic", func(context.Context, *worker.Task) error { done.Add(1); panic("boom") })
+	var snoozed atomic.Bool
+	mux.HandleFunc("snooze", func(context.Context, *worker.Task) error {
+		done.Add(1)
+		if !snoozed.Swap(true) {
+			return worker.Snooze(10 * time.Millisecond)
+		}
+		return nil
+	})
+	mux.HandleFunc("retry", func(_ context.Context, t *worker.Task) error {
+		done.Add(1)
+		if t.Attempt == 1 {
+			return errors.New("once")
+		}
+		return nil
+	})
 	w, err := worker.NewServer(rdb, worker.Config{Config: cfg, Observer: obs, ForwardInterval: 20 * time.Millisecond,
 		RetryDelay: func(int, error, *worker.Task) time.Duration { return 0 }}, mux)
 	must(t, err)
@@ -339,11 +354,13 @@ func TestWorkerMetrics(t *testing.T) {
 		defer cancel()
 		_ = w.Shutdown(sctx)
 	}()
-	for _, typ := range []string{"ok", "ok", "flaky", "panic"} {
+	for _, typ := range []string{"ok", "ok", "flaky", "panic", "snooze"} {
 		_, err := client.Enqueue(ctx, queue.NewRawTask(typ, nil), queue.MaxRetry(0))
 		must(t, err)
 	}
-	for end := time.Now().Add(15 * time.Second); done.Load() < 4; time.Sleep(10 * time.Millisecond) {
+	_, err = client.Enqueue(ctx, queue.NewRawTask("retry", nil), queue.MaxRetry(1))
+	must(t, err)
+	for end := time.Now().Add(15 * time.Second); done.Load() < 8; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("%d handler runs", done.Load())
 		}
@@ -351,12 +368,17 @@ func TestWorkerMetrics(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the last HandlerFinished
 	got := gather(t, reg)
 	for k, v := range map[string]float64{
-		`shardq_handler_outcomes_total{outcome=succeeded,queue=default,type=ok}`: 2,
-		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=flaky}`:   1, // MaxRetry(0): dead
-		`shardq_handler_outcomes_total{outcome=dead,queue=default,type=panic}`:   1,
-		`shardq_handler_panics_total{queue=default,type=panic}`:                  1,
-		`shardq_handler_duration_seconds{queue=default,type=ok}`:                 2,
-		`shardq_tasks_in_flight{queue=default}`:                                  0,
+		`shardq_handler_runs_total{queue=default,state=succeeded,type=ok}`: 2,
+		`shardq_handler_runs_total{queue=default,state=dead,type=flaky}`:   1, // MaxRetry(0): dead
+		`shardq_handler_runs_total{queue=default,state=dead,type=panic}`:   1,
+		// a Snooze is no failure: its own state, then the run that succeeds
+		`shardq_handler_runs_total{queue=default,state=scheduled,type=snooze}`: 1,
+		`shardq_handler_runs_total{queue=default,state=succeeded,type=snooze}`: 1,
+		`shardq_handler_runs_total{queue=default,state=retry,type=retry}`:      1,
+		`shardq_handler_runs_total{queue=default,state=succeeded,type=retry}`:  1,
+		`shardq_handler_panics_total{queue=default,type=panic}`:                1,
+		`shardq_handler_duration_seconds{queue=default,type=ok}`:               2,
+		`shardq_tasks_in_flight{queue=default}`:                                0,
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
@@ -392,8 +414,8 @@ func TestDocsReferenceRealMetrics(t *testing.T) {
 	for d := range wch {
 		describe(d)
 	}
-	if len(labels) < 14 || !labels["shardq_handler_outcomes_total"]["outcome"] {
-		t.Fatalf("only %d metrics, or no outcome label: %v", len(labels), labels)
+	if len(labels) < 14 || !labels["shardq_handler_runs_total"]["state"] {
+		t.Fatalf("only %d metrics, or no state label: %v", len(labels), labels)
 	}
 	series := regexp.MustCompile(`(shardq_[a-z_]+)(\{[^}]*\})?`)
 	matcher := regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)`)

@@ -12,16 +12,8 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// QueueCollector is a prometheus.Collector over the queues of one key
-// prefix (the Inspector's Config.Prefix), read from Redis at each scrape.
-//
-// Its series are bounded: at most 18 per queue, plus TopGroups'
-// shardq_group_backlog series per queue (10 by default, at most 100), plus 3
-// without labels. It exports the first 1,000 queues by name
-// (QueueOptions.MaxQueues), so a scrape has at most 28,003 series by default,
-// however many queues producers create; shardq_queues_dropped counts the
-// queues left out. A scrape's Redis calls are bounded the same way.
-type QueueCollector struct {
+// queueCollector is NewQueueCollector's collector.
+type queueCollector struct {
 	insp      *queue.Inspector
 	timeout   time.Duration
 	scaling   bool
@@ -37,11 +29,11 @@ type QueueCollector struct {
 // series stay few.
 const maxTopGroups = 100
 
-// defaultMaxQueues is how many queues a QueueCollector exports when
+// defaultMaxQueues is how many queues the collector exports when
 // QueueOptions.MaxQueues is 0.
 const defaultMaxQueues = 1000
 
-// QueueOptions sets a QueueCollector's behaviour. Its zero value is the
+// QueueOptions sets NewQueueCollector's bounds. Its zero value is the
 // defaults.
 type QueueOptions struct {
 	// MaxQueues is how many queues the collector exports: the first
@@ -66,9 +58,17 @@ type QueueOptions struct {
 	NoScaling bool
 }
 
-// NewQueueCollector returns the collector of insp's queues, with opts'
+// NewQueueCollector returns a collector over the queues of insp's key
+// prefix (its Config.Prefix), read from Redis at each scrape, with opts'
 // bounds (QueueOptions{} for the defaults).
-func NewQueueCollector(insp *queue.Inspector, opts QueueOptions) *QueueCollector {
+//
+// Its series are bounded: at most 18 per queue, plus TopGroups'
+// shardq_group_backlog series per queue (10 by default, at most 100), plus 3
+// without labels. It exports the first 1,000 queues by name
+// (QueueOptions.MaxQueues), so a scrape has at most 28,003 series by default,
+// however many queues producers create; shardq_queues_dropped counts the
+// queues left out. A scrape's Redis calls are bounded the same way.
+func NewQueueCollector(insp *queue.Inspector, opts QueueOptions) prometheus.Collector {
 	topGroups := min(cmp.Or(opts.TopGroups, 10), maxTopGroups)
 	if topGroups < 0 {
 		topGroups = 0 // the metric left out
@@ -78,7 +78,7 @@ func NewQueueCollector(insp *queue.Inspector, opts QueueOptions) *QueueCollector
 		maxQueues = 0 // every queue
 	}
 	q := []string{"queue"}
-	c := &QueueCollector{insp: insp, timeout: cmp.Or(opts.Timeout, 10*time.Second), scaling: !opts.NoScaling,
+	c := &queueCollector{insp: insp, timeout: cmp.Or(opts.Timeout, 10*time.Second), scaling: !opts.NoScaling,
 		topGroups: topGroups, maxQueues: maxQueues,
 		tasks: prometheus.NewDesc("shardq_queue_tasks", "Tasks of the queue in each state (pending, active, scheduled, retry, dead, succeeded, waiting: held for their group).",
 			[]string{"queue", "state"}, nil),
@@ -109,7 +109,7 @@ func NewQueueCollector(insp *queue.Inspector, opts QueueOptions) *QueueCollector
 }
 
 // Describe sends every metric's description.
-func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.latency, c.paused, c.processed, c.failed, c.workers, c.running, c.ahead,
 		c.limitHolders, c.limitWaiters, c.desired, c.activeGroups, c.groupBacklog, c.up, c.scrapeErrors, c.dropped} {
 		ch <- d
@@ -118,7 +118,7 @@ func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the queues and sends their metrics. A Redis failure sends
 // shardq_up 0 and whatever was read before it.
-func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	err := c.collect(ctx, ch)
@@ -131,7 +131,7 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.scrapeErrors, prometheus.CounterValue, float64(c.errors.Load()))
 }
 
-func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *queueCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
 	infos, dropped, err := c.queues(ctx)
 	if err != nil {
 		return err
@@ -187,7 +187,7 @@ func (c *QueueCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 
 // queues reads the queues to export, the first maxQueues by name, and
 // how many were left out: every name, then the counts of those exported.
-func (c *QueueCollector) queues(ctx context.Context) ([]*queue.QueueInfo, int, error) {
+func (c *queueCollector) queues(ctx context.Context) ([]*queue.QueueInfo, int, error) {
 	if c.maxQueues == 0 {
 		infos, err := c.insp.QueueInfos(ctx)
 		return infos, 0, err

@@ -6,23 +6,23 @@ import (
 	"github.com/shardq/shardq/worker"
 )
 
-// WorkerMetrics is a worker.Observer that keeps in-process Prometheus
-// metrics of the worker it is given to (worker.Config.Observer).
-// Its series are per queue the worker serves and per task type enqueued
-// to those queues, a type without a handler included: the producers of
-// those queues choose how many.
-type WorkerMetrics struct {
+// workerMetrics is NewWorkerMetrics's observer.
+type workerMetrics struct {
 	duration  *prometheus.HistogramVec
 	inFlight  *prometheus.GaugeVec
-	outcomes  *prometheus.CounterVec
+	runs      *prometheus.CounterVec
 	panics    *prometheus.CounterVec
 	leaseLost *prometheus.CounterVec
 	redisErrs *prometheus.CounterVec
 }
 
-// NewWorkerMetrics returns worker metrics registered with reg.
-func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
-	m := &WorkerMetrics{
+// NewWorkerMetrics returns a worker.Observer that keeps in-process
+// Prometheus metrics, registered with reg, of the worker it is given to
+// (worker.Config.Observer). Its series are per queue the worker serves
+// and per task type enqueued to those queues, a type without a handler
+// included: the producers of those queues choose how many.
+func NewWorkerMetrics(reg prometheus.Registerer) worker.Observer {
+	m := &workerMetrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "shardq_handler_duration_seconds",
 			Help:    "Time a handler ran, by queue and task type.",
@@ -31,10 +31,10 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shardq_tasks_in_flight", Help: "Handlers running in this process, by queue.",
 		}, []string{"queue"}),
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shardq_handler_outcomes_total",
-			Help: "Handler runs in this process by queue, task type and outcome (succeeded, retry, dead, snoozed, requeued).",
-		}, []string{"queue", "type", "outcome"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardq_handler_runs_total",
+			Help: "Handler runs in this process by queue, task type and the state they left the task in (succeeded, retry, dead, scheduled after a Snooze, pending after a shutdown).",
+		}, []string{"queue", "type", "state"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shardq_handler_panics_total", Help: "Handlers that panicked in this process, by queue and task type.",
 		}, []string{"queue", "type"}),
@@ -45,27 +45,25 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 			Name: "shardq_redis_errors_total", Help: "Redis calls of this worker that failed (and were retried), by step.",
 		}, []string{"step"}),
 	}
-	reg.MustRegister(m.duration, m.inFlight, m.outcomes, m.panics, m.leaseLost, m.redisErrs)
+	reg.MustRegister(m.duration, m.inFlight, m.runs, m.panics, m.leaseLost, m.redisErrs)
 	return m
 }
 
 // HandlerStarted counts a handler in flight.
-func (m *WorkerMetrics) HandlerStarted(queue, _ string) { m.inFlight.WithLabelValues(queue).Inc() }
+func (m *workerMetrics) HandlerStarted(queue, _ string) { m.inFlight.WithLabelValues(queue).Inc() }
 
 // HandlerFinished records a handler's run.
-func (m *WorkerMetrics) HandlerFinished(e worker.HandlerEvent) {
+func (m *workerMetrics) HandlerFinished(e worker.HandlerEvent) {
 	m.inFlight.WithLabelValues(e.Queue).Dec()
 	m.duration.WithLabelValues(e.Queue, e.Type).Observe(e.Duration.Seconds())
-	m.outcomes.WithLabelValues(e.Queue, e.Type, e.Outcome.String()).Inc()
+	m.runs.WithLabelValues(e.Queue, e.Type, string(e.State)).Inc()
 	if e.Panicked {
 		m.panics.WithLabelValues(e.Queue, e.Type).Inc()
 	}
 }
 
 // LeaseLost counts a lost lease.
-func (m *WorkerMetrics) LeaseLost(queue string) { m.leaseLost.WithLabelValues(queue).Inc() }
+func (m *workerMetrics) LeaseLost(queue string) { m.leaseLost.WithLabelValues(queue).Inc() }
 
 // RedisError counts a failed Redis call.
-func (m *WorkerMetrics) RedisError(step string) { m.redisErrs.WithLabelValues(step).Inc() }
-
-var _ worker.Observer = (*WorkerMetrics)(nil)
+func (m *workerMetrics) RedisError(step string) { m.redisErrs.WithLabelValues(step).Inc() }

@@ -38,10 +38,9 @@ import (
 	"github.com/shardq/shardq/worker"
 )
 
-// URLEnv names the environment variable that, when set, points every Env
-// at that Redis instead of a private redis-server. Each Env keeps its keys
-// under a prefix of its own and deletes them at the end of the test.
-const URLEnv = "SHARDQ_TEST_REDIS_URL"
+// urlEnv names the environment variable that, when set, points every Env
+// at that Redis instead of a private redis-server (Options.URL).
+const urlEnv = "SHARDQ_TEST_REDIS_URL"
 
 // Env is one test's shardq: a Redis, a Client and an Inspector with a key
 // prefix of their own, and a clock Drain moves.
@@ -52,7 +51,7 @@ type Env struct {
 	Config    queue.Config
 	Clock     *Clock
 
-	sched *worker.Scheduler // Schedule's, for Advance
+	sched *worker.Server // Schedule's, never started: Advance ticks it
 }
 
 // Options sets up an Env. Its zero value is a private redis-server and
@@ -63,8 +62,8 @@ type Options struct {
 	Config queue.Config
 	// URL is a Redis to use instead of a private redis-server: the Env
 	// keeps its keys under a prefix of its own there and deletes them at
-	// the end of the test. Defaults to $SHARDQ_TEST_REDIS_URL (URLEnv),
-	// and without it a private redis-server.
+	// the end of the test. Defaults to $SHARDQ_TEST_REDIS_URL, and
+	// without it a private redis-server.
 	URL string
 }
 
@@ -81,7 +80,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	if len(opts) == 1 {
 		o = opts[0]
 	}
-	o.URL = cmp.Or(o.URL, os.Getenv(URLEnv))
+	o.URL = cmp.Or(o.URL, os.Getenv(urlEnv))
 	if o.URL == "" {
 		srv, err := redisproc.Start()
 		if err != nil {
@@ -257,7 +256,12 @@ func (e *Env) Advance(t testing.TB, h worker.Handler, d time.Duration, queues ..
 // last call wins). A bad schedule fails t with the worker's error.
 func (e *Env) Schedule(t testing.TB, schedules ...worker.Schedule) {
 	t.Helper()
-	s, err := worker.NewScheduler(e.Redis, worker.SchedulerConfig{Config: e.Config, Schedules: schedules, Clock: e.Clock.Now})
+	if len(schedules) == 0 {
+		e.sched = nil
+		return
+	}
+	// a server with schedules and no handler only schedules
+	s, err := worker.NewServer(e.Redis, worker.Config{Config: e.Config, Schedules: schedules, Clock: e.Clock.Now}, nil)
 	if err != nil {
 		t.Fatalf("queuetest: %v", err)
 	}
@@ -367,10 +371,10 @@ func (c counter) HandlerStarted(string, string) {}
 func (c counter) HandlerFinished(e worker.HandlerEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch e.Outcome {
-	case worker.OutcomeSucceeded:
+	switch e.State {
+	case queue.StateSucceeded:
 		c.res.Succeeded++
-	case worker.OutcomeDead:
+	case queue.StateDead:
 		c.res.Dead++
 	}
 }

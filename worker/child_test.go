@@ -107,6 +107,9 @@ const (
 	// function runs. On a task's first attempt it dies (SIGKILL) after
 	// step two; on later ones it writes the three values as its result.
 	handleSteps = "steps"
+	// handleNone gives the server no handler and no queue: the child only
+	// runs its Schedule.
+	handleNone = "none"
 )
 
 // gaugeScript adds a running task and keeps the peak of all running at once.
@@ -198,6 +201,10 @@ func childOptsFromEnv() (childOpts, error) {
 	case "":
 		o.Handler = handleRecord
 	case handleRecord, handleWaitLease, handleGated, handleGauge, handleProgress, handleFlow, handleOrder, handleSteps:
+	case handleNone:
+		if o.Schedule == "" {
+			errs = append(errs, fmt.Errorf("handler %q needs a schedule", o.Handler))
+		}
 	default:
 		errs = append(errs, fmt.Errorf("unknown handler %q", o.Handler))
 	}
@@ -291,7 +298,7 @@ func childMain() int {
 	for i := range max(o.Partitions, 1) {
 		c.parts = append(c.parts, keys.For(o.Prefix, o.Queue, i))
 	}
-	s, err := NewServer(rdb, Config{
+	cfg := Config{
 		Config:          queue.Config{Prefix: o.Prefix, Logger: log, Partitions: map[string]int{o.Queue: max(o.Partitions, 1)}},
 		Queues:          map[string]int{o.Queue: 1},
 		Concurrency:     o.Concurrency,
@@ -300,7 +307,12 @@ func childMain() int {
 		ShutdownTimeout: 5 * time.Second,
 		WorkerID:        o.ID,
 		Schedules:       childSchedules(o),
-	}, HandlerFunc(c.handle))
+	}
+	var h Handler = HandlerFunc(c.handle)
+	if o.Handler == handleNone {
+		cfg.Queues, h = nil, nil
+	}
+	s, err := NewServer(rdb, cfg, h)
 	if err != nil {
 		log.Error("child: NewServer", "err", err)
 		return 2

@@ -26,7 +26,7 @@ type Config struct {
 	// the first queue 0.75 of the tasks run while both have a backlog); a
 	// queue with nothing waiting leaves its share to the others. With
 	// StrictPriority true, free handlers go always to the heaviest such
-	// queue first. Defaults to {"default": 1}.
+	// queue first. Defaults to {"default": 1} for a server with a handler.
 	Queues         map[string]int
 	StrictPriority bool
 	// QueuePatterns maps patterns of queue names (path.Match syntax:
@@ -98,8 +98,11 @@ type Config struct {
 	// calls it; after a timeout it gets the handler's context, which is
 	// done by then.
 	ErrorHandler func(ctx context.Context, t *Task, err error)
-	// Schedules are periodic tasks this server enqueues (see Scheduler):
-	// any number of servers may carry the same schedules.
+	// Schedules are periodic tasks this server enqueues, from Start to
+	// Shutdown: any number of servers may carry the same schedules, and
+	// each tick is enqueued once (see Schedule). A server given a nil
+	// handler, with no Queues or QueuePatterns, only runs its schedules:
+	// a process that schedules and runs nothing.
 	Schedules []Schedule
 	// Middleware wraps the handler; the first runs outermost.
 	Middleware []Middleware
@@ -109,17 +112,20 @@ type Config struct {
 	// WorkerID names this process in Redis. Defaults to host-pid-random.
 	WorkerID string
 	// Clock, if set, replaces the Redis server's clock in every script
-	// (tests move time with it). Leave nil in production: server time keeps
-	// a skewed worker clock from deciding leases.
+	// and time.Now for the schedules' ticks (tests move time with it).
+	// Leave nil in production: server time keeps a skewed worker clock
+	// from deciding leases.
 	Clock func() time.Time
 }
 
-func (c Config) withDefaults() (Config, error) {
+// withDefaults returns c with its defaults filled in, checked; handled
+// says the server has a handler (without one, it serves no queue).
+func (c Config) withDefaults(handled bool) (Config, error) {
 	var err error
 	if c.Config, err = normalize(c.Config); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalid, err) // both sentinels match
 	}
-	if len(c.Queues) == 0 && len(c.QueuePatterns) == 0 {
+	if handled && len(c.Queues) == 0 && len(c.QueuePatterns) == 0 {
 		c.Queues = map[string]int{queue.DefaultQueue: 1}
 	}
 	c.QueueRefresh = cmp.Or(c.QueueRefresh, 2*time.Second)

@@ -21,9 +21,12 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// Schedule enqueues Task periodically.
+// Schedule enqueues Task periodically (Config.Schedules). Any number of
+// servers may carry the same schedules: each tick is enqueued exactly
+// once, because its task ID is derived from the schedule's name and the
+// tick's time, and the queue rejects a second task with a claimed ID.
 type Schedule struct {
-	// Name identifies the schedule across processes: every scheduler that
+	// Name identifies the schedule across processes: every server that
 	// runs a schedule of this name shares its ticks. Defaults to the task's type.
 	Name string
 	// Spec is a cron spec: five fields (minute hour day-of-month month
@@ -32,15 +35,15 @@ type Schedule struct {
 	// "CRON_TZ=Europe/Paris " in front sets its time zone.
 	Spec string
 	// Location is the time zone of a spec without CRON_TZ. Defaults to UTC,
-	// so schedulers on machines in other zones agree.
+	// so servers on machines in other zones agree.
 	Location *time.Location
 	// Task and Options are what each tick enqueues. A TaskID option is
 	// replaced: each tick's task ID is cron:<name>:<unix time of the
 	// tick>, which is what makes the tick run once.
 	Task    *queue.Task
 	Options []queue.Option
-	// RunMissed says what happens to ticks that passed while no scheduler
-	// was running (all were down, or stalled past the tick). false, the
+	// RunMissed says what happens to ticks that passed while no server
+	// ran the schedule (all were down, or stalled past the tick). false, the
 	// default, skips them: the schedule goes on at its next tick. true
 	// enqueues one task for the latest missed tick, however many were
 	// missed, then goes on.
@@ -56,33 +59,22 @@ func missedPolicy(runMissed bool) string {
 	return "skip"
 }
 
-// SchedulerConfig configures a Scheduler.
-type SchedulerConfig struct {
-	// Config must match the producers' and workers' queue.Config.
-	queue.Config
-	Schedules []Schedule
-	// Clock replaces time.Now (tests). Defaults to time.Now.
-	Clock func() time.Time
-}
-
 // tickGrace is how late a tick may be enqueued and still count as on time;
 // older ones are missed and follow the schedule's policy.
 const tickGrace = time.Second
 
-// Scheduler enqueues the tasks of periodic schedules. Any number of
-// processes may run the same schedules: each tick is enqueued exactly once,
-// because its task ID is derived from the schedule's name and the tick's
-// time, and the queue rejects a second task with a claimed ID.
-type Scheduler struct {
+// scheduler enqueues the tasks of a Server's schedules, at each tick.
+type scheduler struct {
 	rdb    redis.UniversalClient
-	cfg    SchedulerConfig
+	prefix string
+	clock  func() time.Time
 	client *queue.Client
 	log    *slog.Logger
 	scheds []*scheduled
 	stop   context.CancelFunc
 	done   sync.WaitGroup
 	mu     sync.Mutex
-	loaded bool // cursors read from Redis (by Start or the first tick)
+	loaded bool // cursors read from Redis (by start or the first tick)
 }
 
 type scheduled struct {
@@ -95,23 +87,20 @@ type scheduled struct {
 
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// NewScheduler validates every schedule and returns a Scheduler.
-func NewScheduler(rdb redis.UniversalClient, cfg SchedulerConfig) (*Scheduler, error) {
-	var err error
-	if cfg.Config, err = normalize(cfg.Config); err != nil {
-		return nil, err
+// newScheduler validates every schedule and returns their scheduler,
+// which enqueues with qc (normalized) and ticks by clock (nil: time.Now).
+func newScheduler(rdb redis.UniversalClient, qc queue.Config, schedules []Schedule, clock func() time.Time) (*scheduler, error) {
+	if clock == nil {
+		clock = time.Now
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	client, err := queue.NewClient(rdb, cfg.Config)
+	client, err := queue.NewClient(rdb, qc)
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{rdb: rdb, cfg: cfg, client: client, log: cfg.Logger}
+	s := &scheduler{rdb: rdb, prefix: qc.Prefix, clock: clock, client: client, log: qc.Logger}
 	names := map[string]bool{}
-	now := cfg.Clock()
-	for _, sc := range cfg.Schedules {
+	now := clock()
+	for _, sc := range schedules {
 		p, err := parseSchedule(sc, now)
 		if err != nil {
 			return nil, err
@@ -193,16 +182,16 @@ func (p *scheduled) next(t time.Time) time.Time {
 	return p.cron.Next(t)
 }
 
-// Start reads where each schedule left off and starts ticking.
-func (s *Scheduler) Start(ctx context.Context) error {
+// start reads where each schedule left off and starts ticking.
+func (s *scheduler) start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop != nil {
-		return fmt.Errorf("%w: Start on a scheduler already started", ErrServerState)
+		return fmt.Errorf("%w: schedules started already", ErrServerState)
 	}
 	if !s.loaded {
 		if err := s.loadCursors(ctx); err != nil {
-			return fmt.Errorf("scheduler start: %w", err)
+			return fmt.Errorf("schedules: %w", err)
 		}
 	}
 	run, stop := context.WithCancel(context.Background())
@@ -212,12 +201,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops ticking and waits for an enqueue under way.
-func (s *Scheduler) Shutdown(ctx context.Context) error {
+// shutdown stops ticking and waits for an enqueue under way; it returns
+// ctx's error if ctx ended first.
+func (s *scheduler) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop == nil {
-		return fmt.Errorf("%w: Shutdown on a scheduler not running", ErrServerState)
+		return fmt.Errorf("%w: schedules not running", ErrServerState)
 	}
 	s.stop()
 	if !waitGroup(ctx, &s.done) {
@@ -227,13 +217,13 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 }
 
 // loadCursors starts each schedule after its last recorded run, so ticks
-// missed while no scheduler ran are found; a new schedule starts now.
-func (s *Scheduler) loadCursors(ctx context.Context) error {
-	raw, err := s.rdb.HGetAll(ctx, keys.Cron(s.cfg.Prefix)).Result()
+// missed while no server ran them are found; a new schedule starts now.
+func (s *scheduler) loadCursors(ctx context.Context) error {
+	raw, err := s.rdb.HGetAll(ctx, keys.Cron(s.prefix)).Result()
 	if err != nil {
 		return err
 	}
-	now := s.cfg.Clock()
+	now := s.clock()
 	for _, p := range s.scheds {
 		p.cursor = now
 		var info queue.ScheduleInfo
@@ -248,24 +238,24 @@ func (s *Scheduler) loadCursors(ctx context.Context) error {
 // tickNow enqueues, once, what is due at the scheduler's clock now, as the
 // running scheduler does on its own: the tick that is on time, and a
 // missed one under RunMissed. It is for tests that move a clock of
-// their own (SchedulerConfig.Clock) and tick at each time next reports,
-// instead of Start: the loop Start runs sleeps in real time. queuetest
-// reaches it through internal/testclock. Like Start, the first tick reads
-// where each schedule left off (a new schedule starts at the clock's now,
-// so that it enqueues nothing for it). A tick on a started scheduler is
+// their own (Config.Clock) and tick at each time next reports, instead
+// of start: the loop start runs sleeps in real time. queuetest reaches it
+// through internal/testclock. Like start, the first tick reads where each
+// schedule left off (a new schedule starts at the clock's now, so that it
+// enqueues nothing for it). A tick on a started scheduler is
 // ErrServerState.
-func (s *Scheduler) tickNow(ctx context.Context) error {
+func (s *scheduler) tickNow(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop != nil {
-		return fmt.Errorf("%w: a tick on a started scheduler", ErrServerState)
+		return fmt.Errorf("%w: a tick on started schedules", ErrServerState)
 	}
 	if !s.loaded {
 		if err := s.loadCursors(ctx); err != nil {
-			return fmt.Errorf("scheduler tick: %w", err)
+			return fmt.Errorf("schedules tick: %w", err)
 		}
 	}
-	now := s.cfg.Clock()
+	now := s.clock()
 	for _, p := range s.scheds {
 		if err := s.tick(ctx, p, now); err != nil {
 			return fmt.Errorf("schedule %q: %w", p.Name, err)
@@ -278,14 +268,14 @@ func (s *Scheduler) tickNow(ctx context.Context) error {
 // where each left off (after the clock's now for a scheduler that has not
 // read that yet); zero when it has no schedules. queuetest reaches it
 // through internal/testclock.
-func (s *Scheduler) next() time.Time {
+func (s *scheduler) next() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
 	for _, p := range s.scheds {
 		from := p.cursor
 		if !s.loaded {
-			from = s.cfg.Clock()
+			from = s.clock()
 		}
 		if t := p.next(from); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
@@ -296,7 +286,7 @@ func (s *Scheduler) next() time.Time {
 
 // queues returns the queues the scheduler's schedules enqueue into, each
 // once. queuetest reaches it through internal/testclock.
-func (s *Scheduler) queues() []string {
+func (s *scheduler) queues() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range s.scheds {
@@ -308,10 +298,10 @@ func (s *Scheduler) queues() []string {
 	return out
 }
 
-func (s *Scheduler) loop(ctx context.Context) {
+func (s *scheduler) loop(ctx context.Context) {
 	var wait backoff
 	for ctx.Err() == nil {
-		now := s.cfg.Clock()
+		now := s.clock()
 		failed := false
 		for _, p := range s.scheds {
 			if err := s.tick(ctx, p, now); err != nil {
@@ -334,7 +324,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 // the earliest next tick, at least a millisecond, at most an hour. A
 // schedule with no next tick never shortens it, so no spec makes the loop
 // spin.
-func (s *Scheduler) sleepAfter(now time.Time) time.Duration {
+func (s *scheduler) sleepAfter(now time.Time) time.Duration {
 	sleep := time.Hour
 	for _, p := range s.scheds {
 		if next := p.next(p.cursor); !next.IsZero() {
@@ -346,7 +336,7 @@ func (s *Scheduler) sleepAfter(now time.Time) time.Duration {
 
 // tick enqueues what is due for p at now: the latest tick when it is on
 // time, and, under RunMissed, the latest of the missed ones.
-func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error {
+func (s *scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error {
 	var onTime, missed time.Time
 	for t, n := p.next(p.cursor), 0; !t.IsZero() && !t.After(now); t, n = p.next(t), n+1 {
 		if now.Sub(t) <= tickGrace {
@@ -376,8 +366,8 @@ func (s *Scheduler) tick(ctx context.Context, p *scheduled, now time.Time) error
 }
 
 // enqueue enqueues p's task for tick t under the tick's own ID; a
-// duplicate means another scheduler already did.
-func (s *Scheduler) enqueue(ctx context.Context, p *scheduled, t time.Time) error {
+// duplicate means another server already did.
+func (s *scheduler) enqueue(ctx context.Context, p *scheduled, t time.Time) error {
 	id := "cron:" + p.Name + ":" + strconv.FormatInt(t.Unix(), 10)
 	opts := append(p.Options[:len(p.Options):len(p.Options)], queue.TaskID(id))
 	_, err := s.client.Enqueue(ctx, p.Task, opts...)
@@ -392,7 +382,7 @@ func (s *Scheduler) enqueue(ctx context.Context, p *scheduled, t time.Time) erro
 }
 
 // mark records p's last tick (when last is set) and its next, for inspectors.
-func (s *Scheduler) mark(ctx context.Context, p *scheduled, last time.Time) error {
+func (s *scheduler) mark(ctx context.Context, p *scheduled, last time.Time) error {
 	info := queue.ScheduleInfo{Spec: p.Spec, Queue: p.queue, Type: p.Task.Type(), Missed: missedPolicy(p.RunMissed)}
 	if next := p.next(p.cursor); !next.IsZero() {
 		info.Next = next.UnixMilli()
@@ -401,5 +391,5 @@ func (s *Scheduler) mark(ctx context.Context, p *scheduled, last time.Time) erro
 		info.Last = last.UnixMilli()
 	}
 	b, _ := json.Marshal(info)
-	return script.CronMark.Run(ctx, s.rdb, []string{keys.Cron(s.cfg.Prefix)}, p.Name, string(b)).Err()
+	return script.CronMark.Run(ctx, s.rdb, []string{keys.Cron(s.prefix)}, p.Name, string(b)).Err()
 }

@@ -13,13 +13,22 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-func (b *bundle) scheduler(t *testing.T, scheds ...Schedule) *Scheduler {
+// scheduling starts a server that only runs scheds: no handler, no queue.
+func (b *bundle) scheduling(t *testing.T, scheds ...Schedule) *Server {
 	t.Helper()
-	cfg := SchedulerConfig{Config: b.qcfg, Schedules: scheds}
-	cfg.Logger = testLogger(t)
-	s, err := NewScheduler(b.rdb, cfg)
-	must(t, err)
+	s := b.schedulingAt(t, nil, scheds...)
 	must(t, s.Start(context.Background()))
+	return s
+}
+
+// schedulingAt returns a server, not started, that only runs scheds, on
+// clock (nil: time.Now).
+func (b *bundle) schedulingAt(t *testing.T, clock func() time.Time, scheds ...Schedule) *Server {
+	t.Helper()
+	cfg := Config{Config: b.qcfg, Schedules: scheds, Clock: clock}
+	cfg.Logger = testLogger(t)
+	s, err := NewServer(b.rdb, cfg, nil)
+	must(t, err)
 	return s
 }
 
@@ -37,16 +46,17 @@ func cronTicks(t *testing.T, b *bundle, q string) []string {
 	return ticks
 }
 
-// TestCronExactlyOncePerTick: three schedulers run the same @every 1s
-// schedule for five seconds: one enqueue per tick, none twice.
+// TestCronExactlyOncePerTick: three servers that only schedule run the
+// same @every 1s schedule for five seconds: one enqueue per tick, none
+// twice.
 func TestCronExactlyOncePerTick(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	sched := Schedule{Name: "heartbeat", Spec: "@every 1s", Task: queue.NewRawTask("ping", nil), Options: []queue.Option{queue.In("cron")}}
-	var ss []*Scheduler
+	var ss []*Server
 	start := time.Now()
 	for range 3 {
-		ss = append(ss, b.scheduler(t, sched))
+		ss = append(ss, b.scheduling(t, sched))
 	}
 	time.Sleep(5*time.Second - time.Since(start))
 	for _, s := range ss {
@@ -69,9 +79,9 @@ func TestCronExactlyOncePerTick(t *testing.T) {
 	}
 }
 
-// TestCronMissedTicks: a scheduler stopped for three ticks and restarted
-// follows its schedule's RunMissed, and records it under the policy's
-// stored name, which the Inspector reads.
+// TestCronMissedTicks: a scheduling server stopped for three ticks and a
+// new one started follow the schedule's RunMissed, and record it under
+// the policy's stored name, which the Inspector reads.
 func TestCronMissedTicks(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -83,13 +93,13 @@ func TestCronMissedTicks(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			sched := Schedule{Name: "job", Spec: "@every 1s", Task: queue.NewRawTask("job", nil), RunMissed: c.runMissed}
-			s := b.scheduler(t, sched)
+			s := b.scheduling(t, sched)
 			time.Sleep(2200 * time.Millisecond)
 			must(t, s.Shutdown(context.Background()))
 			before := cronTicks(t, b, queue.DefaultQueue)
 			time.Sleep(3300 * time.Millisecond) // three ticks pass with no scheduler
 			restart := time.Now()
-			s = b.scheduler(t, sched)
+			s = b.scheduling(t, sched)
 			// wait for its first on-time tick, so a slow start under load
 			// is not mistaken for a skip
 			waitFor(t, 10*time.Second, "the restarted scheduler's first tick", func() bool {
@@ -131,7 +141,7 @@ func TestCronSpecs(t *testing.T) {
 	task := queue.NewRawTask("t", nil)
 	good := []string{"*/5 * * * *", "0 30 * * * *", "@hourly", "@every 90s", "CRON_TZ=America/New_York 0 6 * * *", "0 9 * * MON-FRI"}
 	for _, spec := range good {
-		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: spec, Task: task}}}); err != nil {
+		if _, err := NewServer(b.rdb, Config{Schedules: []Schedule{{Spec: spec, Task: task}}}, nil); err != nil {
 			t.Errorf("spec %q: %v", spec, err)
 		}
 	}
@@ -156,20 +166,20 @@ func TestCronSpecs(t *testing.T) {
 		{Spec: "TZ=UTC   ", Task: task},
 	}
 	for _, sc := range bad {
-		if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{sc}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "schedule") {
+		if _, err := NewServer(b.rdb, Config{Schedules: []Schedule{sc}}, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "schedule") {
 			t.Errorf("schedule %+v: err = %v, want ErrInvalid naming the schedule", sc, err)
 		}
 	}
-	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: "0 0 30 2 *", Task: task}}}); err == nil ||
+	if _, err := NewServer(b.rdb, Config{Schedules: []Schedule{{Spec: "0 0 30 2 *", Task: task}}}, nil); err == nil ||
 		!strings.Contains(err.Error(), "never fires") {
 		t.Errorf("30 February: err = %v, want one that says it never fires", err)
 	}
 	// 29 February fires once in four years: it is a spec that runs.
-	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: []Schedule{{Spec: "0 0 29 2 *", Task: task}}}); err != nil {
+	if _, err := NewServer(b.rdb, Config{Schedules: []Schedule{{Spec: "0 0 29 2 *", Task: task}}}, nil); err != nil {
 		t.Errorf("29 February: %v", err)
 	}
 	dup := []Schedule{{Spec: "@hourly", Task: task}, {Spec: "@daily", Task: task}}
-	if _, err := NewScheduler(b.rdb, SchedulerConfig{Schedules: dup}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "two schedules") {
+	if _, err := NewServer(b.rdb, Config{Schedules: dup}, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "two schedules") {
 		t.Errorf("duplicate names: err = %v", err)
 	}
 	// @every ticks are aligned to the epoch, so processes agree on them.
@@ -201,42 +211,102 @@ func TestServerRunsSchedules(t *testing.T) {
 	}
 }
 
-// TestCronTickOnATestClock: a scheduler on a clock the test moves ticks
-// when ticked at the times its next tick is reported, each tick once, and
-// a tick refuses to run beside Start's loop. It reads the queues and the
-// next tick through internal/testclock, as queuetest does.
+// TestServerOnlySchedules: a server with Schedules and a nil handler
+// ticks them and serves no queue: it leases nothing and registers no
+// worker, and it starts and shuts down once, as any server. A nil handler
+// is refused without schedules, and with queues to serve.
+func TestServerOnlySchedules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	task := queue.NewRawTask("tick", nil)
+	sched := Schedule{Spec: "@every 1s", Task: task}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"no schedules", Config{}},
+		{"queues", Config{Queues: map[string]int{"q": 1}, Schedules: []Schedule{sched}}},
+		{"patterns", Config{QueuePatterns: map[string]int{"q*": 1}, Schedules: []Schedule{sched}}},
+	} {
+		if _, err := NewServer(b.rdb, c.cfg, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nil handler") {
+			t.Errorf("%s: a nil handler: err = %v, want ErrInvalid naming it", c.name, err)
+		}
+	}
+	s := b.scheduling(t, sched)
+	if err := s.Start(ctx); !errors.Is(err, ErrServerState) {
+		t.Fatalf("a second Start: %v, want ErrServerState", err)
+	}
+	waitFor(t, 10*time.Second, "two ticks enqueued", func() bool {
+		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue) // ErrNotFound before the first
+		return err == nil && qi.Pending >= 2
+	})
+	// no handler: the ticks' tasks wait for a server that runs their queue
+	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+	must(t, err)
+	if qi.Active != 0 || qi.Pending < 2 {
+		t.Fatalf("queue %+v, want the ticks pending and none active", qi)
+	}
+	workers, err := b.insp.Workers(ctx)
+	must(t, err)
+	if len(workers) != 0 {
+		t.Fatalf("a server that only schedules registered as a worker: %+v", workers[0])
+	}
+	must(t, s.Shutdown(ctx))
+	if err := s.Shutdown(ctx); !errors.Is(err, ErrServerState) {
+		t.Fatalf("a second Shutdown: %v, want ErrServerState", err)
+	}
+	if err := s.Start(ctx); !errors.Is(err, ErrServerState) {
+		t.Fatalf("Start after Shutdown: %v, want ErrServerState", err)
+	}
+	// Run is Start, then Shutdown when its context ends
+	run, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	r := b.schedulingAt(t, nil, sched)
+	go func() { ran <- r.Run(run) }()
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	select {
+	case err := <-ran:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of its context's end")
+	}
+}
+
+// TestCronTickOnATestClock: a server's schedules on a clock the test
+// moves tick when ticked at the times their next tick is reported, each
+// tick once, and a tick refuses to run beside Start's loop. It ticks and
+// reads the queues and the next tick through internal/testclock, as
+// queuetest does.
 func TestCronTickOnATestClock(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)
-	clock := func() time.Time { return now }
-	cfg := SchedulerConfig{Config: b.qcfg, Clock: clock, Schedules: []Schedule{
-		{Name: "minutely", Spec: "* * * * *", Task: queue.NewRawTask("m", nil), Options: []queue.Option{queue.In("cron")}},
-	}}
-	cfg.Logger = testLogger(t)
-	s, err := NewScheduler(b.rdb, cfg)
-	must(t, err)
+	s := b.schedulingAt(t, func() time.Time { return now }, Schedule{
+		Name: "minutely", Spec: "* * * * *", Task: queue.NewRawTask("m", nil), Options: []queue.Option{queue.In("cron")}})
 	if got := testclock.Queues(s); len(got) != 1 || got[0] != "cron" {
 		t.Fatalf("queues = %v", got)
 	}
-	must(t, s.tickNow(context.Background())) // records the start: nothing due
+	must(t, testclock.Tick(ctx, s)) // records the start: nothing due
 	for i := range 3 {
 		next := testclock.Next(s)
 		if want := time.Date(2030, 1, 1, 0, 1+i, 0, 0, time.UTC); !next.Equal(want) {
 			t.Fatalf("next tick = %v, want %v", next, want)
 		}
 		now = next
-		must(t, s.tickNow(context.Background()))
-		must(t, s.tickNow(context.Background())) // twice at one time: still one task
+		must(t, testclock.Tick(ctx, s))
+		must(t, testclock.Tick(ctx, s)) // twice at one time: still one task
 	}
 	if ticks := cronTicks(t, b, "cron"); len(ticks) != 3 {
 		t.Fatalf("%d ticks enqueued, want 3: %v", len(ticks), ticks)
 	}
-	must(t, s.Start(context.Background()))
-	if err := s.tickNow(context.Background()); !errors.Is(err, ErrServerState) {
-		t.Fatalf("a tick on a started scheduler: %v, want ErrServerState", err)
+	must(t, s.Start(ctx))
+	if err := testclock.Tick(ctx, s); !errors.Is(err, ErrServerState) {
+		t.Fatalf("a tick on a started server: %v, want ErrServerState", err)
 	}
-	must(t, s.Shutdown(context.Background()))
+	must(t, s.Shutdown(ctx))
 }
 
 // never is a cron schedule with no next time, as robfig/cron's Next
@@ -254,10 +324,9 @@ func TestCronNoNextTick(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)
-	cfg := SchedulerConfig{Config: b.qcfg, Clock: func() time.Time { return now }}
-	cfg.Logger = testLogger(t)
-	s, err := NewScheduler(b.rdb, cfg)
-	must(t, err)
+	// a schedule of its own replaced below: a server without a handler needs one
+	srv := b.schedulingAt(t, func() time.Time { return now }, Schedule{Spec: "@hourly", Task: queue.NewRawTask("n", nil)})
+	s := srv.cron
 	s.scheds = []*scheduled{{Schedule: Schedule{Name: "never", Task: queue.NewRawTask("n", nil), RunMissed: true},
 		cron: never{}, queue: "cron", cursor: now.Add(-time.Hour)}}
 	s.loaded = true
@@ -290,33 +359,30 @@ func TestCronTwoSchedulersOneTask(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 23, 59, 30, 0, time.UTC)
-	cfg := SchedulerConfig{Config: b.qcfg, Clock: func() time.Time { return now }, Schedules: []Schedule{{
+	clock := func() time.Time { return now }
+	sched := Schedule{
 		Name:    "report:daily",
 		Spec:    "0 0 * * *", // at midnight, UTC
 		Task:    queue.NewRawTask("report:build", nil),
 		Options: []queue.Option{queue.In("reports")},
-	}}}
-	cfg.Logger = testLogger(t)
-	a, err := NewScheduler(b.rdb, cfg)
-	must(t, err)
-	c, err := NewScheduler(b.rdb, cfg)
-	must(t, err)
-	if next := a.next(); !next.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) {
+	}
+	a, c := b.schedulingAt(t, clock, sched), b.schedulingAt(t, clock, sched)
+	if next := a.cron.next(); !next.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("next tick = %v, want midnight", next)
 	}
-	for _, s := range []*Scheduler{a, c} {
-		must(t, s.tickNow(ctx)) // the first tick only reads where the schedule left off
+	for _, s := range []*Server{a, c} {
+		must(t, s.cron.tickNow(ctx)) // the first tick only reads where the schedule left off
 	}
 	now = now.Add(30 * time.Second) // midnight
-	for _, s := range []*Scheduler{a, c} {
-		must(t, s.tickNow(ctx))
+	for _, s := range []*Server{a, c} {
+		must(t, s.cron.tickNow(ctx))
 	}
 	page, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: "reports", State: queue.StatePending})
 	must(t, err)
 	if len(page.Tasks) != 1 || page.Tasks[0].Type != "report:build" || page.Tasks[0].ID != "cron:report:daily:1767312000" {
 		t.Fatalf("pending %+v, want one report:build under ID cron:report:daily:1767312000", page.Tasks)
 	}
-	if next := a.next(); !next.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
+	if next := a.cron.next(); !next.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("next tick = %v, want the next midnight", next)
 	}
 }

@@ -15,18 +15,21 @@ var (
 	// ErrSkipRetry marks a failure that retrying cannot fix: the task goes to dead.
 	ErrSkipRetry = errors.New("worker: skip retry")
 	// ErrLeaseLost is the cause of a handler's context cancellation when
-	// its lease was taken over (the worker stalled past it): the task now
-	// belongs to another worker and this attempt's outcome will be rejected.
+	// a hold the handler ran under was lost. Unwrapped, it is the task's
+	// lease, taken over (the worker stalled past it): the task now belongs
+	// to another worker and this attempt's outcome will be rejected.
+	// Wrapped by a message that names it, it is the slot of a Semaphore,
+	// expired: the task is still this worker's, and what the handler
+	// returns decides, as usual.
 	ErrLeaseLost = errors.New("worker: lease lost")
 	// ErrShutdown is the cause of a handler's context cancellation when
 	// graceful shutdown ran out of time; the task goes back to the queue
 	// without costing an attempt.
 	ErrShutdown = errors.New("worker: shutting down")
-	// ErrInvalid reports an argument the worker cannot take: a Config or
-	// SchedulerConfig value out of range, a bad Schedule or
-	// SemaphoreConfig, a progress report or a step name out of bounds, a
-	// result or steps' values over queue.Config.MaxPayloadSize ("result
-	// too large").
+	// ErrInvalid reports an argument the worker cannot take: a Config
+	// value out of range, a bad Schedule or SemaphoreConfig, a progress
+	// report or a step name out of bounds, a result or steps' values over
+	// queue.Config.MaxPayloadSize ("result too large").
 	// The error that wraps it says which, and with what value.
 	ErrInvalid = errors.New("worker: invalid argument")
 	// ErrCancelled is the cause of a handler's context cancellation when
@@ -34,9 +37,6 @@ var (
 	// A handler that then returns an error sends the task to dead; one that
 	// returns nil finished it anyway.
 	ErrCancelled = errors.New("worker: cancelled by an operator")
-	// ErrSemaphoreLost is the cause of a handler's context cancellation
-	// when the semaphore slot it ran under (Semaphore middleware) expired.
-	ErrSemaphoreLost = errors.New("worker: semaphore slot lost")
 	// ErrServerState reports Start on a started server or Shutdown on one never started.
 	ErrServerState = errors.New("worker: server not in a state for that")
 )

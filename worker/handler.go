@@ -11,7 +11,8 @@ import (
 // task's timeout or deadline, when its lease is lost (ErrLeaseLost), when
 // shutdown runs out of time (ErrShutdown), when an operator cancels the
 // task (ErrCancelled, noticed at the next heartbeat) or when a Semaphore
-// middleware loses its slot (ErrSemaphoreLost); context.Cause tells which.
+// middleware loses its slot (ErrLeaseLost too, wrapped by a message that
+// names the semaphore); context.Cause tells which.
 type Handler interface {
 	ProcessTask(ctx context.Context, t *Task) error
 }

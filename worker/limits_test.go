@@ -352,6 +352,43 @@ func TestSemaphoreMiddleware(t *testing.T) {
 	})
 }
 
+// TestSemaphoreSlotLost: a handler whose semaphore slot is lost while it
+// runs (here its holder is removed, as an expiry would) has its context
+// cancelled with ErrLeaseLost wrapped by a message naming the semaphore,
+// and what it returns still decides: nil acks the task.
+func TestSemaphoreSlotLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	mw, err := Semaphore(b.rdb, SemaphoreConfig{Name: "billing-api", Limit: 1, Prefix: b.qcfg.Prefix, TTL: 300 * time.Millisecond})
+	must(t, err)
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	h := HandlerFunc(func(ctx context.Context, t *Task) error {
+		close(started)
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+		case <-time.After(15 * time.Second):
+			causes <- nil
+		}
+		return nil
+	})
+	b.server(t, Config{Middleware: []Middleware{mw}}, h)
+	_, err = b.client.Enqueue(ctx, queue.NewRawTask("api", nil))
+	must(t, err)
+	<-started
+	must(t, b.rdb.Del(ctx, keys.Semaphore(b.qcfg.Prefix, "billing-api")).Err())
+	cause := <-causes
+	if !errors.Is(cause, ErrLeaseLost) || !strings.Contains(cause.Error(), "semaphore billing-api") {
+		t.Fatalf("cause %v, want ErrLeaseLost naming the semaphore", cause)
+	}
+	waitFor(t, 10*time.Second, "the task succeeded", func() bool {
+		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		return err == nil && qi.SucceededTotal == 1 && qi.FailedTotal == 0
+	})
+}
+
 // TestSemaphoreBadLimits: a bad name or prefix, a limit below 1, a TTL
 // below 1ms or a negative wait or retry is a clear error when the
 // middleware is built, not when a task runs, naming the field and its

@@ -1,6 +1,10 @@
 package worker
 
-import "time"
+import (
+	"time"
+
+	"github.com/shardq/shardq/queue"
+)
 
 // Observer receives what a worker's handlers and Redis calls do, for
 // in-process metrics (package metrics implements it with Prometheus).
@@ -26,52 +30,30 @@ type HandlerEvent struct {
 	Queue    string
 	Type     string
 	Duration time.Duration
-	Outcome  Outcome
+	// State is the state the run left the task in:
+	// queue.StateSucceeded; queue.StateRetry after a failure with retries
+	// left; queue.StateDead when it failed for good (no retries left,
+	// SkipRetry, an operator's cancel); queue.StatePending when shutdown cut
+	// the run short; and queue.StateScheduled for a Snooze: back after its
+	// delay, no attempt counted (the Inspector lists such a task as
+	// queue.StateRetry, where it waits).
+	State queue.State
 	// Panicked is set when the handler panicked (the task failed with a
 	// *PanicError).
 	Panicked bool
 }
 
-// Outcome is what follows a handler's run.
-type Outcome int
-
-// The outcomes of a handler's run.
-const (
-	OutcomeSucceeded Outcome = iota // succeeded
-	OutcomeRetry                    // failed; retried later
-	OutcomeDead                     // failed for good (no retries left, SkipRetry, cancelled)
-	OutcomeSnoozed                  // Snooze: back later, no attempt counted
-	OutcomeRequeued                 // shutdown cut it short; back to pending, no attempt counted
-)
-
-// String returns the outcome's name, as metrics label it.
-func (r Outcome) String() string {
-	switch r {
-	case OutcomeSucceeded:
-		return "succeeded"
-	case OutcomeRetry:
-		return "retry"
-	case OutcomeDead:
-		return "dead"
-	case OutcomeSnoozed:
-		return "snoozed"
-	case OutcomeRequeued:
-		return "requeued"
-	}
-	return "unknown"
-}
-
-// outcomeOf says what an outcome does to its task.
-func outcomeOf(o outcome) Outcome {
+// stateOf is the state an outcome leaves its task in (HandlerEvent.State).
+func stateOf(o outcome) queue.State {
 	switch {
 	case o.kind == outcomeAck:
-		return OutcomeSucceeded
+		return queue.StateSucceeded
 	case o.kind == outcomeRequeue:
-		return OutcomeRequeued
+		return queue.StatePending
 	case o.snooze == 1:
-		return OutcomeSnoozed
+		return queue.StateScheduled
 	case o.delayMS < 0:
-		return OutcomeDead
+		return queue.StateDead
 	}
-	return OutcomeRetry
+	return queue.StateRetry
 }

@@ -164,7 +164,7 @@ func (s *Server) run(p *part, l leased) {
 	}
 	if obs != nil {
 		var pe *PanicError
-		obs.HandlerFinished(HandlerEvent{Queue: t.Queue, Type: t.Type, Duration: took, Outcome: outcomeOf(o), Panicked: errors.As(err, &pe)})
+		obs.HandlerFinished(HandlerEvent{Queue: t.Queue, Type: t.Type, Duration: took, State: stateOf(o), Panicked: errors.As(err, &pe)})
 	}
 	s.finish(o)
 }

@@ -45,8 +45,8 @@ type SemaphoreConfig struct {
 // slot within cfg.Wait is snoozed for cfg.RetryIn: it goes back to its
 // queue without costing an attempt and holds no worker slot meanwhile.
 // While the handler runs, its slot is refreshed every cfg.TTL/3. Should
-// the slot be lost anyway, the handler's context is cancelled with
-// ErrSemaphoreLost. A bad field is ErrInvalid here, before any task
+// the slot be lost anyway, the handler's context is cancelled with a cause
+// that wraps ErrLeaseLost and names the semaphore. A bad field is ErrInvalid here, before any task
 // runs, with the field and its value.
 func Semaphore(rdb redis.UniversalClient, cfg SemaphoreConfig) (Middleware, error) {
 	cfg.Prefix = cmp.Or(cfg.Prefix, config.DefaultPrefix)
@@ -102,7 +102,7 @@ func refreshSlot(ctx context.Context, rdb redis.UniversalClient, sem *lua.FairSe
 		case <-tick.C:
 			if err := sem.Refresh(ctx, rdb, holder); err != nil {
 				if ctx.Err() == nil {
-					cancel(fmt.Errorf("%w: %s: %v", ErrSemaphoreLost, name, err))
+					cancel(fmt.Errorf("%w: not the task's lease, its slot of semaphore %s: %v", ErrLeaseLost, name, err))
 				}
 				return
 			}

@@ -26,18 +26,19 @@ import (
 	"github.com/shardq/shardq/internal/script"
 )
 
-// Server runs handlers for the tasks of its queues. Create it with
-// NewServer, then Start it and Shutdown it (or just Run it). It never
-// installs signal handlers and never closes the Redis client.
+// Server runs handlers for the tasks of its queues, and enqueues the tasks
+// of its schedules. Create it with NewServer, then Start it and Shutdown
+// it (or just Run it). It never installs signal handlers and never closes
+// the Redis client.
 type Server struct {
 	rdb     redis.UniversalClient
 	cfg     Config
-	handler Handler
+	handler Handler // nil: the server only runs its schedules
 	log     *slog.Logger
 	slots   *slots.Slots
 	running registry
 	probe   probe      // test seams; noProbe outside tests
-	cron    *Scheduler // nil without Schedules
+	cron    *scheduler // nil without Schedules
 	// quietRedis ends the routing of go-redis's log lines to log
 	quietRedis func()
 	codec      *envelope.Codec
@@ -76,17 +77,24 @@ type Server struct {
 	flows        *flows // chains' and batches' forwarding (flows.go)
 }
 
-// NewServer returns a Server that runs h for tasks of cfg.Queues.
+// NewServer returns a Server that runs h for tasks of cfg.Queues and
+// enqueues the tasks of cfg.Schedules. h is nil for a server that only
+// schedules: one with Schedules and no Queues or QueuePatterns.
 func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error) {
 	if rcall.IsNil(rdb) {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
-	cfg, err := cfg.withDefaults()
+	if h == nil {
+		switch {
+		case len(cfg.Schedules) == 0:
+			return nil, fmt.Errorf("%w: nil handler (a server without one runs only its Config.Schedules, and has none)", ErrInvalid)
+		case len(cfg.Queues) > 0 || len(cfg.QueuePatterns) > 0:
+			return nil, fmt.Errorf("%w: nil handler for Config.Queues or QueuePatterns (a server without one serves no queue)", ErrInvalid)
+		}
+	}
+	cfg, err := cfg.withDefaults(h != nil)
 	if err != nil {
 		return nil, err
-	}
-	if h == nil {
-		return nil, fmt.Errorf("%w: nil handler", ErrInvalid)
 	}
 	if cfg.WaitReplicas > 0 {
 		if err := rcall.CheckWaitTimeout(rdb, cfg.WaitTimeout); err != nil {
@@ -94,7 +102,7 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		}
 	}
 	s := &Server{
-		rdb: rdb, cfg: cfg, handler: recovering(chain(recovering(h), cfg.Middleware)),
+		rdb: rdb, cfg: cfg,
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
 		slots:   slots.New(cfg.Concurrency, cfg.StrictPriority),
 		probe:   noProbe{},
@@ -102,10 +110,12 @@ func NewServer(rdb redis.UniversalClient, cfg Config, h Handler) (*Server, error
 		lstate:  layoutState{emptySince: map[string]drainLook{}},
 		codec:   config.CodecOf(cfg.Config),
 	}
+	if h != nil {
+		s.handler = recovering(chain(recovering(h), cfg.Middleware))
+	}
 	s.codec.Dicts = envelope.RedisDicts(rdb, cfg.Prefix)
 	if len(cfg.Schedules) > 0 {
-		scfg := SchedulerConfig{Config: cfg.Config, Schedules: cfg.Schedules, Clock: cfg.Clock}
-		if s.cron, err = NewScheduler(rdb, scfg); err != nil {
+		if s.cron, err = newScheduler(rdb, cfg.Config, cfg.Schedules, cfg.Clock); err != nil {
 			return nil, err
 		}
 	}
@@ -162,9 +172,11 @@ func (s *Server) partList() []*part {
 func (s *Server) ID() string { return s.cfg.WorkerID }
 
 // Start checks Redis, loads the scripts, registers this worker and starts
-// fetching. It returns once fetching has begun. ctx bounds only the
-// start-up calls: the server keeps running after ctx is cancelled, until
-// Shutdown (Run is Start, then Shutdown when its ctx ends).
+// fetching, and ticking the schedules. It returns once fetching has begun.
+// ctx bounds only the start-up calls: the server keeps running after ctx
+// is cancelled, until Shutdown (Run is Start, then Shutdown when its ctx
+// ends). A server without a handler only reads where each schedule left
+// off and starts ticking: it serves no queue and registers no worker.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,6 +185,14 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("%w: Start on a server that was shut down; a Server runs once, make a new one", ErrServerState)
 		}
 		return fmt.Errorf("%w: Start on a server already started", ErrServerState)
+	}
+	if s.handler == nil {
+		if err := s.cron.start(ctx); err != nil {
+			return fmt.Errorf("worker start: %w", err)
+		}
+		s.state = 1
+		s.log.Info("schedules started", "schedules", len(s.cfg.Schedules))
+		return nil
 	}
 	if err := script.LoadAll(ctx, s.rdb); err != nil {
 		return fmt.Errorf("worker start: %w", err)
@@ -193,7 +213,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Warn("Redis is out of memory: starting without registering queues or writing limits", "err", err)
 	}
 	if s.cron != nil {
-		if err := s.cron.Start(ctx); err != nil {
+		if err := s.cron.start(ctx); err != nil {
 			return fmt.Errorf("worker start: %w", err)
 		}
 	}
@@ -300,10 +320,11 @@ func (s *Server) warnIfRetrying() {
 	}
 }
 
-// Shutdown stops fetching, waits up to Config.ShutdownTimeout (or ctx,
-// whichever ends first) for running handlers, then cancels them with
-// ErrShutdown; what did not finish goes back to the head of its queue
-// without costing an attempt. It returns ctx's error if ctx ended first.
+// Shutdown stops ticking the schedules (waiting for an enqueue under way)
+// and fetching, waits up to Config.ShutdownTimeout (or ctx, whichever ends
+// first) for running handlers, then cancels them with ErrShutdown; what
+// did not finish goes back to the head of its queue without costing an
+// attempt. It returns ctx's error if ctx ended first.
 //
 // Budget up to two seconds beyond the timeout: stopping fetchers waits for
 // their current blocking slice (at most one second), and handlers that
@@ -317,8 +338,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("%w: Shutdown on a server not running", ErrServerState)
 	}
 	s.state = 2
+	if s.handler == nil {
+		err := s.cron.shutdown(ctx)
+		s.log.Info("schedules stopped")
+		return err
+	}
 	if s.cron != nil {
-		_ = s.cron.Shutdown(ctx)
+		_ = s.cron.shutdown(ctx)
 	}
 	s.stopFetch()
 	s.fetchers.Wait() // each ends within a one-second slice

@@ -7,9 +7,10 @@ import (
 	"github.com/shardq/shardq/internal/testclock"
 )
 
-// queuetest ticks schedulers on its test clock through internal/testclock.
+// queuetest ticks a server's schedules on its test clock through
+// internal/testclock.
 func init() {
-	testclock.Tick = func(ctx context.Context, sched any) error { return sched.(*Scheduler).tickNow(ctx) }
-	testclock.Next = func(sched any) time.Time { return sched.(*Scheduler).next() }
-	testclock.Queues = func(sched any) []string { return sched.(*Scheduler).queues() }
+	testclock.Tick = func(ctx context.Context, srv any) error { return srv.(*Server).cron.tickNow(ctx) }
+	testclock.Next = func(srv any) time.Time { return srv.(*Server).cron.next() }
+	testclock.Queues = func(srv any) []string { return srv.(*Server).cron.queues() }
 }

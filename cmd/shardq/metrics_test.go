@@ -74,7 +74,7 @@ func TestMetricsEndpoints(t *testing.T) {
 		`shardq_tasks_processed_total{queue="jobs"} 3`,
 		`shardq_workers{queue="jobs"} 1`,
 		`shardq_workers{queue="backlog"} 0`,
-		`shardq_handler_outcomes_total{outcome="succeeded",queue="jobs",type="cat"} 3`,
+		`shardq_handler_runs_total{queue="jobs",state="succeeded",type="cat"} 3`,
 		`shardq_handler_duration_seconds_count{queue="jobs",type="cat"} 3`,
 		`shardq_up 1`,
 		`go_goroutines`,
