@@ -9,18 +9,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/queue"
 )
 
 // funcs are the helpers templates use. Everything they return is plain
 // text, escaped by html/template like any other value.
 var funcs = template.FuncMap{
-	"link":    link,
-	"formula": formula,
-	"ago":     ago,
-	"when":    when,
-	"iso":     iso,
-	"dur":     dur,
+	"link":      link,
+	"batchNode": flow.IsBatchNode, // a batch is a workflow of its shape
+	"formula":   formula,
+	"ago":       ago,
+	"when":      when,
+	"iso":       iso,
+	"dur":       dur,
 	"selectable": func(s queue.State) bool {
 		return s == queue.StateScheduled || s == queue.StateRetry || s == queue.StateDead || s == queue.StateSucceeded
 	},

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -108,8 +109,11 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 		LastError: ti.LastError, Worker: ti.Worker, Rank: ti.Rank,
 		EncryptedWith: ti.EncryptedWith, Redacted: ti.Redacted,
 	}
-	if f := ti.Flow; f != nil {
-		v.Flow = &flowView{BatchID: f.BatchID, WorkflowID: f.WorkflowID, Node: f.Node}
+	if ti.WorkflowID != "" {
+		v.Flow = &flowView{WorkflowID: ti.WorkflowID, Node: ti.Node}
+		if flow.IsBatchNode(ti.Node) {
+			v.Flow.BatchID = ti.WorkflowID // a batch is a workflow of its shape
+		}
 	}
 	if p := ti.Progress; p != nil {
 		v.Progress = &progressView{Percent: p.Percent, Message: p.Message, At: optTime(p.At)}

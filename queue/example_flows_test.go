@@ -19,7 +19,8 @@ func ExampleClient_NewBatch() {
 	mux.HandleFunc("resize", func(ctx context.Context, t *worker.Task) error { return nil })
 	mux.HandleFunc("album:ready", func(ctx context.Context, t *worker.Task) error {
 		// a callback carries its batch's ID
-		done <- fmt.Sprintf("album ready (callback of a batch: %t)", t.Flow().BatchID != "")
+		id, _ := t.Workflow()
+		done <- fmt.Sprintf("album ready (callback of a batch: %t)", id != "")
 		return nil
 	})
 	server, _ := worker.NewServer(rdb, worker.Config{}, mux)

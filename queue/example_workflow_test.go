@@ -37,7 +37,7 @@ func ExampleClient_EnqueueWorkflow() {
 		if err != nil {
 			return err
 		}
-		published <- fmt.Sprintf("%s publishes %s and %s", t.Flow().Node, thumb, subs)
+		published <- fmt.Sprintf("%s publishes %s and %s", node(t), thumb, subs)
 		return nil
 	})
 	server, _ := worker.NewServer(rdb, worker.Config{}, mux)
@@ -203,14 +203,14 @@ func ExampleWorkflow_fanOut() {
 		var parts []queue.Edge
 		for _, p := range []string{"part-1", "part-2", "part-3"} {
 			// a child of this node: it waits for this handler to succeed
-			more.Add(p, queue.NewRawTask("part", nil), queue.After(t.Flow().Node))
+			more.Add(p, queue.NewRawTask("part", nil), queue.After(node(t)))
 			parts = append(parts, queue.After(p))
 		}
 		more.Add("join", queue.NewRawTask("join", nil), parts...)
 		return t.ExtendWorkflow(ctx, more)
 	})
 	mux.HandleFunc("part", func(ctx context.Context, t *worker.Task) error {
-		return t.SetResult(ctx, []byte(t.Flow().Node+" done"))
+		return t.SetResult(ctx, []byte(node(t)+" done"))
 	})
 	mux.HandleFunc("join", func(ctx context.Context, t *worker.Task) error {
 		var got []string
@@ -358,4 +358,10 @@ func ExampleBefore() {
 	// Output:
 	// succeeded split=succeeded join=succeeded part-a=succeeded part-b=succeeded part-c=succeeded
 	// join after [split part-a part-b part-c]
+}
+
+// node returns the name of t's node in its workflow.
+func node(t *worker.Task) string {
+	_, n := t.Workflow()
+	return n
 }

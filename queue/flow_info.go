@@ -13,45 +13,7 @@ import (
 	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/internal/wire"
 )
-
-// TaskFlow is the flow a task belongs to: a batch (BatchID) or a workflow
-// (WorkflowID and the task's node name; a Chain's links are nodes "1" to
-// "n"). A link of a chain that 0.1.0 enqueued has the chain's ID and its
-// link's number here, though no workflow of that ID can be read.
-type TaskFlow struct {
-	BatchID    string
-	WorkflowID string
-	Node       string
-}
-
-// flowOf reads a message's flow ref; nil when it has none.
-func flowOf(ref string) *TaskFlow {
-	if ref == "" {
-		return nil
-	}
-	r, err := wire.ParseFlowRef(ref)
-	if err != nil {
-		return nil
-	}
-	return taskFlowOf(r)
-}
-
-// taskFlowOf returns the TaskFlow of a parsed flow ref.
-func taskFlowOf(r wire.FlowRef) *TaskFlow {
-	switch r.Kind {
-	case 'b':
-		return &TaskFlow{BatchID: r.ID}
-	case 'w':
-		f := &TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
-		if flow.IsBatchNode(r.Node) {
-			f.BatchID = f.WorkflowID // a batch is a workflow of its shape
-		}
-		return f
-	}
-	return &TaskFlow{WorkflowID: r.ID, Node: strconv.Itoa(r.Link)} // a 0.1.0 chain
-}
 
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardq/shardq/internal/flow"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -111,8 +112,13 @@ type TaskInfo struct {
 	LastError     string
 	Worker        string
 
-	// Flow is the batch or workflow the task belongs to; nil when none.
-	Flow *TaskFlow
+	// WorkflowID is the workflow the task is a node of, a chain's or a
+	// batch's among them, and Node its node's name there, as GetWorkflow
+	// names it (a Chain's links are "1" to "n"); both "" for a task of no
+	// workflow. A link of a chain that 0.1.0 enqueued has the chain's ID
+	// and its link's number, though no workflow of that ID can be read.
+	WorkflowID string
+	Node       string
 
 	// Rank is the task's rank in the feed it was read from, or in the
 	// recent-tasks feed; 0 when it has left the feed.
@@ -140,7 +146,7 @@ func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *
 		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
 		UniqueBy: m.Unique, Group: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),
 	}
-	ti.Flow = flowOf(m.Flow)
+	ti.WorkflowID, ti.Node = flow.Place(m.Flow, m.ID)
 	if r != nil {
 		ti.State = stateOf(r.State)
 		ti.Attempts = r.Attempts

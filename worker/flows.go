@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardq/shardq/internal/envelope"
@@ -167,24 +168,10 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 	return errs
 }
 
-// Flow returns the batch or workflow the task belongs to; nil when none.
-func (t *Task) Flow() *queue.TaskFlow {
-	r, err := wire.ParseFlowRef(t.flow)
-	if t.flow == "" || err != nil {
-		return nil
-	}
-	switch r.Kind {
-	case 'b':
-		return &queue.TaskFlow{BatchID: r.ID} // a batch 0.1.0 created
-	case 'w':
-		f := &queue.TaskFlow{WorkflowID: keys.LongID(r.ID), Node: r.Node}
-		if flow.IsBatchNode(r.Node) {
-			f.BatchID = f.WorkflowID // a batch's node (queue/flows.go)
-		}
-		return f
-	}
-	return &queue.TaskFlow{WorkflowID: r.ID, Node: strconv.Itoa(r.Link)} // a 0.1.0 chain
-}
+// Workflow returns the workflow the task is a node of, a chain's or a
+// batch's among them, and its node's name, as queue.TaskInfo has them;
+// both "" for a task of no workflow.
+func (t *Task) Workflow() (id, node string) { return flow.Place(t.flow, t.sid) }
 
 // PreviousResult returns the result the link before the task wrote
 // (SetResult), in a chain (queue.Chain): the result of node k-1 for node
@@ -240,11 +227,11 @@ func (t *Task) chainResult(ctx context.Context, r wire.FlowRef) ([]byte, error) 
 // dead parent). A task in no workflow, or a parent the workflow lacks, is
 // queue.ErrInvalid.
 func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) {
-	f := t.Flow()
-	if f == nil || f.WorkflowID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.insp == nil {
+	id := t.graph()
+	if id == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.insp == nil {
 		return nil, fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
 	}
-	return t.srv.flows.insp.NodeResult(ctx, f.WorkflowID, parent)
+	return t.srv.flows.insp.NodeResult(ctx, id, parent)
 }
 
 // ExtendWorkflow adds w's nodes to the task's workflow, as
@@ -252,9 +239,19 @@ func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) 
 // may name this task's node as its parent: it waits for this task to
 // succeed. A task in no workflow is queue.ErrInvalid.
 func (t *Task) ExtendWorkflow(ctx context.Context, w *queue.Workflow) error {
-	f := t.Flow()
-	if f == nil || f.WorkflowID == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
+	id := t.graph()
+	if id == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
 		return fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
 	}
-	return t.srv.flows.client.ExtendWorkflow(ctx, f.WorkflowID, w)
+	return t.srv.flows.client.ExtendWorkflow(ctx, id, w)
+}
+
+// graph returns the ID of the workflow the task is a node of, "" for a
+// member of a batch 0.1.0 created, which has no graph to read or extend.
+func (t *Task) graph() string {
+	if strings.HasPrefix(t.flow, "b") {
+		return ""
+	}
+	id, _ := t.Workflow()
+	return id
 }

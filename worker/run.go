@@ -32,12 +32,9 @@ func (r *running) Value(key any) any {
 	case taskKey{}:
 		return r.task
 	case flow.MemberKey{}:
-		// a batch is a workflow: its ID either way (BatchID alone for
-		// a batch 0.1.0 created)
-		if f := r.task.Flow(); f != nil && f.WorkflowID != "" {
-			return f.WorkflowID
-		} else if f != nil && f.BatchID != "" {
-			return f.BatchID
+		// a batch is a workflow: its ID (one 0.1.0 created too)
+		if id, _ := r.task.Workflow(); id != "" {
+			return id
 		}
 		return nil
 	}

@@ -54,7 +54,8 @@ func main() {
 			for i := 1; i <= 3; i++ {
 				more = append(more, queue.NewRawTask("photo:resize", fmt.Appendf(nil, "BURST_0012_%d.jpg", i), queue.In("images")))
 			}
-			_, err := client.AddToBatch(ctx, t.Flow().BatchID, more...)
+			batch, _ := t.Workflow()
+			_, err := client.AddToBatch(ctx, batch, more...)
 			return err
 		}
 		time.Sleep(5 * time.Millisecond) // resizing

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -60,4 +61,26 @@ func IsBatchNode(name string) bool { return strings.HasPrefix(name, ".") }
 func atoi64(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
+}
+
+// Place returns the workflow a task with flow ref ref and stored ID
+// taskID is a node of, and its node's name, as GetWorkflow names them: a
+// batch's member (one 0.1.0 created too) by MemberName, a 0.1.0 chain's
+// link by its number. Both are "" for a task of no workflow or a ref
+// that does not parse.
+func Place(ref, taskID string) (workflowID, node string) {
+	if ref == "" {
+		return "", ""
+	}
+	r, err := wire.ParseFlowRef(ref)
+	if err != nil {
+		return "", ""
+	}
+	switch r.Kind {
+	case 'b':
+		return r.ID, MemberName(taskID) // a batch 0.1.0 created
+	case 'w':
+		return keys.LongID(r.ID), r.Node
+	}
+	return r.ID, strconv.Itoa(r.Link) // a 0.1.0 chain
 }
