@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/limits"
 	"github.com/shardq/shardq/internal/rcall"
@@ -146,9 +145,6 @@ type LimitInfo struct {
 	// group whose tasks are all placed in turns shows the tasks placed at
 	// its last enqueue as Waiting; Inspector.Groups counts them exactly.
 	Groups map[string]GroupInfo
-	// Quotas is, on a queue of several partitions, each partition's share
-	// of the concurrency and rate limits now.
-	Quotas []PartitionQuota
 	// Depth is, with a MaxDepth, the tasks waiting in the queue as MaxDepth
 	// counts them (pending, parked, scheduled, retrying), over every
 	// partition; 0 without one.
@@ -157,8 +153,6 @@ type LimitInfo struct {
 
 // LimitInfo returns queue's limits and their holders, summed over its
 // partitions (one pipelined round trip, with one for the server's time).
-// On a queue of several partitions, Quotas shows how the concurrency and
-// rate limits are split between them now.
 func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, error) {
 	if err := checkQueueName(queue); err != nil {
 		return nil, err
@@ -238,7 +232,7 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		}
 		info.Depth = qi.Pending + qi.Waiting + qi.Scheduled + qi.Retry
 	}
-	for part, c := range cmds {
+	for _, c := range cmds {
 		info.Running += c.running.Val()
 		info.Started += c.started.Val()
 		w, _ := strconv.ParseInt(c.parked.Val(), 10, 64)
@@ -265,28 +259,8 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 			ki.Waiting += x
 			info.Groups[key] = ki
 		}
-		if n > 1 {
-			l := c.lim.Val()
-			q := PartitionQuota{Partition: part, Concurrency: codes.None, Rate: codes.None}
-			if v, ok := l["cq"]; ok {
-				q.Concurrency = atoi(v)
-			}
-			if v, ok := l["rq"]; ok {
-				q.Rate = atoi(v)
-			}
-			info.Quotas = append(info.Quotas, q)
-		}
 	}
 	return info, nil
-}
-
-// PartitionQuota is one partition's share of its queue's fleet-wide
-// limits: how many of the queue's tasks may run there at once, and start
-// there per Per; -1 where that kind is not limited.
-type PartitionQuota struct {
-	Partition   int
-	Concurrency int
-	Rate        int
 }
 
 // pairs turns an HSCAN page [field, value, ...] into a map.

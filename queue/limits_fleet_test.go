@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/codes"
+	"github.com/shardq/shardq/internal/inspect"
 )
 
 // TestGroupPlacesTask: on a queue of 4 partitions, the tasks of a
@@ -58,21 +59,33 @@ func TestSetLimitsFleetWide(t *testing.T) {
 	if li.Limits != (Limits{Concurrency: 10, Rate: 100, Per: time.Second, GroupConcurrency: 2}) {
 		t.Fatalf("LimitInfo.Limits = %+v", li.Limits)
 	}
+	quotas, err := inspect.Quotas(ctx, b.insp, "wide")
+	must(t, err)
 	conc, rate := 0, 0
-	for _, q := range li.Quotas {
+	for p, q := range quotas {
 		conc += q.Concurrency
 		rate += q.Rate
+		if q.Partition != p {
+			t.Fatalf("quota %d names partition %d", p, q.Partition)
+		}
 	}
-	if len(li.Quotas) != 4 || conc != 10 || rate != 100 {
-		t.Fatalf("quotas %+v: want 4 partitions sharing 10 and 100", li.Quotas)
+	if len(quotas) != 4 || conc != 10 || rate != 100 {
+		t.Fatalf("quotas %+v: want 4 partitions sharing 10 and 100", quotas)
 	}
 	must(t, b.insp.SetLimits(ctx, "wide", Limits{}))
 	li, err = b.insp.LimitInfo(ctx, "wide")
 	must(t, err)
-	for _, q := range li.Quotas {
+	quotas, err = inspect.Quotas(ctx, b.insp, "wide")
+	must(t, err)
+	for _, q := range quotas {
 		if q.Concurrency != codes.None || q.Rate != codes.None {
-			t.Fatalf("quotas after removing the limits: %+v, want none", li.Quotas)
+			t.Fatalf("quotas after removing the limits: %+v, want none", quotas)
 		}
+	}
+	// a queue of one partition holds its limits whole: no quotas
+	must(t, b.insp.SetLimits(ctx, "narrow", Limits{Concurrency: 3}))
+	if quotas, err := inspect.Quotas(ctx, b.insp, "narrow"); err != nil || quotas != nil {
+		t.Fatalf("quotas of a queue of one partition: %+v, %v; want none", quotas, err)
 	}
 	if li.Limits != (Limits{}) {
 		t.Fatalf("LimitInfo.Limits after removing them = %+v", li.Limits)

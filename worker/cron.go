@@ -187,7 +187,7 @@ func (s *scheduler) start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop != nil {
-		return fmt.Errorf("%w: schedules started already", ErrServerState)
+		return fmt.Errorf("%w: schedules started already", ErrInvalid)
 	}
 	if !s.loaded {
 		if err := s.loadCursors(ctx); err != nil {
@@ -207,7 +207,7 @@ func (s *scheduler) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop == nil {
-		return fmt.Errorf("%w: schedules not running", ErrServerState)
+		return fmt.Errorf("%w: schedules not running", ErrInvalid)
 	}
 	s.stop()
 	if !waitGroup(ctx, &s.done) {
@@ -243,12 +243,12 @@ func (s *scheduler) loadCursors(ctx context.Context) error {
 // through internal/testclock. Like start, the first tick reads where each
 // schedule left off (a new schedule starts at the clock's now, so that it
 // enqueues nothing for it). A tick on a started scheduler is
-// ErrServerState.
+// ErrInvalid.
 func (s *scheduler) tickNow(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop != nil {
-		return fmt.Errorf("%w: a tick on started schedules", ErrServerState)
+		return fmt.Errorf("%w: a tick on started schedules", ErrInvalid)
 	}
 	if !s.loaded {
 		if err := s.loadCursors(ctx); err != nil {

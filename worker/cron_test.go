@@ -234,8 +234,8 @@ func TestServerOnlySchedules(t *testing.T) {
 		}
 	}
 	s := b.scheduling(t, sched)
-	if err := s.Start(ctx); !errors.Is(err, ErrServerState) {
-		t.Fatalf("a second Start: %v, want ErrServerState", err)
+	if err := s.Start(ctx); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a second Start: %v, want ErrInvalid", err)
 	}
 	waitFor(t, 10*time.Second, "two ticks enqueued", func() bool {
 		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue) // ErrNotFound before the first
@@ -253,11 +253,11 @@ func TestServerOnlySchedules(t *testing.T) {
 		t.Fatalf("a server that only schedules registered as a worker: %+v", workers[0])
 	}
 	must(t, s.Shutdown(ctx))
-	if err := s.Shutdown(ctx); !errors.Is(err, ErrServerState) {
-		t.Fatalf("a second Shutdown: %v, want ErrServerState", err)
+	if err := s.Shutdown(ctx); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a second Shutdown: %v, want ErrInvalid", err)
 	}
-	if err := s.Start(ctx); !errors.Is(err, ErrServerState) {
-		t.Fatalf("Start after Shutdown: %v, want ErrServerState", err)
+	if err := s.Start(ctx); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Start after Shutdown: %v, want ErrInvalid", err)
 	}
 	// Run is Start, then Shutdown when its context ends
 	run, stop := context.WithCancel(ctx)
@@ -303,8 +303,8 @@ func TestCronTickOnATestClock(t *testing.T) {
 		t.Fatalf("%d ticks enqueued, want 3: %v", len(ticks), ticks)
 	}
 	must(t, s.Start(ctx))
-	if err := testclock.Tick(ctx, s); !errors.Is(err, ErrServerState) {
-		t.Fatalf("a tick on a started server: %v, want ErrServerState", err)
+	if err := testclock.Tick(ctx, s); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a tick on a started server: %v, want ErrInvalid", err)
 	}
 	must(t, s.Shutdown(ctx))
 }

@@ -26,19 +26,20 @@ var (
 	// graceful shutdown ran out of time; the task goes back to the queue
 	// without costing an attempt.
 	ErrShutdown = errors.New("worker: shutting down")
-	// ErrInvalid reports an argument the worker cannot take: a Config
-	// value out of range, a bad Schedule or SemaphoreConfig, a progress
-	// report or a step name out of bounds, a result or steps' values over
-	// queue.Config.MaxPayloadSize ("result too large").
-	// The error that wraps it says which, and with what value.
-	ErrInvalid = errors.New("worker: invalid argument")
+	// ErrInvalid reports a call the worker refuses before it does
+	// anything: an argument it cannot take (a Config value out of range,
+	// a bad Schedule or SemaphoreConfig, a progress report or a step name
+	// out of bounds, a result or steps' values over
+	// queue.Config.MaxPayloadSize: "result too large"), or a call its
+	// receiver cannot take (Start on a started Server, Shutdown on one
+	// not running, SetResult or Step outside a handler: "not a running
+	// task"). The error that wraps it says which, and with what value.
+	ErrInvalid = errors.New("worker: invalid")
 	// ErrCancelled is the cause of a handler's context cancellation when
 	// an operator cancelled the task (Inspector.CancelTask, the dashboard).
 	// A handler that then returns an error sends the task to dead; one that
 	// returns nil finished it anyway.
 	ErrCancelled = errors.New("worker: cancelled by an operator")
-	// ErrServerState reports Start on a started server or Shutdown on one never started.
-	ErrServerState = errors.New("worker: server not in a state for that")
 )
 
 // SkipRetry wraps err so the task goes straight to dead, whatever retries it has left.

@@ -114,7 +114,7 @@ func TestShutdown(t *testing.T) {
 		if bytes.Contains(logs.Bytes(), []byte("stale")) {
 			t.Fatalf("a clean run logged a stale outcome:\n%s", logs.Bytes())
 		}
-		if err := s.Shutdown(ctx); !errors.Is(err, ErrServerState) {
+		if err := s.Shutdown(ctx); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("second Shutdown: %v", err)
 		}
 		if n := b.rdb.ZCard(ctx, keys.Workers(b.qcfg.Prefix)).Val(); n != 0 {
@@ -351,7 +351,7 @@ func TestStartAfterShutdown(t *testing.T) {
 	b := setup(t)
 	s := b.server(t, Config{}, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	must(t, s.Shutdown(context.Background()))
-	if err := s.Start(context.Background()); !errors.Is(err, ErrServerState) || !strings.Contains(err.Error(), "make a new one") {
+	if err := s.Start(context.Background()); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "make a new one") {
 		t.Fatalf("Start after Shutdown: err = %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
 )
@@ -153,8 +154,10 @@ func testFleetWideLimit(t *testing.T, r *rig) {
 	waitFor(t, 15*time.Second, "three running at once in one partition", func() bool { return peak() == 3 })
 	li, err := insp.LimitInfo(ctx, fleet)
 	must(t, err)
-	if li.Limits.Concurrency != 3 || len(li.Quotas) != 4 {
-		t.Fatalf("LimitInfo = %+v, want the limit 3 and 4 partitions' quotas", li)
+	quotas, err := inspect.Quotas(ctx, insp, fleet)
+	must(t, err)
+	if li.Limits.Concurrency != 3 || len(quotas) != 4 {
+		t.Fatalf("LimitInfo = %+v, quotas %+v; want the limit 3 and 4 partitions' quotas", li, quotas)
 	}
 	waitFor(t, 60*time.Second, "every task of the one partition", drained)
 	if p := peak(); p > 3 {

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,12 +12,9 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// Errors of SetProgress and SetResult.
-var (
-	// ErrNotRunning reports SetProgress or SetResult on a Task that is not
-	// one a Server handed to its handler.
-	ErrNotRunning = errors.New("worker: not a running task")
-)
+// errNotRunning reports SetProgress, SetResult or Step on a Task that is
+// not one a Server handed to its handler.
+var errNotRunning = fmt.Errorf("%w: not a running task", ErrInvalid)
 
 // progressInterval is the least time between two progress writes of one
 // task: a chatty handler does not flood Redis.
@@ -45,7 +41,7 @@ func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 		return fmt.Errorf("%w: progress %d%% %q: want 0..100 and at most %d bytes", ErrInvalid, percent, msg, maxProgressMessage)
 	}
 	if t.srv == nil {
-		return fmt.Errorf("%w: task %s", ErrNotRunning, t.ID)
+		return fmt.Errorf("%w: task %s", errNotRunning, t.ID)
 	}
 	t.report.mu.Lock()
 	now := time.Now()
@@ -77,7 +73,7 @@ func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 // that fails after writing it leaves it for the next attempt to replace.
 func (t *Task) SetResult(ctx context.Context, b []byte) error {
 	if t.srv == nil {
-		return fmt.Errorf("%w: task %s", ErrNotRunning, t.ID)
+		return fmt.Errorf("%w: task %s", errNotRunning, t.ID)
 	}
 	if limit := t.srv.cfg.MaxPayloadSize; len(b) > limit {
 		return fmt.Errorf("%w: result too large: task %s result is %d bytes, limit %d", ErrInvalid, t.ID, len(b), limit)

@@ -77,7 +77,7 @@ func TestProgressAndResult(t *testing.T) {
 		t.Fatal("an oversized result was written")
 	}
 	bad := b.enqueue(t, queue.NewRawTask("bad", nil))
-	if _, err := b.insp.WaitResult(wctx, queue.DefaultQueue, bad.ID); !errors.Is(err, queue.ErrTaskDead) || !strings.Contains(err.Error(), "invalid argument: progress 101%") {
+	if _, err := b.insp.WaitResult(wctx, queue.DefaultQueue, bad.ID); !errors.Is(err, queue.ErrTaskDead) || !strings.Contains(err.Error(), "invalid: progress 101%") {
 		t.Fatalf("101%%: %v", err)
 	}
 

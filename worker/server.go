@@ -182,9 +182,9 @@ func (s *Server) Start(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if s.state != 0 {
 		if s.state == 2 {
-			return fmt.Errorf("%w: Start on a server that was shut down; a Server runs once, make a new one", ErrServerState)
+			return fmt.Errorf("%w: Start on a server that was shut down; a Server runs once, make a new one", ErrInvalid)
 		}
-		return fmt.Errorf("%w: Start on a server already started", ErrServerState)
+		return fmt.Errorf("%w: Start on a server already started", ErrInvalid)
 	}
 	if s.handler == nil {
 		if err := s.cron.start(ctx); err != nil {
@@ -335,7 +335,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != 1 {
-		return fmt.Errorf("%w: Shutdown on a server not running", ErrServerState)
+		return fmt.Errorf("%w: Shutdown on a server not running", ErrInvalid)
 	}
 	s.state = 2
 	if s.handler == nil {

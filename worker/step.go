@@ -55,7 +55,7 @@ type stepLog struct {
 // keeps its steps in memory: calling ProcessTask again with the same Task
 // plays a retry.
 //
-// Step outside a handler's context is ErrNotRunning. A name that is
+// Step outside a handler's context is ErrInvalid ("not a running task"). A name that is
 // empty or over 200 bytes is ErrInvalid. When the record cannot be
 // written (Redis failed, or the lease was lost: ErrLeaseLost), Step
 // returns fn's value and that error.
@@ -63,7 +63,7 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 	var zero T
 	t, ok := TaskFromContext(ctx)
 	if !ok {
-		return zero, fmt.Errorf("%w: Step %q outside a handler's context", ErrNotRunning, name)
+		return zero, fmt.Errorf("%w: Step %q outside a handler's context", errNotRunning, name)
 	}
 	if name == "" || len(name) > maxStepName {
 		return zero, fmt.Errorf("%w: step name %q of task %s: want 1 to %d bytes", ErrInvalid, name, t.ID, maxStepName)

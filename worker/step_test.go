@@ -145,8 +145,8 @@ func TestStepBadUse(t *testing.T) {
 	ctx := context.Background()
 	b.qcfg.MaxPayloadSize = 1000
 	k := keys.For(b.qcfg.Prefix, queue.DefaultQueue, 0)
-	if _, err := Step(ctx, "x", func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrNotRunning) {
-		t.Fatalf("Step outside a handler: %v, want ErrNotRunning", err)
+	if _, err := Step(ctx, "x", func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not a running task") {
+		t.Fatalf("Step outside a handler: %v, want ErrInvalid saying it is not a running task", err)
 	}
 	var fails atomic.Int32
 	b.server(t, Config{Config: b.qcfg}, HandlerFunc(func(ctx context.Context, task *Task) error {

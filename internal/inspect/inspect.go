@@ -44,6 +44,20 @@ type FlowSummary struct {
 // *queue.Inspector.
 var LiveWork func(ctx context.Context, insp any) (map[string]QueueWork, error)
 
+// Quota is one partition's share of its queue's fleet-wide limits: how
+// many of the queue's tasks may run there at once, and start there per
+// the limits' Per; -1 where that kind is not limited.
+type Quota struct {
+	Partition   int
+	Concurrency int
+	Rate        int
+}
+
+// Quotas returns, on a queue of several partitions, each partition's
+// quota now, in one round trip after the registry read; nil on a queue
+// of one partition. insp is a *queue.Inspector.
+var Quotas func(ctx context.Context, insp any, queue string) ([]Quota, error)
+
 // RecentFlows returns the newest chains, batches and workflows (at most
 // limit), newest first. insp is a *queue.Inspector.
 var RecentFlows func(ctx context.Context, insp any, limit int) ([]FlowSummary, error)

@@ -14,7 +14,7 @@ import (
 // Tick enqueues, once, what is due at the server's clock now, as a
 // running server does on its own. srv is a *worker.Server with
 // Config.Schedules whose Config.Clock the caller moves; Tick on a started
-// server is worker.ErrServerState.
+// server is worker.ErrInvalid.
 var Tick func(ctx context.Context, srv any) error
 
 // Next returns the earliest next tick of a *worker.Server's schedules,
