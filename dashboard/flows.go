@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
-// maxFlows bounds the flows page and /api/flows: one read per flow home
+// maxFlows bounds the flows page and /api/flows: one read per workflow home
 // for the list, then one per flow shown. A workflow's read grows with its
 // nodes.
 const maxFlows = 100
@@ -59,7 +59,7 @@ type batchView struct {
 // every node but the gate and the callbacks. A workflow of another shape,
 // without a gate, is ErrNotFound: no batch has its ID.
 func newBatchView(w *queue.WorkflowInfo) (*batchView, error) {
-	if w.Node(flow.Gate) == nil {
+	if w.Node(home.Gate) == nil {
 		return nil, fmt.Errorf("batch %s: %w (a workflow)", w.ID, queue.ErrNotFound)
 	}
 	v := &batchView{ID: w.ID, Description: w.Description, Parent: w.Parent, State: string(w.State),
@@ -68,11 +68,11 @@ func newBatchView(w *queue.WorkflowInfo) (*batchView, error) {
 	for _, n := range w.Nodes {
 		own[n.State]++
 		switch n.Name {
-		case flow.Gate:
+		case home.Gate:
 			v.Closed = n.State == queue.StateSucceeded
-		case flow.OnSuccess:
+		case home.OnSuccess:
 			v.OnSuccess, v.SuccessState = n.TaskID, string(n.State)
-		case flow.OnComplete:
+		case home.OnComplete:
 			v.OnComplete, v.CompleteState = n.TaskID, string(n.State)
 		}
 	}

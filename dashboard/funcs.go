@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -17,7 +17,7 @@ import (
 // text, escaped by html/template like any other value.
 var funcs = template.FuncMap{
 	"link":      link,
-	"batchNode": flow.IsBatchNode, // a batch is a workflow of its shape
+	"batchNode": home.IsBatchNode, // a batch is a workflow of its shape
 	"formula":   formula,
 	"ago":       ago,
 	"when":      when,

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -111,7 +111,7 @@ func newTaskView(ti *queue.TaskInfo) taskView {
 	}
 	if ti.WorkflowID != "" {
 		v.Flow = &flowView{WorkflowID: ti.WorkflowID, Node: ti.Node}
-		if flow.IsBatchNode(ti.Node) {
+		if home.IsBatchNode(ti.Node) {
 			v.Flow.BatchID = ti.WorkflowID // a batch is a workflow of its shape
 		}
 	}

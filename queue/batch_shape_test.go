@@ -7,7 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
@@ -41,13 +41,13 @@ func TestBatchIsWorkflow(t *testing.T) {
 	if wi.State != StateActive || wi.Total != 6 || wi.Counts[StateEnqueued] != 4 || wi.Counts[StateWaiting] != 2 {
 		t.Fatalf("batch as a workflow: %s, %d nodes, counts %v; want active, 6 nodes, 4 enqueued, 2 waiting", wi.State, wi.Total, wi.Counts)
 	}
-	if g := wi.Node(flow.Gate); g == nil || g.State != StateEnqueued || g.TaskID != "" {
+	if g := wi.Node(home.Gate); g == nil || g.State != StateEnqueued || g.TaskID != "" {
 		t.Fatalf("gate: %+v, want enqueued, taskless", g)
 	}
 	for _, in := range infos {
 		found := false
 		for _, n := range wi.Nodes {
-			found = found || (n.TaskID == in.ID && n.State == StateEnqueued && flow.IsBatchNode(n.Name))
+			found = found || (n.TaskID == in.ID && n.State == StateEnqueued && home.IsBatchNode(n.Name))
 		}
 		if !found {
 			t.Fatalf("member task %s is no enqueued node of %+v", in.ID, wi.Nodes)
@@ -65,7 +65,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 			t.Fatalf("member %s keeps its route once enqueued", name)
 		}
 	}
-	for cb, policy := range map[string]EdgePolicy{flow.OnSuccess: EdgeFail, flow.OnComplete: EdgeRun} {
+	for cb, policy := range map[string]EdgePolicy{home.OnSuccess: EdgeFail, home.OnComplete: EdgeRun} {
 		n := wi.Node(cb)
 		if n == nil || n.State != StateWaiting || len(n.Parents) != 4 {
 			t.Fatalf("callback %s: %+v, want waiting for the gate and 3 members", cb, n)
@@ -76,7 +76,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 			}
 		}
 	}
-	if b.rdb.HExists(ctx, W, "c:"+flow.Gate).Val() {
+	if b.rdb.HExists(ctx, W, "c:"+home.Gate).Val() {
 		t.Fatal("the gate stores its edges to the callbacks")
 	}
 
@@ -89,7 +89,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 				ref := wire.FlowRef{Kind: 'w', Home: keys.HomeOf(batch), ID: keys.ShortID(batch), Node: n.Name}.String()
 				v, err := msgpack.Marshal([]any{ref, wire.StoredID(taskID), outcome, "", "boom"})
 				must(t, err)
-				must(t, script.FlowNotify.Run(ctx, b.rdb, []string{h.Out()}, h.H, "", string(v)).Err())
+				must(t, script.HomeNotify.Run(ctx, b.rdb, []string{h.Out()}, h.H, "", string(v)).Err())
 				return
 			}
 		}
@@ -100,16 +100,16 @@ func TestBatchIsWorkflow(t *testing.T) {
 	must(t, err)
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if n := wi.Node(flow.OnSuccess); n.State != StateFailed || len(n.Parents) != 5 {
+	if n := wi.Node(home.OnSuccess); n.State != StateFailed || len(n.Parents) != 5 {
 		t.Fatalf("OnSuccess after a death and an add: %s with %d parents, want failed with 5", n.State, len(n.Parents))
 	}
-	if n := wi.Node(flow.OnComplete); n.State != StateWaiting {
+	if n := wi.Node(home.OnComplete); n.State != StateWaiting {
 		t.Fatalf("OnComplete after a death: %s, want waiting", n.State)
 	}
 	note(infos[0].ID, "s")
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if n := wi.Node(flow.OnSuccess); n.State != StateWaiting {
+	if n := wi.Node(home.OnSuccess); n.State != StateWaiting {
 		t.Fatalf("OnSuccess after the dead member's retry succeeded: %s, want waiting", n.State)
 	}
 
@@ -117,7 +117,7 @@ func TestBatchIsWorkflow(t *testing.T) {
 	must(t, b.client.CloseBatch(ctx, batch)) // twice: harmless
 	wi, err = b.insp.GetWorkflow(ctx, batch)
 	must(t, err)
-	if g := wi.Node(flow.Gate); g.State != StateSucceeded {
+	if g := wi.Node(home.Gate); g.State != StateSucceeded {
 		t.Fatalf("gate after Close: %s, want succeeded", g.State)
 	}
 	late := NewWorkflow()
@@ -145,9 +145,9 @@ func TestBatchIsWorkflow(t *testing.T) {
 	if sum.Edges != 0 || wi.Edges != 2*5 {
 		t.Fatalf("edges: summary %d, GetWorkflow %d; want 0 and 10", sum.Edges, wi.Edges)
 	}
-	if len(sum.Nodes) != 3 || sum.Nodes[0].Name != flow.Gate || sum.Node(flow.Gate).State != StateSucceeded ||
-		sum.Node(flow.OnSuccess).TaskID != wi.Node(flow.OnSuccess).TaskID || sum.Node(flow.OnSuccess).TaskID == "" ||
-		sum.Node(flow.OnComplete).State != StateWaiting || sum.Node(flow.OnComplete).Queue != "cb" || sum.Node(flow.OnComplete).Type != "all" {
+	if len(sum.Nodes) != 3 || sum.Nodes[0].Name != home.Gate || sum.Node(home.Gate).State != StateSucceeded ||
+		sum.Node(home.OnSuccess).TaskID != wi.Node(home.OnSuccess).TaskID || sum.Node(home.OnSuccess).TaskID == "" ||
+		sum.Node(home.OnComplete).State != StateWaiting || sum.Node(home.OnComplete).Queue != "cb" || sum.Node(home.OnComplete).Type != "all" {
 		t.Fatalf("summary's nodes: %+v", sum.Nodes)
 	}
 

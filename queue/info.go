@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -146,7 +146,7 @@ func newTaskInfo(queue string, partition int, m *wire.Message, r *wire.Record) *
 		Deadline: msTime(m.Deadline), Retention: time.Duration(m.Retention) * time.Millisecond,
 		UniqueBy: m.Unique, Group: m.Key, EnqueuedAt: msTime(m.EnqueuedAt),
 	}
-	ti.WorkflowID, ti.Node = flow.Place(m.Flow, m.ID)
+	ti.WorkflowID, ti.Node = home.Place(m.Flow, m.ID)
 	if r != nil {
 		ti.State = stateOf(r.State)
 		ti.Attempts = r.Attempts

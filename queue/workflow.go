@@ -14,7 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/codes"
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -77,7 +77,7 @@ type Workflow struct {
 	nodes []workflowNode
 	names map[string]int
 	err   error
-	shape *batchShape // a batch's (queue/flows.go); nil for a plain graph
+	shape *batchShape // a batch's (queue/batch.go); nil for a plain graph
 }
 
 type workflowNode struct {
@@ -99,7 +99,7 @@ func NewWorkflow() *Workflow {
 // Add reports nothing: the first invalid node is the workflow's error,
 // from EnqueueWorkflow or ExtendWorkflow.
 func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
-	if w.err == nil && flow.IsBatchNode(name) {
+	if w.err == nil && home.IsBatchNode(name) {
 		w.err = fmt.Errorf("%w: node name %q: a name starting with a dot is a batch's", errInvalidWorkflow, name)
 		return
 	}
@@ -278,10 +278,10 @@ func (c *Client) ExtendWorkflow(ctx context.Context, id string, w *Workflow) err
 	return err
 }
 
-// extendMode is flow_workflow's mode for an extension of workflow id:
+// extendMode is workflow_add's mode for an extension of workflow id:
 // from one of its own tasks, a batch's closed gate does not refuse it.
 func extendMode(ctx context.Context, id string) string {
-	if flow.MemberOf(ctx) == id {
+	if home.MemberOf(ctx) == id {
 		return "extend in"
 	}
 	return "extend"
@@ -297,8 +297,8 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	if err != nil {
 		return false, nil, err
 	}
-	home := keys.HomeOf(id)
-	h := keys.Home(c.cfg.Prefix, home)
+	hn := keys.HomeOf(id)
+	h := keys.Home(c.cfg.Prefix, hn)
 	// on one server, a node is enqueued by the script that releases it;
 	// on a cluster, its queue is in another slot: through the outbox
 	oneServer := rcall.OneServer(c.rdb)
@@ -324,7 +324,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 		if n.task == nil {
 			// taskless: released, it sends nothing
 			if fresh != nil {
-				fields = append(fields, "m:"+n.name, flow.Taskless, "e:"+n.name, "", "s:"+n.name, fresh.states[i])
+				fields = append(fields, "m:"+n.name, home.Taskless, "e:"+n.name, "", "s:"+n.name, fresh.states[i])
 				if fresh.children[i] != "" {
 					fields = append(fields, "c:"+n.name, fresh.children[i])
 				}
@@ -332,7 +332,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 			}
 			return false, nil, fmt.Errorf("%w: node %q has no task", errInvalidWorkflow, n.name)
 		}
-		ref := wire.FlowRef{Kind: 'w', Home: home, ID: keys.ShortID(id), Node: n.name}.String()
+		ref := wire.FlowRef{Kind: 'w', Home: hn, ID: keys.ShortID(id), Node: n.name}.String()
 		info := &TaskInfo{}
 		d, err := c.delivery(n.task, nil, n.id, ref, info)
 		if err != nil {
@@ -383,7 +383,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 		if fresh != nil {
 			reply, err = c.recordFresh(ctx, h.Workflow(id), fields, args)
 		} else {
-			reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
+			reply, err = script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
 		}
 		return err
 	})
@@ -401,11 +401,11 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	return true, infos, c.deliverReleased(ctx, id, reply, byID)
 }
 
-// deliverReleased delivers the nodes a flow_workflow call put into the
+// deliverReleased delivers the nodes a workflow_add call put into the
 // outbox (all of them on a cluster): reply names their task IDs, byID
 // their deliveries.
 func (c *Client) deliverReleased(ctx context.Context, id string, reply []any, byID map[string]*wire.Delivery) error {
-	home := keys.HomeOf(id)
+	hn := keys.HomeOf(id)
 	// the nodes released into the outbox: all of them on a cluster
 	var ds []*wire.Delivery
 	for _, v := range reply[1:] {
@@ -414,7 +414,7 @@ func (c *Client) deliverReleased(ctx context.Context, id string, reply []any, by
 		}
 	}
 	env := c.flowEnv()
-	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, home, ds) }); err != nil {
+	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, hn, ds) }); err != nil {
 		// recorded: workers deliver them after the grace
 		return fmt.Errorf("workflow %s: enqueue its tasks (recorded; workers deliver them later): %w", id, err)
 	}
@@ -427,7 +427,7 @@ func (c *Client) deliverReleased(ctx context.Context, id string, reply []any, by
 const stagedFieldsTTL = time.Minute
 
 // recordFresh records a new workflow in one transaction: an HSET of its
-// fields into a staging key beside W, then flow_workflow, which renames it
+// fields into a staging key beside W, then workflow_add, which renames it
 // to W (or deletes it when the ID is taken) and releases the roots. Sent
 // as the script's arguments, each field would be copied into Lua and out
 // again; as a plain HSET, Redis stores it as it comes.
@@ -440,14 +440,14 @@ func (c *Client) recordFresh(ctx context.Context, W string, fields, args []any) 
 				p.HSet(ctx, staged, fields[i:min(i+2000, len(fields))]...)
 			}
 			p.PExpire(ctx, staged, stagedFieldsTTL)
-			cmd = script.FlowWorkflow.EvalSha(ctx, p, []string{W, staged}, args...)
+			cmd = script.WorkflowAdd.EvalSha(ctx, p, []string{W, staged}, args...)
 			return nil
 		})
 		return cmd, err
 	}
 	cmd, err := run()
 	if rcall.IsNoScript(err) {
-		if err := script.FlowWorkflow.Load(ctx, c.rdb); err != nil {
+		if err := script.WorkflowAdd.Load(ctx, c.rdb); err != nil {
 			return nil, err
 		}
 		cmd, err = run()
@@ -544,7 +544,7 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 	return g, nil
 }
 
-// edgesArg encodes edges for flow_workflow: {{other end, policy}, ...},
+// edgesArg encodes edges for workflow_add: {{other end, policy}, ...},
 // and none as nothing: most nodes have no edge of one kind.
 func edgesArg(edges []Edge, end func(Edge) string) ([]byte, error) {
 	if len(edges) == 0 {
@@ -567,7 +567,7 @@ func edgeCode(p EdgePolicy) string {
 	return "f"
 }
 
-// workflowCode turns flow_workflow's reply into an error.
+// workflowCode turns workflow_add's reply into an error.
 func workflowCode(id string, reply []any) error {
 	if len(reply) == 0 {
 		return fmt.Errorf("workflow %s: empty reply", id)

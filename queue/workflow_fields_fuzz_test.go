@@ -5,7 +5,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 )
 
 // FuzzWorkflowFields: the readers of a workflow hash's fields, which come
@@ -23,7 +23,7 @@ func FuzzWorkflowFields(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	_, member := flow.NewMember()
+	_, member := home.NewMember()
 	for _, seed := range []string{
 		string(route), string(route[:len(route)-2]), string(packed), "\x93\xa1a",
 		"fa rB kc", "ron-complete fon-success", "F", "",
@@ -44,7 +44,7 @@ func FuzzWorkflowFields(f *testing.F) {
 		if s := nodeState(v); len(s) > 1 && !knownNodeState(s) {
 			t.Fatalf("nodeState(%q) = %q: neither a state nor the stored code", v, s)
 		}
-		if id := flow.MemberID(v); id != "" && len(id) != 16 {
+		if id := home.MemberID(v); id != "" && len(id) != 16 {
 			t.Fatalf("MemberID(%q) = %d bytes, want 16 or none", v, len(id))
 		}
 	})

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/envelope"
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -59,7 +59,7 @@ type WorkflowInfo struct {
 	CreatedAt  time.Time
 	FinishedAt time.Time
 	join       string // a batch's callbacks (include/wf_joined.lua)
-	old        bool   // a batch 0.1.0 created (flow_old_batch.go)
+	old        bool   // a batch 0.1.0 created (batch_old.go)
 }
 
 // Node returns the node called name, or nil.
@@ -114,7 +114,7 @@ func workflowState(stored string) State {
 }
 
 // batchNodes are a batch's own nodes, which WorkflowSummary reads.
-var batchNodes = []string{flow.Gate, flow.OnSuccess, flow.OnComplete}
+var batchNodes = []string{home.Gate, home.OnSuccess, home.OnComplete}
 
 // WorkflowSummary returns workflow id's state and its counts of nodes per
 // state, without its nodes but a batch's gate and callbacks, in one round
@@ -285,7 +285,7 @@ func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents 
 			} else {
 				// a batch's member keeps no route once enqueued: its
 				// name holds its task ID
-				meta.id = flow.MemberID(name)
+				meta.id = home.MemberID(name)
 			}
 			n.TaskID, n.Queue, n.Type = wire.PublicID(meta.id), meta.queue, meta.typ
 			if e, ok := f["x:"+name]; ok {
@@ -330,7 +330,7 @@ func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
 	var reply []any
 	err := rcall.Do(ctx, i.rdb, func() error {
 		var err error
-		reply, err = script.FlowWorkflowCancel.Run(ctx, i.rdb, []string{h.Workflow(id)}, h.H, "").Slice()
+		reply, err = script.WorkflowCancel.Run(ctx, i.rdb, []string{h.Workflow(id)}, h.H, "").Slice()
 		return err
 	})
 	if err != nil {

@@ -69,7 +69,7 @@ type Config struct {
 	ForwardInterval time.Duration
 	// FlowSweep is how often this server forwards its partitions' flow
 	// notifications and delivers due flow tasks (callbacks, next links,
-	// members a dead producer left) of every flow home, besides doing so
+	// members a dead producer left) of every workflow home, besides doing so
 	// right after it acked a flow task. Defaults to 1s.
 	FlowSweep time.Duration
 	// FetchSize bounds how many tasks one pop leases. Defaults to Concurrency, at most 100.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/envelope"
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -26,12 +26,12 @@ type running struct {
 }
 
 // Value returns the running task for taskKey and its batch or workflow
-// for flow.MemberKey, else the embedded context's value.
+// for home.MemberKey, else the embedded context's value.
 func (r *running) Value(key any) any {
 	switch key {
 	case taskKey{}:
 		return r.task
-	case flow.MemberKey{}:
+	case home.MemberKey{}:
 		// a batch is a workflow: its ID (one 0.1.0 created too)
 		if id, _ := r.task.Workflow(); id != "" {
 			return id

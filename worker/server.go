@@ -74,7 +74,7 @@ type Server struct {
 	// failingSince is when Redis calls began to fail (unix ns), 0 while
 	// they succeed
 	failingSince atomic.Int64
-	flows        *flows // chains' and batches' forwarding (flows.go)
+	flows        *flows // chains' and batches' forwarding (workflows.go)
 }
 
 // NewServer returns a Server that runs h for tasks of cfg.Queues and

@@ -22,7 +22,7 @@ const (
 	EnqGuessed         = -6
 )
 
-// Flow codes of flow_workflow and flow_workflow_cancel: about the
+// Flow codes of workflow_add and workflow_cancel: about the
 // workflow (a batch is one), or about the parent a new nested batch
 // names. FlowClosed is a cancelled workflow, or with a detail a batch's
 // closed gate.

@@ -8,19 +8,19 @@ import (
 	"github.com/google/uuid"
 )
 
-// FlowPartitions is how many flow homes there are: every chain and batch
-// lives in one of them (HomeOf), so every flow script touches one slot and
+// FlowPartitions is how many workflow homes there are: every chain and batch
+// lives in one of them (HomeOf), so every workflow script touches one slot and
 // a worker sweeps all homes without SCAN. Changing it moves every flow:
 // it is a constant of the stored layout.
 const FlowPartitions = 16
 
-// FlowHome is the key space of one flow home, hash tag {<prefix>:flows:<n>}.
+// FlowHome is the key space of one workflow home, hash tag {<prefix>:flows:<n>}.
 type FlowHome struct {
 	H string // "{prefix:flows:n}"
 	N int
 }
 
-// Home returns flow home n under prefix.
+// Home returns workflow home n under prefix.
 func Home(prefix string, n int) FlowHome {
 	return FlowHome{H: "{" + prefix + ":flows:" + strconv.Itoa(n) + "}", N: n}
 }
@@ -94,6 +94,6 @@ func (h FlowHome) Recent() string { return h.H + ":recent" }
 func (p Partition) Notify() string { return p.T + ":notify" }
 
 // FlowSweep is the lease (SET NX, one FlowSweep interval) of the worker
-// that sweeps every flow home's outbox this interval: one sweeper is
+// that sweeps every workflow home's outbox this interval: one sweeper is
 // enough, whatever the number of workers.
 func FlowSweep(prefix string) string { return prefix + ":flows:sweep" }

@@ -43,11 +43,11 @@ var (
 	Heartbeat = registry["heartbeat"]
 	CronMark  = registry["cron_mark"]
 
-	FlowNotify = registry["flow_notify"]
-	FlowOutDue = registry["flow_out_due"]
+	HomeNotify = registry["home_notify"]
+	HomeOutDue = registry["home_out_due"]
 
-	FlowWorkflow       = registry["flow_workflow"]
-	FlowWorkflowCancel = registry["flow_workflow_cancel"]
+	WorkflowAdd    = registry["workflow_add"]
+	WorkflowCancel = registry["workflow_cancel"]
 
 	QuotaLock   = registry["quota_lock"]
 	QuotaReport = registry["quota_report"]

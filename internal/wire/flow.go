@@ -13,7 +13,7 @@ import (
 // be reported, and where: "b<home>:<batch id>" for a batch member,
 // "c<home>:<chain id>:<link>" for a chain link (links count from 1),
 // "w<home>:<workflow id>:<node name>" for a workflow's node (a workflow ID
-// has no colon; the name may). lua/engine/include/flow_apply.lua parses the same
+// has no colon; the name may). lua/engine/include/home_apply.lua parses the same
 // text.
 type FlowRef struct {
 	Kind byte // 'b' batch, 'c' chain, 'w' workflow
@@ -68,7 +68,7 @@ func ParseFlowRef(s string) (FlowRef, error) {
 	return r, nil
 }
 
-// Delivery is one entry of a flow home's outbox: a task to enqueue into
+// Delivery is one entry of a workflow home's outbox: a task to enqueue into
 // its queue partition under its fixed ID (the ID claim makes a second
 // delivery a no-op). Encoded as a msgpack array, its message as a string:
 // Redis's cmsgpack reads no binary type, and a workflow's release on one

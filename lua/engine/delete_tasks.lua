@@ -6,10 +6,10 @@
   The task's message and record go; its entry in the recent feed stays, as
   for any task that left. A uniqueness lock the task holds is released.
   Pending and active tasks are not touched. A flow task's flow is told it
-  is dead (include/flow_deleted.lua).
+  is dead (include/home_deleted.lua).
   Returns: one code per task: 1 deleted, 0 not in those states ]]
 --@include taskset
---@include flow_deleted
+--@include home_deleted
 --@include msg_head
 --@include record
 --@include keydepth
@@ -30,7 +30,7 @@ for i = 2, #ARGV, 2 do
         keydepth_down(T, k, 1)
       end
     end
-    flow_deleted(T, id, redis.call('HGET', KEYS[5], id))
+    home_deleted(T, id, redis.call('HGET', KEYS[5], id))
     redis.call('ZREM', key, id)
     redis.call('ZREM', KEYS[8], id)
     redis.call('HDEL', KEYS[5], id)

@@ -9,7 +9,7 @@
   Each task's message goes with its list item; a record and message copy
   it kept from an earlier attempt go too, and so does a uniqueness lock it
   holds. Its entry in the recent feed stays, as for any task that left. A
-  flow task's flow is told it is dead (include/flow_deleted.lua).
+  flow task's flow is told it is dead (include/home_deleted.lua).
   When the pending list is empty, tasks waiting in their keys' lists go,
   the busiest keys first (include/fair.lua). Tasks a worker has already
   moved to its in-flight list, and tasks parked by builds before fair
@@ -18,7 +18,7 @@
   Returns: how many tasks were deleted ]]
 --@include sharded
 --@include msg_unique
---@include flow_deleted
+--@include home_deleted
 --@include record
 --@include keydepth
 --@include fair
@@ -36,6 +36,6 @@ for _, m in ipairs(msgs) do
   redis.call('HDEL', KEYS[5], id)
   record_forget(T, {id})
   redis.call('SREM', T .. ':tomb', id)
-  flow_deleted(T, id, m)
+  home_deleted(T, id, m)
 end
 return #msgs

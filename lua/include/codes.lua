@@ -18,7 +18,7 @@ local ENQ_KEY_FULL = -4
 local ENQ_CLOSED = -5
 local ENQ_GUESSED = -6
 
--- flow_workflow, flow_workflow_cancel (of the workflow, a batch among
+-- workflow_add, workflow_cancel (of the workflow, a batch among
 -- them, or of the parent a new nested batch names; FLOW_CLOSED is a
 -- cancelled workflow, or with a detail a batch's closed gate)
 local FLOW_CREATED = 1

@@ -13,7 +13,7 @@
 -- token and node's name.
 -- A flow task's success is appended to T:notify (wire.FlowNote, with a
 -- chain link's result), atomically with its ack; workers forward it to
--- the flow's home (flow_notify.lua). A workflow node's success with its
+-- the flow's home (home_notify.lua). A workflow node's success with its
 -- workflow's key given is applied there in this script instead: on one
 -- Redis server, the nodes it frees are enqueued with its ack
 -- (include/wf_acked.lua).

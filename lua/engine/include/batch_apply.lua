@@ -1,7 +1,7 @@
 --@include batch_check
 --@include batch_callback
 -- A batch 0.1.0 created keeps its own records, H:b:<bid> and
--- H:bm:<bid>; batches are workflows since (queue/flows.go). This
+-- H:bm:<bid>; batches are workflows since (queue/batch.go). This
 -- finishes the batches created before the upgrade, and goes in 0.3.0.
 -- batch_apply moves member of batch bid to outcome ("s" or "d"): from
 -- pending to either, or from dead to succeeded (an operator retried it).

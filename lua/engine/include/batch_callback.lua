@@ -1,6 +1,6 @@
 --@include batch_check
 -- A batch 0.1.0 created keeps its own records, H:b:<bid> and
--- H:bm:<bid>; batches are workflows since (queue/flows.go). This
+-- H:bm:<bid>; batches are workflows since (queue/batch.go). This
 -- finishes the batches created before the upgrade, and goes in 0.3.0.
 -- batch_callback records a callback's outcome (member is its task ID):
 -- it reports whether member is one of bid's callbacks.

@@ -1,6 +1,6 @@
---@include flow_out_put
+--@include home_out_put
 -- A batch 0.1.0 created keeps its own records, H:b:<bid> and
--- H:bm:<bid>; batches are workflows since (queue/flows.go). This
+-- H:bm:<bid>; batches are workflows since (queue/batch.go). This
 -- finishes the batches created before the upgrade, and goes in 0.3.0.
 local batch_apply -- batch_apply.lua: a child batch tells its parent
 
@@ -25,12 +25,12 @@ local function batch_check(H, bid, now)
   if f[5] == '0' then redis.call('HSET', bk, 'finished', now) end
   local cbc_out, cbs_out = f[9] ~= '0', f[7] ~= '0'
   if f[8] ~= '' and not cbc_out then
-    flow_out_put(H, f[14], f[8], now)
+    home_out_put(H, f[14], f[8], now)
     redis.call('HSET', bk, 'cbc_fired', now)
     cbc_out = true
   end
   if all_ok and f[6] ~= '' and not cbs_out then
-    flow_out_put(H, f[13], f[6], now)
+    home_out_put(H, f[13], f[6], now)
     redis.call('HSET', bk, 'cbs_fired', now)
     cbs_out = true
   end

@@ -1,4 +1,4 @@
---@include flow_out_put
+--@include home_out_put
 -- A chain 0.1.0 enqueued keeps its own record, H:c:<cid>: per link k its
 -- task ID i:k, delivery e:k, state s:k and result r:k. Chains are
 -- workflows since 0.2.0 (queue.Chain); this applies the outcomes of the
@@ -28,7 +28,7 @@ local function chain_apply(H, cid, k, outcome, result, err, now)
     local nxt = k + 1
     local f = redis.call('HMGET', ck, 'i:' .. nxt, 'e:' .. nxt)
     redis.call('HSET', ck, 's:' .. nxt, 'p', 'cur', nxt, 'state', 'running', 'stop_link', 0, 'stop_err', '')
-    flow_out_put(H, f[1], f[2], now)
+    home_out_put(H, f[1], f[2], now)
   else
     redis.call('HSET', ck, 'state', 'done', 'finished', now, 'stop_link', 0, 'stop_err', '')
     local ret = tonumber(redis.call('HGET', ck, 'ret'))

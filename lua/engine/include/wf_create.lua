@@ -1,7 +1,7 @@
 --@include wf_nest
---@include flow_recent
+--@include home_recent
 -- wf_create records new workflow W in home H from the fields the caller
--- staged in KEYS[2] (see flow_workflow.lua for ARGV), nested in its
+-- staged in KEYS[2] (see workflow_add.lua for ARGV), nested in its
 -- parent's workflow when ARGV[16] names one. It returns the refusal, or
 -- nil and the run that releases the roots.
 local function wf_create(W, H, now, max)
@@ -38,7 +38,7 @@ local function wf_create(W, H, now, max)
     wf_nest(H, H .. ':w:' .. parent, ARGV[17], true, false, now, max)
     redis.call('HSET', W, 'up', parent .. ' ' .. ARGV[17])
   end
-  flow_recent(H, kind .. ARGV[3], now)
+  home_recent(H, kind .. ARGV[3], now)
   local r = wf_lib().start(H, W, now)
   r.work = cmsgpack.unpack(ARGV[12]) or {}
   return nil, r

@@ -1,5 +1,5 @@
 -- wf_extend_nodes reads an extension's nodes from ARGV[10..], five values
--- each (see flow_workflow.lua), as {name, meta, e, parents, before}; a
+-- each (see workflow_add.lua), as {name, meta, e, parents, before}; a
 -- workflow released through the outbox (direct false) stores the
 -- delivery made of a producer's route and message. It returns nil, the
 -- nodes and the set of their names; or the reply: FLOW_NAME_TAKEN for a

@@ -34,7 +34,7 @@
 -- in the same script as its new state: a node is enqueued exactly once
 -- because that script runs once. On Redis Cluster, the partition is in
 -- another slot, so the node goes into the home's outbox, and a delivery
--- with an ID claim enqueues it (internal/flow). A partition that
+-- with an ID claim enqueues it (internal/home). A partition that
 -- closed since the workflow was recorded (its queue was narrowed) takes
 -- the outbox's way too: the delivery routes it again.
 --

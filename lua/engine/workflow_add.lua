@@ -1,5 +1,5 @@
 #!lua
---[[ flow_workflow: create workflow wid at its home H, or extend a running
+--[[ workflow_add: create workflow wid at its home H, or extend a running
   one with new nodes, atomically: the nodes are checked first (names new,
   parents known, the size within bounds, no cycle), and nothing is written
   when one is refused. An extension whose nodes all exist already is a
@@ -33,7 +33,7 @@
     children (include/wf_names.lua), and becomes the workflow's hash. The
     fields reach Redis as a plain HSET: through the script's arguments each
     would be copied twice more, into Lua and out again.
-    A batch's shape (queue/flows.go) adds: ARGV[13] its join nodes, as a
+    A batch's shape (queue/batch.go) adds: ARGV[13] its join nodes, as a
     children list ("ron-complete fon-success": every other node is their
     parent, with no field for it)  ARGV[14] its bound of nodes, for every
     extension  ARGV[15] its gate, a taskless node whose success (ARGV[6]

@@ -1,4 +1,4 @@
-package flow
+package home
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 
 // A batch 0.1.0 created keeps its own records, H:b:<id> and H:bm:<id>
 // (lua/engine/include/batch_apply.lua), not a workflow's hash. This file
-// reads them as the workflow a batch is since (queue/flows.go): its
+// reads them as the workflow a batch is since (queue/batch.go): its
 // members as roots, its gate, succeeded once it was closed, and its
 // callbacks, the join nodes. It goes in 0.3.0, with those scripts.
 

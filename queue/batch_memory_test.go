@@ -94,7 +94,7 @@ func TestBatchMemory(t *testing.T) {
 	must(t, b.client.CloseBatch(ctx, batch))
 	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch))
 	for from := 0; from < len(notes); from += 500 {
-		must(t, script.FlowNotify.Run(ctx, b.rdb, []string{h.Out()}, append([]any{h.H, ""}, notes[from:min(from+500, len(notes))]...)...).Err())
+		must(t, script.HomeNotify.Run(ctx, b.rdb, []string{h.Out()}, append([]any{h.H, ""}, notes[from:min(from+500, len(notes))]...)...).Err())
 	}
 	ttl := b.rdb.PTTL(ctx, W).Val()
 	if ttl <= 0 || ttl > b.client.cfg.FlowRetention {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
@@ -21,7 +21,7 @@ func atoi(s string) int {
 }
 
 // recentFlows returns up to limit of the newest chains, batches and
-// workflows, newest first, in one round trip (one read per flow home,
+// workflows, newest first, in one round trip (one read per workflow home,
 // pipelined). Each home keeps its newest 1,000.
 func (i *Inspector) recentFlows(ctx context.Context, limit int) ([]inspect.FlowSummary, error) {
 	if limit <= 0 {
@@ -70,7 +70,7 @@ func (i *Inspector) forwardFlowsAfter(ctx context.Context, queue string, err *er
 	if *err != nil {
 		return
 	}
-	env := &flow.Env{RDB: i.rdb, Prefix: i.cfg.Prefix, ShardSize: i.cfg.ShardSize, FeedSize: i.cfg.FeedSize, IDTTL: i.cfg.IDTTL}
+	env := &home.Env{RDB: i.rdb, Prefix: i.cfg.Prefix, ShardSize: i.cfg.ShardSize, FeedSize: i.cfg.FeedSize, IDTTL: i.cfg.IDTTL}
 	lists := make([]string, i.cfg.partitions(queue))
 	for n := range lists {
 		lists[n] = keys.For(i.cfg.Prefix, queue, n).Notify()

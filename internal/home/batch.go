@@ -1,4 +1,4 @@
-package flow
+package home
 
 import (
 	"encoding/base64"
@@ -9,7 +9,7 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// A batch is a workflow of one shape (queue/flows.go): a taskless gate
+// A batch is a workflow of one shape (queue/batch.go): a taskless gate
 // node, which Close makes succeed; its callbacks, the workflow's join
 // nodes, whose parents are every other node with no field stored per
 // edge (include/wf_joined.lua); and its members and nested batches,
@@ -27,7 +27,7 @@ const (
 const MaxBatchNodes = 1_000_000
 
 // Taskless is the route a taskless node records (a batch's gate, a
-// nested batch), as flow_workflow.lua packs it: {"", "", "", 0}.
+// nested batch), as workflow_add.lua packs it: {"", "", "", 0}.
 var Taskless = []byte{0x94, 0xa0, 0xa0, 0xa0, 0x00}
 
 // NewMember returns a new member's task ID (stored) and its node name

@@ -1,5 +1,5 @@
 #!lua
---[[ flow_workflow_cancel: cancel workflow wid at its home H. Waiting
+--[[ workflow_cancel: cancel workflow wid at its home H. Waiting
   nodes are cancelled; enqueued ones whose outbox entry was not delivered
   yet are taken out and cancelled too. The caller stops the rest, which
   are enqueued: their outcomes still arrive, and release nothing. Failed

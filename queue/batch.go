@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -46,9 +46,9 @@ type BatchOptions struct {
 }
 
 const (
-	batchGate       = flow.Gate
-	batchOnSuccess  = flow.OnSuccess
-	batchOnComplete = flow.OnComplete
+	batchGate       = home.Gate
+	batchOnSuccess  = home.OnSuccess
+	batchOnComplete = home.OnComplete
 )
 
 // batchShape is what makes a workflow a batch: its join nodes (the
@@ -68,7 +68,7 @@ type batchShape struct {
 // maxNodes is w's bound of nodes.
 func (w *Workflow) maxNodes() int {
 	if w.shape != nil {
-		return flow.MaxBatchNodes
+		return home.MaxBatchNodes
 	}
 	return maxWorkflowNodes
 }
@@ -89,7 +89,7 @@ func (c *Client) NewBatch(ctx context.Context, o BatchOptions) (string, error) {
 	}
 	id := newFlowID(o.Parent)
 	w := NewWorkflow()
-	w.shape = &batchShape{gate: batchGate, desc: o.Description, parent: o.Parent, inside: o.Parent != "" && flow.MemberOf(ctx) == o.Parent}
+	w.shape = &batchShape{gate: batchGate, desc: o.Description, parent: o.Parent, inside: o.Parent != "" && home.MemberOf(ctx) == o.Parent}
 	if o.Parent != "" {
 		w.shape.node = "." + keys.ShortID(id)
 	}
@@ -157,7 +157,7 @@ func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*
 			if t == nil {
 				return nil, fmt.Errorf("batch %s: task %d: %w: nil task", id, from+i, errInvalidTask)
 			}
-			id, name := flow.NewMember()
+			id, name := home.NewMember()
 			w.add(name, t, nil)
 			w.nodes[len(w.nodes)-1].id = id
 		}
@@ -174,15 +174,15 @@ func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*
 // succeeds. Once every member has finished (at once when all have), its
 // callbacks are enqueued. Closing twice is harmless.
 func (c *Client) CloseBatch(ctx context.Context, id string) error {
-	home := keys.HomeOf(id)
-	h := keys.Home(c.cfg.Prefix, home)
+	hn := keys.HomeOf(id)
+	h := keys.Home(c.cfg.Prefix, hn)
 	var reply []any
 	err := rcall.Do(ctx, c.rdb, func() error {
 		var err error
 		// no grace: the callbacks a cluster puts into the outbox are
 		// delivered below, as due
-		reply, err = script.FlowWorkflow.Run(ctx, c.rdb, []string{h.Workflow(id)},
-			h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), 0, "note", flow.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
+		reply, err = script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)},
+			h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), 0, "note", home.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
 		return err
 	})
 	if err != nil {
@@ -197,7 +197,7 @@ func (c *Client) CloseBatch(ctx context.Context, id string) error {
 	if len(reply) > 1 {
 		// callbacks due: deliver them now; workers' sweeps would otherwise
 		env := c.flowEnv()
-		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{home}); return err })
+		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{hn}); return err })
 	}
 	return nil
 }
@@ -238,8 +238,8 @@ func (c *Client) delivery(t *Task, opts []Option, id, ref string, info *TaskInfo
 }
 
 // flowEnv returns what the flow package needs of this client.
-func (c *Client) flowEnv() *flow.Env {
-	return &flow.Env{RDB: c.rdb, Prefix: c.cfg.Prefix, ShardSize: c.cfg.ShardSize, FeedSize: c.cfg.FeedSize, IDTTL: c.cfg.IDTTL}
+func (c *Client) flowEnv() *home.Env {
+	return &home.Env{RDB: c.rdb, Prefix: c.cfg.Prefix, ShardSize: c.cfg.ShardSize, FeedSize: c.cfg.FeedSize, IDTTL: c.cfg.IDTTL}
 }
 
 func boolArg(b bool) string {

@@ -1,8 +1,8 @@
 --@include msg_flow
--- flow_deleted reports the deletion of task id of partition T, whose
+-- home_deleted reports the deletion of task id of partition T, whose
 -- message is m, to its flow, if it has one: to the flow a deleted task is
 -- dead (a batch it belonged to can still finish; a chain stops there).
-local function flow_deleted(T, id, m)
+local function home_deleted(T, id, m)
   local flow = msg_flow(m)
   if flow ~= '' then
     redis.call('RPUSH', T .. ':notify', cmsgpack.pack({flow, id, 'd', '', 'deleted by an operator'}))

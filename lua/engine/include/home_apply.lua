@@ -6,15 +6,15 @@
 -- records: include/batch_apply.lua, include/chain_apply.lua) and an
 -- outbox of tasks to deliver (H:out, H:outmsg). Each flow task's outcome
 -- that no ack applied at its home arrives here as a notification (see
--- flow_notify.lua) and is applied as a change of that task's state,
+-- home_notify.lua) and is applied as a change of that task's state,
 -- never as a count, so the same notification applied twice changes
 -- nothing. Released nodes go into the outbox in the same script that
 -- decides they are due, with their new state: they are decided once.
--- flow_apply applies one notification {ref, member, outcome, result,
+-- home_apply applies one notification {ref, member, outcome, result,
 -- error} (wire.FlowNote) at home H. A ref that does not parse is dropped.
 -- A workflow's outcomes go into its run in runs (wid -> run), which the
 -- caller finishes once for all of them (include/wf_finish.lua).
-local function flow_apply(H, note, now, runs)
+local function home_apply(H, note, now, runs)
   local ok, n = pcall(cmsgpack.unpack, note)
   if not ok or type(n) ~= 'table' or type(n[1]) ~= 'string' then return false end
   local kind, rest = string.match(n[1], '^([bcw])%d+:(.+)$')

@@ -1,4 +1,4 @@
-package flow_test
+package home_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/wire"
@@ -25,7 +25,7 @@ func TestDeliverTwice(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := redistest.Prefix(t)
-	env := &flow.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
+	env := &home.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
 	m := &wire.Message{ID: wire.NewID(), Type: "t", EnqueuedAt: 1}
 	msg, _ := m.Encode()
 	enc, err := wire.EncodeDelivery(&wire.Delivery{Queue: "q", Partitions: 1, ID: m.ID, Msg: msg})
@@ -77,7 +77,7 @@ func TestForwardDropsJunk(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := redistest.Prefix(t)
-	env := &flow.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
+	env := &home.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
 	list := keys.For(prefix, "q", 0).Notify()
 	if err := rdb.RPush(ctx, list, "junk", "\x95\xa4x99:y\xa1i\xa1s\xa0\xa0").Err(); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestForwardIsolatesScriptErrors(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := redistest.Prefix(t)
-	env := &flow.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
+	env := &home.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
 	qcfg := queue.Config{Prefix: prefix}
 	client, err := queue.NewClient(rdb, qcfg)
 	if err != nil {

@@ -1,10 +1,12 @@
-// Package flow moves workflows' bookkeeping (batches and chains among
-// them) between queue partitions and flow homes: it forwards the outcome
-// notifications that ack and fail scripts write (T:notify) to their
-// homes (flow_notify.lua), and delivers the homes' outboxes (H:out) into
-// queue partitions. The queue package's Client and the worker's sweep
-// both use it. It also holds a batch's shape (batch.go).
-package flow
+// Package home moves workflows' bookkeeping (batches and chains among
+// them) between queue partitions and the homes that hold workflows'
+// records: it forwards the outcome notifications that ack and fail
+// scripts write (T:notify) to their homes (home_notify.lua), and
+// delivers the homes' outboxes (H:out) into queue partitions. The queue
+// package's Client and the worker's sweep both use it. It also holds the
+// node names of a batch's shape (batch.go) and reads 0.1.0's batches
+// (old_batch.go).
+package home
 
 import (
 	"context"
@@ -64,7 +66,7 @@ func (e *Env) Deliver(ctx context.Context, homes []int) (int, error) {
 	err := rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
 		for i, n := range homes {
 			h := keys.Home(e.Prefix, n)
-			cmds[i] = p.Run(ctx, script.FlowOutDue, []string{h.Out(), h.OutMsg()}, e.now(), MaxStep)
+			cmds[i] = p.Run(ctx, script.HomeOutDue, []string{h.Out(), h.OutMsg()}, e.now(), MaxStep)
 		}
 		return nil
 	})
@@ -250,12 +252,12 @@ func anyStrings(v []any) []string {
 }
 
 // Forward moves the notifications waiting in the given T:notify lists to
-// their homes: one flow_notify call per home, all in one round trip, then,
+// their homes: one home_notify call per home, all in one round trip, then,
 // once the homes answered, the forwarded entries leave their lists (LREM by
 // value, so concurrent forwarders never remove what they did not forward;
 // a crash in between forwards them again, which changes nothing). It
 // returns how many entries it read and the homes whose outboxes have
-// noHome marks a notification that names no flow home: it is only removed.
+// noHome marks a notification that names no workflow home: it is only removed.
 const noHome = -1
 
 // entries due.
@@ -306,7 +308,7 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 		for n, vs := range notes {
 			h := keys.Home(e.Prefix, n)
 			homes = append(homes, n)
-			cmds = append(cmds, p.Run(ctx, script.FlowNotify, []string{h.Out()}, append([]any{h.H, e.now()}, vs...)...))
+			cmds = append(cmds, p.Run(ctx, script.HomeNotify, []string{h.Out()}, append([]any{h.H, e.now()}, vs...)...))
 		}
 		return nil
 	})
@@ -345,7 +347,7 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	return len(entries), due, first
 }
 
-// applyAlone applies, one flow_notify call each, the notifications of
+// applyAlone applies, one home_notify call each, the notifications of
 // the homes whose call stopped at a script error: the script stopped at
 // one notification, and the others of its home must not wait for it. A
 // notification applied twice changes nothing, so those the failed call
@@ -367,7 +369,7 @@ func (e *Env) applyAlone(ctx context.Context, homes []int, notes map[int][]any) 
 		for _, n := range homes {
 			h := keys.Home(e.Prefix, n)
 			for _, v := range notes[n] {
-				calls = append(calls, call{n, v.(string), p.Run(ctx, script.FlowNotify, []string{h.Out()}, h.H, e.now(), v)})
+				calls = append(calls, call{n, v.(string), p.Run(ctx, script.HomeNotify, []string{h.Out()}, h.H, e.now(), v)})
 			}
 		}
 		return nil
@@ -389,11 +391,11 @@ func (e *Env) applyAlone(ctx context.Context, homes []int, notes map[int][]any) 
 	return applied, due, first
 }
 
-// notifyReply reads a flow_notify reply: {state changes, entries due}.
+// notifyReply reads a home_notify reply: {state changes, entries due}.
 func notifyReply(c *redis.Cmd) ([]int64, error) {
 	res, err := c.Int64Slice()
 	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("flow_notify answered %d values, want 2", len(res))
+		err = fmt.Errorf("home_notify answered %d values, want 2", len(res))
 	}
 	return res, err
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/envelope"
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
@@ -23,7 +23,7 @@ import (
 // a flow task's outcome, for low latency, and every FlowSweep for all
 // homes, so what a killed worker left behind is picked up by the others.
 type flows struct {
-	env *flow.Env
+	env *home.Env
 	// oneServer: a workflow node's ack applies its outcome at its home in
 	// the same script (include/acks.lua), as every key is on one server
 	oneServer bool
@@ -34,7 +34,7 @@ type flows struct {
 
 func (s *Server) newFlows() *flows {
 	f := &flows{
-		env: &flow.Env{RDB: s.rdb, Prefix: s.cfg.Prefix, ShardSize: s.cfg.ShardSize,
+		env: &home.Env{RDB: s.rdb, Prefix: s.cfg.Prefix, ShardSize: s.cfg.ShardSize,
 			FeedSize: s.cfg.FeedSize, IDTTL: s.cfg.IDTTL},
 		kick:      make(chan struct{}, 1),
 		oneServer: rcall.OneServer(s.rdb),
@@ -92,7 +92,7 @@ const maxFlowRounds = 20
 // sweepFlows runs until ctx ends: at a kick it forwards this server's
 // notifications and delivers what became due; every FlowSweep it does so
 // too, and one server per interval (keys.FlowSweep) delivers the due
-// entries of every flow home: callbacks and next links a killed worker
+// entries of every workflow home: callbacks and next links a killed worker
 // did not deliver, members a dead producer left.
 func (s *Server) sweepFlows(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.FlowSweep)
@@ -135,7 +135,7 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 		for _, h := range got {
 			due[h] = true
 		}
-		if err != nil || n < flow.MaxStep {
+		if err != nil || n < home.MaxStep {
 			break
 		}
 	}
@@ -161,7 +161,7 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 		if err != nil {
 			return errors.Join(errs, err)
 		}
-		if n < flow.MaxStep {
+		if n < home.MaxStep {
 			break
 		}
 	}
@@ -171,7 +171,7 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 // Workflow returns the workflow the task is a node of, a chain's or a
 // batch's among them, and its node's name, as queue.TaskInfo has them;
 // both "" for a task of no workflow.
-func (t *Task) Workflow() (id, node string) { return flow.Place(t.flow, t.sid) }
+func (t *Task) Workflow() (id, node string) { return home.Place(t.flow, t.sid) }
 
 // PreviousResult returns the result the link before the task wrote
 // (SetResult), in a chain (queue.Chain): the result of node k-1 for node

@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 )
 
 // A batch 0.1.0 created keeps its own records, which this file reads as
-// the workflow a batch is since (internal/flow/old_batch.go). It goes in
+// the workflow a batch is since (internal/home/old_batch.go). It goes in
 // 0.3.0.
 
 // oldBatch returns the summary of batch id from the record 0.1.0 wrote,
@@ -30,7 +30,7 @@ func (i *Inspector) oldBatch(ctx context.Context, id string) (*WorkflowInfo, err
 	if len(rec) == 0 {
 		return nil, fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
 	}
-	b := flow.ReadOldBatch(rec)
+	b := home.ReadOldBatch(rec)
 	w := &WorkflowInfo{ID: id, State: workflowState(b.State), Total: b.Total, Counts: make(map[State]int, len(nodeStates)),
 		Description: b.Desc, Parent: b.Parent, CreatedAt: msTime(b.Created), FinishedAt: msTime(b.Finished), join: b.Join, old: true}
 	for _, s := range nodeStates {
@@ -45,7 +45,7 @@ func (i *Inspector) oldBatch(ctx context.Context, id string) (*WorkflowInfo, err
 // gate and callbacks. The record keeps no member's queue, type or error.
 func (i *Inspector) oldBatchNodes(ctx context.Context, w *WorkflowInfo) ([]placedNode, error) {
 	key := keys.Home(i.cfg.Prefix, keys.HomeOf(w.ID)).Members(w.ID)
-	var members []flow.OldNode
+	var members []home.OldNode
 	var cursor uint64
 	for {
 		var vals []string
@@ -58,7 +58,7 @@ func (i *Inspector) oldBatchNodes(ctx context.Context, w *WorkflowInfo) ([]place
 			return nil, err
 		}
 		for j := 0; j+1 < len(vals); j += 2 {
-			members = append(members, flow.OldMember(vals[j], vals[j+1]))
+			members = append(members, home.OldMember(vals[j], vals[j+1]))
 		}
 		if cursor == 0 {
 			break
@@ -72,7 +72,7 @@ func (i *Inspector) oldBatchNodes(ctx context.Context, w *WorkflowInfo) ([]place
 }
 
 // oldNodes returns ns as nodes, each ordered by its stored task ID.
-func oldNodes(ns []flow.OldNode) []placedNode {
+func oldNodes(ns []home.OldNode) []placedNode {
 	out := make([]placedNode, len(ns))
 	for k, n := range ns {
 		out[k] = placedNode{WorkflowNode{Name: n.Name, TaskID: wire.PublicID(n.ID), State: nodeState(n.State)}, n.ID}

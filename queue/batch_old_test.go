@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/shardq/shardq/internal/flow"
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/wire"
 )
@@ -86,7 +86,7 @@ func TestOldBatchAsWorkflow(t *testing.T) {
 				w.FinishedAt.IsZero() == c.want.finished || w.CreatedAt.UnixMilli() != 1700000000000 {
 				t.Fatalf("%s: %+v, want %+v", name, w, c.want)
 			}
-			for node, st := range map[string]State{flow.Gate: c.want.gate, flow.OnSuccess: c.want.onSuc, flow.OnComplete: c.want.onCom} {
+			for node, st := range map[string]State{home.Gate: c.want.gate, home.OnSuccess: c.want.onSuc, home.OnComplete: c.want.onCom} {
 				if n := w.Node(node); n == nil || n.State != st {
 					t.Fatalf("%s: node %s: %+v, want %s", name, node, n, st)
 				}
@@ -94,8 +94,8 @@ func TestOldBatchAsWorkflow(t *testing.T) {
 		}
 		// as a batch's since, the summary has no edges: the callbacks'
 		// are not stored, and GetWorkflow counts them
-		if len(sum.Nodes) != 3 || len(wi.Nodes) != members+3 || sum.Edges != 0 || wi.Edges != 2*(members+1) || wi.Node(flow.Gate).TaskID != "" ||
-			wi.Node(flow.OnSuccess).TaskID != wire.PublicID(cbs) || wi.Node(flow.OnComplete).TaskID != wire.PublicID(cbc) {
+		if len(sum.Nodes) != 3 || len(wi.Nodes) != members+3 || sum.Edges != 0 || wi.Edges != 2*(members+1) || wi.Node(home.Gate).TaskID != "" ||
+			wi.Node(home.OnSuccess).TaskID != wire.PublicID(cbs) || wi.Node(home.OnComplete).TaskID != wire.PublicID(cbc) {
 			t.Fatalf("%s: nodes %+v, summary's %+v", name, wi.Nodes, sum.Nodes)
 		}
 		for stored, st := range c.members {
@@ -105,20 +105,20 @@ func TestOldBatchAsWorkflow(t *testing.T) {
 				if n == nil || n.TaskID != "" {
 					t.Fatalf("%s: the nested batch's node: %+v", name, n)
 				}
-			} else if n = wi.Node(flow.MemberName(stored)); n == nil || n.TaskID != wire.PublicID(stored) {
+			} else if n = wi.Node(home.MemberName(stored)); n == nil || n.TaskID != wire.PublicID(stored) {
 				t.Fatalf("%s: member %s: %+v", name, wire.PublicID(stored), n)
 			}
 			if n.State != nodeState(st.(string)) || len(n.Parents) != 0 {
 				t.Fatalf("%s: member %s: %+v, want %s", name, n.Name, n, st)
 			}
 		}
-		for cb, policy := range map[string]EdgePolicy{flow.OnSuccess: EdgeFail, flow.OnComplete: EdgeRun} {
+		for cb, policy := range map[string]EdgePolicy{home.OnSuccess: EdgeFail, home.OnComplete: EdgeRun} {
 			n := wi.Node(cb)
 			if len(n.Parents) != members+1 {
 				t.Fatalf("%s: %s has %d parents, want the gate and %d members", name, cb, len(n.Parents), members)
 			}
 			for _, p := range n.Parents {
-				if p.OnDead != policy || wi.Node(p.Parent) == nil || p.Parent == flow.OnSuccess || p.Parent == flow.OnComplete {
+				if p.OnDead != policy || wi.Node(p.Parent) == nil || p.Parent == home.OnSuccess || p.Parent == home.OnComplete {
 					t.Fatalf("%s: %s's parent %+v", name, cb, p)
 				}
 			}

@@ -1,5 +1,5 @@
 #!lua flags=no-writes,allow-oom
---[[ flow_out_due: the entries of home H's outbox visible now.
+--[[ home_out_due: the entries of home H's outbox visible now.
   KEYS[1] H:out  KEYS[2] H:outmsg
   ARGV[1] now (ms, "" = server time)  ARGV[2] max entries
   Returns: {task ID, delivery or false, ...}; false: the entry's delivery
