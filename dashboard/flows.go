@@ -12,13 +12,13 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// maxFlows bounds the flows page and /api/flows: one read per workflow home
+// maxFlows bounds the workflows page and /api/workflows: one read per workflow home
 // for the list, then one per flow shown. A workflow's read grows with its
 // nodes.
 const maxFlows = 100
 
 // flowRow is one batch or workflow on the flows page and in
-// /api/flows.
+// /api/workflows.
 type flowRow struct {
 	Kind      string    `json:"kind"`
 	ID        string    `json:"id"`
@@ -135,7 +135,7 @@ func (d *server) flowsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "flows", "Flows", rows)
+	d.render(w, r, http.StatusOK, "flows", "Workflows", rows)
 }
 
 func (d *server) apiFlows(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +144,7 @@ func (d *server) apiFlows(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"flows": rows})
+	writeJSON(w, http.StatusOK, map[string]any{"workflows": rows})
 }
 
 // batch reads the batch of the request's ID.

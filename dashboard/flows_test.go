@@ -36,7 +36,7 @@ func setupFlows(t *testing.T) *flowEnv {
 		return worker.SkipRetry(errors.New(`card declined <b>twice</b>`))
 	})
 	srv, err := worker.NewServer(e.redis.Client(t), worker.Config{Config: e.cfg,
-		Queues: map[string]int{"emails": 1, "billing": 1}, Concurrency: 8, FlowSweep: 100 * time.Millisecond}, mux)
+		Queues: map[string]int{"emails": 1, "billing": 1}, Concurrency: 8, WorkflowSweep: 100 * time.Millisecond}, mux)
 	must(t, err)
 	must(t, srv.Start(context.Background()))
 	t.Cleanup(func() {
@@ -87,7 +87,7 @@ func TestFlowPagesAndAPI(t *testing.T) {
 	e := setupFlows(t)
 
 	var list struct {
-		Flows []struct {
+		Workflows []struct {
 			Kind  string
 			ID    string
 			Batch *struct {
@@ -101,15 +101,15 @@ func TestFlowPagesAndAPI(t *testing.T) {
 		}
 	}
 	e.calls.roundTrips.Store(0)
-	r := e.get("/api/flows")
+	r := e.get("/api/workflows")
 	r.json(t, &list)
-	if r.code != 200 || len(list.Flows) != 2 {
-		t.Fatalf("/api/flows: %d %s", r.code, r.body)
+	if r.code != 200 || len(list.Workflows) != 2 {
+		t.Fatalf("/api/workflows: %d %s", r.code, r.body)
 	}
 	if n := e.calls.roundTrips.Load(); n > 4 {
-		t.Fatalf("/api/flows cost %d Redis calls for 2 flows, want one pipeline for the list and one read each", n)
+		t.Fatalf("/api/workflows cost %d Redis calls for 2 flows, want one pipeline for the list and one read each", n)
 	}
-	for _, f := range list.Flows {
+	for _, f := range list.Workflows {
 		switch f.Kind {
 		case "batch":
 			if f.ID != e.batch || f.Batch == nil || f.Batch.Total != 5 || f.Batch.Succeeded != 3 || f.Batch.Dead != 2 ||
@@ -161,9 +161,9 @@ func TestFlowPagesAndAPI(t *testing.T) {
 	}
 
 	// the pages
-	page := e.get("/flows")
+	page := e.get("/workflows")
 	if page.code != 200 || !strings.Contains(page.body, "/dash/batches/"+e.batch) || !strings.Contains(page.body, "/dash/workflows/"+e.chain) {
-		t.Fatalf("/flows: %d %s", page.code, page.body)
+		t.Fatalf("/workflows: %d %s", page.code, page.body)
 	}
 	page = e.get("/batches/" + e.batch)
 	if page.code != 200 || !strings.Contains(page.body, `data-count="dead">2<`) || !strings.Contains(page.body, `data-count="succeeded">3<`) ||
@@ -222,7 +222,7 @@ func TestBrowserFlows(t *testing.T) {
 	b := startBrowser(t, path).in(t)
 	base := e.srv.URL + "/dash"
 
-	b.navigate(base + "/flows")
+	b.navigate(base + "/workflows")
 	b.waitFor("the flows table", `document.querySelectorAll("table.flows tr.flow").length === 2`)
 	b.screenshot("flows")
 	b.click(`a[href$="/batches/` + e.batch + `"]`)

@@ -45,7 +45,7 @@ func setupWorkflows(t *testing.T) *workflowEnv {
 		return worker.SkipRetry(errors.New(`card declined <b>twice</b>`))
 	})
 	srv, err := worker.NewServer(e.redis.Client(t), worker.Config{Config: e.cfg,
-		Queues: map[string]int{"wf": 1}, Concurrency: 8, FlowSweep: 100 * time.Millisecond}, mux)
+		Queues: map[string]int{"wf": 1}, Concurrency: 8, WorkflowSweep: 100 * time.Millisecond}, mux)
 	must(t, err)
 	must(t, srv.Start(context.Background()))
 	t.Cleanup(func() {
@@ -227,18 +227,18 @@ func TestWorkflowPagesAndAPI(t *testing.T) {
 	}
 
 	var list struct {
-		Flows []struct {
+		Workflows []struct {
 			Kind     string
 			ID       string
 			Workflow *apiWorkflow
 		}
 	}
-	r = e.get("/api/flows")
+	r = e.get("/api/workflows")
 	r.json(t, &list)
-	if r.code != 200 || len(list.Flows) != 3 {
-		t.Fatalf("/api/flows: %d %s", r.code, r.body)
+	if r.code != 200 || len(list.Workflows) != 3 {
+		t.Fatalf("/api/workflows: %d %s", r.code, r.body)
 	}
-	for _, f := range list.Flows {
+	for _, f := range list.Workflows {
 		if f.Kind != "workflow" || f.Workflow == nil || f.Workflow.ID != f.ID || f.Workflow.Nodes != nil {
 			t.Fatalf("flow in the list: %+v", f)
 		}
@@ -247,10 +247,10 @@ func TestWorkflowPagesAndAPI(t *testing.T) {
 			t.Fatalf("big workflow in the list: %+v", f.Workflow)
 		}
 	}
-	page := e.get("/flows")
+	page := e.get("/workflows")
 	for _, id := range []string{e.diamond, e.big, e.wide} {
 		if page.code != 200 || !strings.Contains(page.body, `href="/dash/workflows/`+id+`"`) {
-			t.Fatalf("/flows does not link workflow %s: %d %s", id, page.code, page.body)
+			t.Fatalf("/workflows does not link workflow %s: %d %s", id, page.code, page.body)
 		}
 	}
 
@@ -427,7 +427,7 @@ func TestBrowserWorkflow(t *testing.T) {
 	wi, err := e.insp.GetWorkflow(e.ctx, e.diamond)
 	must(t, err)
 
-	b.navigate(base + "/flows")
+	b.navigate(base + "/workflows")
 	b.waitFor("the workflows in the flows table", `document.querySelectorAll("table.flows tr.flow.workflow").length === 3`)
 	b.screenshot("flows-workflows")
 	b.click(`a[href$="/workflows/` + e.diamond + `"]`)

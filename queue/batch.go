@@ -182,7 +182,7 @@ func (c *Client) CloseBatch(ctx context.Context, id string) error {
 		// no grace: the callbacks a cluster puts into the outbox are
 		// delivered below, as due
 		reply, err = script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)},
-			h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), 0, "note", home.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
+			h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), 0, "note", home.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
 		return err
 	})
 	if err != nil {

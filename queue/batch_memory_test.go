@@ -97,7 +97,7 @@ func TestBatchMemory(t *testing.T) {
 		must(t, script.HomeNotify.Run(ctx, b.rdb, []string{h.Out()}, append([]any{h.H, ""}, notes[from:min(from+500, len(notes))]...)...).Err())
 	}
 	ttl := b.rdb.PTTL(ctx, W).Val()
-	if ttl <= 0 || ttl > b.client.cfg.FlowRetention {
-		t.Fatalf("%s: TTL %v after it finished, want the retention %v", W, ttl, b.client.cfg.FlowRetention)
+	if ttl <= 0 || ttl > b.client.cfg.WorkflowRetention {
+		t.Fatalf("%s: TTL %v after it finished, want the retention %v", W, ttl, b.client.cfg.WorkflowRetention)
 	}
 }

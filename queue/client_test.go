@@ -238,7 +238,7 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 			t.Fatalf("NewTask(%q, %d options): task %v, err %v; want %v", c.typ, len(c.opts), task, err, c.want)
 		}
 	}
-	for _, cfg := range []Config{{ShardSize: -1}, {ShardSize: 100_000}, {FeedSize: -1}, {FeedSize: 2_000_000_000}, {Prefix: "a{b"}, {Partitions: map[string]int{"q": 0}}, {Partitions: map[string]int{"a b": 1}}, {FlowRetention: -time.Hour}} {
+	for _, cfg := range []Config{{ShardSize: -1}, {ShardSize: 100_000}, {FeedSize: -1}, {FeedSize: 2_000_000_000}, {Prefix: "a{b"}, {Partitions: map[string]int{"q": 0}}, {Partitions: map[string]int{"a b": 1}}, {WorkflowRetention: -time.Hour}} {
 		if _, err := NewClient(b.rdb, cfg); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("NewClient(%+v): err = %v, want ErrInvalid", cfg, err)
 		}

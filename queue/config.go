@@ -33,11 +33,11 @@ type Config struct {
 	// Producers that differ in IDTTL do not see each other's claims.
 	// Defaults to 24h.
 	IDTTL time.Duration
-	// FlowRetention is how long a finished batch's or workflow's
+	// WorkflowRetention is how long a finished batch's or workflow's
 	// bookkeeping stays readable (Inspector.GetWorkflow, WorkflowSummary) before
 	// it expires.
 	// Defaults to 24h.
-	FlowRetention time.Duration
+	WorkflowRetention time.Duration
 	// ContextHeaders, when set, is called at each Enqueue and EnqueueMany
 	// with the call's context; the headers it returns go into every task
 	// of the call (the task's own Header options win for the same key).
@@ -135,7 +135,7 @@ func (c *Config) codec() *envelope.Codec {
 func (c Config) engine() config.Config {
 	return config.Config{
 		Prefix: c.Prefix, MaxPayloadSize: c.MaxPayloadSize, ShardSize: c.ShardSize, FeedSize: c.FeedSize,
-		Partitions: c.Partitions, IDTTL: c.IDTTL, FlowRetention: c.FlowRetention, ContextHeaders: c.ContextHeaders,
+		Partitions: c.Partitions, IDTTL: c.IDTTL, WorkflowRetention: c.WorkflowRetention, ContextHeaders: c.ContextHeaders,
 		WaitReplicas: c.WaitReplicas, WaitTimeout: c.WaitTimeout, NoCoalescing: c.NoCoalescing, FullMessages: c.FullMessages,
 		Compression: c.Compression, CompressAbove: c.CompressAbove, KeyRing: c.KeyRing.engine(),
 		EncryptErrors: c.EncryptErrors, AllowPlaintext: c.AllowPlaintext, Logger: c.Logger,
@@ -147,7 +147,7 @@ func (c Config) engine() config.Config {
 func (c Config) from(n config.Config) Config {
 	return Config{
 		Prefix: n.Prefix, MaxPayloadSize: n.MaxPayloadSize, ShardSize: n.ShardSize, FeedSize: n.FeedSize,
-		Partitions: n.Partitions, IDTTL: n.IDTTL, FlowRetention: n.FlowRetention, ContextHeaders: n.ContextHeaders,
+		Partitions: n.Partitions, IDTTL: n.IDTTL, WorkflowRetention: n.WorkflowRetention, ContextHeaders: n.ContextHeaders,
 		WaitReplicas: n.WaitReplicas, WaitTimeout: n.WaitTimeout, NoCoalescing: n.NoCoalescing, FullMessages: n.FullMessages,
 		Compression: n.Compression, CompressAbove: n.CompressAbove, KeyRing: c.KeyRing,
 		EncryptErrors: n.EncryptErrors, AllowPlaintext: n.AllowPlaintext, Logger: n.Logger,

@@ -27,7 +27,7 @@ func TestConfigMapsEveryField(t *testing.T) {
 	ring := &KeyRing{Current: "k", Keys: map[string][]byte{"k": make([]byte, 32)}}
 	c := Config{
 		Prefix: "p", MaxPayloadSize: 1, ShardSize: 2, FeedSize: 3, Partitions: map[string]int{"q": 4},
-		IDTTL: 5, FlowRetention: 6, ContextHeaders: func(context.Context) map[string]string { return nil },
+		IDTTL: 5, WorkflowRetention: 6, ContextHeaders: func(context.Context) map[string]string { return nil },
 		WaitReplicas: 7, WaitTimeout: 8, NoCoalescing: true, FullMessages: true, Compression: "small",
 		CompressAbove: 9, KeyRing: ring, EncryptErrors: true, AllowPlaintext: true, Logger: slog.Default(),
 	}

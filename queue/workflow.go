@@ -306,7 +306,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	if oneServer {
 		direct = fmt.Sprintf("%d %d", c.cfg.ShardSize, c.cfg.FeedSize)
 	}
-	args := []any{h.H, "", keys.ShortID(id), c.cfg.FlowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, maxWorkflowNodes, maxWorkflowEdges, direct}
+	args := []any{h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, maxWorkflowNodes, maxWorkflowEdges, direct}
 	var fresh *freshGraph
 	if !extend {
 		if fresh, err = w.fresh(pl, id); err != nil {

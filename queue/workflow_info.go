@@ -321,7 +321,7 @@ func (i *Inspector) openError(e, sid string) string {
 // cancelled, pending ones are deleted, and running ones are asked to stop
 // (CancelTask). Their outcomes still arrive and release nothing. Once
 // every node has finished, the workflow is cancelled and expires after
-// Config.FlowRetention. A finished workflow is ErrFinished.
+// Config.WorkflowRetention. A finished workflow is ErrFinished.
 // Stopping the enqueued nodes takes two round trips however many there
 // are, and one more per node scheduled or retrying.
 func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {

@@ -161,7 +161,7 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 		return nil
 	})
 	cfg := Config{Config: qcfg, Queues: map[string]int{"iso": 1}, Concurrency: 16, Lease: 3 * time.Second,
-		FlowSweep: 100 * time.Millisecond}
+		WorkflowSweep: 100 * time.Millisecond}
 	cfg.Logger = testLogger(t)
 	wrdb := srv.Client(t)
 	calls := &scriptArgs{}

@@ -51,7 +51,7 @@ func singleFlowRig(t *testing.T) *flowRig {
 func (r *flowRig) server(t *testing.T, h Handler) *Server {
 	t.Helper()
 	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1, "fb": 1, "cb": 1}, Concurrency: 8,
-		ForwardInterval: 50 * time.Millisecond, FlowSweep: 100 * time.Millisecond}
+		ForwardInterval: 50 * time.Millisecond, WorkflowSweep: 100 * time.Millisecond}
 	cfg.Logger = testLogger(t)
 	return startServer(t, r.rdb, cfg, h)
 }
@@ -318,7 +318,7 @@ func testChainDeadLinkResumes(t *testing.T, r *flowRig) {
 		t.Fatalf("stopped chain: %+v", wi)
 	}
 	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
-	if ttl := r.rdb.PTTL(ctx, home.Workflow(id)).Val(); ttl <= 0 || ttl > r.qcfg.FlowRetention && r.qcfg.FlowRetention > 0 {
+	if ttl := r.rdb.PTTL(ctx, home.Workflow(id)).Val(); ttl <= 0 || ttl > r.qcfg.WorkflowRetention && r.qcfg.WorkflowRetention > 0 {
 		t.Fatalf("a stopped chain's TTL is %v, want its retention", ttl)
 	}
 	dead := wi.Node("2").TaskID

@@ -67,11 +67,11 @@ type Config struct {
 	// as a retry of a few milliseconds, waits for the next look. Defaults
 	// to 500ms.
 	ForwardInterval time.Duration
-	// FlowSweep is how often this server forwards its partitions' flow
+	// WorkflowSweep is how often this server forwards its partitions' flow
 	// notifications and delivers due flow tasks (callbacks, next links,
 	// members a dead producer left) of every workflow home, besides doing so
 	// right after it acked a flow task. Defaults to 1s.
-	FlowSweep time.Duration
+	WorkflowSweep time.Duration
 	// FetchSize bounds how many tasks one pop leases. Defaults to Concurrency, at most 100.
 	FetchSize int
 	// Prefetch bounds how many tasks a partition's fetcher leases ahead of
@@ -134,7 +134,7 @@ func (c Config) withDefaults(handled bool) (Config, error) {
 	c.Heartbeat = cmp.Or(c.Heartbeat, c.Lease/3)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
 	c.ForwardInterval = cmp.Or(c.ForwardInterval, 500*time.Millisecond)
-	c.FlowSweep = cmp.Or(c.FlowSweep, time.Second)
+	c.WorkflowSweep = cmp.Or(c.WorkflowSweep, time.Second)
 	c.FetchSize = cmp.Or(c.FetchSize, min(c.Concurrency, 100))
 	if c.Prefetch == 0 {
 		c.Prefetch = 300
@@ -181,8 +181,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Config.ForwardInterval %v, want >= 0", ErrInvalid, c.ForwardInterval)
 	case c.QueueRefresh < 10*time.Millisecond:
 		return fmt.Errorf("%w: Config.QueueRefresh %v, want >= 10ms", ErrInvalid, c.QueueRefresh)
-	case c.FlowSweep < time.Millisecond:
-		return fmt.Errorf("%w: Config.FlowSweep %v, want >= 1ms", ErrInvalid, c.FlowSweep)
+	case c.WorkflowSweep < time.Millisecond:
+		return fmt.Errorf("%w: Config.WorkflowSweep %v, want >= 1ms", ErrInvalid, c.WorkflowSweep)
 	case c.FetchSize < 1 || c.FetchSize > 1000:
 		return fmt.Errorf("%w: Config.FetchSize %d, want 1..1000", ErrInvalid, c.FetchSize)
 	case c.Prefetch > 1000:

@@ -321,7 +321,7 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Lease: time.Second, Heartbeat: 2 * time.Second}, "Config.Heartbeat 2s"},
 		{Config{FetchSize: 5000}, "Config.FetchSize 5000"},
 		{Config{Prefetch: 1001}, "Config.Prefetch 1001"},
-		{Config{FlowSweep: -time.Second}, "Config.FlowSweep -1s"},
+		{Config{WorkflowSweep: -time.Second}, "Config.WorkflowSweep -1s"},
 		{Config{ShutdownTimeout: -time.Second}, "Config.ShutdownTimeout -1s"},
 		{Config{ForwardInterval: -time.Second}, "Config.ForwardInterval -1s"},
 	} {

@@ -194,7 +194,7 @@ func runUntil(b *testing.B, rdb *redis.Client, qcfg queue.Config, queues []strin
 }
 
 // benchServer starts a server on queues with the default Config but for
-// its concurrency. FlowSweep stays at its default: a workflow on one
+// its concurrency. WorkflowSweep stays at its default: a workflow on one
 // server needs no sweep, and a sweep is work per second, not per node.
 func benchServer(b *testing.B, rdb *redis.Client, qcfg queue.Config, queues []string, h Handler) *Server {
 	cfg := Config{Config: qcfg, Concurrency: 16, Queues: map[string]int{}}

@@ -36,7 +36,7 @@ func TestWorkflowRelease(t *testing.T) {
 // serveOnly starts a worker on queue q alone, with handler h.
 func serveOnly(t *testing.T, r *flowRig, q string, h Handler) {
 	t.Helper()
-	cfg := Config{Config: r.qcfg, Queues: map[string]int{q: 1}, Concurrency: 2, FlowSweep: time.Hour}
+	cfg := Config{Config: r.qcfg, Queues: map[string]int{q: 1}, Concurrency: 2, WorkflowSweep: time.Hour}
 	cfg.Logger = testLogger(t)
 	startServer(t, r.rdb, cfg, h)
 }
@@ -156,7 +156,7 @@ func testReleaseNoOutbox(t *testing.T, r *flowRig) {
 	id := fanOut(t, r, 20, func(int) *queue.Task { return queue.NewRawTask("child", nil, queue.In("fb")) })
 	home := keys.Home(r.qcfg.Prefix, keys.HomeOf(id))
 	// only the root's queue is served: the children wait where they went
-	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1}, Concurrency: 2, FlowSweep: time.Hour}
+	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1}, Concurrency: 2, WorkflowSweep: time.Hour}
 	cfg.Logger = testLogger(t)
 	startServer(t, r.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	waitFor(t, 30*time.Second, "20 children pending", func() bool {
@@ -267,7 +267,7 @@ func testReleaseKeyed(t *testing.T, r *flowRig) {
 	})
 	// only the root's queue is served: the children wait in their keys'
 	// turns, four per key
-	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1}, Concurrency: 2, FlowSweep: time.Hour}
+	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1}, Concurrency: 2, WorkflowSweep: time.Hour}
 	cfg.Logger = testLogger(t)
 	root := startServer(t, r.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	waitFor(t, 30*time.Second, "3 keys of 4 waiting tasks", func() bool {

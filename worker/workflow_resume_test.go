@@ -21,7 +21,7 @@ import (
 func resumeServer(t *testing.T, r *flowRig, h Handler) *Server {
 	t.Helper()
 	cfg := Config{Config: r.qcfg, Queues: map[string]int{"fa": 1, "fb": 1}, Concurrency: 16,
-		Lease: 3 * time.Second, FlowSweep: 100 * time.Millisecond}
+		Lease: 3 * time.Second, WorkflowSweep: 100 * time.Millisecond}
 	cfg.Logger = testLogger(t)
 	return startServer(t, r.rdb, cfg, h)
 }

@@ -20,7 +20,7 @@ import (
 // notifications its partitions' ack and fail scripts wrote (T:notify) to
 // the flows' homes, and delivers the homes' due outbox entries (next
 // nodes, callbacks) into their queues. It does both right after it wrote
-// a flow task's outcome, for low latency, and every FlowSweep for all
+// a flow task's outcome, for low latency, and every WorkflowSweep for all
 // homes, so what a killed worker left behind is picked up by the others.
 type flows struct {
 	env *home.Env
@@ -90,12 +90,12 @@ func (s *Server) flowsWritten(os []outcome) {
 const maxFlowRounds = 20
 
 // sweepFlows runs until ctx ends: at a kick it forwards this server's
-// notifications and delivers what became due; every FlowSweep it does so
-// too, and one server per interval (keys.FlowSweep) delivers the due
+// notifications and delivers what became due; every WorkflowSweep it does so
+// too, and one server per interval (keys.WorkflowSweep) delivers the due
 // entries of every workflow home: callbacks and next links a killed worker
 // did not deliver, members a dead producer left.
 func (s *Server) sweepFlows(ctx context.Context) {
-	tick := time.NewTicker(s.cfg.FlowSweep)
+	tick := time.NewTicker(s.cfg.WorkflowSweep)
 	defer tick.Stop()
 	homes := make([]int, keys.FlowPartitions)
 	for i := range homes {
@@ -144,7 +144,7 @@ func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
 	}
 	if all {
 		// one sweeper per interval is enough: the others skip the homes
-		took, err := s.rdb.SetNX(ctx, keys.FlowSweep(s.cfg.Prefix), s.cfg.WorkerID, s.cfg.FlowSweep).Result()
+		took, err := s.rdb.SetNX(ctx, keys.WorkflowSweep(s.cfg.Prefix), s.cfg.WorkerID, s.cfg.WorkflowSweep).Result()
 		errs = errors.Join(errs, err)
 		if took {
 			for _, h := range homes {

@@ -173,7 +173,7 @@ func process(ctx context.Context, rdb *redis.Client, cfg queue.Config, insp *que
 		}
 		return nil
 	})
-	// FlowSweep at its default, as in BenchmarkWorkflow: a workflow on one
+	// WorkflowSweep at its default, as in BenchmarkWorkflow: a workflow on one
 	// server needs no sweep
 	wcfg := worker.Config{Config: cfg, Concurrency: 16, Queues: map[string]int{q: 1}, Prefetch: prefetch}
 	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -24,7 +24,7 @@ type Config struct {
 	FeedSize       int
 	Partitions     map[string]int
 	IDTTL          time.Duration
-	FlowRetention  time.Duration
+	WorkflowRetention  time.Duration
 	ContextHeaders func(ctx context.Context) map[string]string
 	WaitReplicas   int
 	WaitTimeout    time.Duration
@@ -79,7 +79,7 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 	c.FeedSize = cmp.Or(c.FeedSize, DefaultFeedSize)
 	c.IDTTL = cmp.Or(c.IDTTL, DefaultIDTTL)
 	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
-	c.FlowRetention = cmp.Or(c.FlowRetention, DefaultFlowRetention)
+	c.WorkflowRetention = cmp.Or(c.WorkflowRetention, DefaultFlowRetention)
 	c.CompressAbove = cmp.Or(c.CompressAbove, DefaultCompressAbove)
 	c.Compression = cmp.Or(c.Compression, compressions[envelope.Fast])
 	// repeated warnings are throttled: an outage repeats them for its length
@@ -100,8 +100,8 @@ func (c Config) WithDefaults(invalid error) (Config, error) {
 		return c, fmt.Errorf("%w: WaitReplicas %d, want >= 0", invalid, c.WaitReplicas)
 	case c.WaitTimeout < time.Millisecond:
 		return c, fmt.Errorf("%w: WaitTimeout %v, want >= 1ms", invalid, c.WaitTimeout)
-	case c.FlowRetention < 0:
-		return c, fmt.Errorf("%w: FlowRetention %v, want > 0", invalid, c.FlowRetention)
+	case c.WorkflowRetention < 0:
+		return c, fmt.Errorf("%w: WorkflowRetention %v, want > 0", invalid, c.WorkflowRetention)
 	case !slices.Contains(compressions, c.Compression):
 		return c, fmt.Errorf("%w: Compression %q, want fast, small or none", invalid, c.Compression)
 	case c.CompressAbove < 0:

@@ -93,7 +93,7 @@ func (h FlowHome) Recent() string { return h.H + ":recent" }
 // partition's ack and fail scripts, waiting to be forwarded to their homes.
 func (p Partition) Notify() string { return p.T + ":notify" }
 
-// FlowSweep is the lease (SET NX, one FlowSweep interval) of the worker
+// WorkflowSweep is the lease (SET NX, one WorkflowSweep interval) of the worker
 // that sweeps every workflow home's outbox this interval: one sweeper is
 // enough, whatever the number of workers.
-func FlowSweep(prefix string) string { return prefix + ":flows:sweep" }
+func WorkflowSweep(prefix string) string { return prefix + ":flows:sweep" }
