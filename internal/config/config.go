@@ -18,24 +18,24 @@ import (
 
 // Config is queue.Config without its documentation: see there.
 type Config struct {
-	Prefix         string
-	MaxPayloadSize int
-	ShardSize      int
-	FeedSize       int
-	Partitions     map[string]int
-	IDTTL          time.Duration
-	WorkflowRetention  time.Duration
-	ContextHeaders func(ctx context.Context) map[string]string
-	WaitReplicas   int
-	WaitTimeout    time.Duration
-	NoCoalescing   bool
-	FullMessages   bool
-	Compression    string
-	CompressAbove  int
-	KeyRing        *envelope.KeyRing
-	EncryptErrors  bool
-	AllowPlaintext bool
-	Logger         *slog.Logger
+	Prefix            string
+	MaxPayloadSize    int
+	ShardSize         int
+	FeedSize          int
+	Partitions        map[string]int
+	IDTTL             time.Duration
+	WorkflowRetention time.Duration
+	ContextHeaders    func(ctx context.Context) map[string]string
+	WaitReplicas      int
+	WaitTimeout       time.Duration
+	NoCoalescing      bool
+	FullMessages      bool
+	Compression       string
+	CompressAbove     int
+	KeyRing           *envelope.KeyRing
+	EncryptErrors     bool
+	AllowPlaintext    bool
+	Logger            *slog.Logger
 }
 
 // Normalize returns a queue.Config with its defaults filled in, as
