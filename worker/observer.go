@@ -35,8 +35,7 @@ type HandlerEvent struct {
 	// left; queue.StateDead when it failed for good (no retries left,
 	// SkipRetry, an operator's cancel); queue.StatePending when shutdown cut
 	// the run short; and queue.StateScheduled for a Snooze: back after its
-	// delay, no attempt counted (the Inspector lists such a task as
-	// queue.StateRetry, where it waits).
+	// delay, no attempt counted.
 	State queue.State
 	// Panicked is set when the handler panicked (the task failed with a
 	// *PanicError).

@@ -53,7 +53,7 @@ func newPart(k keys.Partition, queue string, index, ord int, sh *slots.Share, wo
 		claimKeys: []string{k.Inflight(worker), k.Active(), k.Msg(), k.State(), k.Paused(), k.First(), k.Last(), k.Limits(),
 			k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
 		ackKeys:  []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Done(), keys.RankKey(k.Done()), k.Expire()},
-		failKeys: []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Retry(), k.Dead(), keys.RankKey(k.Dead())},
+		failKeys: []string{k.Active(), k.Msg(), k.State(), k.FeedMsg(), k.Retry(), k.Dead(), keys.RankKey(k.Dead()), k.Scheduled()},
 	}
 }
 

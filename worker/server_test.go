@@ -477,6 +477,44 @@ func TestFailures(t *testing.T) {
 		})
 	})
 
+	t.Run("SnoozedTaskWaitsScheduled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var runs atomic.Int32
+		rec := newRecorder(func(ctx context.Context, task *Task) error {
+			if runs.Add(1) == 1 {
+				return Snooze(time.Hour)
+			}
+			if task.Attempt != 1 {
+				return fmt.Errorf("attempt %d after a snooze", task.Attempt)
+			}
+			return nil
+		})
+		b.server(t, Config{ForwardInterval: 20 * time.Millisecond}, rec)
+		info := b.enqueue(t, queue.NewRawTask("t", nil), queue.MaxRetry(0))
+		// where the worker's HandlerEvent says it went: scheduled, not retry
+		waitFor(t, 5*time.Second, "the snoozed task scheduled", func() bool {
+			ti, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return err == nil && ti.State == queue.StateScheduled
+		})
+		qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
+		if err != nil || qi.Scheduled != 1 || qi.Retry != 0 {
+			t.Fatalf("QueueInfo after a snooze: %+v, %v; want 1 scheduled, 0 retry", qi, err)
+		}
+		page, err := b.insp.ListTasks(ctx, queue.TaskQuery{Queue: queue.DefaultQueue, State: queue.StateScheduled})
+		if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != info.ID {
+			t.Fatalf("ListTasks(scheduled) after a snooze: %+v, %v", page, err)
+		}
+		// an operator's "run now" runs it at once, on its first attempt still
+		if err := b.insp.RunTask(ctx, queue.DefaultQueue, info.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "the task to run again and succeed", func() bool {
+			_, err := b.insp.GetTask(ctx, queue.DefaultQueue, info.ID)
+			return errors.Is(err, queue.ErrNotFound) && rec.count(info.ID) == 2
+		})
+	})
+
 	t.Run("ErrorHandlerSeesFailures", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

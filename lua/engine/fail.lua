@@ -1,11 +1,12 @@
 #!lua flags=allow-oom
 --[[ fail: record a batch of failed attempts: retry later, or dead.
   KEYS[1] T:active  KEYS[2] T:msg  KEYS[3] T:state  KEYS[4] T:feed:msg
-  KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:dead:rank
+  KEYS[5] T:retry  KEYS[6] T:dead  KEYS[7] T:dead:rank  KEYS[8] T:scheduled
   ARGV[1] T  ARGV[2] now (ms, "" = server time)  ARGV[3] dead feed cap
   ARGV[4] shard size  ARGV[5..] five fields per task: id, token, error text,
     retry delay (ms; NONE: dead), snooze (1: back after the delay without
-    counting the attempt or recording an error)
+    counting the attempt or recording an error: scheduled, as a task
+    enqueued with a delay waits, not retrying)
   Only the token of the current lease counts, as in ack. A flow task that
   goes dead is reported in T:notify (wire.FlowNote), as ack reports
   success. A task gone dead releases a uniqueness lock held until it
@@ -38,8 +39,8 @@ for k, r in ipairs(held) do
     r[10] = ''
     redis.call('HDEL', KEYS[4], id)
     if snooze then
-      r[1], r[2], r[9] = 'retry', math.max(0, r[2] - 1), now + math.max(delay, 0)
-      redis.call('ZADD', KEYS[5], r[9], id)
+      r[1], r[2], r[9] = 'scheduled', math.max(0, r[2] - 1), now + math.max(delay, 0)
+      redis.call('ZADD', KEYS[8], r[9], id)
       codes[k] = FAIL_SNOOZED
     elseif delay < 0 then -- NONE: no retry
       r[5], r[6] = err, now
