@@ -113,7 +113,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		m.Deadline = o.deadline.UnixMilli()
 	}
 	if o.unique > 0 || o.untilFinished {
-		m.Unique = o.uniqueKey
+		m.Unique = o.uniqueID
 		if m.Unique == "" {
 			sum := sha1.Sum(t.payload)
 			m.Unique = t.typ + ":" + hex.EncodeToString(sum[:])

@@ -22,7 +22,7 @@ type options struct {
 	processAt time.Time
 	processIn time.Duration
 	unique    time.Duration
-	uniqueKey string
+	uniqueID string
 	// untilFinished: the lock is held until the task finishes, then for
 	// uniqueAfter (UniqueUntilFinished), whatever unique says
 	untilFinished bool
@@ -120,17 +120,18 @@ func Unique(ttl time.Duration) Option {
 	}
 }
 
-// UniqueBy is Unique with the caller's own key instead of type and payload
-// (for example an order ID), so tasks with different payloads can collide.
-func UniqueBy(key string, ttl time.Duration) Option {
+// UniqueBy is Unique with the caller's own uniqueness ID instead of type
+// and payload (for example an order ID), so tasks with different payloads
+// can collide.
+func UniqueBy(id string, ttl time.Duration) Option {
 	return func(o *options) error {
-		if key == "" || len(key) > config.MaxNameLen {
-			return fmt.Errorf("%w: UniqueBy(%q): want 1 to %d bytes", errInvalidOption, key, config.MaxNameLen)
+		if id == "" || len(id) > config.MaxNameLen {
+			return fmt.Errorf("%w: UniqueBy(%q): want 1 to %d bytes", errInvalidOption, id, config.MaxNameLen)
 		}
 		if err := Unique(ttl)(o); err != nil {
 			return err
 		}
-		o.uniqueKey = key
+		o.uniqueID = id
 		return nil
 	}
 }
