@@ -7,12 +7,12 @@ local function ack_nodes(a, W, xs, done, n)
   ack_node(a, W, xs[1], done[1])
   local r, nodes, nn = a.runs[W], a.nodes, a.nn
   local acked, at = r.acked, r.at
-  local k = r.na
+  local k = #acked
   for j = 2, n do
     nodes[nn + 1], nodes[nn + 2], nodes[nn + 3] = r, xs[j], done[j]
     nn = nn + 3
     k = k + 1
     acked[k], at[k] = xs[j], nn / 3
   end
-  a.nn, r.na = nn, k
+  a.nn = nn
 end
