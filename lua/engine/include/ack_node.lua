@@ -10,13 +10,14 @@ local function ack_node(a, W, x, id)
   if not r then
     r = wf_lib().start(string.match(W, '^(.*}):w:'), W, a.now)
     a.runs[W] = r
-    r.acked, r.at, r.na = {}, {}, 0
+    r.acked, r.at = {}, {}
   end
   local nodes, nn = a.nodes, a.nn
   nodes[nn + 1], nodes[nn + 2], nodes[nn + 3] = r, x, id
   nn = nn + 3
   a.nn = nn
-  local k = r.na + 1
-  r.na = k
+  -- no count of its own in r, whose fields stay within the 32 its hash
+  -- part holds with no rehash
+  local k = #r.acked + 1
   r.acked[k], r.at[k] = x, nn / 3
 end

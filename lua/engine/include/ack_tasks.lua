@@ -26,7 +26,7 @@
 -- busy worker's acks ride in its next dequeue.
 --
 -- A plain ack (width 2) forgets its tasks here, and one of nodes of one
--- workflow (width 3) records them with ack_wf's node; any other goes
+-- workflow (width 3) records them with ack_wf's nodes; any other goes
 -- through the helpers of ack_lib. They share the call's state a: T, now,
 -- argv, width, the workflow key wkey, done (the IDs acked, nd of them)
 -- and what ack_task records per task.
@@ -47,10 +47,11 @@ local function ack_tasks(T, now, argv, from, cap, size)
   local unpacked = {}
   local a = {done = {}, nu = 0} -- a plain ack's: what it acked alone
   local task = width ~= 2 and width ~= 3 and ack_lib().task
-  local node = width == 3 and ack_wf().node -- nodes of workflow wkey
+  -- nodes of workflow wkey: their names, in the order of done
+  local xs = width == 3 and {}
   if task then
     a = {T = T, now = now, argv = argv, width = width, wkey = wkey, done = {}, nd = 0, uniques = {}, nu = 0}
-  elseif node then
+  elseif xs then
     a = {T = T, now = now, done = {}, nu = 0}
   end
   local done, nd, released = a.done, 0, nil
@@ -71,7 +72,7 @@ local function ack_tasks(T, now, argv, from, cap, size)
             released = released or {}
             released[r[10]] = (released[r[10]] or 0) + 1
           end
-          if node then node(a, wkey, argv[i + 2], ids[k]) end
+          if xs then xs[nd] = argv[i + 2] end
         end
       end
     end
@@ -79,6 +80,8 @@ local function ack_tasks(T, now, argv, from, cap, size)
   end
   if task then nd, released = a.nd, a.released end
   if nd == 0 then return codes end
+  -- one call for them all, not one per node
+  if xs then ack_wf().nodes(a, wkey, xs, done, nd) end
   ack_write(T, now, a, done, nd, released, cap, size)
   return codes
 end

@@ -39,7 +39,12 @@ local function lease_tasks(T, msgs, now, deadline, worker, lim)
   local j, e = 0, 0
   for i = 1, n do
     local id, key, m = ids[i], lease_keys[i] or '', msgs[i]
-    local rec, attempt, token, granted = lease_record(T, raws[i], key, keys[i], depth_counted, fresh, worker, now)
+    -- a first lease whose record this batch packed already, the common
+    -- case, takes it with no call
+    local rec, attempt, token, granted = fresh[key], 1, 1, nil
+    if not rec or raws[i] or (depth_counted and keys[i] ~= '') then
+      rec, attempt, token, granted = lease_record(T, raws[i], key, keys[i], depth_counted, fresh, worker, now)
+    end
     if key ~= '' then
       running = running or {}
       running[key] = (running[key] or 0) + 1

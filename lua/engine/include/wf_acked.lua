@@ -1,15 +1,18 @@
 --@include wf_parse
 --@include wf_succeed
---@include wf_joined
+--@include wf_settings
 -- wf_acked applies the successes of run r's acked nodes, r.acked, the
 -- k-th the task ids[r.at[k]] with result results[r.at[k]] (false:
 -- none). Their states and children lists come in one call per 500
 -- nodes, and an enqueued node, the common case, takes the steps of
--- succeed inline, with no entry made twice nor call per node. Any
--- other node goes through succeed.
+-- succeed inline, with no entry made twice nor call per node (the join
+-- nodes, read once a run, stand in for wf_joined's call). Any other
+-- node goes through succeed.
 local function wf_acked(r, ids, results)
   local xs, at, nodes = r.acked, r.at, r.nodes
   local fan, ok, kv = r.fan, 0, r.kv
+  if r.cancelled == nil then wf_settings(r) end
+  local join, joins = r.join, r.joins
   local nk = #kv
   for i = 1, #xs, 500 do
     local last = math.min(i + 499, #xs)
@@ -33,7 +36,7 @@ local function wf_acked(r, ids, results)
           kv[nk + 1], kv[nk + 2] = WF_FIELD.result .. x, result
           nk = nk + 2
         end
-        if cs or wf_joined(r, x) then
+        if cs or (join and not joins[x]) then
           local nf = #fan
           fan[nf + 1], fan[nf + 2], fan[nf + 3], fan[nf + 4] = x, WF_STATE.enqueued, WF_STATE.succeeded, cs
         end

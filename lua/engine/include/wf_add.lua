@@ -3,11 +3,13 @@
 -- false: not read, delivery d or false: none recorded) into run r's
 -- push into partition (queue, part).
 local function wf_add(r, x, id, queue, part, msg, due, raw, d)
-  -- a run's releases mostly go to one partition
+  -- a run's releases mostly go to one partition: the last one's push is
+  -- kept, and its partition in it, not in r, whose fields stay within
+  -- the 32 its hash part holds with no rehash
   local g = r.lastg
-  if not g or r.lastq ~= queue or r.lastp ~= part then
+  if not g or g.queue ~= queue or g.part ~= part then
     g = wf_group(r, queue, part)
-    r.lastg, r.lastq, r.lastp = g, queue, part
+    r.lastg = g
   end
   local k = g.n + 1
   g.n = k

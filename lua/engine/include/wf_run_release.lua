@@ -10,35 +10,39 @@ local function wf_run_release(r, rel, k, last)
   local width = r.size and 1 or 2
   local v = redis.call('HMGET', r.W, unpack(wf_run_fields(r, rel, k, last, width)))
   local routed, nr = {}, 0
+  -- read once: a workflow with no join nodes (join false) nor batch
+  -- costs its nodes no lookup of either
+  local join, joins, batch = r.join, r.joins, r.batch
   for j = k, last do
-    local f = width * (j - k) + 1
+    local x, f = rel[j], width * (j - k) + 1
     local e = v[f]
     if not e then
       -- released before: its task went out then. Pushing nothing
       -- here would leave the counts wrong; no write of this run is
       -- made yet but the pushes of earlier chunks
-      error('workflow ' .. r.W .. ': node ' .. rel[j] .. ' released twice: its task (' .. WF_FIELD.task .. rel[j] .. ') is gone', 0)
+      error('workflow ' .. r.W .. ': node ' .. x .. ' released twice: its task (' .. WF_FIELD.task .. x .. ') is gone', 0)
     end
     local id, queue, part, msg
-    if width == 1 and e then id, queue, part, msg = wf_split(e) end
-    if r.joins and r.joins[rel[j]] then
+    if width == 1 then id, queue, part, msg = wf_split(e) end
+    local joined = join and joins[x]
+    if joined then
       -- a join node (a batch's callback) keeps when it went out
       local kv = r.kv
-      kv[#kv + 1], kv[#kv + 2] = 't:' .. rel[j], r.now
-    end
-    if r.batch and e ~= '' and not r.joins[rel[j]] then
+      kv[#kv + 1], kv[#kv + 2] = 't:' .. x, r.now
+    elseif batch and e ~= '' then
       -- a batch's member keeps no route once released: its name is its
       -- task ID (queue/flows.go), and its state its one field
-      r.gone[#r.gone + 1] = WF_FIELD.route .. rel[j]
+      r.gone[#r.gone + 1] = WF_FIELD.route .. x
     end
-    if e == '' then
+    -- a wire.NodeTask first, the common case; '' is none (wf_split)
+    if id then
+      wf_add(r, x, id, queue, part, msg, 0, false, false)
+    elseif e == '' then
       -- a taskless node (include/wf_names.lua): released, nothing to send
-    elseif id then
-      wf_add(r, rel[j], id, queue, part, msg, 0, false, false)
     elseif width == 2 then
-      wf_release(r, rel[j], v[f + 1], e, r.ats)
+      wf_release(r, x, v[f + 1], e, r.ats)
     else
-      routed[nr + 1], routed[nr + 2] = rel[j], e
+      routed[nr + 1], routed[nr + 2] = x, e
       nr = nr + 2
     end
   end

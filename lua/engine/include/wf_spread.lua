@@ -4,7 +4,7 @@
 --@include wf_spread_success
 --@include wf_spread_change
 --@include wf_spread_apply
---@include wf_joined
+--@include wf_settings
 -- wf_spread applies the state changes wf_set queued (r.fan) to their
 -- waiting children's counters, and queues those children for
 -- evaluation. The children lists not read yet come in one call, and so
@@ -18,10 +18,14 @@ local function wf_spread(r)
   -- effect after), and for successes, decrements per child (dec) named
   -- in order (named), with no move per parent
   local a = {moves = {}, m = 0, dec = {}, named = {}, nd = 0, freed = 0, solo = nil, nrel = #r.rel}
+  -- the join nodes, read once: wf_joined's test inline, with no call per
+  -- change
+  if r.cancelled == nil then wf_settings(r) end
+  local joinlist, joins = r.join, r.joins
   for i = 1, #fan, 4 do
     local x, st, new, cs = fan[i], fan[i + 1], fan[i + 2], fan[i + 3]
     -- the stored children, then the join nodes, which no list names
-    local join = wf_joined(r, x) and r.join
+    local join = joinlist and not joins[x] and joinlist
     local ok = OPEN[st] and new == WF_STATE.succeeded
     if cs then
       cs = wf_kids(cs)
