@@ -31,7 +31,7 @@ local function wf_run_release(r, rel, k, last)
       kv[#kv + 1], kv[#kv + 2] = 't:' .. x, r.now
     elseif batch and e ~= '' then
       -- a batch's member keeps no route once released: its name is its
-      -- task ID (queue/flows.go), and its state its one field
+      -- task ID (queue/batch.go), and its state its one field
       r.gone[#r.gone + 1] = WF_FIELD.route .. x
     end
     -- a wire.NodeTask first, the common case; '' is none (wf_split)
