@@ -145,7 +145,8 @@ func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 		for _, key := range wkeys {
 			for {
 				// a failed read (a pool busy with the workers' pops) is no answer
-				if st, err := rdb.HGet(ctx, key, "state").Result(); err == nil && st != string(queue.StateActive) {
+				// Redis still spells an active workflow "running", as 0.1.0 did
+				if st, err := rdb.HGet(ctx, key, "state").Result(); err == nil && st != "running" {
 					break
 				}
 				time.Sleep(5 * time.Millisecond)
