@@ -22,7 +22,7 @@ type options struct {
 	processAt time.Time
 	processIn time.Duration
 	unique    time.Duration
-	uniqueID string
+	uniqueID  string
 	// untilFinished: the lock is held until the task finishes, then for
 	// uniqueAfter (UniqueUntilFinished), whatever unique says
 	untilFinished bool
