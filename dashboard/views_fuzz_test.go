@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/shardq/shardq/queue"
@@ -26,6 +27,26 @@ func FuzzTaskView(f *testing.F) {
 		v := newTaskView(ti)
 		if _, err := json.Marshal(v); err != nil {
 			t.Fatalf("the view of % x does not encode: %v", b[:min(len(b), 16)], err)
+		}
+	})
+}
+
+// FuzzTaskViewWorkflow: a task's workflow and node, which come from its
+// message's flow ref, read in the API's view as given, whatever their
+// bytes: a node links its workflow, and a batch's member names the batch
+// too.
+func FuzzTaskViewWorkflow(f *testing.F) {
+	for _, seed := range [][2]string{{"", ""}, {"wf", "n1"}, {"batch", ".AZLrQt8TcjSSGH2gYZ3Q9g"}, {"c", "3"}, {"\xff", "."}, {"wf", ""}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, workflow, node string) {
+		v := newTaskView(&queue.TaskInfo{ID: "id", Queue: "q", Type: "t", WorkflowID: workflow, Node: node})
+		if _, err := json.Marshal(v); err != nil {
+			t.Fatalf("the view of workflow %q node %q does not encode: %v", workflow, node, err)
+		}
+		if (workflow != "") != (v.Flow != nil) || v.Flow != nil && (v.Flow.WorkflowID != workflow || v.Flow.Node != node ||
+			(v.Flow.BatchID != "") != strings.HasPrefix(node, ".")) {
+			t.Fatalf("workflow %q node %q: view %+v", workflow, node, v.Flow)
 		}
 	})
 }

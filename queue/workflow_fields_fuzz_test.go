@@ -12,7 +12,8 @@ import (
 // from Redis, end on any bytes without a panic and keep their promises:
 // a node route (m:) decodes or is an error, a children or join list
 // (c:, join) gives names that are not empty, a state (s:) names one
-// state or is its stored one-byte code, and a batch member's name gives
+// state or is its stored one-byte code, a workflow's state is active for
+// Redis's "running" and as stored otherwise, and a batch member's name gives
 // its 16-byte task ID or none.
 func FuzzWorkflowFields(f *testing.F) {
 	route, err := msgpack.Marshal([]any{"0123456789abcdef", "q", "t", 0})
@@ -28,7 +29,7 @@ func FuzzWorkflowFields(f *testing.F) {
 		string(route), string(route[:len(route)-2]), string(packed), "\x93\xa1a",
 		"fa rB kc", "ron-complete fon-success", "F", "",
 		"w", "p", "s", "d", "f", "k", "c", "2uu",
-		member, ".", ".AAAA", "plain",
+		member, ".", ".AAAA", "plain", "running", "succeeded", "cancelled",
 	} {
 		f.Add(seed)
 	}
@@ -43,6 +44,9 @@ func FuzzWorkflowFields(f *testing.F) {
 		}
 		if s := nodeState(v); len(s) > 1 && !knownNodeState(s) {
 			t.Fatalf("nodeState(%q) = %q: neither a state nor the stored code", v, s)
+		}
+		if s := workflowState(v); v == "running" && s != StateActive || v != "running" && string(s) != v {
+			t.Fatalf("workflowState(%q) = %q: want active for Redis's \"running\", else the stored state", v, s)
 		}
 		if id := home.MemberID(v); id != "" && len(id) != 16 {
 			t.Fatalf("MemberID(%q) = %d bytes, want 16 or none", v, len(id))
