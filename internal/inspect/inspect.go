@@ -18,7 +18,7 @@ import (
 // clamps its own page sizes to it.
 const MaxPageSize = 1000
 
-// MaxSearchScan bounds how many tasks one Inspector.Search reads.
+// MaxSearchScan bounds how many tasks one ListTasks with a filter reads.
 const MaxSearchScan = 2000
 
 // QueueWork is what the live workers serving one queue published with
