@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/serve"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
@@ -22,6 +24,10 @@ type scriptArgs struct {
 	mu    sync.Mutex
 	calls [][]string
 }
+
+// ackRefused opens the last error of a task whose ack Redis failed
+// (internal/serve).
+const ackRefused = "the handler succeeded, but Redis failed the script that acks the task"
 
 func (h *scriptArgs) note(cmd redis.Cmder) {
 	if cmd.Name() != "evalsha" {
@@ -149,7 +155,7 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 		}
 		if slices.Contains(batch, task.Type) && log.count(task.Type) == 1 {
 			mu.Lock()
-			sids[task.Type] = task.sid
+			sids[task.Type] = storedID(task)
 			mu.Unlock()
 			started <- struct{}{}
 			select {
@@ -171,16 +177,16 @@ func testAckBatchIsolation(t *testing.T, byPop bool) {
 	// armed, the taker named by byPop waits until the whole batch is in
 	// the outbox and takes it; the other waits until it did
 	var armed atomic.Bool
-	s.probe = &probeFuncs{onBeforeTake: func(pop bool) {
+	setProbe(s, &serve.ProbeFuncs{OnBeforeTake: func(pop bool) {
 		deadline := time.Now().Add(10 * time.Second)
 		for armed.Load() && time.Now().Before(deadline) {
-			if pop == byPop && s.outbox.Len() >= len(batch) {
+			if pop == byPop && s.engine.Outcomes() >= len(batch) {
 				armed.Store(false)
 				return
 			}
 			time.Sleep(time.Millisecond)
 		}
-	}}
+	}})
 	must(t, s.Start(ctx))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -27,6 +27,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/serve"
+	"github.com/shardq/shardq/internal/wait"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
@@ -319,52 +322,44 @@ func childMain() int {
 	}
 	switch o.Crash {
 	case crashAfterMove:
-		s.probe = &probeFuncs{onAfterMove: func() {
+		setProbe(s, &serve.ProbeFuncs{OnAfterMove: func() {
 			if c.hit() {
 				c.recordHeld(c.inflight)
 				c.die()
 			}
-		}}
+		}})
 	case crashAfterClaim:
-		s.probe = &probeFuncs{onAfterClaim: func() {
+		setProbe(s, &serve.ProbeFuncs{OnAfterClaim: func() {
 			if c.hit() {
 				c.recordHeld(c.leased)
 				c.die()
 			}
-		}}
+		}})
 	case crashWithAhead:
-		s.probe = &probeFuncs{onLeasedAhead: func(int) {
+		setProbe(s, &serve.ProbeFuncs{OnLeasedAhead: func(int) {
 			if c.hit() {
-				c.recordHeld(func(context.Context) ([]string, error) {
-					var ids []string
-					for _, p := range s.partList() {
-						for _, l := range p.ahead.snapshot() {
-							ids = append(ids, wire.PublicID(l.id))
-						}
-					}
-					return ids, nil
-				})
+				c.recordHeld(func(context.Context) ([]string, error) { return s.engine.LeasedAhead(), nil })
 				c.die()
 			}
-		}}
+		}})
 	case crashBeforeAck:
-		s.probe = &probeFuncs{onBeforeAck: func() {
+		setProbe(s, &serve.ProbeFuncs{OnBeforeAck: func() {
 			if c.hit() {
 				c.die()
 			}
-		}}
+		}})
 	case crashAfterFlowOutcome:
-		s.probe = &probeFuncs{onAfterFlowOutcome: func() {
+		setProbe(s, &serve.ProbeFuncs{OnAfterFlowOutcome: func() {
 			if c.hit() {
 				c.die()
 			}
-		}}
+		}})
 	case crashBeforeFlowDeliver:
-		s.probe = &probeFuncs{onBeforeFlowDeliver: func() {
+		setProbe(s, &serve.ProbeFuncs{OnBeforeFlowDeliver: func() {
 			if c.hit() {
 				c.die()
 			}
-		}}
+		}})
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -411,7 +406,7 @@ func (c *childWorker) recordHeld(list func(context.Context) ([]string, error)) {
 	defer cancel()
 	ids, err := list(ctx)
 	if err == nil && len(ids) > 0 {
-		err = c.rdb.SAdd(ctx, c.k.held(c.pid), toAny(ids)...).Err()
+		err = c.rdb.SAdd(ctx, c.k.held(c.pid), ids).Err()
 	}
 	if err != nil {
 		c.log.Error("child: could not record held tasks", "err", err)
@@ -558,7 +553,7 @@ func (c *childWorker) handle(ctx context.Context, t *Task) error {
 		}()
 	}
 	if c.o.Sleep > 0 {
-		sleepCtx(ctx, c.o.Sleep)
+		wait.Sleep(ctx, c.o.Sleep)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -582,7 +577,7 @@ func (c *childWorker) retry(ctx context.Context, f func(context.Context) error) 
 			return err
 		}
 		c.log.Warn("child: recording failed; retrying", "err", err)
-		sleepCtx(ctx, 50*time.Millisecond)
+		wait.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 

@@ -191,26 +191,9 @@ func (c Config) validate() error {
 	return nil
 }
 
-// now returns the script time argument: "" for the server's clock.
-func (c *Config) now() string {
-	if c.Clock == nil {
-		return ""
-	}
-	return fmt.Sprint(c.Clock().UnixMilli())
-}
-
-// staleAfter is how old a worker's heartbeat may get before others reap it.
-func (c *Config) staleAfter() time.Duration { return max(c.Lease, 3*c.Heartbeat) }
-
 // normalize returns qc with its defaults filled in, as queue's Client and
 // Inspector fill them, or queue.ErrInvalid.
 func normalize(qc queue.Config) (queue.Config, error) {
 	c, err := config.Normalize(qc)
 	return c.(queue.Config), err
-}
-
-// partitionsOf returns how many partitions queue has under qc, before an
-// operator set its count in Redis.
-func partitionsOf(qc queue.Config, queue string) int {
-	return max(qc.Partitions[queue], 1)
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardq/shardq/internal/wait"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
 
@@ -210,7 +212,7 @@ func (s *scheduler) shutdown(ctx context.Context) error {
 		return fmt.Errorf("%w: schedules not running", ErrInvalid)
 	}
 	s.stop()
-	if !waitGroup(ctx, &s.done) {
+	if !wait.Group(ctx, &s.done) {
 		return ctx.Err()
 	}
 	return nil
@@ -299,7 +301,7 @@ func (s *scheduler) queues() []string {
 }
 
 func (s *scheduler) loop(ctx context.Context) {
-	var wait backoff
+	var backoff wait.Backoff
 	for ctx.Err() == nil {
 		now := s.clock()
 		failed := false
@@ -312,11 +314,11 @@ func (s *scheduler) loop(ctx context.Context) {
 			}
 		}
 		if failed {
-			wait.sleep(ctx)
+			backoff.Sleep(ctx)
 			continue
 		}
-		wait.reset()
-		sleepCtx(ctx, s.sleepAfter(now))
+		backoff.Reset()
+		wait.Sleep(ctx, s.sleepAfter(now))
 	}
 }
 

@@ -66,7 +66,7 @@ func TestQueuePatterns(t *testing.T) {
 		if n := h.count("other"); n != 0 {
 			t.Fatalf("ran %d tasks of a queue no pattern matches", n)
 		}
-		got := s.servedQueues()
+		got := s.engine.Queues()
 		if len(got) != 3 || got["tenant:a"] != 1 || got["tenant:c"] != 1 {
 			t.Fatalf("served %v, want the three tenant queues at weight 1", got)
 		}
@@ -123,7 +123,7 @@ func TestQueuePatterns(t *testing.T) {
 		waitFor(t, 20*time.Second, "the first task run", func() bool { return h.count("tenant:gone") == 1 })
 		must(t, b.insp.DeleteQueue(ctx, "tenant:gone", true))
 		waitFor(t, 20*time.Second, "the deleted queue to be dropped", func() bool {
-			_, ok := s.servedQueues()["tenant:gone"]
+			_, ok := s.engine.Queues()["tenant:gone"]
 			return !ok
 		})
 		// b.client still believes the queue registered (it writes the entry
@@ -153,8 +153,8 @@ func TestQueuePatterns(t *testing.T) {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		must(t, s.Shutdown(sctx))
-		if n := len(h.ran()); n != 0 || len(s.servedQueues()) != 0 {
-			t.Fatalf("an idle server ran %d tasks, served %v", n, s.servedQueues())
+		if n := len(h.ran()); n != 0 || len(s.engine.Queues()) != 0 {
+			t.Fatalf("an idle server ran %d tasks, served %v", n, s.engine.Queues())
 		}
 	})
 
@@ -165,7 +165,7 @@ func TestQueuePatterns(t *testing.T) {
 		s := b.server(t, Config{Queues: map[string]int{"tenant:vip": 5}, QueuePatterns: map[string]int{"tenant:*": 1}, QueueRefresh: 50 * time.Millisecond}, h)
 		b.enqueue(t, queue.NewRawTask("t", nil), queue.In("tenant:x"))
 		waitFor(t, 20*time.Second, "tenant:x served", func() bool { return h.count("tenant:x") == 1 })
-		if got := s.servedQueues(); got["tenant:vip"] != 5 || got["tenant:x"] != 1 || len(got) != 2 {
+		if got := s.engine.Queues(); got["tenant:vip"] != 5 || got["tenant:x"] != 1 || len(got) != 2 {
 			t.Fatalf("served %v, want tenant:vip at 5 and tenant:x at 1", got)
 		}
 	})

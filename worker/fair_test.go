@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"github.com/shardq/shardq/internal/outbox"
 	"io"
 	"log/slog"
 	"strings"
@@ -262,15 +261,14 @@ func TestFairRunningCountBounded(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := NewServer(b.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	must(t, err)
-	s.outbox = outbox.New[outcome]()
 	// lease every task, none acked: the worker never starts
 	for got := 0; got < leased; {
-		r, err := s.dequeue(ctx, s.parts[0], min(1000, leased-got), 0, false)
+		jobs, err := s.engine.Lease(ctx, min(1000, leased-got))
 		must(t, err)
-		if len(r.tasks) == 0 {
+		if len(jobs) == 0 {
 			t.Fatalf("a pop leased nothing after %d of %d", got, leased)
 		}
-		got += len(r.tasks)
+		got += len(jobs)
 	}
 	qi, err := b.insp.QueueInfo(ctx, queue.DefaultQueue)
 	must(t, err)

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"github.com/shardq/shardq/internal/outbox"
 	"io"
 	"log/slog"
 	"strings"
@@ -71,12 +70,11 @@ func TestFairTurnsWaitingExact(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := NewServer(b.rdb, cfg, HandlerFunc(func(context.Context, *Task) error { return nil }))
 	must(t, err)
-	s.outbox = outbox.New[outcome]()
 	// turn 0 is a0 b0 c0, turn 1 a1 b1 c1: four leases end inside turn 1
-	r, err := s.dequeue(ctx, s.parts[0], 4, 0, false)
+	jobs, err := s.engine.Lease(ctx, 4)
 	must(t, err)
-	if len(r.tasks) != 4 {
-		t.Fatalf("leased %d tasks, want 4", len(r.tasks))
+	if len(jobs) != 4 {
+		t.Fatalf("leased %d tasks, want 4", len(jobs))
 	}
 	enqueueKeyed(t, b, 2, "b")
 	want := map[string]int64{"a": 3, "b": 6, "c": 4}
@@ -105,15 +103,13 @@ func TestFairTurnsWaitingExact(t *testing.T) {
 	// the rest, in turn order: b's two new tasks after its placed ones
 	var order []string
 	for len(order) < 13 {
-		r, err := s.dequeue(ctx, s.parts[0], 13-len(order), 0, false)
+		jobs, err := s.engine.Lease(ctx, 13-len(order))
 		must(t, err)
-		if len(r.tasks) == 0 {
+		if len(jobs) == 0 {
 			t.Fatalf("a pop leased nothing after %v", order)
 		}
-		for _, l := range r.tasks {
-			task, err := s.newTask(s.parts[0], l)
-			must(t, err)
-			order = append(order, string(task.Payload))
+		for _, j := range jobs {
+			order = append(order, string(j.Payload))
 		}
 	}
 	if got := strings.Join(order, " "); got != "b1 c1 a2 b2 c2 a3 b3 c3 a4 b4 c4 b0 b1" {

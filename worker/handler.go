@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/shardq/shardq/internal/serve"
 )
 
 // Handler runs tasks. Returning nil acknowledges the task; an error fails
@@ -53,7 +55,7 @@ func (m *Mux) HandleFunc(typ string, f func(ctx context.Context, t *Task) error)
 // calls through the Mux finds its task (TaskFromContext, Step).
 func (m *Mux) ProcessTask(ctx context.Context, t *Task) error {
 	if _, ok := TaskFromContext(ctx); !ok {
-		ctx = context.WithValue(ctx, taskKey{}, t)
+		ctx = context.WithValue(ctx, serve.ViewKey{}, t)
 	}
 	m.mu.RLock()
 	h := m.handlers[t.Type]

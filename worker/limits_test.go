@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/lua"
@@ -417,27 +415,5 @@ func TestSemaphoreBadLimits(t *testing.T) {
 	// the zero TTL, Wait, RetryIn and Prefix are the defaults, not errors
 	if _, err := Semaphore(nil, SemaphoreConfig{Name: "api", Limit: 1}); err != nil {
 		t.Errorf("Semaphore with defaults: %v", err)
-	}
-}
-
-// TestSettleWakesLimitedFetcher: outcomes written by any round trip (the
-// flusher's, or another partition's fetcher carrying them) free their
-// concurrency-limit holds, so settling them signals their partition's
-// fetcher, which may wait at the limit.
-func TestSettleWakesLimitedFetcher(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
-	drain(p.freed)
-	cmd := redis.NewCmd(context.Background())
-	cmd.SetVal([]any{int64(1)})
-	groups := []outcomeGroup{{p: p, kind: outcomeAck, items: []outcome{{p: p, id: "x", token: 1}}, cmd: cmd}}
-	if failed, err := s.settle(groups); err != nil || len(failed) != 0 {
-		t.Fatalf("settle: %v, %v", failed, err)
-	}
-	select {
-	case <-p.freed:
-	default:
-		t.Fatal("settling written outcomes did not signal their partition")
 	}
 }

@@ -183,7 +183,7 @@ func TestPatternRegistryCountBounded(t *testing.T) {
 	h := &byQueue{}
 	s := b.server(t, Config{QueuePatterns: map[string]int{"tenant:*": 1}, QueueRefresh: 100 * time.Millisecond}, h)
 	waitFor(t, 20*time.Second, "the task of tenant:huge run", func() bool { return h.count("tenant:huge") == 1 })
-	if got := s.servedQueues(); got["tenant:huge"] != 1 {
+	if got := s.engine.Queues(); got["tenant:huge"] != 1 {
 		t.Fatalf("served %v", got)
 	}
 }

@@ -3,6 +3,8 @@ package worker
 import (
 	"time"
 
+	"github.com/shardq/shardq/internal/serve"
+
 	"github.com/shardq/shardq/queue"
 )
 
@@ -42,16 +44,16 @@ type HandlerEvent struct {
 	Panicked bool
 }
 
-// stateOf is the state an outcome leaves its task in (HandlerEvent.State).
-func stateOf(o outcome) queue.State {
+// stateOf is the state a verdict leaves its task in (HandlerEvent.State).
+func stateOf(v serve.Verdict) queue.State {
 	switch {
-	case o.kind == outcomeAck:
-		return queue.StateSucceeded
-	case o.kind == outcomeRequeue:
+	case v.Requeue:
 		return queue.StatePending
-	case o.snooze == 1:
+	case v.Err == nil:
+		return queue.StateSucceeded
+	case v.Snooze:
 		return queue.StateScheduled
-	case o.delayMS < 0:
+	case v.Delay < 0:
 		return queue.StateDead
 	}
 	return queue.StateRetry

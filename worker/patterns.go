@@ -21,19 +21,3 @@ func checkPatterns(patterns map[string]int) error {
 	}
 	return nil
 }
-
-// matchWeight returns the weight a queue found in the registry runs with:
-// the highest of the patterns it matches, and whether it matches any.
-// Queues named in Config.Queues are run as configured, not by pattern.
-func (c *Config) matchWeight(q string) (int, bool) {
-	if _, static := c.Queues[q]; static {
-		return 0, false
-	}
-	best := 0
-	for p, w := range c.QueuePatterns {
-		if ok, _ := path.Match(p, q); ok && w > best {
-			best = w
-		}
-	}
-	return best, best > 0
-}

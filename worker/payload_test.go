@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/sampledoc"
@@ -624,18 +623,6 @@ func TestCompressionDictionary(t *testing.T) {
 	must(t, b.rdb.Set(ctx, dictKey, saved, 0).Err())
 	must(t, b.insp.RunTask(ctx, queue.DefaultQueue, lost.ID))
 	waitFor(t, 10*time.Second, "the task run once its dictionary is back", func() bool { return again.count(lost.ID) == 1 })
-}
-
-// TestDictionaryUnavailableRetries: a task whose dictionary could not be
-// read (Redis failed) is retried, not sent to dead.
-func TestDictionaryUnavailableRetries(t *testing.T) {
-	o := undecodable(nil, leased{id: "x"}, fmt.Errorf("payload: %w: connection refused", envelope.ErrDictUnavailable))
-	if o.delayMS != dictRetry.Milliseconds() {
-		t.Fatalf("delay %d ms, want a retry in %v", o.delayMS, dictRetry)
-	}
-	if o := undecodable(nil, leased{id: "x"}, fmt.Errorf("payload: %w", envelope.ErrNoDict)); o.delayMS >= 0 {
-		t.Fatalf("a lost dictionary: delay %d ms, want dead", o.delayMS)
-	}
 }
 
 // TestWaitResultPlainUnderRing: a result written in clear, read by an

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/shardq/shardq/internal/inspect"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shardq/shardq/internal/serve"
+
+	"github.com/shardq/shardq/internal/inspect"
 
 	"github.com/shardq/shardq/dashboard"
 	"github.com/shardq/shardq/internal/keys"
@@ -60,11 +63,11 @@ func newAheadRig(t *testing.T, cfg Config, holds int64, hold func(ctx context.Co
 	cfg.Concurrency = 2
 	s, err := NewServer(r.b.rdb, r.b.config(t, cfg), r.rec)
 	must(t, err)
-	s.probe = &probeFuncs{onBeforeExtend: func() {
+	setProbe(s, &serve.ProbeFuncs{OnBeforeExtend: func() {
 		if f := r.beforeExtend.Load(); f != nil {
 			(*f)()
 		}
-	}}
+	}})
 	r.s = s
 	must(t, s.Start(ctx))
 	return r
@@ -91,13 +94,7 @@ func (r *aheadRig) free() { r.releaseOnce.Do(func() { close(r.release) }) }
 
 // waiting returns the IDs of the tasks leased ahead that wait for a slot.
 func (r *aheadRig) waiting() []string {
-	var ids []string
-	for _, p := range r.s.partList() {
-		for _, l := range p.ahead.snapshot() {
-			ids = append(ids, wire.PublicID(l.id))
-		}
-	}
-	return ids
+	return r.s.engine.LeasedAhead()
 }
 
 // waitHeld waits until both slots hold a hold task and hold tasks wait
@@ -107,7 +104,7 @@ func (r *aheadRig) waitHeld(t *testing.T) []string {
 	var ids []string
 	waitFor(t, 5*time.Second, "hold tasks leased ahead", func() bool {
 		ids = r.waiting()
-		return len(ids) > 0 && len(r.s.running.snapshot()) == 2
+		return len(ids) > 0 && r.s.engine.Running() == 2
 	})
 	return ids
 }
@@ -146,7 +143,7 @@ func TestPrefetch(t *testing.T) {
 		s, err := NewServer(b.rdb, b.config(t, cfg), rec)
 		must(t, err)
 		var leased atomic.Int64
-		s.probe = &probeFuncs{onLeasedAhead: func(n int) { leased.Add(int64(n)) }}
+		setProbe(s, &serve.ProbeFuncs{OnLeasedAhead: func(n int) { leased.Add(int64(n)) }})
 		must(t, s.Start(ctx))
 		t.Cleanup(func() { _ = s.Shutdown(ctx) })
 		waitFor(t, 20*time.Second, "every task", func() bool { return rec.total() >= tasks })

@@ -1,61 +1,9 @@
 package worker
 
-// probeFuncs is a probe for tests: it calls the funcs that are set.
-type probeFuncs struct {
-	onAfterMove         func()
-	onAfterClaim        func()
-	onLeasedAhead       func(n int)
-	onBeforeAck         func()
-	onBeforeExtend      func()
-	onAfterFlowOutcome  func()
-	onBeforeFlowDeliver func()
-	onBeforeTake        func(pop bool)
-}
+import "github.com/shardq/shardq/internal/serve"
 
-func (f *probeFuncs) afterMove() {
-	if f.onAfterMove != nil {
-		f.onAfterMove()
-	}
-}
+// setProbe gives s's engine probe p; call it before Start.
+func setProbe(s *Server, p serve.Probe) { s.engine.SetProbe(p) }
 
-func (f *probeFuncs) afterClaim() {
-	if f.onAfterClaim != nil {
-		f.onAfterClaim()
-	}
-}
-
-func (f *probeFuncs) leasedAhead(n int) {
-	if f.onLeasedAhead != nil {
-		f.onLeasedAhead(n)
-	}
-}
-
-func (f *probeFuncs) beforeAck() {
-	if f.onBeforeAck != nil {
-		f.onBeforeAck()
-	}
-}
-
-func (f *probeFuncs) beforeExtend() {
-	if f.onBeforeExtend != nil {
-		f.onBeforeExtend()
-	}
-}
-
-func (f *probeFuncs) afterFlowOutcome() {
-	if f.onAfterFlowOutcome != nil {
-		f.onAfterFlowOutcome()
-	}
-}
-
-func (f *probeFuncs) beforeFlowDeliver() {
-	if f.onBeforeFlowDeliver != nil {
-		f.onBeforeFlowDeliver()
-	}
-}
-
-func (f *probeFuncs) beforeTake(pop bool) {
-	if f.onBeforeTake != nil {
-		f.onBeforeTake(pop)
-	}
-}
+// storedID returns the ID of a running task as the scripts have it.
+func storedID(t *Task) string { return t.job.StoredID() }

@@ -5,11 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/shardq/shardq/internal/envelope"
-	"github.com/shardq/shardq/internal/wire"
 )
 
 // errNotRunning reports SetProgress, SetResult or Step on a Task that is
@@ -40,7 +35,7 @@ func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 	if percent < 0 || percent > 100 || len(msg) > maxProgressMessage {
 		return fmt.Errorf("%w: progress %d%% %q: want 0..100 and at most %d bytes", ErrInvalid, percent, msg, maxProgressMessage)
 	}
-	if t.srv == nil {
+	if t.job == nil {
 		return fmt.Errorf("%w: task %s", errNotRunning, t.ID)
 	}
 	t.report.mu.Lock()
@@ -51,15 +46,7 @@ func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 	}
 	t.report.last = now
 	t.report.mu.Unlock()
-	msg, err := t.srv.codec.WrapString(msg, t.sid, envelope.Progress)
-	if err != nil {
-		return fmt.Errorf("worker: progress of task %s: %w", t.ID, err)
-	}
-	b, err := msgpack.Marshal(&wire.Progress{Percent: percent, Message: msg, At: now.UnixMilli()})
-	if err != nil {
-		return err
-	}
-	if err := t.srv.rdb.HSet(ctx, t.part.k.Progress(), t.sid, b).Err(); err != nil {
+	if err := t.job.WriteProgress(ctx, percent, msg, now); err != nil {
 		return fmt.Errorf("worker: progress of task %s: %w", t.ID, err)
 	}
 	return nil
@@ -72,17 +59,13 @@ func (t *Task) SetProgress(ctx context.Context, percent int, msg string) error {
 // read it after the task finished. A later call replaces it; an attempt
 // that fails after writing it leaves it for the next attempt to replace.
 func (t *Task) SetResult(ctx context.Context, b []byte) error {
-	if t.srv == nil {
+	if t.job == nil {
 		return fmt.Errorf("%w: task %s", errNotRunning, t.ID)
 	}
-	if limit := t.srv.cfg.MaxPayloadSize; len(b) > limit {
+	if limit := t.job.MaxPayloadSize(); len(b) > limit {
 		return fmt.Errorf("%w: result too large: task %s result is %d bytes, limit %d", ErrInvalid, t.ID, len(b), limit)
 	}
-	b, err := t.srv.codec.Wrap(nil, b, t.sid, envelope.Result)
-	if err != nil {
-		return fmt.Errorf("worker: result of task %s: %w", t.ID, err)
-	}
-	if err := t.srv.rdb.HSet(ctx, t.part.k.Result(), t.sid, b).Err(); err != nil {
+	if err := t.job.WriteResult(ctx, b); err != nil {
 		return fmt.Errorf("worker: result of task %s: %w", t.ID, err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardq/shardq/internal/serve"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
@@ -113,7 +115,7 @@ func TestResizePartitions(t *testing.T) {
 			return err == nil && qi.Dead >= 1 && qi.Pending == 0 && qi.Active == 0
 		})
 		must(t, b.insp.SetPartitions(ctx, q, 1))
-		time.Sleep(2*drainConfirm + time.Second)
+		time.Sleep(2*serve.DrainConfirm + time.Second)
 		if qi, err := b.insp.QueueInfo(ctx, q); err != nil || qi.Partitions != 2 || qi.Draining != 1 {
 			t.Fatalf("with a dead task in partition 1: QueueInfo %+v, %v; want it still draining (2 partitions, 1 draining)", qi, err)
 		}
@@ -132,7 +134,7 @@ func TestResizePartitions(t *testing.T) {
 			qi, err := b.insp.QueueInfo(ctx, q)
 			return err == nil && qi.Partitions == 1 && qi.Draining == 0
 		})
-		waitFor(t, 10*time.Second, "the server to stop serving partition 1", func() bool { return s.widths()[q] == 1 })
+		waitFor(t, 10*time.Second, "the server to stop serving partition 1", func() bool { return s.engine.Widths()[q] == 1 })
 	})
 
 	t.Run("PatternMatchedQueueFollowsTheLayout", func(t *testing.T) {
@@ -151,7 +153,7 @@ func TestResizePartitions(t *testing.T) {
 		b.enqueue(t, queue.NewRawTask("t", nil), queue.In(q))
 		waitFor(t, 20*time.Second, "the first task to run", func() bool { return h.total() == 1 })
 		must(t, b.insp.SetPartitions(ctx, q, 3))
-		waitFor(t, 20*time.Second, "the server to serve 3 partitions", func() bool { return s.widths()[q] == 3 })
+		waitFor(t, 20*time.Second, "the server to serve 3 partitions", func() bool { return s.engine.Widths()[q] == 3 })
 		c, err := queue.NewClient(b.rdb, b.qcfg) // reads the layout at its first enqueue
 		must(t, err)
 		for range 30 {
@@ -166,11 +168,11 @@ func TestResizePartitions(t *testing.T) {
 			t.Fatal("no task ran on partition 2")
 		}
 		must(t, b.insp.SetPartitions(ctx, q, 1))
-		waitFor(t, 30*time.Second, "the drain to end and the server to serve 1", func() bool { return s.widths()[q] == 1 })
+		waitFor(t, 30*time.Second, "the drain to end and the server to serve 1", func() bool { return s.engine.Widths()[q] == 1 })
 		// deleting the queue still stops it (the served queue's parts are consistent)
 		must(t, b.insp.DeleteQueue(ctx, q, true))
 		waitFor(t, 20*time.Second, "the deleted queue to be dropped", func() bool {
-			_, ok := s.servedQueues()[q]
+			_, ok := s.engine.Queues()[q]
 			return !ok
 		})
 	})
@@ -302,7 +304,7 @@ func resizeWhileRunning(t *testing.T, rdb redis.UniversalClient, qcfg queue.Conf
 		}
 	}
 	for _, s := range servers {
-		waitFor(t, 10*time.Second, "the servers to stop serving partitions 2 and 3", func() bool { return s.widths()[q] == 2 })
+		waitFor(t, 10*time.Second, "the servers to stop serving partitions 2 and 3", func() bool { return s.engine.Widths()[q] == 2 })
 	}
 }
 

@@ -2,17 +2,12 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/shardq/shardq/internal/envelope"
-	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -94,21 +89,12 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 func (t *Task) stepsDone(ctx context.Context) (wire.Steps, error) {
 	t.steps.mu.Lock()
 	defer t.steps.mu.Unlock()
-	if t.steps.loaded || t.srv == nil {
+	if t.steps.loaded || t.job == nil {
 		return t.steps.steps, nil
 	}
-	b, err := t.srv.rdb.HGet(ctx, t.part.k.Steps(), t.sid).Bytes()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("worker: read the steps of task %s: %w", t.ID, err)
-	}
-	steps, err := wire.DecodeSteps(b)
+	steps, err := t.job.ReadSteps(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("worker: task %s: %w", t.ID, err)
-	}
-	for i := range steps {
-		if steps[i].Result, err = t.srv.codec.Open(steps[i].Result, t.sid, envelope.Step, t.srv.cfg.MaxPayloadSize); err != nil {
-			return nil, fmt.Errorf("worker: step %q of task %s: %w", steps[i].Name, t.ID, err)
-		}
 	}
 	t.steps.steps, t.steps.loaded = steps, true
 	return steps, nil
@@ -127,31 +113,20 @@ func (t *Task) recordStep(ctx context.Context, name string, b []byte) error {
 	} else {
 		next = append(next, wire.Step{Name: name, At: at, Result: b})
 	}
-	if t.srv == nil {
+	if t.job == nil {
 		t.steps.steps = next // a unit test's Task: in memory only
 		return nil
 	}
-	if limit := t.srv.cfg.MaxPayloadSize; next.Size() > limit {
+	if limit := t.job.MaxPayloadSize(); next.Size() > limit {
 		return fmt.Errorf("%w: result too large: task %s: steps' values would be %d bytes with step %q, limit %d", ErrInvalid, t.ID, next.Size(), name, limit)
-	}
-	stored := slices.Clone(next)
-	for i := range stored {
-		var err error
-		if stored[i].Result, err = t.srv.codec.Wrap(nil, stored[i].Result, t.sid, envelope.Step); err != nil {
-			return fmt.Errorf("worker: step %q of task %s: %w", stored[i].Name, t.ID, err)
-		}
-	}
-	enc, err := wire.EncodeSteps(stored)
-	if err != nil {
-		return fmt.Errorf("worker: task %s: %w", t.ID, err)
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWriteTimeout)
 	defer cancel()
-	written, err := script.Step.Run(wctx, t.srv.rdb, []string{t.part.k.State(), t.part.k.Steps()}, t.sid, t.token, enc).Int()
+	written, err := t.job.WriteSteps(wctx, next)
 	if err != nil {
 		return fmt.Errorf("worker: record step %q of task %s: %w", name, t.ID, err)
 	}
-	if written == 0 {
+	if !written {
 		return fmt.Errorf("%w: step %q of task %s not recorded", ErrLeaseLost, name, t.ID)
 	}
 	t.steps.steps = next

@@ -182,7 +182,7 @@ func TestStepBadUse(t *testing.T) {
 		}
 		// a write under another token, as a worker whose lease was taken
 		// over would make: refused
-		stale, err := script.Step.Run(ctx, b.rdb, []string{k.State(), k.Steps()}, wire.StoredID(task.ID), task.token+1, "x").Int()
+		stale, err := script.Step.Run(ctx, b.rdb, []string{k.State(), k.Steps()}, wire.StoredID(task.ID), task.job.Token()+1, "x").Int()
 		if err != nil || stale != 0 {
 			return SkipRetry(fmt.Errorf("a step under a stale token: %d, %v; want 0", stale, err))
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardq/shardq/internal/serve"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -36,16 +37,10 @@ type Task struct {
 	// deadline); zero when neither was set.
 	Deadline time.Time
 
-	sid       string // the ID's stored form (wire.StoredID), for the scripts
-	srv       *Server
-	part      *part
-	report    report // SetProgress's throttle
-	steps     stepLog
-	token     int64
-	granted   int // attempts operators granted beyond MaxRetry+1 (RunTask)
-	retention time.Duration
-	unique    string
-	flow      string // wire.FlowRef text; "" = none
+	job     *serve.Job // nil for a Task no Server runs (a unit test's)
+	granted int        // attempts operators granted beyond MaxRetry+1 (RunTask)
+	report  report     // SetProgress's throttle
+	steps   stepLog
 }
 
 // Decode decodes the payload into v: msgpack by msgpack tags, as
@@ -65,10 +60,15 @@ func (t *Task) Decode(v any) error {
 // more attempt, which has none left.
 func (t *Task) RetriesLeft() int { return max(0, t.MaxRetry-(t.Attempt-1-t.granted)) }
 
-type taskKey struct{}
+// newTask returns the Task a handler sees of job j.
+func newTask(j *serve.Job) *Task {
+	return &Task{ID: j.ID, Type: j.Type, Queue: j.Queue, Partition: j.Partition, Payload: j.Payload, Raw: j.Raw,
+		Attempt: j.Attempt, MaxRetry: j.MaxRetry, EnqueuedAt: j.EnqueuedAt, StartedAt: j.StartedAt, Headers: j.Headers,
+		Deadline: j.Deadline, job: j, granted: j.Granted}
+}
 
 // TaskFromContext returns the task a handler's context was made for.
 func TaskFromContext(ctx context.Context) (*Task, bool) {
-	t, ok := ctx.Value(taskKey{}).(*Task)
+	t, ok := ctx.Value(serve.ViewKey{}).(*Task)
 	return t, ok
 }

@@ -89,7 +89,7 @@ func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 	run(b, rdb, qcfg, insp, "plain", 1)
 
 	// plain tasks
-	m0, c0 := usedMemory(b, rdb), redisCPU(b, rdb)
+	m0, c0 := usedMemory(b, rdb), redistest.CPU(b, rdb)
 	tasks := make([]*queue.Task, n)
 	for i := range tasks {
 		tasks[i] = queue.NewRawTask("noop", payload, queue.In("plain"))
@@ -99,7 +99,7 @@ func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 	}
 	f.plainMem = float64(usedMemory(b, rdb)-m0) / n
 	run(b, rdb, qcfg, insp, "plain", n)
-	f.plainCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
+	f.plainCPU = (redistest.CPU(b, rdb) - c0) * 1e6 / n
 
 	// the graphs
 	wfs := make([]*queue.Workflow, graphs)
@@ -110,7 +110,7 @@ func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 		}
 		wfs[i] = wf
 	}
-	m0, c0 = usedMemory(b, rdb), redisCPU(b, rdb)
+	m0, c0 = usedMemory(b, rdb), redistest.CPU(b, rdb)
 	b.StartTimer()
 	wkeys := make([]string, graphs)
 	ids := make([]string, graphs)
@@ -155,7 +155,7 @@ func measureWorkflow(b *testing.B, shape string, size int) workflowFigures {
 	}()
 	runUntil(b, rdb, qcfg, []string{"root", "graph"}, done)
 	b.StopTimer()
-	f.nodeCPU = (redisCPU(b, rdb) - c0) * 1e6 / n
+	f.nodeCPU = (redistest.CPU(b, rdb) - c0) * 1e6 / n
 	for _, id := range ids {
 		wi, err := insp.GetWorkflow(ctx, id)
 		if err != nil || wi.State != queue.StateSucceeded {

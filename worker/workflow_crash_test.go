@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"syscall"
 	"testing"
@@ -236,9 +238,17 @@ func (f *fleet) reap(deliverAfterAck bool) {
 func (f *fleet) kill(i int) {
 	c := f.live[i]
 	f.live = append(f.live[:i:i], f.live[i+1:]...)
-	c.signal(f.t, syscall.SIGKILL)
+	// a child may die at its own crash point between the parent's look
+	// and the signal: then it crashed, as reap would have counted it
+	err := c.cmd.Process.Signal(syscall.SIGKILL)
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
+		f.t.Fatalf("child %s: send SIGKILL: %v", c.name, err)
+	}
 	if !c.waitExit(10 * time.Second) {
 		f.t.Fatalf("child %s survived SIGKILL", c.name)
+	}
+	if err != nil {
+		f.crashed[c.opts.Crash]++
 	}
 	f.died = append(f.died, c)
 	f.spawn(crashBeforeFlowDeliver, 1)

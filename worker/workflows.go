@@ -2,221 +2,32 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/shardq/shardq/internal/envelope"
-	"github.com/shardq/shardq/internal/home"
-	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/internal/rcall"
-	"github.com/shardq/shardq/internal/wire"
 	"github.com/shardq/shardq/queue"
 )
-
-// flows is a server's part in batches and workflows: it forwards the
-// notifications its partitions' ack and fail scripts wrote (T:notify) to
-// the flows' homes, and delivers the homes' due outbox entries (next
-// nodes, callbacks) into their queues. It does both right after it wrote
-// a flow task's outcome, for low latency, and every WorkflowSweep for all
-// homes, so what a killed worker left behind is picked up by the others.
-type flows struct {
-	env *home.Env
-	// oneServer: a workflow node's ack applies its outcome at its home in
-	// the same script (include/acks.lua), as every key is on one server
-	oneServer bool
-	kick      chan struct{}    // one token: a flow outcome was written
-	client    *queue.Client    // for Task.ExtendWorkflow
-	insp      *queue.Inspector // for Task.ParentResult
-}
-
-func (s *Server) newFlows() *flows {
-	f := &flows{
-		env: &home.Env{RDB: s.rdb, Prefix: s.cfg.Prefix, ShardSize: s.cfg.ShardSize,
-			FeedSize: s.cfg.FeedSize, IDTTL: s.cfg.IDTTL},
-		kick:      make(chan struct{}, 1),
-		oneServer: rcall.OneServer(s.rdb),
-	}
-	if s.cfg.Clock != nil {
-		f.env.Now = s.cfg.now
-	}
-	f.client, _ = queue.NewClient(s.rdb, s.cfg.Config) // cfg was validated by NewServer
-	f.insp, _ = queue.NewInspector(s.rdb, s.cfg.Config)
-	return f
-}
-
-// flowTarget returns the workflow key and node name an ack of a task with
-// flow ref flow passes, for the script to apply the outcome at the
-// workflow's home: a workflow node's on one Redis server; "", ""
-// otherwise (the outcome goes through T:notify). The script reads them as
-// they come, with no parsing.
-func (s *Server) flowTarget(flow string) (workflow, node string) {
-	if !s.flows.oneServer || len(flow) == 0 || flow[0] != 'w' {
-		return "", ""
-	}
-	r, err := wire.ParseFlowRef(flow)
-	if err != nil || r.Home < 0 || r.Home >= keys.FlowPartitions {
-		return "", ""
-	}
-	return keys.Home(s.cfg.Prefix, r.Home).Workflow(r.ID), r.Node
-}
-
-// flowsWritten kicks the flow loop when any of the written outcomes is a
-// flow task's success or death (a retry tells its flow nothing) that went
-// into T:notify; one applied at its home already has nothing to forward.
-func (s *Server) flowsWritten(os []outcome) {
-	var flowed, forward bool
-	for i := range os {
-		if o := &os[i]; o.flow != "" && (o.kind == outcomeAck || (o.kind == outcomeFail && o.delayMS < 0 && o.snooze == 0)) {
-			flowed = true
-			forward = forward || o.workflow == ""
-		}
-	}
-	if flowed {
-		s.probe.afterFlowOutcome()
-	}
-	if forward {
-		select {
-		case s.flows.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// maxFlowRounds bounds the forwarding rounds of one kick: a busy batch
-// keeps its notification lists full, and the sweep comes back anyway.
-const maxFlowRounds = 20
-
-// sweepFlows runs until ctx ends: at a kick it forwards this server's
-// notifications and delivers what became due; every WorkflowSweep it does so
-// too, and one server per interval (keys.WorkflowSweep) delivers the due
-// entries of every workflow home: callbacks and next links a killed worker
-// did not deliver, members a dead producer left.
-func (s *Server) sweepFlows(ctx context.Context) {
-	tick := time.NewTicker(s.cfg.WorkflowSweep)
-	defer tick.Stop()
-	homes := make([]int, keys.FlowPartitions)
-	for i := range homes {
-		homes[i] = i
-	}
-	for {
-		var all bool
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.flows.kick:
-		case <-tick.C:
-			all = true
-		}
-		if err := s.flowStep(ctx, all, homes); err != nil && ctx.Err() == nil {
-			s.logRedisError("flows", err)
-		}
-	}
-}
-
-// flowStep forwards notifications (up to maxFlowRounds rounds while the
-// lists give some) and delivers the due entries of the homes they made
-// due, and, when all is set and this server holds the interval's sweep
-// lease, of every home.
-func (s *Server) flowStep(ctx context.Context, all bool, homes []int) error {
-	f := s.flows
-	// the partitions served now: QueuePatterns add and remove queues
-	var lists []string
-	for _, p := range s.partList() {
-		lists = append(lists, p.k.Notify())
-	}
-	due := map[int]bool{}
-	var errs error
-	for range maxFlowRounds {
-		n, got, err := f.env.Forward(ctx, lists)
-		errs = errors.Join(errs, err)
-		for _, h := range got {
-			due[h] = true
-		}
-		if err != nil || n < home.MaxStep {
-			break
-		}
-	}
-	if len(due) > 0 {
-		s.probe.beforeFlowDeliver()
-	}
-	if all {
-		// one sweeper per interval is enough: the others skip the homes
-		took, err := s.rdb.SetNX(ctx, keys.WorkflowSweep(s.cfg.Prefix), s.cfg.WorkerID, s.cfg.WorkflowSweep).Result()
-		errs = errors.Join(errs, err)
-		if took {
-			for _, h := range homes {
-				due[h] = true
-			}
-		}
-	}
-	list := make([]int, 0, len(due))
-	for h := range due {
-		list = append(list, h)
-	}
-	for range maxFlowRounds {
-		n, err := f.env.Deliver(ctx, list)
-		if err != nil {
-			return errors.Join(errs, err)
-		}
-		if n < home.MaxStep {
-			break
-		}
-	}
-	return errs
-}
 
 // Workflow returns the workflow the task is a node of, a chain's or a
 // batch's among them, and its node's name, as queue.TaskInfo has them;
 // both "" for a task of no workflow.
-func (t *Task) Workflow() (id, node string) { return home.Place(t.flow, t.sid) }
+func (t *Task) Workflow() (id, node string) {
+	if t.job == nil {
+		return "", ""
+	}
+	return t.job.Workflow()
+}
 
 // PreviousResult returns the result the link before the task wrote
 // (SetResult), in a chain (queue.Chain): the result of node k-1 for node
 // k. It is nil when the task is no link after the first, or the link
 // before wrote none.
 func (t *Task) PreviousResult(ctx context.Context) ([]byte, error) {
-	r, err := wire.ParseFlowRef(t.flow)
-	if t.flow == "" || err != nil {
+	if t.job == nil {
 		return nil, nil
 	}
-	if r.Kind == 'c' {
-		return t.chainResult(ctx, r)
-	}
-	k, err := strconv.Atoi(r.Node)
-	if r.Kind != 'w' || err != nil || k < 2 || t.srv == nil || t.srv.flows == nil || t.srv.flows.insp == nil {
-		return nil, nil
-	}
-	v, err := t.srv.flows.insp.NodeResult(ctx, keys.LongID(r.ID), strconv.Itoa(k-1))
+	v, err := t.job.PreviousResult(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("worker: task %s: previous result: %w", t.ID, err)
-	}
-	return v, nil
-}
-
-// chainResult reads the previous link's result in a chain that 0.1.0
-// enqueued, kept in the chain's own record.
-func (t *Task) chainResult(ctx context.Context, r wire.FlowRef) ([]byte, error) {
-	if r.Link < 2 {
-		return nil, nil
-	}
-	h := keys.Home(t.srv.cfg.Prefix, r.Home)
-	vals, err := t.srv.rdb.HMGet(ctx, h.Chain(r.ID), fmt.Sprintf("r:%d", r.Link-1), fmt.Sprintf("i:%d", r.Link-1)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("worker: task %s: previous result: %w", t.ID, err)
-	}
-	b, _ := vals[0].(string)
-	if b == "" {
-		return nil, nil
-	}
-	// compressed or encrypted under the previous link's ID; with a ring,
-	// a plain one is refused (AllowPlaintext)
-	sid, _ := vals[1].(string)
-	v, err := t.srv.codec.Open([]byte(b), sid, envelope.Result, t.srv.cfg.MaxPayloadSize)
-	if err != nil {
-		return nil, fmt.Errorf("worker: task %s: previous result: %w", t.ID, err)
+		return nil, fmt.Errorf("worker: task %s: %w", t.ID, err)
 	}
 	return v, nil
 }
@@ -227,11 +38,14 @@ func (t *Task) chainResult(ctx context.Context, r wire.FlowRef) ([]byte, error) 
 // dead parent). A task in no workflow, or a parent the workflow lacks, is
 // queue.ErrInvalid.
 func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) {
-	id := t.graph()
-	if id == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.insp == nil {
+	if t.job == nil {
 		return nil, fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
 	}
-	return t.srv.flows.insp.NodeResult(ctx, id, parent)
+	v, err := t.job.ParentResult(ctx, parent)
+	if err != nil {
+		return nil, fmt.Errorf("worker: task %s: %w", t.ID, err)
+	}
+	return v, nil
 }
 
 // ExtendWorkflow adds w's nodes to the task's workflow, as
@@ -239,19 +53,11 @@ func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) 
 // may name this task's node as its parent: it waits for this task to
 // succeed. A task in no workflow is queue.ErrInvalid.
 func (t *Task) ExtendWorkflow(ctx context.Context, w *queue.Workflow) error {
-	id := t.graph()
-	if id == "" || t.srv == nil || t.srv.flows == nil || t.srv.flows.client == nil {
+	if t.job == nil {
 		return fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
 	}
-	return t.srv.flows.client.ExtendWorkflow(ctx, id, w)
-}
-
-// graph returns the ID of the workflow the task is a node of, "" for a
-// member of a batch 0.1.0 created, which has no graph to read or extend.
-func (t *Task) graph() string {
-	if strings.HasPrefix(t.flow, "b") {
-		return ""
+	if err := t.job.ExtendWorkflow(ctx, w); err != nil {
+		return fmt.Errorf("worker: task %s: %w", t.ID, err)
 	}
-	id, _ := t.Workflow()
-	return id
+	return nil
 }

@@ -15,7 +15,7 @@ local function ack_write(T, now, a, done, nd, released, cap, size)
   -- before its own writes (include/wf_acked.lua), so a failed call has
   -- written nothing of the acks' own. The worker then acks the batch's
   -- tasks one by one, and the task whose ack still fails goes dead
-  -- (worker/outcome.go).
+  -- (internal/serve/outcome.go).
   if a.nodes then ack_wf().workflows(a) end
   if released then keys_release(T, released, size) end
   if a.notes then redis.call('RPUSH', T .. ':notify', unpack(a.notes)) end

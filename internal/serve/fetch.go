@@ -1,8 +1,10 @@
-package worker
+package serve
 
 import (
 	"context"
 	"time"
+
+	"github.com/shardq/shardq/internal/wait"
 
 	"github.com/shardq/shardq/internal/codes"
 )
@@ -20,7 +22,7 @@ import (
 // goroutine changes. The calls to Redis and the slots line run under
 // ctx, so they end by themselves on shutdown; the loop then stops
 // before it asks for slots again.
-func (s *Server) fetch(ctx context.Context, p *part) {
+func (s *Engine) fetch(ctx context.Context, p *part) {
 	f := s.newFetcher(ctx, p)
 	defer f.stop()
 	f.next()
@@ -46,11 +48,11 @@ func (s *Server) fetch(ctx context.Context, p *part) {
 // loop's goroutine reads or changes it; the goroutines that make its
 // calls get their arguments by value and send their results back.
 type fetcher struct {
-	s   *Server
+	s   *Engine
 	p   *part
 	ctx context.Context
 
-	wait     backoff
+	wait     wait.Backoff
 	inflight bool // claim before popping: the in-flight list may hold items
 	busy     bool // the last pop filled its batch: the queue has a backlog
 	carrying bool // this fetcher carries the outbox's outcomes in its pops
@@ -96,7 +98,7 @@ type moved struct {
 	err error
 }
 
-func (s *Server) newFetcher(ctx context.Context, p *part) *fetcher {
+func (s *Engine) newFetcher(ctx context.Context, p *part) *fetcher {
 	return &fetcher{s: s, p: p, ctx: ctx,
 		inflight: true, // a previous incarnation of this ID cannot exist, but a lost reply can
 		granted:  make(chan granted, 1), popped: make(chan popped, 1), moved: make(chan moved, 1)}
@@ -206,11 +208,11 @@ func (f *fetcher) onPopped(res popped) {
 		f.setBusy(false) // the flusher writes the outcomes meanwhile
 		p.lost.lost()
 		s.logRedisError("fetch", res.err)
-		f.sleep(f.wait.next(), nil, false)
+		f.sleep(f.wait.Next(), nil, false)
 		return
 	}
 	r := res.r
-	f.wait.reset()
+	f.wait.Reset()
 	s.redisOK()
 	if p.lost.answered(r) {
 		s.recoverLost(f.ctx, p)
@@ -219,12 +221,12 @@ func (f *fetcher) onPopped(res popped) {
 		f.inflight = r.aux > 0
 	}
 	if len(r.tasks) > 0 {
-		s.probe.afterClaim()
+		s.probe.AfterClaim()
 	}
 	full := len(r.tasks) == n+f.extra
 	if len(r.tasks) > n {
 		p.ahead.put(r.tasks[n:])
-		s.probe.leasedAhead(len(r.tasks) - n)
+		s.probe.LeasedAhead(len(r.tasks) - n)
 		r.tasks = r.tasks[:n]
 	}
 	s.start(p, r.tasks)
@@ -289,11 +291,11 @@ func (f *fetcher) onMoved(m moved) {
 	s.slots.Rejoin(f.p.share)
 	f.inflight = m.got
 	if m.got && m.err == nil {
-		s.probe.afterMove()
+		s.probe.AfterMove()
 	}
 	if m.err != nil && f.ctx.Err() == nil {
 		s.logRedisError("fetch", m.err)
-		f.sleep(f.wait.next(), nil, false)
+		f.sleep(f.wait.Next(), nil, false)
 		return
 	}
 	f.next()
@@ -344,7 +346,7 @@ func (f *fetcher) setBacklog(b bool) {
 // holds to the partitions of heavier queues, in order, and returns how
 // many are left for p. Without it a slot freed while a heavier queue's
 // fetcher was between two pops could go to a lighter queue.
-func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
+func (s *Engine) popHigher(ctx context.Context, p *part, n int) int {
 	if !s.cfg.StrictPriority {
 		return n
 	}
@@ -368,39 +370,17 @@ func (s *Server) popHigher(ctx context.Context, p *part, n int) int {
 }
 
 // idlePoll is how often a paused or limited queue is looked at again.
-func (s *Server) idlePoll() time.Duration { return min(250*time.Millisecond, s.cfg.Heartbeat) }
+func (s *Engine) idlePoll() time.Duration { return min(250*time.Millisecond, s.cfg.Heartbeat) }
 
 // batchWait bounds how long a busy fetcher or flusher waits to gather a
 // batch, so a script call carries many tasks instead of one or two. It
 // applies only while a queue has a backlog; an idle worker never waits.
 const batchWait = time.Millisecond
 
-// backoff doubles a wait from 20ms to 1s across consecutive failures.
-type backoff struct{ d time.Duration }
-
-func (b *backoff) sleep(ctx context.Context) { sleepCtx(ctx, b.next()) }
-
-// next returns the wait after one more failure.
-func (b *backoff) next() time.Duration {
-	b.d = min(max(b.d*2, 20*time.Millisecond), time.Second)
-	return b.d
-}
-
-func (b *backoff) reset() { b.d = 0 }
-
 // drain clears a pending signal on ch.
 func drain(ch <-chan struct{}) {
 	select {
 	case <-ch:
 	default:
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

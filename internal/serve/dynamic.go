@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type served struct {
 // and starts and stops serving the queues that QueuePatterns match; then
 // it follows the partition layouts operators set (resize.go). A failed
 // read changes nothing: the queues served go on being served.
-func (s *Server) discover(ctx context.Context) {
+func (s *Engine) discover(ctx context.Context) {
 	for {
 		if s.dyn != nil {
 			if err := s.refreshQueues(ctx); err != nil && ctx.Err() == nil {
@@ -47,7 +47,7 @@ func (s *Server) discover(ctx context.Context) {
 }
 
 // refreshQueues is one look at the registry: one HGETALL.
-func (s *Server) refreshQueues(ctx context.Context) error {
+func (s *Engine) refreshQueues(ctx context.Context) error {
 	raw, err := s.rdb.HGetAll(ctx, keys.Queues(s.cfg.Prefix)).Result()
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func (s *Server) refreshQueues(ctx context.Context) error {
 }
 
 // startServing starts fetchers on the n partitions of queue q.
-func (s *Server) startServing(ctx context.Context, q string, weight, n int) {
+func (s *Engine) startServing(ctx context.Context, q string, weight, n int) {
 	qctx, stop := context.WithCancel(ctx)
 	sv := &served{ctx: qctx, parts: s.addQueue(q, weight, n), stop: stop}
 	s.dyn.queues[q] = sv
@@ -91,7 +91,7 @@ func (s *Server) startServing(ctx context.Context, q string, weight, n int) {
 // stopServing stops the fetchers of queue q, which left the registry
 // (deleted), and gives back what their last blocking move took. Its
 // running tasks finish, and are acked, as usual.
-func (s *Server) stopServing(q string, sv *served) {
+func (s *Engine) stopServing(q string, sv *served) {
 	sv.stop()
 	sv.fetchers.Wait() // each ends within its one-second slice
 	s.giveBack(sv.parts)

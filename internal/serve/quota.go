@@ -1,9 +1,11 @@
-package worker
+package serve
 
 import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/shardq/shardq/internal/wait"
 
 	"github.com/shardq/shardq/internal/quota"
 )
@@ -16,7 +18,7 @@ const quotaInterval = 500 * time.Millisecond
 // rebalanceQuotas keeps the fleet-wide limits of the partitioned queues
 // this server runs split where their demand is (internal/quota). A queue
 // without such limits costs one script call an interval.
-func (s *Server) rebalanceQuotas(ctx context.Context) {
+func (s *Engine) rebalanceQuotas(ctx context.Context) {
 	for ctx.Err() == nil {
 		// the queues served now: QueuePatterns add and remove queues
 		widths := s.widths()
@@ -34,6 +36,6 @@ func (s *Server) rebalanceQuotas(ctx context.Context) {
 			}
 		}
 		// jitter, so the workers of a fleet do not all ask at once
-		sleepCtx(ctx, quotaInterval/2+rand.N(quotaInterval))
+		wait.Sleep(ctx, quotaInterval/2+rand.N(quotaInterval))
 	}
 }

@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func (w *work) sample() wire.QueueWork {
 }
 
 // status is this worker's status as its heartbeat publishes it.
-func (s *Server) status() ([]byte, error) {
+func (s *Engine) status() ([]byte, error) {
 	host, _ := os.Hostname()
 	st := wire.WorkerStatus{Host: host, PID: os.Getpid(), Started: s.started.UnixMilli(),
 		Queues: s.servedQueues(), Strict: s.cfg.StrictPriority, Concurrency: s.cfg.Concurrency}
@@ -77,7 +77,7 @@ func (s *Server) status() ([]byte, error) {
 }
 
 // publishStatus queues the write of this worker's status.
-func (s *Server) publishStatus(ctx context.Context, pipe redis.Pipeliner) {
+func (s *Engine) publishStatus(ctx context.Context, pipe redis.Pipeliner) {
 	b, err := s.status()
 	if err != nil {
 		s.log.Warn("could not encode the worker status", "err", err)

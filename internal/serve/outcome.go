@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/shardq/shardq/internal/wait"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,7 +45,7 @@ type outcome struct {
 	// script, which reports the success to the flow (include/acks.lua)
 	flow string
 	// workflow and node: the workflow's key and the node's name when the
-	// ack applies the outcome at the workflow's home (Server.flowTarget;
+	// ack applies the outcome at the workflow's home (Engine.flowTarget;
 	// "" = through T:notify)
 	workflow, node string
 }
@@ -61,7 +63,7 @@ func markResent(os []outcome) []outcome {
 // whose next pop carries it. After the flusher stopped (shutdown gave up on
 // this handler), nothing writes it: the task was requeued already and the
 // token check would reject it anyway.
-func (s *Server) finish(o outcome) {
+func (s *Engine) finish(o outcome) {
 	s.outbox.Put(o)
 	o.p.signalFreed()
 }
@@ -76,7 +78,7 @@ const maxOutcomeBatch = 1000
 // one script call per partition and kind, in one round trip. Writes are
 // retried until they succeed: every outcome carries its lease token, so a
 // repeat is harmless.
-func (s *Server) flush(stop <-chan struct{}) {
+func (s *Engine) flush(stop <-chan struct{}) {
 	defer close(s.flusherDone)
 	gather := false
 	for {
@@ -95,7 +97,7 @@ func (s *Server) flush(stop <-chan struct{}) {
 		if gather {
 			sleepUntil(stop, batchWait)
 		}
-		s.probe.beforeTake(false)
+		s.probe.BeforeTake(false)
 		batch := s.outbox.TakeUncarried(maxOutcomeBatch)
 		gather = len(batch) > 1
 		if len(batch) > 0 {
@@ -117,8 +119,8 @@ func sleepUntil(stop <-chan struct{}, d time.Duration) {
 
 // write sends one batch, retrying what failed with backoff while Redis
 // fails (for at most ShutdownTimeout once shutdown began).
-func (s *Server) write(batch []outcome, stop <-chan struct{}) {
-	var wait backoff
+func (s *Engine) write(batch []outcome, stop <-chan struct{}) {
+	var backoff wait.Backoff
 	var giveUp time.Time
 	for {
 		failed, err := s.writeOnce(batch)
@@ -139,13 +141,13 @@ func (s *Server) write(batch []outcome, stop <-chan struct{}) {
 			}
 		default:
 		}
-		wait.sleep(context.Background())
+		backoff.Sleep(context.Background())
 	}
 }
 
 // writeOnce sends batch in one round trip and returns the outcomes whose
 // script call failed, with the first error.
-func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
+func (s *Engine) writeOnce(batch []outcome) ([]outcome, error) {
 	groups := groupOutcomes(batch)
 	s.send(groups)
 	return s.settle(groups)
@@ -154,7 +156,7 @@ func (s *Server) writeOnce(batch []outcome) ([]outcome, error) {
 // send makes the script call of each group, in one pipeline (under
 // WaitReplicas, one call and WAIT per group: sendReplicated); settle
 // reads the replies.
-func (s *Server) send(groups []outcomeGroup) {
+func (s *Engine) send(groups []outcomeGroup) {
 	if s.cfg.WaitReplicas > 0 {
 		s.sendReplicated(groups)
 		return
@@ -193,7 +195,7 @@ func groupOutcomes(batch []outcome) []outcomeGroup {
 }
 
 // queueOutcomeGroups queues one script call per group.
-func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *rcall.Pipe, groups []outcomeGroup) {
+func (s *Engine) queueOutcomeGroups(ctx context.Context, pipe *rcall.Pipe, groups []outcomeGroup) {
 	for i := range groups {
 		groups[i].cmd = s.queueOutcomes(ctx, pipe, groups[i].p, groups[i].kind, groups[i].items)
 	}
@@ -204,7 +206,7 @@ func (s *Server) queueOutcomeGroups(ctx context.Context, pipe *rcall.Pipe, group
 // that failed, with the first error, to be written again. A call that
 // failed in its script is not sent again as it was: isolate writes its
 // outcomes one by one.
-func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
+func (s *Engine) settle(groups []outcomeGroup) ([]outcome, error) {
 	var failed []outcome
 	var first error
 	for _, g := range groups {
@@ -226,7 +228,7 @@ func (s *Server) settle(groups []outcomeGroup) ([]outcome, error) {
 }
 
 // written notes a group whose call answered codes.
-func (s *Server) written(g outcomeGroup, codes []any) {
+func (s *Engine) written(g outcomeGroup, codes []any) {
 	s.warnStale(g.items, codes)
 	s.flowsWritten(g.items)
 	// their concurrency-limit holds are released now; whichever round
@@ -248,7 +250,7 @@ func (s *Server) written(g outcomeGroup, codes []any) {
 // lease, as after a crash. It returns the outcomes whose calls failed
 // otherwise (a connection lost), to be written again as any, with the
 // first error.
-func (s *Server) isolate(g outcomeGroup, err error, alone bool) ([]outcome, error) {
+func (s *Engine) isolate(g outcomeGroup, err error, alone bool) ([]outcome, error) {
 	var failed, refused []outcome
 	var why []error
 	var first error
@@ -297,7 +299,7 @@ const ackRefused = "the handler succeeded, but Redis failed the script that acks
 // (Inspector.RunTask, the dashboard). A workflow node's death reaches
 // its workflow as any death does. It returns the deaths whose write
 // failed for a lost connection, to be written as any failure.
-func (s *Server) refuseAcks(acks []outcome, why []error) ([]outcome, error) {
+func (s *Engine) refuseAcks(acks []outcome, why []error) ([]outcome, error) {
 	deads := make([]outcome, len(acks))
 	for i, a := range acks {
 		deads[i] = outcome{p: a.p, id: a.id, token: a.token, kind: outcomeFail, delayMS: codes.None, flow: a.flow,
@@ -336,7 +338,7 @@ func (s *Server) refuseAcks(acks []outcome, why []error) ([]outcome, error) {
 
 // warnStale warns about the outcomes a script's codes say were stale
 // (code 0): a newer lease of the task belongs to another worker.
-func (s *Server) warnStale(items []outcome, codes []any) {
+func (s *Engine) warnStale(items []outcome, codes []any) {
 	for j, o := range items {
 		if j >= len(codes) {
 			return
@@ -356,13 +358,13 @@ func (s *Server) warnStale(items []outcome, codes []any) {
 // queueOutcomes queues the script call that writes os, outcomes of one
 // partition and kind. Its arguments point into os, which stays untouched
 // until the call's reply is read: no value is boxed per task.
-func (s *Server) queueOutcomes(ctx context.Context, pipe *rcall.Pipe, p *part, kind outcomeKind, os []outcome) *redis.Cmd {
+func (s *Engine) queueOutcomes(ctx context.Context, pipe *rcall.Pipe, p *part, kind outcomeKind, os []outcome) *redis.Cmd {
 	script, keys, args := s.outcomeCall(p, kind, os)
 	return pipe.Run(ctx, script, keys, args...)
 }
 
 // outcomeCall returns the script call that writes os (see queueOutcomes).
-func (s *Server) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Script, []string, []any) {
+func (s *Engine) outcomeCall(p *part, kind outcomeKind, os []outcome) (*rcall.Script, []string, []any) {
 	k := p.k
 	switch kind {
 	case outcomeAck:

@@ -1,10 +1,13 @@
-package worker
+package serve
 
 import (
 	"context"
 	"time"
 
+	"github.com/shardq/shardq/internal/wait"
+
 	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/codes"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
@@ -14,24 +17,24 @@ import (
 // their pending lists, in one round trip per pass. It sleeps until the next
 // task it knows of is due, or ForwardInterval at most, so tasks start on
 // time rather than on a coarse tick.
-func (s *Server) forward(ctx context.Context) {
-	var wait backoff
+func (s *Engine) forward(ctx context.Context) {
+	var backoff wait.Backoff
 	for ctx.Err() == nil {
 		next, err := s.forwardOnce(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.logRedisError("forward", err)
-				wait.sleep(ctx)
+				backoff.Sleep(ctx)
 			}
 			continue
 		}
-		wait.reset()
-		sleepCtx(ctx, next)
+		backoff.Reset()
+		wait.Sleep(ctx, next)
 	}
 }
 
 // forwardOnce runs one pass and returns how long to sleep.
-func (s *Server) forwardOnce(ctx context.Context) (time.Duration, error) {
+func (s *Engine) forwardOnce(ctx context.Context) (time.Duration, error) {
 	parts := s.partList()
 	if len(parts) == 0 {
 		return s.cfg.ForwardInterval, nil // QueuePatterns matched nothing yet

@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"context"
@@ -75,7 +75,7 @@ const maxLeaseScan = 100_000
 // they never started, so they cost no attempt. Leases started in the same
 // millisecond as the last answered call are not told apart from it and
 // are left to the reaper.
-func (s *Server) recoverLost(ctx context.Context, p *part) {
+func (s *Engine) recoverLost(ctx context.Context, p *part) {
 	p.lost.mu.Lock()
 	after, others, begun := p.lost.after, p.lost.others, p.lost.begun
 	p.lost.mu.Unlock()

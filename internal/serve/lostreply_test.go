@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"context"
@@ -16,8 +16,8 @@ func TestLeasesOf(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	enqueueN(t, b, 6, queue.In("q"))
-	a, pa := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
-	other, po := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	a, pa := unstarted(t, b, succeed)
+	other, po := unstarted(t, b, succeed)
 	first, err := a.dequeue(ctx, pa, 2, 0, false)
 	must(t, err)
 	popN(t, other, po, 2) // another worker's leases
@@ -32,7 +32,7 @@ func TestLeasesOf(t *testing.T) {
 		}
 		return got
 	}
-	all := leasesOf(a.ID(), 0)
+	all := leasesOf(a.cfg.WorkerID, 0)
 	if len(all) != 4 {
 		t.Fatalf("worker a holds 4 leases, the script found %v", all)
 	}
@@ -43,7 +43,7 @@ func TestLeasesOf(t *testing.T) {
 	}
 	// leases started after the first call's time: the later ones only (a
 	// lease in the same millisecond as the first is left out by design)
-	got := leasesOf(a.ID(), first.now)
+	got := leasesOf(a.cfg.WorkerID, first.now)
 	for _, l := range first.tasks {
 		if _, ok := got[l.id]; ok {
 			t.Fatalf("a lease of the answered call at %d was returned: %v", first.now, got)
@@ -66,7 +66,7 @@ func TestLostLeasesSparePopsInFlight(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	enqueueN(t, b, 4, queue.In("q"))
-	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	s, p := unstarted(t, b, succeed)
 	p.lost.lost() // a reply of p's fetcher was lost
 
 	// another fetcher's pop (popHigher) runs in Redis; its reply is on

@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"context"
@@ -19,20 +19,20 @@ func TestHeartbeatAfterAck(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	b.enqueue(t, queue.NewRawTask("t", nil), queue.In("q"))
-	s, p := unstarted(t, b, HandlerFunc(func(context.Context, *Task) error { return nil }))
+	s, p := unstarted(t, b, succeed)
 	var logs syncBuffer
 	s.log = slog.New(slog.NewTextHandler(&logs, nil))
 	l := popN(t, s, p, 1)[0]
-	task, err := s.newTask(p, l)
+	job, err := s.newJob(p, l)
 	must(t, err)
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &running{Context: rctx, p: p, task: task, cancel: cancel}
+	r := &running{Context: rctx, p: p, job: job, cancel: cancel}
 	s.running.add(r)
-	s.probe = &probeFuncs{onBeforeExtend: func() {
+	s.probe = &ProbeFuncs{OnBeforeExtend: func() {
 		// the handler returns and its ack lands before the extend
 		s.running.remove(r)
-		if _, err := s.writeOnce([]outcome{{p: p, id: task.sid, token: task.token, kind: outcomeAck, delayMS: -1}}); err != nil {
+		if _, err := s.writeOnce([]outcome{{p: p, id: job.sid, token: job.token, kind: outcomeAck, delayMS: -1}}); err != nil {
 			t.Error(err)
 		}
 	}}

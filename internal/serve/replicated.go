@@ -1,9 +1,10 @@
-package worker
+package serve
 
 import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/rcall"
 )
 
@@ -14,7 +15,7 @@ import (
 // outcomes in their pops. A write that fewer replicas confirmed in time
 // stands (the script ran) and is not sent again: it is logged, since a
 // failover now may lose it, and the task then runs again.
-func (s *Server) sendReplicated(groups []outcomeGroup) {
+func (s *Engine) sendReplicated(groups []outcomeGroup) {
 	ctx := context.Background()
 	for i := range groups {
 		g := &groups[i]

@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // process alive, extends the leases of its running tasks (one script call
 // per partition), cancels handlers whose lease was lost, and reaps what
 // crashed or stalled workers left behind.
-func (s *Server) heartbeat(ctx context.Context) {
+func (s *Engine) heartbeat(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.Heartbeat)
 	defer tick.Stop()
 	for {
@@ -36,7 +36,7 @@ func (s *Server) heartbeat(ctx context.Context) {
 }
 
 // beat is one heartbeat: two round trips.
-func (s *Server) beat(ctx context.Context) error {
+func (s *Engine) beat(ctx context.Context) error {
 	stale, err := s.touch(ctx, s.cfg.WorkerID)
 	if err != nil {
 		return err
@@ -53,13 +53,13 @@ func (s *Server) beat(ctx context.Context) error {
 			waiting[p] = w
 		}
 	}
-	s.probe.beforeExtend()
+	s.probe.BeforeExtend()
 	extends := map[*part]*redis.Cmd{}
 	err = rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
 		extend := func(p *part) {
 			args := []any{s.cfg.now(), s.cfg.Lease.Milliseconds()}
 			for _, r := range byPart[p] {
-				args = append(args, r.task.sid, r.task.token)
+				args = append(args, r.job.sid, r.job.token)
 			}
 			for _, l := range waiting[p] {
 				args = append(args, l.id, l.token)
@@ -97,15 +97,15 @@ func (s *Server) beat(ctx context.Context) error {
 				continue
 			}
 			switch {
-			case slices.Contains(lost, r.task.sid):
-				s.log.Warn("lease lost; cancelling the handler", "task", r.task.ID, "queue", p.queue)
+			case slices.Contains(lost, r.job.sid):
+				s.log.Warn("lease lost; cancelling the handler", "task", r.job.ID, "queue", p.queue)
 				if s.cfg.Observer != nil {
 					s.cfg.Observer.LeaseLost(p.queue)
 				}
-				r.cancel(ErrLeaseLost)
-			case slices.Contains(cancelled, r.task.sid):
-				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.task.ID, "queue", p.queue)
-				r.cancel(ErrCancelled)
+				r.cancel(s.cfg.Causes.LeaseLost)
+			case slices.Contains(cancelled, r.job.sid):
+				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.job.ID, "queue", p.queue)
+				r.cancel(s.cfg.Causes.Cancelled)
 			}
 		}
 	}
@@ -117,7 +117,7 @@ func (s *Server) beat(ctx context.Context) error {
 
 // touch records this worker's heartbeat (id "" only reads) and returns the
 // workers whose heartbeat is stale.
-func (s *Server) touch(ctx context.Context, id string) ([]string, error) {
+func (s *Engine) touch(ctx context.Context, id string) ([]string, error) {
 	stale, err := script.Heartbeat.Run(ctx, s.rdb, []string{keys.Workers(s.cfg.Prefix)}, id,
 		s.cfg.staleAfter().Milliseconds(), s.cfg.now()).StringSlice()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -128,7 +128,7 @@ func (s *Server) touch(ctx context.Context, id string) ([]string, error) {
 
 // queueReap queues a reap of partition p: expired leases, the in-flight
 // lists of the given workers, expired done tasks.
-func (s *Server) queueReap(ctx context.Context, pipe *rcall.Pipe, p *part, workers []string) *redis.Cmd {
+func (s *Engine) queueReap(ctx context.Context, pipe *rcall.Pipe, p *part, workers []string) *redis.Cmd {
 	k := p.k
 	args := []any{k.T, s.cfg.now(), s.cfg.ShardSize, 1000}
 	args = append(args, toAny(workers)...)

@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type drainLook struct {
 
 // runFetcher starts p's fetcher under ctx, with a cancel of its own so a
 // resize can stop it alone; wg, when not nil, counts it too.
-func (s *Server) runFetcher(ctx context.Context, p *part, wg *sync.WaitGroup) {
+func (s *Engine) runFetcher(ctx context.Context, p *part, wg *sync.WaitGroup) {
 	pctx, stop := context.WithCancel(ctx)
 	p.stop, p.done = stop, make(chan struct{})
 	s.fetchers.Add(1)
@@ -57,7 +57,7 @@ func (s *Server) runFetcher(ctx context.Context, p *part, wg *sync.WaitGroup) {
 // served of each queue this server runs match: fetchers start on new
 // partitions and stop on partitions whose drain ended. It ends the drain
 // of queues whose removed partitions hold nothing.
-func (s *Server) followLayouts(ctx context.Context) error {
+func (s *Engine) followLayouts(ctx context.Context) error {
 	lays, err := layout.ReadAll(ctx, s.rdb, s.cfg.Prefix)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (s *Server) followLayouts(ctx context.Context) error {
 }
 
 // widths returns how many partitions of each queue this server runs.
-func (s *Server) widths() map[string]int {
+func (s *Engine) widths() map[string]int {
 	out := map[string]int{}
 	for _, p := range s.partList() {
 		out[p.queue] = max(out[p.queue], p.index+1)
@@ -95,7 +95,7 @@ func (s *Server) widths() map[string]int {
 }
 
 // layoutSet reports whether an operator set queue's layout, as last read.
-func (s *Server) layoutSet(queue string) bool {
+func (s *Engine) layoutSet(queue string) bool {
 	m := s.layouts.Load()
 	if m == nil {
 		return false
@@ -106,7 +106,7 @@ func (s *Server) layoutSet(queue string) bool {
 
 // growQueue starts serving partitions from..to-1 of queue q, with the
 // weight and counts its other partitions share.
-func (s *Server) growQueue(ctx context.Context, q string, from, to int) {
+func (s *Engine) growQueue(ctx context.Context, q string, from, to int) {
 	var sv *served
 	if s.dyn != nil {
 		sv = s.dyn.queues[q]
@@ -144,7 +144,7 @@ func (s *Server) growQueue(ctx context.Context, q string, from, to int) {
 // above, whose drain ended: their fetchers are cancelled and waited for
 // (a blocking slice at most) and what their last blocking move took is
 // given back (nothing: the partitions were seen empty and closed).
-func (s *Server) shrinkQueue(q string, to int) {
+func (s *Engine) shrinkQueue(q string, to int) {
 	gone := func(p *part) bool { return p.queue == q && p.index >= to }
 	var removed []*part
 	for _, p := range s.partList() {
@@ -176,7 +176,7 @@ func (s *Server) shrinkQueue(q string, to int) {
 // looks drainConfirm apart, it ends the drain (lua/engine/layout_finish.lua), so
 // every server stops serving them and readers forget them. Closed
 // partitions take no new task, so empty stays empty.
-func (s *Server) checkDrain(ctx context.Context, q string, l layout.Layout) error {
+func (s *Engine) checkDrain(ctx context.Context, q string, l layout.Layout) error {
 	held, err := s.drainHeld(ctx, q, l)
 	if err != nil {
 		return err
@@ -210,7 +210,7 @@ func (s *Server) checkDrain(ctx context.Context, q string, l layout.Layout) erro
 // drainHeld counts what the removed partitions of q under l hold, in two
 // round trips: the workers, then each partition's counts and the workers'
 // in-flight lists there.
-func (s *Server) drainHeld(ctx context.Context, q string, l layout.Layout) (int64, error) {
+func (s *Engine) drainHeld(ctx context.Context, q string, l layout.Layout) (int64, error) {
 	workers, err := s.rdb.ZRange(ctx, keys.Workers(s.cfg.Prefix), 0, -1).Result()
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package worker
+package serve
 
 import (
 	"fmt"
@@ -96,7 +96,7 @@ func (a *ahead) remove(ids []string) []leased {
 // worker's handlers would start within prefetchWait at their recent mean
 // time, less what is already held, within Config.Prefetch and the 1,000 a
 // pop leases at most.
-func (s *Server) prefetch(p *part, n int, backlog bool) int {
+func (s *Engine) prefetch(p *part, n int, backlog bool) int {
 	if !backlog || s.cfg.Prefetch <= 0 || s.cfg.StrictPriority {
 		return 0
 	}
@@ -118,7 +118,7 @@ func (s *Server) prefetch(p *part, n int, backlog bool) int {
 
 // startAhead starts up to n of the tasks p's fetcher leased ahead on n
 // slots it holds, and returns how many it started.
-func (s *Server) startAhead(p *part, n int) int {
+func (s *Engine) startAhead(p *part, n int) int {
 	tasks := p.ahead.take(n)
 	s.start(p, tasks)
 	return len(tasks)
@@ -127,7 +127,7 @@ func (s *Server) startAhead(p *part, n int) int {
 // giveBackAhead requeues the tasks p's fetcher leased ahead and never
 // started: they go back to the head of their queue without costing an
 // attempt, as tasks a shutdown cancels do.
-func (s *Server) giveBackAhead(p *part) {
+func (s *Engine) giveBackAhead(p *part) {
 	for _, l := range p.ahead.take(math.MaxInt) {
 		s.finish(outcome{p: p, id: l.id, token: l.token, kind: outcomeRequeue})
 	}
@@ -139,7 +139,7 @@ func (s *Server) giveBackAhead(p *part) {
 // handler's task does). waited is what the heartbeat extended of them: one
 // that is no longer held started meanwhile, and its handler is told as a
 // running one's is.
-func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
+func (s *Engine) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 	if len(waited) == 0 || len(lost)+len(cancelled) == 0 {
 		return
 	}
@@ -152,14 +152,15 @@ func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 	}
 	stopped := p.ahead.remove(cancelled)
 	for _, l := range stopped {
-		t, err := s.newTask(p, l)
+		j, err := s.newJob(p, l)
 		if err != nil {
 			s.warnUndecodable(p, l, err)
 			s.finish(undecodable(p, l, err))
 			continue
 		}
-		s.log.Info("cancelled by an operator before it started", "task", t.ID, "queue", p.queue)
-		s.finish(s.failure(p, t, SkipRetry(fmt.Errorf("%w: before it started", ErrCancelled))))
+		s.log.Info("cancelled by an operator before it started", "task", j.ID, "queue", p.queue)
+		c := s.cfg.Causes
+		s.finish(s.outcomeOf(p, j, Verdict{Delay: -1, Err: c.Dead(fmt.Errorf("%w: before it started", c.Cancelled))}))
 	}
 	started := map[string]bool{}
 	for _, l := range waited {
@@ -174,11 +175,11 @@ func (s *Server) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 	}
 	for _, r := range s.running.snapshot() {
 		switch {
-		case r.p != p || !started[r.task.sid]:
-		case slices.Contains(lost, r.task.sid):
-			r.cancel(ErrLeaseLost)
+		case r.p != p || !started[r.job.sid]:
+		case slices.Contains(lost, r.job.sid):
+			r.cancel(s.cfg.Causes.LeaseLost)
 		default:
-			r.cancel(ErrCancelled)
+			r.cancel(s.cfg.Causes.Cancelled)
 		}
 	}
 }

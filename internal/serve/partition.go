@@ -1,10 +1,11 @@
-package worker
+package serve
 
 import (
 	"context"
 	"fmt"
-	"github.com/shardq/shardq/internal/slots"
 	"slices"
+
+	"github.com/shardq/shardq/internal/slots"
 
 	"github.com/redis/go-redis/v9"
 
@@ -20,7 +21,7 @@ import (
 type part struct {
 	queue string
 	index int
-	ord   int          // its place in Server.parts
+	ord   int          // its place in Engine.parts
 	share *slots.Share // the queue's weight and standing, shared by its partitions
 	k     keys.Partition
 	// the KEYS of the scripts a busy worker calls per batch, built once
@@ -83,10 +84,10 @@ type popReply struct {
 // (failures, other partitions) go as script calls ahead of it in one
 // pipeline. A busy worker pays one round trip, and one script call, per
 // batch. Outcomes whose write failed go back to the outbox.
-func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bool) (popReply, error) {
+func (s *Engine) dequeue(ctx context.Context, p *part, n, extra int, claiming bool) (popReply, error) {
 	var carry []outcome
 	if s.cfg.WaitReplicas == 0 { // else the flusher writes them, waiting for replicas
-		s.probe.beforeTake(true)
+		s.probe.BeforeTake(true)
 		carry = s.outbox.Take(maxOutcomeBatch)
 	}
 	groups := groupOutcomes(carry)
@@ -136,14 +137,14 @@ func (s *Server) dequeue(ctx context.Context, p *part, n, extra int, claiming bo
 }
 
 // pop leases up to n pending tasks of p, in one round trip of its own.
-func (s *Server) pop(ctx context.Context, p *part, n int) (popReply, error) {
+func (s *Engine) pop(ctx context.Context, p *part, n int) (popReply, error) {
 	script, keys, args := s.dequeueCall(p, n, 0, false, nil)
 	return parseDequeue(p, script.Run(ctx, s.rdb, keys, args...), false)
 }
 
 // dequeueCall returns the script call of a pop, or of a claim, that first
 // acks acks (outcomes of p).
-func (s *Server) dequeueCall(p *part, n, extra int, claiming bool, acks []outcome) (*rcall.Script, []string, []any) {
+func (s *Engine) dequeueCall(p *part, n, extra int, claiming bool, acks []outcome) (*rcall.Script, []string, []any) {
 	k := p.k
 	args := make([]any, 0, 9+4*len(acks))
 	args = append(args, k.T, n+extra, s.cfg.Lease.Milliseconds(), s.cfg.now(), s.cfg.WorkerID, s.cfg.ShardSize, s.cfg.SucceededSize, n)
@@ -169,7 +170,7 @@ func parseDequeue(p *part, cmd *redis.Cmd, claiming bool) (popReply, error) {
 // block waits one slice (at most a second) for an item at the end shard,
 // moving it into this worker's in-flight list. It reports whether the
 // in-flight list may now hold something to claim.
-func (s *Server) block(ctx context.Context, p *part, shard int64) (bool, error) {
+func (s *Engine) block(ctx context.Context, p *part, shard int64) (bool, error) {
 	_, err := sharded.BlockSlice(ctx, s.rdb, script.ShardedBlock, p.k.Base(), true, shard, p.k.Inflight(s.cfg.WorkerID))
 	switch {
 	case err == nil:
