@@ -110,7 +110,12 @@ func (s *Engine) beat(ctx context.Context) error {
 		}
 	}
 	if len(stale) > 0 && err == nil {
-		s.log.Info("reaped crashed or stalled workers", "workers", stale)
+		// what their in-flight lists held is pending again now; what they
+		// had leased waits for its lease to expire, up to Lease after
+		// their last extension, and the reap that follows brings it back
+		s.log.Info("reaped crashed or stalled workers: their in-flight tasks are pending again; "+
+			"their leased tasks run again once their leases expire, within the lease of the workers' last heartbeat",
+			"workers", stale, "lease", s.cfg.Lease)
 	}
 	return err
 }
