@@ -18,7 +18,7 @@ const dummy = "\xc1shardq:dummy"
 // its record's raw bytes ("" for none).
 type entry struct {
 	list, id, rec string
-	hasRec       bool
+	hasRec        bool
 }
 
 // pendingLists returns the keys of every list of p that holds pending
