@@ -65,7 +65,7 @@ func uniquenessLocks(ctx context.Context, a *audit, f *Finding) error {
 		for _, c := range cands {
 			want[c.id] = true
 		}
-		err := a.pendingEntries(ctx, p, func(ents []entry) error {
+		err := a.pendingEntries(ctx, p, false, func(ents []entry) error {
 			for _, e := range ents {
 				delete(want, e.id)
 			}

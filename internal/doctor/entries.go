@@ -67,15 +67,7 @@ func listEntries(ctx context.Context, a *audit, f *Finding) error {
 				return err
 			}
 		}
-		err := a.pendingEntries(ctx, p, func(ents []entry) error {
-			for _, e := range ents {
-				if e.hasRec && stateOf(e.rec) != "pending" {
-					bad = append(bad, badEntry{set: e.list, id: e.id, rec: e.rec, hasRec: true, why: "pending, record says " + stateOf(e.rec)})
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := a.pendingDisagree(ctx, p, &bad); err != nil {
 			return err
 		}
 		for _, e := range bad {
@@ -140,4 +132,44 @@ func (a *audit) confirmEntry(ctx context.Context, p *part, e badEntry) (bool, er
 		return false, nil
 	}
 	return isList(e.set) || msg.Val() == e.hasMsg, nil
+}
+
+// recordsInMemory bounds the records of a partition whose states
+// pendingDisagree keeps in memory instead of looking each pending task up.
+const recordsInMemory = 200_000
+
+// pendingDisagree adds to bad the pending list entries whose record says
+// they are not pending. With few records it reads them once (HSCAN) and
+// looks nothing up per task; with many it looks each page's tasks up.
+func (a *audit) pendingDisagree(ctx context.Context, p *part, bad *[]badEntry) error {
+	n, err := a.rdb.HLen(ctx, p.k.State()).Result()
+	if err != nil || n == 0 {
+		return err // no record: no pending task can disagree with one
+	}
+	var other map[string]string // id -> record, for records not pending
+	if n <= recordsInMemory {
+		other = map[string]string{}
+		err := a.hscan(ctx, p.k.State(), func(ids, raws []string) error {
+			for i, raw := range raws {
+				if stateOf(raw) != "pending" {
+					other[ids[i]] = raw
+				}
+			}
+			return nil
+		})
+		if err != nil || len(other) == 0 {
+			return err
+		}
+	}
+	return a.pendingEntries(ctx, p, other == nil, func(ents []entry) error {
+		for _, e := range ents {
+			if other != nil {
+				e.rec, e.hasRec = other[e.id]
+			}
+			if e.hasRec && stateOf(e.rec) != "pending" {
+				*bad = append(*bad, badEntry{set: e.list, id: e.id, rec: e.rec, hasRec: true, why: "pending, record says " + stateOf(e.rec)})
+			}
+		}
+		return nil
+	})
 }

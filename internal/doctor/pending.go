@@ -37,8 +37,9 @@ func (p *part) pendingLists() []string {
 }
 
 // pendingEntries reads every pending list of p in pages and calls fn with
-// each page's tasks and their records, looked up in one HMGET a page.
-func (a *audit) pendingEntries(ctx context.Context, p *part, fn func([]entry) error) error {
+// each page's tasks and, withRecords, their records, looked up in one
+// HMGET a page.
+func (a *audit) pendingEntries(ctx context.Context, p *part, withRecords bool, fn func([]entry) error) error {
 	type cursor struct {
 		key   string
 		start int64
@@ -76,8 +77,10 @@ func (a *audit) pendingEntries(ctx context.Context, p *part, fn func([]entry) er
 			}
 		}
 		todo = append(more, todo[n:]...)
-		if err := a.records(ctx, p, ents); err != nil {
-			return err
+		if withRecords {
+			if err := a.records(ctx, p, ents); err != nil {
+				return err
+			}
 		}
 		if len(ents) > 0 {
 			if err := fn(ents); err != nil {

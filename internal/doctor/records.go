@@ -89,7 +89,7 @@ func orphanedRecords(ctx context.Context, a *audit, f *Finding) error {
 			if len(pending) == 0 {
 				break
 			}
-			err := a.pendingEntries(ctx, p, func(ents []entry) error {
+			err := a.pendingEntries(ctx, p, false, func(ents []entry) error {
 				for _, e := range ents {
 					delete(pending, e.id)
 				}
