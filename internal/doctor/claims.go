@@ -60,19 +60,43 @@ func uniquenessLocks(ctx context.Context, a *audit, f *Finding) error {
 		if len(cands) == 0 {
 			continue
 		}
-		// a task without a record may wait in a pending list
+		// a task without a record may wait in a pending list: look there,
+		// then at the lock and the record again, then in the lists written
+		// since the first look
 		want := map[string]bool{}
 		for _, c := range cands {
 			want[c.id] = true
 		}
-		err := a.pendingEntries(ctx, p, false, func(ents []entry) error {
-			for _, e := range ents {
-				delete(want, e.id)
+		for try := range 2 {
+			if try == 1 {
+				if err := a.rescan(ctx, p); err != nil {
+					return err
+				}
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			err := a.pendingEntries(ctx, p, false, func(ents []entry) error {
+				for _, e := range ents {
+					delete(want, e.id)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if try == 1 || len(want) == 0 {
+				break
+			}
+			for _, c := range cands {
+				if !want[c.id] {
+					continue
+				}
+				still, err := a.lockOfDeadTask(ctx, p, c.key, c.id)
+				if err != nil {
+					return err
+				}
+				if !still {
+					delete(want, c.id)
+				}
+			}
 		}
 		for _, c := range cands {
 			if !want[c.id] {
@@ -167,4 +191,20 @@ func claimExpiry(key string) (int64, bool) {
 		return 0, false
 	}
 	return (b+1)*w + 2*w + 1, true
+}
+
+// lockOfDeadTask reports whether lock key still names id, without a TTL,
+// and id has no record in a live state.
+func (a *audit) lockOfDeadTask(ctx context.Context, p *part, key, id string) (bool, error) {
+	pl := a.rdb.Pipeline()
+	get := pl.Get(ctx, key)
+	ttl := pl.PTTL(ctx, key)
+	rec := pl.HGet(ctx, p.k.State(), id)
+	if _, err := pl.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	if get.Err() != nil || get.Val() != id || ttl.Val() != -1 {
+		return false, nil
+	}
+	return rec.Err() != nil || !live[stateOf(rec.Val())], nil
 }

@@ -84,10 +84,16 @@ func orphanedRecords(ctx context.Context, a *audit, f *Finding) error {
 			return err
 		}
 		// a pending record must name a task in one of the pending lists;
-		// look twice, since a task may move between lists as they are read
-		for range 2 {
+		// look twice, since a task may move between lists as they are read,
+		// the second time in the lists written since
+		for try := range 2 {
 			if len(pending) == 0 {
 				break
+			}
+			if try == 1 {
+				if err := a.rescan(ctx, p); err != nil {
+					return err
+				}
 			}
 			err := a.pendingEntries(ctx, p, false, func(ents []entry) error {
 				for _, e := range ents {

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,9 +13,39 @@ import (
 // scanKeys walks every key under the prefix with SCAN (on every master of
 // a cluster) and files the ones the checks read by partition.
 func (a *audit) scanKeys(ctx context.Context) error {
+	return a.scanMatch(ctx, []string{glob(a.opt.Prefix) + ":*", "{" + glob(a.opt.Prefix) + ":*"}, a.file)
+}
+
+// rescan files partition p's keys anew: the lists written since the first
+// scan (a new shard, a group's list, a turn) are read at a second look.
+func (a *audit) rescan(ctx context.Context, p *part) error {
+	p.shards, p.lists, p.flight, p.unique, p.claims = nil, nil, nil, nil, nil
+	count := a.keyCount
+	err := a.scanMatch(ctx, []string{glob(p.k.T) + ":*"}, a.file)
+	a.keyCount = count
+	sort.Slice(p.shards, func(i, j int) bool { return p.shards[i] < p.shards[j] })
+	return err
+}
+
+// glob escapes the characters SCAN's MATCH gives a meaning.
+func glob(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch c {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// scanMatch calls file with every key that matches one of the patterns,
+// on every master of a cluster.
+func (a *audit) scanMatch(ctx context.Context, patterns []string, file func(string)) error {
 	var mu sync.Mutex
 	scan := func(ctx context.Context, c *redis.Client) error {
-		for _, match := range []string{a.opt.Prefix + ":*", "{" + a.opt.Prefix + ":*"} {
+		for _, match := range patterns {
 			var cursor uint64
 			for {
 				ks, next, err := c.Scan(ctx, cursor, match, int64(a.opt.Page)).Result()
@@ -23,7 +54,7 @@ func (a *audit) scanKeys(ctx context.Context) error {
 				}
 				mu.Lock()
 				for _, k := range ks {
-					a.file(k)
+					file(k)
 				}
 				mu.Unlock()
 				if cursor = next; cursor == 0 {
@@ -41,14 +72,14 @@ func (a *audit) scanKeys(ctx context.Context) error {
 	default:
 		// a Ring or another UniversalClient: SCAN through it
 		var cursor uint64
-		for _, match := range []string{a.opt.Prefix + ":*", "{" + a.opt.Prefix + ":*"} {
+		for _, match := range patterns {
 			for {
 				ks, next, err := a.rdb.Scan(ctx, cursor, match, int64(a.opt.Page)).Result()
 				if err != nil {
 					return err
 				}
 				for _, k := range ks {
-					a.file(k)
+					file(k)
 				}
 				if cursor = next; cursor == 0 {
 					break
