@@ -81,7 +81,7 @@ var (
 		n := now(t, r.rdb)
 		r.rdb.ZAdd(ctx, k.Active(), redis.Z{Score: float64(n - 1000), Member: "nosuch-1"})
 		r.rdb.ZAdd(ctx, k.Scheduled(), redis.Z{Score: float64(n + 3_600_000), Member: "nosuch-2"})
-		r.rdb.ZAdd(ctx, k.Dead(), redis.Z{Score: 1e9, Member: "nosuch-3"})
+		r.rdb.ZAdd(ctx, k.Dead(), redis.Z{Score: 0, Member: "nosuch-3"})
 		return ""
 	}
 	// a uniqueness lock without TTL whose task is gone
@@ -149,10 +149,13 @@ func TestFindsEachClass(t *testing.T) {
 	}
 	hid, _ := wire.HeadID(head)
 	r.rdb.HSet(ctx, k.State(), hid, record(t, "done", 1, 1, "", 0, 0))
-	r.rdb.ZAdd(ctx, k.Done(), redis.Z{Score: 1e9, Member: hid})
+	r.rdb.ZAdd(ctx, k.Done(), redis.Z{Score: 1, Member: hid})
 	// a shard outside first..last, and a group's lease count with no lease
 	r.rdb.RPush(ctx, k.ShardPrefix()+"99", "\x93\xa4xid1\xa1t\xc0")
 	r.rdb.HSet(ctx, k.KeyActive(), "tenant-x", 2)
+	// a fair count with no group's task, and a feed's rank counter reset
+	r.rdb.IncrBy(ctx, k.T+":fn", 5)
+	r.rdb.Set(ctx, keys.RankKey(k.Feed()), 1, 0)
 	// the last node of the finished workflow waiting again
 	wk := keys.Home(r.prefix, keys.HomeOf(wfID)).Workflow(wfID)
 	if n, err := r.rdb.Exists(ctx, wk).Result(); err != nil || n != 1 {
@@ -169,7 +172,7 @@ func TestFindsEachClass(t *testing.T) {
 		"stuck-leases":        1,
 		"orphaned-inflight":   1,
 		"list-entries":        4, // a lease, a schedule and a dead entry without record; a pending one that says done
-		"counters":            2,
+		"counters":            4, // a shard, T:keyactive, T:fn, T:feed:rank
 		"uniqueness-locks":    1,
 		"id-claims":           1,
 		"semaphore-holders":   1,
