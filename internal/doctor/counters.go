@@ -144,73 +144,129 @@ func (a *audit) keyActive(ctx context.Context, p *part, f *Finding) error {
 	}
 }
 
-// fairCount compares T:fn with the tasks in the groups' lists (T:fq:*)
-// and turns (T:fo:*, markers aside). The lists cannot be read in one
-// instant, so a difference counts only when T:fn did not change while
-// they were read, twice with the same result: under traffic the check
-// may say nothing, never something false.
+// fairBound bounds the groups with lists, and the items in turns, of a
+// partition whose T:fn fairCount checks: it reads them in one MULTI.
+const fairBound = 20_000
+
+// fairCount compares T:fn with the tasks in the groups' lists (T:fq:*,
+// the shards T:fk names) and turns (T:fo:<r> from T:fi's turn on,
+// markers aside). It reads them all in one MULTI, so that what it
+// compares is one instant's, with T:fk and T:fi, to know that the lists
+// it read are all there were; it gives up, saying nothing, when they
+// changed since it named the lists, or past fairBound.
 func (a *audit) fairCount(ctx context.Context, p *part, f *Finding) error {
-	var fq, fo []string
-	for _, l := range p.lists {
-		rest := l[len(p.k.T):]
-		switch {
-		case strings.HasPrefix(rest, ":fq:"):
-			fq = append(fq, l)
-		case strings.HasPrefix(rest, ":fo:"):
-			fo = append(fo, l)
+	fnKey, fkKey, fiKey := p.k.T+":fn", p.k.FairKeys(), p.k.T+":fi"
+	for range 3 {
+		pl := a.rdb.Pipeline()
+		fn := pl.Get(ctx, fnKey)
+		nk := pl.HLen(ctx, fkKey)
+		fi := pl.Get(ctx, fiKey)
+		if _, err := pl.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return err
 		}
-	}
-	stored0, err := a.intKey(ctx, p.k.T+":fn")
-	if err != nil || (stored0 == 0 && len(fq)+len(fo) == 0) {
-		return err
-	}
-	var diffs []int64
-	for range 2 {
-		before, err := a.intKey(ctx, p.k.T+":fn")
+		if fn.Err() != nil && nk.Val() == 0 && fi.Err() != nil {
+			return nil // no group has a task
+		}
+		if nk.Val() > fairBound {
+			return nil
+		}
+		fk, err := a.rdb.HGetAll(ctx, fkKey).Result()
 		if err != nil {
 			return err
 		}
-		var n int64
-		pl := a.pipe(ctx)
-		for _, l := range fq {
-			var c *redis.IntCmd
-			if err := pl.add(func(pp redis.Pipeliner) { c = pp.LLen(ctx, l) }, func() { n += c.Val() }); err != nil {
-				return err
+		var lists []string
+		for g, v := range fk {
+			var first, last int64
+			if _, err := fmt.Sscanf(v, "%d %d", &first, &last); err != nil || last-first > fairBound {
+				return nil
+			}
+			for n := first; n <= last; n++ {
+				lists = append(lists, p.k.T+":fq:"+g+":"+strconv.FormatInt(n, 10))
 			}
 		}
-		if err := pl.flush(); err != nil {
-			return err
-		}
-		for _, l := range fo {
-			for start := int64(0); ; start += int64(a.opt.Page) {
-				items, err := a.rdb.LRange(ctx, l, start, start+int64(a.opt.Page)-1).Result()
+		var turns []string
+		var items int64
+		if fi.Err() == nil {
+			var cur int64
+			if _, err := fmt.Sscanf(fi.Val(), "%d", &cur); err != nil {
+				return nil
+			}
+			for r := cur; ; r++ {
+				key := p.k.T + ":fo:" + strconv.FormatInt(r, 10)
+				n, err := a.rdb.LLen(ctx, key).Result()
 				if err != nil {
 					return err
 				}
-				for _, m := range items {
-					if !strings.HasPrefix(m, "\x00") {
-						n++
-					}
-				}
-				if len(items) < a.opt.Page {
+				if n == 0 && r > cur {
 					break
+				}
+				if items += n; items > fairBound {
+					return nil
+				}
+				turns = append(turns, key)
+			}
+		}
+		// one instant: T:fn, the names' sources, every list
+		var fn2, fi2 *redis.StringCmd
+		var fk2 *redis.MapStringStringCmd
+		var next *redis.IntCmd
+		lens := make([]*redis.IntCmd, len(lists))
+		ranges := make([]*redis.StringSliceCmd, len(turns))
+		_, err = a.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
+			fn2, fi2, fk2 = pp.Get(ctx, fnKey), pp.Get(ctx, fiKey), pp.HGetAll(ctx, fkKey)
+			for i, l := range lists {
+				lens[i] = pp.LLen(ctx, l)
+			}
+			for i, l := range turns {
+				ranges[i] = pp.LRange(ctx, l, 0, -1)
+			}
+			next = pp.Exists(ctx, p.k.T+":fo:"+strconv.Itoa(len(turns)+int(firstTurn(fi.Val()))))
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if fi2.Val() != fi.Val() || !sameMap(fk2.Val(), fk) || (len(turns) > 0 && next.Val() != 0) {
+			continue // the lists changed since they were named: again
+		}
+		var n int64
+		for _, c := range lens {
+			n += c.Val()
+		}
+		for _, c := range ranges {
+			for _, m := range c.Val() {
+				if !strings.HasPrefix(m, "\x00") {
+					n++
 				}
 			}
 		}
-		after, err := a.intKey(ctx, p.k.T+":fn")
-		if err != nil {
-			return err
+		stored, _ := strconv.ParseInt(fn2.Val(), 10, 64)
+		if stored != n {
+			a.add(f, fmt.Sprintf("%s T:fn = %d, the groups' lists and turns hold %d", p.where(), stored, n))
 		}
-		if before != after || n == after {
-			return nil // it moved, or it agrees
-		}
-		diffs = append(diffs, after-n)
-	}
-	if diffs[0] == diffs[1] {
-		stored, _ := a.intKey(ctx, p.k.T+":fn")
-		a.add(f, fmt.Sprintf("%s T:fn = %d, the groups' lists and turns hold %d", p.where(), stored, stored-diffs[1]))
+		return nil
 	}
 	return nil
+}
+
+// firstTurn reads the turn now from T:fi ("cur popped pass").
+func firstTurn(fi string) int64 {
+	var cur int64
+	_, _ = fmt.Sscanf(fi, "%d", &cur)
+	return cur
+}
+
+// sameMap reports whether a and b hold the same pairs.
+func sameMap(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // feedRanks checks that each ranked feed's counter (T:feed:rank,
@@ -241,13 +297,4 @@ func (a *audit) feedRanks(ctx context.Context, p *part, f *Finding) error {
 		}
 	}
 	return nil
-}
-
-// intKey reads a string key as a number, 0 when absent.
-func (a *audit) intKey(ctx context.Context, key string) (int64, error) {
-	n, err := a.rdb.Get(ctx, key).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return n, err
 }

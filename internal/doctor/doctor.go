@@ -93,6 +93,8 @@ type Check struct {
 var Checks = []Check{
 	{"orphaned-records", "a record (T:state) in no list, lease or schedule its state names",
 		"a runnable task goes back where its state says (active: a lease requeued without costing an attempt; pending: through forward); a dead one into the dead feed; a succeeded one or one without a message is left", orphanedRecords},
+	{"orphaned-messages", "a message copy (T:msg) whose task has no record and is in no lease, schedule or feed",
+		"the copy is deleted", orphanedMessages},
 	{"stuck-leases", "a lease (T:active) past its deadline whose worker is not in <prefix>:workers",
 		"requeue.lua returns it to pending without costing an attempt", stuckLeases},
 	{"orphaned-inflight", "an in-flight list (T:inflight:<worker>) of a worker not in <prefix>:workers",
@@ -164,15 +166,13 @@ type audit struct {
 	workers  map[string]bool
 	keyCount int
 
-	parts    []*part
-	byTag    map[string]*part
-	dicts    []string // <prefix>:dict:<id> keys
-	sems     []string // <prefix>:sem:<name> keys
-	quotas   []string // {<prefix>:<queue>:quota}:lock keys
-	flows    []string // H:w:<id> keys
-	foreign  map[string][]string
-	liveIDs  map[string]bool // stored IDs of the tasks with a lease, all partitions
-	liveRead bool
+	parts   []*part
+	byTag   map[string]*part
+	dicts   []string // <prefix>:dict:<id> keys
+	sems    []string // <prefix>:sem:<name> keys
+	quotas  []string // {<prefix>:<queue>:quota}:lock keys
+	flows   []string // H:w:<id> keys
+	foreign map[string][]string
 }
 
 // part is one partition found under the prefix and the keys of its lists

@@ -63,6 +63,11 @@ var (
 		r.rdb.HSet(ctx, k.State(), id, record(t, "dead", 1, 1, "", 0, 0))
 		return id
 	}
+	// a message copy with no record, in no set
+	fOrphanMessage fault = func(t *testing.T, r *rig) string {
+		r.rdb.HSet(context.Background(), r.part("default").Msg(), "lost-1", "\x93\xa6lost-1\xa1t\xc0")
+		return ""
+	}
 	// a record that does not decode
 	fGarbageRecord fault = func(t *testing.T, r *rig) string {
 		r.rdb.HSet(context.Background(), r.part("default").State(), "garbage-1", "\xc1not a record")
@@ -108,7 +113,7 @@ var (
 
 // repairable are the faults --repair fixes.
 var repairable = []fault{fStuckLease, fOrphanActive, fOrphanPending, fOrphanScheduled,
-	fOrphanInflight, fDanglingEntries, fDanglingLock, fClaimsForever, fDanglingHolder, fQuotaForever}
+	fOrphanInflight, fDanglingEntries, fOrphanMessage, fDanglingLock, fClaimsForever, fDanglingHolder, fQuotaForever}
 
 // TestFindsEachClass: each class of violation, written by raw commands
 // among healthy data (tasks pending, tasks kept after they succeeded, a
@@ -134,7 +139,7 @@ func TestFindsEachClass(t *testing.T) {
 	}
 
 	k := r.part("default")
-	for _, f := range []fault{fStuckLease, fOrphanActive, fOrphanPending, fOrphanScheduled, fOrphanDead, fGarbageRecord, fOrphanInflight, fDanglingEntries,
+	for _, f := range []fault{fStuckLease, fOrphanActive, fOrphanPending, fOrphanScheduled, fOrphanDead, fGarbageRecord, fOrphanInflight, fDanglingEntries, fOrphanMessage,
 		fDanglingLock, fClaimsForever, fDanglingHolder, fQuotaForever} {
 		f(t, r)
 	}
@@ -169,6 +174,7 @@ func TestFindsEachClass(t *testing.T) {
 	rep := r.audit(t, false)
 	want := map[string]int{
 		"orphaned-records":    5, // active, pending, scheduled, dead, garbage
+		"orphaned-messages":   1,
 		"stuck-leases":        1,
 		"orphaned-inflight":   1,
 		"list-entries":        4, // a lease, a schedule and a dead entry without record; a pending one that says done

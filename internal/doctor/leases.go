@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -150,6 +149,3 @@ func (a *audit) leased(ctx context.Context) (map[string]bool, error) {
 	}
 	return out, nil
 }
-
-// itoa formats n.
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
