@@ -104,6 +104,7 @@ func (r *rig) serve(t *testing.T, h worker.HandlerFunc, queues ...string) (stop 
 		Config: r.cfg, Queues: qs, Concurrency: 4,
 		RetryDelay:      func(int, error, *worker.Task) time.Duration { return 0 },
 		ForwardInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
+		Heartbeat: 200 * time.Millisecond, QueueRefresh: 200 * time.Millisecond,
 	}, h)
 	if err != nil {
 		t.Fatal(err)
@@ -129,21 +130,27 @@ func (r *rig) serve(t *testing.T, h worker.HandlerFunc, queues ...string) (stop 
 // retrying.
 func (r *rig) settled(t *testing.T, q string, also func() bool) {
 	t.Helper()
+	var last string
 	waitFor(t, 30*time.Second, "queue "+q+" settled", func() bool {
 		qi, err := r.insp.QueueInfo(context.Background(), q)
 		if err != nil {
+			last = err.Error()
 			return false
 		}
+		last = fmt.Sprintf("%+v", *qi)
 		return qi.Pending+qi.Active+qi.Scheduled+qi.Retry+qi.Waiting == 0 && (also == nil || also())
-	})
+	}, func() string { return last })
 }
 
 // waitFor polls cond until it holds or the limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, state ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, s := range state {
+				what += ": " + s()
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
