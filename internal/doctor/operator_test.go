@@ -153,3 +153,34 @@ func TestOperatorActionsAreClean(t *testing.T) {
 	stop()
 	check("the drain")
 }
+
+// TestFeedCapsAreClean: feeds capped small (FeedSize 16, ShardSize 8)
+// trim succeeded and dead tasks with their records while many more run,
+// and the pending list spans many shards: nothing is reported.
+func TestFeedCapsAreClean(t *testing.T) {
+	r := newRig(t)
+	r.cfg.FeedSize, r.cfg.ShardSize = 16, 8
+	var err error
+	if r.client, err = queue.NewClient(r.rdb, r.cfg); err != nil {
+		t.Fatal(err)
+	}
+	r.enqueue(t, 60, "kept", queue.Retention(time.Hour))
+	r.enqueue(t, 40, "doomed", queue.MaxRetry(0))
+	r.enqueue(t, 20, "grouped", queue.Group("g1"), queue.Retention(time.Hour))
+	if rep := r.audit(t, false); rep.Violations != 0 {
+		t.Fatalf("pending over many shards: %d violations:%s", rep.Violations, describe(rep))
+	}
+	var runs counter
+	stop := r.serve(t, func(ctx context.Context, task *worker.Task) error {
+		runs.count(task.ID)
+		if task.Type == "doomed" {
+			return errors.New("no")
+		}
+		return nil
+	}, "default")
+	r.settled(t, "default", func() bool { return runs.total() == 120 })
+	stop()
+	if rep := r.audit(t, false); rep.Violations != 0 {
+		t.Fatalf("after the run: %d violations:%s", rep.Violations, describe(rep))
+	}
+}
