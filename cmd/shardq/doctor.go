@@ -109,12 +109,16 @@ func writeDoctorText(w io.Writer, rep *doctor.Report) {
 		}
 		fmt.Fprintf(w, "    %s: %s\n", verb, f.Repair)
 	}
+	n := fmt.Sprintf("%d violations", rep.Violations)
+	if rep.Violations == 1 {
+		n = "1 violation"
+	}
 	switch {
 	case rep.Violations == 0:
 		fmt.Fprintln(w, "no violations")
 	case rep.Repair:
-		fmt.Fprintf(w, "%d violations, %d repaired; run again to check\n", rep.Violations, rep.Repaired)
+		fmt.Fprintf(w, "%s, %d repaired; run again to check\n", n, rep.Repaired)
 	default:
-		fmt.Fprintf(w, "%d violations; --repair fixes the ones it can (each class's repair line)\n", rep.Violations)
+		fmt.Fprintf(w, "%s; --repair fixes the ones it can (each class's repair line)\n", n)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/shardq/shardq/internal/keys"
@@ -59,6 +60,11 @@ func TestDoctorJSON(t *testing.T) {
 	if err := rdb.Set(ctx, lock, "no-such-task", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	code, out, _ := run(t, env, "doctor")
+	if code != exitViolations || !strings.Contains(out, "uniqueness-locks") || !strings.Contains(out, "1 found") || !strings.Contains(out, "no-such-task") {
+		t.Fatalf("text: exit %d\n%s", code, out)
+	}
+	t.Logf("text output:\n%s", out)
 	rep := doctor(exitViolations)
 	found := false
 	for _, f := range rep.Findings {

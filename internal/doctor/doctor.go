@@ -173,6 +173,8 @@ type audit struct {
 	quotas  []string // {<prefix>:<queue>:quota}:lock keys
 	flows   []string // H:w:<id> keys
 	foreign map[string][]string
+
+	requeueLoaded bool // requeue.lua is in the script cache
 }
 
 // part is one partition found under the prefix and the keys of its lists

@@ -186,12 +186,17 @@ func (a *audit) repairOrphan(ctx context.Context, p *part, o orphan) (bool, erro
 	if st == "done" {
 		return false, nil
 	}
-	if err := script.Requeue.Load(ctx, a.rdb); err != nil {
-		return false, err
+	if !a.requeueLoaded {
+		// EVALSHA inside MULTI cannot fall back to EVAL
+		if err := script.Requeue.Load(ctx, a.rdb); err != nil {
+			return false, err
+		}
+		a.requeueLoaded = true
 	}
 	k := p.k
 	size := strconv.Itoa(a.opt.ShardSize)
 	done := false
+	var requeued *redis.Cmd
 	err := a.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		raw, err := tx.HGet(ctx, k.State(), o.id).Result()
 		if err != nil || raw != o.raw {
@@ -208,7 +213,7 @@ func (a *audit) repairOrphan(ctx context.Context, p *part, o orphan) (bool, erro
 			switch st {
 			case "active":
 				pp.ZAdd(ctx, k.Active(), redis.Z{Score: 0, Member: o.id})
-				script.Requeue.EvalSha(ctx, pp, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()},
+				requeued = script.Requeue.EvalSha(ctx, pp, []string{k.Active(), k.Msg(), k.State(), k.First(), k.Last(), k.Guard()},
 					k.T, size, o.id, o.rec.Token)
 			case "pending":
 				pp.ZAdd(ctx, k.Scheduled(), redis.Z{Score: 0, Member: o.id})
@@ -223,6 +228,10 @@ func (a *audit) repairOrphan(ctx context.Context, p *part, o orphan) (bool, erro
 		})
 		if err == nil {
 			done = true
+			if requeued != nil {
+				codes, _ := requeued.Int64Slice()
+				done = len(codes) == 1 && codes[0] == 1
+			}
 		}
 		return err
 	}, k.State(), keys.RankKey(k.Dead()))
