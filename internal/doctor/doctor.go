@@ -101,6 +101,8 @@ var Checks = []Check{
 		"reap.lua gives it back to pending, no attempt costing", orphanedInflight},
 	{"list-entries", "an entry of a list or set whose record disagrees with it or is missing",
 		"an entry with neither record nor message is dropped; a pending entry of a finished record is left (it could still run)", listEntries},
+	{"stale-tombstones", "a tombstone (T:tomb) of a deleted task that is in no pending list, so no dequeue drops it",
+		"the tombstone is dropped", staleTombstones},
 	{"counters", "a counter or range that disagrees with the lists: shards outside T:first..T:last, T:keyactive against the leases",
 		"left: the engine's scripts own them", counters},
 	{"uniqueness-locks", "a uniqueness lock held until its task finishes (no TTL) whose task is not live",

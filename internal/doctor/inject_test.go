@@ -89,6 +89,11 @@ var (
 		r.rdb.ZAdd(ctx, k.Dead(), redis.Z{Score: 0, Member: "nosuch-3"})
 		return ""
 	}
+	// a tombstone of a task in no list
+	fStaleTomb fault = func(t *testing.T, r *rig) string {
+		r.rdb.SAdd(context.Background(), r.part("default").Tomb(), "deleted-long-ago")
+		return ""
+	}
 	// a uniqueness lock without TTL whose task is gone
 	fDanglingLock fault = func(t *testing.T, r *rig) string {
 		r.rdb.Set(context.Background(), r.part("default").Unique("ghost-order"), "gone-task", 0)
@@ -113,7 +118,7 @@ var (
 
 // repairable are the faults --repair fixes.
 var repairable = []fault{fStuckLease, fOrphanActive, fOrphanPending, fOrphanScheduled,
-	fOrphanInflight, fDanglingEntries, fOrphanMessage, fDanglingLock, fClaimsForever, fDanglingHolder, fQuotaForever}
+	fOrphanInflight, fDanglingEntries, fOrphanMessage, fStaleTomb, fDanglingLock, fClaimsForever, fDanglingHolder, fQuotaForever}
 
 // TestFindsEachClass: each class of violation, written by raw commands
 // among healthy data (tasks pending, tasks kept after they succeeded, a
@@ -139,7 +144,7 @@ func TestFindsEachClass(t *testing.T) {
 	}
 
 	k := r.part("default")
-	for _, f := range []fault{fStuckLease, fOrphanActive, fOrphanPending, fOrphanScheduled, fOrphanDead, fGarbageRecord, fOrphanInflight, fDanglingEntries, fOrphanMessage,
+	for _, f := range []fault{fStuckLease, fOrphanActive, fOrphanPending, fOrphanScheduled, fOrphanDead, fGarbageRecord, fOrphanInflight, fDanglingEntries, fOrphanMessage, fStaleTomb,
 		fDanglingLock, fClaimsForever, fDanglingHolder, fQuotaForever} {
 		f(t, r)
 	}
@@ -178,6 +183,7 @@ func TestFindsEachClass(t *testing.T) {
 		"stuck-leases":        1,
 		"orphaned-inflight":   1,
 		"list-entries":        4, // a lease, a schedule and a dead entry without record; a pending one that says done
+		"stale-tombstones":    1,
 		"counters":            4, // a shard, T:keyactive, T:fn, T:feed:rank
 		"uniqueness-locks":    1,
 		"id-claims":           1,
