@@ -18,6 +18,8 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and failed
 	exitUsage   = 2 // bad flags or arguments
+	// exitViolations: doctor found violations it left (its report says which)
+	exitViolations = 3
 )
 
 // Main is the shardq program: its output streams and environment, so
@@ -43,7 +45,7 @@ type command interface {
 }
 
 func (m *Main) commands() []command {
-	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &partitionsCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
+	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &partitionsCommand{}, &doctorCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
 }
 
 // self is the command that runs this binary again: its path when it was
@@ -84,6 +86,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 			return exitOK
 		case errors.Is(err, flag.ErrHelp):
 			return exitOK
+		case errors.Is(err, errViolations):
+			return exitViolations
 		case errors.Is(err, errUsage):
 			// one line: what was wrong, and where the flags are listed
 			fmt.Fprintf(m.Stderr, "shardq %s: %s (run 'shardq help %s')\n",

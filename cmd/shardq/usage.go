@@ -37,3 +37,31 @@ func visited(fs *flags) map[string]bool {
 func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
+
+const doctorDetails = `
+Reads every key under --prefix and checks what docs/ARCHITECTURE.md says
+must hold: each task record sits in the list, lease or schedule its state
+names; no lease outlives its worker; each list entry has the record it
+should; counters agree with the lists; locks, claims and semaphore holders
+belong to live tasks; no workflow node waits on finished parents; no keys
+of deleted queues; no unused compression dictionaries. It prints each class
+of violation with its count and a few examples.
+
+It reads in pages (SCAN, HSCAN, ZSCAN with --page, pipelines of at most
+--pipeline commands), so it may run against a live Redis of millions of
+tasks, and it confirms each violation with a second look before it reports
+one, since tasks move while it reads.
+
+--repair then fixes what can be fixed safely, through the engine's own
+scripts where there is one: a stuck lease goes back to pending without
+costing an attempt (requeue.lua), an orphaned in-flight list too
+(reap.lua), entries and locks that name no task are dropped. It never
+deletes a task that could still run. Running it twice does nothing more.
+
+--output json prints the report as one object, for monitoring.`
+
+const doctorExitCodes = `Exit codes:
+  0  no violations (with --repair: every one repaired)
+  1  Redis unreachable, or a read failed
+  2  bad flags
+  3  violations found and left`
