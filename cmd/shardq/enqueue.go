@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/queue"
@@ -75,6 +77,7 @@ type enqueueFlags struct {
 	lines    bool
 	wait     time.Duration
 	store    storeFlags
+	task     taskFlags
 }
 
 func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -94,6 +97,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")
 	fs.BoolVar(&f.lines, "lines", false, "one task per line of stdin (or --file)")
 	fs.DurationVar(&f.wait, "wait", 0, "when the queue is full (its MaxDepth), wait up to this `long` for room")
+	f.task.add(fs)
 	f.store.add(fs, true, false)
 	describe(fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
 	if err := parse(fs, args); err != nil {
@@ -122,6 +126,10 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 		return nil, usageErr("--id names one task: it cannot be used with --lines")
 	case f.delay < 0 || f.unique < 0 || f.timeout < 0 || f.wait < 0:
 		return nil, usageErr("--delay, --unique, --timeout and --wait cannot be negative")
+	case set["delay"] && set["at"]:
+		return nil, usageErr("--delay and --at both say when the task runs: pass one")
+	case f.unique > 0 && set["unique-until-finished"] && !set["unique-by"]:
+		return nil, usageErr("--unique holds the lock for a time and --unique-until-finished until the task finishes: pass one")
 	}
 	if err := config.CheckName(f.prefix); err != nil {
 		return nil, fmt.Errorf("%w: --prefix: %v", errUsage, err)
@@ -133,7 +141,7 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 	if f.id != "" {
 		opts = append(opts, queue.TaskID(f.id))
 	}
-	if f.unique > 0 {
+	if f.unique > 0 && f.task.uniqueBy == "" {
 		opts = append(opts, queue.Unique(f.unique))
 	}
 	if f.timeout > 0 {
@@ -142,6 +150,11 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 	if f.wait > 0 {
 		opts = append(opts, queue.WaitForRoom())
 	}
+	more, err := f.task.options(set, f.unique)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, more...)
 	if _, err := config.QueueOf(queue.NewRawTask(f.typ, nil), opts); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -239,7 +252,29 @@ func (e *enqueuer) client(ctx context.Context) (*queue.Client, func(), error) {
 		closeRedis()
 		return nil, nil, err
 	}
+	if err := warnNewPrefix(ctx, e.m, rdb, cfg); err != nil {
+		closeRedis()
+		return nil, nil, err
+	}
 	return client, closeRedis, nil
+}
+
+// warnNewPrefix warns when cfg's prefix has no queues yet: the task is
+// enqueued all the same (the first task of a new prefix is how it
+// starts), but a mistyped --prefix would leave it where no worker looks,
+// so the warning names the prefixes that have queues.
+func warnNewPrefix(ctx context.Context, m *Main, rdb redis.UniversalClient, cfg queue.Config) error {
+	insp, err := queue.NewInspector(rdb, cfg)
+	if err != nil {
+		return err
+	}
+	var none *errNoQueues
+	if err := noQueues(ctx, rdb, insp, cfg.Prefix); errors.As(err, &none) {
+		fmt.Fprintf(m.Stderr, "warning: %v; enqueueing starts the prefix's first queue\n", none)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // explain turns a rejected task into a message that names what collided;

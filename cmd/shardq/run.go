@@ -43,7 +43,7 @@ type command interface {
 }
 
 func (m *Main) commands() []command {
-	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &partitionsCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
+	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &getCommand{}, &describeCommand{}, &partitionsCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
 }
 
 // self is the command that runs this binary again: its path when it was
@@ -163,7 +163,7 @@ func parse(fs *flags, args []string) error {
 			fs.help(fs.stdout)
 			return err
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v%s", errUsage, err, flagHint(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
