@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/shardq/shardq/queue"
+)
+
+// taskAction is run or delete: an action on tasks named by ID, or on
+// every task of a state that matches a query, with --dry-run and --yes.
+type taskAction struct {
+	verb, done string // "run", "ran"
+	summ       string
+	states     []queue.State
+	one        func(insp *queue.Inspector) func(ctx context.Context, q, id string) error
+	all        func(insp *queue.Inspector) func(ctx context.Context, q string, s queue.State) (int64, error)
+	details    string
+}
+
+func (a *taskAction) name() string    { return a.verb }
+func (a *taskAction) summary() string { return a.summ }
+
+// run parses the flags and acts.
+func (a *taskAction) run(ctx context.Context, m *Main, args []string) error {
+	var f actFlags
+	fs := m.flagSet(a)
+	f.add(fs, a.verb)
+	describe(fs, a, "--queue Q ID... | --queue Q --state STATE [filters] (--yes | --dry-run)", a.details, actExitCodes)
+	ids, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	return a.do(ctx, m, &f, ids, visited(fs))
+}
+
+// actExitCodes are the exit codes of run and delete.
+const actExitCodes = `Exit codes:
+  0  done, or counted with --dry-run
+  1  Redis unreachable, no such queue (or the key prefix has none), or a
+     task named by ID not found or not in a state the action takes (the
+     others are changed)
+  2  bad flags, or --state without --yes or --dry-run (the message says
+     how many tasks --yes would change)`
+
+// maxBulk bounds how many tasks one query-selected action changes: the
+// IDs are read before any is changed. Run it again for more.
+const maxBulk = 10_000
+
+// maxBulkScan bounds how many tasks a query that filters by group alone
+// reads (queue.TaskQuery has no group filter: every task is read).
+const maxBulkScan = 200_000
+
+// actFlags are the flags of run and delete.
+type actFlags struct {
+	inspectFlags
+	queue, state                  string
+	typ, errText, idPrefix, group string
+	yes, dryRun                   bool
+	max                           int
+}
+
+func (f *actFlags) add(fs *flags, verb string) {
+	f.inspectFlags.add(fs)
+	fs.StringVar(&f.queue, "queue", "", "the queue (required)")
+	fs.StringVar(&f.state, "state", "", "act on every task in this state (with --yes), instead of tasks named by ID")
+	fs.StringVar(&f.typ, "type", "", `with --state: only tasks of this type, or a prefix ending in "*"`)
+	fs.StringVar(&f.errText, "error", "", "with --state: only tasks whose last error holds this text, in any case")
+	fs.StringVar(&f.idPrefix, "id-prefix", "", "with --state: only tasks whose ID starts so")
+	fs.StringVar(&f.group, "group", "", "with --state: only tasks of this group")
+	fs.BoolVar(&f.yes, "yes", false, "with --state: do it ("+verb+" every task the query selects)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "with --state: count the tasks it would "+verb+", and change nothing")
+	fs.IntVar(&f.max, "max", maxBulk, "with a filter: at most this many tasks")
+}
+
+func (f *actFlags) filtered() bool {
+	return f.typ != "" || f.errText != "" || f.idPrefix != "" || f.group != ""
+}
+
+// do runs the action of the parsed flags on ids, or on the query.
+func (a *taskAction) do(ctx context.Context, m *Main, f *actFlags, ids []string, set map[string]bool) error {
+	if err := needQueue(f.queue); err != nil {
+		return err
+	}
+	byQuery := f.state != ""
+	switch {
+	case byQuery && len(ids) > 0:
+		return usageErr("name tasks by ID or select them with --state, not both")
+	case !byQuery && len(ids) == 0:
+		return usageErr("name the tasks to %s by ID, or select them with --state (and --yes)", a.verb)
+	case !byQuery && (f.filtered() || f.yes || f.dryRun || set["max"]):
+		return usageErr("--type, --error, --id-prefix, --group, --yes, --dry-run and --max go with --state")
+	case byQuery && !slices.Contains(a.states, queue.State(f.state)):
+		return usageErr("--state %q: %s takes %s", f.state, a.verb, joinStates(a.states))
+	case f.yes && f.dryRun:
+		return usageErr("--yes and --dry-run contradict each other: pass one")
+	case f.max < 1:
+		return usageErr("--max %d, want >= 1", f.max)
+	}
+	s, err := m.open(ctx, &f.inspectFlags)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if !byQuery {
+		return a.byID(ctx, m, s, f, ids)
+	}
+	return a.byQuery(ctx, m, s, f)
+}
+
+// byID acts on each task named; a task not found or in a state the
+// action does not take is reported, and the others are changed.
+func (a *taskAction) byID(ctx context.Context, m *Main, s *session, f *actFlags, ids []string) error {
+	r := &actionResult{Action: a.verb, Queue: f.queue}
+	act := a.one(s.insp)
+	for _, id := range ids {
+		err := act(ctx, f.queue, id)
+		switch {
+		case err == nil:
+			r.Count++
+		case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrTaskState):
+			if why := s.explain(ctx, err, f.queue); why != err {
+				return why // the queue, or the prefix, has nothing: every ID would say so
+			}
+			r.Failed = append(r.Failed, failedTask{ID: id, Error: err.Error()})
+		default:
+			return fmt.Errorf("after %d tasks: %w", r.Count, err)
+		}
+	}
+	if err := r.partial(m, f.out.json(), a.done+" "+tasksOf(r.Count, false, "", f.queue)); err != nil {
+		return err
+	}
+	if len(r.Failed) > 0 {
+		return fmt.Errorf("%d of %d tasks not changed (see above)", len(r.Failed), len(ids))
+	}
+	return nil
+}
+
+// byQuery counts the tasks the query selects, then, with --yes, acts on
+// them: every task of the state in batches (RunAllTasks,
+// DeleteAllTasks), or with a filter each task found, by ID.
+func (a *taskAction) byQuery(ctx context.Context, m *Main, s *session, f *actFlags) error {
+	state := queue.State(f.state)
+	r := &actionResult{Action: a.verb + "-all", Queue: f.queue, State: f.state, Group: f.group, DryRun: !f.yes}
+	var ids []string
+	if f.filtered() {
+		var err error
+		ids, r.AtLeast, err = matching(ctx, s.insp, f)
+		if err != nil {
+			return s.explain(ctx, err, f.queue)
+		}
+		r.Count = int64(len(ids))
+	} else {
+		qi, err := s.insp.QueueInfo(ctx, f.queue)
+		if err != nil {
+			return s.explain(ctx, err, f.queue)
+		}
+		r.Count = countOf(qi, state)
+	}
+	what := tasksOf(r.Count, r.AtLeast, f.state, f.queue)
+	if !f.yes {
+		if f.dryRun {
+			return r.print(m, f.out.json(), "would "+a.verb+" "+what)
+		}
+		return usageErr("would %s %s: pass --yes to %s them, or --dry-run to count only", a.verb, what, a.verb)
+	}
+	if !f.filtered() {
+		n, err := a.all(s.insp)(ctx, f.queue, state)
+		if err != nil {
+			return fmt.Errorf("after %d tasks: %w", n, err)
+		}
+		r.Count = n
+		return r.print(m, f.out.json(), a.done+" "+tasksOf(n, false, f.state, f.queue))
+	}
+	r.Count = 0
+	act := a.one(s.insp)
+	for _, id := range ids {
+		err := act(ctx, f.queue, id)
+		switch {
+		case err == nil:
+			r.Count++
+		case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrTaskState):
+			// it left the state meanwhile (a worker took it, another
+			// operator acted): skipped, as the dashboard's bulk action does
+		default:
+			return fmt.Errorf("after %d tasks: %w", r.Count, err)
+		}
+	}
+	r.AtLeast = false
+	return r.print(m, f.out.json(), a.done+" "+tasksOf(r.Count, false, f.state, f.queue))
+}
+
+// countOf is how many tasks of qi are in state.
+func countOf(qi *queue.QueueInfo, state queue.State) int64 {
+	switch state {
+	case queue.StatePending:
+		return qi.Pending
+	case queue.StateScheduled:
+		return qi.Scheduled
+	case queue.StateRetry:
+		return qi.Retry
+	case queue.StateDead:
+		return qi.Dead
+	case queue.StateSucceeded:
+		return qi.Succeeded
+	}
+	return qi.Active
+}
+
+// matching reads the IDs of the tasks the flags select, at most f.max,
+// and whether more match: the dashboard's search (ListTasks with
+// filters), a page after another, and the group kept here.
+func matching(ctx context.Context, insp *queue.Inspector, f *actFlags) ([]string, bool, error) {
+	q := queue.TaskQuery{Queue: f.queue, State: queue.State(f.state), Type: f.typ, Error: f.errText,
+		IDPrefix: f.idPrefix, Limit: 1000}
+	searching := q.Type != "" || q.Error != "" || q.IDPrefix != ""
+	var ids []string
+	scanned := 0
+	for {
+		page, err := insp.ListTasks(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		scanned += max(page.Scanned, len(page.Tasks))
+		for _, ti := range page.Tasks {
+			if f.group != "" && ti.Group != f.group {
+				continue
+			}
+			if len(ids) == f.max {
+				return ids, true, nil
+			}
+			ids = append(ids, ti.ID)
+		}
+		end := page.Next == "" || (!searching && len(page.Tasks) < q.Limit)
+		if end {
+			return ids, false, nil
+		}
+		if !searching && scanned >= maxBulkScan {
+			return ids, true, nil
+		}
+		q.After = page.Next
+	}
+}
