@@ -81,6 +81,9 @@ func (f *actFlags) filtered() bool {
 
 // do runs the action of the parsed flags on ids, or on the query.
 func (a *taskAction) do(ctx context.Context, m *Main, f *actFlags, ids []string, set map[string]bool) error {
+	if f.queue == "" && len(ids) > 0 {
+		return usageErr("--queue is required: which queue holds %q?", ids)
+	}
 	if err := needQueue(f.queue); err != nil {
 		return err
 	}

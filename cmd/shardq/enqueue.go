@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/queue"
@@ -252,29 +250,15 @@ func (e *enqueuer) client(ctx context.Context) (*queue.Client, func(), error) {
 		closeRedis()
 		return nil, nil, err
 	}
-	if err := warnNewPrefix(ctx, e.m, rdb, cfg); err != nil {
+	insp, err := queue.NewInspector(rdb, cfg)
+	if err == nil {
+		err = warnPrefix(ctx, e.m, rdb, insp, cfg.Prefix, "this task starts its first queue")
+	}
+	if err != nil {
 		closeRedis()
 		return nil, nil, err
 	}
 	return client, closeRedis, nil
-}
-
-// warnNewPrefix warns when cfg's prefix has no queues yet: the task is
-// enqueued all the same (the first task of a new prefix is how it
-// starts), but a mistyped --prefix would leave it where no worker looks,
-// so the warning names the prefixes that have queues.
-func warnNewPrefix(ctx context.Context, m *Main, rdb redis.UniversalClient, cfg queue.Config) error {
-	insp, err := queue.NewInspector(rdb, cfg)
-	if err != nil {
-		return err
-	}
-	var none *errNoQueues
-	if err := noQueues(ctx, rdb, insp, cfg.Prefix); errors.As(err, &none) {
-		fmt.Fprintf(m.Stderr, "warning: %v; enqueueing starts the prefix's first queue\n", none)
-	} else if err != nil {
-		return err
-	}
-	return nil
 }
 
 // explain turns a rejected task into a message that names what collided;

@@ -27,7 +27,8 @@ no new task at once and are forgotten once they hold nothing.`
 
 const partitionsExitCodes = `Exit codes:
   0  shown or set
-  1  Redis unreachable, or no queue named --queue (without --set)
+  1  Redis unreachable, or no queue named --queue (without --set; the
+     message names the queues, or the key prefixes that have some)
   2  bad flags, queue name or count`
 
 func (c *partitionsCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -63,14 +64,15 @@ func (c *partitionsCommand) run(ctx context.Context, m *Main, args []string) err
 	if err != nil {
 		return err
 	}
+	s := &session{rdb: rdb, insp: insp, prefix: prefix}
 	if set > 0 {
 		if err := insp.SetPartitions(ctx, name, set); err != nil {
-			return err
+			return s.explain(ctx, err, name)
 		}
 	}
 	qi, err := insp.QueueInfo(ctx, name)
 	if err != nil {
-		return err
+		return s.explain(ctx, err, name)
 	}
 	fmt.Fprintf(m.Stdout, "%s %d/%d\n", name, qi.Partitions-qi.Draining, qi.Partitions)
 	return nil

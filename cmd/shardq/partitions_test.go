@@ -44,7 +44,7 @@ func TestPartitionsBadInput(t *testing.T) {
 		{"QueueName", nil, []string{"--queue", "a b"}, exitUsage, "invalid queue name"},
 		{"CountTooHigh", nil, []string{"--queue", "q", "--set", "1025"}, exitUsage, "--set 1025, want 1..1024"},
 		{"CountNegative", nil, []string{"--queue", "q", "--set", "-1"}, exitUsage, "--set -1"},
-		{"UnknownQueue", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, "no such queue"},
+		{"UnknownQueue", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, `no queues under key prefix "shardq"`},
 		{"Help", nil, []string{"-h"}, exitOK, "route/serve"},
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -131,4 +132,22 @@ func noQueues(ctx context.Context, rdb redis.UniversalClient, insp *queue.Inspec
 		return err
 	}
 	return &errNoQueues{prefix: prefix, scan: scan}
+}
+
+// warnPrefix warns on stderr when prefix has no queues while others have
+// some, then says what follows (then): a command that writes (enqueue, a
+// worker's start) goes on, since writing is how a prefix starts, but a
+// mistyped --prefix would leave its tasks where no worker looks. A Redis
+// with no queues at all gets no warning: nothing to mistake.
+func warnPrefix(ctx context.Context, m *Main, rdb redis.UniversalClient, insp *queue.Inspector, prefix, then string) error {
+	var none *errNoQueues
+	err := noQueues(ctx, rdb, insp, prefix)
+	switch {
+	case errors.As(err, &none):
+		if len(none.scan.prefixes) > 0 {
+			fmt.Fprintf(m.Stderr, "warning: %v; %s\n", none, then)
+		}
+		return nil
+	}
+	return err
 }

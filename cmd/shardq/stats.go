@@ -17,7 +17,8 @@ import (
 // statsCommand prints the tasks of every queue (or one) per state, with
 // whether the queue is paused and how long its oldest pending task has
 // waited, as an aligned table or as JSON. Exit codes: 0 printed; 1 Redis
-// unreachable or no such queue; 2 bad flags or queue name.
+// unreachable, no such queue, or a key prefix with no queues (the message
+// names the prefixes that have some); 2 bad flags or queue name.
 type statsCommand struct{}
 
 func (*statsCommand) name() string { return "stats" }
@@ -36,7 +37,8 @@ milliseconds), one per queue.`
 
 const statsExitCodes = `Exit codes:
   0  printed
-  1  Redis unreachable, or no queue named --queue
+  1  Redis unreachable, no queue named --queue, or no queues under the
+     key prefix (the message names the prefixes that have some)
   2  bad flags or queue name`
 
 // queueStats is a queue's line in --json output.
@@ -83,6 +85,9 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := noQueues(ctx, rdb, insp, prefix); err != nil {
+		return err // a prefix with no queues: say so, and name those that have some
+	}
 	infos, err := queueInfos(ctx, insp, name)
 	if err != nil {
 		return err
@@ -91,9 +96,6 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 		return writeStatsJSON(m.Stdout, infos)
 	}
 	writeStatsTable(m.Stdout, infos)
-	if len(infos) == 0 {
-		fmt.Fprintln(m.Stderr, "no queues yet: nothing was enqueued and no worker ran")
-	}
 	return nil
 }
 
