@@ -49,7 +49,7 @@ func (c *cancelCommand) run(ctx context.Context, m *Main, args []string) error {
 		return usageErr("--workflow cancels a workflow: it takes no --queue or task IDs")
 	case workflow == "" && len(ids) == 0:
 		return usageErr("name the running tasks to cancel (--queue Q ID...), or --workflow ID")
-	case q == "":
+	case workflow == "" && q == "":
 		return usageErr("--queue is required: which queue runs %q?", ids)
 	case workflow == "":
 		if err := needQueue(q); err != nil {

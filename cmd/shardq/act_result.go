@@ -16,7 +16,7 @@ type actionResult struct {
 	Workflow string `json:"workflow,omitempty"`
 	// Count is how many tasks it changed, or would change.
 	Count  int64 `json:"count"`
-	DryRun bool  `json:"dry_run,omitempty"`
+	DryRun bool  `json:"dry_run"`
 	// AtLeast says the count stopped at --max: more tasks match.
 	AtLeast bool `json:"at_least,omitempty"`
 	// Failed are the tasks named by ID that it could not change.

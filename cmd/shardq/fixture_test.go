@@ -63,7 +63,7 @@ func newFixture(t *testing.T, withWorker bool) *fixture {
 		return ctx.Err()
 	})
 	mux.HandleFunc("ok", func(context.Context, *worker.Task) error { return nil })
-	cfg := worker.Config{Queues: map[string]int{"work": 1}, Concurrency: 4,
+	cfg := worker.Config{Queues: map[string]int{"work": 1}, Concurrency: 4, Lease: 3 * time.Second, // a cancel within a 1s heartbeat
 		RetryDelay: func(int, error, *worker.Task) time.Duration { return time.Hour },
 		Schedules: []worker.Schedule{{Name: "nightly", Spec: "@every 1h", Task: queue.NewRawTask("report", nil),
 			Options: []queue.Option{queue.In("email")}}}}
