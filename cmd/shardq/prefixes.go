@@ -88,6 +88,9 @@ func findPrefixes(ctx context.Context, rdb redis.UniversalClient) (*prefixScan, 
 		res.prefixes = append(res.prefixes, p)
 	}
 	slices.Sort(res.prefixes)
+	if len(res.prefixes) > maxPrefixes {
+		res.prefixes, res.complete = res.prefixes[:maxPrefixes], false // a line an operator reads
+	}
 	return res, nil
 }
 
@@ -106,7 +109,7 @@ func (e *errNoQueues) Error() string {
 	case len(e.scan.prefixes) > 0:
 		fmt.Fprintf(&b, "; prefixes with queues: %s (pass one with --prefix)", strings.Join(e.scan.prefixes, ", "))
 		if !e.scan.complete {
-			b.WriteString(", and maybe others the search did not reach")
+			b.WriteString(", and maybe others this search did not list")
 		}
 	case e.scan.complete:
 		b.WriteString(", nor under any other prefix: nothing was enqueued and no worker ran yet")
