@@ -17,7 +17,8 @@ type actionResult struct {
 	// Count is how many tasks it changed, or would change.
 	Count  int64 `json:"count"`
 	DryRun bool  `json:"dry_run"`
-	// AtLeast says the count stopped at --max: more tasks match.
+	// AtLeast says the selection stopped at --max: more tasks match than
+	// Count, and a second run changes more.
 	AtLeast bool `json:"at_least,omitempty"`
 	// Failed are the tasks named by ID that it could not change.
 	Failed []failedTask `json:"failed,omitempty"`

@@ -101,6 +101,8 @@ func (a *taskAction) do(ctx context.Context, m *Main, f *actFlags, ids []string,
 		return usageErr("--yes and --dry-run contradict each other: pass one")
 	case f.max < 1:
 		return usageErr("--max %d, want >= 1", f.max)
+	case set["max"] && !f.filtered():
+		return usageErr("--max bounds a selection with --type, --error, --id-prefix or --group; without one the whole state is changed in batches")
 	}
 	s, err := m.open(ctx, &f.inspectFlags)
 	if err != nil {
@@ -191,8 +193,11 @@ func (a *taskAction) byQuery(ctx context.Context, m *Main, s *session, f *actFla
 			return fmt.Errorf("after %d tasks: %w", r.Count, err)
 		}
 	}
-	r.AtLeast = false
-	return r.print(m, f.out.json(), a.done+" "+tasksOf(r.Count, false, f.state, f.queue))
+	said := a.done + " " + tasksOf(r.Count, false, f.state, f.queue)
+	if r.AtLeast {
+		said += fmt.Sprintf("; more match than --max %d: run it again for them", f.max)
+	}
+	return r.print(m, f.out.json(), said)
 }
 
 // countOf is how many tasks of qi are in state.

@@ -57,6 +57,11 @@ func TestDelete(t *testing.T) {
 	if r.Count != 2 || !r.DryRun || r.Group != "acme" {
 		t.Fatalf("dry run: %+v", r)
 	}
+	var capped actionResult
+	f.jsonOut(t, &capped, "delete", "--queue", "email", "--state", "pending", "--group", "acme", "--max", "1", "--dry-run")
+	if capped.Count != 1 || !capped.AtLeast {
+		t.Fatalf("dry run with --max 1: %+v", capped)
+	}
 	f.jsonOut(t, &r, "delete", "--queue", "email", "--state", "pending", "--group", "acme", "--yes")
 	if r.Count != 2 {
 		t.Fatalf("delete group acme: %+v", r)

@@ -41,7 +41,6 @@ var misnamedFlags = map[string]string{
 	"fair-key":   "group",
 	"fairkey":    "group",
 	"unique-key": "unique-by",
-	"o":          "output",
 	"json":       "output",
 	"force-yes":  "yes",
 }

@@ -98,12 +98,21 @@ func (f *fields) opt(name, value string) {
 	}
 }
 
+// maxValue bounds a value's text, in runes: four lines of a terminal, so
+// a megabyte payload does not scroll the rest away. --output json has
+// every value whole.
+const maxValue = 4 * termWidth
+
 func (f *fields) write(w io.Writer) {
 	width := 0
 	for _, r := range f.rows {
 		width = max(width, utf8.RuneCountInString(r[0]))
 	}
 	for _, r := range f.rows {
-		fmt.Fprintf(w, "%-*s  %s\n", width+1, r[0]+":", r[1])
+		v := r[1]
+		if n := utf8.RuneCountInString(v); n > maxValue {
+			v = fmt.Sprintf("%s (%d characters in all: --output json has it whole)", fit(v, maxValue), n)
+		}
+		fmt.Fprintf(w, "%-*s  %s\n", width+1, r[0]+":", v)
 	}
 }
