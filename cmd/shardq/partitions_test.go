@@ -28,6 +28,7 @@ func TestPartitions(t *testing.T) {
 		{[]string{"--queue", "email", "--set", "4"}, "email 4/4"},
 		{[]string{"--queue", "email", "--set", "2"}, "email 2/4"}, // no worker: 2 and 3 stay closed, not yet drained
 		{[]string{"--queue", "email"}, "email 2/4"},
+		{[]string{"--queue", "email", "-o", "json"}, "{\n  \"queue\": \"email\",\n  \"route\": 2,\n  \"serve\": 4\n}"},
 	} {
 		code, out, errOut := run(t, env, append([]string{"partitions"}, c.args...)...)
 		if code != exitOK || strings.TrimSpace(out) != c.want {

@@ -32,8 +32,8 @@ dead, succeeded (kept for their retention), waiting (pending tasks parked for
 their group's limit), paused, and latency: the age of the oldest pending
 task. Each queue costs two Redis round trips, whatever its size.
 
---json prints an array of objects with the same fields (latency_ms in
-milliseconds), one per queue.`
+--json (or --output json) prints an array of objects with the same fields
+(latency_ms in milliseconds), one per queue.`
 
 const statsExitCodes = `Exit codes:
   0  printed
@@ -59,11 +59,13 @@ type queueStats struct {
 func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	var redisURL, prefix, name string
 	var asJSON bool
+	var out outputFlag
 	fs := m.flagSet(c)
 	fs.StringVar(&redisURL, "redis", "", redisFlagHelp)
 	fs.StringVar(&prefix, "prefix", config.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&name, "queue", "", "show this queue only")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.BoolVar(&asJSON, "json", false, "print JSON (as --output json)")
+	out.add(fs)
 	describe(fs, c, "[flags]", statsDetails, statsExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -71,6 +73,10 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	if err := config.CheckName(prefix); err != nil {
 		return fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
+	if err := out.check(); err != nil {
+		return err
+	}
+	asJSON = asJSON || out.json()
 	if name != "" {
 		if err := checkQueueName(name); err != nil {
 			return fmt.Errorf("%w: --queue: %v", errUsage, err)

@@ -75,7 +75,7 @@ func TestStats(t *testing.T) {
 	})
 	t.Run("JSON", func(t *testing.T) {
 		t.Parallel()
-		code, out, errOut := run(t, env, "stats", "--json", "--queue", "email")
+		code, out, errOut := run(t, env, "stats", "--output", "json", "--queue", "email")
 		if code != exitOK {
 			t.Fatalf("exit %d\nstderr:\n%s", code, errOut)
 		}
