@@ -124,6 +124,11 @@ func TestGetBadInput(t *testing.T) {
 		{"BadState", nil, []string{"tasks", "--queue", "q", "--state", "done"}, exitUsage, `--state "done", want one of pending`},
 		{"BadOutput", nil, []string{"queues", "-o", "yaml"}, exitUsage, `--output "yaml": want table or json`},
 		{"BadLimit", nil, []string{"workflows", "--limit", "101"}, exitUsage, "--limit 101, want 1..100"},
+		{"JSONFlag", nil, []string{"queues", "--json"}, exitUsage, "-json (did you mean --output?)"},
 		{"Help", nil, []string{"-h"}, exitOK, "Kinds:"},
+	})
+	// refused by the Inspector, not by the flags: a usage error all the same
+	runBadInput(t, "get", []badInput{
+		{"PendingNewest", newFixture(t, false).env, []string{"tasks", "--queue", "email", "--order", "newest"}, exitUsage, "pending tasks page from the head only"},
 	})
 }

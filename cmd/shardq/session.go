@@ -77,8 +77,13 @@ func (s *session) nothing(ctx context.Context) error {
 }
 
 // explain turns a not-found error into one that says why: the prefix has
-// no queues, or the queue is not among them (naming those it has).
+// no queues, or the queue is not among them (naming those it has). A
+// call the Inspector refused as invalid is a usage error: the flags asked
+// for it (--order newest of pending tasks).
 func (s *session) explain(ctx context.Context, err error, q string) error {
+	if errors.Is(err, queue.ErrInvalid) {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	if !errors.Is(err, queue.ErrNotFound) {
 		return err
 	}

@@ -73,6 +73,7 @@ func short(d time.Duration) string {
 	return itoa(int64(d/(24*time.Hour))) + "d"
 }
 
+// itoa is strconv.FormatInt in base 10, for the cells of tables.
 func itoa(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
