@@ -22,7 +22,8 @@ func (*getCommand) summary() string {
 
 const getDetails = `
 Kinds:
-  queues [NAME...]   every queue (or those named) with its tasks per state
+  queues [NAME...]   a page of the queues (or those named, or matched by a
+                     pattern such as 'tenant:*') with their tasks per state
   tasks --queue Q    a page of a queue's tasks in --state (default pending);
                      with --type, --error or --id-prefix, the dashboard's
                      search: newest first, at most --scan tasks read per call
@@ -35,7 +36,7 @@ Kinds:
 feed of tasks enqueued lately, whatever their state now). --group keeps the
 tasks of one group: it reads a page of --limit tasks at a time until --limit
 tasks matched or --scan were read, and prints every match of the pages read.
-A page ends with the marker of the next on stderr: pass it to --after.
+A page with more after it ends with "more: add --after MARKER" on stderr.
 
 Tables fit 80 columns, cutting long types and errors ("…"); --output json
 has every field in full, and {"next": marker} where a page has one.`
@@ -68,7 +69,7 @@ type getKind struct {
 }
 
 var getKinds = map[string]getKind{
-	"queues":    {nil, getQueues},
+	"queues":    {[]string{"after", "limit"}, getQueues},
 	"tasks":     {[]string{"queue", "state", "type", "error", "id-prefix", "group", "after", "limit", "scan", "order"}, getTasks},
 	"workers":   {nil, getWorkers},
 	"groups":    {[]string{"queue", "after", "limit"}, getGroups},

@@ -1,31 +1,68 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
 
-// getQueues lists every queue, or those named, with its tasks per state.
-func getQueues(ctx context.Context, m *Main, s *session, f *getFlags, names []string) error {
-	for _, n := range names {
-		if err := checkQueueName(n); err != nil {
+	"github.com/shardq/shardq/queue"
+)
+
+// queuePage is a page of queues as --output json prints it, as the
+// dashboard's /api/queues does.
+type queuePage struct {
+	Queues []queueJSON `json:"queues"`
+	// Next is the last name of this page when more follow: pass it to
+	// --after. "" on the last page.
+	Next string `json:"next"`
+}
+
+// getQueues lists a page of the queues: every queue, or those named or
+// matched by a pattern in path.Match syntax ("tenant:*"), as a worker's
+// --queues takes them. It reads the names, then the counts of the page's
+// queues alone, so its cost is bounded by --limit whatever the number of
+// queues.
+func getQueues(ctx context.Context, m *Main, s *session, f *getFlags, args []string) error {
+	for _, a := range args {
+		if err := checkQueueOrPattern(a); err != nil {
 			return usageErr("%v", err)
 		}
 	}
-	infos, err := s.insp.QueueInfos(ctx, names...)
+	all, err := s.insp.Queues(ctx) // sorted
 	if err != nil {
-		q := ""
-		if len(names) == 1 {
-			q = names[0]
-		}
-		return s.explain(ctx, err, q)
+		return err
 	}
-	if len(infos) == 0 {
+	if len(all) == 0 {
 		if err := s.nothing(ctx); err != nil {
 			return err
 		}
 	}
+	names, missing := matchQueues(all, args)
+	if missing != "" {
+		return s.explain(ctx, fmt.Errorf("%w: no queue %q", queue.ErrNotFound, missing), missing)
+	}
+	start := 0
+	if f.after != "" {
+		start, _ = slices.BinarySearch(names, f.after)
+		if start < len(names) && names[start] == f.after {
+			start++
+		}
+	}
+	page := names[start:min(len(names), start+f.limit)]
+	out := queuePage{Queues: []queueJSON{}}
+	if start+len(page) < len(names) {
+		out.Next = page[len(page)-1]
+	}
+	var infos []*queue.QueueInfo
+	if len(page) > 0 {
+		if infos, err = s.insp.QueueInfos(ctx, page...); err != nil {
+			return err
+		}
+	}
 	if f.out.json() {
-		out := make([]queueJSON, len(infos))
-		for i, qi := range infos {
-			out[i] = newQueueJSON(qi)
+		for _, qi := range infos {
+			out.Queues = append(out.Queues, newQueueJSON(qi))
 		}
 		return writeJSON(m.Stdout, out)
 	}
@@ -36,7 +73,33 @@ func getQueues(ctx context.Context, m *Main, s *session, f *getFlags, names []st
 			itoa(qi.Succeeded), yesNo(qi.Paused))
 	}
 	t.write(m.Stdout)
+	if out.Next != "" {
+		fmt.Fprintf(m.Stderr, "more: add --after %s\n", out.Next)
+	}
 	return nil
+}
+
+// matchQueues keeps the names of all that args name or match, sorted;
+// no args keeps all. missing is a name given that is not among them.
+func matchQueues(all, args []string) (names []string, missing string) {
+	if len(args) == 0 {
+		return all, ""
+	}
+	var out []string
+	for _, a := range args {
+		if !isPattern(a) && !slices.Contains(all, a) {
+			return nil, a
+		}
+	}
+	for _, n := range all {
+		for _, a := range args {
+			if ok, _ := path.Match(a, n); ok || a == n {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out, ""
 }
 
 // num is a column of numbers, aligned right.

@@ -21,8 +21,9 @@ func TestGet(t *testing.T) {
 	}
 	t.Run("Queues", func(t *testing.T) {
 		t.Parallel()
-		var qs []queueJSON
-		f.jsonOut(t, &qs, "get", "queues")
+		var page queuePage
+		f.jsonOut(t, &page, "get", "queues")
+		qs := page.Queues
 		got := map[string]queueJSON{}
 		for _, q := range qs {
 			got[q.Name] = q
@@ -31,9 +32,25 @@ func TestGet(t *testing.T) {
 			w.Active != 1 || w.Succeeded != 1 || got["chain"].Pending != 1 {
 			t.Fatalf("got %+v", qs)
 		}
-		f.jsonOut(t, &qs, "get", "queues", "email")
-		if len(qs) != 1 || qs[0].Name != "email" {
-			t.Fatalf("get queues email: %+v", qs)
+		for _, c := range []struct {
+			args []string
+			want []string
+			next string
+		}{
+			{[]string{"email"}, []string{"email"}, ""},
+			{[]string{"w*", "chain"}, []string{"chain", "work"}, ""},
+			{[]string{"--limit", "2"}, []string{"chain", "email"}, "email"},
+			{[]string{"--limit", "2", "--after", "email"}, []string{"work"}, ""},
+		} {
+			var p queuePage
+			f.jsonOut(t, &p, append([]string{"get", "queues"}, c.args...)...)
+			var names []string
+			for _, q := range p.Queues {
+				names = append(names, q.Name)
+			}
+			if !slices.Equal(names, c.want) || p.Next != c.next {
+				t.Errorf("get queues %v: %v next %q, want %v next %q", c.args, names, p.Next, c.want, c.next)
+			}
 		}
 	})
 	t.Run("Tasks", func(t *testing.T) {
