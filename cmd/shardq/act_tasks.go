@@ -14,10 +14,14 @@ import (
 type taskAction struct {
 	verb, done string // "run", "ran"
 	summ       string
-	states     []queue.State
-	one        func(insp *queue.Inspector) func(ctx context.Context, q, id string) error
-	all        func(insp *queue.Inspector) func(ctx context.Context, q string, s queue.State) (int64, error)
-	details    string
+	// states are the states a selection by --state may name: those the
+	// Inspector's call for every task of a state takes.
+	states []queue.State
+	// one and all pick the Inspector's calls, by ID and for a whole
+	// state, once the command has connected and built its Inspector.
+	one     func(insp *queue.Inspector) func(ctx context.Context, q, id string) error
+	all     func(insp *queue.Inspector) func(ctx context.Context, q string, s queue.State) (int64, error)
+	details string
 }
 
 func (a *taskAction) name() string    { return a.verb }
@@ -71,6 +75,8 @@ func (f *actFlags) add(fs *flags, verb string) {
 	fs.IntVar(&f.max, "max", maxBulk, "with a filter: at most this many tasks")
 }
 
+// filtered reports whether a filter narrows the selection, which then
+// goes task by task instead of in the Inspector's batches for a state.
 func (f *actFlags) filtered() bool {
 	return f.typ != "" || f.errText != "" || f.idPrefix != "" || f.group != ""
 }
