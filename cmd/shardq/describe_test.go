@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/shardq/shardq/queue"
 )
 
 // TestDescribe shows each kind with --output json, and as text.
@@ -75,4 +78,32 @@ func TestDescribeBadInput(t *testing.T) {
 		{"QueueOfWorkflow", nil, []string{"workflow", "x", "--queue", "q"}, exitUsage, "--queue does not apply"},
 		{"Help", nil, []string{"-h"}, exitOK, "Kinds:"},
 	})
+}
+
+// TestDescribeBatch: a batch shows as a workflow of kind batch, with its
+// members' counts apart from its gate.
+func TestDescribeBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id, err := f.client.NewBatch(ctx, queue.BatchOptions{Description: "nightly import"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.AddToBatch(ctx, id, queue.NewRawTask("import", nil, queue.In("chain")),
+		queue.NewRawTask("import", nil, queue.In("chain"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.client.CloseBatch(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var w workflowDescription
+	f.jsonOut(t, &w, "describe", "workflow", id)
+	if w.Kind != "batch" || w.Batch == nil || w.Batch.Members != 2 || w.Batch.Pending != 2 || !w.Batch.Closed {
+		t.Fatalf("got %+v, batch %+v", w, w.Batch)
+	}
+	code, out, _ := run(t, f.env, "describe", "workflow", id)
+	if code != exitOK || !strings.Contains(out, "2 members: 2 pending, 0 succeeded, 0 dead; closed") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
 }

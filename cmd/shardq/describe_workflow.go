@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/shardq/shardq/internal/home"
 )
 
 // workflowDescription is a workflow with its nodes.
 type workflowDescription struct {
 	workflowJSON
+	// Batch is set for a batch: its members' counts.
+	Batch *batchJSON `json:"batch,omitempty"`
 	Nodes []nodeJSON `json:"nodes"`
 }
 
@@ -40,11 +40,11 @@ func describeWorkflow(ctx context.Context, m *Main, s *session, _, id string, as
 	if err != nil {
 		return s.explain(ctx, err, "")
 	}
-	kind := "workflow"
-	if w.Node(home.Gate) != nil { // a batch is a workflow with a gate, as the dashboard tells them
+	kind, batch := "workflow", newBatchJSON(w)
+	if batch != nil { // a batch is a workflow with a gate, as the dashboard tells them
 		kind = "batch"
 	}
-	d := workflowDescription{workflowJSON: newWorkflowJSON(kind, w), Nodes: make([]nodeJSON, 0, len(w.Nodes))}
+	d := workflowDescription{workflowJSON: newWorkflowJSON(kind, w), Batch: batch, Nodes: make([]nodeJSON, 0, len(w.Nodes))}
 	for _, n := range w.Nodes {
 		v := nodeJSON{Name: n.Name, TaskID: n.TaskID, Queue: n.Queue, Type: n.Type, State: string(n.State), Error: n.Error}
 		for _, e := range n.Parents {
@@ -62,6 +62,9 @@ func describeWorkflow(ctx context.Context, m *Main, s *session, _, id string, as
 	f.opt("Description", w.Description)
 	f.opt("Parent batch", w.Parent)
 	f.add("Nodes", fmt.Sprintf("%d (%d finished), %d edges", w.Total, d.finishedNodes(), w.Edges))
+	if batch != nil {
+		f.add("Batch", batch.line())
+	}
 	now := time.Now()
 	f.add("Created", ago(w.CreatedAt, now))
 	if !w.FinishedAt.IsZero() {
