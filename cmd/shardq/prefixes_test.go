@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/queue"
@@ -116,5 +117,43 @@ func TestFindPrefixesBounded(t *testing.T) {
 	}
 	if len(scan.prefixes) != len(names) || !scan.complete {
 		t.Fatalf("cluster: found %v (complete %v), want all of %v", scan.prefixes, scan.complete, names)
+	}
+}
+
+// TestServersWarnOfPrefix: a dashboard and a worker started on a prefix
+// with no queues, while another has some, warn and run. (The dashboard
+// first: the worker registers its queue, after which none warns.)
+func TestServersWarnOfPrefix(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+	c, err := queue.NewClient(srv.Client(t), queue.Config{Prefix: "app1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(context.Background(), queue.NewRawTask("t", nil)); err != nil {
+		t.Fatal(err)
+	}
+	const want = `warning: no queues under key prefix "shardq"; prefixes with queues: app1`
+	insp := inspector(t, srv)
+	for _, c := range []struct {
+		args []string
+		up   func(p *proc) bool
+	}{
+		{[]string{"dashboard", "--addr", "127.0.0.1:0"}, func(p *proc) bool { return strings.Contains(p.stdout.String(), "dashboard on") }},
+		{[]string{"worker", "--handler", "t=exec:true"}, func(*proc) bool { // it registered its queue
+			qs, _ := insp.Queues(context.Background())
+			return len(qs) == 1
+		}},
+	} {
+		args := c.args
+		p := startShardq(t, env, args...)
+		waitUntil(t, 15*time.Second, args[0]+" to start", func() bool { return c.up(p) })
+		if !strings.Contains(p.err.String(), want) {
+			t.Errorf("%s: no warning in:\n%s", args[0], p.err.String())
+		}
+		if code := p.stop(t); code != exitOK {
+			t.Errorf("%s: exit %d\n%s", args[0], code, p.err.String())
+		}
 	}
 }
