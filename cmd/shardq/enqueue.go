@@ -268,7 +268,7 @@ func (e *enqueuer) explain(err error) error {
 	case errors.Is(err, queue.ErrDuplicateTaskID):
 		return fmt.Errorf("not enqueued: task ID %q was already enqueued to queue %q (IDs stay claimed for 24h)", e.f.id, e.f.queue)
 	case errors.Is(err, queue.ErrDuplicateUniqueTask):
-		return fmt.Errorf("not enqueued: a %q task with the same payload is already in queue %q (--unique %v)", e.f.typ, e.f.queue, e.f.unique)
+		return fmt.Errorf("not enqueued: %s", e.duplicate())
 	case errors.Is(err, queue.ErrQueueFull):
 		return fmt.Errorf("not enqueued: %s", e.full())
 	case e.f.wait > 0 && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errWaitedForRoom)):
@@ -279,6 +279,21 @@ func (e *enqueuer) explain(err error) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return err
+}
+
+// duplicate says what a task refused as a duplicate collided with: a
+// task of the same uniqueness ID, or of the same type and payload, and
+// for how long the flags hold the lock.
+func (e *enqueuer) duplicate() string {
+	what := fmt.Sprintf("a %q task with the same payload", e.f.typ)
+	if e.f.task.uniqueBy != "" {
+		what = fmt.Sprintf("a task of uniqueness ID %q", e.f.task.uniqueBy)
+	}
+	held := fmt.Sprintf("--unique %v", e.f.unique)
+	if e.f.unique == 0 {
+		held = fmt.Sprintf("--unique-until-finished %v", e.f.task.untilFinished)
+	}
+	return fmt.Sprintf("%s is already in queue %q (%s)", what, e.f.queue, held)
 }
 
 // waitContext bounds a WaitForRoom enqueue by --wait.

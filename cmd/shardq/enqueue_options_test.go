@@ -33,13 +33,13 @@ func TestEnqueueOptions(t *testing.T) {
 	// the uniqueness ID holds: another payload with it is refused
 	code, _, errOut = run(t, env, "enqueue", "--queue", "email", "--type", "t", "--payload", "other", "--group", "acme",
 		"--unique-by", "order-7", "--unique", "10m")
-	if code != exitFailure || !strings.Contains(errOut, "not enqueued") {
+	if code != exitFailure || !strings.Contains(errOut, `not enqueued: a task of uniqueness ID "order-7" is already in queue "email" (--unique 10m0s)`) {
 		t.Fatalf("second order-7: exit %d, stderr %q", code, errOut)
 	}
 	// until finished: held while the task lives
 	for i, want := range []int{exitOK, exitFailure} {
 		code, _, errOut = run(t, env, "enqueue", "--queue", "email", "--type", "u", "--payload", "same", "--unique-until-finished", "0s")
-		if code != want {
+		if code != want || (code == exitFailure && !strings.Contains(errOut, "(--unique-until-finished 0s)")) {
 			t.Fatalf("--unique-until-finished, try %d: exit %d, want %d; stderr %q", i+1, code, want, errOut)
 		}
 	}
