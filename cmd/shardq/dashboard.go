@@ -60,6 +60,9 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if err := warnPrefix(ctx, m, rdb, insp, *prefix, "the dashboard shows nothing until a queue starts there"); err != nil {
+		return err
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
 	opts.Metrics = promhttp.HandlerFor(metricsRegistry(insp), promhttp.HandlerOpts{})
 	opts.MetricsPublic = *publicMetrics

@@ -75,6 +75,7 @@ type enqueueFlags struct {
 	lines    bool
 	wait     time.Duration
 	store    storeFlags
+	task     taskFlags
 }
 
 func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error {
@@ -94,6 +95,7 @@ func (c *enqueueCommand) run(ctx context.Context, m *Main, args []string) error 
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound each attempt (0: no bound)")
 	fs.BoolVar(&f.lines, "lines", false, "one task per line of stdin (or --file)")
 	fs.DurationVar(&f.wait, "wait", 0, "when the queue is full (its MaxDepth), wait up to this `long` for room")
+	f.task.add(fs)
 	f.store.add(fs, true, false)
 	describe(fs, c, "--type TYPE [flags]", enqueueDetails, enqueueExitCodes)
 	if err := parse(fs, args); err != nil {
@@ -122,6 +124,10 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 		return nil, usageErr("--id names one task: it cannot be used with --lines")
 	case f.delay < 0 || f.unique < 0 || f.timeout < 0 || f.wait < 0:
 		return nil, usageErr("--delay, --unique, --timeout and --wait cannot be negative")
+	case set["delay"] && set["at"]:
+		return nil, usageErr("--delay and --at both say when the task runs: pass one")
+	case f.unique > 0 && set["unique-until-finished"] && !set["unique-by"]:
+		return nil, usageErr("--unique holds the lock for a time and --unique-until-finished until the task finishes: pass one")
 	}
 	if err := config.CheckName(f.prefix); err != nil {
 		return nil, fmt.Errorf("%w: --prefix: %v", errUsage, err)
@@ -133,7 +139,7 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 	if f.id != "" {
 		opts = append(opts, queue.TaskID(f.id))
 	}
-	if f.unique > 0 {
+	if f.unique > 0 && f.task.uniqueBy == "" {
 		opts = append(opts, queue.Unique(f.unique))
 	}
 	if f.timeout > 0 {
@@ -142,6 +148,11 @@ func (f *enqueueFlags) options(set map[string]bool) ([]queue.Option, error) {
 	if f.wait > 0 {
 		opts = append(opts, queue.WaitForRoom())
 	}
+	more, err := f.task.options(set, f.unique)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, more...)
 	if _, err := config.QueueOf(queue.NewRawTask(f.typ, nil), opts); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -239,6 +250,14 @@ func (e *enqueuer) client(ctx context.Context) (*queue.Client, func(), error) {
 		closeRedis()
 		return nil, nil, err
 	}
+	insp, err := queue.NewInspector(rdb, cfg)
+	if err == nil {
+		err = warnPrefix(ctx, e.m, rdb, insp, cfg.Prefix, "this task starts its first queue")
+	}
+	if err != nil {
+		closeRedis()
+		return nil, nil, err
+	}
 	return client, closeRedis, nil
 }
 
@@ -249,7 +268,7 @@ func (e *enqueuer) explain(err error) error {
 	case errors.Is(err, queue.ErrDuplicateTaskID):
 		return fmt.Errorf("not enqueued: task ID %q was already enqueued to queue %q (IDs stay claimed for 24h)", e.f.id, e.f.queue)
 	case errors.Is(err, queue.ErrDuplicateUniqueTask):
-		return fmt.Errorf("not enqueued: a %q task with the same payload is already in queue %q (--unique %v)", e.f.typ, e.f.queue, e.f.unique)
+		return fmt.Errorf("not enqueued: %s", e.duplicate())
 	case errors.Is(err, queue.ErrQueueFull):
 		return fmt.Errorf("not enqueued: %s", e.full())
 	case e.f.wait > 0 && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errWaitedForRoom)):
@@ -260,6 +279,21 @@ func (e *enqueuer) explain(err error) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return err
+}
+
+// duplicate says what a task refused as a duplicate collided with: a
+// task of the same uniqueness ID, or of the same type and payload, and
+// for how long the flags hold the lock.
+func (e *enqueuer) duplicate() string {
+	what := fmt.Sprintf("a %q task with the same payload", e.f.typ)
+	if e.f.task.uniqueBy != "" {
+		what = fmt.Sprintf("a task of uniqueness ID %q", e.f.task.uniqueBy)
+	}
+	held := fmt.Sprintf("--unique %v", e.f.unique)
+	if e.f.unique == 0 {
+		held = fmt.Sprintf("--unique-until-finished %v", e.f.task.untilFinished)
+	}
+	return fmt.Sprintf("%s is already in queue %q (%s)", what, e.f.queue, held)
 }
 
 // waitContext bounds a WaitForRoom enqueue by --wait.

@@ -145,7 +145,7 @@ func (e *enqueuer) send(ctx context.Context, client *queue.Client, batch []line,
 
 func (e *enqueuer) explainLine(err error) error {
 	if errors.Is(err, queue.ErrDuplicateUniqueTask) {
-		return fmt.Errorf("a %q task with the same payload is already in queue %q (--unique %v)", e.f.typ, e.f.queue, e.f.unique)
+		return errors.New(e.duplicate())
 	}
 	if errors.Is(err, queue.ErrQueueFull) {
 		return errors.New(e.full())

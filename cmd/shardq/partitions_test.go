@@ -28,6 +28,7 @@ func TestPartitions(t *testing.T) {
 		{[]string{"--queue", "email", "--set", "4"}, "email 4/4"},
 		{[]string{"--queue", "email", "--set", "2"}, "email 2/4"}, // no worker: 2 and 3 stay closed, not yet drained
 		{[]string{"--queue", "email"}, "email 2/4"},
+		{[]string{"--queue", "email", "-o", "json"}, "{\n  \"queue\": \"email\",\n  \"route\": 2,\n  \"serve\": 4\n}"},
 	} {
 		code, out, errOut := run(t, env, append([]string{"partitions"}, c.args...)...)
 		if code != exitOK || strings.TrimSpace(out) != c.want {
@@ -44,7 +45,7 @@ func TestPartitionsBadInput(t *testing.T) {
 		{"QueueName", nil, []string{"--queue", "a b"}, exitUsage, "invalid queue name"},
 		{"CountTooHigh", nil, []string{"--queue", "q", "--set", "1025"}, exitUsage, "--set 1025, want 1..1024"},
 		{"CountNegative", nil, []string{"--queue", "q", "--set", "-1"}, exitUsage, "--set -1"},
-		{"UnknownQueue", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, "no such queue"},
+		{"UnknownQueue", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, `no queues under key prefix "shardq"`},
 		{"Help", nil, []string{"-h"}, exitOK, "route/serve"},
 	})
 }

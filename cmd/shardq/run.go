@@ -45,7 +45,9 @@ type command interface {
 }
 
 func (m *Main) commands() []command {
-	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &partitionsCommand{}, &doctorCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
+	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &getCommand{}, &describeCommand{},
+		runCommand, deleteCommand, &cancelCommand{}, &pauseCommand{}, &pauseCommand{resume: true}, &weightCommand{},
+		&deleteQueueCommand{}, &partitionsCommand{}, &doctorCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
 }
 
 // self is the command that runs this binary again: its path when it was
@@ -98,8 +100,24 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 			return exitFailure
 		}
 	}
+	if hint, ok := commandHints[args[0]]; ok {
+		fmt.Fprintf(m.Stderr, "shardq: unknown command %q: use 'shardq %s' (run 'shardq help' for the list)\n", args[0], hint)
+		return exitUsage
+	}
 	fmt.Fprintf(m.Stderr, "shardq: unknown command %q (run 'shardq help' for the list)\n", args[0])
 	return exitUsage
+}
+
+// commandHints name the command that does what an operator reached for
+// with another tool's word.
+var commandHints = map[string]string{
+	"retry":   "run",
+	"purge":   "delete --state pending",
+	"list":    "get",
+	"ls":      "get",
+	"show":    "describe",
+	"inspect": "describe",
+	"rm":      "delete",
 }
 
 // errUsage marks errors in how the command was called.
@@ -108,9 +126,9 @@ var errUsage = errors.New("usage")
 func (m *Main) usage(w io.Writer) {
 	fmt.Fprintln(w, "shardq: task queues for Go on Redis\n\nUsage: shardq <command> [flags]\n\nCommands:")
 	for _, c := range m.commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name(), c.summary())
+		fmt.Fprintf(w, "  %-13s %s\n", c.name(), c.summary())
 	}
-	fmt.Fprintln(w, "  version    print shardq's version")
+	fmt.Fprintln(w, "  version       print shardq's version")
 	fmt.Fprintln(w, "\nRun 'shardq help <command>' or 'shardq <command> -h' for a command's flags.")
 }
 
@@ -167,7 +185,7 @@ func parse(fs *flags, args []string) error {
 			fs.help(fs.stdout)
 			return err
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v%s", errUsage, err, flagHint(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())

@@ -17,7 +17,8 @@ import (
 // statsCommand prints the tasks of every queue (or one) per state, with
 // whether the queue is paused and how long its oldest pending task has
 // waited, as an aligned table or as JSON. Exit codes: 0 printed; 1 Redis
-// unreachable or no such queue; 2 bad flags or queue name.
+// unreachable, no such queue, or a key prefix with no queues (the message
+// names the prefixes that have some); 2 bad flags or queue name.
 type statsCommand struct{}
 
 func (*statsCommand) name() string { return "stats" }
@@ -31,12 +32,13 @@ dead, succeeded (kept for their retention), waiting (pending tasks parked for
 their group's limit), paused, and latency: the age of the oldest pending
 task. Each queue costs two Redis round trips, whatever its size.
 
---json prints an array of objects with the same fields (latency_ms in
-milliseconds), one per queue.`
+--json (or --output json) prints an array of objects with the same fields
+(latency_ms in milliseconds), one per queue.`
 
 const statsExitCodes = `Exit codes:
   0  printed
-  1  Redis unreachable, or no queue named --queue
+  1  Redis unreachable, no queue named --queue, or no queues under the
+     key prefix (the message names the prefixes that have some)
   2  bad flags or queue name`
 
 // queueStats is a queue's line in --json output.
@@ -57,11 +59,13 @@ type queueStats struct {
 func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	var redisURL, prefix, name string
 	var asJSON bool
+	var out outputFlag
 	fs := m.flagSet(c)
 	fs.StringVar(&redisURL, "redis", "", redisFlagHelp)
 	fs.StringVar(&prefix, "prefix", config.DefaultPrefix, prefixFlagHelp)
 	fs.StringVar(&name, "queue", "", "show this queue only")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.BoolVar(&asJSON, "json", false, "print JSON (as --output json)")
+	out.add(fs)
 	describe(fs, c, "[flags]", statsDetails, statsExitCodes)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -69,6 +73,10 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	if err := config.CheckName(prefix); err != nil {
 		return fmt.Errorf("%w: --prefix: %v", errUsage, err)
 	}
+	if err := out.check(); err != nil {
+		return err
+	}
+	asJSON = asJSON || out.json()
 	if name != "" {
 		if err := checkQueueName(name); err != nil {
 			return fmt.Errorf("%w: --queue: %v", errUsage, err)
@@ -83,6 +91,9 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := noQueues(ctx, rdb, insp, prefix); err != nil {
+		return err // a prefix with no queues: say so, and name those that have some
+	}
 	infos, err := queueInfos(ctx, insp, name)
 	if err != nil {
 		return err
@@ -91,9 +102,6 @@ func (c *statsCommand) run(ctx context.Context, m *Main, args []string) error {
 		return writeStatsJSON(m.Stdout, infos)
 	}
 	writeStatsTable(m.Stdout, infos)
-	if len(infos) == 0 {
-		fmt.Fprintln(m.Stderr, "no queues yet: nothing was enqueued and no worker ran")
-	}
 	return nil
 }
 

@@ -19,7 +19,7 @@ func TestStats(t *testing.T) {
 	ctx := context.Background()
 
 	code, out, errOut := run(t, env, "stats")
-	if code != exitOK || !strings.HasPrefix(out, "QUEUE") || !strings.Contains(errOut, "no queues yet") {
+	if code != exitFailure || out != "" || !strings.Contains(errOut, `no queues under key prefix "shardq", nor under any other prefix`) {
 		t.Fatalf("no queues: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 
@@ -75,7 +75,7 @@ func TestStats(t *testing.T) {
 	})
 	t.Run("JSON", func(t *testing.T) {
 		t.Parallel()
-		code, out, errOut := run(t, env, "stats", "--json", "--queue", "email")
+		code, out, errOut := run(t, env, "stats", "--output", "json", "--queue", "email")
 		if code != exitOK {
 			t.Fatalf("exit %d\nstderr:\n%s", code, errOut)
 		}
@@ -97,7 +97,8 @@ func TestStats(t *testing.T) {
 }
 
 // TestPrefix: enqueue and stats under another key prefix see each other
-// and nothing of the default prefix.
+// and nothing of the default prefix, where stats says so and names the
+// prefix that has queues.
 func TestPrefix(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -108,8 +109,9 @@ func TestPrefix(t *testing.T) {
 	if code, out, errOut := run(t, env, "stats", "--prefix", "myapp", "--json"); code != exitOK || !strings.Contains(out, `"queue": "mine"`) {
 		t.Fatalf("stats --prefix: exit %d, stdout %s, stderr %s", code, out, errOut)
 	}
-	if code, out, _ := run(t, env, "stats", "--json"); code != exitOK || strings.TrimSpace(out) != "[]" {
-		t.Fatalf("stats: exit %d, stdout %s", code, out)
+	if code, out, errOut := run(t, env, "stats", "--json"); code != exitFailure || out != "" ||
+		!strings.Contains(errOut, `no queues under key prefix "shardq"; prefixes with queues: myapp`) {
+		t.Fatalf("stats: exit %d, stdout %s, stderr %s", code, out, errOut)
 	}
 }
 
@@ -117,7 +119,7 @@ func TestStatsBadInput(t *testing.T) {
 	t.Parallel()
 	empty := redistest.Start(t)
 	runBadInput(t, "stats", []badInput{
-		{"NoQueueYet", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, `no queue "nope": there are no queues yet`},
+		{"NoQueueYet", redisEnv(empty), []string{"--queue", "nope"}, exitFailure, `no queues under key prefix "shardq", nor under any other`},
 		{"BadPort", nil, []string{"--redis", "redis://127.0.0.1:78310"}, exitUsage, `port "78310", want 1..65535`},
 		{"URLPasswordHidden", nil, []string{"--redis", "redis://:s3cret@127.0.0.1:1/abc"}, exitUsage, `"redis://:xxxxx@127.0.0.1:1/abc"`},
 		{"UnknownFlag", nil, []string{"--all"}, exitUsage, "flag provided but not defined: -all"},

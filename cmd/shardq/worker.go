@@ -177,6 +177,11 @@ func (c *workerCommand) run(ctx context.Context, m *Main, args []string) error {
 		}
 		defer stop()
 	}
+	if insp, err := queue.NewInspector(rdb, cfg.Config); err == nil {
+		if err := warnPrefix(ctx, m, rdb, insp, cfg.Prefix, "this worker starts its first queues"); err != nil {
+			return err
+		}
+	}
 	srv, err := worker.NewServer(rdb, cfg, mux)
 	if err != nil {
 		if errors.Is(err, worker.ErrInvalid) || errors.Is(err, queue.ErrInvalid) {
