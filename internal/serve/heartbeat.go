@@ -42,6 +42,13 @@ func (s *Engine) beat(ctx context.Context) error {
 		return err
 	}
 	stale = slices.DeleteFunc(stale, func(id string) bool { return id == s.cfg.WorkerID })
+	if len(stale) > 0 {
+		if err := s.reapElsewhere(ctx, stale); err != nil {
+			// keep them listed, to be found stale again at the next beat
+			s.logRedisError("reap stale workers", err)
+			stale = nil
+		}
+	}
 	byPart := map[*part][]*running{}
 	for _, r := range s.running.snapshot() {
 		byPart[r.p] = append(byPart[r.p], r)
