@@ -36,6 +36,7 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	token := fs.String("token", "", "require this bearer token; other users see it in ps: prefer --token-file or $SHARDQ_DASHBOARD_TOKEN")
 	tokenFile := fs.String("token-file", "", "require a bearer token: read it from this file")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics (Prometheus) without the dashboard's authentication")
+	doctorEvery := fs.Duration("doctor-every", 10*time.Minute, "audit the prefix read-only this often, as shardq doctor does, for /metrics' shardq_doctor_* gauges; 0: never")
 	var allowed listFlag
 	fs.Var(&allowed, "allowed-host", "a host name the dashboard answers besides loopback ones and the --addr host; repeatable, \"*\" = any")
 	var store storeFlags
@@ -64,7 +65,16 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 		return err
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
-	opts.Metrics = promhttp.HandlerFor(metricsRegistry(insp), promhttp.HandlerOpts{})
+	if *doctorEvery < 0 {
+		return fmt.Errorf("%w: --doctor-every %v, want >= 0", errUsage, *doctorEvery)
+	}
+	reg := metricsRegistry(insp)
+	if *doctorEvery > 0 {
+		dc := newDoctorCollector()
+		reg.MustRegister(dc)
+		go dc.run(ctx, rdb, *prefix, *doctorEvery, m.Stderr)
+	}
+	opts.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	opts.MetricsPublic = *publicMetrics
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
