@@ -47,7 +47,7 @@ type command interface {
 func (m *Main) commands() []command {
 	return []command{&workerCommand{}, &enqueueCommand{}, &statsCommand{}, &getCommand{}, &describeCommand{},
 		runCommand, deleteCommand, &cancelCommand{}, &pauseCommand{}, &pauseCommand{resume: true}, &weightCommand{},
-		&deleteQueueCommand{}, &partitionsCommand{}, &doctorCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
+		&deleteQueueCommand{}, &partitionsCommand{}, &doctorCommand{}, &serveCommand{}, &dashboardCommand{}, &demoCommand{}, &benchCommand{}}
 }
 
 // self is the command that runs this binary again: its path when it was
