@@ -37,7 +37,7 @@ func (i *Inspector) DeleteQueue(ctx context.Context, queue string, force bool) e
 			return err
 		}
 		if total := qi.Pending + qi.Active + qi.Scheduled + qi.Retry + qi.Dead + qi.Succeeded + qi.Waiting; total > 0 {
-			return fmt.Errorf("%w: %q holds %d tasks (pending %d, active %d, scheduled %d, retry %d, dead %d, done %d, waiting %d); delete with force to drop them",
+			return fmt.Errorf("%w: %q holds %d tasks (pending %d, active %d, scheduled %d, retry %d, dead %d, succeeded %d, waiting %d); delete with force to drop them",
 				errQueueNotEmpty, queue, total, qi.Pending, qi.Active, qi.Scheduled, qi.Retry, qi.Dead, qi.Succeeded, qi.Waiting)
 		}
 		serving, err := i.servingWorkers(ctx, queue)
