@@ -27,6 +27,7 @@ import (
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/layout"
 	"github.com/shardq/shardq/internal/rcall"
+	"github.com/shardq/shardq/internal/redistest"
 	"github.com/shardq/shardq/internal/sampledoc"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
@@ -129,6 +130,12 @@ type vecCall struct {
 	Partition int      `json:"partition"`
 	Keys      []string `json:"keys"`
 	Argv      []vecArg `json:"argv"`
+	// Reply is the call's reply on an empty Redis (redis-server 7): a
+	// code per task, or enqueue_one's one integer
+	Reply any `json:"reply"`
+	// ReplyAgain is the reply of the same call made once more right
+	// after: a duplicate TaskID or uniqueness ID is refused then
+	ReplyAgain any `json:"reply_again"`
 }
 
 // vecArg is one argument as Redis receives it: text when it is printable
@@ -265,7 +272,7 @@ func vectorCases() []vecCase {
 			Tasks: []vecTask{{Type: "email:send", PayloadB64: b64(small), ProcessInMs: 30_000}}},
 		{Name: "process-at", About: "ProcessAt(a fixed time): due at, in unix ms",
 			Config: defaults, NowMs: now, GeneratedIDs: []string{id1},
-			Tasks: []vecTask{{Type: "email:send", PayloadB64: b64(small), ProcessAtMs: now + 3_600_000}}},
+			Tasks: []vecTask{{Type: "email:send", PayloadB64: b64(small), ProcessAtMs: 4_102_444_800_000}}}, // 2100-01-01
 		{Name: "options-and-headers", About: "MaxRetry, Timeout, Deadline, Retention and headers: a full message of 12 fields, headers sorted by key",
 			Config: defaults, NowMs: now, GeneratedIDs: []string{id1},
 			Tasks: []vecTask{{Type: "report:build", PayloadB64: b64(small), MaxRetry: intp(3), TimeoutMs: 30_000, DeadlineMs: now + 86_400_000,
@@ -428,6 +435,49 @@ func runVector(t *testing.T, vc vecCase) vecExpect {
 	return out
 }
 
+// runCalls runs each of out's calls on rdb, emptied before each, and
+// records its reply.
+func runCalls(t *testing.T, rdb *redis.Client, out *vecExpect) {
+	ctx := context.Background()
+	scripts := map[string]*rcall.Script{}
+	for _, s := range []*rcall.Script{script.Enqueue, script.EnqueueCapped, script.EnqueueOne} {
+		scripts[s.Name()] = s
+	}
+	for i, c := range out.Calls {
+		if err := rdb.FlushDB(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		args := make([]any, len(c.Argv))
+		for j, a := range c.Argv {
+			args[j] = a.bytes()
+		}
+		for again := range 2 {
+			reply, err := scripts[c.Script].Run(ctx, rdb, c.Keys, args...).Result()
+			if err != nil {
+				t.Fatalf("%s: %v", c.Script, err)
+			}
+			if again == 0 {
+				out.Calls[i].Reply = jsonValue(t, reply)
+			} else {
+				out.Calls[i].ReplyAgain = jsonValue(t, reply)
+			}
+		}
+	}
+}
+
+// jsonValue is v as encoding/json reads it back: what a reply compares as.
+func jsonValue(t *testing.T, v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 // evalArgs is the EVALSHA's arguments of s with keys and args.
 func evalArgs(s *rcall.Script, ks []string, args []any) []any {
 	a := []any{"evalsha", s.Hash(), len(ks)}
@@ -505,6 +555,23 @@ type vecID struct {
 	EnqueuedAt *int64 `json:"enqueued_at_ms"` // what the ID says (a UUIDv7), or null
 }
 
+// vecScript is an enqueue script as Redis caches it: its source resolved
+// from lua/engine/ (docs/protocol.md, "Loading the scripts").
+type vecScript struct {
+	Name  string `json:"name"`
+	File  string `json:"file"`
+	SHA1  string `json:"sha1"`
+	Bytes int    `json:"bytes"`
+}
+
+func scriptVectors() []vecScript {
+	var out []vecScript
+	for _, s := range []*rcall.Script{script.Enqueue, script.EnqueueCapped, script.EnqueueOne} {
+		out = append(out, vecScript{Name: s.Name(), File: "lua/engine/" + s.Name() + ".lua", SHA1: s.Hash(), Bytes: len(s.Source())})
+	}
+	return out
+}
+
 func partitionCases() []vecPartition {
 	var out []vecPartition
 	for _, k := range []string{"tenant-7", "order-42", "email:send:5d41402abc4b2a76b9719d911017c592", "a", "", "ü-grüße"} {
@@ -566,10 +633,12 @@ func (v vecID) run() vecID {
 // partitions, stored payloads, messages and script calls, every partition
 // choice and every ID's two forms. -update rewrites the files.
 func TestProtocolVectors(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
 	if *updateVectors {
 		var cases []vecCase
 		for _, vc := range vectorCases() {
 			vc.Expect = runVector(t, vc)
+			runCalls(t, rdb, &vc.Expect)
 			cases = append(cases, vc)
 		}
 		writeVectors(t, "enqueue.json", vecFile[vecCase]{About: "Enqueue vectors: a task, its options and the client's config, with a fixed time, " +
@@ -584,6 +653,13 @@ func TestProtocolVectors(t *testing.T) {
 			ids = append(ids, v.run())
 		}
 		writeVectors(t, "ids.json", vecFile[vecID]{About: "Task IDs: the public form users see and the stored form messages carry", Cases: ids})
+		writeVectors(t, "scripts.json", vecFile[vecScript]{About: "The enqueue scripts as EVALSHA names them: the SHA-1 of each resolved source (includes inlined)", Cases: scriptVectors()})
+	}
+	var scripts vecFile[vecScript]
+	readVectors(t, "scripts.json", &scripts)
+	if got := scriptVectors(); !slices.Equal(got, scripts.Cases) {
+		t.Errorf("an enqueue script or one of its includes changed: clients that vendor the scripts must take the new sources "+
+			"(go test ./queue/ -run TestProtocolVectors -update rewrites scripts.json)\ngot  %+v\nwant %+v", got, scripts.Cases)
 	}
 	var enq vecFile[vecCase]
 	readVectors(t, "enqueue.json", &enq)
@@ -593,6 +669,7 @@ func TestProtocolVectors(t *testing.T) {
 	for _, vc := range enq.Cases {
 		t.Run(vc.Name, func(t *testing.T) {
 			got := runVector(t, vc)
+			runCalls(t, rdb, &got)
 			want, _ := json.MarshalIndent(vc.Expect, "", "  ")
 			gotJSON, _ := json.MarshalIndent(got, "", "  ")
 			if !bytes.Equal(want, gotJSON) {
