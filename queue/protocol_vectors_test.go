@@ -243,7 +243,7 @@ func vectorCases() []vecCase {
 		{Name: "empty-payload", About: "a plain task with no payload: still compact, nothing after the type",
 			Config: defaults, NowMs: now, GeneratedIDs: []string{id1},
 			Tasks: []vecTask{{Type: "tick", PayloadB64: ""}}},
-		{Name: "max-retry-0", About: "MaxRetry 0 is not the compact form's 25: a full message of 6 fields",
+		{Name: "max-retry-0", About: "MaxRetry 0 is not the compact form's 25: a full message, whose trailing zero fields (MaxRetry among them) are left out: 4 fields",
 			Config: defaults, NowMs: now, GeneratedIDs: []string{id1},
 			Tasks: []vecTask{{Type: "email:send", PayloadB64: b64(small), MaxRetry: intp(0)}}},
 		{Name: "group", About: "a task with a group on a queue of 4 partitions: routed by FNV-1a of the group; the group is the message's second element",
