@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -300,6 +302,10 @@ func vectorCases() []vecCase {
 		{Name: "magic-escape", About: "a raw payload that opens with 0xC1: wrapped with flags 0 so it reads back exactly",
 			Config: defaults, NowMs: now, GeneratedIDs: []string{id1},
 			Tasks: []vecTask{{Type: "blob", PayloadB64: b64([]byte{0xc1, 0x00, 0x01}), Raw: true}}},
+		{Name: "long-names-many-headers", About: "a TaskID and a type of 32 bytes and more (str8), MaxRetry forever (uint64), 16 headers (map16)",
+			Config: defaults, NowMs: now,
+			Tasks: []vecTask{{Type: "reports:quarterly:build-and-send", PayloadB64: b64(small), TaskID: "invoice-2026-000000000000000000000042",
+				MaxRetry: intp(math.MaxInt64), Headers: sixteenHeaders()}}},
 		{Name: "many-mixed", About: "EnqueueMany of two tasks to one partition, one plain and one delayed: one call, 7 fields per task",
 			Config: defaults, NowMs: now, GeneratedIDs: []string{id1, "019b7708-6a7c-7000-8000-000000000001"},
 			Tasks: []vecTask{{Type: "email:send", PayloadB64: b64(small)}, {Type: "email:send", PayloadB64: b64(small), ProcessInMs: 5000}}},
@@ -307,6 +313,15 @@ func vectorCases() []vecCase {
 			Config: defaults, NowMs: now, GeneratedIDs: []string{id1, "019b7708-6a7c-7000-8000-000000000001"},
 			Tasks: []vecTask{{Type: "email:send", PayloadB64: b64(small)}, {Type: "email:send", PayloadB64: b64(small), Group: "tenant-7"}}},
 	}
+}
+
+// sixteenHeaders returns 16 headers: the least that needs a map16.
+func sixteenHeaders() map[string]string {
+	h := map[string]string{}
+	for i := range 16 {
+		h[fmt.Sprintf("h%02d", i)] = strconv.Itoa(i)
+	}
+	return h
 }
 
 // noRedis is a Redis client that never connects: building a vector
