@@ -30,6 +30,7 @@ type Client struct {
 	inFlight  atomic.Int64           // single enqueues in flight (enqueue_send_coalesce.go)
 	codec     *envelope.Codec        // compresses and encrypts payloads
 	dicts     *dicts.Learner         // compression dictionaries per task type
+	newID     func() string          // wire.NewID, but for the protocol's golden vectors
 }
 
 // NewClient returns a Client over rdb.

@@ -103,7 +103,7 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 	m.Headers = mergeHeaders(ctxHeaders, o.headers)
 	p := pending{wait: o.waitRoom}
 	if m.ID == "" {
-		m.ID = wire.NewID()
+		m.ID = c.generateID()
 		// the ID's own millisecond: then the message need not carry it
 		m.EnqueuedAt, _ = wire.IDTime(m.ID)
 	} else {
@@ -140,6 +140,15 @@ func (c *Client) build(t *Task, callOpts []Option, ctxHeaders map[string]string,
 		return pending{}, fmt.Errorf("queue: task %q: %w", t.typ, err)
 	}
 	return p, nil
+}
+
+// generateID returns a new task ID in its stored form: wire.NewID's,
+// unless a test fixed the IDs (newID).
+func (c *Client) generateID() string {
+	if c.newID != nil {
+		return c.newID()
+	}
+	return wire.NewID()
 }
 
 // mergeHeaders returns the message's headers: the context's non-empty

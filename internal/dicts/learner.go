@@ -109,6 +109,14 @@ func (l *Learner) For(typ string, payload []byte) *envelope.Dict {
 	return nil
 }
 
+// Set makes d typ's dictionary, ready, as if Redis had named it: the
+// protocol's golden vectors fix a dictionary this way (docs/protocol.md).
+func (l *Learner) Set(typ string, d *envelope.Dict) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.types[typ] = &learning{dict: d}
+}
+
 // claim stores d and claims typ for it, and returns the dictionary the
 // type has then: d, or the one another producer claimed first.
 func (l *Learner) claim(ctx context.Context, typ string, d *envelope.Dict) (*envelope.Dict, error) {

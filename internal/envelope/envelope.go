@@ -27,6 +27,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"sync"
@@ -139,6 +140,10 @@ type Codec struct {
 	// Dicts finds the dictionaries values were compressed against
 	// (WrapDict); nil when none are to be read.
 	Dicts *Dicts
+	// Rand is where encrypted values' nonces come from; nil is
+	// crypto/rand. Only the protocol's golden vectors set it, to fix the
+	// nonce (docs/protocol.md).
+	Rand io.Reader
 }
 
 // Wrap returns the stored form of b, a value of the task id for use u,
@@ -181,10 +186,18 @@ func (c *Codec) Wrap(dst, b []byte, id string, u Use) ([]byte, error) {
 	dst = append(dst, kid...)
 	n := len(dst)
 	dst = dst[:n+NonceSize] // grown above
-	if _, err := rand.Read(dst[n:]); err != nil {
+	if _, err := c.nonce(dst[n:]); err != nil {
 		return nil, fmt.Errorf("envelope: nonce: %w", err)
 	}
 	return key.Seal(dst, dst[n:], body, aad(id, u, flags|encrypted)), nil
+}
+
+// nonce fills b with a new nonce from c.Rand, or crypto/rand.
+func (c *Codec) nonce(b []byte) (int, error) {
+	if c.Rand != nil {
+		return io.ReadFull(c.Rand, b)
+	}
+	return rand.Read(b)
 }
 
 // MaxSize bounds the stored size of a value of n bytes, so a caller can

@@ -120,6 +120,10 @@ func Queues(prefix string) string { return prefix + ":queues" }
 // (Inspector.SetPartitions), "<route>/<serve>" (internal/layout).
 func Layout(prefix string) string { return prefix + ":layout" }
 
+// Protocol is the string "<major>.<minor>": the version of the wire
+// protocol the prefix's data follows (internal/protocol, docs/protocol.md).
+func Protocol(prefix string) string { return prefix + ":protocol" }
+
 // Workers is the zset of live worker processes by heartbeat.
 func Workers(prefix string) string { return prefix + ":workers" }
 
