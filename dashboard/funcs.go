@@ -34,6 +34,7 @@ var funcs = template.FuncMap{
 	"timeOf":    timeOf,
 	"timeName":  timeName,
 	"listPath":  listPath,
+	"nodePath":  nodePath,
 	"pauseArgs": pauseArgs,
 	"groupArgs": groupArgs,
 	// the states of a workflow node in order, and the badge of each

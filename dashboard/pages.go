@@ -19,7 +19,7 @@ import (
 type templateSet = template.Template
 
 // pageNames are the templates under templates/, each rendered in layout.html.
-var pageNames = []string{"overview", "queue", "task", "workers", "schedules", "limits", "find", "search", "flows", "batch", "workflow", "error"}
+var pageNames = []string{"overview", "queue", "task", "workers", "schedules", "limits", "find", "search", "flows", "batch", "workflow", "node", "error"}
 
 func mustParsePages() map[string]*templateSet {
 	out := map[string]*templateSet{}
