@@ -121,15 +121,15 @@ func (d *server) nodePage(w http.ResponseWriter, r *http.Request) {
 // nodeAPIView is a node as the API returns it: the node, its children,
 // its result, and its task while Redis keeps it.
 type nodeAPIView struct {
-	WorkflowID    string     `json:"workflow_id"`
-	WorkflowState string     `json:"workflow_state"`
-	Node          nodeView   `json:"node"`
+	WorkflowID    string      `json:"workflow_id"`
+	WorkflowState string      `json:"workflow_state"`
+	Node          nodeView    `json:"node"`
 	Children      []childEdge `json:"children"`
-	Result        *string    `json:"result,omitempty"`
-	ResultBase64  string     `json:"result_base64,omitempty"`
-	ResultError   string     `json:"result_error,omitempty"`
-	Task          *taskView  `json:"task,omitempty"`
-	TaskGone      bool       `json:"task_gone,omitempty"`
+	Result        *string     `json:"result,omitempty"`
+	ResultBase64  string      `json:"result_base64,omitempty"`
+	ResultError   string      `json:"result_error,omitempty"`
+	Task          *taskView   `json:"task,omitempty"`
+	TaskGone      bool        `json:"task_gone,omitempty"`
 }
 
 func (d *server) apiNode(w http.ResponseWriter, r *http.Request) {
