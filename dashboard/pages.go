@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -161,6 +162,11 @@ type queueData struct {
 	// Groups is set on the Groups tab, which lists groups instead of
 	// tasks.
 	Groups *groupList
+	// Work is what the live workers serving the queue published at their
+	// last heartbeats: handlers running, and tasks leased ahead of their
+	// free slots (prefetched). Both are active in Redis; only the workers
+	// know which run, and they publish it per queue, not per group.
+	Work inspect.QueueWork
 }
 
 type tab struct {
@@ -215,7 +221,11 @@ func (d *server) queueHead(r *http.Request, name string, state queue.State) (*qu
 	if err != nil {
 		return nil, err
 	}
-	data := &queueData{Info: info, Scaling: sc, Chart: newChart(h), State: state,
+	live, err := inspect.LiveWork(r.Context(), d.insp)
+	if err != nil {
+		return nil, err
+	}
+	data := &queueData{Info: info, Scaling: sc, Chart: newChart(h), State: state, Work: live[name],
 		TailMS: d.opts.TailInterval.Milliseconds(), Refresh: d.opts.RefreshInterval.Milliseconds()}
 	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
 		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateSucceeded: info.Succeeded}

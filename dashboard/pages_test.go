@@ -126,8 +126,8 @@ func TestPages(t *testing.T) {
 	t.Run("BoundedRedisCalls", func(t *testing.T) {
 		for path, most := range map[string]int64{
 			"/":                                     1 + 2*1 + 2 + 1 + 4*1, // queues, QueueInfo per queue, history; alarms: workers, per queue at most a rate and a dead sample
-			"/queues/" + e.q + "?state=dead":        2 + 2 + 2 + 2,         // QueueInfo, History, ListTasks, Scaling
-			"/queues/" + e.q + "/groups?group=k":    2 + 2 + 2 + 2 + 2,     // QueueInfo, History, Scaling, Groups, GetGroup
+			"/queues/" + e.q + "?state=dead":        2 + 2 + 2 + 2 + 1,     // QueueInfo, History, ListTasks, Scaling, LiveWork
+			"/queues/" + e.q + "/groups?group=k":    2 + 2 + 2 + 2 + 2 + 1, // QueueInfo, History, Scaling, Groups, GetGroup, LiveWork
 			"/api/queues/" + e.q + "/groups":        2,
 			"/api/queues/" + e.q + "/groups/k":      2,
 			"/queues/" + e.q + "/tasks/" + e.evil:   2,
