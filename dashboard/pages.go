@@ -137,6 +137,7 @@ func (d *server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		t.Retry += qi.Retry
 		t.Dead += qi.Dead
 		t.Succeeded += qi.Succeeded
+		t.SucceededTotal += qi.SucceededTotal
 		t.Latency = max(t.Latency, qi.Latency)
 	}
 	d.render(w, r, http.StatusOK, "overview", "Queues", data)

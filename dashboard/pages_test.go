@@ -21,7 +21,8 @@ func TestPages(t *testing.T) {
 	t.Run("Overview", func(t *testing.T) {
 		r := e.page(t, "/")
 		for _, want := range []string{`href="/dash/queues/emails"`, "<svg", `class="badge paused"`, "/dash/assets/style.css", `name="csrf-token"`,
-			`<th class="n">Succeeded</th>`, `href="/dash/queues/emails?state=succeeded">2</a>`} {
+			`Succeeded <span class="muted">kept</span></th>`, `Succeeded <span class="muted">all time</span></th>`,
+			`href="/dash/queues/emails?state=succeeded">2</a>`, `id="succeeded-note"`} {
 			if !strings.Contains(r.body, want) {
 				t.Fatalf("overview lacks %q", want)
 			}
