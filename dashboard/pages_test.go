@@ -129,6 +129,7 @@ func TestPages(t *testing.T) {
 			"/":                                     1 + 2*1 + 2 + 1 + 4*1, // queues, QueueInfo per queue, history; alarms: workers, per queue at most a rate and a dead sample
 			"/queues/" + e.q + "?state=dead":        2 + 2 + 2 + 2 + 1,     // QueueInfo, History, ListTasks, Scaling, LiveWork
 			"/queues/" + e.q + "/groups?group=k":    2 + 2 + 2 + 2 + 2 + 1, // QueueInfo, History, Scaling, Groups, GetGroup, LiveWork
+			"/queues/" + e.q + "?group=k":           2 + 2 + 2 + 1 + 2*9,   // ... and ListTasks at most 2,000/250 + 1 times
 			"/api/queues/" + e.q + "/groups":        2,
 			"/api/queues/" + e.q + "/groups/k":      2,
 			"/queues/" + e.q + "/tasks/" + e.evil:   2,
