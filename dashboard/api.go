@@ -219,7 +219,19 @@ func (d *server) apiTasks(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	page, err := d.insp.ListTasks(r.Context(), inspectorQuery(q))
+	var page *queue.TaskPage
+	if group := groupParam(r.URL.Query().Get("group")); group != "" {
+		f, ferr := d.listGroup(r.Context(), q, group)
+		if ferr == nil {
+			page = &queue.TaskPage{Tasks: f.Tasks}
+			if f.More {
+				page.Next = f.Next
+			}
+		}
+		err = ferr
+	} else {
+		page, err = d.insp.ListTasks(r.Context(), inspectorQuery(q))
+	}
 	if err != nil {
 		d.fail(w, r, err)
 		return

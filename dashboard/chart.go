@@ -11,9 +11,16 @@ import (
 const (
 	chartW, chartH = 1200, 190
 	chartLeft      = 48 // room for the y axis labels
-	chartTop       = 10 // room for the top label
+	chartTop       = 22 // room for the unit above the top label
 	chartBottom    = 22 // room for the x axis labels
 )
+
+// minBarH is the least height, in SVG units (about a pixel each at the
+// usual width), of a bar's part that counts anything: 40 failures beside
+// 20,000 successes would otherwise be a fraction of a pixel, invisible.
+// The parts stay to scale above it; a part raised to it is marked
+// (Raised) and the legend says that small counts are drawn taller.
+const minBarH = 3
 
 // chart is a throughput history ready to draw as inline SVG: one stacked
 // bar per step, succeeded below failed, with a tooltip each.
@@ -30,6 +37,13 @@ type chart struct {
 	Succeeded int64
 	Failed    int64
 	Empty     bool
+	// Per names the step the bars count over ("minute", "hour"): the y
+	// axis is tasks per Per.
+	Per string
+	// Raised says some bar part was drawn at minBarH, taller than its
+	// count's scale.
+	Raised bool
+	MinBar int
 }
 
 type chartBar struct {
@@ -38,6 +52,8 @@ type chartBar struct {
 	FailY, FailH   float64
 	Title          string
 	Succeeded, Err int64
+	// Raised says a part of this bar is drawn at minBarH.
+	Raised bool
 }
 
 type chartLabel struct {
@@ -49,7 +65,7 @@ type chartLabel struct {
 func newChart(h *queue.History) chart {
 	plotW := float64(chartW - chartLeft)
 	plotH := float64(chartH - chartBottom - chartTop)
-	c := chart{W: chartW, H: chartH, Left: chartLeft, PlotTop: chartTop, PlotH: plotH, Span: spanName(h.Span)}
+	c := chart{W: chartW, H: chartH, Left: chartLeft, PlotTop: chartTop, PlotH: plotH, Span: spanName(h.Span), Per: stepName(h.Step), MinBar: minBarH}
 	bottom := float64(chartTop) + plotH
 	var top int64
 	for _, p := range h.Points {
@@ -63,13 +79,22 @@ func newChart(h *queue.History) chart {
 	scale := func(n int64) float64 { return float64(n) / float64(top) * plotH }
 	for i, p := range h.Points {
 		x := float64(chartLeft) + float64(i)*slot
-		okH, failH := scale(p.Succeeded), scale(p.Failed)
+		okH, okRaised := visible(scale(p.Succeeded), p.Succeeded)
+		failH, failRaised := visible(scale(p.Failed), p.Failed)
+		if over := okH + failH - plotH; over > 0 {
+			okH -= over // a raised failure on a full bar: the bar stays in the plot
+		}
+		raised := okRaised || failRaised
+		c.Raised = c.Raised || raised
+		title := fmt.Sprintf("%s: %s tasks succeeded, %s attempts failed", stepLabel(p.Start, h.Step), num(p.Succeeded), num(p.Failed))
+		if raised {
+			title += " (a small count drawn taller than to scale, to be seen)"
+		}
 		c.Bars = append(c.Bars, chartBar{
 			X: round1(x + slot*0.1), W: round1(slot * 0.8),
 			OKY: round1(bottom - okH), OKH: round1(okH),
 			FailY: round1(bottom - okH - failH), FailH: round1(failH),
-			Title:     fmt.Sprintf("%s: %d processed, %d failed", stepLabel(p.Start, h.Step), p.Succeeded+p.Failed, p.Failed),
-			Succeeded: p.Succeeded, Err: p.Failed,
+			Title: title, Succeeded: p.Succeeded, Err: p.Failed, Raised: raised,
 		})
 		if every := labelEvery(h.Span); i%every == 0 {
 			c.XLabels = append(c.XLabels, chartLabel{X: round1(x), Y: chartH - 6, Text: p.Start.UTC().Format("15:04")})
@@ -78,9 +103,30 @@ func newChart(h *queue.History) chart {
 	for _, f := range []float64{0, 0.5, 1} {
 		y := round1(bottom - f*plotH)
 		c.Gridlines = append(c.Gridlines, y)
-		c.YLabels = append(c.YLabels, chartLabel{X: chartLeft - 8, Y: y + 4, Text: fmt.Sprint(int64(f * float64(top)))})
+		c.YLabels = append(c.YLabels, chartLabel{X: chartLeft - 8, Y: y + 4, Text: num(int64(f * float64(top)))})
 	}
 	return c
+}
+
+// visible returns the height to draw a count of n at, h to scale: at
+// least minBarH when n is not 0, and whether it was raised to it.
+func visible(h float64, n int64) (float64, bool) {
+	if n > 0 && h < minBarH {
+		return minBarH, true
+	}
+	return h, false
+}
+
+// stepName names a history's step for the y axis: tasks per minute, or
+// per hour.
+func stepName(step time.Duration) string {
+	switch step {
+	case time.Minute:
+		return "minute"
+	case time.Hour:
+		return "hour"
+	}
+	return step.String()
 }
 
 func labelEvery(s time.Duration) int {

@@ -153,9 +153,11 @@ func (d *server) routes() {
 	d.mux.HandleFunc("GET /workflows", d.flowsPage)
 	d.mux.HandleFunc("GET /batches/{id}", d.batchPage)
 	d.mux.HandleFunc("GET /workflows/{id}", d.workflowPage)
+	d.mux.HandleFunc("GET /workflows/{id}/node", d.nodePage)
 	d.mux.HandleFunc("GET /api/workflows", d.apiFlows)
 	d.mux.HandleFunc("GET /api/batches/{id}", d.apiBatch)
 	d.mux.HandleFunc("GET /api/workflows/{id}", d.apiWorkflow)
+	d.mux.HandleFunc("GET /api/workflows/{id}/node", d.apiNode)
 	d.mux.HandleFunc("GET /api/queues/{queue}/search", d.apiSearch)
 
 	d.mux.HandleFunc("GET /api/queues", d.apiQueues)

@@ -187,7 +187,7 @@ func TestFlowPagesAndAPI(t *testing.T) {
 	}
 	// the dead link's page names its chain and offers the retry that resumes it
 	page = e.get("/queues/billing/tasks/" + e.links[1])
-	if page.code != 200 || !strings.Contains(page.body, "node <code>2</code> of") || !strings.Contains(page.body, "/dash/workflows/"+e.chain) ||
+	if page.code != 200 || !strings.Contains(page.body, `id="task-node"><code>2</code></a> of`) || !strings.Contains(page.body, "/dash/workflows/"+e.chain) ||
 		!strings.Contains(page.body, `data-action="run"`) {
 		t.Fatalf("dead link's task page: %d %s", page.code, page.body)
 	}

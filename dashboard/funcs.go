@@ -34,6 +34,7 @@ var funcs = template.FuncMap{
 	"timeOf":    timeOf,
 	"timeName":  timeName,
 	"listPath":  listPath,
+	"nodePath":  nodePath,
 	"pauseArgs": pauseArgs,
 	"groupArgs": groupArgs,
 	// the states of a workflow node in order, and the badge of each
@@ -146,9 +147,10 @@ func iso(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// dur writes d with its unit: "0s", never a bare "0".
 func dur(d time.Duration) string {
 	if d <= 0 {
-		return "0"
+		return "0s"
 	}
 	return roughly(d)
 }

@@ -149,8 +149,6 @@ type graphNode struct {
 	Type, Queue         string
 	TaskID, State       string
 	Title               string
-	// Linked says the node has a task to show: it was enqueued.
-	Linked bool
 }
 
 // graphEdge is an edge as an SVG path, with its policy (fail, run, skip).
@@ -187,7 +185,7 @@ func newGraph(nodes []queue.WorkflowNode, d *dag) *graph {
 			title += "\n" + cut(n.Error, 400)
 		}
 		g.Nodes = append(g.Nodes, graphNode{X: x[i], Y: y[i], TextX: x[i] + 8, NameY: y[i] + 16, TypeY: y[i] + 31, Name: n.Name, Label: cut(n.Name, 22), Type: cut(n.Type, 26),
-			Queue: n.Queue, TaskID: n.TaskID, State: string(n.State), Title: title, Linked: hasTask(n)})
+			Queue: n.Queue, TaskID: n.TaskID, State: string(n.State), Title: title})
 	}
 	return g
 }

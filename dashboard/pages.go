@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -19,7 +20,7 @@ import (
 type templateSet = template.Template
 
 // pageNames are the templates under templates/, each rendered in layout.html.
-var pageNames = []string{"overview", "queue", "task", "workers", "schedules", "limits", "find", "search", "flows", "batch", "workflow", "error"}
+var pageNames = []string{"overview", "queue", "task", "workers", "schedules", "limits", "find", "search", "flows", "batch", "workflow", "node", "error"}
 
 func mustParsePages() map[string]*templateSet {
 	out := map[string]*templateSet{}
@@ -136,6 +137,7 @@ func (d *server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		t.Retry += qi.Retry
 		t.Dead += qi.Dead
 		t.Succeeded += qi.Succeeded
+		t.SucceededTotal += qi.SucceededTotal
 		t.Latency = max(t.Latency, qi.Latency)
 	}
 	d.render(w, r, http.StatusOK, "overview", "Queues", data)
@@ -161,6 +163,16 @@ type queueData struct {
 	// Groups is set on the Groups tab, which lists groups instead of
 	// tasks.
 	Groups *groupList
+	// Work is what the live workers serving the queue published at their
+	// last heartbeats: handlers running, and tasks leased ahead of their
+	// free slots (prefetched). Both are active in Redis; only the workers
+	// know which run, and they publish it per queue, not per group.
+	Work inspect.QueueWork
+	// Group filters the listing by group, a bounded read of Scanned
+	// tasks (groupfilter.go).
+	Group   string
+	Scanned int
+	Scan    int
 }
 
 type tab struct {
@@ -180,17 +192,29 @@ func (d *server) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	p, err := d.insp.ListTasks(r.Context(), inspectorQuery(q))
-	if err != nil {
-		d.fail(w, r, err)
-		return
+	data.After, data.Limit = q.After, q.Limit
+	var tasks []*queue.TaskInfo
+	if data.Group = groupParam(r.URL.Query().Get("group")); data.Group != "" {
+		f, err := d.listGroup(r.Context(), q, data.Group)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		tasks, data.Next, data.HasNext, data.Scanned = f.Tasks, f.Next, f.More, f.Scanned
+	} else {
+		p, err := d.insp.ListTasks(r.Context(), inspectorQuery(q))
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		tasks, data.Next, data.HasNext = p.Tasks, p.Next, len(p.Tasks) == q.Limit
+		// the live tail shows every task: not under a group filter
+		if q.State == stateRecent && q.After == "" && q.Newest {
+			data.Tail, data.Newer = true, p.Newer
+		}
 	}
-	data.After, data.Next, data.HasNext, data.Limit = q.After, p.Next, len(p.Tasks) == q.Limit, q.Limit
-	for _, ti := range p.Tasks {
+	for _, ti := range tasks {
 		data.Rows = append(data.Rows, taskRow{TaskInfo: ti, Preview: preview(ti, 120)})
-	}
-	if q.State == stateRecent && q.After == "" && q.Newest {
-		data.Tail, data.Newer = true, p.Newer
 	}
 	d.render(w, r, http.StatusOK, "queue", q.Queue, data)
 }
@@ -215,7 +239,11 @@ func (d *server) queueHead(r *http.Request, name string, state queue.State) (*qu
 	if err != nil {
 		return nil, err
 	}
-	data := &queueData{Info: info, Scaling: sc, Chart: newChart(h), State: state,
+	live, err := inspect.LiveWork(r.Context(), d.insp)
+	if err != nil {
+		return nil, err
+	}
+	data := &queueData{Info: info, Scaling: sc, Chart: newChart(h), State: state, Work: live[name], Scan: groupScan,
 		TailMS: d.opts.TailInterval.Milliseconds(), Refresh: d.opts.RefreshInterval.Milliseconds()}
 	counts := map[queue.State]int64{queue.StatePending: info.Pending, queue.StateActive: info.Active,
 		queue.StateScheduled: info.Scheduled, queue.StateRetry: info.Retry, queue.StateDead: info.Dead, queue.StateSucceeded: info.Succeeded}

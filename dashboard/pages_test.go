@@ -21,7 +21,8 @@ func TestPages(t *testing.T) {
 	t.Run("Overview", func(t *testing.T) {
 		r := e.page(t, "/")
 		for _, want := range []string{`href="/dash/queues/emails"`, "<svg", `class="badge paused"`, "/dash/assets/style.css", `name="csrf-token"`,
-			`<th class="n">Succeeded</th>`, `href="/dash/queues/emails?state=succeeded">2</a>`} {
+			`Succeeded <span class="muted">kept</span></th>`, `Succeeded <span class="muted">all time</span></th>`,
+			`href="/dash/queues/emails?state=succeeded">2</a>`, `id="succeeded-note"`} {
 			if !strings.Contains(r.body, want) {
 				t.Fatalf("overview lacks %q", want)
 			}
@@ -126,8 +127,9 @@ func TestPages(t *testing.T) {
 	t.Run("BoundedRedisCalls", func(t *testing.T) {
 		for path, most := range map[string]int64{
 			"/":                                     1 + 2*1 + 2 + 1 + 4*1, // queues, QueueInfo per queue, history; alarms: workers, per queue at most a rate and a dead sample
-			"/queues/" + e.q + "?state=dead":        2 + 2 + 2 + 2,         // QueueInfo, History, ListTasks, Scaling
-			"/queues/" + e.q + "/groups?group=k":    2 + 2 + 2 + 2 + 2,     // QueueInfo, History, Scaling, Groups, GetGroup
+			"/queues/" + e.q + "?state=dead":        2 + 2 + 2 + 2 + 1,     // QueueInfo, History, ListTasks, Scaling, LiveWork
+			"/queues/" + e.q + "/groups?group=k":    2 + 2 + 2 + 2 + 2 + 1, // QueueInfo, History, Scaling, Groups, GetGroup, LiveWork
+			"/queues/" + e.q + "?group=k":           2 + 2 + 2 + 1 + 2*9,   // ... and ListTasks at most 2,000/250 + 1 times
 			"/api/queues/" + e.q + "/groups":        2,
 			"/api/queues/" + e.q + "/groups/k":      2,
 			"/queues/" + e.q + "/tasks/" + e.evil:   2,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -447,9 +448,9 @@ func TestBrowserWorkflow(t *testing.T) {
 			t.Fatalf("two %s nodes drawn differently: %+v, %+v", n.State, s, n)
 		}
 		style[n.State] = n
-		linked := wn.State == queue.StateSucceeded || wn.State == queue.StateDead || wn.State == queue.StateEnqueued
-		if wantHref := "/dash/queues/" + wn.Queue + "/tasks/" + wn.TaskID; linked && n.Href != wantHref || !linked && n.Href != "" {
-			t.Fatalf("node %s (%s) links to %q", n.Name, n.State, n.Href)
+		// every node leads to its own page, whether or not its task is kept
+		if wantHref := "/dash/workflows/" + e.diamond + "/node?name=" + url.QueryEscape(n.Name); n.Href != wantHref {
+			t.Fatalf("node %s (%s) links to %q, want %q", n.Name, n.State, n.Href, wantHref)
 		}
 	}
 	for s1, a := range style {
@@ -491,9 +492,15 @@ func TestBrowserWorkflow(t *testing.T) {
 	}
 	b.screenshot("workflow")
 
-	// the dead node leads to its task, which names the workflow
+	// the dead node leads to its page, then to its task (dead: kept),
+	// which names the workflow
 	x := wi.Node(evilNode)
-	mouseClick(b, `#workflow-graph a[href$="/tasks/`+x.TaskID+`"] rect`)
+	mouseClick(b, `#workflow-graph g.node[data-node="`+evilNode+`"] rect`)
+	b.waitFor("the dead node's page", `document.readyState === "complete" && document.getElementById("node-error")`)
+	if got := b.eval(`document.getElementById("node-error").textContent`); got != x.Error {
+		t.Fatalf("the node page shows the error %q, want %q", got, x.Error)
+	}
+	b.click(`#node-task a`)
 	b.waitFor("the dead node's task page", `document.readyState === "complete" && document.getElementById("task-workflow")`)
 	if href := b.eval(`document.getElementById("task-workflow").getAttribute("href")`); href != "/dash/workflows/"+e.diamond {
 		t.Fatalf("the task links to %v", href)
@@ -542,7 +549,7 @@ func TestBrowserWorkflow(t *testing.T) {
 			t.Fatalf("layer summary %s", rows)
 		}
 		first, _ := b.eval(`document.querySelector("#workflow-problems tbody tr").dataset.node`).(string)
-		href, _ := b.eval(`document.querySelector("#workflow-problems tbody tr a").getAttribute("href")`).(string)
+		href, _ := b.eval(`document.querySelector("#workflow-problems tbody tr td.id a").getAttribute("href")`).(string)
 		if first != "root" || href != "/dash/queues/wf/tasks/"+big.Node("root").TaskID {
 			t.Fatalf("first problem %q links to %q", first, href)
 		}

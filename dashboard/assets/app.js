@@ -112,6 +112,12 @@
     a.textContent = t.id;
     id.appendChild(a);
     cell(tr, t.type);
+    var g = cell(tr, "", "group");
+    if (t.group) {
+      var gc = document.createElement("code");
+      gc.textContent = t.group;
+      g.appendChild(gc);
+    }
     var p = cell(tr, "", "payload");
     var code = document.createElement("code");
     var text = t.payload === undefined ? "" : JSON.stringify(t.payload);

@@ -1,0 +1,119 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardq/shardq/dashboard"
+	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
+)
+
+// TestBrowserLeasedAhead: a worker of 2 slots with quick handlers leases
+// tasks ahead of its slots (prefetch); then two tasks block both slots,
+// and the tasks leased ahead wait in it. The queue page shows 2 handlers
+// running and the tasks ahead apart, as the worker reports them; the
+// Groups tab counts a group's leased tasks, running and ahead together,
+// under a header that says so, and says why it cannot split them.
+func TestBrowserLeasedAhead(t *testing.T) {
+	path := requireChromium(t)
+	t.Parallel()
+	e := newEnv(t)
+	e.q = "tenants"
+	const quick = 60
+	var started atomic.Int64
+	release := make(chan struct{})
+	srv, err := worker.NewServer(e.redis.Client(t), worker.Config{Config: e.cfg, Queues: map[string]int{e.q: 1},
+		Concurrency: 2, Prefetch: 6, Heartbeat: 100 * time.Millisecond, WorkerID: "w-ahead"},
+		worker.HandlerFunc(func(ctx context.Context, task *worker.Task) error {
+			if task.Type == "quick" {
+				return nil
+			}
+			started.Add(1)
+			select { // a hold task keeps its slot until the test ends
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}))
+	must(t, err)
+	t.Cleanup(func() {
+		close(release)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	var tasks []*queue.Task
+	for j := range quick {
+		tasks = append(tasks, queue.NewRawTask("quick", nil, queue.Group([]string{"acme", "globex"}[j%2])))
+	}
+	for j := range 40 {
+		tasks = append(tasks, queue.NewRawTask("hold", fmt.Appendf(nil, "%d", j), queue.Group([]string{"acme", "globex"}[j%2])))
+	}
+	_, err = e.client.EnqueueMany(e.ctx, tasks, queue.In(e.q))
+	must(t, err)
+	must(t, srv.Start(context.Background()))
+
+	// both slots blocked, and tasks leased ahead waiting behind them, as
+	// the active lists show them
+	var busy, ahead int
+	waitUntil(t, "two running and some leased ahead", func() bool {
+		ws, err := e.insp.Workers(e.ctx)
+		must(t, err)
+		for _, w := range ws {
+			if w.ID == "w-ahead" {
+				busy, ahead = w.Busy, w.Ahead
+			}
+		}
+		return started.Load() == 2 && busy == 2 && ahead > 0
+	})
+	e.serve(dashboard.Options{Unauthenticated: true})
+	b := startBrowser(t, path).in(t)
+	base := e.srv.URL + "/dash"
+
+	// the heartbeat publishes the split within 100ms; the page reads it
+	want := fmt.Sprintf("running=2 ahead=%d", ahead)
+	split := `"running=" + document.getElementById("running").textContent + " ahead=" + document.getElementById("ahead").textContent`
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b.navigate(base + "/queues/" + e.q + "?state=active")
+		if got := b.eval(split); got == want {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the queue page shows %v, want %s", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := b.eval(`document.querySelector('nav.tabs a[data-state="active"] .count').textContent`); n != strconv.Itoa(2+ahead) {
+		t.Fatalf("the active tab counts %v, want %d: running and ahead", n, 2+ahead)
+	}
+	b.screenshot("queue-active-ahead")
+
+	b.click(`nav.tabs a[data-tab="groups"]`)
+	b.waitFor("the Groups tab", `document.readyState === "complete" && document.querySelector("table#groups tr[data-group]")`)
+	leased := b.eval(`Array.from(document.querySelectorAll('table#groups [data-col="leased"]')).reduce(function (s, td) { return s + Number(td.textContent) }, 0)`)
+	if leased != float64(2+ahead) {
+		t.Fatalf("the groups' leased tasks sum to %v, want %d (2 running + %d ahead)", leased, 2+ahead, ahead)
+	}
+	head := b.eval(`document.querySelector("table#groups thead").textContent`).(string)
+	note := b.eval(`document.getElementById("group-split").textContent`).(string)
+	if !contains(head, "Leased", "running + ahead") || !contains(note, "not per group", "2 running", strconv.Itoa(ahead)+" leased ahead") {
+		t.Fatalf("the Groups tab reads %q / %q", head, note)
+	}
+	b.screenshot("queue-groups-leased")
+}
+
+// contains reports whether s holds every one of subs.
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
