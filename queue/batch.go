@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -205,7 +206,7 @@ func (c *Client) CloseBatch(ctx context.Context, id string) error {
 // delivery builds task t (with call options opts) as a flow task under
 // id (stored), or a generated ID when id is "": ref is its flow ref (a callback carries its batch's). info, when
 // not nil, receives the task's info.
-func (c *Client) delivery(t *Task, opts []Option, id, ref string, info *TaskInfo) (*wire.Delivery, error) {
+func (c *Client) delivery(ctx context.Context, t *Task, opts []Option, id, ref string, info *TaskInfo) (*wire.Delivery, error) {
 	if t != nil {
 		o, err := resolveOptions(t.opts, opts)
 		switch {
@@ -225,6 +226,9 @@ func (c *Client) delivery(t *Task, opts []Option, id, ref string, info *TaskInfo
 	all := append(opts[:len(opts):len(opts)], TaskID(wire.PublicID(id)), func(o *options) error { o.flow = ref; return nil })
 	p, err := c.build(t, all, nil, time.Now(), nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.routes.ReadFirst(ctx, c.rdb, slices.Values([]string{p.info.Queue})); err != nil {
 		return nil, err
 	}
 	c.place(&p)

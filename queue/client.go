@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,11 +145,26 @@ type batch struct {
 // tasks that hold the IDs of duplicates. It returns the error that left
 // the outcome unknown; the tasks' own are in b.errs.
 func (c *Client) enqueue(ctx context.Context, b *batch) error {
+	// the layouts of queues this client would route by guess
+	if err := c.routes.ReadFirst(ctx, c.rdb, builtQueues(b)); err != nil {
+		return err
+	}
 	if err := c.deliver(ctx, c.route(b), b); err != nil {
 		return err
 	}
 	c.existing(ctx, b)
 	return nil
+}
+
+// builtQueues yields the queues of b's built tasks.
+func builtQueues(b *batch) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := range b.tasks {
+			if b.errs[i] == nil && !yield(b.tasks[i].info.Queue) {
+				return
+			}
+		}
+	}
 }
 
 // deliver admits and sends routed groups, then routes again and sends

@@ -149,3 +149,81 @@ func layoutOf(t *testing.T, insp *Inspector, queue string) [2]int {
 	}
 	return [2]int{qi.Partitions - qi.Draining, qi.Partitions}
 }
+
+// TestFirstCallReadsTheLayout: a producer whose Config counts more
+// partitions than an operator's layout serves reads the layout before
+// its first call to the queue routes anything. It routed that call by its
+// Config in the same round trip that read the layout, and put tasks in
+// partitions that never existed, refused nothing and no worker served:
+// they waited for good (found writing docs/protocol.md). A workflow's
+// nodes are routed the same way.
+func TestFirstCallReadsTheLayout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+	if _, err := b.client.Enqueue(ctx, NewRawTask("t", nil, In("q"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.insp.SetPartitions(ctx, "q", 4); err != nil {
+		t.Fatal(err)
+	}
+	if l := layoutOf(t, b.insp, "q"); l != [2]int{4, 4} {
+		t.Fatalf("layout %v, want 4 routed and served", l)
+	}
+	wide := b.cfg
+	wide.Partitions = map[string]int{"q": 8}
+	for _, call := range []string{"Enqueue", "EnqueueMany", "EnqueueWorkflow"} {
+		c, err := NewClient(b.rdb, wide)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []int
+		switch call {
+		case "Enqueue":
+			for range 16 {
+				info, err := c.Enqueue(ctx, NewRawTask("t", nil, In("q")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, info.Partition)
+			}
+		case "EnqueueMany":
+			tasks := make([]*Task, 64)
+			for i := range tasks {
+				tasks[i] = NewRawTask("t", nil, In("q"))
+			}
+			infos, err := c.EnqueueMany(ctx, tasks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range infos {
+				parts = append(parts, in.Partition)
+			}
+		case "EnqueueWorkflow":
+			w := NewWorkflow()
+			for i := range 16 {
+				w.Add(fmt.Sprint("n", i), NewRawTask("t", nil, In("q")))
+			}
+			id, err := c.EnqueueWorkflow(ctx, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wi, err := b.insp.GetWorkflow(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range wi.Nodes {
+				ti, err := b.insp.GetTask(ctx, "q", n.TaskID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, ti.Partition)
+			}
+		}
+		for _, p := range parts {
+			if p >= 4 {
+				t.Fatalf("%s: a task went to partition %d, past the 4 the layout serves (partitions %v)", call, p, parts)
+			}
+		}
+	}
+}

@@ -334,7 +334,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 		}
 		ref := wire.FlowRef{Kind: 'w', Home: hn, ID: keys.ShortID(id), Node: n.name}.String()
 		info := &TaskInfo{}
-		d, err := c.delivery(n.task, nil, n.id, ref, info)
+		d, err := c.delivery(ctx, n.task, nil, n.id, ref, info)
 		if err != nil {
 			return false, nil, fmt.Errorf("workflow node %q: %w", n.name, err)
 		}

@@ -86,6 +86,35 @@ func (t *Table) Pick(queue, key string) int {
 	return layout.Pick(key, n)
 }
 
+// Guessing reports whether routing a task of queue now would guess: no
+// layout of it was ever read, and the Config counts more than one
+// partition. An operator's layout may serve fewer (Inspector.
+// SetPartitions), and partitions that never existed refuse nothing, so a
+// task routed past them would wait where no worker looks: the caller
+// reads the layout first (Read).
+func (t *Table) Guessing(queue string) bool {
+	if t.partitions[queue] <= 1 {
+		return false
+	}
+	_, read := t.layouts.Load(queue)
+	return !read
+}
+
+// ReadFirst reads, in a round trip of its own, the layouts of the
+// queues that routing would guess (Guessing), if any.
+func (t *Table) ReadFirst(ctx context.Context, rdb redis.UniversalClient, queues iter.Seq[string]) error {
+	var unread []string
+	for q := range queues {
+		if t.Guessing(q) && !slices.Contains(unread, q) {
+			unread = append(unread, q)
+		}
+	}
+	if len(unread) == 0 {
+		return nil
+	}
+	return t.Read(ctx, rdb, unread)
+}
+
 // Known reports whether this producer wrote queue's registry entry and
 // read its layout lately: a call to it need carry neither.
 func (t *Table) Known(queue string) bool {
