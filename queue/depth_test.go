@@ -441,3 +441,33 @@ func TestKeyMaxDepth(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxDepthSharedOverTheLayout: a queue an operator spread over 4
+// partitions holds its MaxDepth over all 4, each partition its share, for
+// a producer configured with one: each partition allowed the whole
+// MaxDepth, as the producer passed its Config's count, not the layout's
+// (found writing docs/protocol.md).
+func TestMaxDepthSharedOverTheLayout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+	must(t, b.insp.SetPartitions(ctx, "q", 4))
+	must(t, b.insp.SetLimits(ctx, "q", Limits{MaxDepth: 40}))
+	c, err := NewClient(b.rdb, b.cfg)
+	must(t, err)
+	accepted := 0
+	for range 100 {
+		_, err := c.Enqueue(ctx, NewRawTask("t", nil, In("q")))
+		switch {
+		case err == nil:
+			accepted++
+		case !errors.Is(err, ErrQueueFull):
+			t.Fatal(err)
+		}
+	}
+	qi, err := b.insp.QueueInfo(ctx, "q")
+	must(t, err)
+	if accepted > 40 || qi.Pending != int64(accepted) || qi.Partitions != 4 {
+		t.Fatalf("%d accepted, %d pending over %d partitions; want at most the MaxDepth, 40", accepted, qi.Pending, qi.Partitions)
+	}
+}

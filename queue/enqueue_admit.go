@@ -148,7 +148,7 @@ func (c *Client) enqueueScript(k keys.Partition, g *group) (*rcall.Script, []any
 	if !g.capped {
 		return script.Enqueue, args
 	}
-	return script.EnqueueCapped, append([]any{g.partition, c.cfg.partitions(g.queue)}, args...)
+	return script.EnqueueCapped, append([]any{g.partition, c.routes.Count(g.queue)}, args...)
 }
 
 // learnDepth takes the MaxDepth and GroupMaxDepth off a checked group's
