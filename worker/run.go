@@ -12,8 +12,8 @@ import (
 
 // handle is the engine's Config.Handle: it runs the handler of job j, as
 // a Task, and judges what its return leads to.
-func (s *Server) handle(ctx context.Context, j *serve.Job) serve.Verdict {
-	t := newTask(j)
+func (s *Server) handle(ctx context.Context, j *serve.Job, f serve.Fields) serve.Verdict {
+	t := newTask(j, f)
 	j.View = t // what TaskFromContext finds in ctx
 	obs := s.cfg.Observer
 	if obs != nil {

@@ -60,11 +60,11 @@ func (t *Task) Decode(v any) error {
 // more attempt, which has none left.
 func (t *Task) RetriesLeft() int { return max(0, t.MaxRetry-(t.Attempt-1-t.granted)) }
 
-// newTask returns the Task a handler sees of job j.
-func newTask(j *serve.Job) *Task {
-	return &Task{ID: j.ID, Type: j.Type, Queue: j.Queue, Partition: j.Partition, Payload: j.Payload, Raw: j.Raw,
-		Attempt: j.Attempt, MaxRetry: j.MaxRetry, EnqueuedAt: j.EnqueuedAt, StartedAt: j.StartedAt, Headers: j.Headers,
-		Deadline: j.Deadline, job: j, granted: j.Granted}
+// newTask returns the Task a handler sees of job j, with fields f.
+func newTask(j *serve.Job, f serve.Fields) *Task {
+	return &Task{ID: f.ID, Type: f.Type, Queue: f.Queue, Partition: f.Partition, Payload: f.Payload, Raw: f.Raw,
+		Attempt: f.Attempt, MaxRetry: f.MaxRetry, EnqueuedAt: f.EnqueuedAt, StartedAt: f.StartedAt, Headers: f.Headers,
+		Deadline: f.Deadline, job: j, granted: f.Granted}
 }
 
 // TaskFromContext returns the task a handler's context was made for.

@@ -40,7 +40,7 @@ type Config struct {
 
 	// Handle runs the handler of one job and says what its attempt
 	// leads to; it runs on the job's own goroutine, ctx being the job's.
-	Handle func(ctx context.Context, j *Job) Verdict
+	Handle func(ctx context.Context, j *Job, f Fields) Verdict
 	// Causes are the errors the engine cancels a handler's context with.
 	Causes Causes
 }

@@ -105,13 +105,13 @@ func (s *Engine) beat(ctx context.Context) error {
 			}
 			switch {
 			case slices.Contains(lost, r.job.sid):
-				s.log.Warn("lease lost; cancelling the handler", "task", r.job.ID, "queue", p.queue)
+				s.log.Warn("lease lost; cancelling the handler", "task", r.job.id(), "queue", p.queue)
 				if s.cfg.Observer != nil {
 					s.cfg.Observer.LeaseLost(p.queue)
 				}
 				r.cancel(s.cfg.Causes.LeaseLost)
 			case slices.Contains(cancelled, r.job.sid):
-				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.job.ID, "queue", p.queue)
+				s.log.Info("cancelled by an operator; cancelling the handler", "task", r.job.id(), "queue", p.queue)
 				r.cancel(s.cfg.Causes.Cancelled)
 			}
 		}

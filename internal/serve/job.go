@@ -19,25 +19,12 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// Job is one leased task as the engine hands it to Config.Handle: the
-// fields worker.Task shows, and the handle through which the task's
-// handler writes its progress, result and steps under its lease.
+// Job is one leased task as the engine keeps it while it runs: its
+// lease, and the handle through which the task's handler writes its
+// progress, result and steps under it. What a handler reads of the task
+// comes to Config.Handle beside it, as Fields, and lives in worker.Task
+// alone: a job is small, as the engine allocates one per task.
 type Job struct {
-	ID         string
-	Type       string
-	Queue      string
-	Partition  int
-	Payload    []byte
-	Raw        bool
-	Attempt    int
-	MaxRetry   int
-	EnqueuedAt time.Time
-	StartedAt  time.Time
-	Headers    map[string]string
-	Deadline   time.Time
-	// Granted is how many attempts operators granted beyond MaxRetry+1
-	// (Inspector.RunTask).
-	Granted int
 	// View is what package worker made of the job, its *worker.Task: the
 	// job's context answers it for ViewKey.
 	View any
@@ -50,6 +37,29 @@ type Job struct {
 	unique    string
 	flow      string // wire.FlowRef text; "" = none
 }
+
+// Fields are what a handler reads of a job, passed by value to
+// Config.Handle.
+type Fields struct {
+	ID         string
+	Type       string
+	Queue      string
+	Partition  int
+	Payload    []byte
+	Raw        bool
+	Attempt    int
+	MaxRetry   int
+	EnqueuedAt time.Time
+	StartedAt  time.Time
+	Deadline   time.Time
+	Headers    map[string]string
+	// Granted is how many attempts operators granted beyond MaxRetry+1
+	// (Inspector.RunTask).
+	Granted int
+}
+
+// id returns the job's ID as users see it, for the logs.
+func (j *Job) id() string { return wire.PublicID(j.sid) }
 
 // MaxPayloadSize is the cap on the job's result and steps' values.
 func (j *Job) MaxPayloadSize() int { return j.e.cfg.MaxPayloadSize }

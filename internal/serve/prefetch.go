@@ -152,13 +152,13 @@ func (s *Engine) dropAhead(p *part, waited []leased, lost, cancelled []string) {
 	}
 	stopped := p.ahead.remove(cancelled)
 	for _, l := range stopped {
-		j, err := s.newJob(p, l)
-		if err != nil {
+		j := new(Job)
+		if _, err := s.decode(j, p, l); err != nil {
 			s.warnUndecodable(p, l, err)
 			s.finish(undecodable(p, l, err))
 			continue
 		}
-		s.log.Info("cancelled by an operator before it started", "task", j.ID, "queue", p.queue)
+		s.log.Info("cancelled by an operator before it started", "task", j.id(), "queue", p.queue)
 		c := s.cfg.Causes
 		s.finish(s.outcomeOf(p, j, Verdict{Delay: -1, Err: c.Dead(fmt.Errorf("%w: before it started", c.Cancelled))}))
 	}

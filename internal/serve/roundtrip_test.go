@@ -88,7 +88,7 @@ func TestTaskStartingAfterStopIsCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen error
-	s, p := unstarted(t, b, func(ctx context.Context, _ *Job) Verdict {
+	s, p := unstarted(t, b, func(ctx context.Context, _ *Job, _ Fields) Verdict {
 		seen = context.Cause(ctx)
 		if errors.Is(seen, errShutdown) {
 			return Verdict{Requeue: true}

@@ -101,7 +101,8 @@ func (s *Engine) runJob(j job) {
 func (s *Engine) run(p *part, l leased) {
 	r := &running{p: p}
 	j := &r.own
-	if err := s.decode(j, p, l); err != nil {
+	f, err := s.decode(j, p, l)
+	if err != nil {
 		s.warnUndecodable(p, l, err)
 		s.finish(undecodable(p, l, err))
 		return
@@ -110,13 +111,13 @@ func (s *Engine) run(p *part, l leased) {
 	// Attempt-1-Granted > MaxRetry, not Attempt > MaxRetry+1+Granted:
 	// MaxRetry may be math.MaxInt ("retry forever"), and the sum would
 	// overflow
-	if j.Attempt-1-j.Granted > j.MaxRetry {
+	if f.Attempt-1-f.Granted > f.MaxRetry {
 		s.finish(s.outcomeOf(p, j, Verdict{Delay: -1, Err: dead(fmt.Errorf("attempts exhausted: attempt %d of %d; earlier attempts lost their lease (worker crashed or stalled)",
-			j.Attempt, uint64(j.MaxRetry)+1+uint64(j.Granted)))}))
+			f.Attempt, uint64(f.MaxRetry)+1+uint64(f.Granted)))}))
 		return
 	}
-	if !j.Deadline.IsZero() && !time.Now().Before(j.Deadline) {
-		s.finish(s.outcomeOf(p, j, Verdict{Delay: -1, Err: dead(fmt.Errorf("deadline %v passed before attempt %d started", j.Deadline, j.Attempt))}))
+	if !f.Deadline.IsZero() && !time.Now().Before(f.Deadline) {
+		s.finish(s.outcomeOf(p, j, Verdict{Delay: -1, Err: dead(fmt.Errorf("deadline %v passed before attempt %d started", f.Deadline, f.Attempt))}))
 		return
 	}
 	// Not derived from s.handlerCtx: a child of a shared context costs an
@@ -127,9 +128,9 @@ func (s *Engine) run(p *part, l leased) {
 	defer cancel(nil)
 	r.Context, r.job, r.cancel = base, j, cancel
 	var ctx context.Context = r
-	if !j.Deadline.IsZero() {
+	if !f.Deadline.IsZero() {
 		var stop context.CancelFunc
-		ctx, stop = context.WithDeadline(ctx, j.Deadline)
+		ctx, stop = context.WithDeadline(ctx, f.Deadline)
 		defer stop()
 	}
 	s.running.add(r)
@@ -137,7 +138,7 @@ func (s *Engine) run(p *part, l leased) {
 		cancel(cause) // stopTasks ran before this task joined the registry
 	}
 	began := time.Now()
-	v := s.cfg.Handle(ctx, j)
+	v := s.cfg.Handle(ctx, j, f)
 	p.work.finished(time.Since(began))
 	s.running.remove(r)
 	if !v.Requeue && v.Err == nil {
@@ -231,27 +232,19 @@ func (s *Engine) warnUndecodable(p *part, l leased, err error) {
 	}
 }
 
-// newJob decodes leased task l of partition p into a new Job.
-func (s *Engine) newJob(p *part, l leased) (*Job, error) {
-	j := new(Job)
-	if err := s.decode(j, p, l); err != nil {
-		return nil, err
-	}
-	return j, nil
-}
-
-// decode decodes leased task l of partition p into j: its message, its
-// payload opened (decrypted, decompressed) and checked.
-func (s *Engine) decode(j *Job, p *part, l leased) error {
+// decode decodes leased task l of partition p into j and the fields it
+// returns: its message, its payload opened (decrypted, decompressed) and
+// checked.
+func (s *Engine) decode(j *Job, p *part, l leased) (Fields, error) {
 	var m wire.Message
 	if err := wire.DecodeMessageString(l.msg, &m); err != nil {
-		return fmt.Errorf("undecodable task message: %w", err)
+		return Fields{}, fmt.Errorf("undecodable task message: %w", err)
 	}
 	if envelope.Wrapped(m.Payload) || s.codec.Ring != nil {
 		// with a ring, a plain payload is refused too (AllowPlaintext)
 		p, err := s.codec.Open(m.Payload, l.id, envelope.Payload, s.cfg.MaxPayloadSize)
 		if err != nil {
-			return fmt.Errorf("payload of task %s does not open: %w", wire.PublicID(l.id), err)
+			return Fields{}, fmt.Errorf("payload of task %s does not open: %w", wire.PublicID(l.id), err)
 		}
 		m.Payload = p
 	}
@@ -261,22 +254,21 @@ func (s *Engine) decode(j *Job, p *part, l leased) error {
 		// Payload. A timestamp the decoder could misread comes rewritten.
 		p, err := wire.Normalize(m.Payload)
 		if err != nil {
-			return fmt.Errorf("payload of task %s: %w", wire.PublicID(l.id), err) // "malformed msgpack: ..."
+			return Fields{}, fmt.Errorf("payload of task %s: %w", wire.PublicID(l.id), err) // "malformed msgpack: ..."
 		}
 		m.Payload = p
 	}
-	*j = Job{
-		ID: wire.PublicID(l.id), sid: l.id, e: s, p: p, Type: m.Type, Headers: m.Headers, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
+	*j = Job{sid: l.id, e: s, p: p, token: l.token, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique, flow: m.Flow}
+	f := Fields{ID: wire.PublicID(l.id), Type: m.Type, Queue: p.queue, Partition: p.index, Payload: m.Payload, Raw: m.Raw,
 		Attempt: l.attempt, MaxRetry: m.MaxRetry, EnqueuedAt: time.UnixMilli(m.EnqueuedAt), StartedAt: time.UnixMilli(l.at),
-		token: l.token, Granted: l.granted, retention: time.Duration(m.Retention) * time.Millisecond, unique: m.Unique, flow: m.Flow,
-	}
+		Headers: m.Headers, Granted: l.granted}
 	if m.Timeout > 0 {
-		j.Deadline = time.Now().Add(time.Duration(m.Timeout) * time.Millisecond)
+		f.Deadline = time.Now().Add(time.Duration(m.Timeout) * time.Millisecond)
 	}
 	if m.Deadline > 0 {
-		if d := time.UnixMilli(m.Deadline); j.Deadline.IsZero() || d.Before(j.Deadline) {
-			j.Deadline = d
+		if d := time.UnixMilli(m.Deadline); f.Deadline.IsZero() || d.Before(f.Deadline) {
+			f.Deadline = d
 		}
 	}
-	return nil
+	return f, nil
 }

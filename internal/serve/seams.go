@@ -47,9 +47,10 @@ func (s *Engine) Widths() map[string]int { return s.widths() }
 const DrainConfirm = drainConfirm
 
 // Lease leases up to n tasks of the engine's first partition, as a pop
-// does, and returns them decoded, without running them: the fairness
-// tests of a never-started engine read the order tasks start in.
-func (s *Engine) Lease(ctx context.Context, n int) ([]*Job, error) {
+// does, and returns what a handler would read of them, without running
+// them: the fairness tests of a never-started engine read the order tasks
+// start in.
+func (s *Engine) Lease(ctx context.Context, n int) ([]Fields, error) {
 	if s.outbox == nil {
 		s.outbox = outbox.New[outcome]()
 	}
@@ -58,11 +59,11 @@ func (s *Engine) Lease(ctx context.Context, n int) ([]*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs := make([]*Job, len(r.tasks))
+	out := make([]Fields, len(r.tasks))
 	for i, l := range r.tasks {
-		if jobs[i], err = s.newJob(p, l); err != nil {
+		if out[i], err = s.decode(new(Job), p, l); err != nil {
 			return nil, err
 		}
 	}
-	return jobs, nil
+	return out, nil
 }

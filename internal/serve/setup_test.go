@@ -59,7 +59,7 @@ func setup(t *testing.T, opts ...redistest.Option) *bundle {
 
 // config returns c on the bundle's prefix, with the defaults
 // worker.NewServer would fill in and handle as its handler.
-func (b *bundle) config(t testing.TB, c Config, handle func(context.Context, *Job) Verdict) Config {
+func (b *bundle) config(t testing.TB, c Config, handle func(context.Context, *Job, Fields) Verdict) Config {
 	qc, err := config.Normalize(b.qcfg)
 	must(t, err)
 	c.Config = qc.(queue.Config)
@@ -90,7 +90,7 @@ func (b *bundle) config(t testing.TB, c Config, handle func(context.Context, *Jo
 // unstarted returns an engine for queue "q" that was never started, with
 // what its fetchers and handlers need set up, so a test drives its steps
 // one by one.
-func unstarted(t *testing.T, b *bundle, handle func(context.Context, *Job) Verdict) (*Engine, *part) {
+func unstarted(t *testing.T, b *bundle, handle func(context.Context, *Job, Fields) Verdict) (*Engine, *part) {
 	t.Helper()
 	s := New(b.rdb, b.config(t, Config{Queues: map[string]int{"q": 1}}, handle))
 	s.outbox = outbox.New[outcome]()
@@ -100,7 +100,7 @@ func unstarted(t *testing.T, b *bundle, handle func(context.Context, *Job) Verdi
 }
 
 // succeed is a Handle whose every job succeeds.
-func succeed(context.Context, *Job) Verdict { return Verdict{} }
+func succeed(context.Context, *Job, Fields) Verdict { return Verdict{} }
 
 // popN pops n tasks of p and fails the test unless it gets all n.
 func popN(t *testing.T, s *Engine, p *part, n int) []leased {
@@ -162,4 +162,13 @@ func (b *bundle) enqueue(t *testing.T, task *queue.Task, opts ...queue.Option) *
 	info, err := b.client.Enqueue(context.Background(), task, opts...)
 	must(t, err)
 	return info
+}
+
+// newJob decodes leased task l of partition p into a new Job.
+func (s *Engine) newJob(p *part, l leased) (*Job, error) {
+	j := new(Job)
+	if _, err := s.decode(j, p, l); err != nil {
+		return nil, err
+	}
+	return j, nil
 }
