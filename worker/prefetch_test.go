@@ -462,7 +462,7 @@ func TestTasksLeasedAheadAreShownApart(t *testing.T) {
 	page := httptest.NewRecorder()
 	dash.ServeHTTP(page, httptest.NewRequest("GET", "/workers", nil))
 	if body := page.Body.String(); page.Code != 200 || !strings.Contains(body, "2 / 2") ||
-		!strings.Contains(body, fmt.Sprintf("+ %d ahead", len(waiting))) {
+		!strings.Contains(body, fmt.Sprintf("+ %d tasks ahead", len(waiting))) {
 		t.Fatalf("workers page (%d) does not show 2 of 2 slots busy and %d tasks ahead", page.Code, len(waiting))
 	}
 	t.Logf("%d tasks leased, %d of them held ahead", len(w.Tasks), w.Ahead)
