@@ -547,7 +547,14 @@ func TestCompressionDictionary(t *testing.T) {
 		return len(found) == 1
 	})
 	id := strings.TrimPrefix(dictKey, b.qcfg.Prefix+":dict:")
-	if got := b.rdb.HGet(ctx, b.qcfg.Prefix+":dicts", "order").Val(); got != id {
+	// the producer stores the dictionary, then names it the type's, in a
+	// second call: the name may come a moment after the key
+	var got string
+	waitFor(t, 10*time.Second, "the type's dictionary named", func() bool {
+		got = b.rdb.HGet(ctx, b.qcfg.Prefix+":dicts", "order").Val()
+		return got != ""
+	})
+	if got != id {
 		t.Fatalf("the type's dictionary is %q, want %s", got, id)
 	}
 	// A second producer uses the type's dictionary, and stores none.
