@@ -175,6 +175,9 @@ func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*
 // succeeds. Once every member has finished (at once when all have), its
 // callbacks are enqueued. Closing twice is harmless.
 func (c *Client) CloseBatch(ctx context.Context, id string) error {
+	if err := c.claim(ctx, "batch "+id+": close"); err != nil {
+		return err
+	}
 	hn := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, hn)
 	var reply []any

@@ -32,6 +32,8 @@ type Client struct {
 	codec     *envelope.Codec        // compresses and encrypts payloads
 	dicts     *dicts.Learner         // compression dictionaries per task type
 	newID     func() string          // wire.NewID, but for the protocol's golden vectors
+	claimMu   sync.Mutex             // one protocol check at a time (client_claim.go)
+	claimed   atomic.Bool            // the protocol check passed
 }
 
 // NewClient returns a Client over rdb.
@@ -145,6 +147,14 @@ type batch struct {
 // tasks that hold the IDs of duplicates. It returns the error that left
 // the outcome unknown; the tasks' own are in b.errs.
 func (c *Client) enqueue(ctx context.Context, b *batch) error {
+	if !c.claimed.Load() {
+		for q := range builtQueues(b) {
+			if err := c.claim(ctx, fmt.Sprintf("enqueue %q", q)); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	// the layouts of queues this client would route by guess
 	if err := c.routes.ReadFirst(ctx, c.rdb, builtQueues(b)); err != nil {
 		return err

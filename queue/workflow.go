@@ -297,6 +297,9 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	if err != nil {
 		return false, nil, err
 	}
+	if err := c.claim(ctx, "workflow "+id); err != nil {
+		return false, nil, err
+	}
 	hn := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, hn)
 	// on one server, a node is enqueued by the script that releases it;

@@ -5,9 +5,11 @@
 // skip; a major version changes what an older writer or reader would get
 // wrong, so a process of another major must not write under the prefix.
 //
-// Claim is the check a writer makes at start: it records its version when
-// none is stored and refuses a stored version of another major. Producers
-// and workers do not call it yet (docs/protocol.md, "Protocol version").
+// Claim is the check a writer makes before its first write: it records its
+// version when none is stored and refuses a stored version of another
+// major. A worker claims when it starts; a producer claims with
+// ClaimForProducer, which also refuses while workers that cannot read its
+// messages run (docs/protocol.md, "Protocol version").
 package protocol
 
 import (
@@ -67,8 +69,13 @@ func count(s string) (int, error) {
 // v then. A stored version of another major is ErrIncompatible, naming
 // both; one that does not parse is an error too, and v is not recorded.
 func Claim(ctx context.Context, rdb redis.Cmdable, prefix string, v Version) (Version, error) {
+	return claimed(rdb.SetArgs(ctx, keys.Protocol(prefix), v.String(), redis.SetArgs{Mode: "NX", Get: true}), prefix, v)
+}
+
+// claimed reads the reply of Claim's SET.
+func claimed(cmd *redis.StatusCmd, prefix string, v Version) (Version, error) {
 	key := keys.Protocol(prefix)
-	old, err := rdb.SetArgs(ctx, key, v.String(), redis.SetArgs{Mode: "NX", Get: true}).Result()
+	old, err := cmd.Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return v, nil // recorded now

@@ -3,10 +3,15 @@ package protocol
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/redistest"
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // TestClaim: the first writer records its version; a writer of the same
@@ -55,5 +60,59 @@ func TestParse(t *testing.T) {
 	}
 	if Current.String() != "1.0" {
 		t.Errorf("Current is %v", Current)
+	}
+}
+
+// TestClaimForProducer: a producer claims as any writer, and refuses while
+// a running worker follows no version (0.1.0) or another major, naming
+// the worker and both versions; a worker of its major, or one whose
+// heartbeat is older than Live, does not stop it.
+func TestClaimForProducer(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const prefix = "p"
+	worker := func(id string, beat time.Time, protocol string) {
+		t.Helper()
+		b, err := (&wire.WorkerStatus{Host: "h-" + id, PID: 7, Protocol: protocol}).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb.ZAdd(ctx, keys.Workers(prefix), redis.Z{Score: float64(beat.UnixMilli()), Member: id})
+		rdb.HSet(ctx, keys.WorkerStatus(prefix), id, b)
+	}
+	if err := ClaimForProducer(ctx, rdb, prefix, Current, Live); err != nil {
+		t.Fatalf("no workers: %v", err)
+	}
+	if v := rdb.Get(ctx, keys.Protocol(prefix)).Val(); v != "1.0" {
+		t.Fatalf("stored %q, want 1.0", v)
+	}
+	worker("new", time.Now(), "1.0")
+	worker("gone", time.Now().Add(-2*Live), "")
+	worker("future", time.Now().Add(-2*Live), "2.0")
+	if err := ClaimForProducer(ctx, rdb, prefix, Current, Live); err != nil {
+		t.Fatalf("a worker of 1.0 and stopped old ones: %v", err)
+	}
+	worker("old", time.Now(), "")
+	err := ClaimForProducer(ctx, rdb, prefix, Current, Live)
+	if !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("a running 0.1.0 worker: %v, want ErrIncompatible", err)
+	}
+	for _, want := range []string{"protocol 1.0", "old (h-old, pid 7)", "no protocol version (shardq 0.1.0)", "upgrade the workers first"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "gone") {
+		t.Errorf("the refusal %q names a worker whose heartbeat stopped", err)
+	}
+	worker("old", time.Now(), "2.3")
+	if err := ClaimForProducer(ctx, rdb, prefix, Current, Live); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "follows protocol 2.3") {
+		t.Fatalf("a running worker of 2.3: %v", err)
+	}
+	rdb.HDel(ctx, keys.WorkerStatus(prefix), "old")
+	rdb.Set(ctx, keys.Protocol(prefix), "2.0", 0)
+	if err := ClaimForProducer(ctx, rdb, prefix, Current, Live); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "p:protocol holds 2.0, this process follows 1.0") {
+		t.Fatalf("a stored 2.0: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardq/shardq/internal/outbox"
+	"github.com/shardq/shardq/internal/protocol"
 	"github.com/shardq/shardq/internal/slots"
 	"github.com/shardq/shardq/internal/wait"
 
@@ -139,10 +140,14 @@ func (s *Engine) partList() []*part {
 // SetProbe replaces the engine's test seams; call it before Launch.
 func (s *Engine) SetProbe(p Probe) { s.probe = p }
 
-// Open checks Redis, loads the scripts and registers this worker and its
-// queues; Launch then starts the engine's loops. Between the two,
-// worker.Server starts its schedules.
+// Open checks Redis and the prefix's protocol version, loads the scripts
+// and registers this worker and its queues; Launch then starts the
+// engine's loops. Between the two, worker.Server starts its schedules.
 func (s *Engine) Open(ctx context.Context) error {
+	// before any write: a prefix of another major is not this worker's
+	if _, err := protocol.Claim(ctx, s.rdb, s.cfg.Prefix, protocol.Current); err != nil {
+		return err
+	}
 	if err := script.LoadAll(ctx, s.rdb); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/protocol"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -55,7 +56,7 @@ func (w *work) sample() wire.QueueWork {
 // status is this worker's status as its heartbeat publishes it.
 func (s *Engine) status() ([]byte, error) {
 	host, _ := os.Hostname()
-	st := wire.WorkerStatus{Host: host, PID: os.Getpid(), Started: s.started.UnixMilli(),
+	st := wire.WorkerStatus{Host: host, PID: os.Getpid(), Started: s.started.UnixMilli(), Protocol: protocol.Current.String(),
 		Queues: s.servedQueues(), Strict: s.cfg.StrictPriority, Concurrency: s.cfg.Concurrency}
 	running := map[string]int{}
 	for _, r := range s.running.snapshot() {

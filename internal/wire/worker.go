@@ -18,6 +18,9 @@ type WorkerStatus struct {
 	Strict      bool                 `msgpack:"x"`
 	Concurrency int                  `msgpack:"c"`
 	Work        map[string]QueueWork `msgpack:"w"` // per queue
+	// Protocol is the protocol version the worker follows
+	// (internal/protocol); 0.1.0 workers leave it empty.
+	Protocol string `msgpack:"v"`
 }
 
 // QueueWork is one worker's work on one queue.
