@@ -598,7 +598,8 @@ class Client:
         if self._claimed:
             return
         key = f"{self.prefix}:protocol"
-        stored = self._redis.execute_command("SET", key, PROTOCOL_VERSION, "NX", "GET")
+        # get=True: redis-py then hands back the reply, not a bool
+        stored = self._redis.execute_command("SET", key, PROTOCOL_VERSION, "NX", "GET", get=True)
         if stored is not None:
             text = stored.decode("utf-8", "replace") if isinstance(stored, bytes) else str(stored)
             version = _parse_version(text)
