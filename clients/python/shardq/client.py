@@ -522,7 +522,7 @@ class Client:
             elif code == _DUP_ID:
                 results[p.index] = DuplicateTaskIDError(f"duplicate task ID {p.info.id!r} in queue {q!r}", p.info.id, q, None)
             elif code == _DUP_UNIQUE:
-                results[p.index] = DuplicateUniqueTaskError(f"duplicate unique task: key {p.unique!r} in queue {q!r}", p.unique, q)
+                results[p.index] = DuplicateUniqueTaskError(f"duplicate unique task: uniqueness ID {p.unique!r} in queue {q!r}", p.unique, q)
             elif code == _QUEUE_FULL:
                 results[p.index] = QueueFullError(f"queue {q!r} is full: MaxDepth {g.max} (partition {g.partition} holds its share)")
             elif code == _GROUP_FULL:

@@ -63,7 +63,7 @@ class Task:
     aware datetimes or unix seconds):
 
     - ``queue``: the queue's name, ``default`` when None.
-    - ``group``: the fair-queue key (a tenant): the task's partition and turns.
+    - ``group``: the task's group (a tenant): its partition, and its turns in fair queues.
     - ``max_retry``: retries after the first attempt, 25 by default; 0 runs once.
     - ``timeout``: how long each attempt may run.
     - ``deadline``: the moment after which no attempt runs on.
