@@ -125,10 +125,14 @@ class _Cmd:
     use_eval: bool = False
 
     def wire(self) -> tuple[Arg, ...]:
+        """The command's arguments as sent."""
         if self.script is None:
             return self.args
-        head: tuple[Arg, ...] = ("EVAL", self.script.source) if self.use_eval else ("EVALSHA", self.script.sha1)
-        return head + (len(self.keys), *self.keys, *self.argv)
+        out: list[Arg] = ["EVAL", self.script.source] if self.use_eval else ["EVALSHA", self.script.sha1]
+        out.append(len(self.keys))
+        out.extend(self.keys)
+        out.extend(self.argv)
+        return tuple(out)
 
 
 class Client:
@@ -256,6 +260,7 @@ class Client:
         result = self._enqueue([task], single=True)[0]
         if isinstance(result, BaseException):
             raise result
+        assert isinstance(result, TaskInfo)
         return result
 
     def enqueue_many(

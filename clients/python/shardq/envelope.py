@@ -153,7 +153,7 @@ class KeyRing:
 
     __str__ = __repr__
 
-    def __reduce__(self) -> object:
+    def __reduce__(self) -> tuple[object, ...]:
         raise TypeError("a KeyRing is not pickled: its keys would leave the process")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Optional, Union
 
 import msgpack
@@ -18,6 +18,7 @@ Duration = Union[timedelta, int, float]
 Moment = Union[datetime, int, float]
 
 _INT64_MAX = (1 << 63) - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$")
 
 
@@ -44,7 +45,7 @@ def moment_ms(what: str, t: Moment) -> int:
     if isinstance(t, datetime):
         if t.tzinfo is None or t.utcoffset() is None:
             raise InvalidError(f"invalid {what} {t!r}: a naive datetime; give an aware one (datetime.now(timezone.utc))")
-        return round(t.timestamp() * 1000)
+        return (t - _EPOCH) // timedelta(milliseconds=1)  # exact, unlike timestamp()
     if isinstance(t, (int, float)):
         return duration_ms(what, t)
     raise InvalidError(f"invalid {what} {t!r}: a {type(t).__name__}, want a datetime or unix seconds")
