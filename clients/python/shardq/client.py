@@ -182,6 +182,12 @@ class Client:
             raise InvalidError(f"invalid redis_client: a {type(redis_client).__name__}, want a redis.Redis")
         if redis_client.connection_pool.connection_kwargs.get("decode_responses"):
             raise InvalidError("invalid redis_client: decode_responses=True; the client reads binary values, use decode_responses=False")
+        kwargs = redis_client.connection_pool.connection_kwargs
+        if kwargs.get("retry_on_timeout") or kwargs.get("retry_on_error"):
+            # docs/protocol.md, "Refusals and lost replies": a call whose
+            # reply was lost may have run, and sent again enqueues twice
+            raise InvalidError("invalid redis_client: retry_on_timeout or retry_on_error is set; "
+                               "an enqueue whose reply was lost must not be sent again, so leave them unset")
         self._redis = redis_client
         self._owned = False
         self.prefix = check_name("prefix", prefix)

@@ -118,6 +118,10 @@ def test_bad_config(kw: dict[str, Any], match: str) -> None:
         client(**kw)
 
 
-def test_decode_responses_refused() -> None:
+def test_redis_settings_refused() -> None:
     with pytest.raises(shardq.InvalidError, match="decode_responses"):
         shardq.Client(redis.Redis(port=1, decode_responses=True))
+    with pytest.raises(shardq.InvalidError, match="must not be sent again"):
+        shardq.Client(redis.Redis(port=1, retry_on_timeout=True))
+    with pytest.raises(shardq.InvalidError, match="retry_on_error"):
+        shardq.Client(redis.Redis(port=1, retry_on_error=[redis.ConnectionError]))
