@@ -16,7 +16,7 @@ from conftest import VECTORS
 import shardq
 from shardq import scripts
 from shardq.client import Client
-from shardq.envelope import Codec, KeyRing, Use
+from shardq.envelope import Codec, KeyRing
 from shardq.ids import id_time, public_id, stored_id
 from shardq.routing import fnv1a32, pick
 from shardq.task import Task
