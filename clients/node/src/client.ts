@@ -121,13 +121,14 @@ export class Client {
     this.#headers = opts.headers;
     this.#routes = new RouteTable(partitions);
     if (opts.redis && opts.url) throw new ValidationError('shardq: give url or redis, not both');
+    if (!opts.redis && !opts.url) throw new ValidationError('shardq: give url (redis://host:port/db) or redis (an ioredis connection)');
     if (opts.redis) {
       const prefixed = (opts.redis as { options?: { keyPrefix?: string } }).options?.keyPrefix;
       if (prefixed) throw new ValidationError(`shardq: the ioredis connection has keyPrefix ${JSON.stringify(prefixed)}, which the scripts' arguments would not carry: use the prefix option instead`);
       this.#redis = opts.redis;
       this.#own = false;
     } else {
-      this.#redis = new Redis(opts.url ?? 'redis://127.0.0.1:6379/0');
+      this.#redis = new Redis(opts.url!, { lazyConnect: true }); // connects with the first call
       this.#own = true;
     }
   }
