@@ -141,6 +141,16 @@ describe('enqueue and read back', () => {
   });
 });
 
+describe('limits', () => {
+  it('refuses a task past MaxDepth with QueueFullError (enqueue_capped)', async () => {
+    const conn = redis.connect();
+    await conn.hset('{full:default:0}:limits', 'maxdepth', '1');
+    const c = new Client({ redis: conn, prefix: 'full' });
+    await c.enqueue({ type: 'a' });
+    await assert.rejects(c.enqueue({ type: 'a' }), { name: 'QueueFullError', message: /"default" has MaxDepth 1/ });
+  });
+});
+
 describe('enqueueMany', () => {
   it('is one round trip and one script call for tasks of one partition', async () => {
     const conn = redis.connect();
