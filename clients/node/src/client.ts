@@ -17,7 +17,8 @@ import { claim } from './protocol.js';
 import { maxPartitions, parseCount, parseLayout, RouteTable } from './route.js';
 import { getTask as getTaskScript } from './scripts.generated.js';
 import { build, scriptPlain, type Built, type BuildSettings, type Task } from './task.js';
-import { fromGetTask, type TaskInfo } from './taskinfo.js';
+import { emptyMessage } from './message.js';
+import { fromGetTask, infoOf, type TaskInfo } from './taskinfo.js';
 
 export interface ClientOptions {
   /** A Redis URL (redis://host:port/db); the client opens and closes its own connection. */
@@ -450,7 +451,7 @@ export class Client {
         return;
       }
       // a task the partition no longer holds (finished, not kept): its ID, queue and partition alone
-      outcomes[t.index] = { code: codes.duplicateId, info: ti ?? { ...t.info, type: '', payload: Buffer.alloc(0), state: '', headers: {}, group: '', uniqueId: '', enqueuedAt: undefined, nextProcessAt: undefined } };
+      outcomes[t.index] = { code: codes.duplicateId, info: ti ?? { ...infoOf(t.queue, t.partition, { ...emptyMessage(), id: t.id }), state: '' } };
     });
   }
 }

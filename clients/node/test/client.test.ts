@@ -131,6 +131,15 @@ describe('enqueue and read back', () => {
     assert.ok(many[1]!.ok && !many[1]!.task.duplicate);
   });
 
+  it('answers a duplicate whose task is gone (finished, not kept) with its ID, queue and partition alone', async () => {
+    const conn = redis.connect();
+    const c = new Client({ redis: conn, prefix: 'gone' });
+    await c.enqueue({ type: 'x', taskId: 'gone-1', payload: Buffer.from('first') });
+    await conn.del('{gone:default:0}:feed', '{gone:default:0}:feed:msg', '{gone:default:0}:s:0'); // as if it ran and was deleted
+    const again = await c.enqueue({ type: 'x', taskId: 'gone-1', payload: Buffer.from('second') });
+    assert.deepEqual([again.duplicate, again.id, again.queue, again.partition, again.state, again.payload.length], [true, 'gone-1', 'default', 0, '', 0]);
+  });
+
   it('refuses a second unique task with DuplicateUniqueError', async () => {
     const c = new Client({ redis: redis.connect(), prefix: 'uniq' });
     await c.enqueue({ type: 'report', payload: { day: 1 }, unique: 60_000 });
