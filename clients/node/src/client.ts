@@ -215,6 +215,10 @@ export class Client {
 
   async #pipeline(calls: Call[]): Promise<Reply[]> {
     try {
+      if (calls.length > 1 && (this.#redis as { isCluster?: boolean }).isCluster) {
+        // ioredis pipelines only to one node: a cluster's calls go side by side, each to its slot's node
+        return await Promise.all(calls.map((c) => this.#pipeline([c]).then((r) => r[0]!)));
+      }
       if (calls.length === 1) {
         try {
           return [{ value: await single(this.#redis, calls[0]!) }];
