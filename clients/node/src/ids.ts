@@ -40,11 +40,21 @@ export function idTime(stored: Uint8Array): number | undefined {
 export class IdGenerator {
   private lastMs = -1;
   private seq = 0;
+  // randomFillSync costs microseconds a call whatever its size, so IDs
+  // take their random bytes from a pool filled 10 bytes × 512 at a time
+  private pool = Buffer.alloc(5120);
+  private used = this.pool.length;
 
   /** Returns a new ID's stored form, made at ms (unix ms). */
   next(ms: number): Buffer {
     const b = Buffer.alloc(16);
-    randomFillSync(b, 6);
+    if (this.used === this.pool.length) {
+      randomFillSync(this.pool);
+      this.used = 0;
+    }
+    this.pool.copy(b, 6, this.used, this.used + 10);
+    this.pool.fill(0, this.used, this.used + 10); // used bytes do not linger
+    this.used += 10;
     if (ms > this.lastMs) {
       this.lastMs = ms;
       this.seq = (b[6]! << 8 | b[7]!) & 0x7ff; // random start, room to count up
