@@ -45,6 +45,7 @@ type Engine struct {
 	codec      *envelope.Codec
 
 	stopFetch   context.CancelFunc
+	refusing    atomic.Bool // the prefix moved to another protocol major (heartbeat.go)
 	stopBg      context.CancelFunc
 	cancelTasks context.CancelCauseFunc
 	handlerCtx  context.Context
@@ -182,13 +183,13 @@ func (s *Engine) Launch() {
 	bg, stopBg := context.WithCancel(context.Background())
 	fetch, stopFetch := context.WithCancel(context.Background())
 	s.stopBg, s.stopFetch = stopBg, stopFetch
+	s.fetchCtx = fetch
 	go s.flush(s.stopFlusher)
 	s.background.Add(4)
 	go func() { defer s.background.Done(); s.heartbeat(bg) }()
 	go func() { defer s.background.Done(); s.forward(bg) }()
 	go func() { defer s.background.Done(); s.sweepFlows(bg) }()
 	go func() { defer s.background.Done(); s.rebalanceQuotas(bg) }()
-	s.fetchCtx = fetch
 	for _, p := range s.partList() {
 		s.runFetcher(fetch, p, nil)
 	}

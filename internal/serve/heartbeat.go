@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/protocol"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/script"
 )
@@ -62,7 +63,9 @@ func (s *Engine) beat(ctx context.Context) error {
 	}
 	s.probe.BeforeExtend()
 	extends := map[*part]*redis.Cmd{}
+	var version *redis.StringCmd
 	err = rcall.Pipelined(ctx, s.rdb, func(pipe *rcall.Pipe) error {
+		version = pipe.Get(ctx, keys.Protocol(s.cfg.Prefix))
 		extend := func(p *part) {
 			args := []any{s.cfg.now(), s.cfg.Lease.Milliseconds()}
 			for _, r := range byPart[p] {
@@ -91,6 +94,7 @@ func (s *Engine) beat(ctx context.Context) error {
 		}
 		return nil
 	})
+	s.checkProtocol(version)
 	for p, cmd := range extends {
 		lost, cancelled, err := parseExtend(cmd)
 		if err != nil {
@@ -172,4 +176,34 @@ func toAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// checkProtocol reads the prefix's protocol version as the heartbeat found
+// it. A version of another major means an operator migrated the prefix
+// while this worker ran: what it would lease now, it could not read, so
+// it stops leasing (its running handlers finish) and says why at every
+// beat, rather than sending those tasks to dead.
+func (s *Engine) checkProtocol(cmd *redis.StringCmd) {
+	v, err := cmd.Result()
+	if err != nil {
+		return // none stored (an operator's reset), or Redis failed: the next beat sees
+	}
+	stored, err := protocol.Parse(v)
+	if err == nil && protocol.Current.Compatible(stored) {
+		return
+	}
+	// stopFetch is nil in tests that drive an engine never launched
+	if s.stopFetch != nil && s.refusing.CompareAndSwap(false, true) {
+		s.stopFetch()
+		// what a last blocking move brought goes back, as at Shutdown
+		s.background.Add(1)
+		go func() {
+			defer s.background.Done()
+			s.fetchers.Wait()
+			s.giveBackInflight()
+		}()
+	}
+	s.log.Error("the prefix's data follows another protocol version: this worker leases no more tasks; "+
+		"stop it, and run workers of the prefix's version",
+		"key", keys.Protocol(s.cfg.Prefix), "stored", v, "worker", protocol.Current.String())
 }
