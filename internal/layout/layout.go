@@ -42,8 +42,8 @@ func (l Layout) String() string { return strconv.Itoa(l.Route) + "/" + strconv.I
 // as any other value read there.
 func Parse(v string) (Layout, error) {
 	r, s, ok := strings.Cut(v, "/")
-	route, err1 := strconv.Atoi(r)
-	serve, err2 := strconv.Atoi(s)
+	route, err1 := count(r)
+	serve, err2 := count(s)
 	if !ok || err1 != nil || err2 != nil || route < 1 || serve < route || serve > config.MaxPartitions {
 		return Layout{}, fmt.Errorf("layout: bad stored layout %q, want <route>/<serve> of 1 to %d partitions", v, config.MaxPartitions)
 	}
@@ -55,11 +55,21 @@ func Parse(v string) (Layout, error) {
 // could not have been written by shardq, and sized what its readers
 // allocate.
 func ParseCount(v string) (int, error) {
-	n, err := strconv.Atoi(v)
+	n, err := count(v)
 	if err != nil || n < 1 || n > config.MaxPartitions {
 		return 0, fmt.Errorf("layout: bad queue registry value %q, want a partition count of 1 to %d", v, config.MaxPartitions)
 	}
 	return n, nil
+}
+
+// count reads a decimal count: digits only, as docs/protocol.md says.
+// strconv.Atoi alone took "+2" too, which clients in other languages,
+// written from the spec, refuse: the two would route differently.
+func count(s string) (int, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.Atoi(s)
 }
 
 // ReadAll returns every queue's layout, in one HGETALL. Entries that do

@@ -13,7 +13,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("%v.String() = %q, want %q", got, got.String(), v)
 		}
 	}
-	for _, v := range []string{"", "4", "0/1", "3/2", "a/b", "2/", "/2", "-1/2", "1/1025", "1/2000000000", "1/99999999999999999999"} {
+	for _, v := range []string{"", "4", "0/1", "3/2", "a/b", "2/", "/2", "-1/2", "1/1025", "1/2000000000", "1/99999999999999999999", "+2/4", "2/+4", " 2/4"} {
 		if _, err := Parse(v); err == nil {
 			t.Errorf("Parse(%q) succeeded, want an error", v)
 		}
@@ -32,7 +32,7 @@ func TestParseCount(t *testing.T) {
 			t.Errorf("ParseCount(%q) = %d, %v; want %d", v, got, err, want)
 		}
 	}
-	for _, v := range []string{"", "0", "-1", "1025", "2000000000", "x", "1/1"} {
+	for _, v := range []string{"", "0", "-1", "1025", "2000000000", "x", "1/1", "+3", " 3"} {
 		if n, err := ParseCount(v); err == nil {
 			t.Errorf("ParseCount(%q) = %d, want an error", v, n)
 		}
