@@ -455,7 +455,7 @@ func runVector(t *testing.T, vc vecCase) vecExpect {
 func runCalls(t *testing.T, rdb *redis.Client, out *vecExpect) {
 	ctx := context.Background()
 	scripts := map[string]*rcall.Script{}
-	for _, s := range []*rcall.Script{script.Enqueue, script.EnqueueCapped, script.EnqueueOne} {
+	for _, s := range []*rcall.Script{script.Enqueue, script.EnqueueCapped, script.EnqueueOne, script.GetTask} {
 		scripts[s.Name()] = s
 	}
 	for i, c := range out.Calls {
@@ -570,7 +570,7 @@ type vecID struct {
 	EnqueuedAt *int64 `json:"enqueued_at_ms"` // what the ID says (a UUIDv7), or null
 }
 
-// vecScript is an enqueue script as Redis caches it: its source resolved
+// vecScript is a script a producer calls, as Redis caches it: its source resolved
 // from lua/engine/ (docs/protocol.md, "Loading the scripts").
 type vecScript struct {
 	Name  string `json:"name"`
@@ -581,7 +581,7 @@ type vecScript struct {
 
 func scriptVectors() []vecScript {
 	var out []vecScript
-	for _, s := range []*rcall.Script{script.Enqueue, script.EnqueueCapped, script.EnqueueOne} {
+	for _, s := range []*rcall.Script{script.Enqueue, script.EnqueueCapped, script.EnqueueOne, script.GetTask} {
 		out = append(out, vecScript{Name: s.Name(), File: "lua/engine/" + s.Name() + ".lua", SHA1: s.Hash(), Bytes: len(s.Source())})
 	}
 	return out
