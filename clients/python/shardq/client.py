@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
+import msgpack
 import redis
 from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 
@@ -68,6 +69,37 @@ def _arg(a: Arg) -> bytes:
 def tag(prefix: str, queue: str, partition: int) -> str:
     """The tag of a partition, ``{<prefix>:<queue>:<n>}``."""
     return "{%s:%s:%d}" % (prefix, queue, partition)
+
+
+#: How recent a worker's heartbeat must be for it to count as running, in
+#: ms: as the Go producer's protocol.Live.
+_LIVE_MS = 60_000
+
+
+def _old_workers(now: Any, beats: Any, statuses: Any) -> list[tuple[str, str, int, str]]:
+    """The running workers that could not read this client's messages: ID,
+    host, process ID and the protocol they follow ("" for none), sorted."""
+    secs, micros = int(now[0]), int(now[1])
+    since = secs * 1000 + micros // 1000 - _LIVE_MS
+    ours = _parse_version(PROTOCOL_VERSION)
+    out = []
+    for member, score in zip(beats[::2], beats[1::2]):
+        raw = statuses.get(member)
+        if raw is None or float(score) < since:
+            continue  # stopped, or crashed and waiting to be reaped
+        try:
+            st = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        except Exception:  # noqa: BLE001 - not a worker's status: nothing to refuse for
+            continue
+        if not isinstance(st, dict):
+            continue
+        v = st.get("v", "")
+        v = v if isinstance(v, str) else ""
+        parsed = _parse_version(v) if v else None
+        if parsed is None or ours is None or parsed[0] != ours[0]:
+            wid = member.decode("utf-8", "replace") if isinstance(member, bytes) else str(member)
+            out.append((wid, str(st.get("h", "")), int(st.get("p", 0) or 0), v))
+    return sorted(out)
 
 
 def _parse_version(v: str) -> Optional[tuple[int, int]]:
@@ -605,12 +637,20 @@ class Client:
 
     def _claim_protocol(self) -> None:
         """Before the first write: ``SET <prefix>:protocol 1.0 NX GET``, and
-        refuse another major or a value that does not parse."""
+        refuse another major or a value that does not parse; in the same
+        round trip, read the workers' heartbeats and statuses, and refuse
+        while a running worker follows no version (shardq 0.1.0) or another
+        major: it would send what this client writes to dead."""
         if self._claimed:
             return
         key = f"{self.prefix}:protocol"
+        pipe = self._redis.pipeline(transaction=False)
         # get=True: redis-py then hands back the reply, not a bool
-        stored = self._redis.execute_command("SET", key, PROTOCOL_VERSION, "NX", "GET", get=True)
+        pipe.execute_command("SET", key, PROTOCOL_VERSION, "NX", "GET", get=True)
+        pipe.execute_command("TIME")
+        pipe.execute_command("ZRANGE", f"{self.prefix}:workers", 0, -1, "WITHSCORES")
+        pipe.execute_command("HGETALL", f"{self.prefix}:workers:status")
+        stored, now, beats, statuses = pipe.execute()
         if stored is not None:
             text = stored.decode("utf-8", "replace") if isinstance(stored, bytes) else str(stored)
             version = _parse_version(text)
@@ -622,6 +662,15 @@ class Client:
                 raise ProtocolVersionError(
                     f"protocol version: key {key!r} holds {text}, another major than this client's {PROTOCOL_VERSION}; "
                     "it writes nothing", key, text, PROTOCOL_VERSION)
+        old = _old_workers(now, beats, statuses)
+        if old:
+            wid, host, pid, wv = old[0]
+            named = f"protocol {wv}" if wv else "no protocol version (shardq 0.1.0)"
+            more = f" and {len(old) - 1} more" if len(old) > 1 else ""
+            raise ProtocolVersionError(
+                f"protocol version: this client writes protocol {PROTOCOL_VERSION}, which running workers cannot read: "
+                f"worker {wid} ({host}, pid {pid}) follows {named}{more}; upgrade the workers first",
+                key, wv, PROTOCOL_VERSION)
         self._claimed = True
 
     def _read_first(self, queues: Iterable[str]) -> None:

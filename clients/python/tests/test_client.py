@@ -236,3 +236,29 @@ def test_ids_increase(rdb: "redis.Redis[bytes]") -> None:
     ids = [i.id for i in c.enqueue_many([Task("a") for _ in range(200)])]
     assert ids == sorted(ids) and len(set(ids)) == 200
     assert time.time() > 0
+
+
+def _worker(rdb: "redis.Redis[bytes]", wid: str, beat_ms: int, version: "str | None") -> None:
+    status = {"h": f"h-{wid}", "p": 7}
+    if version is not None:
+        status["v"] = version
+    rdb.zadd("p:workers", {wid: beat_ms})
+    rdb.hset("p:workers:status", wid, msgpack.packb(status))
+
+
+def test_refused_while_an_old_worker_runs(rdb: "redis.Redis[bytes]") -> None:
+    secs, micros = rdb.time()
+    now = secs * 1000 + micros // 1000
+    _worker(rdb, "new", now, "1.0")
+    _worker(rdb, "gone", now - 120_000, None)  # its heartbeat stopped two minutes ago
+    c = shardq.Client(rdb, prefix="p")
+    c.enqueue("a", b"1")
+    _worker(rdb, "old", now, None)  # a 0.1.0 worker: no version in its status
+    c2 = shardq.Client(rdb, prefix="p")
+    with pytest.raises(shardq.ProtocolVersionError) as e:
+        c2.enqueue("a", b"2")
+    for want in ("protocol 1.0", "old (h-old, pid 7)", "shardq 0.1.0", "upgrade the workers first"):
+        assert want in str(e.value)
+    assert "gone" not in str(e.value)
+    rdb.hdel("p:workers:status", "old")  # it stopped
+    c2.enqueue("a", b"2")
