@@ -237,7 +237,7 @@ export class Client {
   async #claim(): Promise<void> {
     if (!this.#claimed) {
       this.#claimed = claim(this.#redis, this.prefix).catch((e: unknown) => {
-        if (!(e instanceof ShardqError)) this.#claimed = undefined; // a failed call: try again next time
+        this.#claimed = undefined; // refused or failed: the next call checks again
         throw e instanceof ShardqError ? e : new RedisCallError(`shardq: record the protocol version: ${(e as Error).message}`);
       });
     }

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
+import { encode } from '@msgpack/msgpack';
 import { Client } from '../src/client.js';
 import { hasZstd } from '../src/envelope.js';
 import { ProtocolVersionError, ValidationError } from '../src/errors.js';
@@ -71,6 +72,31 @@ describe('protocol version', () => {
       assert.deepEqual(await conn.keys(`{${prefix}*`), []);
     });
   }
+});
+
+describe('running workers', () => {
+  it('refuses while a 0.1.0 worker runs, naming it, and goes on once it stopped', async () => {
+    const conn = redis.connect();
+    const [secs, micros] = await conn.time();
+    const now = Number(secs) * 1000 + Math.floor(Number(micros) / 1000);
+    const worker = async (id: string, beat: number, v?: string) => {
+      await conn.zadd('ow:workers', beat, id);
+      await conn.hset('ow:workers:status', id, Buffer.from(encode(v === undefined ? { h: `h-${id}`, p: 7 } : { h: `h-${id}`, p: 7, v })));
+    };
+    await worker('new', now, '1.0');
+    await worker('gone', now - 120_000); // its heartbeat stopped two minutes ago
+    await new Client({ redis: conn, prefix: 'ow' }).enqueue({ type: 'a' });
+    await worker('old', now); // a 0.1.0 worker: no version in its status
+    const c = new Client({ redis: conn, prefix: 'ow' });
+    await assert.rejects(c.enqueue({ type: 'a' }), (e: Error) => {
+      assert.ok(e instanceof ProtocolVersionError, String(e));
+      for (const want of ['protocol 1.0', 'old (h-old, pid 7)', 'shardq 0.1.0', 'upgrade the workers first']) assert.ok(e.message.includes(want), e.message);
+      assert.ok(!e.message.includes('gone'), e.message);
+      return true;
+    });
+    await conn.hdel('ow:workers:status', 'old'); // it stopped
+    await c.enqueue({ type: 'a' });
+  });
 });
 
 describe('enqueue and read back', () => {
