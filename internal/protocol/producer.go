@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,10 +41,10 @@ func ClaimForProducer(ctx context.Context, rdb redis.UniversalClient, prefix str
 		statuses = p.HGetAll(ctx, keys.WorkerStatus(prefix))
 		return nil
 	})
-	if _, err := claimed(set, prefix, v); err != nil {
+	if _, err := claimed(ctx, rdb, set, prefix, v); err != nil {
 		return err
 	}
-	if err != nil && !errors.Is(err, redis.Nil) { // Nil: the SET recorded v
+	if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "OOM ") { // Nil: the SET recorded v; OOM: claimed read it
 		return fmt.Errorf("protocol: read the workers of prefix %q: %w", prefix, err)
 	}
 	since := now.Val().Add(-live).UnixMilli()

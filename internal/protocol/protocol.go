@@ -69,16 +69,22 @@ func count(s string) (int, error) {
 // v then. A stored version of another major is ErrIncompatible, naming
 // both; one that does not parse is an error too, and v is not recorded.
 func Claim(ctx context.Context, rdb redis.Cmdable, prefix string, v Version) (Version, error) {
-	return claimed(rdb.SetArgs(ctx, keys.Protocol(prefix), v.String(), redis.SetArgs{Mode: "NX", Get: true}), prefix, v)
+	return claimed(ctx, rdb, rdb.SetArgs(ctx, keys.Protocol(prefix), v.String(), redis.SetArgs{Mode: "NX", Get: true}), prefix, v)
 }
 
-// claimed reads the reply of Claim's SET.
-func claimed(cmd *redis.StatusCmd, prefix string, v Version) (Version, error) {
+// claimed reads the reply of Claim's SET. A full Redis (maxmemory,
+// noeviction) refuses any SET, though the scripts that drain a queue run
+// (they allow OOM): then the version is only read, and checked, and
+// recorded by a later writer.
+func claimed(ctx context.Context, rdb redis.Cmdable, cmd *redis.StatusCmd, prefix string, v Version) (Version, error) {
 	key := keys.Protocol(prefix)
 	old, err := cmd.Result()
+	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
+		old, err = rdb.Get(ctx, key).Result()
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
-		return v, nil // recorded now
+		return v, nil // recorded now, or nothing to refuse
 	case err != nil:
 		return Version{}, fmt.Errorf("protocol: read %s: %w", key, err)
 	}

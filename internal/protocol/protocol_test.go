@@ -116,3 +116,46 @@ func TestClaimForProducer(t *testing.T) {
 		t.Fatalf("a stored 2.0: %v", err)
 	}
 }
+
+// TestClaimOnAFullRedis: a full Redis refuses the SET; the claim then
+// reads the version, refuses another major, and lets a writer of the
+// same major, or of a prefix with none, go on to drain it.
+func TestClaimOnAFullRedis(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	rdb.Set(ctx, keys.Protocol("old"), "2.0", 0)
+	rdb.Set(ctx, keys.Protocol("same"), "1.4", 0)
+	// fill it: noeviction refuses writes past maxmemory
+	// a limit below what an empty server uses: every write is refused
+	// (noeviction), every read answered
+	must(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	if err := rdb.Set(ctx, "probe", "x", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM ") {
+		t.Fatalf("a SET past maxmemory: %v, want OOM", err)
+	}
+	if _, err := Claim(ctx, rdb, "old", Current); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("Claim under 2.0 on a full Redis: %v, want ErrIncompatible", err)
+	}
+	if got, err := Claim(ctx, rdb, "same", Current); err != nil || got != (Version{1, 4}) {
+		t.Errorf("Claim under 1.4 on a full Redis: %v, %v", got, err)
+	}
+	if got, err := Claim(ctx, rdb, "none", Current); err != nil || got != Current {
+		t.Errorf("Claim of an unrecorded prefix on a full Redis: %v, %v", got, err)
+	}
+	if rdb.Exists(ctx, keys.Protocol("none")).Val() != 0 {
+		t.Error("the claim recorded a version on a full Redis: the test did not fill it")
+	}
+	if err := ClaimForProducer(ctx, rdb, "old", Current, Live); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("ClaimForProducer under 2.0 on a full Redis: %v, want ErrIncompatible", err)
+	}
+	if err := ClaimForProducer(ctx, rdb, "same", Current, Live); err != nil {
+		t.Errorf("ClaimForProducer under 1.4 on a full Redis: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
