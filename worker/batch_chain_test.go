@@ -602,9 +602,12 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 		return log.count("cb") == 1 && log.count("cb-complete") == 1 && err == nil && chain.State == queue.StateSucceeded
 	})
 	var before *batchRead
-	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch", func() bool {
+	// the callbacks' outcomes, and the batch finished by them: on a busy
+	// machine its state and FinishedAt could follow the outcomes' reads
+	waitFor(t, 10*time.Second, "the callbacks' outcomes at the batch, and the batch finished", func() bool {
 		before, err = getBatch(ctx, r.insp, b)
-		return err == nil && before.state(home.OnSuccess) == queue.StateSucceeded && before.state(home.OnComplete) == queue.StateSucceeded
+		return err == nil && before.state(home.OnSuccess) == queue.StateSucceeded && before.state(home.OnComplete) == queue.StateSucceeded &&
+			before.wi.State == queue.StateSucceeded && !before.wi.FinishedAt.IsZero()
 	})
 
 	// the notifications again, several times each, with a stale "dead"
@@ -653,7 +656,7 @@ func TestFlowDuplicateNotifications(t *testing.T) {
 	must(t, err)
 	// every node, its state and its edges, and the counts
 	if !reflect.DeepEqual(after.wi, before.wi) {
-		t.Fatalf("batch changed by duplicates:\nbefore %+v\nafter  %+v", before, after)
+		t.Fatalf("batch changed by duplicates:\nbefore %+v\nafter  %+v", *before.wi, *after.wi)
 	}
 	if log.count("cb") != 1 || log.count("cb-complete") != 1 || log.count("l2") != 1 {
 		t.Fatalf("runs after duplicates: %v", log.order())
