@@ -34,7 +34,7 @@ import (
 // it. .ci/run sets it once it made sure the clone has the history.
 const requiredEnv = "SHARDQ_UPGRADE_TEST_REQUIRED"
 
-// buildTimeout bounds extracting and building the old producer: about 20s
+// buildTimeout bounds extracting and building the old programs: about 20s
 // on two busy cores, minutes only with a cold build cache.
 const buildTimeout = 4 * time.Minute
 
@@ -47,12 +47,7 @@ const runTimeout = time.Minute
 // promises when workers are upgraded after 0.1.0 producers ran.
 func TestUpgradeFrom010(t *testing.T) {
 	t.Parallel()
-	root := repoRoot(t)
-	commit := releaseCommit(t, root, "0.1.0")
-	requireHistory(t, root, commit)
-	bctx, bcancel := context.WithTimeout(context.Background(), buildTimeout)
-	defer bcancel()
-	producer := buildProducer(bctx, t, root, commit)
+	producer := programs(t, "0.1.0").Producer
 
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
@@ -495,47 +490,13 @@ func requireHistory(t *testing.T, root, commit string) {
 	t.Fatalf("CHANGELOG.md names commit %s, which is not in this clone's history", commit)
 }
 
-// buildProducer extracts commit's tree into a temporary directory, writes
-// the producer program into it and builds it with that tree's go.mod.
-func buildProducer(ctx context.Context, t *testing.T, root, commit string) string {
-	t.Helper()
-	tree := t.TempDir()
-	archive := runCommand(ctx, t, root, nil, "git", "archive", "--format=tar", commit)
-	if err := untar(archive, tree); err != nil {
-		t.Fatalf("extract %s: %v", commit, err)
-	}
-	dir := filepath.Join(tree, "cmd", "upgradeproducer")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(producerSource), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "producer")
-	// Modules come from the module cache, so the build is offline once
-	// 0.1.0's dependencies were downloaded. The build flags are go vet's, so
-	// the standard library and the dependencies (0.1.0 has this module's
-	// versions) come from the build cache that make check filled; only
-	// 0.1.0's own packages compile, as their directory is new each run.
-	env := []string{"GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local"}
-	start := time.Now()
-	runCommand(ctx, t, tree, env, "go", "build", "-o", bin, "./cmd/upgradeproducer")
-	t.Logf("built the %s producer in %v", commit, time.Since(start).Round(time.Millisecond))
-	return bin
-}
-
 // runCommand runs name with args in dir and returns its standard output;
 // it fails the test with the standard error on failure.
 func runCommand(ctx context.Context, t *testing.T, dir string, env []string, name string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := command(ctx, dir, env, name, args...)
 	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
+		t.Fatal(err)
 	}
 	return out
 }
