@@ -70,8 +70,8 @@ func ClaimForProducer(ctx context.Context, rdb redis.UniversalClient, prefix str
 			more = fmt.Sprintf(" and %d more", len(old)-3)
 			old = old[:3]
 		}
-		return fmt.Errorf("%w: this producer writes protocol %s, which running workers cannot read: worker %v%s; upgrade the workers first",
-			ErrIncompatible, v, old, more)
+		return fmt.Errorf("%w: this producer writes protocol %s, which running workers cannot read: worker %s%s; upgrade the workers first",
+			ErrIncompatible, v, strings.Join(old, "; worker "), more)
 	}
 	return nil
 }

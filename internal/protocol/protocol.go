@@ -41,8 +41,9 @@ func (v Version) String() string { return strconv.Itoa(v.Major) + "." + strconv.
 func (v Version) Compatible(stored Version) bool { return v.Major == stored.Major }
 
 // ErrIncompatible reports a stored version of another major than the
-// process's.
-var ErrIncompatible = errors.New("protocol: the prefix's data follows another major version")
+// process's, or, to a producer, a running worker that could not read
+// what it writes.
+var ErrIncompatible = errors.New("protocol: incompatible protocol version")
 
 // Parse reads the stored form: two decimal counts of 0 to 999,999,
 // separated by a dot, the major at least 1.
