@@ -175,8 +175,8 @@ func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*
 // succeeds. Once every member has finished (at once when all have), its
 // callbacks are enqueued. Closing twice is harmless.
 func (c *Client) CloseBatch(ctx context.Context, id string) error {
-	if err := c.claim(ctx, "batch "+id+": close"); err != nil {
-		return err
+	if err := redisError(c.gate.Pass(ctx, c.rdb, c.cfg.Prefix)); err != nil {
+		return fmt.Errorf("batch %s: close: %w", id, err)
 	}
 	hn := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, hn)

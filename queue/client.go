@@ -14,6 +14,7 @@ import (
 	"github.com/shardq/shardq/internal/dicts"
 	"github.com/shardq/shardq/internal/envelope"
 	"github.com/shardq/shardq/internal/logging"
+	"github.com/shardq/shardq/internal/protocol"
 	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/route"
 )
@@ -32,8 +33,7 @@ type Client struct {
 	codec     *envelope.Codec        // compresses and encrypts payloads
 	dicts     *dicts.Learner         // compression dictionaries per task type
 	newID     func() string          // wire.NewID, but for the protocol's golden vectors
-	claimMu   sync.Mutex             // one protocol check at a time (client_claim.go)
-	claimed   atomic.Bool            // the protocol check passed
+	gate      protocol.Gate          // the protocol check before the first write
 }
 
 // NewClient returns a Client over rdb.
@@ -147,12 +147,12 @@ type batch struct {
 // tasks that hold the IDs of duplicates. It returns the error that left
 // the outcome unknown; the tasks' own are in b.errs.
 func (c *Client) enqueue(ctx context.Context, b *batch) error {
-	if !c.claimed.Load() {
-		for q := range builtQueues(b) {
-			if err := c.claim(ctx, fmt.Sprintf("enqueue %q", q)); err != nil {
-				return err
-			}
+	for q := range builtQueues(b) {
+		if c.gate.Passed() {
 			break
+		}
+		if err := redisError(c.gate.Pass(ctx, c.rdb, c.cfg.Prefix)); err != nil {
+			return fmt.Errorf("enqueue %q: %w", q, err)
 		}
 	}
 	// the layouts of queues this client would route by guess

@@ -297,8 +297,8 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	if err != nil {
 		return false, nil, err
 	}
-	if err := c.claim(ctx, "workflow "+id); err != nil {
-		return false, nil, err
+	if err := redisError(c.gate.Pass(ctx, c.rdb, c.cfg.Prefix)); err != nil {
+		return false, nil, fmt.Errorf("workflow %s: %w", id, err)
 	}
 	hn := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, hn)
