@@ -229,13 +229,19 @@ func TestRenames(t *testing.T) {
 
 // TestPayloadAllocations: MarshalPayload allocates as msgpack.Marshal
 // does, and decoding what it wrote into a struct json tags rename
-// allocates as msgpack.Unmarshal does (the hot paths of NewTask and of
-// worker.Typed).
+// allocates as Unmarshal does (the hot paths of NewTask and of
+// worker.Typed). An omitempty option, json's or msgpack's, costs the
+// encoder one more: msgpack filters the fields into a new slice.
 func TestPayloadAllocations(t *testing.T) {
-	v := tagged{EnqueueNS: 7, Plain: "p", Items: []inner{{SKU: "a"}}}
+	type renamed struct {
+		EnqueueNS int64   `json:"enqueue_ns"`
+		Host      string  `json:"host"`
+		Items     []inner `json:"items"`
+	}
+	v := renamed{EnqueueNS: 7, Host: "h1", Items: []inner{{SKU: "a"}}}
 	enc := testing.AllocsPerRun(200, func() { _, _ = MarshalPayload(v) })
 	base := testing.AllocsPerRun(200, func() { _, _ = msgpack.Marshal(v) })
-	if enc > base {
+	if enc != base {
 		t.Errorf("MarshalPayload allocates %v times, msgpack.Marshal %v", enc, base)
 	}
 	b, err := MarshalPayload(v)
@@ -243,9 +249,9 @@ func TestPayloadAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := mustMarshal(t, v)
-	dec := testing.AllocsPerRun(200, func() { var got tagged; _ = UnmarshalPayload(b, &got) })
-	base = testing.AllocsPerRun(200, func() { var got tagged; _ = Unmarshal(old, &got) })
-	if dec > base {
+	dec := testing.AllocsPerRun(200, func() { var got renamed; _ = UnmarshalPayload(b, &got) })
+	base = testing.AllocsPerRun(200, func() { var got renamed; _ = Unmarshal(old, &got) })
+	if dec != base {
 		t.Errorf("UnmarshalPayload allocates %v times, Unmarshal %v", dec, base)
 	}
 	t.Logf("allocs: MarshalPayload %v, UnmarshalPayload %v", enc, dec)
