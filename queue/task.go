@@ -3,8 +3,6 @@ package queue
 import (
 	"fmt"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -19,7 +17,9 @@ type Task struct {
 }
 
 // NewTask returns a task whose payload is v encoded with msgpack; handlers
-// decode it into their own type. It fails when v does not encode, or
+// decode it into their own type. A struct's fields are keyed by their
+// msgpack tag, else their json tag, else their name, so handlers in other
+// languages and the dashboard see the names of its JSON encoding. It fails when v does not encode, or
 // encodes to bytes that are not whole msgpack (a msgpack.RawMessage whose
 // header claims more than it holds), when typ is not a valid name
 // or when an option is invalid (ErrInvalid), so a
@@ -31,7 +31,7 @@ func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 	if _, err := resolveOptions(opts, nil); err != nil {
 		return nil, err
 	}
-	b, err := msgpack.Marshal(v)
+	b, err := wire.MarshalPayload(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode payload of %q: %v", errInvalidTask, typ, err)
 	}

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -38,8 +36,8 @@ type stepLog struct {
 // effect and before its record runs fn again on the next attempt. An
 // error from fn records nothing, so the next attempt runs fn again too.
 //
-// The value is stored as msgpack, as payloads are, and decoded into T on
-// the next attempts. The values of all of a task's steps together are
+// The value is stored as msgpack, a struct keyed by json tags as
+// payloads are, and decoded into T on the next attempts. The values of all of a task's steps together are
 // capped like a result (queue.Config.MaxPayloadSize): past it Step
 // returns fn's value with ErrInvalid and records nothing. The
 // records go when the task does, and a kept task keeps them for its
@@ -69,7 +67,7 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 	}
 	if st := done.Find(name); st != nil {
 		var v T
-		if err := wire.Unmarshal(st.Result, &v); err != nil {
+		if err := wire.UnmarshalPayload(st.Result, &v); err != nil {
 			return zero, fmt.Errorf("worker: step %q of task %s: decode its recorded value into %T: %w", name, t.ID, v, err)
 		}
 		return v, nil
@@ -78,7 +76,7 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 	if err != nil {
 		return v, err
 	}
-	b, err := msgpack.Marshal(v)
+	b, err := wire.MarshalPayload(v)
 	if err != nil {
 		return v, fmt.Errorf("worker: step %q of task %s: encode its value %T: %w", name, t.ID, v, err)
 	}

@@ -43,8 +43,9 @@ type Task struct {
 	steps   stepLog
 }
 
-// Decode decodes the payload into v: msgpack by msgpack tags, as
-// queue.NewTask encodes it, or, for a raw payload (queue.NewRawTask,
+// Decode decodes the payload into v: msgpack by msgpack tags, else json
+// tags, else field names, as queue.NewTask encodes it (a payload of
+// 0.1.0, keyed by field names, decodes as it did), or, for a raw payload (queue.NewRawTask,
 // shardq enqueue --json, producers outside Go), JSON as encoding/json
 // reads it, by json tags. A payload none of whose keys fits a field of a
 // struct v is queue.ErrPayloadMismatch, never a silent zero value.

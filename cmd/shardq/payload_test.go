@@ -32,7 +32,9 @@ type (
 // TestPayloadMatrix enqueues one task per (source, target) pair, the
 // sources being the CLI's --json, raw JSON from another language and a Go
 // producer's msgpack, and runs them through worker.Typed on a real worker:
-// every handler sees the values sent. Payloads that fit no field of the
+// every handler sees the values sent. A msgpack map keyed as the JSON is,
+// as producers in other languages write it, fills a struct by its json
+// tags (issue 44). Payloads that fit no field of the
 // target (JSON keyed for another struct, a msgpack map with foreign keys)
 // go to dead with queue.ErrPayloadMismatch, their handler never called:
 // this once ran with empty fields and was marked done.
@@ -78,8 +80,14 @@ func TestPayloadMatrix(t *testing.T) {
 	// payloads that fit nothing of their target
 	unfit := map[string]*queue.Task{}
 	unfit["raw/json"] = queue.NewRawTask("unfit/json", []byte(`{"recipient": "x@y", "count": 7}`))
-	unfit["go/json"], err = queue.NewTask("unfit/go", map[string]any{"to": "x@y", "n": 7})
+	unfit["go/json"], err = queue.NewTask("unfit/go", map[string]any{"recipient": "x@y", "count": 7})
 	must(t, err)
+	// a map keyed by the json tags, as a Python or TypeScript producer's
+	task, err := queue.NewTask("map/json", map[string]any{"to": "x@y", "n": 7})
+	must(t, err)
+	info, err := client.Enqueue(ctx, task)
+	must(t, err)
+	ids["map/json"] = info.ID
 	for name, task := range unfit {
 		info, err := client.Enqueue(ctx, task)
 		must(t, err)
@@ -108,6 +116,10 @@ func TestPayloadMatrix(t *testing.T) {
 			return nil
 		}))
 	}
+	mux.Handle("map/json", worker.Typed(func(_ context.Context, t *worker.Task, p jsonTagged) error {
+		record(t.Type, p.Recipient, p.Count)
+		return nil
+	}))
 	mux.Handle("unfit/json", worker.Typed(func(_ context.Context, t *worker.Task, p jsonTagged) error {
 		record(t.Type, p.Recipient, p.Count)
 		return nil

@@ -204,7 +204,8 @@ func TestWorkerExec(t *testing.T) {
 	}
 }
 
-// TestWorkerExecJSON: with --json a command reads msgpack payloads as JSON.
+// TestWorkerExecJSON: with --json a command reads msgpack payloads as JSON,
+// a struct's keyed by its json tags as NewTask writes them.
 func TestWorkerExecJSON(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -216,18 +217,33 @@ func TestWorkerExecJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := queue.NewTask("j", map[string]any{"to": "ann", "n": 3, "tags": []string{"a"}}, queue.Retention(time.Hour))
-	if err != nil {
-		t.Fatal(err)
+	type stamp struct {
+		EnqueueNS int64  `json:"enqueue_ns"`
+		Note      string `json:"note,omitempty"`
+		Secret    string `json:"-"`
+		Host      string
 	}
-	info, err := client.Enqueue(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, insp, "default", info.ID, queue.StateSucceeded)
-	b, _ := os.ReadFile(filepath.Join(dir, info.ID))
-	if want := `{"n":3,"tags":["a"],"to":"ann"}`; string(b) != want {
-		t.Fatalf("stdin = %s, want %s", b, want)
+	for payload, want := range map[any]string{
+		"map":  `{"n":3,"tags":["a"],"to":"ann"}`,
+		"tags": `{"Host":"h1","enqueue_ns":1764230000123456789}`,
+	} {
+		v := any(map[string]any{"to": "ann", "n": 3, "tags": []string{"a"}})
+		if payload == "tags" {
+			v = stamp{EnqueueNS: 1764230000123456789, Secret: "s", Host: "h1"}
+		}
+		task, err := queue.NewTask("j", v, queue.Retention(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := client.Enqueue(context.Background(), task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, insp, "default", info.ID, queue.StateSucceeded)
+		b, _ := os.ReadFile(filepath.Join(dir, info.ID))
+		if string(b) != want {
+			t.Errorf("%s: stdin = %s, want %s", payload, b, want)
+		}
 	}
 }
 
@@ -336,7 +352,9 @@ func TestWorkerHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, _ := queue.NewTask("json", struct{ Order int }{42})
+	task, _ := queue.NewTask("json", struct {
+		Order int `json:"order_id"`
+	}{42})
 	info, err := client.Enqueue(context.Background(), task, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +372,7 @@ func TestWorkerHTTP(t *testing.T) {
 	t.Run("JSONFromConfig", func(t *testing.T) {
 		waitState(t, insp, "hooks", info.ID, queue.StateSucceeded)
 		r, body := h.get(info.ID)
-		if body != `{"Order":42}` || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Authorization") != "Bearer s3cret" {
+		if body != `{"order_id":42}` || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Authorization") != "Bearer s3cret" {
 			t.Errorf("request %v, body %q", r.Header, body)
 		}
 	})

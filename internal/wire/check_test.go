@@ -69,7 +69,8 @@ func targets() []any {
 	var ints []int
 	var st payloadTarget
 	var tm time.Time
-	return []any{&a, &s, &m, &mm, &ints, &st, &tm}
+	var tg tagged // json tags: the decode that tries both namings
+	return []any{&a, &s, &m, &mm, &ints, &st, &tm, &tg}
 }
 
 // allocated returns the bytes f allocates.

@@ -100,6 +100,8 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add([]byte(`{"Name": 1}`), true)
 	b, _ := msgpack.Marshal(payloadTarget{Name: "n", IDs: []int64{1}, Attrs: map[string]any{"a": "b"}, Sub: []payloadTarget{{}}})
 	f.Add(b, false)
+	b, _ = msgpack.Marshal(tagged{EnqueueNS: 1, Items: []inner{{SKU: "a"}}, Opt: &inner{N: 2}}) // as 0.1.0 keyed it
+	f.Add(b, false)
 	f.Fuzz(func(t *testing.T, b []byte, raw bool) {
 		for _, v := range targets() {
 			err := DecodePayload(b, raw, v)

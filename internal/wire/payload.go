@@ -19,7 +19,9 @@ import (
 var ErrPayloadMismatch = errors.New("payload does not fit the target type")
 
 // DecodePayload decodes a task's payload into v: msgpack, as queue.NewTask
-// encodes it, by msgpack tags (field names where there are none); or, for
+// encodes it, by msgpack tags, else json tags, else field names (a payload
+// 0.1.0 wrote, keyed by msgpack tags and field names, decodes as it was
+// written: UnmarshalPayload); or, for
 // a raw payload (queue.NewRawTask, shardq enqueue --json, producers outside
 // Go), JSON as encoding/json decodes it: by json tags, untagged fields by
 // name without regard to case; a JSON object that fits no field that way
@@ -40,7 +42,7 @@ func DecodePayload(payload []byte, raw bool, v any) error {
 			return nil
 		}
 		if b, err := jsonAsMsgpack(payload); err == nil && Unmarshal(b, v) == nil &&
-			unfit(v, msgpackKeys(b), func(k string, val []byte) error { return strictMsgpack(k, val, v) }) == nil {
+			unfit(v, msgpackKeys(b), func(k string, val []byte) error { return fitsKey(k, val, v, "") }) == nil {
 			return nil // it fits by msgpack tags
 		}
 		return mismatch("JSON", v, keys)
@@ -49,11 +51,14 @@ func DecodePayload(payload []byte, raw bool, v any) error {
 	if err != nil {
 		return fmt.Errorf("decode msgpack payload into %T: %w", v, err)
 	}
-	if err := unmarshalChecked(payload, v); err != nil {
+	if err := decodePayload(payload, v); err != nil {
 		return fmt.Errorf("decode msgpack payload into %T: %w", v, err)
 	}
 	if keys := unfit(v, msgpackKeys(payload), func(k string, val []byte) error {
-		return strictMsgpack(k, val, v)
+		if fitsKey(k, val, v, PayloadTag) == nil {
+			return nil
+		}
+		return fitsKey(k, val, v, "")
 	}); keys != nil {
 		return mismatch("msgpack", v, keys)
 	}
@@ -137,24 +142,6 @@ func strictJSON(k string, val []byte, v any) error {
 	}
 	d := json.NewDecoder(bytes.NewReader(obj))
 	d.DisallowUnknownFields()
-	return d.Decode(fresh(v))
-}
-
-// strictMsgpack is strictJSON for msgpack.
-func strictMsgpack(k string, val []byte, v any) (err error) {
-	obj, err := msgpack.Marshal(map[string]msgpack.RawMessage{k: val})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("msgpack: decode into %T: %v", v, r)
-		}
-	}()
-	// not NewDecoder: val is part of a payload Normalize returned, and obj
-	// was just encoded around it
-	d := msgpack.NewDecoder(bytes.NewReader(obj))
-	d.DisallowUnknownFields(true)
 	return d.Decode(fresh(v))
 }
 
