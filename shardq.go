@@ -18,4 +18,4 @@ package shardq
 // Version is the version of shardq. Producers and workers of the same
 // minor version run side by side; docs/operations.md says what runs
 // beside what across versions.
-const Version = "0.1.0"
+const Version = "0.2.0"

@@ -36,7 +36,7 @@ from .errors import (
 from .info import Progress, TaskInfo
 from .task import Task
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Client",
