@@ -121,6 +121,48 @@ func FuzzDecodePayload(f *testing.F) {
 	})
 }
 
+// FuzzUnmarshalPayload: UnmarshalPayload, the decode of a step's value
+// and of a struct payload by both namings, refuses what Check refuses as
+// ErrMalformed and never panics; a struct with json tags that decodes
+// encodes by MarshalPayload to bytes that decode to a value that encodes
+// the same (not the same value: a 0.1.0 payload may fill a field that a
+// json tag of "-" leaves out of the encoding).
+func FuzzUnmarshalPayload(f *testing.F) {
+	seedBombs(f)
+	now, _ := MarshalPayload(tagged{EnqueueNS: 7, Note: "n", Plain: "p", Both: 3, Items: []inner{{SKU: "a", N: 1}}, Tags: []string{"t"}})
+	old, _ := msgpack.Marshal(tagged{EnqueueNS: 7, Items: []inner{{SKU: "a"}}, Opt: &inner{N: 2}}) // as 0.1.0 keyed it
+	extra, _ := msgpack.Marshal(map[string]any{"enqueue_ns": 1, "EnqueueNS": 2, "later": "x"})
+	f.Add(now)
+	f.Add(old)
+	f.Add(extra)
+	f.Add(now[:len(now)/2])
+	secret, _ := msgpack.Marshal(map[string]any{"Secret": "s", "EnqueueNS": 1}) // a field json:"-" leaves out, by its 0.1.0 name
+	f.Add(secret)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, v := range targets() {
+			err := UnmarshalPayload(b, v)
+			if err != nil && Check(b) != nil && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Check refuses, UnmarshalPayload into %T: %v", v, err)
+			}
+		}
+		var tg tagged
+		if UnmarshalPayload(b, &tg) != nil {
+			return
+		}
+		enc, err := MarshalPayload(tg)
+		if err != nil {
+			t.Fatalf("MarshalPayload(%+v): %v", tg, err)
+		}
+		var back tagged
+		if err := UnmarshalPayload(enc, &back); err != nil {
+			t.Fatalf("UnmarshalPayload(MarshalPayload(%+v)): %v", tg, err)
+		}
+		if again, _ := MarshalPayload(back); !bytes.Equal(again, enc) {
+			t.Fatalf("MarshalPayload(UnmarshalPayload(% x)) = % x", enc, again)
+		}
+	})
+}
+
 // FuzzDecodeMessage: a stored message decodes through both entry points
 // alike, or neither; one that decodes encodes, in its own form, to a
 // message that decodes to the same, whose ID HeadID reads.
