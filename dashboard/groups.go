@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -71,9 +72,14 @@ func (d *server) apiGroups(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	live, err := inspect.LiveWork(r.Context(), d.insp)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
 	out := groupPageView{Groups: make([]groupView, 0, len(gp.Groups)), Next: gp.Next}
 	for _, g := range gp.Groups {
-		out.Groups = append(out.Groups, newGroupView(g))
+		out.Groups = append(out.Groups, newGroupView(g, live[gq.Queue]))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -84,7 +90,12 @@ func (d *server) apiGroup(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newGroupView(*g))
+	live, err := inspect.LiveWork(r.Context(), d.insp)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newGroupView(*g, live[r.PathValue("queue")]))
 }
 
 // setGroupWeight sets a group's weight from the weight field. It checks
@@ -101,7 +112,10 @@ func setGroupWeight(d *server, r *http.Request, q, _ string) (int64, error) {
 // groupRowArgs is what the "grouprow" template needs: one group, and the
 // page its forms post from.
 type groupRowArgs struct {
-	Group                           queue.GroupInfo
+	Group queue.GroupInfo
+	// Running and Ahead split Group.Running, the leased tasks: handlers
+	// running, and tasks a worker leased ahead and holds.
+	Running, Ahead                  int64
 	Base, Queue, CSRF, Return, Verb string
 	ReadOnly                        bool
 	// InPath is false for a group named "." or "..": a browser resolves
@@ -116,6 +130,11 @@ func groupArgs(p page, q string, g queue.GroupInfo) groupRowArgs {
 	if g.Paused {
 		verb = "resume"
 	}
-	return groupRowArgs{Group: g, Base: p.Base, Queue: q, CSRF: p.CSRF, Return: p.Return, Verb: verb,
+	var work inspect.QueueWork
+	if d, ok := p.Data.(*queueData); ok {
+		work = d.Work
+	}
+	running, ahead := work.SplitGroup(g.Group, g.Running)
+	return groupRowArgs{Group: g, Running: running, Ahead: ahead, Base: p.Base, Queue: q, CSRF: p.CSRF, Return: p.Return, Verb: verb,
 		ReadOnly: p.ReadOnly, InPath: g.Group != "." && g.Group != "..", MaxWeight: maxGroupWeight}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardq/shardq/internal/home"
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -349,13 +350,17 @@ type flowView struct {
 type groupView struct {
 	Group   string `json:"group"`
 	Waiting int64  `json:"waiting"`
-	Running int64  `json:"running"`
+	Running int64  `json:"running"` // handlers running
+	Ahead   int64  `json:"ahead"`   // leased ahead, held by a worker
 	Weight  int    `json:"weight"`
 	Paused  bool   `json:"paused"`
 }
 
-func newGroupView(g queue.GroupInfo) groupView {
-	return groupView{Group: g.Group, Waiting: g.Waiting, Running: g.Running, Weight: g.Weight, Paused: g.Paused}
+// newGroupView splits g's leased tasks by what the queue's live workers
+// report (work).
+func newGroupView(g queue.GroupInfo, work inspect.QueueWork) groupView {
+	running, ahead := work.SplitGroup(g.Group, g.Running)
+	return groupView{Group: g.Group, Waiting: g.Waiting, Running: running, Ahead: ahead, Weight: g.Weight, Paused: g.Paused}
 }
 
 // groupPageView is a page of groups as the API returns it.

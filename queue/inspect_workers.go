@@ -60,8 +60,10 @@ type WorkerQueue struct {
 	Running int // handlers running at the last heartbeat
 	// Ahead is how many tasks leased ahead it held at the last heartbeat
 	// (see WorkerInfo.Ahead).
-	Ahead    int
-	Finished int64 // handlers finished since the worker started
+	Ahead int
+	// AheadGroups counts, of Ahead, the tasks of each group (Group).
+	AheadGroups map[string]int
+	Finished    int64 // handlers finished since the worker started
 	// MeanHandlerTime is the recent mean time a handler ran (a weighted
 	// mean over heartbeats); 0 before the first finished.
 	MeanHandlerTime time.Duration
@@ -75,7 +77,7 @@ func (w *WorkerInfo) setStatus(st *wire.WorkerStatus) {
 	}
 	w.Work = make(map[string]WorkerQueue, len(st.Work))
 	for q, qw := range st.Work {
-		w.Work[q] = WorkerQueue{Running: qw.Running, Ahead: qw.Ahead, Finished: qw.Done,
+		w.Work[q] = WorkerQueue{Running: qw.Running, Ahead: qw.Ahead, AheadGroups: qw.AheadGroups, Finished: qw.Done,
 			MeanHandlerTime: time.Duration(qw.MeanMS * float64(time.Millisecond))}
 	}
 }
@@ -178,11 +180,7 @@ func (i *Inspector) liveWork(ctx context.Context) (map[string]inspect.QueueWork,
 	out := map[string]inspect.QueueWork{}
 	for _, st := range live {
 		for q := range st.Queues {
-			w := out[q]
-			w.Workers++
-			w.Running += st.Work[q].Running
-			w.Ahead += st.Work[q].Ahead
-			out[q] = w
+			out[q] = out[q].Add(st.Work[q])
 		}
 	}
 	return out, nil

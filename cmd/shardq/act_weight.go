@@ -67,7 +67,11 @@ func (c *weightCommand) run(ctx context.Context, m *Main, args []string) error {
 		return s.explain(ctx, err, q)
 	}
 	if f.out.json() {
-		return writeJSON(m.Stdout, newGroupJSON(*g))
+		w, err := s.work(ctx, q)
+		if err != nil {
+			return s.explain(ctx, err, q)
+		}
+		return writeJSON(m.Stdout, newGroupJSON(*g, w))
 	}
 	fmt.Fprintf(m.Stdout, "%s %s %d\n", q, group, g.Weight)
 	return nil

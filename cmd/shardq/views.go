@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -123,11 +125,21 @@ func newQueueJSON(qi *queue.QueueInfo) queueJSON {
 type groupJSON struct {
 	Group   string `json:"group"`
 	Waiting int64  `json:"waiting"`
-	Running int64  `json:"running"`
+	Running int64  `json:"running"` // handlers running
+	Ahead   int64  `json:"ahead"`   // leased ahead, held by a worker
 	Weight  int    `json:"weight"`
 	Paused  bool   `json:"paused"`
 }
 
-func newGroupJSON(g queue.GroupInfo) groupJSON {
-	return groupJSON{Group: g.Group, Waiting: g.Waiting, Running: g.Running, Weight: g.Weight, Paused: g.Paused}
+// newGroupJSON splits g's leased tasks by what the queue's live workers
+// report (work), as the dashboard does.
+func newGroupJSON(g queue.GroupInfo, work inspect.QueueWork) groupJSON {
+	running, ahead := work.SplitGroup(g.Group, g.Running)
+	return groupJSON{Group: g.Group, Waiting: g.Waiting, Running: running, Ahead: ahead, Weight: g.Weight, Paused: g.Paused}
+}
+
+// work is what the live workers serving q report.
+func (s *session) work(ctx context.Context, q string) (inspect.QueueWork, error) {
+	live, err := inspect.LiveWork(ctx, s.insp)
+	return live[q], err
 }

@@ -12,6 +12,8 @@ package inspect
 import (
 	"context"
 	"time"
+
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // MaxPageSize bounds every page an Inspector listing returns; the dashboard
@@ -29,6 +31,31 @@ type QueueWork struct {
 	// Ahead counts its tasks leased ahead of the workers' free slots and
 	// held, not started (see queue.WorkerInfo.Ahead): active, but not running.
 	Ahead int
+	// AheadGroups counts, of Ahead, the tasks of each group.
+	AheadGroups map[string]int
+}
+
+// Add returns w with one more live worker, whose work on the queue is qw.
+func (w QueueWork) Add(qw wire.QueueWork) QueueWork {
+	w.Workers++
+	w.Running += qw.Running
+	w.Ahead += qw.Ahead
+	for g, n := range qw.AheadGroups {
+		if w.AheadGroups == nil {
+			w.AheadGroups = map[string]int{}
+		}
+		w.AheadGroups[g] += n
+	}
+	return w
+}
+
+// SplitGroup splits a group's leased tasks (queue.GroupInfo.Running)
+// into those whose handler runs and those a worker leased ahead and
+// holds, by the workers' last heartbeats. A heartbeat lags the leases, so
+// ahead is capped at leased.
+func (w QueueWork) SplitGroup(group string, leased int64) (running, ahead int64) {
+	ahead = min(int64(w.AheadGroups[group]), leased)
+	return leased - ahead, ahead
 }
 
 // FlowSummary names one recent chain, batch or workflow.

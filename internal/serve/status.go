@@ -65,16 +65,36 @@ func (s *Engine) status() ([]byte, error) {
 	s.pmu.RLock()
 	defer s.pmu.RUnlock()
 	ahead := map[string]int{}
+	aheadGroups := map[string]map[string]int{}
 	for _, p := range s.parts {
-		ahead[p.queue] += p.ahead.len()
+		held := p.ahead.snapshot()
+		ahead[p.queue] += len(held)
+		countGroups(aheadGroups, p.queue, held)
 	}
 	st.Work = make(map[string]wire.QueueWork, len(s.work))
 	for q, w := range s.work {
 		qw := w.sample()
-		qw.Running, qw.Ahead = running[q], ahead[q]
+		qw.Running, qw.Ahead, qw.AheadGroups = running[q], ahead[q], aheadGroups[q]
 		st.Work[q] = qw
 	}
 	return st.Encode()
+}
+
+// countGroups adds the groups of held, tasks of queue leased ahead, to
+// into[queue]: the groups tab tells a group's running tasks from those
+// waiting in a worker by it. A task whose message does not decode is
+// counted in Ahead only; its handler will report it.
+func countGroups(into map[string]map[string]int, queue string, held []leased) {
+	for _, t := range held {
+		var m wire.Message
+		if wire.DecodeMessageString(t.msg, &m) != nil || m.Key == "" {
+			continue
+		}
+		if into[queue] == nil {
+			into[queue] = map[string]int{}
+		}
+		into[queue][m.Key]++
+	}
 }
 
 // publishStatus queues the write of this worker's status.

@@ -34,6 +34,9 @@ type QueueWork struct {
 	// (prefetch) and holds, not yet started: leased, so active in Redis,
 	// but not running.
 	Ahead int `msgpack:"a"`
+	// AheadGroups counts, of Ahead, the tasks of each group (tasks
+	// enqueued with a group); its size is bounded by Ahead's.
+	AheadGroups map[string]int `msgpack:"g,omitempty"`
 }
 
 // Encode returns s's msgpack bytes.
