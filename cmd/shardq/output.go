@@ -159,3 +159,23 @@ func fit(s string, n int) string {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// wrap breaks s into lines of at most width runes between words; a word
+// longer than width gets a line of its own.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, word := range strings.Fields(s) {
+		l := utf8.RuneCountInString(word)
+		if n > 0 && n+1+l > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += l
+	}
+	return b.String()
+}

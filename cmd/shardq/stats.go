@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +28,9 @@ func (*statsCommand) summary() string {
 const statsDetails = `
 Columns: pending, active (running), scheduled, retry (waiting to run again),
 dead, succeeded (kept for their retention), waiting (pending tasks parked for
-their group's limit), paused, and latency: the age of the oldest pending
-task. Each queue costs two Redis round trips, whatever its size.
+their group's limit), and latency: the age of the oldest pending task. The
+paused queues are named below the table. Each queue costs two Redis round
+trips, whatever its size.
 
 --json (or --output json) prints an array of objects with the same fields
 (latency_ms in milliseconds), one per queue.`
@@ -139,13 +139,17 @@ func writeStatsJSON(w io.Writer, infos []*queue.QueueInfo) error {
 	return enc.Encode(out)
 }
 
-// writeStatsTable prints an aligned table: names left, numbers right, and
-// a total line when there are several queues.
+// writeStatsTable prints an aligned table within termWidth: names left,
+// numbers right, and a total line when there are several queues. The
+// paused queues follow it on a line of their own: a PAUSED column would
+// push the table past 80 columns.
 func writeStatsTable(w io.Writer, infos []*queue.QueueInfo) {
-	rows := [][]string{{"QUEUE", "PENDING", "ACTIVE", "SCHEDULED", "RETRY", "DEAD", "SUCCEEDED", "WAITING", "PAUSED", "LATENCY"}}
+	t := newTable(column{head: "QUEUE", cut: true}, num("PENDING"), num("ACTIVE"), num("SCHEDULED"), num("RETRY"),
+		num("DEAD"), num("SUCCEEDED"), num("WAITING"), num("LATENCY"))
 	var total queue.QueueInfo
+	var paused []string
 	for _, qi := range infos {
-		rows = append(rows, statsRow(qi.Queue, qi))
+		t.add(statsRow(qi.Queue, qi)...)
 		total.Pending += qi.Pending
 		total.Active += qi.Active
 		total.Scheduled += qi.Scheduled
@@ -154,42 +158,22 @@ func writeStatsTable(w io.Writer, infos []*queue.QueueInfo) {
 		total.Succeeded += qi.Succeeded
 		total.Waiting += qi.Waiting
 		total.Latency = max(total.Latency, qi.Latency)
+		if qi.Paused {
+			paused = append(paused, qi.Queue)
+		}
 	}
 	if len(infos) > 1 {
-		row := statsRow("(all)", &total)
-		row[8] = ""
-		rows = append(rows, row)
+		t.add(statsRow("(all)", &total)...)
 	}
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, cell := range r {
-			widths[i] = max(widths[i], len(cell))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, cell := range r {
-			switch i {
-			case 0:
-				fmt.Fprintf(&b, "%-*s", widths[i], cell)
-			case 8:
-				fmt.Fprintf(&b, "  %-*s", widths[i], cell)
-			default:
-				fmt.Fprintf(&b, "  %*s", widths[i], cell)
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	t.write(w)
+	if len(paused) > 0 {
+		fmt.Fprintln(w, wrap("Paused: "+strings.Join(paused, ", ")+".", termWidth))
 	}
 }
 
 func statsRow(name string, qi *queue.QueueInfo) []string {
-	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	paused := "-"
-	if qi.Paused {
-		paused = "yes"
-	}
-	return []string{name, n(qi.Pending), n(qi.Active), n(qi.Scheduled), n(qi.Retry), n(qi.Dead), n(qi.Succeeded),
-		n(qi.Waiting), paused, latency(qi.Latency)}
+	return []string{name, itoa(qi.Pending), itoa(qi.Active), itoa(qi.Scheduled), itoa(qi.Retry), itoa(qi.Dead),
+		itoa(qi.Succeeded), itoa(qi.Waiting), latency(qi.Latency)}
 }
 
 // latency renders the age of the oldest pending task at a useful precision.
