@@ -10,14 +10,14 @@ import (
 )
 
 // describeCommand shows one thing in full, as kubectl describe does: a
-// queue, a task, a group or a workflow. Exit codes: 0 shown; 1 Redis
+// queue, a task, a group, a workflow or a workflow's node. Exit codes: 0 shown; 1 Redis
 // unreachable, not found (the message says whether the queue or the
 // prefix has nothing); 2 bad flags, kind or name.
 type describeCommand struct{}
 
 func (*describeCommand) name() string { return "describe" }
 func (*describeCommand) summary() string {
-	return "show a queue, a task, a group or a workflow in full"
+	return "show a queue, a task, a group, a workflow or a node in full"
 }
 
 const describeDetails = `
@@ -26,6 +26,8 @@ Kinds:
   task ID --queue Q        every field: payload, headers, error, result
   group NAME --queue Q     its tasks waiting and running, weight, pause
   workflow ID              its state and every node, a chain's or batch's too
+  node NAME --workflow ID  a node's state, edges, result, and its task while
+                           Redis keeps it (a node's task needs no retention)
 
 --output json prints the same as one JSON object.`
 
@@ -35,25 +37,28 @@ const describeExitCodes = `Exit codes:
      or the key prefix, has nothing (naming the prefixes that have queues)
   2  bad flags, kind or name`
 
-// describeKind shows one kind; needsQueue says it takes --queue.
+// describeKind shows one kind; scope names the flag it requires, whose
+// value show gets as scope: "queue", "workflow", or "" for none.
 type describeKind struct {
-	needsQueue bool
-	show       func(ctx context.Context, m *Main, s *session, q, name string, asJSON bool) error
+	scope string
+	show  func(ctx context.Context, m *Main, s *session, scope, name string, asJSON bool) error
 }
 
 var describeKinds = map[string]describeKind{
-	"queue":    {false, describeQueue},
-	"task":     {true, describeTask},
-	"group":    {true, describeGroup},
-	"workflow": {false, describeWorkflow},
+	"queue":    {"", describeQueue},
+	"task":     {"queue", describeTask},
+	"group":    {"queue", describeGroup},
+	"workflow": {"", describeWorkflow},
+	"node":     {"workflow", describeNode},
 }
 
 func (c *describeCommand) run(ctx context.Context, m *Main, args []string) error {
 	var f inspectFlags
-	var q string
+	var q, wf string
 	fs := m.flagSet(c)
 	f.add(fs)
 	fs.StringVar(&q, "queue", "", "the queue of the task or group")
+	fs.StringVar(&wf, "workflow", "", "the workflow of the node")
 	describe(fs, c, "KIND NAME [flags]", describeDetails, describeExitCodes)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -71,19 +76,31 @@ func (c *describeCommand) run(ctx context.Context, m *Main, args []string) error
 	if !ok {
 		return usageErr("unknown kind %q, want one of %s", pos[0], strings.Join(names, ", "))
 	}
-	if kind.needsQueue {
+	scope := ""
+	switch {
+	case kind.scope == "queue":
 		if err := needQueue(q); err != nil {
 			return err
 		}
-	} else if q != "" {
+		scope = q
+	case kind.scope == "workflow":
+		if wf == "" {
+			return usageErr("--workflow is required: describe node NAME --workflow ID")
+		}
+		scope = wf
+	}
+	if q != "" && kind.scope != "queue" {
 		return usageErr("--queue does not apply to describe %s", pos[0])
+	}
+	if wf != "" && kind.scope != "workflow" {
+		return usageErr("--workflow does not apply to describe %s", pos[0])
 	}
 	s, err := m.open(ctx, &f)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	return kind.show(ctx, m, s, q, pos[1], f.out.json())
+	return kind.show(ctx, m, s, scope, pos[1], f.out.json())
 }
 
 // fields are the lines of a description, "Name:  value", aligned.

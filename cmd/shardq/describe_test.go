@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/worker"
 )
 
 // TestDescribe shows each kind with --output json, and as text.
@@ -76,6 +80,8 @@ func TestDescribeBadInput(t *testing.T) {
 		{"UnknownKind", nil, []string{"pod", "x"}, exitUsage, `unknown kind "pod"`},
 		{"NoQueue", nil, []string{"task", "x"}, exitUsage, "--queue is required"},
 		{"QueueOfWorkflow", nil, []string{"workflow", "x", "--queue", "q"}, exitUsage, "--queue does not apply"},
+		{"NodeWithoutWorkflow", nil, []string{"node", "x"}, exitUsage, "--workflow is required"},
+		{"WorkflowOfTask", nil, []string{"task", "x", "--queue", "q", "--workflow", "w"}, exitUsage, "--workflow does not apply"},
 		{"Help", nil, []string{"-h"}, exitOK, "Kinds:"},
 	})
 }
@@ -105,5 +111,73 @@ func TestDescribeBatch(t *testing.T) {
 	code, out, _ := run(t, f.env, "describe", "workflow", id)
 	if code != exitOK || !strings.Contains(out, "2 members: 2 pending, 0 succeeded, 0 dead; closed") {
 		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// TestDescribeNode: a workflow fetch → store → report, where fetch
+// succeeded with a result and no retention (its task is gone), store runs
+// and report waits. describe node shows each as the dashboard's node page
+// does: fetch's result and a task no longer kept; store's task, kept while
+// it runs; report waiting on its parent. An unknown node is not found.
+func TestDescribeNode(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	w := queue.NewWorkflow()
+	w.Add("fetch", queue.NewRawTask("fetch", nil, queue.In("nodes")))
+	w.Add("store", queue.NewRawTask("store", nil, queue.In("nodes")), queue.After("fetch"))
+	w.Add("report", queue.NewRawTask("report", nil, queue.In("nodes")), queue.After("store"))
+	id, err := f.client.EnqueueWorkflow(ctx, w)
+	must(t, err)
+	release := make(chan struct{})
+	mux := worker.NewMux()
+	mux.HandleFunc("fetch", func(ctx context.Context, task *worker.Task) error {
+		return task.SetResult(ctx, []byte(`{"rows":42}`))
+	})
+	mux.HandleFunc("store", func(ctx context.Context, _ *worker.Task) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	cfg := worker.Config{Queues: map[string]int{"nodes": 1}, Concurrency: 2}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := worker.NewServer(f.srv.Client(t), cfg, mux)
+	must(t, err)
+	must(t, srv.Start(ctx))
+	t.Cleanup(func() {
+		close(release)
+		_ = srv.Shutdown(context.Background())
+	})
+	var store nodeDescription
+	waitUntil(t, 30*time.Second, "store to run", func() bool {
+		f.jsonOut(t, &store, "describe", "node", "store", "--workflow", id)
+		return store.Task != nil && store.Task.State == "active"
+	})
+	if store.Node.State != "enqueued" || store.Node.Parents[0].Parent != "fetch" || len(store.Children) != 1 ||
+		store.Children[0].Child != "report" || store.Result != nil || store.WorkflowState != "active" {
+		t.Fatalf("store: %+v", store)
+	}
+
+	var fetch nodeDescription
+	f.jsonOut(t, &fetch, "describe", "node", "fetch", "--workflow", id)
+	if fetch.Node.State != "succeeded" || fetch.Result == nil || *fetch.Result != `{"rows":42}` || !fetch.TaskGone || fetch.Task != nil {
+		t.Fatalf("fetch: %+v", fetch)
+	}
+	code, out, errOut := run(t, f.env, "describe", "node", "fetch", "--workflow", id)
+	if code != exitOK || !strings.Contains(out, `{"rows":42}`) || !strings.Contains(out, "(gone: retention passed)") || !strings.Contains(out, "store (if this dies: fail)") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	fits(t, "describe node", out)
+
+	var report nodeDescription
+	f.jsonOut(t, &report, "describe", "node", "report", "--workflow", id)
+	if report.Node.State != "waiting" || report.Task != nil || report.TaskGone || len(report.Children) != 0 {
+		t.Fatalf("report: %+v", report)
+	}
+	code, _, errOut = run(t, f.env, "describe", "node", "nope", "--workflow", id)
+	if code != exitFailure || !strings.Contains(errOut, `has no node "nope"`) {
+		t.Fatalf("unknown node: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shardq/shardq/queue"
 )
 
 // workflowDescription is a workflow with its nodes.
@@ -24,6 +26,14 @@ type nodeJSON struct {
 	State   string     `json:"state"`
 	Parents []edgeJSON `json:"parents,omitempty"`
 	Error   string     `json:"error,omitempty"`
+}
+
+func newNodeJSON(n queue.WorkflowNode) nodeJSON {
+	v := nodeJSON{Name: n.Name, TaskID: n.TaskID, Queue: n.Queue, Type: n.Type, State: string(n.State), Error: n.Error}
+	for _, e := range n.Parents {
+		v.Parents = append(v.Parents, edgeJSON{Parent: e.Parent, OnDead: string(e.OnDead)})
+	}
+	return v
 }
 
 // edgeJSON is an edge from a parent, with what the node does when the
@@ -46,11 +56,7 @@ func describeWorkflow(ctx context.Context, m *Main, s *session, _, id string, as
 	}
 	d := workflowDescription{workflowJSON: newWorkflowJSON(kind, w), Batch: batch, Nodes: make([]nodeJSON, 0, len(w.Nodes))}
 	for _, n := range w.Nodes {
-		v := nodeJSON{Name: n.Name, TaskID: n.TaskID, Queue: n.Queue, Type: n.Type, State: string(n.State), Error: n.Error}
-		for _, e := range n.Parents {
-			v.Parents = append(v.Parents, edgeJSON{Parent: e.Parent, OnDead: string(e.OnDead)})
-		}
-		d.Nodes = append(d.Nodes, v)
+		d.Nodes = append(d.Nodes, newNodeJSON(n))
 	}
 	if asJSON {
 		return writeJSON(m.Stdout, d)

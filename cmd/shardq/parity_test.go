@@ -91,7 +91,7 @@ var dashboardReads = map[string]string{
 	"/api/csrf":                          "", // the token of the dashboard's own forms
 	"/api/workflows":                     "get workflows",
 	"/api/workflows/{id}":                "describe workflow",
-	"/api/workflows/{id}/node":           "describe workflow", // each node's state and task; not yet a node's result
+	"/api/workflows/{id}/node":           "describe node",
 	"/api/batches/{id}":                  "describe workflow",
 }
 
