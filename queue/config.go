@@ -14,7 +14,7 @@ import (
 type Config struct {
 	// Prefix starts every key. Defaults to "shardq".
 	Prefix string
-	// MaxPayloadSize bounds a task's payload in bytes. Defaults to 1 MiB.
+	// MaxPayloadSize bounds a task's payload in bytes, before compression. Defaults to 1 MiB, NewTask's bound.
 	MaxPayloadSize int
 	// ShardSize bounds each shard of a pending list. Defaults to 1000.
 	ShardSize int

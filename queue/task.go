@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 
+	"github.com/shardq/shardq/internal/config"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -18,12 +19,12 @@ type Task struct {
 
 // NewTask returns a task whose payload is v encoded with msgpack; handlers
 // decode it into their own type. A struct's fields are keyed by their
-// msgpack tag, else their json tag, else their name, so handlers in other
-// languages and the dashboard see the names of its JSON encoding. It fails when v does not encode, or
-// encodes to bytes that are not whole msgpack (a msgpack.RawMessage whose
-// header claims more than it holds), when typ is not a valid name
-// or when an option is invalid (ErrInvalid), so a
-// bad task is caught where it is made.
+// msgpack tag, else their json tag, else their name, as JSON names them.
+// It fails with ErrInvalid, so a bad task is caught where it is made, when
+// v does not encode, or encodes to bytes that are not whole msgpack, or to
+// more than 1 MiB, the default Config.MaxPayloadSize (as Enqueue fails: a
+// Client allowing more takes NewRawTask); when typ is not a valid name; or
+// when an option is invalid.
 func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 	if err := checkType(typ); err != nil {
 		return nil, err
@@ -39,6 +40,9 @@ func NewTask(typ string, v any, opts ...Option) (*Task, error) {
 	// returns, as it is: bytes a worker would send to dead, refused here
 	if err := wire.Check(b); err != nil {
 		return nil, fmt.Errorf("%w: payload of %q: %w", errInvalidTask, typ, err)
+	}
+	if len(b) > config.DefaultMaxPayloadSize {
+		return nil, fmt.Errorf("%w: task %q payload is %d bytes, limit %d", errPayloadTooLarge, typ, len(b), config.DefaultMaxPayloadSize)
 	}
 	return &Task{typ: typ, payload: b, opts: opts}, nil
 }
