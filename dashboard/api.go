@@ -219,19 +219,9 @@ func (d *server) apiTasks(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	var page *queue.TaskPage
-	if group := groupParam(r.URL.Query().Get("group")); group != "" {
-		f, ferr := d.listGroup(r.Context(), q, group)
-		if ferr == nil {
-			page = &queue.TaskPage{Tasks: f.Tasks}
-			if f.More {
-				page.Next = f.Next
-			}
-		}
-		err = ferr
-	} else {
-		page, err = d.insp.ListTasks(r.Context(), inspectorQuery(q))
-	}
+	iq := inspectorQuery(q)
+	iq.Group = groupParam(r.URL.Query().Get("group"))
+	page, err := d.insp.ListTasks(r.Context(), iq)
 	if err != nil {
 		d.fail(w, r, err)
 		return

@@ -195,12 +195,15 @@ func (d *server) queuePage(w http.ResponseWriter, r *http.Request) {
 	data.After, data.Limit = q.After, q.Limit
 	var tasks []*queue.TaskInfo
 	if data.Group = groupParam(r.URL.Query().Get("group")); data.Group != "" {
-		f, err := d.listGroup(r.Context(), q, data.Group)
+		gq := inspectorQuery(q)
+		gq.Group = data.Group
+		p, err := d.insp.ListTasks(r.Context(), gq)
 		if err != nil {
 			d.fail(w, r, err)
 			return
 		}
-		tasks, data.Next, data.HasNext, data.Scanned = f.Tasks, f.Next, f.More, f.Scanned
+		// a filter reads as a search does: Next is "" at the listing's end
+		tasks, data.Next, data.HasNext, data.Scanned = p.Tasks, p.Next, p.Next != "", p.Scanned
 	} else {
 		p, err := d.insp.ListTasks(r.Context(), inspectorQuery(q))
 		if err != nil {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -18,11 +19,7 @@ const maxSearchScan = inspect.MaxSearchScan
 // holds the newest Config.FeedSize tasks per partition, dead and
 // succeeded what their caps and retention keep.
 func (i *Inspector) filtered(ctx context.Context, q TaskQuery) (*TaskPage, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = defaultPageSize
-	}
-	limit = min(limit, maxPageSize)
+	limit := min(cmp.Or(max(q.Limit, 0), defaultPageSize), maxPageSize) // none or below 0: the default
 	scan := q.Scan
 	if scan <= 0 || scan > maxSearchScan {
 		scan = maxSearchScan
@@ -34,7 +31,7 @@ func (i *Inspector) filtered(ctx context.Context, q TaskQuery) (*TaskPage, error
 			return false
 		case strings.HasSuffix(q.Type, "*") && !strings.HasPrefix(ti.Type, strings.TrimSuffix(q.Type, "*")):
 			return false
-		case q.IDPrefix != "" && !strings.HasPrefix(ti.ID, q.IDPrefix):
+		case q.IDPrefix != "" && !strings.HasPrefix(ti.ID, q.IDPrefix), q.Group != "" && ti.Group != q.Group:
 			return false
 		case errText != "" && !strings.Contains(strings.ToLower(ti.LastError), errText):
 			return false

@@ -6,7 +6,7 @@ import (
 )
 
 // TestListTasksFilters: ListTasks with filters finds by type (exact and
-// prefix) and by ID prefix; bounded scans go on from their marker and
+// prefix), by ID prefix and by group, alone or together; bounded scans go on from their marker and
 // never miss a match; without a filter it lists the page as it did.
 func TestListTasksFilters(t *testing.T) {
 	t.Parallel()
@@ -77,9 +77,38 @@ func TestListTasksFilters(t *testing.T) {
 	if !got(r)[mail[0]] {
 		t.Fatalf("by ID prefix %q: %v", mail[0][:30], got(r))
 	}
+	// by group, alone and with a type: the pending list read from its
+	// head, a limit and its marker going on to the rest
+	var acme []string
+	for i := range 9 {
+		typ := []string{"email:send", "report", "report"}[i%3]
+		info, err := b.client.Enqueue(ctx, NewRawTask(typ, nil), In("s"), Group([]string{"acme", "globex", "initech"}[i%3]))
+		must(t, err)
+		if i%3 == 0 {
+			acme = append(acme, info.ID)
+		}
+	}
+	g1, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "s", State: StatePending, Group: "acme", Limit: 2})
+	must(t, err)
+	g2, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "s", State: StatePending, Group: "acme", After: g1.Next})
+	must(t, err)
+	if len(g1.Tasks) != 2 || g1.Next == "" || len(g2.Tasks) != 1 || g2.Next != "" ||
+		g1.Tasks[0].ID != acme[0] || g1.Tasks[1].ID != acme[1] || g2.Tasks[0].ID != acme[2] {
+		t.Fatalf("by group acme: %+v then %+v, want %v in order", got(g1), got(g2), acme)
+	}
+	r, err = b.insp.ListTasks(ctx, TaskQuery{Queue: "s", Group: "globex", Type: "email:send"})
+	must(t, err)
+	if len(r.Tasks) != 0 {
+		t.Fatalf("group globex and type email:send: %v, want none (globex's are reports)", got(r))
+	}
+	r, err = b.insp.ListTasks(ctx, TaskQuery{Queue: "s", Group: "initech", Type: "report"})
+	must(t, err)
+	if len(r.Tasks) != 3 || r.Tasks[0].Group != "initech" {
+		t.Fatalf("group initech and type report: %d tasks", len(r.Tasks))
+	}
 	// (the error-text search runs over a real worker's dead and retrying
 	// tasks in dashboard.TestSearchPage)
-	if r, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "s", Limit: 100}); err != nil || len(r.Tasks) != 30 || r.Scanned != 0 {
-		t.Fatalf("no filter: %v, %+v; want a page of all 30, no scan", err, r)
+	if r, err := b.insp.ListTasks(ctx, TaskQuery{Queue: "s", Limit: 100}); err != nil || len(r.Tasks) != 39 || r.Scanned != 0 {
+		t.Fatalf("no filter: %v, %+v; want a page of all 39, no scan", err, r)
 	}
 }

@@ -45,7 +45,7 @@ type TaskQuery struct {
 	// and retry. Pending tasks page from the head (next to run) only.
 	Newest bool
 
-	// Filters: with any of Type, Error and IDPrefix set, ListTasks keeps
+	// Filters: with any of Type, Error, IDPrefix and Group set, ListTasks keeps
 	// the tasks every filter given matches, reading newest first (pending:
 	// from the head) at most Scan tasks per call; the page may hold fewer
 	// than Limit tasks before its end, and Next goes on further back.
@@ -61,6 +61,8 @@ type TaskQuery struct {
 	Error string
 	// IDPrefix matches the start of the task ID.
 	IDPrefix string
+	// Group matches the task's group (Group) exactly.
+	Group string
 	// Scan bounds how many tasks a filtered call reads (default and at
 	// most 2,000), so its cost is bounded whatever the queue's size.
 	Scan int
@@ -89,7 +91,7 @@ type TaskPage struct {
 // (score, ID), and the pending list by a position that is found again by
 // ID after pops. A task that moves (a lease extended, a task requeued to
 // the head) may be seen twice. Partitions are merged by time. A query
-// with filters (Type, Error, IDPrefix) reads as TaskQuery says.
+// with filters (Type, Error, IDPrefix, Group) reads as TaskQuery says.
 func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, error) {
 	if err := taskState("list tasks", q.State); err != nil {
 		return nil, err
@@ -97,7 +99,7 @@ func (i *Inspector) ListTasks(ctx context.Context, q TaskQuery) (*TaskPage, erro
 	if q.State == "" {
 		q.State = stateRecent
 	}
-	if q.Type != "" || q.Error != "" || q.IDPrefix != "" {
+	if q.Type != "" || q.Error != "" || q.IDPrefix != "" || q.Group != "" {
 		return i.filtered(ctx, q)
 	}
 	return i.listTasks(ctx, q)

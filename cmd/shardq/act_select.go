@@ -6,8 +6,8 @@ import (
 	"github.com/shardq/shardq/queue"
 )
 
-// maxBulkScan bounds how many tasks a query that filters by group alone
-// reads (queue.TaskQuery has no group filter: every task is read).
+// maxBulkScan bounds how many tasks one selection reads: a filter that
+// matches few tasks of a large state reads every one.
 const maxBulkScan = 200_000
 
 // countOf is how many tasks of qi are in state.
@@ -29,11 +29,11 @@ func countOf(qi *queue.QueueInfo, state queue.State) int64 {
 
 // matching reads the IDs of the tasks the flags select, at most f.max,
 // and whether more match: the dashboard's search (ListTasks with
-// filters), a page after another, and the group kept here.
+// filters), a page after another.
 func matching(ctx context.Context, insp *queue.Inspector, f *actFlags) ([]string, bool, error) {
 	q := queue.TaskQuery{Queue: f.queue, State: queue.State(f.state), Type: f.typ, Error: f.errText,
-		IDPrefix: f.idPrefix, Limit: 1000}
-	searching := q.Type != "" || q.Error != "" || q.IDPrefix != ""
+		IDPrefix: f.idPrefix, Group: f.group, Limit: 1000}
+	searching := q.Type != "" || q.Error != "" || q.IDPrefix != "" || q.Group != ""
 	var ids []string
 	scanned := 0
 	for {
@@ -43,9 +43,6 @@ func matching(ctx context.Context, insp *queue.Inspector, f *actFlags) ([]string
 		}
 		scanned += max(page.Scanned, len(page.Tasks))
 		for _, ti := range page.Tasks {
-			if f.group != "" && ti.Group != f.group {
-				continue
-			}
 			if len(ids) == f.max {
 				return ids, true, nil
 			}
@@ -55,7 +52,7 @@ func matching(ctx context.Context, insp *queue.Inspector, f *actFlags) ([]string
 		if end {
 			return ids, false, nil
 		}
-		if !searching && scanned >= maxBulkScan {
+		if scanned >= maxBulkScan {
 			return ids, true, nil
 		}
 		q.After = page.Next

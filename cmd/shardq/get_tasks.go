@@ -20,7 +20,7 @@ type taskPage struct {
 // getTasks lists a page of a queue's tasks.
 func getTasks(ctx context.Context, m *Main, s *session, f *getFlags, _ []string) error {
 	q := f.query()
-	page, err := listTasks(ctx, s.insp, q, f.group)
+	page, err := s.insp.ListTasks(ctx, q)
 	if err != nil {
 		return s.explain(ctx, err, f.queue)
 	}
@@ -36,7 +36,7 @@ func getTasks(ctx context.Context, m *Main, s *session, f *getFlags, _ []string)
 		state = stateShown(q)
 	}
 	writeTasks(m, page.Tasks, state)
-	if more(q, f.group, page) {
+	if more(q, page) {
 		fmt.Fprintf(m.Stderr, "more: add --after %s\n", page.Next)
 	}
 	return nil
@@ -46,7 +46,7 @@ func getTasks(ctx context.Context, m *Main, s *session, f *getFlags, _ []string)
 // --state, the recent feed, as the dashboard's search reads it.
 func (f *getFlags) query() queue.TaskQuery {
 	q := queue.TaskQuery{Queue: f.queue, State: queue.State(f.state), After: f.after, Limit: f.limit,
-		Type: f.typ, Error: f.errText, IDPrefix: f.idPrefix, Scan: f.scan}
+		Type: f.typ, Error: f.errText, IDPrefix: f.idPrefix, Group: f.group, Scan: f.scan}
 	if q.State == "" {
 		q.State = queue.StatePending
 		if q.Type != "" || q.Error != "" || q.IDPrefix != "" {
@@ -66,14 +66,12 @@ func (f *getFlags) query() queue.TaskQuery {
 // more reports whether tasks follow page: a search's Next is "" at the
 // end, and a listing's page is short there (its Next stays set, for a
 // reader that comes back for what arrives later).
-func more(q queue.TaskQuery, group string, page *queue.TaskPage) bool {
+func more(q queue.TaskQuery, page *queue.TaskPage) bool {
 	switch {
 	case page.Next == "":
 		return false
-	case q.Type != "" || q.Error != "" || q.IDPrefix != "":
+	case q.Type != "" || q.Error != "" || q.IDPrefix != "" || q.Group != "":
 		return true
-	case group != "":
-		return page.Scanned >= q.Scan || len(page.Tasks) >= q.Limit
 	}
 	return len(page.Tasks) >= q.Limit
 }
@@ -84,34 +82,6 @@ func stateShown(q queue.TaskQuery) queue.State {
 		return stateRecent
 	}
 	return q.State
-}
-
-// listTasks reads a page of q; with a group, it keeps that group's tasks,
-// reading pages of q.Limit until q.Limit matched or q.Scan tasks were
-// read. queue.TaskQuery has no group filter, so the group's tasks are
-// picked here from what the Inspector lists.
-func listTasks(ctx context.Context, insp *queue.Inspector, q queue.TaskQuery, group string) (*queue.TaskPage, error) {
-	if group == "" {
-		return insp.ListTasks(ctx, q)
-	}
-	out := &queue.TaskPage{}
-	for {
-		page, err := insp.ListTasks(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		out.Scanned += max(len(page.Tasks), page.Scanned)
-		for _, ti := range page.Tasks {
-			if ti.Group == group {
-				out.Tasks = append(out.Tasks, ti)
-			}
-		}
-		out.Next = page.Next
-		if page.Next == "" || len(out.Tasks) >= q.Limit || out.Scanned >= q.Scan || (len(page.Tasks) == 0 && page.Scanned == 0) {
-			return out, nil
-		}
-		q.After = page.Next
-	}
 }
 
 // writeTasks prints tasks as a table: the ID whole, the type and error
