@@ -210,8 +210,9 @@ class Client:
         full_messages: bool = False,
         context_headers: Optional[Callable[[], Mapping[str, str]]] = None,
     ) -> None:
-        if not isinstance(redis_client, redis.Redis):
-            raise InvalidError(f"invalid redis_client: a {type(redis_client).__name__}, want a redis.Redis")
+        given: object = redis_client  # checked as any object: callers may pass anything
+        if not isinstance(given, redis.Redis):
+            raise InvalidError(f"invalid redis_client: a {type(given).__name__}, want a redis.Redis")
         if redis_client.connection_pool.connection_kwargs.get("decode_responses"):
             raise InvalidError("invalid redis_client: decode_responses=True; the client reads binary values, use decode_responses=False")
         kwargs = redis_client.connection_pool.connection_kwargs
@@ -610,7 +611,7 @@ class Client:
         give_up = time.monotonic() + _REFUSED_PATIENCE
         attempt = 0
         while todo:
-            pipe = self._redis.pipeline(transaction=False)
+            pipe: Any = self._redis.pipeline(transaction=False)  # redis-py stubs leave execute_command untyped
             for i in todo:
                 pipe.execute_command(*cmds[i].wire())
             out = pipe.execute(raise_on_error=False)
@@ -644,7 +645,7 @@ class Client:
         if self._claimed:
             return
         key = f"{self.prefix}:protocol"
-        pipe = self._redis.pipeline(transaction=False)
+        pipe: Any = self._redis.pipeline(transaction=False)  # redis-py stubs leave execute_command untyped
         # get=True: redis-py then hands back the reply, not a bool
         pipe.execute_command("SET", key, PROTOCOL_VERSION, "NX", "GET", get=True)
         pipe.execute_command("TIME")
@@ -695,7 +696,7 @@ class Client:
         count, else the larger of the registry's and the configured count.
         Raises :class:`TaskNotFoundError` for a queue the registry lacks."""
         check_name("queue name", queue)
-        pipe = self._redis.pipeline(transaction=False)
+        pipe: Any = self._redis.pipeline(transaction=False)  # redis-py stubs leave execute_command untyped
         pipe.execute_command("HGET", f"{self.prefix}:queues", queue)
         pipe.execute_command("HGET", f"{self.prefix}:layout", queue)
         count, lay = pipe.execute()
