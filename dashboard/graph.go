@@ -209,15 +209,6 @@ func edgePath(x1, y1, x2, top, span int) string {
 		x2-colGap, lane, x2-b, lane, x2-b, y2, x2, y2)
 }
 
-// hasTask reports whether a node in state s was enqueued, so its task
-// has a page: a waiting node's task does not exist yet, and a failed,
-// skipped or cancelled node's never will.
-func hasTask(n queue.WorkflowNode) bool {
-	// a batch's gate has no task, and its members keep no queue
-	s := n.State
-	return n.TaskID != "" && n.Queue != "" && (s == queue.StateEnqueued || s == queue.StateSucceeded || s == queue.StateDead)
-}
-
 // cut shortens s to n runes, the last an ellipsis.
 func cut(s string, n int) string {
 	r := []rune(s)

@@ -2,12 +2,12 @@ package dashboard
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"unicode/utf8"
 
+	"github.com/shardq/shardq/internal/node"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -54,56 +54,36 @@ func nodePath(workflow, node string) string {
 	return "/workflows/" + url.PathEscape(workflow) + "/node?name=" + url.QueryEscape(node)
 }
 
-// readNode reads what the node page and its API show: the workflow's
-// nodes (for the node and its edges), the node's result, and its task.
+// readNode reads what the node page and its API show (node.Read), and
+// the node as the workflow's graph shows it.
 func (d *server) readNode(r *http.Request) (*nodeData, error) {
 	name, err := nodeName(r)
 	if err != nil {
 		return nil, err
 	}
-	wi, err := d.insp.GetWorkflow(r.Context(), r.PathValue("id"))
+	n, err := node.Read(r.Context(), d.insp, r.PathValue("id"), name)
 	if err != nil {
 		return nil, err
 	}
-	v := newWorkflowView(wi, newDAG(wi.Nodes))
-	data := &nodeData{WorkflowID: wi.ID, WorkflowState: string(wi.State)}
-	found := false
-	for _, n := range v.Nodes {
-		if n.Name == name {
-			data.Node, found = n, true
-		}
-		for _, e := range n.Parents {
-			if e.Parent == name {
-				data.Children = append(data.Children, childEdge{Child: n.Name, OnDead: e.OnDead})
-			}
+	v := newWorkflowView(n.Workflow, newDAG(n.Workflow.Nodes))
+	data := &nodeData{WorkflowID: n.Workflow.ID, WorkflowState: string(n.Workflow.State), Task: n.Task, TaskGone: n.TaskGone}
+	for _, nv := range v.Nodes {
+		if nv.Name == name {
+			data.Node = nv
 		}
 	}
-	if !found {
-		return nil, fmt.Errorf("workflow %s has no node %q: %w", wi.ID, name, queue.ErrNotFound)
+	for _, c := range n.Children {
+		data.Children = append(data.Children, childEdge{Child: c.Name, OnDead: string(c.OnDead)})
 	}
-	if data.Node.State == string(queue.StateSucceeded) {
-		res, err := d.insp.NodeResult(r.Context(), wi.ID, name)
-		switch {
-		case err != nil:
-			data.ResultError = err.Error()
-		case res != nil:
-			data.HasResult = true
-			if utf8.Valid(res) {
-				data.Result = string(res)
-			} else {
-				data.Result, data.ResultBinary = base64.StdEncoding.EncodeToString(res), true
-			}
-		}
-	}
-	if data.Node.Linked {
-		ti, err := d.insp.GetTask(r.Context(), data.Node.Queue, data.Node.TaskID)
-		switch {
-		case err == nil:
-			data.Task = ti
-		case errors.Is(err, queue.ErrNotFound):
-			data.TaskGone = true
-		default:
-			return nil, err
+	switch {
+	case n.ResultErr != nil:
+		data.ResultError = n.ResultErr.Error()
+	case n.Result != nil:
+		data.HasResult = true
+		if utf8.Valid(n.Result) {
+			data.Result = string(n.Result)
+		} else {
+			data.Result, data.ResultBinary = base64.StdEncoding.EncodeToString(n.Result), true
 		}
 	}
 	return data, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardq/shardq/internal/node"
 	"github.com/shardq/shardq/queue"
 )
 
@@ -95,7 +96,7 @@ func newWorkflowView(w *queue.WorkflowInfo, d *dag) *workflowView {
 	v := &workflowView{workflowSummary: *newWorkflowSummary(w), Nodes: make([]nodeView, 0, len(w.Nodes))}
 	for i, n := range w.Nodes {
 		nv := nodeView{Name: n.Name, TaskID: n.TaskID, Queue: n.Queue, Type: n.Type, State: string(n.State),
-			Layer: d.layer[i], Parents: []edgeView{}, Error: n.Error, Linked: hasTask(n)}
+			Layer: d.layer[i], Parents: []edgeView{}, Error: n.Error, Linked: node.HasTask(n)}
 		for _, e := range n.Parents {
 			nv.Parents = append(nv.Parents, edgeView{Parent: e.Parent, OnDead: string(cmp.Or(e.OnDead, queue.EdgeFail))})
 		}

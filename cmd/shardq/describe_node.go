@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/shardq/shardq/queue"
+	"github.com/shardq/shardq/internal/node"
 )
 
 // nodeDescription is a workflow's node in full, as the dashboard's node
@@ -86,55 +85,31 @@ func describeNode(ctx context.Context, m *Main, s *session, id, name string, asJ
 	return nil
 }
 
-// readNode reads the node of workflow id named name: the workflow's nodes
-// (for the node and its edges), the node's result when it succeeded, and
-// its task when it was enqueued.
+// readNode reads node name of workflow id (node.Read) in the node API's
+// shape.
 func readNode(ctx context.Context, s *session, id, name string) (*nodeDescription, error) {
-	w, err := s.insp.GetWorkflow(ctx, id)
+	n, err := node.Read(ctx, s.insp, id, name)
 	if err != nil {
 		return nil, err
 	}
-	d := &nodeDescription{WorkflowID: w.ID, WorkflowState: string(w.State), Children: []childJSON{}}
-	var node *queue.WorkflowNode
-	for i, n := range w.Nodes {
-		if n.Name == name {
-			node = &w.Nodes[i]
-		}
-		for _, e := range n.Parents {
-			if e.Parent == name {
-				d.Children = append(d.Children, childJSON{Child: n.Name, OnDead: string(e.OnDead)})
-			}
-		}
+	d := &nodeDescription{WorkflowID: n.Workflow.ID, WorkflowState: string(n.Workflow.State), Node: newNodeJSON(n.Node),
+		Children: []childJSON{}, TaskGone: n.TaskGone}
+	for _, c := range n.Children {
+		d.Children = append(d.Children, childJSON{Child: c.Name, OnDead: string(c.OnDead)})
 	}
-	if node == nil {
-		return nil, fmt.Errorf("workflow %s has no node %q: %w", w.ID, name, queue.ErrNotFound)
+	switch {
+	case n.ResultErr != nil:
+		d.ResultError = n.ResultErr.Error()
+	case n.Result == nil:
+	case utf8.Valid(n.Result):
+		text := string(n.Result)
+		d.Result = &text
+	default:
+		d.ResultBase64 = base64.StdEncoding.EncodeToString(n.Result)
 	}
-	d.Node = newNodeJSON(*node)
-	if node.State == queue.StateSucceeded {
-		res, err := s.insp.NodeResult(ctx, w.ID, name)
-		switch {
-		case err != nil:
-			d.ResultError = err.Error()
-		case res == nil:
-		case utf8.Valid(res):
-			text := string(res)
-			d.Result = &text
-		default:
-			d.ResultBase64 = base64.StdEncoding.EncodeToString(res)
-		}
-	}
-	// a batch's gate has no task, and its members keep no queue
-	if st := node.State; node.TaskID != "" && node.Queue != "" && (st == queue.StateEnqueued || st == queue.StateSucceeded || st == queue.StateDead) {
-		ti, err := s.insp.GetTask(ctx, node.Queue, node.TaskID)
-		switch {
-		case err == nil:
-			v := newTaskJSON(ti, false)
-			d.Task = &v
-		case errors.Is(err, queue.ErrNotFound):
-			d.TaskGone = true
-		default:
-			return nil, err
-		}
+	if n.Task != nil {
+		v := newTaskJSON(n.Task, false)
+		d.Task = &v
 	}
 	return d, nil
 }
