@@ -72,7 +72,15 @@ func (c *dashboardCommand) run(ctx context.Context, m *Main, args []string) erro
 	if *doctorEvery > 0 {
 		dc := newDoctorCollector()
 		reg.MustRegister(dc)
-		go dc.run(ctx, rdb, *prefix, *doctorEvery, m.Stderr)
+		// the audits stop, and write no more to m.Stderr, before run
+		// returns, whether it returns for ctx or for an error below
+		auditCtx, stopAudits := context.WithCancel(ctx)
+		audited := make(chan struct{})
+		go func() {
+			defer close(audited)
+			dc.run(auditCtx, rdb, *prefix, *doctorEvery, m.Stderr)
+		}()
+		defer func() { stopAudits(); <-audited }()
 	}
 	opts.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	opts.MetricsPublic = *publicMetrics
