@@ -82,18 +82,26 @@ func (s *Engine) status() ([]byte, error) {
 
 // countGroups adds the groups of held, tasks of queue leased ahead, to
 // into[queue]: the groups tab tells a group's running tasks from those
-// waiting in a worker by it. A task whose message does not decode is
-// counted in Ahead only; its handler will report it.
+// waiting in a worker by it. It reads a message's group alone
+// (wire.HeadKey), not its payload. A task whose message does not decode
+// is counted in Ahead only; its handler will report it.
 func countGroups(into map[string]map[string]int, queue string, held []leased) {
 	for _, t := range held {
-		var m wire.Message
-		if wire.DecodeMessageString(t.msg, &m) != nil || m.Key == "" {
+		g, ok := wire.HeadKey(t.msg)
+		if !ok {
+			var m wire.Message
+			if wire.DecodeMessageString(t.msg, &m) != nil {
+				continue
+			}
+			g = m.Key
+		}
+		if g == "" {
 			continue
 		}
 		if into[queue] == nil {
 			into[queue] = map[string]int{}
 		}
-		into[queue][m.Key]++
+		into[queue][g]++
 	}
 }
 

@@ -165,7 +165,9 @@ func FuzzUnmarshalPayload(f *testing.F) {
 
 // FuzzDecodeMessage: a stored message decodes through both entry points
 // alike, or neither; one that decodes encodes, in its own form, to a
-// message that decodes to the same, whose ID HeadID reads.
+// message that decodes to the same, whose ID HeadID reads and whose group
+// HeadKey does. HeadKey never reads past the bytes, and where it reads a
+// message that decodes, it reads its group.
 func FuzzDecodeMessage(f *testing.F) {
 	seedBombs(f)
 	id := NewID()
@@ -190,8 +192,12 @@ func FuzzDecodeMessage(f *testing.F) {
 		if (err == nil) != (serr == nil) {
 			t.Fatalf("DecodeMessage: %v; DecodeMessageString: %v", err, serr)
 		}
+		key, keyOK := HeadKey(string(b))
 		if err != nil {
 			return
+		}
+		if keyOK && key != m.Key {
+			t.Fatalf("HeadKey %q, the message's group %q", key, m.Key)
 		}
 		if !sameMessage(m, &s) {
 			t.Fatalf("DecodeMessage %+v, DecodeMessageString %+v", m, &s)
@@ -207,6 +213,9 @@ func FuzzDecodeMessage(f *testing.F) {
 			}
 			if head, ok := HeadID(string(enc)); len(m.ID) < 1<<16 && (!ok || head != m.ID) {
 				t.Fatalf("HeadID of %q's message: %q, %v", m.ID, head, ok)
+			}
+			if key, ok := HeadKey(string(enc)); !ok || key != m.Key {
+				t.Fatalf("HeadKey of the message of group %q: %q, %v", m.Key, key, ok)
 			}
 		}
 	})

@@ -230,6 +230,23 @@ func DecodeMessage(b []byte) (*Message, error) {
 	return &m, nil
 }
 
+// HeadKey returns the group (Message.Key) of a stored message without
+// decoding the rest, its payload above all: a compact message has none,
+// and a full one holds it second, after the ID. It reports false for a
+// message not in either layout; DecodeMessageString then reads it.
+func HeadKey(s string) (string, bool) {
+	if len(s) > 0 && (s[0] == compactMsgpack || s[0] == compactRaw) {
+		return "", true
+	}
+	if len(s) == 0 || s[0] < 0x93 || s[0] > 0x9d {
+		return "", false
+	}
+	r := reader[string]{b: s, i: 1, ok: true}
+	r.str()
+	key := r.str()
+	return key, r.ok
+}
+
 // HeadID returns the task ID a message opens with, read the way the Lua
 // scripts read it (include/msg_head.lua): an array, then a non-empty string
 // of at most 65,535 bytes. It reports false for a message that does not
