@@ -317,12 +317,12 @@ func FuzzDecodeProgress(f *testing.F) {
 	})
 }
 
-// FuzzDecodeWorkerStatus: a worker's status decodes or is an error, and
-// round-trips.
+// FuzzDecodeWorkerStatus: a worker's status, with its tasks ahead per
+// group, decodes or is an error, and round-trips.
 func FuzzDecodeWorkerStatus(f *testing.F) {
 	seedBombs(f)
 	st := &WorkerStatus{Host: "h", PID: 1, Started: 2, Queues: map[string]int{"q": 1}, Strict: true, Concurrency: 4,
-		Work: map[string]QueueWork{"q": {Running: 1, Done: 2, MeanMS: 3.5, Ahead: 1}}}
+		Work: map[string]QueueWork{"q": {Running: 1, Done: 2, MeanMS: 3.5, Ahead: 3, AheadGroups: map[string]int{"acme": 2, "": 1}}}, Protocol: "1.0"}
 	b, _ := st.Encode()
 	f.Add(b)
 	f.Add([]byte{0x81, 0xa1, 'q', 0xdf, 0xff, 0xff, 0xff, 0xff})
