@@ -3,9 +3,9 @@ package queue
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/shardq/shardq/internal/envelope"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -136,7 +136,7 @@ func (e *EnqueueError) Unwrap() []error {
 
 // redisError translates what Redis answered into a public error.
 func redisError(err error) error {
-	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
+	if rcall.IsOOM(err) {
 		return fmt.Errorf("%w: %v", ErrRedisOutOfMemory, err)
 	}
 	return err

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -44,7 +45,7 @@ func ClaimForProducer(ctx context.Context, rdb redis.UniversalClient, prefix str
 	if _, err := claimed(ctx, rdb, set, prefix, v); err != nil {
 		return err
 	}
-	if err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "OOM ") { // Nil: the SET recorded v; OOM: claimed read it
+	if err != nil && !errors.Is(err, redis.Nil) && !rcall.IsOOM(err) { // Nil: the SET recorded v; OOM: claimed read it
 		return fmt.Errorf("protocol: read the workers of prefix %q: %w", prefix, err)
 	}
 	since := now.Val().Add(-live).UnixMilli()

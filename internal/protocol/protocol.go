@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/keys"
+	"github.com/shardq/shardq/internal/rcall"
 )
 
 // Current is the version docs/protocol.md describes, which this build
@@ -80,7 +81,7 @@ func Claim(ctx context.Context, rdb redis.Cmdable, prefix string, v Version) (Ve
 func claimed(ctx context.Context, rdb redis.Cmdable, cmd *redis.StatusCmd, prefix string, v Version) (Version, error) {
 	key := keys.Protocol(prefix)
 	old, err := cmd.Result()
-	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
+	if rcall.IsOOM(err) {
 		old, err = rdb.Get(ctx, key).Result()
 	}
 	switch {

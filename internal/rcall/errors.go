@@ -21,6 +21,14 @@ func IsNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
+// IsOOM reports whether err is, or wraps, Redis's OOM reply: a write
+// refused at the maxmemory limit under noeviction. Scripts that only
+// drain (flagged allow-oom) still run.
+func IsOOM(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ")
+}
+
 // IsScriptError reports an error a script raised while it ran: a Lua
 // error, or the error of a command it called, which Redis 7 answers with
 // the script's place appended ("... script: <sha>, on

@@ -61,3 +61,30 @@ func TestIsScriptError(t *testing.T) {
 		t.Fatalf("closed client: %v, IsScriptError %v", err, IsScriptError(err))
 	}
 }
+
+// TestIsOOM: a write a full server refuses (maxmemory under noeviction)
+// is OOM, wrapped or not; other refusals and a nil error are not.
+func TestIsOOM(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	full := rdb.Set(ctx, "k", "v", 0).Err()
+	if !IsOOM(full) || !IsOOM(fmt.Errorf("claim: %w", full)) {
+		t.Fatalf("SET on a full server: %v, IsOOM false", full)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{nil, rdb.HGet(ctx, "nope", "x").Err(), replyError("READONLY You can't write against a read only replica."),
+		replyError("ERR OOM in the key's name")} {
+		if IsOOM(err) {
+			t.Errorf("IsOOM(%v) = true", err)
+		}
+	}
+}

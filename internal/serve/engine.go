@@ -162,7 +162,7 @@ func (s *Engine) Open(ctx context.Context) error {
 		// A full Redis (maxmemory, noeviction) refuses the registry's HSET,
 		// but the scripts that drain a queue run anyway: start, so the
 		// queue drains and makes room. Producers registered their queues.
-		if !strings.HasPrefix(err.Error(), "OOM ") {
+		if !rcall.IsOOM(err) {
 			return err
 		}
 		s.log.Warn("Redis is out of memory: starting without registering queues or writing limits", "err", err)
