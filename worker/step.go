@@ -37,8 +37,8 @@ type stepLog struct {
 // error from fn records nothing, so the next attempt runs fn again too.
 //
 // The value is stored as msgpack, a struct keyed by json tags as
-// payloads are, and decoded into T on the next attempts. The values of all of a task's steps together are
-// capped like a result (queue.Config.MaxPayloadSize): past it Step
+// payloads are, and decoded into T on the next attempts. The values of
+// all of a task's steps together are capped like a result (queue.Config.MaxPayloadSize): past it Step
 // returns fn's value with ErrInvalid and records nothing. The
 // records go when the task does, and a kept task keeps them for its
 // Retention. queue.Inspector.GetTask and the dashboard's task page show

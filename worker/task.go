@@ -45,8 +45,9 @@ type Task struct {
 
 // Decode decodes the payload into v: msgpack by msgpack tags, else json
 // tags, else field names, as queue.NewTask encodes it (a payload of
-// 0.1.0, keyed by field names, decodes as it did), or, for a raw payload (queue.NewRawTask,
-// shardq enqueue --json, producers outside Go), JSON as encoding/json
+// 0.1.0, keyed by field names, decodes as it did), or, for a raw payload
+// (queue.NewRawTask, shardq enqueue --json, producers outside Go), JSON
+// as encoding/json
 // reads it, by json tags. A payload none of whose keys fits a field of a
 // struct v is queue.ErrPayloadMismatch, never a silent zero value.
 func (t *Task) Decode(v any) error {

@@ -21,10 +21,10 @@ var ErrPayloadMismatch = errors.New("payload does not fit the target type")
 // DecodePayload decodes a task's payload into v: msgpack, as queue.NewTask
 // encodes it, by msgpack tags, else json tags, else field names (a payload
 // 0.1.0 wrote, keyed by msgpack tags and field names, decodes as it was
-// written: UnmarshalPayload); or, for
-// a raw payload (queue.NewRawTask, shardq enqueue --json, producers outside
-// Go), JSON as encoding/json decodes it: by json tags, untagged fields by
-// name without regard to case; a JSON object that fits no field that way
+// written: UnmarshalPayload); or, for a raw payload (queue.NewRawTask,
+// shardq enqueue --json, producers outside Go), JSON as encoding/json
+// decodes it: by json tags, untagged fields by name without regard to
+// case; a JSON object that fits no field that way
 // is tried once more by msgpack tags, for structs tagged only for msgpack.
 // Keys the target lacks are ignored, as encoding/json does, but an object
 // none of whose keys fits a field of a struct target is
