@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -357,24 +358,29 @@ func startNewWorker(ctx context.Context, t *testing.T, srv *redistest.Server, qc
 	cfg.Config = qcfg
 	cfg.Queues = map[string]int{rollingQueue: 1}
 	cfg.Concurrency = 4
-	w, err := worker.NewServer(wrdb, cfg, mux)
+	return startWorker(ctx, t, wrdb, cfg, mux)
+}
+
+// startWorker starts a current worker; the returned function shuts it
+// down, once, as does the test's end.
+func startWorker(ctx context.Context, t *testing.T, rdb redis.UniversalClient, cfg worker.Config, h worker.Handler) func() {
+	t.Helper()
+	w, err := worker.NewServer(rdb, cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
+	var once sync.Once
 	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := w.Shutdown(sctx); err != nil {
-			t.Errorf("Shutdown of the current worker: %v", err)
-		}
+		once.Do(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := w.Shutdown(sctx); err != nil {
+				t.Errorf("Shutdown of the current worker: %v", err)
+			}
+		})
 	}
 	t.Cleanup(stop)
 	return stop

@@ -84,30 +84,11 @@ func TestUpgradeFrom010(t *testing.T) {
 	}
 
 	rec := newRecorder()
-	srvW, err := worker.NewServer(wrdb, worker.Config{
+	stop := startWorker(ctx, t, wrdb, worker.Config{
 		Config:      qcfg,
 		Concurrency: 4,
 		Queues:      map[string]int{"compat": 1, "compat_b": 1},
 	}, rec.mux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srvW.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer scancel()
-		if err := srvW.Shutdown(sctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	}
-	t.Cleanup(stop)
 
 	want := expectedRuns()
 	rec.waitFor(ctx, t, func() bool { return len(rec.missing(want)) == 0 }, "every task the 0.1.0 producer enqueued to run",
