@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
@@ -46,24 +47,18 @@ type BatchOptions struct {
 	Parent string
 }
 
-const (
-	batchGate       = home.Gate
-	batchOnSuccess  = home.OnSuccess
-	batchOnComplete = home.OnComplete
-)
-
 // batchShape is what makes a workflow a batch: its join nodes (the
 // callbacks: every other node is their parent, with no field stored per
 // edge; OnComplete over EdgeRun, OnSuccess over EdgeFail, so a dead
-// member fails OnSuccess until a retry makes it succeed), its gate, its
-// description, and, for a nested batch, its parent and its node there.
+// member fails OnSuccess until a retry makes it succeed), its
+// description, and, for a nested batch, its parent and its node there;
+// its gate is home.Gate.
 type batchShape struct {
 	join   []string // each name after its edge's letter
-	gate   string
 	desc   string
 	parent string
 	node   string
-	inside bool // the caller is a task of the parent
+	inside bool // the caller is a task of the parent; go-redis sends "1" or "0"
 }
 
 // maxNodes is w's bound of nodes.
@@ -90,18 +85,18 @@ func (c *Client) NewBatch(ctx context.Context, o BatchOptions) (string, error) {
 	}
 	id := newFlowID(o.Parent)
 	w := NewWorkflow()
-	w.shape = &batchShape{gate: batchGate, desc: o.Description, parent: o.Parent, inside: o.Parent != "" && home.MemberOf(ctx) == o.Parent}
+	w.shape = &batchShape{desc: o.Description, parent: o.Parent, inside: o.Parent != "" && home.MemberOf(ctx) == o.Parent}
 	if o.Parent != "" {
 		w.shape.node = "." + keys.ShortID(id)
 	}
-	w.add(batchGate, nil, nil)
+	w.add(home.Gate, nil, nil)
 	if o.OnComplete != nil {
-		w.add(batchOnComplete, o.OnComplete, nil)
-		w.shape.join = append(w.shape.join, edgeCode(EdgeRun)+batchOnComplete)
+		w.add(home.OnComplete, o.OnComplete, nil)
+		w.shape.join = append(w.shape.join, edgeCode(EdgeRun)+home.OnComplete)
 	}
 	if o.OnSuccess != nil {
-		w.add(batchOnSuccess, o.OnSuccess, nil)
-		w.shape.join = append(w.shape.join, edgeCode(EdgeFail)+batchOnSuccess)
+		w.add(home.OnSuccess, o.OnSuccess, nil)
+		w.shape.join = append(w.shape.join, edgeCode(EdgeFail)+home.OnSuccess)
 	}
 	if _, _, err := c.recordWorkflow(ctx, id, w, "new"); err != nil {
 		if o.Parent != "" {
@@ -186,7 +181,7 @@ func (c *Client) CloseBatch(ctx context.Context, id string) error {
 		// no grace: the callbacks a cluster puts into the outbox are
 		// delivered below, as due
 		reply, err = script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)},
-			h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), 0, "note", home.MaxBatchNodes, maxWorkflowEdges, "", batchGate).Slice()
+			h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), 0, "note", home.MaxBatchNodes, maxWorkflowEdges, "", home.Gate).Slice()
 		return err
 	})
 	if err != nil {
@@ -200,58 +195,45 @@ func (c *Client) CloseBatch(ctx context.Context, id string) error {
 	}
 	if len(reply) > 1 {
 		// callbacks due: deliver them now; workers' sweeps would otherwise
-		env := c.flowEnv()
+		env := flowEnv(c.rdb, &c.cfg)
 		_ = rcall.Do(ctx, c.rdb, func() error { _, err := env.Deliver(ctx, []int{hn}); return err })
 	}
 	return nil
 }
 
-// delivery builds task t (with call options opts) as a flow task under
-// id (stored), or a generated ID when id is "": ref is its flow ref (a callback carries its batch's). info, when
-// not nil, receives the task's info.
-func (c *Client) delivery(ctx context.Context, t *Task, opts []Option, id, ref string, info *TaskInfo) (*wire.Delivery, error) {
-	if t != nil {
-		o, err := resolveOptions(t.opts, opts)
-		switch {
-		case err != nil:
-			return nil, err
-		case o.taskID != "":
-			return nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", errInvalidOption, o.taskID)
-		case o.unique > 0 || o.untilFinished:
-			// a unique task refused at delivery would never run, and its
-			// batch or workflow never finish
-			return nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or workflow", errInvalidOption, t.typ)
-		}
+// delivery builds task t as a flow task with flow ref ref, under id
+// (stored), or a generated ID when id is "", and returns its info too.
+func (c *Client) delivery(ctx context.Context, t *Task, id, ref string) (*wire.Delivery, *TaskInfo, error) {
+	o, err := resolveOptions(t.opts, nil)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case o.taskID != "":
+		return nil, nil, fmt.Errorf("%w: TaskID %q on a flow task: flow tasks get generated IDs", errInvalidOption, o.taskID)
+	case o.unique > 0 || o.untilFinished:
+		// a unique task refused at delivery would never run, and its
+		// batch or workflow never finish
+		return nil, nil, fmt.Errorf("%w: Unique on flow task %q: a duplicate would stop its batch or workflow", errInvalidOption, t.typ)
 	}
 	if id == "" {
 		id = wire.NewID()
 	}
-	all := append(opts[:len(opts):len(opts)], TaskID(wire.PublicID(id)), func(o *options) error { o.flow = ref; return nil })
-	p, err := c.build(t, all, nil, time.Now(), nil)
+	p, err := c.build(t, []Option{TaskID(wire.PublicID(id)), func(o *options) error { o.flow = ref; return nil }}, nil, time.Now(), nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := c.routes.ReadFirst(ctx, c.rdb, slices.Values([]string{p.info.Queue})); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.place(&p)
-	if info != nil {
-		*info = *p.info
-	}
 	return &wire.Delivery{
 		Queue: p.info.Queue, Partition: p.info.Partition, Partitions: c.routes.Count(p.info.Queue),
 		ID: p.id, Msg: p.msg, At: p.at, In: p.in, Unique: p.unique, UniqueTTL: p.uttl,
-	}, nil
+	}, p.info, nil
 }
 
-// flowEnv returns what the flow package needs of this client.
-func (c *Client) flowEnv() *home.Env {
-	return &home.Env{RDB: c.rdb, Prefix: c.cfg.Prefix, ShardSize: c.cfg.ShardSize, FeedSize: c.cfg.FeedSize, IDTTL: c.cfg.IDTTL}
-}
-
-func boolArg(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
+// flowEnv returns what package home needs of a Client's or an
+// Inspector's rdb and cfg.
+func flowEnv(rdb redis.UniversalClient, cfg *Config) *home.Env {
+	return &home.Env{RDB: rdb, Prefix: cfg.Prefix, ShardSize: cfg.ShardSize, FeedSize: cfg.FeedSize, IDTTL: cfg.IDTTL}
 }

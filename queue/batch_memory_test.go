@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/script"
 	"github.com/shardq/shardq/internal/wire"
@@ -82,15 +83,15 @@ func TestBatchMemory(t *testing.T) {
 		notes = append(notes, string(v))
 	}
 	for _, f := range fields {
-		if node, ok := strings.CutPrefix(f, "s:"); ok && node != batchGate && node != batchOnSuccess && node != batchOnComplete {
+		if node, ok := strings.CutPrefix(f, "s:"); ok && node != home.Gate && node != home.OnSuccess && node != home.OnComplete {
 			note(node)
 		}
 	}
 	if len(notes) != n {
 		t.Fatalf("the batch's hash has %d members, want %d", len(notes), n)
 	}
-	note(batchOnSuccess) // released by the members' successes
-	note(batchOnComplete)
+	note(home.OnSuccess) // released by the members' successes
+	note(home.OnComplete)
 	must(t, b.client.CloseBatch(ctx, batch))
 	h := keys.Home(b.cfg.Prefix, keys.HomeOf(batch))
 	for from := 0; from < len(notes); from += 500 {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -317,52 +318,44 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 		}
 		args = append(args, len(w.nodes), fresh.edges, fresh.roots)
 		if sh := w.shape; sh != nil {
-			args = append(args, strings.Join(sh.join, " "), w.maxNodes(), sh.gate, keys.ShortID(sh.parent), sh.node, boolArg(sh.inside), sh.desc)
+			args = append(args, strings.Join(sh.join, " "), w.maxNodes(), home.Gate, keys.ShortID(sh.parent), sh.node, sh.inside, sh.desc)
 		}
 	}
 	byID := make(map[string]*wire.Delivery, len(w.nodes))
 	infos := make([]*TaskInfo, len(w.nodes))
 	var fields []any // a new graph's, as it will be stored
 	for i, n := range w.nodes {
-		if n.task == nil {
-			// taskless: released, it sends nothing
-			if fresh != nil {
-				fields = append(fields, "m:"+n.name, home.Taskless, "e:"+n.name, "", "s:"+n.name, fresh.states[i])
-				if fresh.children[i] != "" {
-					fields = append(fields, "c:"+n.name, fresh.children[i])
-				}
-				continue
+		// a taskless node (a new batch's gate) sends nothing when released
+		var meta, e any = home.Taskless, ""
+		if n.task != nil {
+			ref := wire.FlowRef{Kind: 'w', Home: hn, ID: keys.ShortID(id), Node: n.name}.String()
+			d, info, err := c.delivery(ctx, n.task, n.id, ref)
+			if err != nil {
+				return false, nil, fmt.Errorf("workflow node %q: %w", n.name, err)
 			}
-			return false, nil, fmt.Errorf("%w: node %q has no task", errInvalidWorkflow, n.name)
-		}
-		ref := wire.FlowRef{Kind: 'w', Home: hn, ID: keys.ShortID(id), Node: n.name}.String()
-		info := &TaskInfo{}
-		d, err := c.delivery(ctx, n.task, nil, n.id, ref, info)
-		if err != nil {
-			return false, nil, fmt.Errorf("workflow node %q: %w", n.name, err)
-		}
-		infos[i] = info
-		// released straight into its queue, a node's task is its message,
-		// after its route when the route takes the common layout
-		// (wire.NodeTask), else routed by its record, which Lua reads
-		// without decoding the message; through the outbox, its delivery
-		route := []any{d.ID, info.Queue, info.Type, d.Partition}
-		var e any = d.Msg
-		if direct != "" {
-			route = append(route, d.Partitions, d.At, d.In)
-			if d.At == 0 && d.In == 0 {
-				if t, ok := wire.NodeTask(d.ID, d.Queue, d.Partition, d.Msg); ok {
-					e = t
+			infos[i] = info
+			// released straight into its queue, a node's task is its
+			// message, after its route when the route takes the common
+			// layout (wire.NodeTask), else routed by its record, which Lua
+			// reads without decoding the message; through the outbox, its
+			// delivery
+			route := []any{d.ID, info.Queue, info.Type, d.Partition}
+			e = d.Msg
+			if direct != "" {
+				route = append(route, d.Partitions, d.At, d.In)
+				if d.At == 0 && d.In == 0 {
+					if t, ok := wire.NodeTask(d.ID, d.Queue, d.Partition, d.Msg); ok {
+						e = t
+					}
 				}
+			} else if e, err = wire.EncodeDelivery(d); err != nil {
+				return false, nil, err
 			}
-		} else if e, err = wire.EncodeDelivery(d); err != nil {
-			return false, nil, err
+			if meta, err = msgpack.Marshal(route); err != nil {
+				return false, nil, err
+			}
+			byID[d.ID] = d
 		}
-		meta, err := msgpack.Marshal(route)
-		if err != nil {
-			return false, nil, err
-		}
-		byID[d.ID] = d
 		if fresh != nil {
 			fields = append(fields, "m:"+n.name, meta, "e:"+n.name, e, "s:"+n.name, fresh.states[i])
 			if fresh.children[i] != "" {
@@ -370,11 +363,11 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 			}
 			continue
 		}
-		pb, err := edgesArg(pl.parents[i], func(e Edge) string { return e.Parent })
+		pb, err := edgesArg(pl.parents[i])
 		if err != nil {
 			return false, nil, err
 		}
-		bb, err := edgesArg(pl.before[i], func(e Edge) string { return e.Child })
+		bb, err := edgesArg(pl.before[i])
 		if err != nil {
 			return false, nil, err
 		}
@@ -401,27 +394,19 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 			return true, infos, fmt.Errorf("workflow %s: recorded, but its queues are not registered: %w", id, err)
 		}
 	}
-	return true, infos, c.deliverReleased(ctx, id, reply, byID)
-}
-
-// deliverReleased delivers the nodes a workflow_add call put into the
-// outbox (all of them on a cluster): reply names their task IDs, byID
-// their deliveries.
-func (c *Client) deliverReleased(ctx context.Context, id string, reply []any, byID map[string]*wire.Delivery) error {
-	hn := keys.HomeOf(id)
-	// the nodes released into the outbox: all of them on a cluster
+	// the nodes the script put into the outbox: all of them on a cluster
 	var ds []*wire.Delivery
 	for _, v := range reply[1:] {
 		if s, ok := v.(string); ok && byID[s] != nil {
 			ds = append(ds, byID[s])
 		}
 	}
-	env := c.flowEnv()
+	env := flowEnv(c.rdb, &c.cfg)
 	if err := rcall.Do(ctx, c.rdb, func() error { return env.DeliverEntries(ctx, hn, ds) }); err != nil {
 		// recorded: workers deliver them after the grace
-		return fmt.Errorf("workflow %s: enqueue its tasks (recorded; workers deliver them later): %w", id, err)
+		return true, infos, fmt.Errorf("workflow %s: enqueue its tasks (recorded; workers deliver them later): %w", id, err)
 	}
-	return nil
+	return true, infos, nil
 }
 
 // stagedFieldsTTL bounds how long a new workflow's fields stay in their
@@ -549,76 +534,78 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 
 // edgesArg encodes edges for workflow_add: {{other end, policy}, ...},
 // and none as nothing: most nodes have no edge of one kind.
-func edgesArg(edges []Edge, end func(Edge) string) ([]byte, error) {
+func edgesArg(edges []Edge) ([]byte, error) {
 	if len(edges) == 0 {
 		return nil, nil
 	}
 	out := make([][]string, len(edges))
 	for i, e := range edges {
-		out[i] = []string{end(e), edgeCode(e.OnDead)}
+		// an edge names one end, the other one
+		out[i] = []string{e.Parent + e.Child, edgeCode(e.OnDead)}
 	}
 	return msgpack.Marshal(out)
 }
 
-func edgeCode(p EdgePolicy) string {
-	switch p {
-	case EdgeRun:
-		return "r"
-	case EdgeSkip:
-		return "k"
+// edgeCodes are the letters a workflow stores for the edge policies but
+// EdgeFail, whose "f" is the default both ways.
+var edgeCodes = map[EdgePolicy]string{EdgeRun: "r", EdgeSkip: "k"}
+
+func edgeCode(p EdgePolicy) string { return cmp.Or(edgeCodes[p], "f") }
+
+func edgePolicy(code string) EdgePolicy {
+	for p, c := range edgeCodes {
+		if c == code {
+			return p
+		}
 	}
-	return "f"
+	return EdgeFail
 }
 
-// workflowCode turns workflow_add's reply into an error.
+// workflowCode turns a workflow script's reply into an error.
 func workflowCode(id string, reply []any) error {
 	if len(reply) == 0 {
 		return fmt.Errorf("workflow %s: empty reply", id)
 	}
 	code, _ := reply[0].(int64)
-	str := func(i int) string {
-		if i < len(reply) {
-			s, _ := reply[i].(string)
-			return s
-		}
-		return ""
+	// the code's details, names or counts; absent ones read as zero
+	var str [3]string
+	var num [3]int64
+	for i := 1; i < min(3, len(reply)); i++ {
+		str[i], _ = reply[i].(string)
+		num[i], _ = reply[i].(int64)
 	}
-	num := func(i int) int64 {
-		if i < len(reply) {
-			n, _ := reply[i].(int64)
-			return n
-		}
-		return 0
-	}
+	var err error
 	switch code {
 	case codes.FlowCreated:
 		return nil
 	case codes.FlowIDTaken:
 		return fmt.Errorf("workflow %s: ID taken", id) // a UUIDv7 collision: never
 	case codes.FlowNotFound:
-		return fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
+		err = errWorkflowNotFound
 	case codes.FlowFinished:
-		return fmt.Errorf("workflow %s: %w", id, errWorkflowFinished)
+		err = errWorkflowFinished
 	case codes.FlowClosed:
-		if str(1) != "" {
+		err = errWorkflowCancelled
+		if str[1] != "" {
 			// a batch's gate succeeded: closed to Adds from outside it
-			return fmt.Errorf("workflow %s: %w", id, errBatchClosed)
+			err = errBatchClosed
 		}
-		return fmt.Errorf("workflow %s: %w", id, errWorkflowCancelled)
 	case codes.FlowNameTaken:
-		return fmt.Errorf("%w: workflow %s already has a node %q", errInvalidWorkflow, id, str(1))
+		return fmt.Errorf("%w: workflow %s already has a node %q", errInvalidWorkflow, id, str[1])
 	case codes.FlowUnknownParent:
-		return fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", errInvalidWorkflow, str(1), str(2), id)
+		return fmt.Errorf("%w: node %q names %q, which is no node of workflow %s", errInvalidWorkflow, str[1], str[2], id)
 	case codes.FlowNotWaiting:
-		if str(1) == "" {
-			// a batch's callback went out: nothing may join it now
-			return fmt.Errorf("workflow %s: %w", id, errBatchFinished)
+		if str[1] != "" {
+			return fmt.Errorf("%w: node %q is to come before %q, which no longer waits in workflow %s", errInvalidWorkflow, str[1], str[2], id)
 		}
-		return fmt.Errorf("%w: node %q is to come before %q, which no longer waits in workflow %s", errInvalidWorkflow, str(1), str(2), id)
+		// a batch's callback went out: nothing may join it now
+		err = errBatchFinished
 	case codes.FlowCycle:
-		return fmt.Errorf("%w: node %q before %q makes a cycle in workflow %s", errInvalidWorkflow, str(1), str(2), id)
+		return fmt.Errorf("%w: node %q before %q makes a cycle in workflow %s", errInvalidWorkflow, str[1], str[2], id)
 	case codes.FlowTooBig:
-		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, id, num(1), num(2), maxWorkflowNodes, maxWorkflowEdges)
+		return fmt.Errorf("%w: workflow %s would have %d nodes and %d edges, limits %d and %d", errInvalidWorkflow, id, num[1], num[2], maxWorkflowNodes, maxWorkflowEdges)
+	default:
+		return fmt.Errorf("workflow %s: unexpected reply code %d", id, code)
 	}
-	return fmt.Errorf("workflow %s: unexpected reply code %d", id, code)
+	return fmt.Errorf("workflow %s: %w", id, err)
 }

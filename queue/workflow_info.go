@@ -88,16 +88,6 @@ func nodeState(stored string) State {
 	return State(code)
 }
 
-func edgePolicy(code string) EdgePolicy {
-	switch code {
-	case "r":
-		return EdgeRun
-	case "k":
-		return EdgeSkip
-	}
-	return EdgeFail
-}
-
 // nodeStates are the node states, with their stored letters.
 var nodeStates = []struct {
 	code  string
@@ -231,16 +221,14 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 		}
 	}
 	w.Nodes = sortedNodes(nodes)
-	for k := range w.Nodes {
-		w.Nodes[k].Parents = parents[w.Nodes[k].Name]
-	}
-	// parents were read from children lists, in no order: put them in
-	// the order of the nodes
 	rank := make(map[string]int, len(w.Nodes))
 	for k, n := range w.Nodes {
 		rank[n.Name] = k
 	}
 	for k := range w.Nodes {
+		// parents were read from children lists, in no order: put them
+		// in the order of the nodes
+		w.Nodes[k].Parents = parents[w.Nodes[k].Name]
 		slices.SortFunc(w.Nodes[k].Parents, func(a, b Edge) int { return rank[a.Parent] - rank[b.Parent] })
 	}
 	return w, nil
@@ -457,26 +445,25 @@ func (i *Inspector) stopTasks(ctx context.Context, tasks []nodeTask) error {
 // NodeResult returns the result node of workflow id recorded when it
 // succeeded (worker.Task.SetResult); nil when it wrote none or has not
 // succeeded. An unknown workflow is ErrNotFound, a node it lacks
-// ErrInvalid. In a
-// handler, worker.Task.ParentResult reads a parent's. One round trip.
+// ErrInvalid. In a handler, worker.Task.ParentResult reads a parent's.
+// One round trip.
 func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, error) {
-	parent := node
 	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
 	var vals []any
 	err := rcall.Do(ctx, i.rdb, func() error {
 		var err error
-		vals, err = i.rdb.HMGet(ctx, h.Workflow(id), "m:"+parent, "r:"+parent, "state").Result()
+		vals, err = i.rdb.HMGet(ctx, h.Workflow(id), "m:"+node, "r:"+node, "state").Result()
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
+		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, node, err)
 	}
 	if vals[2] == nil {
 		return nil, fmt.Errorf("workflow %s: %w", id, errWorkflowNotFound)
 	}
 	meta, _ := vals[0].(string)
 	if meta == "" {
-		return nil, fmt.Errorf("%w: workflow %s has no node %q", errInvalidWorkflow, id, parent)
+		return nil, fmt.Errorf("%w: workflow %s has no node %q", errInvalidWorkflow, id, node)
 	}
 	res, _ := vals[1].(string)
 	if res == "" {
@@ -484,12 +471,12 @@ func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, er
 	}
 	m, err := nodeMeta(meta)
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: node %q: %w", id, parent, err)
+		return nil, fmt.Errorf("workflow %s: node %q: %w", id, node, err)
 	}
 	// with a ring, a plain result is refused (AllowPlaintext)
 	v, err := i.codec.Open([]byte(res), m.id, envelope.Result, i.cfg.MaxPayloadSize)
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, parent, err)
+		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, node, err)
 	}
 	return v, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/inspect"
 	"github.com/shardq/shardq/internal/keys"
 	"github.com/shardq/shardq/internal/rcall"
@@ -70,7 +69,7 @@ func (i *Inspector) forwardFlowsAfter(ctx context.Context, queue string, err *er
 	if *err != nil {
 		return
 	}
-	env := &home.Env{RDB: i.rdb, Prefix: i.cfg.Prefix, ShardSize: i.cfg.ShardSize, FeedSize: i.cfg.FeedSize, IDTTL: i.cfg.IDTTL}
+	env := flowEnv(i.rdb, &i.cfg)
 	lists := make([]string, i.cfg.partitions(queue))
 	for n := range lists {
 		lists[n] = keys.For(i.cfg.Prefix, queue, n).Notify()
