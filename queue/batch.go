@@ -136,13 +136,12 @@ func newFlowID(parent string) string {
 // counts; a producer that dies after recording loses nothing (workers
 // deliver what it left after a grace of 15s). Each task gets a generated
 // ID; TaskID and Unique are refused (a member's ID is the batch's
-// business, and a duplicate refused would never finish).
-// Adding after CloseBatch is ErrFinished, except from the handler of one
-// of the batch's own members (worker.Task.Flow names its batch), with the
+// business, and a duplicate refused would never finish). Adding after
+// CloseBatch is ErrFinished, except from the handler of one of the
+// batch's own members (worker.Task.Workflow names its batch), with the
 // handler's context: the batch cannot finish while that member runs.
-// Adding after the batch finished is
-// ErrFinished. Any other error leaves the
-// outcome unknown, as for EnqueueMany: adding again may add twice.
+// Adding after the batch finished is ErrFinished. Any other error leaves
+// the outcome unknown, as for EnqueueMany: adding again may add twice.
 // Tasks are recorded a thousand per script call.
 func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*TaskInfo, error) {
 	infos := make([]*TaskInfo, 0, len(tasks))

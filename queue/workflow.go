@@ -227,22 +227,18 @@ func (w *Workflow) check() (*plan, error) {
 			ready = append(ready, i)
 		}
 	}
-	done := 0
 	for len(ready) > 0 {
 		i := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
-		done++
 		for _, c := range children[i] {
 			if indeg[c]--; indeg[c] == 0 {
 				ready = append(ready, c)
 			}
 		}
 	}
-	if done < len(w.nodes) {
-		for i, d := range indeg {
-			if d > 0 {
-				return nil, fmt.Errorf("%w: a cycle runs through node %q", errInvalidWorkflow, w.nodes[i].name)
-			}
+	for i, d := range indeg {
+		if d > 0 {
+			return nil, fmt.Errorf("%w: a cycle runs through node %q", errInvalidWorkflow, w.nodes[i].name)
 		}
 	}
 	return p, nil
