@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -130,4 +131,42 @@ func TestOldBatchAsWorkflow(t *testing.T) {
 	if _, err := b.insp.WorkflowSummary(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("WorkflowSummary of an unknown ID: %v, want ErrNotFound", err)
 	}
+}
+
+// FuzzOldBatch: the records of a batch 0.1.0 created, which come from
+// Redis, read as a workflow on any field values without a panic: one gate
+// and at most two callbacks, each in a node state or its stored one-byte
+// code, a workflow state, and the counts of those nodes among the counts.
+func FuzzOldBatch(f *testing.F) {
+	f.Add("3", "1", "1", "1", "0", "1", "cb-1", "s", "0", "b:0192f0c4-5b7e-7c3e-9d1a-6f2b8c4e5a10", "p")
+	f.Add("", "", "", "", "", "", "", "", "", "", "")
+	f.Add("-9", "x", "99999999999999999999", "1", "17", "0", "id", "", "5", "member", "dd")
+	f.Add("1", "0", "0", "0", "0", "1", "x", "\xff", "", "b:", "")
+	f.Fuzz(func(t *testing.T, total, pending, succeeded, dead, finished, closed, cbID, cbDone, cbFired, member, state string) {
+		w := readOldBatch("id", map[string]string{"total": total, "pending": pending, "succeeded": succeeded, "dead": dead,
+			"finished": finished, "closed": closed, "cbs_id": cbID, "cbs_done": cbDone, "cbs_fired": cbFired,
+			"cbc_id": cbID, "cbc_done": cbDone, "cbc_fired": cbFired})
+		if len(w.Nodes) < 1 || len(w.Nodes) > 3 || w.Nodes[0].Name != home.Gate {
+			t.Fatalf("nodes %+v: want the gate first and at most two callbacks", w.Nodes)
+		}
+		for _, n := range w.Nodes {
+			if !knownNodeState(n.State) && len(n.State) != 1 {
+				t.Fatalf("node %+v: want a node state or a one-letter code", n)
+			}
+		}
+		if w.State != StateActive && w.State != StateSucceeded && w.State != StateFailed {
+			t.Fatalf("state %q", w.State)
+		}
+		if (cbID == "") != (w.join == "") {
+			t.Fatalf("callback ID %q, join %q", cbID, w.join)
+		}
+		p := oldMember(member, state)
+		if !home.IsBatchNode(p.n.Name) || p.n.State != nodeState(state) {
+			t.Fatalf("oldMember(%q, %q) = %+v", member, state, p)
+		}
+		nested := strings.HasPrefix(member, "b:")
+		if nested && p.order != "" || !nested && (p.order != member || len(member) == 16 && home.MemberID(p.n.Name) != member) {
+			t.Fatalf("oldMember(%q) = %+v: want a task's ID kept, a nested batch's none", member, p)
+		}
+	})
 }

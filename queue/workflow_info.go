@@ -239,25 +239,10 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents map[string][]Edge) ([]placedNode, error) {
 	key := keys.Home(i.cfg.Prefix, keys.HomeOf(w.ID)).Workflow(w.ID)
 	f := map[string]string{}
-	var cursor uint64
-	for {
-		var vals []string
-		err := rcall.Do(ctx, i.rdb, func() error {
-			var err error
-			// the nodes' tasks, states, children and errors: not their
-			// results (r:) and deliveries (e:)
-			vals, cursor, err = i.rdb.HScan(ctx, key, cursor, "[mscx]:*", workflowScan).Result()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		for j := 0; j+1 < len(vals); j += 2 {
-			f[vals[j]] = vals[j+1]
-		}
-		if cursor == 0 {
-			break
-		}
+	// the nodes' tasks, states, children and errors: not their results
+	// (r:) and deliveries (e:)
+	if err := i.scanHash(ctx, key, "[mscx]:*", func(k, v string) { f[k] = v }); err != nil {
+		return nil, err
 	}
 	var nodes []placedNode
 	for field, v := range f {
@@ -289,6 +274,29 @@ func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents 
 		}
 	}
 	return nodes, nil
+}
+
+// scanHash passes each field of hash key that matches match, with its
+// value, to each: one round trip per workflowScan fields.
+func (i *Inspector) scanHash(ctx context.Context, key, match string, each func(field, value string)) error {
+	var cursor uint64
+	for {
+		var vals []string
+		err := rcall.Do(ctx, i.rdb, func() error {
+			var err error
+			vals, cursor, err = i.rdb.HScan(ctx, key, cursor, match, workflowScan).Result()
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for j := 0; j+1 < len(vals); j += 2 {
+			each(vals[j], vals[j+1])
+		}
+		if cursor == 0 {
+			return nil
+		}
+	}
 }
 
 // openError opens an error a node died with (Config.EncryptErrors): one

@@ -58,11 +58,6 @@ func MemberID(name string) string {
 // IsBatchNode reports whether node name is a batch's.
 func IsBatchNode(name string) bool { return strings.HasPrefix(name, ".") }
 
-func atoi64(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
-}
-
 // Place returns the workflow a task with flow ref ref and stored ID
 // taskID is a node of, and its node's name, as GetWorkflow names them: a
 // batch's member (one 0.1.0 created too) by MemberName, a 0.1.0 chain's

@@ -1,7 +1,6 @@
 package home
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/shardq/shardq/internal/wire"
@@ -40,44 +39,6 @@ func FuzzPlace(f *testing.F) {
 			if !IsBatchNode(node) || (id != "" && MemberID(node) != id && len(id) == 16) {
 				t.Fatalf("Place(%q, %q): node %q, not the member's name", ref, id, node)
 			}
-		}
-	})
-}
-
-// FuzzOldBatch: the records of a batch 0.1.0 created, which come from
-// Redis, read as a workflow on any field values without a panic: one gate
-// and at most two callbacks, each a one-letter state, a workflow state,
-// and the counts of those nodes among the counts.
-func FuzzOldBatch(f *testing.F) {
-	f.Add("3", "1", "1", "1", "0", "1", "cb-1", "s", "0", "b:0192f0c4-5b7e-7c3e-9d1a-6f2b8c4e5a10", "p")
-	f.Add("", "", "", "", "", "", "", "", "", "", "")
-	f.Add("-9", "x", "99999999999999999999", "1", "17", "0", "id", "", "5", "member", "dd")
-	f.Add("1", "0", "0", "0", "0", "1", "x", "\xff", "", "b:", "")
-	f.Fuzz(func(t *testing.T, total, pending, succeeded, dead, finished, closed, cbID, cbDone, cbFired, member, state string) {
-		b := ReadOldBatch(map[string]string{"total": total, "pending": pending, "succeeded": succeeded, "dead": dead,
-			"finished": finished, "closed": closed, "cbs_id": cbID, "cbs_done": cbDone, "cbs_fired": cbFired,
-			"cbc_id": cbID, "cbc_done": cbDone, "cbc_fired": cbFired})
-		if len(b.Nodes) < 1 || len(b.Nodes) > 3 || b.Nodes[0].Name != Gate {
-			t.Fatalf("nodes %+v: want the gate first and at most two callbacks", b.Nodes)
-		}
-		for _, n := range b.Nodes {
-			if len(n.State) != 1 {
-				t.Fatalf("node %+v: want a one-letter state", n)
-			}
-		}
-		if b.State != "running" && b.State != "succeeded" && b.State != "failed" {
-			t.Fatalf("state %q", b.State)
-		}
-		if (cbID == "") != (b.Join == "") {
-			t.Fatalf("callback ID %q, join %q", cbID, b.Join)
-		}
-		n := OldMember(member, state)
-		if !IsBatchNode(n.Name) || n.State != state {
-			t.Fatalf("OldMember(%q, %q) = %+v", member, state, n)
-		}
-		nested := strings.HasPrefix(member, "b:")
-		if nested && n.ID != "" || !nested && (n.ID != member || len(member) == 16 && MemberID(n.Name) != member) {
-			t.Fatalf("OldMember(%q) = %+v: want a task's ID kept, a nested batch's none", member, n)
 		}
 	})
 }

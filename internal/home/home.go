@@ -4,8 +4,7 @@
 // scripts write (T:notify) to their homes (home_notify.lua), and
 // delivers the homes' outboxes (H:out) into queue partitions. The queue
 // package's Client and the worker's sweep both use it. It also holds the
-// node names of a batch's shape (batch.go) and reads 0.1.0's batches
-// (old_batch.go).
+// node names of a batch's shape (batch.go).
 package home
 
 import (
