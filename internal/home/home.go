@@ -250,15 +250,16 @@ func anyStrings(v []any) []string {
 	return out
 }
 
+// noHome marks a notification that names no workflow home: it is only
+// removed.
+const noHome = -1
+
 // Forward moves the notifications waiting in the given T:notify lists to
 // their homes: one home_notify call per home, all in one round trip, then,
 // once the homes answered, the forwarded entries leave their lists (LREM by
 // value, so concurrent forwarders never remove what they did not forward;
 // a crash in between forwards them again, which changes nothing). It
 // returns how many entries it read and the homes whose outboxes have
-// noHome marks a notification that names no workflow home: it is only removed.
-const noHome = -1
-
 // entries due.
 func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	if len(lists) == 0 {
@@ -299,39 +300,39 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	if len(entries) == 0 {
 		return 0, nil, nil
 	}
-	homes := make([]int, 0, len(notes))
-	cmds := make([]*redis.Cmd, 0, len(notes))
-	// each home's call is read on its own below: one that failed holds
-	// back neither the others nor the removal of what they applied
-	_ = rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
-		for n, vs := range notes {
-			h := keys.Home(e.Prefix, n)
-			homes = append(homes, n)
-			cmds = append(cmds, p.Run(ctx, script.HomeNotify, []string{h.Out()}, append([]any{h.H, e.now()}, vs...)...))
-		}
-		return nil
-	})
+	calls := make([]notifyCall, 0, len(notes))
+	for n, vs := range notes {
+		calls = append(calls, notifyCall{home: n, notes: vs})
+	}
 	var due []int
-	failed := map[int]bool{}
 	var first error
-	var split []int // homes whose call stopped at a script error
-	for i, c := range cmds {
-		res, err := notifyReply(c)
-		if err != nil {
-			failed[homes[i]] = true
-			if rcall.IsScriptError(err) && len(notes[homes[i]]) > 1 {
-				split = append(split, homes[i])
-			}
-			first = firstErr(first, fmt.Errorf("forward flow notifications to home %d: %w", homes[i], err))
+	failed := map[int]bool{}
+	var alone []notifyCall
+	for _, c := range e.notify(ctx, calls, &due) {
+		if c.err == nil {
 			continue
 		}
-		if res[1] > 0 {
-			due = append(due, homes[i])
+		failed[c.home] = true
+		if rcall.IsScriptError(c.err) && len(c.notes) > 1 {
+			for _, v := range c.notes {
+				alone = append(alone, notifyCall{home: c.home, notes: []any{v}})
+			}
 		}
+		first = firstErr(first, fmt.Errorf("forward flow notifications to home %d: %w", c.home, c.err))
 	}
-	applied, more, err := e.applyAlone(ctx, split, notes)
-	due = append(due, more...)
-	first = firstErr(first, err)
+	// a call that stopped at a script error stopped at one notification,
+	// and the others of its home must not wait for it: each is applied
+	// alone. A notification applied twice changes nothing, so those the
+	// call applied before it stopped are safe to apply again; one that
+	// fails alone stays in its list, to be tried again at the next forward.
+	applied := map[string]bool{}
+	for _, c := range e.notify(ctx, alone, &due) {
+		if c.err != nil {
+			first = firstErr(first, fmt.Errorf("forward a flow notification to home %d: %w", c.home, c.err))
+			continue
+		}
+		applied[c.notes[0].(string)] = true
+	}
 	_, err = e.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, x := range entries {
 			if x.home < 0 || !failed[x.home] || applied[x.val] {
@@ -346,57 +347,41 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	return len(entries), due, first
 }
 
-// applyAlone applies, one home_notify call each, the notifications of
-// the homes whose call stopped at a script error: the script stopped at
-// one notification, and the others of its home must not wait for it. A
-// notification applied twice changes nothing, so those the failed call
-// applied before it stopped are safe to apply again. It returns the
-// notifications applied, the homes whose outboxes have entries due, and
-// the first error; a notification that fails alone stays in its list, to
-// be tried again at the next forward.
-func (e *Env) applyAlone(ctx context.Context, homes []int, notes map[int][]any) (map[string]bool, []int, error) {
-	if len(homes) == 0 {
-		return nil, nil, nil
+// notifyCall is one home_notify call: its home, its notifications and,
+// once it ran, its error.
+type notifyCall struct {
+	home  int
+	notes []any
+	err   error
+}
+
+// notify runs calls in one round trip and reads each reply, {state
+// changes, entries due}, on its own: one that failed holds back neither
+// the others nor the removal of what they applied. It adds to due the
+// homes whose outboxes have entries due.
+func (e *Env) notify(ctx context.Context, calls []notifyCall, due *[]int) []notifyCall {
+	if len(calls) == 0 {
+		return nil
 	}
-	type call struct {
-		home int
-		val  string
-		cmd  *redis.Cmd
-	}
-	var calls []call
+	cmds := make([]*redis.Cmd, len(calls))
 	_ = rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
-		for _, n := range homes {
-			h := keys.Home(e.Prefix, n)
-			for _, v := range notes[n] {
-				calls = append(calls, call{n, v.(string), p.Run(ctx, script.HomeNotify, []string{h.Out()}, h.H, e.now(), v)})
-			}
+		for i, c := range calls {
+			h := keys.Home(e.Prefix, c.home)
+			cmds[i] = p.Run(ctx, script.HomeNotify, []string{h.Out()}, append([]any{h.H, e.now()}, c.notes...)...)
 		}
 		return nil
 	})
-	applied := map[string]bool{}
-	var due []int
-	var first error
-	for _, c := range calls {
-		res, err := notifyReply(c.cmd)
-		if err != nil {
-			first = firstErr(first, fmt.Errorf("forward a flow notification to home %d: %w", c.home, err))
-			continue
+	for i, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		if err == nil && len(res) != 2 {
+			err = fmt.Errorf("home_notify answered %d values, want 2", len(res))
 		}
-		applied[c.val] = true
-		if res[1] > 0 && !slices.Contains(due, c.home) {
-			due = append(due, c.home)
+		calls[i].err = err
+		if err == nil && res[1] > 0 && !slices.Contains(*due, calls[i].home) {
+			*due = append(*due, calls[i].home)
 		}
 	}
-	return applied, due, first
-}
-
-// notifyReply reads a home_notify reply: {state changes, entries due}.
-func notifyReply(c *redis.Cmd) ([]int64, error) {
-	res, err := c.Int64Slice()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("home_notify answered %d values, want 2", len(res))
-	}
-	return res, err
+	return calls
 }
 
 func firstErr(a, b error) error {
