@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/shardq/shardq/internal/home"
@@ -93,10 +95,6 @@ const maxFlowRounds = 20
 func (s *Engine) sweepFlows(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.WorkflowSweep)
 	defer tick.Stop()
-	homes := make([]int, keys.FlowPartitions)
-	for i := range homes {
-		homes[i] = i
-	}
 	for {
 		var all bool
 		select {
@@ -106,7 +104,7 @@ func (s *Engine) sweepFlows(ctx context.Context) {
 		case <-tick.C:
 			all = true
 		}
-		if err := s.flowStep(ctx, all, homes); err != nil && ctx.Err() == nil {
+		if err := s.flowStep(ctx, all); err != nil && ctx.Err() == nil {
 			s.logRedisError("flows", err)
 		}
 	}
@@ -116,8 +114,7 @@ func (s *Engine) sweepFlows(ctx context.Context) {
 // lists give some) and delivers the due entries of the homes they made
 // due, and, when all is set and this server holds the interval's sweep
 // lease, of every home.
-func (s *Engine) flowStep(ctx context.Context, all bool, homes []int) error {
-	f := s.flows
+func (s *Engine) flowStep(ctx context.Context, all bool) error {
 	// the partitions served now: QueuePatterns add and remove queues
 	var lists []string
 	for _, p := range s.partList() {
@@ -126,7 +123,7 @@ func (s *Engine) flowStep(ctx context.Context, all bool, homes []int) error {
 	due := map[int]bool{}
 	var errs error
 	for range maxFlowRounds {
-		n, got, err := f.env.Forward(ctx, lists)
+		n, got, err := s.flows.env.Forward(ctx, lists)
 		errs = errors.Join(errs, err)
 		for _, h := range got {
 			due[h] = true
@@ -143,17 +140,14 @@ func (s *Engine) flowStep(ctx context.Context, all bool, homes []int) error {
 		took, err := s.rdb.SetNX(ctx, keys.WorkflowSweep(s.cfg.Prefix), s.cfg.WorkerID, s.cfg.WorkflowSweep).Result()
 		errs = errors.Join(errs, err)
 		if took {
-			for _, h := range homes {
+			for h := range keys.FlowPartitions {
 				due[h] = true
 			}
 		}
 	}
-	list := make([]int, 0, len(due))
-	for h := range due {
-		list = append(list, h)
-	}
+	list := slices.Collect(maps.Keys(due))
 	for range maxFlowRounds {
-		n, err := f.env.Deliver(ctx, list)
+		n, err := s.flows.env.Deliver(ctx, list)
 		if err != nil {
 			return errors.Join(errs, err)
 		}
