@@ -289,7 +289,6 @@ func extendMode(ctx context.Context, id string) string {
 // reports whether w was recorded, with the infos of its nodes' tasks
 // (nil for a taskless node).
 func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mode string) (bool, []*TaskInfo, error) {
-	extend := mode != "new"
 	pl, err := w.check()
 	if err != nil {
 		return false, nil, err
@@ -308,7 +307,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	}
 	args := []any{h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, maxWorkflowNodes, maxWorkflowEdges, direct}
 	var fresh *freshGraph
-	if !extend {
+	if mode == "new" {
 		if fresh, err = w.fresh(pl, id); err != nil {
 			return false, nil, err
 		}
@@ -455,16 +454,11 @@ func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Deli
 	if len(fresh) == 0 {
 		return nil
 	}
-	err := rcall.Do(ctx, c.rdb, func() error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for q, n := range fresh {
-				p.HSet(ctx, keys.Queues(c.cfg.Prefix), q, n)
-			}
-			return nil
-		})
-		return err
-	})
-	if err != nil {
+	pairs := make([]any, 0, 2*len(fresh))
+	for q, n := range fresh {
+		pairs = append(pairs, q, n)
+	}
+	if err := rcall.Do(ctx, c.rdb, func() error { return c.rdb.HSet(ctx, keys.Queues(c.cfg.Prefix), pairs...).Err() }); err != nil {
 		return redisError(err)
 	}
 	c.routes.Remember(fresh)

@@ -208,13 +208,9 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	// a batch's callbacks (join) have every other node as a parent, with
 	// no field for it
 	join := childList(w.join)
-	joins := map[string]bool{}
-	for _, j := range join {
-		joins[j[0]] = true
-	}
 	for _, j := range join {
 		for _, p := range nodes {
-			if !joins[p.n.Name] {
+			if !slices.ContainsFunc(join, func(k [2]string) bool { return k[0] == p.n.Name }) {
 				parents[j[0]] = append(parents[j[0]], Edge{Parent: p.n.Name, OnDead: edgePolicy(j[1])})
 				w.Edges++
 			}
@@ -321,8 +317,7 @@ func (i *Inspector) openError(e, sid string) string {
 // Stopping the enqueued nodes takes two round trips however many there
 // are, and one more per node scheduled or retrying.
 func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
-	home := keys.HomeOf(id)
-	h := keys.Home(i.cfg.Prefix, home)
+	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
 	var reply []any
 	err := rcall.Do(ctx, i.rdb, func() error {
 		var err error
