@@ -101,36 +101,29 @@ func (e *Env) DeliverEntries(ctx context.Context, home int, ds []*wire.Delivery)
 	return e.deliver(ctx, all)
 }
 
+// deliver sends the deliveries, one enqueue call per queue partition, in
+// one round trip, then removes them from their outboxes. A duplicate ID
+// means an earlier delivery ran: success. Deliveries a closed partition
+// refused (its queue's partition count was lowered since they were
+// built) are routed by the queue's layout and sent once more; refused
+// again, they stay in the outbox for the next sweep.
 func (e *Env) deliver(ctx context.Context, all []delivered) error {
 	if len(all) == 0 {
 		return nil
 	}
-	if err := e.enqueue(ctx, all); err != nil {
-		return err
-	}
-	return e.remove(ctx, all)
-}
-
-// enqueue sends the deliveries, one enqueue call per queue partition, in
-// one round trip. A duplicate ID means an earlier delivery ran: success.
-// Deliveries a closed partition refused (its queue's partition count was
-// lowered since they were built) are routed by the queue's layout and sent
-// once more; refused again, they stay in the outbox for the next sweep.
-func (e *Env) enqueue(ctx context.Context, all []delivered) error {
 	closed, err := e.enqueueOnce(ctx, all)
-	if err != nil || len(closed) == 0 {
-		return err
+	if err == nil && len(closed) > 0 {
+		if err = e.reroute(ctx, closed); err == nil {
+			closed, err = e.enqueueOnce(ctx, closed)
+		}
 	}
-	if err := e.reroute(ctx, closed); err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if closed, err = e.enqueueOnce(ctx, closed); err != nil {
-		return err
-	}
-	if len(closed) > 0 {
+	case len(closed) > 0:
 		return fmt.Errorf("deliver flow tasks: %d refused by closed partitions, kept for the next sweep", len(closed))
 	}
-	return nil
+	return e.remove(ctx, all)
 }
 
 // reroute moves deliveries to a partition their queue's layout routes to
@@ -166,7 +159,7 @@ func (e *Env) reroute(ctx context.Context, closed []delivered) error {
 	return nil
 }
 
-// enqueueOnce is one round trip of enqueue; it returns the deliveries
+// enqueueOnce is one round trip of deliver; it returns the deliveries
 // that closed partitions refused.
 func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, error) {
 	type group struct {
@@ -224,15 +217,15 @@ func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, er
 
 // remove deletes delivered entries from their outboxes.
 func (e *Env) remove(ctx context.Context, all []delivered) error {
-	byHome := map[int][]any{}
+	byHome := map[int][]string{}
 	for _, x := range all {
 		byHome[x.home] = append(byHome[x.home], x.id)
 	}
 	_, err := e.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for n, ids := range byHome {
 			h := keys.Home(e.Prefix, n)
-			p.ZRem(ctx, h.Out(), ids...)
-			p.HDel(ctx, h.OutMsg(), anyStrings(ids)...)
+			p.ZRem(ctx, h.Out(), ids) // go-redis spreads a []string
+			p.HDel(ctx, h.OutMsg(), ids...)
 		}
 		return nil
 	})
@@ -240,14 +233,6 @@ func (e *Env) remove(ctx context.Context, all []delivered) error {
 		return fmt.Errorf("remove delivered flow tasks: %w", err)
 	}
 	return nil
-}
-
-func anyStrings(v []any) []string {
-	out := make([]string, len(v))
-	for i, x := range v {
-		out[i], _ = x.(string)
-	}
-	return out
 }
 
 // noHome marks a notification that names no workflow home: it is only
