@@ -346,9 +346,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 			} else if e, err = wire.EncodeDelivery(d); err != nil {
 				return false, nil, err
 			}
-			if meta, err = msgpack.Marshal(route); err != nil {
-				return false, nil, err
-			}
+			meta, _ = msgpack.Marshal(route) // strings and integers always encode
 			byID[d.ID] = d
 		}
 		if fresh != nil {
@@ -358,15 +356,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 			}
 			continue
 		}
-		pb, err := edgesArg(pl.parents[i])
-		if err != nil {
-			return false, nil, err
-		}
-		bb, err := edgesArg(pl.before[i])
-		if err != nil {
-			return false, nil, err
-		}
-		args = append(args, n.name, meta, e, pb, bb)
+		args = append(args, n.name, meta, e, edgesArg(pl.parents[i]), edgesArg(pl.before[i]))
 	}
 	var reply []any
 	err = rcall.Do(ctx, c.rdb, func() error {
@@ -515,25 +505,23 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 	for i, k := range kids {
 		g.children[i] = strings.Join(k, " ")
 	}
-	var err error
-	if g.roots, err = msgpack.Marshal(roots); err != nil {
-		return nil, err
-	}
+	g.roots, _ = msgpack.Marshal(roots) // strings always encode
 	return g, nil
 }
 
 // edgesArg encodes edges for workflow_add: {{other end, policy}, ...},
 // and none as nothing: most nodes have no edge of one kind.
-func edgesArg(edges []Edge) ([]byte, error) {
+func edgesArg(edges []Edge) []byte {
 	if len(edges) == 0 {
-		return nil, nil
+		return nil
 	}
 	out := make([][]string, len(edges))
 	for i, e := range edges {
 		// an edge names one end, the other one
 		out[i] = []string{e.Parent + e.Child, edgeCode(e.OnDead)}
 	}
-	return msgpack.Marshal(out)
+	b, _ := msgpack.Marshal(out) // strings always encode
+	return b
 }
 
 // edgeCodes are the letters a workflow stores for the edge policies but
