@@ -242,28 +242,22 @@ func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents 
 	}
 	var nodes []placedNode
 	for field, v := range f {
-		name, ok := strings.CutPrefix(field, "s:")
-		if ok {
-			n := WorkflowNode{Name: name, State: nodeState(v)}
-			var meta nodeTask
+		if name, ok := strings.CutPrefix(field, "s:"); ok {
+			// a batch's member keeps no route once enqueued: its name
+			// holds its task ID
+			meta := nodeTask{id: home.MemberID(name)}
 			if m, ok := f["m:"+name]; ok {
 				var err error
 				if meta, err = nodeMeta(m); err != nil {
 					continue
 				}
-			} else {
-				// a batch's member keeps no route once enqueued: its
-				// name holds its task ID
-				meta.id = home.MemberID(name)
 			}
-			n.TaskID, n.Queue, n.Type = wire.PublicID(meta.id), meta.queue, meta.typ
+			n := WorkflowNode{Name: name, State: nodeState(v), TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ}
 			if e, ok := f["x:"+name]; ok {
 				n.Error = i.openError(e, meta.id)
 			}
 			nodes = append(nodes, placedNode{n, meta.id})
-			continue
-		}
-		if parent, ok := strings.CutPrefix(field, "c:"); ok {
+		} else if parent, ok := strings.CutPrefix(field, "c:"); ok {
 			for _, c := range childList(v) {
 				parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
 			}
