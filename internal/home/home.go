@@ -169,7 +169,7 @@ func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, er
 	}
 	var order []*group
 	byKey := map[keys.Partition]*group{}
-	queues := map[string]int{}
+	queues := map[string]any{} // queue -> partitions, for the registry
 	for _, x := range all {
 		if x.d == nil {
 			continue
@@ -190,9 +190,7 @@ func (e *Env) enqueueOnce(ctx context.Context, all []delivered) ([]delivered, er
 	}
 	cmds := make([]*redis.Cmd, len(order))
 	err := rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
-		for q, n := range queues {
-			p.HSet(ctx, keys.Queues(e.Prefix), q, n)
-		}
+		p.HSet(ctx, keys.Queues(e.Prefix), queues)
 		for i, g := range order {
 			k := g.k
 			cmds[i] = p.Run(ctx, script.Enqueue, []string{k.First(), k.Last(), k.Feed(), keys.RankKey(k.Feed()), k.FeedMsg(), k.Scheduled(), k.Msg(), k.State(), k.Guard()}, g.args...)

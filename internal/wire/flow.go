@@ -47,15 +47,14 @@ func ParseFlowRef(s string) (FlowRef, error) {
 		return FlowRef{}, bad
 	}
 	r := FlowRef{Kind: s[0], Home: home, ID: rest}
-	if r.Kind == 'w' {
+	switch r.Kind {
+	case 'w':
 		id, node, ok := strings.Cut(rest, ":")
 		if !ok || id == "" || node == "" {
 			return FlowRef{}, bad
 		}
 		r.ID, r.Node = id, node
-		return r, nil
-	}
-	if r.Kind == 'c' {
+	case 'c':
 		i := strings.LastIndexByte(rest, ':')
 		if i <= 0 {
 			return FlowRef{}, bad
