@@ -152,8 +152,8 @@ func (c *Client) AddToBatch(ctx context.Context, id string, tasks ...*Task) ([]*
 			if t == nil {
 				return nil, fmt.Errorf("batch %s: task %d: %w: nil task", id, from+i, errInvalidTask)
 			}
-			id, name := home.NewMember()
-			w.add(name, t, nil)
+			id := wire.NewID()
+			w.add(home.MemberName(id), t, nil)
 			w.nodes[len(w.nodes)-1].id = id
 		}
 		_, in, err := c.recordWorkflow(ctx, id, w, mode)

@@ -6,6 +6,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shardq/shardq/internal/home"
+	"github.com/shardq/shardq/internal/wire"
 )
 
 // FuzzWorkflowFields: the readers of a workflow hash's fields, which come
@@ -24,7 +25,7 @@ func FuzzWorkflowFields(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	_, member := home.NewMember()
+	member := home.MemberName(wire.NewID())
 	for _, seed := range []string{
 		string(route), string(route[:len(route)-2]), string(packed), "\x93\xa1a",
 		"fa rB kc", "ron-complete fon-success", "F", "",

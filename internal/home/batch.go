@@ -30,13 +30,6 @@ const MaxBatchNodes = 1_000_000
 // nested batch), as workflow_add.lua packs it: {"", "", "", 0}.
 var Taskless = []byte{0x94, 0xa0, 0xa0, 0xa0, 0x00}
 
-// NewMember returns a new member's task ID (stored) and its node name
-// (MemberName).
-func NewMember() (id, name string) {
-	id = wire.NewID()
-	return id, MemberName(id)
-}
-
 // MemberName returns the node name of a member whose task's stored ID
 // is id: a dot and the ID in 22 characters, so the member needs no field
 // for its task ID once enqueued (include/wf_run_release.lua drops its
