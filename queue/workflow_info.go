@@ -348,12 +348,11 @@ type nodeTask struct {
 // nodeMeta reads a node's m: field: {task ID, queue, type, partition}.
 // The partition is -1 in a record that lacks it.
 func nodeMeta(v string) (nodeTask, error) {
-	t := nodeTask{part: -1}
+	t, n := nodeTask{part: -1}, 0
 	dec, err := wire.NewDecoder([]byte(v))
-	if err != nil {
-		return nodeTask{}, fmt.Errorf("undecodable node record (%d bytes): %w", len(v), err)
+	if err == nil {
+		n, err = dec.DecodeArrayLen()
 	}
-	n, err := dec.DecodeArrayLen()
 	if err == nil && n < 3 {
 		err = fmt.Errorf("%d fields, want at least 3", n)
 	}

@@ -17,12 +17,11 @@ const FlowPartitions = 16
 // FlowHome is the key space of one workflow home, hash tag {<prefix>:flows:<n>}.
 type FlowHome struct {
 	H string // "{prefix:flows:n}"
-	N int
 }
 
 // Home returns workflow home n under prefix.
 func Home(prefix string, n int) FlowHome {
-	return FlowHome{H: "{" + prefix + ":flows:" + strconv.Itoa(n) + "}", N: n}
+	return FlowHome{H: "{" + prefix + ":flows:" + strconv.Itoa(n) + "}"}
 }
 
 // HomeOf returns the home number of the flow with ID id: FNV-1a of the ID
