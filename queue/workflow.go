@@ -128,13 +128,10 @@ func (w *Workflow) add(name string, t *Task, edges []Edge) {
 	seen := map[string]bool{}
 	for _, e := range edges {
 		other := e.Parent + e.Child
-		switch e.OnDead {
-		case "", EdgeFail, EdgeRun, EdgeSkip:
-		default:
+		switch {
+		case e.OnDead != "" && e.OnDead != EdgeFail && e.OnDead != EdgeRun && e.OnDead != EdgeSkip:
 			w.err = fmt.Errorf("%w: node %q: edge with %q has policy %q; want fail, run or skip", errInvalidWorkflow, name, other, e.OnDead)
 			return
-		}
-		switch {
 		case (e.Parent == "") == (e.Child == ""):
 			w.err = fmt.Errorf("%w: node %q: an edge names a parent or a child, not %q and %q", errInvalidWorkflow, name, e.Parent, e.Child)
 			return
