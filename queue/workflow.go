@@ -348,8 +348,8 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 		}
 		if fresh != nil {
 			fields = append(fields, "m:"+n.name, meta, "e:"+n.name, e, "s:"+n.name, fresh.states[i])
-			if fresh.children[i] != "" {
-				fields = append(fields, "c:"+n.name, fresh.children[i])
+			if kids := fresh.kids[i]; len(kids) > 0 {
+				fields = append(fields, "c:"+n.name, strings.Join(kids, " "))
 			}
 			continue
 		}
@@ -455,13 +455,13 @@ func (c *Client) registerQueues(ctx context.Context, nodes map[string]*wire.Deli
 // freshGraph is a new workflow's graph as its home stores it
 // (include/wf_names.lua): per node, its state, its count of parents, and
 // its children, each name after its edge's letter, in upper case when
-// the node is the child's only parent, separated by spaces ("" for none:
-// see childList); the roots' names; the edges.
+// the node is the child's only parent (stored separated by spaces: see
+// childList); the roots' names; the edges.
 type freshGraph struct {
-	states   []string
-	children []string
-	roots    []byte
-	edges    int
+	states []string
+	kids   [][]string
+	roots  []byte
+	edges  int
 }
 
 // fresh builds the stored graph of w, a new workflow checked by check
@@ -469,8 +469,7 @@ type freshGraph struct {
 // node of w, and a node that is not is refused here. The
 // home writes it as it comes, with no per-node work in its script.
 func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
-	g := &freshGraph{states: make([]string, len(w.nodes)), children: make([]string, len(w.nodes))}
-	kids := make([][]string, len(w.nodes))
+	g := &freshGraph{states: make([]string, len(w.nodes)), kids: make([][]string, len(w.nodes))}
 	var roots []string
 	for i, n := range w.nodes {
 		if len(pl.before[i]) > 0 {
@@ -486,7 +485,7 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 				// its only parent: the parent's success releases it unread
 				code = strings.ToUpper(code)
 			}
-			kids[p] = append(kids[p], code+n.name)
+			g.kids[p] = append(g.kids[p], code+n.name)
 		}
 		g.edges += len(pl.parents[i])
 		g.states[i] = strconv.Itoa(len(pl.parents[i]))
@@ -498,9 +497,6 @@ func (w *Workflow) fresh(pl *plan, id string) (*freshGraph, error) {
 		if len(pl.parents[i]) == 0 {
 			roots = append(roots, n.name)
 		}
-	}
-	for i, k := range kids {
-		g.children[i] = strings.Join(k, " ")
 	}
 	g.roots, _ = msgpack.Marshal(roots) // strings always encode
 	return g, nil
