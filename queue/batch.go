@@ -64,7 +64,7 @@ type batchShape struct {
 // maxNodes is w's bound of nodes.
 func (w *Workflow) maxNodes() int {
 	if w.shape != nil {
-		return home.MaxBatchNodes
+		return maxBatchNodes
 	}
 	return maxWorkflowNodes
 }
@@ -180,7 +180,7 @@ func (c *Client) CloseBatch(ctx context.Context, id string) error {
 		// no grace: the callbacks a cluster puts into the outbox are
 		// delivered below, as due
 		reply, err = script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)},
-			h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), 0, "note", home.MaxBatchNodes, maxWorkflowEdges, "", home.Gate).Slice()
+			h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), 0, "note", maxBatchNodes, maxWorkflowEdges, "", home.Gate).Slice()
 		return err
 	})
 	if err != nil {

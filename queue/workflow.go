@@ -24,11 +24,13 @@ import (
 
 // Workflow bounds: a workflow, with every extension, holds at most
 // 10,000 nodes and 100,000 edges, so a running one takes bounded memory
-// at its home. A node name is at most 128 bytes.
+// at its home. A node name is at most 128 bytes. A batch's member costs
+// one field of its workflow's hash once enqueued, so far more fit.
 const (
 	maxWorkflowNodes = 10000
 	maxWorkflowEdges = 100000
 	maxNodeNameLen   = 128
+	maxBatchNodes    = 1_000_000
 )
 
 // EdgePolicy says what a child does when its parent does not succeed:

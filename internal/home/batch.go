@@ -21,11 +21,6 @@ const (
 	OnComplete = ".on-complete"
 )
 
-// MaxBatchNodes bounds a batch's nodes, nested batches among them: a
-// member costs one field of its workflow's hash once enqueued, so far
-// more fit than a graph's 10,000 nodes.
-const MaxBatchNodes = 1_000_000
-
 // Taskless is the route a taskless node records (a batch's gate, a
 // nested batch), as workflow_add.lua packs it: {"", "", "", 0}.
 var Taskless = []byte{0x94, 0xa0, 0xa0, 0xa0, 0x00}
