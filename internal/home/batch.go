@@ -1,6 +1,7 @@
 package home
 
 import (
+	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -66,4 +67,17 @@ func Place(ref, taskID string) (workflowID, node string) {
 		return keys.LongID(r.ID), r.Node
 	}
 	return r.ID, strconv.Itoa(r.Link) // a 0.1.0 chain
+}
+
+// MemberKey is the context key under which a worker's handler context
+// answers the ID of the workflow (a batch among them) its task is a node
+// of.
+type MemberKey struct{}
+
+// MemberOf returns the workflow whose node's task ctx runs, or "". A
+// batch takes additions from its own members after it was closed: it
+// cannot finish while they run.
+func MemberOf(ctx context.Context) string {
+	id, _ := ctx.Value(MemberKey{}).(string)
+	return id
 }
