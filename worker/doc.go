@@ -35,12 +35,11 @@
 // however many servers carry them.
 //
 // A server also keeps batches and workflows (queue.Client.NewBatch,
-// EnqueueWorkflow; a chain is a workflow, queue.Chain) moving: a flow
-// task's success or death is recorded with its ack or failure and applied
-// at its flow, which sends the callbacks or the nodes it frees. In a
-// handler, Task.PreviousResult reads the previous
-// link's result, Task.ParentResult a parent node's, and
-// Task.ExtendWorkflow adds nodes to its workflow; queue.Client.AddToBatch,
-// with the handler's context, adds tasks to the task's own batch
-// (Task.Flow names it).
+// EnqueueWorkflow; a chain is a workflow, queue.Chain) moving: a node's
+// success or death is recorded with its ack or failure and applied at
+// its workflow's home, which sends the callbacks or the nodes it frees.
+// In a handler, Task.PreviousResult reads the previous link's result,
+// Task.ParentResult a parent node's, and Task.ExtendWorkflow adds nodes
+// to its workflow; queue.Client.AddToBatch, with the handler's context,
+// adds tasks to the task's own batch (Task.Workflow names it).
 package worker
