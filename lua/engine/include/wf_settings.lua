@@ -1,7 +1,10 @@
 -- wf_settings reads, once a run, whether the workflow was cancelled, how
--- its nodes are released (dr), whether a node was given a parent after
--- it was recorded (ext: see wf_sole), its join nodes (join: see
--- wf_joined), and whether it is a batch (a gate: see wf_run_release).
+-- its nodes are released (dr), its join nodes (join: see wf_joined),
+-- whether it is a batch (a gate: see wf_run_release), and whether an
+-- upper-case edge letter may be trusted (sole: see wf_spread_success):
+-- a node's parents are fixed when it is recorded, unless an extension
+-- makes a new node a parent of it (queue.Before), which sets ext, and a
+-- cancelled workflow releases nothing.
 local function wf_settings(r)
   if r.cancelled ~= nil then return end
   local f = redis.call('HMGET', r.W, 'state', 'dr', 'ext', 'join', 'gate')
