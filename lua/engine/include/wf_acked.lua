@@ -13,13 +13,16 @@ local function wf_acked(r, ids, results)
   local fan, ok, kv = r.fan, 0, r.kv
   if r.cancelled == nil then wf_settings(r) end
   local join, joins = r.join, r.joins
+  -- the names a node meets, looked up once
+  local fstate, fkids, fresult = WF_FIELD.state, WF_FIELD.children, WF_FIELD.result
+  local enqueued, succeeded = WF_STATE.enqueued, WF_STATE.succeeded
   local nk = #kv
   for i = 1, #xs, 500 do
     local last = math.min(i + 499, #xs)
     local fields, f = {}, 0
     for k = i, last do
       local x = xs[k]
-      fields[f + 1], fields[f + 2] = WF_FIELD.state .. x, WF_FIELD.children .. x
+      fields[f + 1], fields[f + 2] = fstate .. x, fkids .. x
       f = f + 2
     end
     local v = redis.call('HMGET', r.W, unpack(fields))
@@ -27,18 +30,18 @@ local function wf_acked(r, ids, results)
       local j = 2 * (k - i) + 1
       local x, st, cs = xs[k], v[j], v[j + 1] or false
       local result = results[at[k]] or ''
-      if st == WF_STATE.enqueued and nodes[x] == nil then
+      if st == enqueued and nodes[x] == nil then
         nodes[x] = SUCCEEDED
-        kv[nk + 1], kv[nk + 2] = fields[j], WF_STATE.succeeded
+        kv[nk + 1], kv[nk + 2] = fields[j], succeeded
         nk = nk + 2
         ok = ok + 1
         if result ~= '' then
-          kv[nk + 1], kv[nk + 2] = WF_FIELD.result .. x, result
+          kv[nk + 1], kv[nk + 2] = fresult .. x, result
           nk = nk + 2
         end
         if cs or (join and not joins[x]) then
           local nf = #fan
-          fan[nf + 1], fan[nf + 2], fan[nf + 3], fan[nf + 4] = x, WF_STATE.enqueued, WF_STATE.succeeded, cs
+          fan[nf + 1], fan[nf + 2], fan[nf + 3], fan[nf + 4] = x, enqueued, succeeded, cs
         end
       else
         if nodes[x] == nil then

@@ -14,18 +14,18 @@ local function wf_load(r, xs, children, from, to, step)
       want[nw] = x
     end
   end
-  local step = children and 2 or 1
+  local step, fstate, fkids = children and 2 or 1, WF_FIELD.state, WF_FIELD.children
   for i = 1, nw, 500 do
     local fields, f = {}, 0
     local last = math.min(i + 499, nw)
     for j = i, last do
-      local key = WF_FIELD.state .. want[j]
+      local key = fstate .. want[j]
       keys[j] = key
       f = f + 1
       fields[f] = key
       if children then
         f = f + 1
-        fields[f] = WF_FIELD.children .. want[j]
+        fields[f] = fkids .. want[j]
       end
     end
     local v = redis.call('HMGET', r.W, unpack(fields))

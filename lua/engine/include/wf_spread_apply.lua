@@ -8,7 +8,7 @@
 local function wf_spread_apply(r, a)
   local nodes, work, order, dec, named, moves = r.nodes, r.work, r.order, a.dec, a.named, a.moves
   wf_load(r, named, false, 1, a.nd)
-  local w, o = #work, #order
+  local w, o, waiting = #work, #order, WF_STATE.waiting
   for k = 1, a.nd do
     local x = named[k]
     local c = nodes[x]
@@ -19,7 +19,7 @@ local function wf_spread_apply(r, a)
         o = o + 1
         order[o] = x
       end
-      if c[2] <= 0 or c[1] ~= WF_STATE.waiting then
+      if c[2] <= 0 or c[1] ~= waiting then
         w = w + 1
         work[w] = x
       end
