@@ -1,8 +1,11 @@
---@include wf_up
 -- wf_check finishes the workflow when no node is open (its state: failed
 -- when a node is dead or failed, else succeeded, unless cancelled), and
 -- sets its retention; a finished one a retried node opened again runs
--- again. A nested workflow tells its parent (wf_up).
+-- again. A nested workflow (its field up, "<parent> <node>": a batch in
+-- the same home) tells its parent: the parent's node, a taskless one,
+-- succeeds when W succeeded and is dead otherwise. A failed W that a
+-- retry makes succeed tells it again, and the node moves from dead to
+-- succeeded, as a retried task's would.
 local function wf_check(W, now)
   local f = redis.call('HMGET', W, 'state', 'open', 'bad', 'finished', 'ret', 'up')
   if tonumber(f[2]) > 0 then
@@ -21,5 +24,12 @@ local function wf_check(W, now)
   if state == 'succeeded' then redis.call('HSET', W, 'why', '', 'why_node', '', 'why_id', '') end
   local ret = tonumber(f[5])
   if ret > 0 then redis.call('PEXPIRE', W, ret) end
-  if f[6] then wf_up(W, f[6], state, now) end
+  local pid, x = string.match(f[6] or '', '^(%S+) (%S+)$')
+  if not pid then return end
+  local wf = wf_lib()
+  local H = string.match(W, '^(.*}):w:')
+  local r = wf.start(H, H .. ':w:' .. pid, now)
+  local ok = state == 'succeeded'
+  local why = ok and '' or ('workflow ' .. string.match(W, ':w:(.*)$') .. ' ' .. state)
+  if wf.note(r, x, '', ok and WF_STATE.succeeded or WF_STATE.dead, '', why) then wf.finish(r) end
 end

@@ -1,4 +1,3 @@
---@include wf_stored
 --@include wf_spread
 --@include wf_chunks
 --@include wf_push
@@ -8,13 +7,26 @@ local function wf_flush(r)
   wf_spread(r)
   -- the shared entries' states first: a node moved again is in order
   local kv, order = r.kv, r.order
-  local nodes, k = r.nodes, #r.kv
+  local nodes, k, waiting = r.nodes, #r.kv, WF_STATE.waiting
   r.kv = {}
   for i = 1, #order do
     local x = order[i]
     local n = nodes[x]
     local v = n[1]
-    if WAITS[v] then v = wf_stored(n) end
+    if WAITS[v] then
+      -- waiting with no parent failing or skipping it, the common case:
+      -- its unfinished parents alone, formatted once a call (STR)
+      local u = n[2]
+      if v == waiting and n[3] == 0 and n[4] == 0 then
+        v = STR[u]
+        if not v then
+          v = string.format('%d', u)
+          STR[u] = v
+        end
+      else
+        v = string.format('%s %d %d %d', v, u, n[3], n[4])
+      end
+    end
     kv[k + 1], kv[k + 2] = n[6] or WF_FIELD.state .. x, v
     k = k + 2
     n[7] = nil

@@ -3,7 +3,7 @@
 --@include wf_taskless
 -- wf_nest records a new workflow as taskless node x of its parent P in
 -- home H, at once enqueued: the new workflow's end moves it
--- (include/wf_up.lua), and the parent's join nodes wait for it too.
+-- (include/wf_check.lua), and the parent's join nodes wait for it too.
 -- inside says the caller is a task of P; max is the default bound of
 -- nodes. With check, it only returns what it would refuse, writing
 -- nothing.

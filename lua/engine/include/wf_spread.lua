@@ -1,6 +1,5 @@
 --@include wf_kids
 --@include wf_count_freed
---@include wf_spread_children
 --@include wf_spread_success
 --@include wf_spread_change
 --@include wf_spread_apply
@@ -14,7 +13,23 @@ local function wf_spread(r)
   local fan = r.fan
   if #fan == 0 then return end
   r.fan = {}
-  wf_spread_children(r, fan)
+  -- the children lists not read yet (fan: per node its name, state
+  -- before and after, and children list, 0: not read yet), 500 a call
+  local nodes, need = r.nodes, {}
+  for i = 1, #fan, 4 do
+    if fan[i + 3] == 0 then need[#need + 1] = i end
+  end
+  for i = 1, #need, 500 do
+    local fields, last = {}, math.min(i + 499, #need)
+    for j = i, last do fields[#fields + 1] = WF_FIELD.children .. fan[need[j]] end
+    local v = redis.call('HMGET', r.W, unpack(fields))
+    for j = i, last do
+      local f = need[j]
+      local cs = v[j - i + 1] or false
+      fan[f + 3] = cs
+      nodes[fan[f]][5] = cs
+    end
+  end
   -- what the changes do to the children: moves (child, effect before,
   -- effect after), and for successes, decrements per child (dec) named
   -- in order (named), with no move per parent
