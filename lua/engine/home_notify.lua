@@ -8,7 +8,6 @@
   Returns: {state changes, outbox entries due now} ]]
 --@include time
 --@include home_apply
---@include home_due
 local H = ARGV[1]
 local now = now_ms(ARGV[2])
 local changed = 0
@@ -17,4 +16,5 @@ for i = 3, #ARGV do
   if home_apply(H, ARGV[i], now, runs) then changed = changed + 1 end
 end
 for _, r in pairs(runs) do wf_lib().finish(r) end
-return {changed, home_due(H, now)}
+-- the outbox entries visible now
+return {changed, redis.call('ZCOUNT', H .. ':out', '-inf', now)}

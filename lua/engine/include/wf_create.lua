@@ -1,9 +1,10 @@
 --@include wf_nest
---@include home_recent
 -- wf_create records new workflow W in home H from the fields the caller
 -- staged in KEYS[2] (see workflow_add.lua for ARGV), nested in its
 -- parent's workflow when ARGV[16] names one. It returns the refusal, or
--- nil and the run that releases the roots.
+-- nil and the run that releases the roots. The workflow goes into H's
+-- feed of recent flows ("b:<id>", "w:<id>"), of RECENT_CAP at most.
+local RECENT_CAP = 1000
 local function wf_create(W, H, now, max)
   if redis.call('EXISTS', W) == 1 then
     redis.call('DEL', KEYS[2])
@@ -38,7 +39,10 @@ local function wf_create(W, H, now, max)
     wf_nest(H, H .. ':w:' .. parent, ARGV[17], true, false, now, max)
     redis.call('HSET', W, 'up', parent .. ' ' .. ARGV[17])
   end
-  home_recent(H, kind .. ARGV[3], now)
+  local recent = H .. ':recent'
+  redis.call('ZADD', recent, now, kind .. ARGV[3])
+  local over = redis.call('ZCARD', recent) - RECENT_CAP
+  if over > 0 then redis.call('ZREMRANGEBYRANK', recent, 0, over - 1) end
   local r = wf_lib().start(H, W, now)
   r.work = cmsgpack.unpack(ARGV[12]) or {}
   return nil, r
