@@ -11,8 +11,7 @@
 local function wf_acked(r, ids, results)
   local xs, at, nodes = r.acked, r.at, r.nodes
   local fan, ok, kv = r.fan, 0, r.kv
-  if r.cancelled == nil then wf_settings(r) end
-  local join, joins = r.join, r.joins
+  local join, joins
   -- the names a node meets, looked up once
   local fstate, fkids, fresult = WF_FIELD.state, WF_FIELD.children, WF_FIELD.result
   local enqueued, succeeded = WF_STATE.enqueued, WF_STATE.succeeded
@@ -25,10 +24,14 @@ local function wf_acked(r, ids, results)
       fields[f + 1], fields[f + 2] = fstate .. x, fkids .. x
       f = f + 2
     end
-    local v = redis.call('HMGET', r.W, unpack(fields))
+    -- the settings, read once a run, come with the first nodes: the
+    -- workflow's values first, then the nodes' from the 6th on
+    local v, o = r.cancelled == nil and wf_settings(r, fields), 5
+    if not v then v, o = redis.call('HMGET', r.W, unpack(fields)), 0 end
+    join, joins = r.join, r.joins
     for k = i, last do
       local j = 2 * (k - i) + 1
-      local x, st, cs = xs[k], v[j], v[j + 1] or false
+      local x, st, cs = xs[k], v[j + o], v[j + o + 1] or false
       local result = results[at[k]] or ''
       if st == enqueued and nodes[x] == nil then
         nodes[x] = SUCCEEDED
