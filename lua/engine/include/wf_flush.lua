@@ -14,8 +14,7 @@ local function wf_flush(r)
     local n = nodes[x]
     local v = n[1]
     if WAITS[v] then
-      -- waiting with no parent failing or skipping it, the common case:
-      -- its unfinished parents alone, formatted once a call (STR)
+      -- waiting, with no parent failing or skipping it: its count alone
       local u = n[2]
       if v == waiting and n[3] == 0 and n[4] == 0 then
         v = STR[u]
@@ -31,7 +30,6 @@ local function wf_flush(r)
     k = k + 2
     n[7] = nil
   end
-  wf_chunks('HSET', r.W, kv, 1000)
   if r.ok > 0 then
     -- successes succeed tallied: from p, open, to s
     r.open = r.open - r.ok
@@ -39,11 +37,24 @@ local function wf_flush(r)
     r.counts[WF_STATE.succeeded] = (r.counts[WF_STATE.succeeded] or 0) + r.ok
     r.ok = 0
   end
-  if r.open ~= 0 then redis.call('HINCRBY', r.W, 'open', r.open) end
-  if r.bad ~= 0 then redis.call('HINCRBY', r.W, 'bad', r.bad) end
+  -- the counters that moved, read in one call and written with the
+  -- states, not an HINCRBY each
+  local names, ds = {}, {}
+  if r.open ~= 0 then names[1], ds[1] = 'open', r.open end
+  if r.bad ~= 0 then names[#names + 1], ds[#ds + 1] = 'bad', r.bad end
   for st, d in pairs(r.counts) do
-    if d ~= 0 then redis.call('HINCRBY', r.W, 'cnt_' .. st, d) end
+    if d ~= 0 then names[#names + 1], ds[#ds + 1] = 'cnt_' .. st, d end
   end
+  if #names > 0 then
+    local cur = redis.call('HMGET', r.W, unpack(names))
+    for i = 1, #names do
+      local c = tonumber(cur[i] or 0)
+      if not c then error('workflow ' .. r.W .. ': ' .. names[i] .. ' holds ' .. cur[i] .. ', not a count', 0) end
+      kv[k + 1], kv[k + 2] = names[i], string.format('%d', c + ds[i])
+      k = k + 2
+    end
+  end
+  wf_chunks('HSET', r.W, kv, 1000)
   wf_chunks('HDEL', r.W, r.gone, 1000)
   for _, g in ipairs(r.pushed) do wf_push(r, g) end
   wf_chunks('ZADD', r.H .. ':out', r.out, 1000)
