@@ -67,8 +67,7 @@ local max = tonumber(ARGV[7])
 -- returns the reply: the IDs of the nodes put into the outbox
 local function finish(r)
   wf.run(r, now + tonumber(ARGV[5]))
-  wf.flush(r)
-  wf.check(W, now)
+  wf.check(W, now, wf.flush(r))
   local out = r.released
   table.insert(out, 1, FLOW_CREATED)
   return out

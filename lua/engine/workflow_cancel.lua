@@ -57,6 +57,5 @@ for _, x in ipairs(states) do
     end
   end
 end
-wf.flush(r)
-wf.check(W, now)
+wf.check(W, now, wf.flush(r))
 return out

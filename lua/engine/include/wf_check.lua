@@ -5,9 +5,10 @@
 -- the same home) tells its parent: the parent's node, a taskless one,
 -- succeeds when W succeeded and is dead otherwise. A failed W that a
 -- retry makes succeed tells it again, and the node moves from dead to
--- succeeded, as a retried task's would.
-local function wf_check(W, now)
-  local f = redis.call('HMGET', W, 'state', 'open', 'bad', 'finished', 'ret', 'up')
+-- succeeded, as a retried task's would. f: those fields, when wf_flush
+-- just read them.
+local function wf_check(W, now, f)
+  f = f or redis.call('HMGET', W, 'state', 'open', 'bad', 'finished', 'ret', 'up')
   if tonumber(f[2]) > 0 then
     if f[4] ~= '0' then
       redis.call('HSET', W, 'finished', 0, 'state', f[1] == 'cancelled' and 'cancelled' or 'running')

@@ -5,6 +5,5 @@
 -- checks whether the workflow finished.
 local function wf_finish(r)
   wf_run(r, r.now)
-  wf_flush(r)
-  wf_check(r.W, r.now)
+  wf_check(r.W, r.now, wf_flush(r))
 end

@@ -1,7 +1,8 @@
 --@include wf_spread
 --@include wf_chunks
 --@include wf_push
--- wf_flush writes what run r changed.
+-- wf_flush writes what run r changed. It returns W's state, open, bad,
+-- finished, ret and up, as wf_check reads them.
 local function wf_flush(r)
   -- a cancel sets states without a run
   wf_spread(r)
@@ -37,20 +38,19 @@ local function wf_flush(r)
     r.counts[WF_STATE.succeeded] = (r.counts[WF_STATE.succeeded] or 0) + r.ok
     r.ok = 0
   end
-  -- the counters that moved, read in one call and written with the
-  -- states, not an HINCRBY each
-  local names, ds = {}, {}
-  if r.open ~= 0 then names[1], ds[1] = 'open', r.open end
-  if r.bad ~= 0 then names[#names + 1], ds[#ds + 1] = 'bad', r.bad end
+  -- the counters that moved and the fields wf_check reads next (f, with
+  -- the new counts), in one call; written with the states, not HINCRBYs
+  local names, ds = {'state', 'open', 'bad', 'finished', 'ret', 'up'}, {false, r.open, r.bad, false, false, false}
   for st, d in pairs(r.counts) do
     if d ~= 0 then names[#names + 1], ds[#ds + 1] = 'cnt_' .. st, d end
   end
-  if #names > 0 then
-    local cur = redis.call('HMGET', r.W, unpack(names))
-    for i = 1, #names do
-      local c = tonumber(cur[i] or 0)
-      if not c then error('workflow ' .. r.W .. ': ' .. names[i] .. ' holds ' .. cur[i] .. ', not a count', 0) end
-      kv[k + 1], kv[k + 2] = names[i], string.format('%d', c + ds[i])
+  local f = redis.call('HMGET', r.W, unpack(names))
+  for i = 2, #names do
+    if ds[i] and ds[i] ~= 0 then
+      local c = tonumber(f[i] or 0)
+      if not c then error('workflow ' .. r.W .. ': ' .. names[i] .. ' holds ' .. f[i] .. ', not a count', 0) end
+      f[i] = string.format('%d', c + ds[i])
+      kv[k + 1], kv[k + 2] = names[i], f[i]
       k = k + 2
     end
   end
@@ -61,4 +61,5 @@ local function wf_flush(r)
   wf_chunks('HSET', r.H .. ':outmsg', r.outmsg, 1000)
   r.order, r.gone, r.out, r.outmsg, r.open, r.bad, r.counts = {}, {}, {}, {}, 0, 0, {}
   r.push, r.pushed, r.lastg = {}, {}, nil
+  return f
 end
