@@ -14,7 +14,7 @@ local function wf_load(r, xs, children, from, to, step)
       want[nw] = x
     end
   end
-  local step, fstate, fkids = children and 2 or 1, WF_FIELD.state, WF_FIELD.children
+  local step, fstate, fkids, waiting = children and 2 or 1, WF_FIELD.state, WF_FIELD.children, WF_STATE.waiting
   for i = 1, nw, 500 do
     local fields, f = {}, 0
     local last = math.min(i + 499, nw)
@@ -31,11 +31,10 @@ local function wf_load(r, xs, children, from, to, step)
     local v = redis.call('HMGET', r.W, unpack(fields))
     for j = i, last do
       local k = step * (j - i) + 1
-      local n = false
-      if v[k] then
-        n = wf_parse(v[k], keys[j])
-        if children then n[5] = v[k + 1] or false end
-      end
+      local s, n = v[k], false
+      -- a waiting node's count met before, the common case: no call
+      if s and NUM[s] then n = {waiting, NUM[s], 0, 0, nil, keys[j], nil} elseif s then n = wf_parse(s, keys[j]) end
+      if n and children then n[5] = v[k + 1] or false end
       nodes[want[j]] = n
     end
   end

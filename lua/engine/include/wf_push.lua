@@ -32,7 +32,7 @@ local function wf_push(r, g)
       redis.call('HSET', T .. ':msg', id, msg)
       redis.call('HSET', T .. ':state', id, record_new('scheduled', due))
       copies[#copies + 1], copies[#copies + 2] = id, msg
-    elseif msg_keyed(msg) then
+    elseif not msgpack_short_head(msg) and msg_keyed(msg) then -- a plain head: one call, not two
       keyed[#keyed + 1] = msg
       copies[#copies + 1], copies[#copies + 2] = id, msg
     else
