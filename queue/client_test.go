@@ -436,7 +436,9 @@ func TestEnqueueWhenRedisMisbehaves(t *testing.T) {
 
 	t.Run("DownReturnsCause", func(t *testing.T) {
 		b := setup(t, Config{})
-		b.srv.Kill(t)
+		// the port held: a cluster node another test started took it once,
+		// and the call met CLUSTERDOWN there
+		b.srv.KillHoldingPort(t)
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		start := time.Now()

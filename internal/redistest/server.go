@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"errors"
+	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -83,6 +84,24 @@ func (s *Server) Kill(t testing.TB) {
 	t.Helper()
 	if err := s.proc.Kill(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// KillHoldingPort kills the server as Kill does, then holds its port
+// until the test ends: a socket bound to it, not listening, so a dial is
+// refused as by a dead server, and a server another test starts cannot
+// bind the port and answer instead. The test fails when the port was
+// taken in between.
+func (s *Server) KillHoldingPort(t testing.TB) {
+	t.Helper()
+	s.Kill(t)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatalf("redistest: a socket to hold %s: %v", s.Addr, err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: s.Port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("redistest: holding %s after the kill: %v", s.Addr, err)
 	}
 }
 
