@@ -354,7 +354,7 @@ func TestEnqueueCoalescing(t *testing.T) {
 			outs = append(outs, enqueueAsync(ctx, b.client, task(i)))
 		}
 		waitLine(t, b.client, "line", 0, 5)
-		b.srv.Kill(t)
+		b.srv.KillHoldingPort(t) // no other test's server answers on its port
 		close(gate.release)
 		for i, out := range outs {
 			r := receive(t, out)

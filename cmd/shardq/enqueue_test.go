@@ -226,7 +226,7 @@ func TestEnqueueLinesRedisGone(t *testing.T) {
 		qi, err := insp.QueueInfo(context.Background(), "default")
 		return err == nil && qi.Pending == 100
 	})
-	srv.Kill(t)
+	srv.KillHoldingPort(t) // no other test's server answers on its port
 	for i := 100; i < 150; i++ {
 		fmt.Fprintf(w, "line %d\n", i+1)
 	}

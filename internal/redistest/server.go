@@ -90,8 +90,10 @@ func (s *Server) Kill(t testing.TB) {
 // KillHoldingPort kills the server as Kill does, then holds its port
 // until the test ends: a socket bound to it, not listening, so a dial is
 // refused as by a dead server, and a server another test starts cannot
-// bind the port and answer instead. The test fails when the port was
-// taken in between.
+// bind the port and answer instead. The bind has no SO_REUSEADDR, which
+// would let redis-server bind beside it; so while the dead server's
+// connections linger in TIME_WAIT it fails, and the port goes unheld,
+// as after Kill.
 func (s *Server) KillHoldingPort(t testing.TB) {
 	t.Helper()
 	s.Kill(t)
@@ -101,7 +103,7 @@ func (s *Server) KillHoldingPort(t testing.TB) {
 	}
 	t.Cleanup(func() { syscall.Close(fd) })
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: s.Port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatalf("redistest: holding %s after the kill: %v", s.Addr, err)
+		t.Logf("redistest: %s not held after the kill: %v", s.Addr, err)
 	}
 }
 
