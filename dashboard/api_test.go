@@ -283,10 +283,22 @@ func TestAPIActions(t *testing.T) {
 	}
 	qp := "/api/queues/" + e.q
 
-	if r := post(qp + "/resume"); r.code != 200 || e.info().Paused {
+	// resume and pause a queue no worker serves: between the two, the
+	// worker would run e.q's pending tasks, and a busy machine gave it
+	// the time (TestAPIActions failed so once)
+	idle := "digests"
+	_, err := e.client.Enqueue(e.ctx, queue.NewRawTask("ok", nil), queue.In(idle))
+	must(t, err)
+	must(t, e.insp.Pause(e.ctx, idle))
+	paused := func() bool {
+		qi, err := e.insp.QueueInfo(e.ctx, idle)
+		must(t, err)
+		return qi.Paused
+	}
+	if r := post("/api/queues/" + idle + "/resume"); r.code != 200 || paused() {
 		t.Fatalf("resume: %d %s", r.code, r.body)
 	}
-	if r := post(qp + "/pause"); r.code != 200 || !e.info().Paused {
+	if r := post("/api/queues/" + idle + "/pause"); r.code != 200 || !paused() {
 		t.Fatalf("pause: %d %s", r.code, r.body)
 	}
 	if r := post(qp + "/tasks/" + e.dead[1] + "/run"); r.code != 200 || !strings.Contains(r.body, `"action": "run"`) {
