@@ -213,7 +213,6 @@ func (i *Inspector) LimitInfo(ctx context.Context, queue string) (*LimitInfo, er
 		return nil, fmt.Errorf("limit info of %q: %w", queue, err)
 	}
 	info := &LimitInfo{Queue: queue, Groups: map[string]GroupInfo{}}
-	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	lim := cmds[0].lim.Val()
 	info.Limits = Limits{Concurrency: atoi(lim["concurrency"]), Rate: atoi(lim["rate"]),
 		Per: time.Duration(atoi(lim["per"])) * time.Millisecond, GroupConcurrency: atoi(lim["keyconc"]),
