@@ -37,34 +37,36 @@ func (r FlowRef) String() string {
 
 // ParseFlowRef parses a ref's stored text.
 func ParseFlowRef(s string) (FlowRef, error) {
-	bad := fmt.Errorf("bad flow ref %q", s)
+	r, ok := parseFlowRef(s)
+	if !ok {
+		return FlowRef{}, fmt.Errorf("bad flow ref %q", s)
+	}
+	return r, nil
+}
+
+// parseFlowRef is ParseFlowRef but for the error, which only a bad ref
+// pays for.
+func parseFlowRef(s string) (FlowRef, bool) {
 	if len(s) < 4 || (s[0] != 'b' && s[0] != 'c' && s[0] != 'w') {
-		return FlowRef{}, bad
+		return FlowRef{}, false
 	}
 	head, rest, ok := strings.Cut(s[1:], ":")
 	home, err := strconv.Atoi(head)
 	if !ok || err != nil || rest == "" {
-		return FlowRef{}, bad
+		return FlowRef{}, false
 	}
 	r := FlowRef{Kind: s[0], Home: home, ID: rest}
 	switch r.Kind {
 	case 'w':
-		id, node, ok := strings.Cut(rest, ":")
-		if !ok || id == "" || node == "" {
-			return FlowRef{}, bad
-		}
-		r.ID, r.Node = id, node
+		r.ID, r.Node, ok = strings.Cut(rest, ":")
+		ok = ok && r.ID != "" && r.Node != ""
 	case 'c':
 		i := strings.LastIndexByte(rest, ':')
-		if i <= 0 {
-			return FlowRef{}, bad
-		}
-		if r.Link, err = strconv.Atoi(rest[i+1:]); err != nil || r.Link < 1 {
-			return FlowRef{}, bad
-		}
-		r.ID = rest[:i]
+		r.ID = rest[:max(i, 0)]
+		r.Link, err = strconv.Atoi(rest[i+1:])
+		ok = i > 0 && err == nil && r.Link >= 1
 	}
-	return r, nil
+	return r, ok
 }
 
 // Delivery is one entry of a workflow home's outbox: a task to enqueue into

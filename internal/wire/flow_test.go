@@ -48,6 +48,13 @@ func TestFlowRef(t *testing.T) {
 			t.Fatalf("%q parsed", bad)
 		}
 	}
+	// a ref that parses costs no error value: every forward parses one
+	// per notification
+	for _, s := range []string{"b15:id", "c0:x:y:12", "w3:id:resize:small"} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = ParseFlowRef(s) }); n != 0 {
+			t.Errorf("ParseFlowRef(%q) allocates %v times, want 0", s, n)
+		}
+	}
 }
 
 func TestDeliveryAndNote(t *testing.T) {
