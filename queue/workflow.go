@@ -112,45 +112,18 @@ func (w *Workflow) Add(name string, t *Task, edges ...Edge) {
 // add adds node name as Add does; a nil task makes a taskless node of a
 // batch, which a call or a nested batch moves.
 func (w *Workflow) add(name string, t *Task, edges []Edge) {
-	if w.err != nil {
-		return
+	if w.err == nil {
+		w.err = w.refuse(name, t, edges)
 	}
-	if err := validNodeName(name); err != nil {
-		w.err = err
-		return
+	if w.err == nil {
+		w.names[name] = len(w.nodes)
+		w.nodes = append(w.nodes, workflowNode{name: name, task: t, edges: slices.Clone(edges)})
 	}
-	if _, ok := w.names[name]; ok {
-		w.err = fmt.Errorf("%w: node %q added twice", errInvalidWorkflow, name)
-		return
-	}
-	if t == nil && w.shape == nil {
-		w.err = fmt.Errorf("%w: node %q has no task", errInvalidWorkflow, name)
-		return
-	}
-	seen := map[string]bool{}
-	for _, e := range edges {
-		other := e.Parent + e.Child
-		switch {
-		case e.OnDead != "" && e.OnDead != EdgeFail && e.OnDead != EdgeRun && e.OnDead != EdgeSkip:
-			w.err = fmt.Errorf("%w: node %q: edge with %q has policy %q; want fail, run or skip", errInvalidWorkflow, name, other, e.OnDead)
-			return
-		case (e.Parent == "") == (e.Child == ""):
-			w.err = fmt.Errorf("%w: node %q: an edge names a parent or a child, not %q and %q", errInvalidWorkflow, name, e.Parent, e.Child)
-			return
-		case other == name:
-			w.err = fmt.Errorf("%w: node %q is its own parent", errInvalidWorkflow, name)
-			return
-		case seen[e.Parent+"\x00"+e.Child]:
-			w.err = fmt.Errorf("%w: node %q names %q twice", errInvalidWorkflow, name, other)
-			return
-		}
-		seen[e.Parent+"\x00"+e.Child] = true
-	}
-	w.names[name] = len(w.nodes)
-	w.nodes = append(w.nodes, workflowNode{name: name, task: t, edges: slices.Clone(edges)})
 }
 
-func validNodeName(name string) error {
+// refuse returns why node name cannot be added to w, or nil.
+func (w *Workflow) refuse(name string, t *Task, edges []Edge) error {
+	_, dup := w.names[name]
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: empty node name", errInvalidWorkflow)
@@ -158,11 +131,27 @@ func validNodeName(name string) error {
 		return fmt.Errorf("%w: node name of %d bytes, limit %d", errInvalidWorkflow, len(name), maxNodeNameLen)
 	case !utf8.ValidString(name):
 		return fmt.Errorf("%w: node name %q is not UTF-8", errInvalidWorkflow, name)
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
+		return fmt.Errorf("%w: node name %q has a space or control character", errInvalidWorkflow, name)
+	case dup:
+		return fmt.Errorf("%w: node %q added twice", errInvalidWorkflow, name)
+	case t == nil && w.shape == nil:
+		return fmt.Errorf("%w: node %q has no task", errInvalidWorkflow, name)
 	}
-	for _, r := range name {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return fmt.Errorf("%w: node name %q has a space or control character", errInvalidWorkflow, name)
+	seen := map[string]bool{}
+	for _, e := range edges {
+		other := e.Parent + e.Child
+		switch {
+		case e.OnDead != "" && e.OnDead != EdgeFail && e.OnDead != EdgeRun && e.OnDead != EdgeSkip:
+			return fmt.Errorf("%w: node %q: edge with %q has policy %q; want fail, run or skip", errInvalidWorkflow, name, other, e.OnDead)
+		case (e.Parent == "") == (e.Child == ""):
+			return fmt.Errorf("%w: node %q: an edge names a parent or a child, not %q and %q", errInvalidWorkflow, name, e.Parent, e.Child)
+		case other == name:
+			return fmt.Errorf("%w: node %q is its own parent", errInvalidWorkflow, name)
+		case seen[e.Parent+"\x00"+e.Child]:
+			return fmt.Errorf("%w: node %q names %q twice", errInvalidWorkflow, name, other)
 		}
+		seen[e.Parent+"\x00"+e.Child] = true
 	}
 	return nil
 }
