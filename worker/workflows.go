@@ -26,10 +26,7 @@ func (t *Task) PreviousResult(ctx context.Context) ([]byte, error) {
 		return nil, nil
 	}
 	v, err := t.job.PreviousResult(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("worker: task %s: %w", t.ID, err)
-	}
-	return v, nil
+	return v, t.flowErr(err)
 }
 
 // ParentResult returns the result that parent, a node of the task's
@@ -39,13 +36,10 @@ func (t *Task) PreviousResult(ctx context.Context) ([]byte, error) {
 // queue.ErrInvalid.
 func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) {
 	if t.job == nil {
-		return nil, fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
+		return nil, t.flowErr(errNoWorkflow)
 	}
 	v, err := t.job.ParentResult(ctx, parent)
-	if err != nil {
-		return nil, fmt.Errorf("worker: task %s: %w", t.ID, err)
-	}
-	return v, nil
+	return v, t.flowErr(err)
 }
 
 // ExtendWorkflow adds w's nodes to the task's workflow, as
@@ -54,10 +48,18 @@ func (t *Task) ParentResult(ctx context.Context, parent string) ([]byte, error) 
 // succeed. A task in no workflow is queue.ErrInvalid.
 func (t *Task) ExtendWorkflow(ctx context.Context, w *queue.Workflow) error {
 	if t.job == nil {
-		return fmt.Errorf("worker: task %s: %w: it is in no workflow", t.ID, queue.ErrInvalid)
+		return t.flowErr(errNoWorkflow)
 	}
-	if err := t.job.ExtendWorkflow(ctx, w); err != nil {
-		return fmt.Errorf("worker: task %s: %w", t.ID, err)
+	return t.flowErr(t.job.ExtendWorkflow(ctx, w))
+}
+
+var errNoWorkflow = fmt.Errorf("%w: it is in no workflow", queue.ErrInvalid)
+
+// flowErr names the task in err, from one of its workflow calls; nil
+// stays nil.
+func (t *Task) flowErr(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("worker: task %s: %w", t.ID, err)
 }
