@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -93,15 +94,12 @@ func EncodeDelivery(d *Delivery) ([]byte, error) {
 // DecodeDelivery reads a stored delivery.
 func DecodeDelivery(b []byte) (*Delivery, error) {
 	var d Delivery
-	dec, err := NewDecoder(b)
+	err := decodeFields(b, &d.Queue, &d.Partition, &d.Partitions, &d.ID, &d.Msg, &d.At, &d.In, &d.Unique, &d.UniqueTTL)
+	if err == nil && (d.Queue == "" || d.ID == "" || len(d.Msg) == 0) {
+		err = errors.New("missing queue, id or message")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decode flow delivery (%d bytes): %w", len(b), err)
-	}
-	if err := decodeArray(dec, []any{&d.Queue, &d.Partition, &d.Partitions, &d.ID, &d.Msg, &d.At, &d.In, &d.Unique, &d.UniqueTTL}); err != nil {
-		return nil, fmt.Errorf("decode flow delivery (%d bytes): %w", len(b), err)
-	}
-	if d.Queue == "" || d.ID == "" || len(d.Msg) == 0 {
-		return nil, fmt.Errorf("decode flow delivery (%d bytes): missing queue, id or message", len(b))
 	}
 	return &d, nil
 }
@@ -121,15 +119,20 @@ type FlowNote struct {
 func DecodeFlowNote(b []byte) (*FlowNote, error) {
 	var n FlowNote
 	var res string
-	dec, err := NewDecoder(b)
-	if err != nil {
-		return nil, fmt.Errorf("decode flow notification (%d bytes): %w", len(b), err)
-	}
-	if err := decodeArray(dec, []any{&n.Ref, &n.Member, &n.Outcome, &res, &n.Err}); err != nil {
+	if err := decodeFields(b, &n.Ref, &n.Member, &n.Outcome, &res, &n.Err); err != nil {
 		return nil, fmt.Errorf("decode flow notification (%d bytes): %w", len(b), err)
 	}
 	n.Result = []byte(res)
 	return &n, nil
+}
+
+// decodeFields decodes b, a msgpack array, into fields (decodeArray).
+func decodeFields(b []byte, fields ...any) error {
+	dec, err := NewDecoder(b)
+	if err != nil {
+		return err
+	}
+	return decodeArray(dec, fields)
 }
 
 // NodeTask is a workflow node's task as a producer on one Redis server
