@@ -8,6 +8,7 @@
 package home
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -301,7 +302,7 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 				alone = append(alone, notifyCall{home: c.home, notes: []any{v}})
 			}
 		}
-		first = firstErr(first, fmt.Errorf("forward flow notifications to home %d: %w", c.home, c.err))
+		first = cmp.Or(first, fmt.Errorf("forward flow notifications to home %d: %w", c.home, c.err))
 	}
 	// a call that stopped at a script error stopped at one notification,
 	// and the others of its home must not wait for it: each is applied
@@ -311,7 +312,7 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	applied := map[string]bool{}
 	for _, c := range e.notify(ctx, alone, &due) {
 		if c.err != nil {
-			first = firstErr(first, fmt.Errorf("forward a flow notification to home %d: %w", c.home, c.err))
+			first = cmp.Or(first, fmt.Errorf("forward a flow notification to home %d: %w", c.home, c.err))
 			continue
 		}
 		applied[c.notes[0].(string)] = true
@@ -365,11 +366,4 @@ func (e *Env) notify(ctx context.Context, calls []notifyCall, due *[]int) []noti
 		}
 	}
 	return calls
-}
-
-func firstErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
