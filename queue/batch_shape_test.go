@@ -167,3 +167,35 @@ func TestBatchIsWorkflow(t *testing.T) {
 		t.Fatalf("Close of a workflow that is no batch: %v, want ErrNotFound", err)
 	}
 }
+
+// TestWorkflowCorruptNodeTask: a node whose task record (m:) does not
+// decode is read one way by both reads, which report it as they did
+// apart: WorkflowSummary shows a batch's own node without its task, and
+// GetWorkflow leaves the node out.
+func TestWorkflowCorruptNodeTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	batch, err := b.client.NewBatch(ctx, BatchOptions{OnSuccess: NewRawTask("ok", nil, In("cb"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := keys.Home(b.cfg.Prefix, keys.HomeOf(batch)).Workflow(batch)
+	if err := b.rdb.HSet(ctx, key, "m:"+home.OnSuccess, "\xc1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.insp.WorkflowSummary(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sum.Node(home.OnSuccess); n == nil || n.State != StateWaiting || n.TaskID != "" || n.Type != "" {
+		t.Fatalf("WorkflowSummary's %s = %+v, want it waiting, without its task", home.OnSuccess, n)
+	}
+	w, err := b.insp.GetWorkflow(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Node(home.OnSuccess); n != nil || w.Node(home.Gate) == nil {
+		t.Fatalf("GetWorkflow's nodes %+v: want the gate, and no %s", w.Nodes, home.OnSuccess)
+	}
+}

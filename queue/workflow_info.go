@@ -153,10 +153,9 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 	// a batch's own nodes: no node of another workflow starts with a dot
 	var own []placedNode
 	for _, name := range batchNodes {
-		if st := f["s:"+name]; st != "" {
-			meta, _ := nodeMeta(f["m:"+name])
-			n := WorkflowNode{Name: name, State: nodeState(st), TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ}
-			own = append(own, placedNode{n, meta.id})
+		if f["s:"+name] != "" {
+			n, _ := i.readNode(f, name) // a corrupt m: shows no task
+			own = append(own, n)
 		}
 	}
 	w.Nodes = sortedNodes(own)
@@ -243,20 +242,9 @@ func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents 
 	var nodes []placedNode
 	for field, v := range f {
 		if name, ok := strings.CutPrefix(field, "s:"); ok {
-			// a batch's member keeps no route once enqueued: its name
-			// holds its task ID
-			meta := nodeTask{id: home.MemberID(name)}
-			if m, ok := f["m:"+name]; ok {
-				var err error
-				if meta, err = nodeMeta(m); err != nil {
-					continue
-				}
+			if n, ok := i.readNode(f, name); ok { // a corrupt m: hides the node
+				nodes = append(nodes, n)
 			}
-			n := WorkflowNode{Name: name, State: nodeState(v), TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ}
-			if e, ok := f["x:"+name]; ok {
-				n.Error = i.openError(e, meta.id)
-			}
-			nodes = append(nodes, placedNode{n, meta.id})
 		} else if parent, ok := strings.CutPrefix(field, "c:"); ok {
 			for _, c := range childList(v) {
 				parents[c[0]] = append(parents[c[0]], Edge{Parent: parent, OnDead: edgePolicy(c[1])})
@@ -264,6 +252,21 @@ func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents 
 		}
 	}
 	return nodes, nil
+}
+
+// readNode reads node name from its workflow's fields f (s:, m:, x:); ok
+// is false when its m: does not decode, and the node has no task then. A
+// batch's member keeps no m: once enqueued: its name holds its task ID.
+func (i *Inspector) readNode(f map[string]string, name string) (placedNode, bool) {
+	meta, err := nodeTask{id: home.MemberID(name)}, error(nil)
+	if m, ok := f["m:"+name]; ok {
+		meta, err = nodeMeta(m)
+	}
+	n := WorkflowNode{Name: name, State: nodeState(f["s:"+name]), TaskID: wire.PublicID(meta.id), Queue: meta.queue, Type: meta.typ}
+	if e, ok := f["x:"+name]; ok {
+		n.Error = i.openError(e, meta.id)
+	}
+	return placedNode{n, meta.id}, err == nil
 }
 
 // scanHash passes each field of hash key that matches match, with its
