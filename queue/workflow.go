@@ -22,10 +22,9 @@ import (
 	"github.com/shardq/shardq/internal/wire"
 )
 
-// Workflow bounds: a workflow, with every extension, holds at most
-// 10,000 nodes and 100,000 edges, so a running one takes bounded memory
-// at its home. A node name is at most 128 bytes. A batch's member costs
-// one field of its workflow's hash once enqueued, so far more fit.
+// Workflow bounds, as Workflow's doc gives them, so a running workflow
+// takes bounded memory at its home. A batch's member costs one field of
+// its workflow's hash once enqueued, so far more fit.
 const (
 	maxWorkflowNodes = 10000
 	maxWorkflowEdges = 100000
@@ -288,9 +287,8 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	h := keys.Home(c.cfg.Prefix, hn)
 	// on one server, a node is enqueued by the script that releases it;
 	// on a cluster, its queue is in another slot: through the outbox
-	oneServer := rcall.OneServer(c.rdb)
 	direct := ""
-	if oneServer {
+	if rcall.OneServer(c.rdb) {
 		direct = fmt.Sprintf("%d %d", c.cfg.ShardSize, c.cfg.FeedSize)
 	}
 	args := []any{h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), flowGrace.Milliseconds(), mode, maxWorkflowNodes, maxWorkflowEdges, direct}
@@ -362,7 +360,7 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 	if err := workflowCode(id, reply); err != nil {
 		return false, nil, err
 	}
-	if oneServer {
+	if direct != "" {
 		if err := c.registerQueues(ctx, byID); err != nil {
 			return true, infos, fmt.Errorf("workflow %s: recorded, but its queues are not registered: %w", id, err)
 		}
