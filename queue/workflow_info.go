@@ -328,11 +328,10 @@ func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
 		return err
 	}
 	var tasks []nodeTask
-	for j := 1; j < len(reply); j++ {
-		if v, _ := reply[j].(string); v != "" {
-			if m, err := nodeMeta(v); err == nil {
-				tasks = append(tasks, m)
-			}
+	for _, v := range reply[1:] {
+		s, _ := v.(string)
+		if m, err := nodeMeta(s); err == nil {
+			tasks = append(tasks, m)
 		}
 	}
 	if err := i.stopTasks(ctx, tasks); err != nil {

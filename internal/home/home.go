@@ -81,11 +81,9 @@ func (e *Env) Deliver(ctx context.Context, homes []int) (int, error) {
 		}
 		for j := 0; j+1 < len(vals); j += 2 {
 			id, _ := vals[j].(string)
-			x := delivered{home: homes[i], id: id}
-			if s, ok := vals[j+1].(string); ok {
-				x.d, _ = wire.DecodeDelivery([]byte(s)) // undecodable: removed, it can never be delivered
-			}
-			all = append(all, x)
+			s, _ := vals[j+1].(string)
+			d, _ := wire.DecodeDelivery([]byte(s)) // gone or undecodable: nil, only removed
+			all = append(all, delivered{home: homes[i], id: id, d: d})
 		}
 	}
 	return len(all), e.deliver(ctx, all)
