@@ -214,10 +214,8 @@ func (w *Workflow) check() (*plan, error) {
 			ready = append(ready, i)
 		}
 	}
-	for len(ready) > 0 {
-		i := ready[len(ready)-1]
-		ready = ready[:len(ready)-1]
-		for _, c := range children[i] {
+	for k := 0; k < len(ready); k++ {
+		for _, c := range children[ready[k]] {
 			if indeg[c]--; indeg[c] == 0 {
 				ready = append(ready, c)
 			}
