@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shardq/shardq/internal/home"
@@ -41,10 +42,10 @@ func (i *Inspector) oldBatch(ctx context.Context, id string) (*WorkflowInfo, err
 func readOldBatch(id string, f map[string]string) *WorkflowInfo {
 	// counts by the states' stored letters (nodeStates)
 	counts := map[string]int{"p": atoi(f["pending"]), "s": atoi(f["succeeded"]), "d": atoi(f["dead"])}
-	var own []placedNode
+	var own []WorkflowNode
 	add := func(name, sid, state string) {
 		counts[state]++
-		own = append(own, placedNode{WorkflowNode{Name: name, TaskID: wire.PublicID(sid), State: nodeState(state)}, sid})
+		own = append(own, WorkflowNode{Name: name, TaskID: wire.PublicID(sid), State: nodeState(state)})
 	}
 	finished := atoi(f["finished"]) > 0
 	active, bad := !finished, counts["d"] > 0
@@ -76,7 +77,8 @@ func readOldBatch(id string, f map[string]string) *WorkflowInfo {
 	}
 	w := &WorkflowInfo{ID: id, State: StateSucceeded, Total: atoi(f["total"]) + len(own), Counts: make(map[State]int, len(nodeStates)),
 		Description: f["desc"], Parent: f["parent"], CreatedAt: msTime(int64(atoi(f["created"]))),
-		Nodes: sortedNodes(own), join: strings.Join(join, " "), old: true}
+		Nodes: own, join: strings.Join(join, " "), old: true}
+	sortNodes(w.Nodes)
 	for _, s := range nodeStates {
 		w.Counts[s.state] = counts[s.code]
 	}
@@ -95,25 +97,20 @@ func readOldBatch(id string, f map[string]string) *WorkflowInfo {
 // oldBatchNodes returns the nodes of w, a batch 0.1.0 created: its
 // members, read from their record in one round trip per 2,000, and its
 // gate and callbacks. The record keeps no member's queue, type or error.
-func (i *Inspector) oldBatchNodes(ctx context.Context, w *WorkflowInfo) ([]placedNode, error) {
-	var nodes []placedNode
+func (i *Inspector) oldBatchNodes(ctx context.Context, w *WorkflowInfo) ([]WorkflowNode, error) {
+	nodes := slices.Clone(w.Nodes)
 	key := keys.Home(i.cfg.Prefix, keys.HomeOf(w.ID)).Members(w.ID)
-	if err := i.scanHash(ctx, key, "*", func(m, st string) { nodes = append(nodes, oldMember(m, st)) }); err != nil {
-		return nil, err
-	}
-	for _, n := range w.Nodes {
-		nodes = append(nodes, placedNode{n, wire.StoredID(n.TaskID)})
-	}
-	return nodes, nil
+	err := i.scanHash(ctx, key, "*", func(m, st string) { nodes = append(nodes, oldMember(m, st)) })
+	return nodes, err
 }
 
 // oldMember reads one field of H:bm:<id>, a member and its state letter
 // (p, s or d), as the node a batch since has: a task's name holds its
 // task ID (home.MemberName), and a nested batch ("b:<id>") is taskless
 // and named by its ID in 22 characters.
-func oldMember(member, state string) placedNode {
+func oldMember(member, state string) WorkflowNode {
 	if child, ok := strings.CutPrefix(member, "b:"); ok {
-		return placedNode{WorkflowNode{Name: "." + keys.ShortID(child), State: nodeState(state)}, ""}
+		return WorkflowNode{Name: "." + keys.ShortID(child), State: nodeState(state)}
 	}
-	return placedNode{WorkflowNode{Name: home.MemberName(member), TaskID: wire.PublicID(member), State: nodeState(state)}, member}
+	return WorkflowNode{Name: home.MemberName(member), TaskID: wire.PublicID(member), State: nodeState(state)}
 }

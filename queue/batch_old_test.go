@@ -161,11 +161,11 @@ func FuzzOldBatch(f *testing.F) {
 			t.Fatalf("callback ID %q, join %q", cbID, w.join)
 		}
 		p := oldMember(member, state)
-		if !home.IsBatchNode(p.n.Name) || p.n.State != nodeState(state) {
+		if !home.IsBatchNode(p.Name) || p.State != nodeState(state) {
 			t.Fatalf("oldMember(%q, %q) = %+v", member, state, p)
 		}
 		nested := strings.HasPrefix(member, "b:")
-		if nested && p.order != "" || !nested && (p.order != member || len(member) == 16 && home.MemberID(p.n.Name) != member) {
+		if nested && p.TaskID != "" || !nested && (p.TaskID != wire.PublicID(member) || len(member) == 16 && home.MemberID(p.Name) != member) {
 			t.Fatalf("oldMember(%q) = %+v: want a task's ID kept, a nested batch's none", member, p)
 		}
 	})

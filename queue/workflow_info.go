@@ -151,32 +151,21 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 		w.Counts[s.state] = atoi(f["cnt_"+s.code])
 	}
 	// a batch's own nodes: no node of another workflow starts with a dot
-	var own []placedNode
 	for _, name := range batchNodes {
 		if f["s:"+name] != "" {
 			n, _ := i.readNode(f, name) // a corrupt m: shows no task
-			own = append(own, n)
+			w.Nodes = append(w.Nodes, n)
 		}
 	}
-	w.Nodes = sortedNodes(own)
+	sortNodes(w.Nodes)
 	return w, nil
 }
 
-// placedNode is a node and its task's stored ID, which orders it.
-type placedNode struct {
-	n     WorkflowNode
-	order string
-}
-
-// sortedNodes returns the nodes of ps in the order of their tasks' IDs:
-// UUIDv7s sort in creation order, and a taskless node's "" first.
-func sortedNodes(ps []placedNode) []WorkflowNode {
-	slices.SortStableFunc(ps, func(a, b placedNode) int { return strings.Compare(a.order, b.order) })
-	var out []WorkflowNode
-	for _, p := range ps {
-		out = append(out, p.n)
-	}
-	return out
+// sortNodes sorts nodes by their task IDs: a flow task's ID is a
+// generated UUIDv7, whose text sorts in creation order, and a taskless
+// node's "" comes first.
+func sortNodes(nodes []WorkflowNode) {
+	slices.SortStableFunc(nodes, func(a, b WorkflowNode) int { return strings.Compare(a.TaskID, b.TaskID) })
 }
 
 // workflowScan is how many fields one HSCAN step of GetWorkflow asks for.
@@ -194,7 +183,7 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	if err != nil {
 		return nil, err
 	}
-	var nodes []placedNode
+	var nodes []WorkflowNode
 	parents := map[string][]Edge{}
 	if w.old {
 		nodes, err = i.oldBatchNodes(ctx, w)
@@ -209,13 +198,14 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	join := childList(w.join)
 	for _, j := range join {
 		for _, p := range nodes {
-			if !slices.ContainsFunc(join, func(k [2]string) bool { return k[0] == p.n.Name }) {
-				parents[j[0]] = append(parents[j[0]], Edge{Parent: p.n.Name, OnDead: edgePolicy(j[1])})
+			if !slices.ContainsFunc(join, func(k [2]string) bool { return k[0] == p.Name }) {
+				parents[j[0]] = append(parents[j[0]], Edge{Parent: p.Name, OnDead: edgePolicy(j[1])})
 				w.Edges++
 			}
 		}
 	}
-	w.Nodes = sortedNodes(nodes)
+	w.Nodes = nodes
+	sortNodes(w.Nodes)
 	rank := make(map[string]int, len(w.Nodes))
 	for k, n := range w.Nodes {
 		rank[n.Name] = k
@@ -231,7 +221,7 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 
 // workflowNodes reads w's nodes from its hash, and their parents but a
 // batch's callbacks' into parents.
-func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents map[string][]Edge) ([]placedNode, error) {
+func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents map[string][]Edge) ([]WorkflowNode, error) {
 	key := keys.Home(i.cfg.Prefix, keys.HomeOf(w.ID)).Workflow(w.ID)
 	f := map[string]string{}
 	// the nodes' tasks, states, children and errors: not their results
@@ -239,7 +229,7 @@ func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents 
 	if err := i.scanHash(ctx, key, "[mscx]:*", func(k, v string) { f[k] = v }); err != nil {
 		return nil, err
 	}
-	var nodes []placedNode
+	var nodes []WorkflowNode
 	for field, v := range f {
 		if name, ok := strings.CutPrefix(field, "s:"); ok {
 			if n, ok := i.readNode(f, name); ok { // a corrupt m: hides the node
@@ -257,7 +247,7 @@ func (i *Inspector) workflowNodes(ctx context.Context, w *WorkflowInfo, parents 
 // readNode reads node name from its workflow's fields f (s:, m:, x:); ok
 // is false when its m: does not decode, and the node has no task then. A
 // batch's member keeps no m: once enqueued: its name holds its task ID.
-func (i *Inspector) readNode(f map[string]string, name string) (placedNode, bool) {
+func (i *Inspector) readNode(f map[string]string, name string) (WorkflowNode, bool) {
 	meta, err := nodeTask{id: home.MemberID(name)}, error(nil)
 	if m, ok := f["m:"+name]; ok {
 		meta, err = nodeMeta(m)
@@ -266,7 +256,7 @@ func (i *Inspector) readNode(f map[string]string, name string) (placedNode, bool
 	if e, ok := f["x:"+name]; ok {
 		n.Error = i.openError(e, meta.id)
 	}
-	return placedNode{n, meta.id}, err == nil
+	return n, err == nil
 }
 
 // scanHash passes each field of hash key that matches match, with its
