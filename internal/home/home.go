@@ -57,11 +57,8 @@ type delivered struct {
 // enqueued under its fixed ID with an ID claim, so an entry delivered twice
 // (a crash before the removal, two sweepers at once) is enqueued once. It
 // returns how many entries it delivered; an error leaves the entries for
-// the next try. Each step is one round trip.
+// the next try. Each step is one round trip, and an empty one none.
 func (e *Env) Deliver(ctx context.Context, homes []int) (int, error) {
-	if len(homes) == 0 {
-		return 0, nil
-	}
 	cmds := make([]*redis.Cmd, len(homes))
 	err := rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
 		for i, n := range homes {
@@ -107,9 +104,6 @@ func (e *Env) DeliverEntries(ctx context.Context, home int, ds []*wire.Delivery)
 // built) are routed by the queue's layout and sent once more; refused
 // again, they stay in the outbox for the next sweep.
 func (e *Env) deliver(ctx context.Context, all []delivered) error {
-	if len(all) == 0 {
-		return nil
-	}
 	closed, err := e.enqueueOnce(ctx, all)
 	if err == nil && len(closed) > 0 {
 		if err = e.reroute(ctx, closed); err == nil {
@@ -232,10 +226,6 @@ func (e *Env) remove(ctx context.Context, all []delivered) error {
 	return nil
 }
 
-// noHome marks a notification that names no workflow home: it is only
-// removed.
-const noHome = -1
-
 // Forward moves the notifications waiting in the given T:notify lists to
 // their homes: one home_notify call per home, all in one round trip, then,
 // once the homes answered, the forwarded entries leave their lists (LREM by
@@ -244,9 +234,6 @@ const noHome = -1
 // returns how many entries it read and the homes whose outboxes have
 // entries due.
 func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
-	if len(lists) == 0 {
-		return 0, nil, nil
-	}
 	reads := make([]*redis.StringSliceCmd, len(lists))
 	_, err := e.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range lists {
@@ -261,12 +248,12 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 	seen := map[string]bool{}
 	type entry struct {
 		list, val string
-		home      int // noHome: undecodable, only to remove
+		home      int // -1: names no home, only to remove
 	}
 	var entries []entry
 	for i, r := range reads {
 		for _, v := range r.Val() {
-			home := noHome
+			home := -1
 			if n, err := wire.DecodeFlowNote([]byte(v)); err == nil {
 				if ref, err := wire.ParseFlowRef(n.Ref); err == nil && ref.Home >= 0 && ref.Home < keys.FlowPartitions {
 					home = ref.Home
@@ -342,9 +329,6 @@ type notifyCall struct {
 // the others nor the removal of what they applied. It adds to due the
 // homes whose outboxes have entries due.
 func (e *Env) notify(ctx context.Context, calls []notifyCall, due *[]int) []notifyCall {
-	if len(calls) == 0 {
-		return nil
-	}
 	cmds := make([]*redis.Cmd, len(calls))
 	_ = rcall.Pipelined(ctx, e.RDB, func(p *rcall.Pipe) error {
 		for i, c := range calls {
