@@ -183,12 +183,11 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	if err != nil {
 		return nil, err
 	}
-	var nodes []WorkflowNode
 	parents := map[string][]Edge{}
 	if w.old {
-		nodes, err = i.oldBatchNodes(ctx, w)
+		w.Nodes, err = i.oldBatchNodes(ctx, w)
 	} else {
-		nodes, err = i.workflowNodes(ctx, w, parents)
+		w.Nodes, err = i.workflowNodes(ctx, w, parents)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get workflow %s: %w", id, err)
@@ -197,14 +196,13 @@ func (i *Inspector) GetWorkflow(ctx context.Context, id string) (*WorkflowInfo, 
 	// no field for it
 	join := childList(w.join)
 	for _, j := range join {
-		for _, p := range nodes {
+		for _, p := range w.Nodes {
 			if !slices.ContainsFunc(join, func(k [2]string) bool { return k[0] == p.Name }) {
 				parents[j[0]] = append(parents[j[0]], Edge{Parent: p.Name, OnDead: edgePolicy(j[1])})
 				w.Edges++
 			}
 		}
 	}
-	w.Nodes = nodes
 	sortNodes(w.Nodes)
 	rank := make(map[string]int, len(w.Nodes))
 	for k, n := range w.Nodes {
