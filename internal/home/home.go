@@ -266,9 +266,6 @@ func (e *Env) Forward(ctx context.Context, lists []string) (int, []int, error) {
 			}
 		}
 	}
-	if len(entries) == 0 {
-		return 0, nil, nil
-	}
 	calls := make([]notifyCall, 0, len(notes))
 	for n, vs := range notes {
 		calls = append(calls, notifyCall{home: n, notes: vs})

@@ -175,3 +175,53 @@ func TestForwardIsolatesScriptErrors(t *testing.T) {
 }
 
 func redisZ(member string) redis.Z { return redis.Z{Score: 0, Member: member} }
+
+// tripHook counts the round trips a client makes, commands and
+// pipelines, but a new connection's handshake (HELLO, CLIENT SETINFO).
+type tripHook struct{ n int }
+
+func (h *tripHook) count(cmd redis.Cmder) {
+	if name := cmd.Name(); name != "hello" && name != "client" {
+		h.n++
+	}
+}
+
+func (h *tripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *tripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
+}
+func (h *tripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds[0]); return next(ctx, cmds) }
+}
+
+// TestNothingToDoCostsNothing: Deliver of no homes, DeliverEntries of no
+// entries and Forward of no lists make no round trip; Forward of empty
+// lists makes one, the read.
+func TestNothingToDoCostsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	prefix := redistest.Prefix(t)
+	hook := &tripHook{}
+	rdb.AddHook(hook)
+	env := &home.Env{RDB: rdb, Prefix: prefix, ShardSize: 1000, FeedSize: 1000, IDTTL: time.Hour}
+	if n, err := env.Deliver(ctx, nil); n != 0 || err != nil {
+		t.Fatalf("Deliver(nil) = %d, %v", n, err)
+	}
+	if err := env.DeliverEntries(ctx, 3, nil); err != nil {
+		t.Fatalf("DeliverEntries(nil) = %v", err)
+	}
+	if n, due, err := env.Forward(ctx, nil); n != 0 || due != nil || err != nil {
+		t.Fatalf("Forward(nil) = %d, %v, %v", n, due, err)
+	}
+	if hook.n != 0 {
+		t.Fatalf("%d round trips for nothing to do, want 0", hook.n)
+	}
+	lists := []string{keys.For(prefix, "q", 0).Notify(), keys.For(prefix, "q", 1).Notify()}
+	if n, due, err := env.Forward(ctx, lists); n != 0 || due != nil || err != nil {
+		t.Fatalf("Forward of empty lists = %d, %v, %v", n, due, err)
+	}
+	if hook.n != 1 {
+		t.Fatalf("%d round trips to forward empty lists, want 1", hook.n)
+	}
+}
