@@ -174,14 +174,11 @@ func (c *Client) CloseBatch(ctx context.Context, id string) error {
 	}
 	hn := keys.HomeOf(id)
 	h := keys.Home(c.cfg.Prefix, hn)
-	var reply []any
-	err := rcall.Do(ctx, c.rdb, func() error {
-		var err error
+	reply, err := doValue(ctx, c.rdb, func() ([]any, error) {
 		// no grace: the callbacks a cluster puts into the outbox are
 		// delivered below, as due
-		reply, err = script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)},
+		return script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)},
 			h.H, "", keys.ShortID(id), c.cfg.WorkflowRetention.Milliseconds(), 0, "note", maxBatchNodes, maxWorkflowEdges, "", home.Gate).Slice()
-		return err
 	})
 	if err != nil {
 		return fmt.Errorf("batch %s: close: %w", id, redisError(err))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardq/shardq/internal/home"
 	"github.com/shardq/shardq/internal/keys"
-	"github.com/shardq/shardq/internal/rcall"
 	"github.com/shardq/shardq/internal/wire"
 )
 
@@ -22,12 +21,7 @@ import (
 // or ErrNotFound when there is none either.
 func (i *Inspector) oldBatch(ctx context.Context, id string) (*WorkflowInfo, error) {
 	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
-	var rec map[string]string
-	err := rcall.Do(ctx, i.rdb, func() error {
-		var err error
-		rec, err = i.rdb.HGetAll(ctx, h.Batch(id)).Result()
-		return err
-	})
+	rec, err := doValue(ctx, i.rdb, func() (map[string]string, error) { return i.rdb.HGetAll(ctx, h.Batch(id)).Result() })
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: %w", id, err)
 	}

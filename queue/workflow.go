@@ -342,15 +342,11 @@ func (c *Client) recordWorkflow(ctx context.Context, id string, w *Workflow, mod
 		}
 		args = append(args, n.name, meta, e, edgesArg(pl.parents[i]), edgesArg(pl.before[i]))
 	}
-	var reply []any
-	err = rcall.Do(ctx, c.rdb, func() error {
-		var err error
+	reply, err := doValue(ctx, c.rdb, func() ([]any, error) {
 		if fresh != nil {
-			reply, err = c.recordFresh(ctx, h.Workflow(id), fields, args)
-		} else {
-			reply, err = script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
+			return c.recordFresh(ctx, h.Workflow(id), fields, args)
 		}
-		return err
+		return script.WorkflowAdd.Run(ctx, c.rdb, []string{h.Workflow(id)}, args...).Slice()
 	})
 	if err != nil {
 		return false, nil, fmt.Errorf("workflow %s: record: %w", id, redisError(err))

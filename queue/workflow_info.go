@@ -119,12 +119,7 @@ func (i *Inspector) WorkflowSummary(ctx context.Context, id string) (*WorkflowIn
 	for _, n := range batchNodes {
 		fields = append(fields, "s:"+n, "m:"+n)
 	}
-	var vals []any
-	err := rcall.Do(ctx, i.rdb, func() error {
-		var err error
-		vals, err = i.rdb.HMGet(ctx, key, fields...).Result()
-		return err
-	})
+	vals, err := doValue(ctx, i.rdb, func() ([]any, error) { return i.rdb.HMGet(ctx, key, fields...).Result() })
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: %w", id, err)
 	}
@@ -257,6 +252,17 @@ func (i *Inspector) readNode(f map[string]string, name string) (WorkflowNode, bo
 	return n, err == nil
 }
 
+// doValue runs fn as rcall.Do does, and returns its value; none when
+// ctx ended first, as fn may still be writing it.
+func doValue[T any](ctx context.Context, rdb redis.UniversalClient, fn func() (T, error)) (T, error) {
+	var v T
+	if err := rcall.Do(ctx, rdb, func() (err error) { v, err = fn(); return err }); err != nil {
+		var none T
+		return none, err
+	}
+	return v, nil
+}
+
 // scanHash passes each field of hash key that matches match, with its
 // value, to each: one round trip per workflowScan fields.
 func (i *Inspector) scanHash(ctx context.Context, key, match string, each func(field, value string)) error {
@@ -303,11 +309,8 @@ func (i *Inspector) openError(e, sid string) string {
 // are, and one more per node scheduled or retrying.
 func (i *Inspector) CancelWorkflow(ctx context.Context, id string) error {
 	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
-	var reply []any
-	err := rcall.Do(ctx, i.rdb, func() error {
-		var err error
-		reply, err = script.WorkflowCancel.Run(ctx, i.rdb, []string{h.Workflow(id)}, h.H, "").Slice()
-		return err
+	reply, err := doValue(ctx, i.rdb, func() ([]any, error) {
+		return script.WorkflowCancel.Run(ctx, i.rdb, []string{h.Workflow(id)}, h.H, "").Slice()
 	})
 	if err != nil {
 		return fmt.Errorf("cancel workflow %s: %w", id, redisError(err))
@@ -435,11 +438,8 @@ func (i *Inspector) stopTasks(ctx context.Context, tasks []nodeTask) error {
 // One round trip.
 func (i *Inspector) NodeResult(ctx context.Context, id, node string) ([]byte, error) {
 	h := keys.Home(i.cfg.Prefix, keys.HomeOf(id))
-	var vals []any
-	err := rcall.Do(ctx, i.rdb, func() error {
-		var err error
-		vals, err = i.rdb.HMGet(ctx, h.Workflow(id), "m:"+node, "r:"+node, "state").Result()
-		return err
+	vals, err := doValue(ctx, i.rdb, func() ([]any, error) {
+		return i.rdb.HMGet(ctx, h.Workflow(id), "m:"+node, "r:"+node, "state").Result()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: result of %q: %w", id, node, err)
