@@ -28,13 +28,12 @@ func (i *Inspector) recentFlows(ctx context.Context, limit int) ([]inspect.FlowS
 	}
 	cmds := make([]*redis.ZSliceCmd, keys.FlowPartitions)
 	err := rcall.Do(ctx, i.rdb, func() error {
-		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		return rcall.Pipelined(ctx, i.rdb, func(p *rcall.Pipe) error {
 			for n := range keys.FlowPartitions {
 				cmds[n] = p.ZRevRangeWithScores(ctx, keys.Home(i.cfg.Prefix, n).Recent(), 0, int64(limit-1))
 			}
 			return nil
 		})
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recent flows: %w", err)
