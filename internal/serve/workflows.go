@@ -147,12 +147,8 @@ func (s *Engine) flowStep(ctx context.Context, all bool) error {
 	}
 	list := slices.Collect(maps.Keys(due))
 	for range maxFlowRounds {
-		n, err := s.flows.env.Deliver(ctx, list)
-		if err != nil {
+		if n, err := s.flows.env.Deliver(ctx, list); err != nil || n < home.MaxStep {
 			return errors.Join(errs, err)
-		}
-		if n < home.MaxStep {
-			break
 		}
 	}
 	return errs
