@@ -166,7 +166,7 @@ func TestNoLuaOutsideItsGuide(t *testing.T) {
 // 43, item 1), so moving an engine file's worth of code back into one of
 // them fails TestEngineStaysInternal. Lower a budget when code moves out;
 // raise one only in a commit that says why the code belongs there.
-var publicBudget = map[string]int{"queue": 6985, "worker": 1800, "lua": 500}
+var publicBudget = map[string]int{"queue": 6940, "worker": 1800, "lua": 500}
 
 // TestEngineStaysInternal: each public package of publicBudget holds at
 // most its budget of non-test Go.
