@@ -33,15 +33,15 @@ local waiting, held = fair_count(T)
 if waiting > 0 then
   -- the tasks placed in the turn now start first (include/fair.lua)
   local cur = turns_lib().get(T)
-  for _, m in ipairs(redis.call('LRANGE', T .. FAIR.turn_list .. cur, 0, 15)) do
+  for _, m in ipairs(redis.call('LRANGE', T .. ':fo:' .. cur, 0, 15)) do
     if string.byte(m, 1) ~= 0 then heads[#heads + 1] = m end
   end
-  local ks = redis.call('LRANGE', T .. FAIR.ring, 0, 15)
-  local top = redis.call('ZRANGE', T .. FAIR.sizes, 0, 0, 'REV')
+  local ks = redis.call('LRANGE', T .. ':fr', 0, 15)
+  local top = redis.call('ZRANGE', T .. ':fz', 0, 0, 'REV')
   if #top > 0 then ks[#ks + 1] = top[1] end
   for _, key in ipairs(ks) do
     local f = fair_get(T, key)
-    local m = f and redis.call('LINDEX', T .. FAIR.shard .. key .. ':' .. f, 0)
+    local m = f and redis.call('LINDEX', T .. ':fq:' .. key .. ':' .. f, 0)
     if m then heads[#heads + 1] = m end
   end
 end
@@ -58,5 +58,5 @@ return {
   tonumber(redis.call('GET', ARGV[3]) or 0),
   tonumber(redis.call('GET', ARGV[4]) or 0),
   heads,
-  redis.call('ZCARD', T .. FAIR.sizes),
+  redis.call('ZCARD', T .. ':fz'),
 }

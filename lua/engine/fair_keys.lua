@@ -65,7 +65,7 @@ end
 local weights = redis.call('HMGET', KEYS[3], unpack(keys))
 local paused = redis.call('SMISMEMBER', KEYS[4], unpack(keys))
 local lists = redis.call('HMGET', KEYS[5], unpack(keys))
-local placed = redis.call('HMGET', T .. FAIR.placed, unpack(keys))
+local placed = redis.call('HMGET', T .. ':fa', unpack(keys))
 local t = turns_lib()
 local cur, popped = t.get(T)
 local out = {}

@@ -91,9 +91,9 @@ if mkey == '' or mkey == TURNS then
   local cur, _, _, live = turns_lib().get(T)
   if live then
     local last = cur
-    while redis.call('EXISTS', T .. FAIR.turn_list .. (last + 1)) == 1 do last = last + 1 end
-    local shard, index = start(T .. FAIR.turn_list, cur, last, ms, mi, mid)
-    list(T .. FAIR.turn_list, shard, index, last, TURNS)
+    while redis.call('EXISTS', T .. ':fo:' .. (last + 1)) == 1 do last = last + 1 end
+    local shard, index = start(T .. ':fo:', cur, last, ms, mi, mid)
+    list(T .. ':fo:', shard, index, last, TURNS)
   end
   ms = nil
 end
@@ -102,19 +102,19 @@ local from = '-'
 if mkey ~= '' and mkey ~= TURNS then
   local first, last = fair_get(T, mkey)
   if first then
-    local lp = T .. FAIR.shard .. mkey .. ':'
+    local lp = T .. ':fq:' .. mkey .. ':'
     local shard, index = start(lp, first, last, ms, mi, mid)
     list(lp, shard, index, last, mkey)
   end
   from = '(' .. mkey
 end
 while n < limit do
-  local ks = redis.call('ZRANGE', T .. FAIR.names, from, '+', 'BYLEX', 'LIMIT', 0, 16)
+  local ks = redis.call('ZRANGE', T .. ':fl', from, '+', 'BYLEX', 'LIMIT', 0, 16)
   if #ks == 0 then break end
   for _, key in ipairs(ks) do
     if n >= limit then break end
     local first, last = fair_get(T, key)
-    if first then list(T .. FAIR.shard .. key .. ':', first, 0, last, key) end
+    if first then list(T .. ':fq:' .. key .. ':', first, 0, last, key) end
   end
   from = '(' .. ks[#ks]
 end

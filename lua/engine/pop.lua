@@ -39,12 +39,12 @@ local n, status, wait, lim = tonumber(ARGV[2]), POP_OK, 0, NO_LIMITS
 local fair = false
 -- neither paused, limited nor with tasks of keys, the common case, costs
 -- one call
-if redis.call('EXISTS', KEYS[6], KEYS[7], KEYS[12], KEYS[13], T .. FAIR.turn_now) > 0 then
+if redis.call('EXISTS', KEYS[6], KEYS[7], KEYS[12], KEYS[13], T .. ':fi') > 0 then
   if redis.call('EXISTS', KEYS[6]) == 1 then return {POP_PAUSED, 0, now, codes} end
   if redis.call('EXISTS', KEYS[7]) == 1 then
     n, status, wait, lim = dequeue_room(T, math.min(n, tonumber(ARGV[8])), now, size)
   end
-  fair = redis.call('EXISTS', KEYS[12], KEYS[13], T .. FAIR.turn_now) > 0
+  fair = redis.call('EXISTS', KEYS[12], KEYS[13], T .. ':fi') > 0
 end
 if n == 0 then return {status, wait, now, codes} end
 if fair then

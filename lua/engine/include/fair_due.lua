@@ -6,19 +6,19 @@
 -- fair_due brings the keys whose GroupRate lets them start again back into
 -- the ring, and returns the ms until the next one may (NONE: none waits).
 local function fair_due(T, now)
-  local due = redis.call('ZRANGE', T .. FAIR.due, '-inf', now, 'BYSCORE', 'LIMIT', 0, 256)
+  local due = redis.call('ZRANGE', T .. ':fd', '-inf', now, 'BYSCORE', 'LIMIT', 0, 256)
   for _, key in ipairs(due) do
-    redis.call('ZREM', T .. FAIR.due, key)
+    redis.call('ZREM', T .. ':fd', key)
     local first, last, state = fair_get(T, key)
-    if state == FAIR_STATE.waiting then
-      if redis.call('SISMEMBER', T .. FAIR.paused, key) == 1 then
-        fair_set(T, key, first, last, FAIR_STATE.paused)
+    if state == 'w' then -- waiting
+      if redis.call('SISMEMBER', T .. ':fp', key) == 1 then
+        fair_set(T, key, first, last, 'p') -- paused
       else
         fair_back(T, key, first, last)
       end
     end
   end
-  local next = redis.call('ZRANGE', T .. FAIR.due, 0, 0, 'WITHSCORES')
+  local next = redis.call('ZRANGE', T .. ':fd', 0, 0, 'WITHSCORES')
   if #next == 0 then return NONE end
   return math.max(1, tonumber(next[2]) - now)
 end

@@ -22,13 +22,13 @@ local function fair_pop(T, n, lim, now, size)
   end
   -- on a slot that migrates, a structure moved away fails the call here,
   -- before any write
-  redis.call('EXISTS', T .. FAIR.placed, T .. FAIR.ends, T .. FAIR.trickle, T .. FAIR.lists, T .. FAIR.sizes,
-    T .. FAIR.names, T .. FAIR.ring, T .. FAIR.count, T .. FAIR.held, T .. FAIR.paused,
-    T .. FAIR.turn_list .. cur, T .. FAIR.turn_list .. (cur + 1))
+  redis.call('EXISTS', T .. ':fa', T .. ':fe', T .. ':fx', T .. ':fk', T .. ':fz',
+    T .. ':fl', T .. ':fr', T .. ':fn', T .. ':fh', T .. ':fp',
+    T .. ':fo:' .. cur, T .. ':fo:' .. (cur + 1))
   local trickle_all = lim.keyconc > 0 or lim.keyrate > 0
   -- the pop's state, which its helpers share
   local p = {T = T, lim = lim, now = now, size = size, cur = cur, popped = popped, pass = pass,
-    live = live, trickle_all = trickle_all, fx = not trickle_all and redis.call('EXISTS', T .. FAIR.trickle) == 1,
+    live = live, trickle_all = trickle_all, fx = not trickle_all and redis.call('EXISTS', T .. ':fx') == 1,
     out = {}, wait = NONE, unreached = false, taken = 0, leased = {}}
   local rounds = 0
   while n - #p.out > 0 do
@@ -48,7 +48,7 @@ local function fair_pop(T, n, lim, now, size)
     end
     if done and turns_pop_next(p, n) then break end
   end
-  if p.taken > 0 then redis.call('INCRBY', T .. FAIR.count, -p.taken) end
+  if p.taken > 0 then redis.call('INCRBY', T .. ':fn', -p.taken) end
   if p.live then turns_put(T, p.cur, p.popped, p.pass) end
   return p.out, p.wait, p.unreached
 end

@@ -15,12 +15,12 @@ local function fair_purge(T, n)
     for _ = 1, 64 do
       local want = n - #out
       if want <= 0 then break end
-      local list = T .. FAIR.turn_list .. cur
+      local list = T .. ':fo:' .. cur
       local got = redis.call('LRANGE', list, 0, want - 1)
       if #got > 0 then redis.call('LTRIM', list, #got, -1) end
       popped = popped + #got
       for _, v in ipairs(got) do
-        if string.byte(v, 1) == 0 then -- a marker (FAIR.mark)
+        if string.byte(v, 1) == 0 then -- a marker ('\0')
           turns_reached(T, string.sub(v, 2), cur)
         else
           out[#out + 1] = v
@@ -29,19 +29,19 @@ local function fair_purge(T, n)
       end
       if #got < want then
         pass = 0
-        if redis.call('EXISTS', T .. FAIR.turn_list .. (cur + 1)) == 1 then
+        if redis.call('EXISTS', T .. ':fo:' .. (cur + 1)) == 1 then
           turns_clean(T, cur)
           cur, popped = cur + 1, 0
         else
-          if not turns_clean(T, cur) and redis.call('EXISTS', T .. FAIR.ends) == 0 then
-            redis.call('DEL', T .. FAIR.turn_now)
+          if not turns_clean(T, cur) and redis.call('EXISTS', T .. ':fe') == 0 then
+            redis.call('DEL', T .. ':fi')
             live = false
           end
           break
         end
       end
     end
-    if gone > 0 then redis.call('INCRBY', T .. FAIR.count, -gone) end
+    if gone > 0 then redis.call('INCRBY', T .. ':fn', -gone) end
     if live then turns_put(T, cur, popped, pass) end
   end
   for _, m in ipairs(fair_purge_lists(T, n - #out)) do out[#out + 1] = m end

@@ -11,17 +11,17 @@ local function fair_push(T, key, msgs, left, size)
   local first, last, state = fair_get(T, key)
   local new = first == nil
   if new then first, last = 0, 0 end
-  local f, l = fair_shards_push(T .. FAIR.shard .. key .. ':', first, last, size, msgs, left)
+  local f, l = fair_shards_push(T .. ':fq:' .. key .. ':', first, last, size, msgs, left)
   if new then
-    state = FAIR_STATE.ring
-    if redis.call('SISMEMBER', T .. FAIR.paused, key) == 1 then state = FAIR_STATE.paused end
+    state = 'r' -- in the ring
+    if redis.call('SISMEMBER', T .. ':fp', key) == 1 then state = 'p' end -- paused
     fair_set(T, key, f, l, state)
-    redis.call('ZADD', T .. FAIR.names, 0, key)
-    if state == FAIR_STATE.ring then fair_enter(T, key) end
+    redis.call('ZADD', T .. ':fl', 0, key)
+    if state == 'r' then fair_enter(T, key) end -- in the ring
   elseif f ~= first or l ~= last then
     fair_set(T, key, f, l, state)
   end
-  redis.call('ZINCRBY', T .. FAIR.sizes, #msgs, key)
-  redis.call('INCRBY', T .. FAIR.count, #msgs)
-  if fair_held(state) then redis.call('INCRBY', T .. FAIR.held, #msgs) end
+  redis.call('ZINCRBY', T .. ':fz', #msgs, key)
+  redis.call('INCRBY', T .. ':fn', #msgs)
+  if fair_held(state) then redis.call('INCRBY', T .. ':fh', #msgs) end
 end

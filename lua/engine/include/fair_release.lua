@@ -5,5 +5,5 @@
 -- GroupConcurrency has a slot again, so it takes its place in the ring.
 local function fair_release(T, key)
   local first, last, state = fair_get(T, key)
-  if state == FAIR_STATE.busy then fair_back(T, key, first, last) end
+  if state == 'b' then fair_back(T, key, first, last) end -- busy
 end

@@ -50,9 +50,9 @@ local function fair_take(T, n, lim, now, size, max_turns, leased)
     turn_key = nil, turn_left = 0, plain_first = 0, plain_last = 0,
     ks = {}, keys = {}, queue = {}, q = 1, more = false, visited = {},
     turns = {}, turnn = {}, nt = 0, head = nil}
-  if redis.call('EXISTS', T .. FAIR.due) == 1 then c.wait = fair_due(T, now) end
+  if redis.call('EXISTS', T .. ':fd') == 1 then c.wait = fair_due(T, now) end
   fair_plain(T, size)
-  local turn = redis.call('GET', T .. FAIR.turn)
+  local turn = redis.call('GET', T .. ':ft')
   if turn then
     local k, key = string.match(turn, '^(%d+) (.*)$')
     c.turn_left, c.turn_key = tonumber(k), key

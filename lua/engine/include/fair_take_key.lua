@@ -14,7 +14,7 @@ local function fair_take_key(c, k, backlog)
     items[1] = redis.call('LPOP', k.head) or nil
   end
   while #items < k.took do
-    local got = redis.call('LPOP', f == k.first and k.head or T .. FAIR.shard .. key .. ':' .. f, string.format('%d', k.took - #items))
+    local got = redis.call('LPOP', f == k.first and k.head or T .. ':fq:' .. key .. ':' .. f, string.format('%d', k.took - #items))
     if got then
       for _, v in ipairs(got) do items[#items + 1] = v end
     end
@@ -24,7 +24,7 @@ local function fair_take_key(c, k, backlog)
   k.items = items
   c.leased[key] = (c.leased[key] or 0) + #items
   if lim.keyrate > 0 then
-    local log = T .. FAIR.rate_log .. key
+    local log = T .. ':kr:' .. key
     for _, m in ipairs(items) do
       redis.call('ZADD', log, now, msg_head(m) .. ':' .. now)
     end
@@ -37,12 +37,12 @@ local function fair_take_key(c, k, backlog)
   end
   backlog[#backlog + 1] = string.format('%d', left)
   backlog[#backlog + 1] = key
-  if f < k.last and redis.call('EXISTS', T .. FAIR.shard .. key .. ':' .. f) == 0 then f = f + 1 end
-  local state = FAIR_STATE.ring
-  if k.fate == FAIR_STATE.busy or k.fate == FAIR_STATE.waiting then
+  if f < k.last and redis.call('EXISTS', T .. ':fq:' .. key .. ':' .. f) == 0 then f = f + 1 end
+  local state = 'r' -- in the ring
+  if k.fate == 'b' or k.fate == 'w' then -- busy or waiting
     state = k.fate
     held = left
   end
-  if f ~= k.first or state ~= FAIR_STATE.ring then fair_set(T, key, f, k.last, state) end
+  if f ~= k.first or state ~= 'r' then fair_set(T, key, f, k.last, state) end -- in the ring
   return #items, held
 end

@@ -4,16 +4,16 @@
 -- fair_take_load reads the ring's next count keys into the plan c: what
 -- each may give, and which may not start now. An entry's fate is "turn"
 -- while it may take turns, "gone" once it has no task left, or a state
--- (FAIR_STATE) it leaves the ring in. It returns false at the ring's end.
+-- (a letter of fair_layout) it leaves the ring in. It returns false at the ring's end.
 local function fair_take_load(c, count)
   local T, keys = c.T, c.keys
   local from = #keys
-  local got = redis.call('LRANGE', T .. FAIR.ring, from, from + count - 1)
+  local got = redis.call('LRANGE', T .. ':fr', from, from + count - 1)
   if #got == 0 then return false end
-  local recs = redis.call('HMGET', T .. FAIR.lists, unpack(got))
-  local avail = redis.call('ZMSCORE', T .. FAIR.sizes, unpack(got))
-  local weights = redis.call('EXISTS', T .. FAIR.weights) == 1 and redis.call('HMGET', T .. FAIR.weights, unpack(got)) or {}
-  local stops = redis.call('EXISTS', T .. FAIR.paused) == 1 and redis.call('SMISMEMBER', T .. FAIR.paused, unpack(got)) or {}
+  local recs = redis.call('HMGET', T .. ':fk', unpack(got))
+  local avail = redis.call('ZMSCORE', T .. ':fz', unpack(got))
+  local weights = redis.call('EXISTS', T .. ':fw') == 1 and redis.call('HMGET', T .. ':fw', unpack(got)) or {}
+  local stops = redis.call('EXISTS', T .. ':fp') == 1 and redis.call('SMISMEMBER', T .. ':fp', unpack(got)) or {}
   local running = c.lim.keyconc > 0 and redis.call('HMGET', T .. ':keyactive', unpack(got)) or {}
   for j, key in ipairs(got) do
     local i = from + j

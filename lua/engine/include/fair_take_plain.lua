@@ -12,5 +12,5 @@ local function fair_take_plain(c, k)
     local f, l = shard_bounds(T .. ':first', T .. ':last')
     if f == l and redis.call('LLEN', T .. ':s:' .. f) == 0 then k.fate = 'gone' end
   end
-  if k.fate == 'gone' then redis.call('DEL', T .. FAIR.plain) end
+  if k.fate == 'gone' then redis.call('DEL', T .. ':fs') end
 end

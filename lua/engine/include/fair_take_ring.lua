@@ -4,7 +4,7 @@
 -- keys past the window, then the keys that had a turn, in the order of
 -- their next ones.
 local function fair_take_ring(c)
-  local ring, ks, queue, head = c.T .. FAIR.ring, c.ks, c.queue, c.head
+  local ring, ks, queue, head = c.T .. ':fr', c.ks, c.queue, c.head
   local unvisited, tail = {}, {}
   for i, k in ipairs(ks) do
     if k.fate == 'turn' and not c.visited[i] then unvisited[#unvisited + 1] = k.key end
@@ -17,9 +17,9 @@ local function fair_take_ring(c)
   for x = #unvisited, 1, -1 do redis.call('LPUSH', ring, unvisited[x]) end
   if head then
     redis.call('LPUSH', ring, ks[head[1]].key)
-    redis.call('SET', c.T .. FAIR.turn, head[2] .. ' ' .. ks[head[1]].key)
+    redis.call('SET', c.T .. ':ft', head[2] .. ' ' .. ks[head[1]].key)
   else
-    redis.call('DEL', c.T .. FAIR.turn)
+    redis.call('DEL', c.T .. ':ft')
   end
   if #tail > 0 then redis.call('RPUSH', ring, unpack(tail)) end
 end

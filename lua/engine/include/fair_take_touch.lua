@@ -10,7 +10,7 @@ local function fair_take_touch(c)
     if k.took > 0 and k.key ~= '' then
       touch[#touch + 1] = k.head
       for f = k.first + 1, math.min(k.last, k.first + math.ceil(k.took / size)) do
-        touch[#touch + 1] = T .. FAIR.shard .. k.key .. ':' .. f
+        touch[#touch + 1] = T .. ':fq:' .. k.key .. ':' .. f
       end
     elseif k.took > 0 then
       fair_read(T .. ':s:', c.plain_first, c.plain_last, k.took + 2)

@@ -19,9 +19,9 @@ local function fair_take_turn(c, i, want)
     k.fate = 'gone'
   elseif k.room <= k.took then
     if k.ratebound then
-      k.fate, k.due = FAIR_STATE.waiting, c.now + math.max(1, math.floor(c.lim.per / c.lim.keyrate))
+      k.fate, k.due = 'w', c.now + math.max(1, math.floor(c.lim.per / c.lim.keyrate)) -- waiting
     else
-      k.fate = FAIR_STATE.busy
+      k.fate = 'b' -- busy
     end
   else
     c.queue[#c.queue + 1] = i -- its next turn, after the others'

@@ -20,7 +20,7 @@ local function keys_release(T, n, size)
   end
   if #set > 0 then redis.call('HSET', T .. ':keyactive', unpack(set)) end
   if #del > 0 then redis.call('HDEL', T .. ':keyactive', unpack(del)) end
-  local recs = redis.call('HMGET', T .. FAIR.lists, unpack(ks))
+  local recs = redis.call('HMGET', T .. ':fk', unpack(ks))
   for i, key in ipairs(ks) do
     if recs[i] and string.sub(recs[i], -1) == 'b' then fair_release(T, key) end
   end

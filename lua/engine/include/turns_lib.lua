@@ -12,7 +12,7 @@
 --@include fair_plain
 --@include fair_take
 --@include fair_purge_lists
--- Turns (FAIR.turn_list and the keys after it in fair_layout). A key whose
+-- Turns (T:fo:<r> and the keys after it in fair_layout). A key whose
 -- backlog is short, in a partition with no key limits, needs no list of
 -- its own: enqueue places each of its tasks straight in the list of the
 -- turn it will start in, up to its weight per turn, so a pop takes a run

@@ -11,7 +11,7 @@
 -- turns_pause: a paused key's placed tasks go to its list as they are
 -- reached, and a list waiting for its marker is held.
 local function turns_pause(T, key)
-  local a = turns_rec(redis.call('HGET', T .. FAIR.placed, key))
+  local a = turns_rec(redis.call('HGET', T .. ':fa', key))
   if not a then return end
   local cur, popped, pass = turns_get(T)
   if a.lr < turns_base(cur, pass) and turns_waiting(a, cur, popped) == 0 then
@@ -19,11 +19,11 @@ local function turns_pause(T, key)
     return
   end
   turns_mark(T, key, a)
-  redis.call('HSET', T .. FAIR.placed, key, turns_pack(a, cur, popped))
-  redis.call('HSET', T .. FAIR.trickle, key, 1)
+  redis.call('HSET', T .. ':fa', key, turns_pack(a, cur, popped))
+  redis.call('HSET', T .. ':fx', key, 1)
   local first, last, state = fair_get(T, key)
-  if state == FAIR_STATE.marked then
-    fair_set(T, key, first, last, FAIR_STATE.paused)
-    redis.call('INCRBY', T .. FAIR.held, tonumber(redis.call('ZSCORE', T .. FAIR.sizes, key) or 0))
+  if state == 'm' then -- marked
+    fair_set(T, key, first, last, 'p') -- paused
+    redis.call('INCRBY', T .. ':fh', tonumber(redis.call('ZSCORE', T .. ':fz', key) or 0))
   end
 end

@@ -20,11 +20,11 @@ local function turns_place(T, order, bykey)
   end
   local cur, popped, pass, live = turns_get(T)
   local base = turns_base(cur, pass)
-  local lists = turns_call('HMGET', T .. FAIR.lists, order)
-  local recs = turns_call('HMGET', T .. FAIR.placed, order)
-  local paused = redis.call('EXISTS', T .. FAIR.paused) == 1 and turns_call('SMISMEMBER', T .. FAIR.paused, order) or {}
-  local held = redis.call('EXISTS', T .. FAIR.trickle) == 1 and turns_call('HMGET', T .. FAIR.trickle, order) or {}
-  local weights = redis.call('EXISTS', T .. FAIR.weights) == 1 and turns_call('HMGET', T .. FAIR.weights, order) or {}
+  local lists = turns_call('HMGET', T .. ':fk', order)
+  local recs = turns_call('HMGET', T .. ':fa', order)
+  local paused = redis.call('EXISTS', T .. ':fp') == 1 and turns_call('SMISMEMBER', T .. ':fp', order) or {}
+  local held = redis.call('EXISTS', T .. ':fx') == 1 and turns_call('HMGET', T .. ':fx', order) or {}
+  local weights = redis.call('EXISTS', T .. ':fw') == 1 and turns_call('HMGET', T .. ':fw', order) or {}
   local p = {turns = {}, torder = {}, placed = {}, total = 0}
   for j, key in ipairs(order) do
     if not lists[j] and paused[j] ~= 1 and not held[j] then
@@ -37,7 +37,7 @@ local function turns_place(T, order, bykey)
     cur, popped, pass = 0, 0, 0
     turns_put(T, 0, 0, 0)
   end
-  local was = redis.call('EXISTS', T .. FAIR.turn_list .. cur, T .. FAIR.turn_list .. (cur + 1))
+  local was = redis.call('EXISTS', T .. ':fo:' .. cur, T .. ':fo:' .. (cur + 1))
   turns_place_write(T, p, cur, popped)
   if was == 0 then fair_wake(T) end
 end

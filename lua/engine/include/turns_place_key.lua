@@ -30,7 +30,7 @@ local function turns_place_key(p, key, bykey, rec, w, base)
   bykey[key] = rest
   p.placed[#p.placed + 1] = {key, a, #rest}
   if #rest > 0 then
-    turns_slot(p, a.lr, FAIR.mark .. key)
+    turns_slot(p, a.lr, '\0' .. key)
     a.mk = true
   end
 end

@@ -9,7 +9,7 @@ local function turns_place_write(T, p, cur, popped)
   local offset = {}
   for _, r in ipairs(p.torder) do
     local list, len = p.turns[r], 0
-    for j = 1, #list, 1000 do len = redis.call('RPUSH', T .. FAIR.turn_list .. r, unpack(list, j, math.min(#list, j + 999))) end
+    for j = 1, #list, 1000 do len = redis.call('RPUSH', T .. ':fo:' .. r, unpack(list, j, math.min(#list, j + 999))) end
     offset[r] = len - #list + (r == cur and popped or 0)
   end
   local arec, ends, counts, names = {}, {}, {}, {}
@@ -26,9 +26,9 @@ local function turns_place_write(T, p, cur, popped)
       counts[#counts + 1], counts[#counts + 2] = turns_waiting(a, cur, popped), key
     end
   end
-  turns_call('HSET', T .. FAIR.placed, arec)
-  turns_call('ZADD', T .. FAIR.ends, ends)
-  turns_call('ZADD', T .. FAIR.names, names)
-  turns_call('ZADD', T .. FAIR.sizes, counts)
-  redis.call('INCRBY', T .. FAIR.count, p.total)
+  turns_call('HSET', T .. ':fa', arec)
+  turns_call('ZADD', T .. ':fe', ends)
+  turns_call('ZADD', T .. ':fl', names)
+  turns_call('ZADD', T .. ':fz', counts)
+  redis.call('INCRBY', T .. ':fn', p.total)
 end

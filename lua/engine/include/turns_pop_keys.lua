@@ -10,14 +10,14 @@ local function turns_pop_keys(p, got)
   if not (p.trickle_all or p.fx) or #got == 0 then return keyof, hold end
   local ks = {}
   for i, v in ipairs(got) do
-    if string.byte(v, 1) ~= 0 then -- not a marker (FAIR.mark)
+    if string.byte(v, 1) ~= 0 then -- not a marker ('\0')
       local _, key = msg_head(v)
       keyof[i] = key
       ks[#ks + 1] = key
     end
   end
   if p.fx and #ks > 0 then
-    for j, h in ipairs(turns_call('HMGET', p.T .. FAIR.trickle, ks)) do
+    for j, h in ipairs(turns_call('HMGET', p.T .. ':fx', ks)) do
       if h then hold[ks[j]] = true end
     end
   end

@@ -15,7 +15,7 @@
 -- whether the turn is over: its list done and no ring turn left.
 local function turns_pop_list(p, want)
   local T, cur = p.T, p.cur
-  local list = T .. FAIR.turn_list .. cur
+  local list = T .. ':fo:' .. cur
   local window = (p.trickle_all or p.fx) and math.max(want, 128) or want
   local got = redis.call('LRANGE', list, 0, window - 1)
   local keyof, hold = turns_pop_keys(p, got)
@@ -25,7 +25,7 @@ local function turns_pop_list(p, want)
   p.popped = p.popped + used
   for i = 1, used do
     local v = got[i]
-    if string.byte(v, 1) == 0 then -- a marker (FAIR.mark)
+    if string.byte(v, 1) == 0 then -- a marker ('\0')
       turns_reached(T, string.sub(v, 2), cur)
     elseif keyof[i] and (p.trickle_all or hold[keyof[i]]) then
       turns_trickle(T, keyof[i], v, cur, p.popped)
@@ -36,7 +36,7 @@ local function turns_pop_list(p, want)
   end
   if used == #got and #got < window then
     fair_plain(T, p.size)
-    p.pass = redis.call('LLEN', T .. FAIR.ring)
+    p.pass = redis.call('LLEN', T .. ':fr')
     if p.pass == 0 then return true end
   end
   return false

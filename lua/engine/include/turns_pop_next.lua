@@ -9,13 +9,13 @@
 local function turns_pop_next(p, n)
   local T = p.T
   p.pass = 0
-  if redis.call('EXISTS', T .. FAIR.turn_list .. (p.cur + 1)) == 1 then
+  if redis.call('EXISTS', T .. ':fo:' .. (p.cur + 1)) == 1 then
     turns_clean(T, p.cur)
     p.cur, p.popped = p.cur + 1, 0
-  elseif redis.call('EXISTS', T .. FAIR.turn_list .. p.cur) == 0 then
+  elseif redis.call('EXISTS', T .. ':fo:' .. p.cur) == 0 then
     -- nothing placed waits: the ring alone, as before any was
-    if not turns_clean(T, p.cur) and redis.call('EXISTS', T .. FAIR.ends) == 0 then
-      redis.call('DEL', T .. FAIR.turn_now)
+    if not turns_clean(T, p.cur) and redis.call('EXISTS', T .. ':fe') == 0 then
+      redis.call('DEL', T .. ':fi')
       p.live = false
     end
     if n - #p.out > 0 then turns_pop_ring(p, n - #p.out, math.huge) end

@@ -14,13 +14,13 @@ local function turns_pop_touch(p, keyof, hold, used)
     end
   end
   if #tk == 0 then return end
-  local ls, as, touch = turns_call('HMGET', T .. FAIR.lists, tk), turns_call('HMGET', T .. FAIR.placed, tk), {}
+  local ls, as, touch = turns_call('HMGET', T .. ':fk', tk), turns_call('HMGET', T .. ':fa', tk), {}
   for j, key in ipairs(tk) do
     local first = ls[j] and tonumber(string.match(ls[j], '^(-?%d+)'))
     local a = turns_rec(as[j])
     local t = 0
     if first then t = (a and a.t >= first) and a.t or first - 1 end
-    touch[#touch + 1] = T .. FAIR.shard .. key .. ':' .. t
+    touch[#touch + 1] = T .. ':fq:' .. key .. ':' .. t
   end
   for j = 1, #touch, 1000 do redis.call('EXISTS', unpack(touch, j, math.min(#touch, j + 999))) end
 end

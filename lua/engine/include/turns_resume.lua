@@ -3,5 +3,5 @@
 -- they are reached again (one with a list waits for its marker: see
 -- fair_back).
 local function turns_resume(T, key)
-  if redis.call('HEXISTS', T .. FAIR.lists, key) == 0 then redis.call('HDEL', T .. FAIR.trickle, key) end
+  if redis.call('HEXISTS', T .. ':fk', key) == 0 then redis.call('HDEL', T .. ':fx', key) end
 end

@@ -106,82 +106,63 @@ end
 -- turn's list. A key's tasks waiting are its list's (T:fz) and its placed
 -- tasks whose position is past what was taken of their turn: counted
 -- exactly, with no write per take.
-local FAIR = {
-  -- T:fr list: the ring, the keys whose tasks may start, in turn order.
-  -- The head's turn is now. The member "" stands for the partition's
-  -- pending list, the tasks with no key.
-  ring = ':fr',
-  -- T:ft string "<credit> <key>": what is left of the head key's turn;
-  -- absent, or naming another key: a whole turn.
-  turn = ':ft',
-  -- T:fk hash: key -> "first last state" for each key with a list: its
-  -- tasks wait in the shards T:fq:<key>:<first..last>, as a sharded list
-  -- does; state is one of FAIR_STATE.
-  lists = ':fk',
-  -- T:fq:<key>:<n> list: shard n of key's list.
-  shard = ':fq:',
-  -- T:fz zset: key -> the tasks in its list, for each key with one (a key
-  -- with placed tasks only: its placed count, for the order of Keys).
-  sizes = ':fz',
-  -- T:fl zset: the same keys, all scored 0: in the order of their names,
-  -- for readers that page through every key's tasks.
-  names = ':fl',
-  -- T:fn string: the tasks waiting in every key's shards and turns.
-  count = ':fn',
-  -- T:fw hash: key -> its weight, for keys an operator weighted; a turn
-  -- takes up to weight tasks. Others weigh 1.
-  weights = ':fw',
-  -- T:fp set: the keys an operator paused, with tasks or not.
-  paused = ':fp',
-  -- T:fd zset: key -> when its GroupRate lets it start one more (state
-  -- waiting).
-  due = ':fd',
-  -- T:fs string: present while "" is in the ring.
-  plain = ':fs',
-  -- T:fh string: the tasks held: waiting in the shards of keys out of the
-  -- ring (states busy, paused, waiting), which QueueInfo counts as
-  -- Waiting, not Pending.
-  held = ':fh',
-  -- T:kr:<key> zset: the starts of key within its GroupRate's window.
-  rate_log = ':kr:',
-  -- T:fo:<r> list: turn r's placed tasks, in start order, and markers
-  -- (mark .. key: every placed task of key was reached).
-  turn_list = ':fo:',
-  -- T:fi string "cur popped pass": the turn now; how many items left its
-  -- list's head; and, once that list is done, how many ring turns are
-  -- left in this turn (0: the list's part). Absent while no task is
-  -- placed.
-  turn_now = ':fi',
-  -- T:fa hash: key -> "lr fill trickle marked r:p ...", for keys with
-  -- placed tasks: the last turn holding one, how many it holds, the list
-  -- shard trickled tasks go to (-1: none), whether a marker waits in turn
-  -- lr, and each placed task's turn and position in it.
-  placed = ':fa',
-  -- T:fe zset: key -> lr, the same keys: the turn after which their
-  -- records go.
-  ends = ':fe',
-  -- T:fx hash: key -> 1: keys whose placed tasks go to their list as they
-  -- are reached (paused, or limited since), so no task of a key overtakes
-  -- an older one.
-  trickle = ':fx',
-  -- a marker's first byte, never the first byte of a message (a msgpack
-  -- array's): the rest is its key
-  mark = '\0',
-}
-
--- FAIR_STATE: the state of a key with a list, the last letter of its T:fk
--- record.
-local FAIR_STATE = {
-  ring = 'r', -- in the ring
-  marked = 'm', -- behind its placed tasks: its marker brings it in
-  busy = 'b', -- at its GroupConcurrency
-  paused = 'p', -- paused by an operator
-  waiting = 'w', -- waiting for its GroupRate (T:fd)
-}
+--
+-- The keys, named by their suffix after T. Scripts spell the suffix itself
+-- (T .. ':fk'), as this table and the docs do, so a search finds both; a
+-- Lua table of names would be built again at every call of every script
+-- that includes this, the plain enqueue among them.
+--
+-- T:fr list: the ring, the keys whose tasks may start, in turn order. The
+--   head's turn is now. The member "" stands for the partition's pending
+--   list, the tasks with no key.
+-- T:ft string "<credit> <key>": what is left of the head key's turn;
+--   absent, or naming another key: a whole turn.
+-- T:fk hash: key -> "first last state" for each key with a list: its tasks
+--   wait in the shards T:fq:<key>:<first..last>, as a sharded list does;
+--   state is one of the letters below.
+-- T:fq:<key>:<n> list: shard n of key's list.
+-- T:fz zset: key -> the tasks in its list, for each key with one (a key
+--   with placed tasks only: its placed count, for the order of Keys).
+-- T:fl zset: the same keys, all scored 0: in the order of their names, for
+--   readers that page through every key's tasks.
+-- T:fn string: the tasks waiting in every key's shards and turns.
+-- T:fw hash: key -> its weight, for keys an operator weighted; a turn
+--   takes up to weight tasks. Others weigh 1.
+-- T:fp set: the keys an operator paused, with tasks or not.
+-- T:fd zset: key -> when its GroupRate lets it start one more (state
+--   waiting).
+-- T:fs string: present while "" is in the ring.
+-- T:fh string: the tasks held: waiting in the shards of keys out of the
+--   ring (states busy, paused, waiting), which QueueInfo counts as Waiting,
+--   not Pending.
+-- T:kr:<key> zset: the starts of key within its GroupRate's window.
+-- T:fo:<r> list: turn r's placed tasks, in start order, and markers
+--   ('\0' .. key: every placed task of key was reached; no message, a
+--   msgpack array, begins with that byte).
+-- T:fi string "cur popped pass": the turn now; how many items left its
+--   list's head; and, once that list is done, how many ring turns are left
+--   in this turn (0: the list's part). Absent while no task is placed.
+-- T:fa hash: key -> "lr fill trickle marked r:p ...", for keys with placed
+--   tasks: the last turn holding one, how many it holds, the list shard
+--   trickled tasks go to (-1: none), whether a marker waits in turn lr, and
+--   each placed task's turn and position in it.
+-- T:fe zset: key -> lr, the same keys: the turn after which their records
+--   go.
+-- T:fx hash: key -> 1: keys whose placed tasks go to their list as they
+--   are reached (paused, or limited since), so no task of a key overtakes an
+--   older one.
+--
+-- A key's state, the last letter of its T:fk record; scripts spell the
+-- letter and name the state in a comment:
+--   'r' ring: in the ring
+--   'm' marked: behind its placed tasks: its marker brings it in
+--   'b' busy: at its GroupConcurrency
+--   'p' paused: paused by an operator
+--   'w' waiting: waiting for its GroupRate (T:fd)
 -- fair_count returns the tasks waiting in every key's shards, and how
 -- many of them are held (their keys are out of the ring).
 local function fair_count(T)
-  local v = redis.call('MGET', T .. FAIR.count, T .. FAIR.held)
+  local v = redis.call('MGET', T .. ':fn', T .. ':fh')
   return tonumber(v[1] or 0), math.max(0, tonumber(v[2] or 0))
 end
 -- depth_of returns partition T's depth for shards of size items. A dummy
@@ -563,15 +544,15 @@ end
 -- fair_get returns the first and last shard and the state of key, or nil
 -- when key has no task waiting.
 local function fair_get(T, key)
-  local v = redis.call('HGET', T .. FAIR.lists, key)
+  local v = redis.call('HGET', T .. ':fk', key)
   if not v then return nil end
   local f, l, s = string.match(v, '^(-?%d+) (-?%d+) (%a)$')
   return tonumber(f), tonumber(l), s
 end
 -- fair_set records key's list: its first and last shard and its state
--- (FAIR_STATE).
+-- (a letter: fair_layout).
 local function fair_set(T, key, first, last, state)
-  redis.call('HSET', T .. FAIR.lists, key, first .. ' ' .. last .. ' ' .. state)
+  redis.call('HSET', T .. ':fk', key, first .. ' ' .. last .. ' ' .. state)
 end
 -- fair_wake wakes a worker blocked on the partition's pending list: its
 -- blocking move waits on the head shard, which holds nothing when one
@@ -584,26 +565,26 @@ end
 -- fair_enter puts key at the ring's tail: its turn comes after every key
 -- already there.
 local function fair_enter(T, key)
-  if redis.call('RPUSH', T .. FAIR.ring, key) == 1 then fair_wake(T) end
+  if redis.call('RPUSH', T .. ':fr', key) == 1 then fair_wake(T) end
 end
 -- fair_back brings a key out of the ring (state busy, paused or waiting)
 -- back into it: its tasks are no longer held.
 local function fair_back(T, key, first, last)
-  if redis.call('HEXISTS', T .. FAIR.placed, key) == 1 then
+  if redis.call('HEXISTS', T .. ':fa', key) == 1 then
     -- tasks of it placed in turns (turns_place) are still to be reached,
     -- and its list's tasks come after them: its marker brings it into the
-    -- ring
-    fair_set(T, key, first, last, FAIR_STATE.marked)
+    -- in the ring
+    fair_set(T, key, first, last, 'm') -- marked
   else
-    fair_set(T, key, first, last, FAIR_STATE.ring)
+    fair_set(T, key, first, last, 'r') -- in the ring
     fair_enter(T, key)
   end
-  redis.call('INCRBY', T .. FAIR.held, -tonumber(redis.call('ZSCORE', T .. FAIR.sizes, key) or 0))
+  redis.call('INCRBY', T .. ':fh', -tonumber(redis.call('ZSCORE', T .. ':fz', key) or 0))
 end
 -- fair_held reports whether a key in state s is out of the ring and held:
 -- its tasks count as waiting, not pending.
 local function fair_held(s)
-  return s == FAIR_STATE.busy or s == FAIR_STATE.paused or s == FAIR_STATE.waiting
+  return s == 'b' or s == 'p' or s == 'w' -- busy, paused or waiting
 end
 -- fair_shards_push pushes msgs into a key's shards at one end, rolling to
 -- a new shard past size items, and returns the new first and last shards.
@@ -639,32 +620,32 @@ local function fair_push(T, key, msgs, left, size)
   local first, last, state = fair_get(T, key)
   local new = first == nil
   if new then first, last = 0, 0 end
-  local f, l = fair_shards_push(T .. FAIR.shard .. key .. ':', first, last, size, msgs, left)
+  local f, l = fair_shards_push(T .. ':fq:' .. key .. ':', first, last, size, msgs, left)
   if new then
-    state = FAIR_STATE.ring
-    if redis.call('SISMEMBER', T .. FAIR.paused, key) == 1 then state = FAIR_STATE.paused end
+    state = 'r' -- in the ring
+    if redis.call('SISMEMBER', T .. ':fp', key) == 1 then state = 'p' end -- paused
     fair_set(T, key, f, l, state)
-    redis.call('ZADD', T .. FAIR.names, 0, key)
-    if state == FAIR_STATE.ring then fair_enter(T, key) end
+    redis.call('ZADD', T .. ':fl', 0, key)
+    if state == 'r' then fair_enter(T, key) end -- in the ring
   elseif f ~= first or l ~= last then
     fair_set(T, key, f, l, state)
   end
-  redis.call('ZINCRBY', T .. FAIR.sizes, #msgs, key)
-  redis.call('INCRBY', T .. FAIR.count, #msgs)
-  if fair_held(state) then redis.call('INCRBY', T .. FAIR.held, #msgs) end
+  redis.call('ZINCRBY', T .. ':fz', #msgs, key)
+  redis.call('INCRBY', T .. ':fn', #msgs)
+  if fair_held(state) then redis.call('INCRBY', T .. ':fh', #msgs) end
 end
 -- fair_release is key_release's part: a key that was at its
 -- GroupConcurrency has a slot again, so it takes its place in the ring.
 local function fair_release(T, key)
   local first, last, state = fair_get(T, key)
-  if state == FAIR_STATE.busy then fair_back(T, key, first, last) end
+  if state == 'b' then fair_back(T, key, first, last) end -- busy
 end
 -- fair_resume brings a paused key back: into the ring when it has tasks
 -- and left the ring while paused.
 local function fair_resume(T, key)
-  redis.call('SREM', T .. FAIR.paused, key)
+  redis.call('SREM', T .. ':fp', key)
   local first, last, state = fair_get(T, key)
-  if state == FAIR_STATE.paused then fair_back(T, key, first, last) end
+  if state == 'p' then fair_back(T, key, first, last) end -- paused
 end
 -- fair_read returns up to count messages from the head of shards
 -- first..last of prefix, without taking them, and how many it read from
@@ -682,19 +663,19 @@ end
 -- fair_due brings the keys whose GroupRate lets them start again back into
 -- the ring, and returns the ms until the next one may (NONE: none waits).
 local function fair_due(T, now)
-  local due = redis.call('ZRANGE', T .. FAIR.due, '-inf', now, 'BYSCORE', 'LIMIT', 0, 256)
+  local due = redis.call('ZRANGE', T .. ':fd', '-inf', now, 'BYSCORE', 'LIMIT', 0, 256)
   for _, key in ipairs(due) do
-    redis.call('ZREM', T .. FAIR.due, key)
+    redis.call('ZREM', T .. ':fd', key)
     local first, last, state = fair_get(T, key)
-    if state == FAIR_STATE.waiting then
-      if redis.call('SISMEMBER', T .. FAIR.paused, key) == 1 then
-        fair_set(T, key, first, last, FAIR_STATE.paused)
+    if state == 'w' then -- waiting
+      if redis.call('SISMEMBER', T .. ':fp', key) == 1 then
+        fair_set(T, key, first, last, 'p') -- paused
       else
         fair_back(T, key, first, last)
       end
     end
   end
-  local next = redis.call('ZRANGE', T .. FAIR.due, 0, 0, 'WITHSCORES')
+  local next = redis.call('ZRANGE', T .. ':fd', 0, 0, 'WITHSCORES')
   if #next == 0 then return NONE end
   return math.max(1, tonumber(next[2]) - now)
 end
@@ -718,10 +699,10 @@ end
 -- fair_plain puts "" in the ring when the partition's pending list holds
 -- tasks and "" is not there: the tasks with no key take their turns too.
 local function fair_plain(T, size)
-  if redis.call('EXISTS', T .. FAIR.plain) == 1 then return end
+  if redis.call('EXISTS', T .. ':fs') == 1 then return end
   if fair_plain_count(T, size) == 0 then return end
-  redis.call('SET', T .. FAIR.plain, 1)
-  redis.call('RPUSH', T .. FAIR.ring, '')
+  redis.call('SET', T .. ':fs', 1)
+  redis.call('RPUSH', T .. ':fr', '')
 end
 -- fair_route is defined in include/fair_route.lua, which routes tasks to
 -- turns or keys' lists and needs this file's function; the take routes
@@ -751,7 +732,7 @@ local function fair_take(T, n, lim, now, size, max_turns, leased)
 -- fair_take_limits fills in k, the plan's entry of a key with a list
 -- (rec: its T:fk record; avail: its T:fz count; stopped: paused; running:
 -- its tasks running), from the record and the key's limits: what it may
--- give, and its fate when it may not start now (FAIR_STATE's busy, paused
+-- give, and its fate when it may not start now (the state busy, paused
 -- or waiting, until k.due).
 local function fair_take_limits(c, k, rec, avail, stopped, running)
   local lim, now = c.lim, c.now
@@ -759,16 +740,16 @@ local function fair_take_limits(c, k, rec, avail, stopped, running)
   k.first, k.last = tonumber(f), tonumber(l)
   -- the head shard's name, built from the record's own digits: a number
   -- joined to a string is formatted, which costs more
-  k.head = c.T .. FAIR.shard .. k.key .. ':' .. f
+  k.head = c.T .. ':fq:' .. k.key .. ':' .. f
   k.avail = tonumber(avail or 0) or 0
   k.room = math.huge
-  if stopped then k.fate = FAIR_STATE.paused end
+  if stopped then k.fate = 'p' end -- paused
   if k.fate == 'turn' and lim.keyconc > 0 then
     k.room = lim.keyconc - tonumber(running or 0) - (c.leased[k.key] or 0)
-    if k.room <= 0 then k.fate = FAIR_STATE.busy end
+    if k.room <= 0 then k.fate = 'b' end -- busy
   end
   if k.fate == 'turn' and lim.keyrate > 0 then
-    local log = c.T .. FAIR.rate_log .. k.key
+    local log = c.T .. ':kr:' .. k.key
     redis.call('ZREMRANGEBYSCORE', log, '-inf', now - lim.per)
     local used = redis.call('ZCARD', log)
     if lim.keyrate - used < k.room then
@@ -776,23 +757,23 @@ local function fair_take_limits(c, k, rec, avail, stopped, running)
     end
     if k.room <= 0 then
       local oldest = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
-      k.fate, k.due = FAIR_STATE.waiting, math.max(now + 1, (tonumber(oldest[2]) or now) + lim.per)
+      k.fate, k.due = 'w', math.max(now + 1, (tonumber(oldest[2]) or now) + lim.per) -- waiting
     end
   end
 end
 -- fair_take_load reads the ring's next count keys into the plan c: what
 -- each may give, and which may not start now. An entry's fate is "turn"
 -- while it may take turns, "gone" once it has no task left, or a state
--- (FAIR_STATE) it leaves the ring in. It returns false at the ring's end.
+-- (a letter of fair_layout) it leaves the ring in. It returns false at the ring's end.
 local function fair_take_load(c, count)
   local T, keys = c.T, c.keys
   local from = #keys
-  local got = redis.call('LRANGE', T .. FAIR.ring, from, from + count - 1)
+  local got = redis.call('LRANGE', T .. ':fr', from, from + count - 1)
   if #got == 0 then return false end
-  local recs = redis.call('HMGET', T .. FAIR.lists, unpack(got))
-  local avail = redis.call('ZMSCORE', T .. FAIR.sizes, unpack(got))
-  local weights = redis.call('EXISTS', T .. FAIR.weights) == 1 and redis.call('HMGET', T .. FAIR.weights, unpack(got)) or {}
-  local stops = redis.call('EXISTS', T .. FAIR.paused) == 1 and redis.call('SMISMEMBER', T .. FAIR.paused, unpack(got)) or {}
+  local recs = redis.call('HMGET', T .. ':fk', unpack(got))
+  local avail = redis.call('ZMSCORE', T .. ':fz', unpack(got))
+  local weights = redis.call('EXISTS', T .. ':fw') == 1 and redis.call('HMGET', T .. ':fw', unpack(got)) or {}
+  local stops = redis.call('EXISTS', T .. ':fp') == 1 and redis.call('SMISMEMBER', T .. ':fp', unpack(got)) or {}
   local running = c.lim.keyconc > 0 and redis.call('HMGET', T .. ':keyactive', unpack(got)) or {}
   for j, key in ipairs(got) do
     local i = from + j
@@ -836,9 +817,9 @@ local function fair_take_turn(c, i, want)
     k.fate = 'gone'
   elseif k.room <= k.took then
     if k.ratebound then
-      k.fate, k.due = FAIR_STATE.waiting, c.now + math.max(1, math.floor(c.lim.per / c.lim.keyrate))
+      k.fate, k.due = 'w', c.now + math.max(1, math.floor(c.lim.per / c.lim.keyrate)) -- waiting
     else
-      k.fate = FAIR_STATE.busy
+      k.fate = 'b' -- busy
     end
   else
     c.queue[#c.queue + 1] = i -- its next turn, after the others'
@@ -883,7 +864,7 @@ local function fair_take_touch(c)
     if k.took > 0 and k.key ~= '' then
       touch[#touch + 1] = k.head
       for f = k.first + 1, math.min(k.last, k.first + math.ceil(k.took / size)) do
-        touch[#touch + 1] = T .. FAIR.shard .. k.key .. ':' .. f
+        touch[#touch + 1] = T .. ':fq:' .. k.key .. ':' .. f
       end
     elseif k.took > 0 then
       fair_read(T .. ':s:', c.plain_first, c.plain_last, k.took + 2)
@@ -903,7 +884,7 @@ local function fair_take_plain(c, k)
     local f, l = shard_bounds(T .. ':first', T .. ':last')
     if f == l and redis.call('LLEN', T .. ':s:' .. f) == 0 then k.fate = 'gone' end
   end
-  if k.fate == 'gone' then redis.call('DEL', T .. FAIR.plain) end
+  if k.fate == 'gone' then redis.call('DEL', T .. ':fs') end
 end
 -- fair_take_key takes the tasks the plan c gave key k from its list,
 -- counts them against its GroupRate, and records where its list starts and
@@ -918,7 +899,7 @@ local function fair_take_key(c, k, backlog)
     items[1] = redis.call('LPOP', k.head) or nil
   end
   while #items < k.took do
-    local got = redis.call('LPOP', f == k.first and k.head or T .. FAIR.shard .. key .. ':' .. f, string.format('%d', k.took - #items))
+    local got = redis.call('LPOP', f == k.first and k.head or T .. ':fq:' .. key .. ':' .. f, string.format('%d', k.took - #items))
     if got then
       for _, v in ipairs(got) do items[#items + 1] = v end
     end
@@ -928,7 +909,7 @@ local function fair_take_key(c, k, backlog)
   k.items = items
   c.leased[key] = (c.leased[key] or 0) + #items
   if lim.keyrate > 0 then
-    local log = T .. FAIR.rate_log .. key
+    local log = T .. ':kr:' .. key
     for _, m in ipairs(items) do
       redis.call('ZADD', log, now, msg_head(m) .. ':' .. now)
     end
@@ -941,13 +922,13 @@ local function fair_take_key(c, k, backlog)
   end
   backlog[#backlog + 1] = string.format('%d', left)
   backlog[#backlog + 1] = key
-  if f < k.last and redis.call('EXISTS', T .. FAIR.shard .. key .. ':' .. f) == 0 then f = f + 1 end
-  local state = FAIR_STATE.ring
-  if k.fate == FAIR_STATE.busy or k.fate == FAIR_STATE.waiting then
+  if f < k.last and redis.call('EXISTS', T .. ':fq:' .. key .. ':' .. f) == 0 then f = f + 1 end
+  local state = 'r' -- in the ring
+  if k.fate == 'b' or k.fate == 'w' then -- busy or waiting
     state = k.fate
     held = left
   end
-  if f ~= k.first or state ~= FAIR_STATE.ring then fair_set(T, key, f, k.last, state) end
+  if f ~= k.first or state ~= 'r' then fair_set(T, key, f, k.last, state) end -- in the ring
   return #items, held
 end
 -- fair_take_write carries out the plan c: it takes each key's tasks and
@@ -963,25 +944,25 @@ local function fair_take_write(c)
     elseif k.took > 0 then
       local n, h = fair_take_key(c, k, backlog)
       taken, held = taken + n, held + h
-    elseif k.fate == FAIR_STATE.busy or k.fate == FAIR_STATE.paused or k.fate == FAIR_STATE.waiting then
+    elseif k.fate == 'b' or k.fate == 'p' or k.fate == 'w' then -- busy, paused or waiting
       fair_set(T, key, k.first, k.last, k.fate)
       held = held + k.avail
     end
     if k.fate == 'gone' and key ~= '' then
       gone[#gone + 1] = key
-    elseif k.fate == FAIR_STATE.waiting then
-      redis.call('ZADD', T .. FAIR.due, k.due, key)
+    elseif k.fate == 'w' then -- waiting
+      redis.call('ZADD', T .. ':fd', k.due, key)
       if c.wait == NONE or k.due - now < c.wait then c.wait = math.max(1, k.due - now) end
     end
   end
-  if taken > 0 then redis.call('INCRBY', T .. FAIR.count, -taken) end
-  if held > 0 then redis.call('INCRBY', T .. FAIR.held, held) end
-  for j = 1, #backlog, 1000 do redis.call('ZADD', T .. FAIR.sizes, unpack(backlog, j, math.min(#backlog, j + 999))) end
+  if taken > 0 then redis.call('INCRBY', T .. ':fn', -taken) end
+  if held > 0 then redis.call('INCRBY', T .. ':fh', held) end
+  for j = 1, #backlog, 1000 do redis.call('ZADD', T .. ':fz', unpack(backlog, j, math.min(#backlog, j + 999))) end
   for j = 1, #gone, 1000 do
     local to = math.min(#gone, j + 999)
-    redis.call('ZREM', T .. FAIR.sizes, unpack(gone, j, to))
-    redis.call('ZREM', T .. FAIR.names, unpack(gone, j, to))
-    redis.call('HDEL', T .. FAIR.lists, unpack(gone, j, to))
+    redis.call('ZREM', T .. ':fz', unpack(gone, j, to))
+    redis.call('ZREM', T .. ':fl', unpack(gone, j, to))
+    redis.call('HDEL', T .. ':fk', unpack(gone, j, to))
   end
 end
 -- fair_take_out returns the messages the plan c took, in the order of
@@ -1007,7 +988,7 @@ end
 -- keys past the window, then the keys that had a turn, in the order of
 -- their next ones.
 local function fair_take_ring(c)
-  local ring, ks, queue, head = c.T .. FAIR.ring, c.ks, c.queue, c.head
+  local ring, ks, queue, head = c.T .. ':fr', c.ks, c.queue, c.head
   local unvisited, tail = {}, {}
   for i, k in ipairs(ks) do
     if k.fate == 'turn' and not c.visited[i] then unvisited[#unvisited + 1] = k.key end
@@ -1020,9 +1001,9 @@ local function fair_take_ring(c)
   for x = #unvisited, 1, -1 do redis.call('LPUSH', ring, unvisited[x]) end
   if head then
     redis.call('LPUSH', ring, ks[head[1]].key)
-    redis.call('SET', c.T .. FAIR.turn, head[2] .. ' ' .. ks[head[1]].key)
+    redis.call('SET', c.T .. ':ft', head[2] .. ' ' .. ks[head[1]].key)
   else
-    redis.call('DEL', c.T .. FAIR.turn)
+    redis.call('DEL', c.T .. ':ft')
   end
   if #tail > 0 then redis.call('RPUSH', ring, unpack(tail)) end
 end
@@ -1033,9 +1014,9 @@ end
     turn_key = nil, turn_left = 0, plain_first = 0, plain_last = 0,
     ks = {}, keys = {}, queue = {}, q = 1, more = false, visited = {},
     turns = {}, turnn = {}, nt = 0, head = nil}
-  if redis.call('EXISTS', T .. FAIR.due) == 1 then c.wait = fair_due(T, now) end
+  if redis.call('EXISTS', T .. ':fd') == 1 then c.wait = fair_due(T, now) end
   fair_plain(T, size)
-  local turn = redis.call('GET', T .. FAIR.turn)
+  local turn = redis.call('GET', T .. ':ft')
   if turn then
     local k, key = string.match(turn, '^(%d+) (.*)$')
     c.turn_left, c.turn_key = tonumber(k), key
@@ -1052,13 +1033,13 @@ end
 -- fair_forget drops key from every structure but what an operator set:
 -- it has no task waiting any more.
 local function fair_forget(T, key)
-  redis.call('ZREM', T .. FAIR.sizes, key)
-  redis.call('ZREM', T .. FAIR.names, key)
-  redis.call('HDEL', T .. FAIR.lists, key)
-  redis.call('ZREM', T .. FAIR.due, key)
-  redis.call('LREM', T .. FAIR.ring, 0, key) -- an operator's purge: the ring's length
-  local turn = redis.call('GET', T .. FAIR.turn)
-  if turn and string.match(turn, '^%d+ (.*)$') == key then redis.call('DEL', T .. FAIR.turn) end
+  redis.call('ZREM', T .. ':fz', key)
+  redis.call('ZREM', T .. ':fl', key)
+  redis.call('HDEL', T .. ':fk', key)
+  redis.call('ZREM', T .. ':fd', key)
+  redis.call('LREM', T .. ':fr', 0, key) -- an operator's purge: the ring's length
+  local turn = redis.call('GET', T .. ':ft')
+  if turn and string.match(turn, '^%d+ (.*)$') == key then redis.call('DEL', T .. ':ft') end
 end
 -- fair_purge_lists takes up to n messages from the keys' lists, the busiest
 -- keys first (100 keys a call at most), and returns them: an operator
@@ -1066,19 +1047,19 @@ end
 local function fair_purge_lists(T, n)
   local out = {}
   if n <= 0 then return out end
-  for _, key in ipairs(redis.call('ZRANGE', T .. FAIR.sizes, 0, 99, 'REV')) do
+  for _, key in ipairs(redis.call('ZRANGE', T .. ':fz', 0, 99, 'REV')) do
     if #out >= n then break end
     local first, last, state = fair_get(T, key)
     if first then
-      local prefix = T .. FAIR.shard .. key .. ':'
+      local prefix = T .. ':fq:' .. key .. ':'
       local items, per = fair_read(prefix, first, last, n - #out)
       for j, c in ipairs(per) do
         if c > 0 then redis.call('LTRIM', prefix .. (first + j - 1), c, -1) end
       end
       for _, m in ipairs(items) do out[#out + 1] = m end
-      redis.call('INCRBY', T .. FAIR.count, -#items)
-      if fair_held(state) then redis.call('INCRBY', T .. FAIR.held, -#items) end
-      if tonumber(redis.call('ZINCRBY', T .. FAIR.sizes, -#items, key)) <= 0 then
+      redis.call('INCRBY', T .. ':fn', -#items)
+      if fair_held(state) then redis.call('INCRBY', T .. ':fh', -#items) end
+      if tonumber(redis.call('ZINCRBY', T .. ':fz', -#items, key)) <= 0 then
         fair_forget(T, key)
       else
         local f = first
@@ -1093,7 +1074,7 @@ end
 -- task with a group waits in a list of its key, whose keys take
 -- their turns from the ring (fair_take); the keys and states are named
 -- in include/fair_layout.lua.
--- Turns (FAIR.turn_list and the keys after it in fair_layout). A key whose
+-- Turns (T:fo:<r> and the keys after it in fair_layout). A key whose
 -- backlog is short, in a partition with no key limits, needs no list of
 -- its own: enqueue places each of its tasks straight in the list of the
 -- turn it will start in, up to its weight per turn, so a pop takes a run
@@ -1111,7 +1092,7 @@ local function turns_lib()
 -- turns_get returns the turn now, the items taken from its list, the ring
 -- turns left in it, and whether any task is placed (T:fi).
 local function turns_get(T)
-  local v = redis.call('GET', T .. FAIR.turn_now)
+  local v = redis.call('GET', T .. ':fi')
   if not v then return 0, 0, 0, false end
   local c, p, s = string.match(v, '^(%d+) (%d+) (%d+)$')
   return tonumber(c), tonumber(p), tonumber(s), true
@@ -1161,60 +1142,60 @@ end
 -- the ring, or is held when paused.
 local function turns_drop(T, ks)
   if #ks == 0 then return end
-  local lists = redis.call('HMGET', T .. FAIR.lists, unpack(ks))
-  redis.call('HDEL', T .. FAIR.placed, unpack(ks))
-  redis.call('ZREM', T .. FAIR.ends, unpack(ks))
-  if redis.call('EXISTS', T .. FAIR.trickle) == 1 then redis.call('HDEL', T .. FAIR.trickle, unpack(ks)) end
+  local lists = redis.call('HMGET', T .. ':fk', unpack(ks))
+  redis.call('HDEL', T .. ':fa', unpack(ks))
+  redis.call('ZREM', T .. ':fe', unpack(ks))
+  if redis.call('EXISTS', T .. ':fx') == 1 then redis.call('HDEL', T .. ':fx', unpack(ks)) end
   local gone = {}
   for i, key in ipairs(ks) do
     if not lists[i] then
       gone[#gone + 1] = key
-    elseif string.sub(lists[i], -1) == FAIR_STATE.marked then
+    elseif string.sub(lists[i], -1) == 'm' then -- marked
       local first, last = fair_get(T, key)
-      if redis.call('SISMEMBER', T .. FAIR.paused, key) == 1 then
-        fair_set(T, key, first, last, FAIR_STATE.paused)
-        redis.call('INCRBY', T .. FAIR.held, tonumber(redis.call('ZSCORE', T .. FAIR.sizes, key) or 0))
+      if redis.call('SISMEMBER', T .. ':fp', key) == 1 then
+        fair_set(T, key, first, last, 'p') -- paused
+        redis.call('INCRBY', T .. ':fh', tonumber(redis.call('ZSCORE', T .. ':fz', key) or 0))
       else
-        fair_set(T, key, first, last, FAIR_STATE.ring)
+        fair_set(T, key, first, last, 'r') -- in the ring
         fair_enter(T, key)
       end
     end
   end
   if #gone > 0 then
-    redis.call('ZREM', T .. FAIR.sizes, unpack(gone))
-    redis.call('ZREM', T .. FAIR.names, unpack(gone))
+    redis.call('ZREM', T .. ':fz', unpack(gone))
+    redis.call('ZREM', T .. ':fl', unpack(gone))
   end
 end
 -- turns_mark puts key's marker after its last placed task, once.
 local function turns_mark(T, key, a)
   if a.mk then return end
-  redis.call('RPUSH', T .. FAIR.turn_list .. a.lr, FAIR.mark .. key)
+  redis.call('RPUSH', T .. ':fo:' .. a.lr, '\0' .. key)
   a.mk = true
 end
 -- turns_list_push adds msgs to the list of a key that has no list but
 -- placed tasks still to be reached: they wait behind those, so the key
 -- takes state marked (or paused) and its marker brings it into the ring.
 local function turns_list_push(T, key, a, msgs, left, size, paused)
-  local f, l = fair_shards_push(T .. FAIR.shard .. key .. ':', 0, 0, size, msgs, left)
-  local state = paused and FAIR_STATE.paused or FAIR_STATE.marked
+  local f, l = fair_shards_push(T .. ':fq:' .. key .. ':', 0, 0, size, msgs, left)
+  local state = paused and 'p' or 'm' -- paused or marked
   fair_set(T, key, f, l, state)
-  redis.call('ZADD', T .. FAIR.sizes, #msgs, key) -- was the placed count: now the list's
-  redis.call('ZADD', T .. FAIR.names, 0, key)
-  redis.call('INCRBY', T .. FAIR.count, #msgs)
-  if paused then redis.call('INCRBY', T .. FAIR.held, #msgs) end
+  redis.call('ZADD', T .. ':fz', #msgs, key) -- was the placed count: now the list's
+  redis.call('ZADD', T .. ':fl', 0, key)
+  redis.call('INCRBY', T .. ':fn', #msgs)
+  if paused then redis.call('INCRBY', T .. ':fh', #msgs) end
   turns_mark(T, key, a)
 end
 -- turns_push adds msgs of key to its list (fair_push), minding tasks of it
 -- placed in turns: its list waits behind them.
 local function turns_push(T, key, msgs, left, size)
-  if redis.call('HEXISTS', T .. FAIR.lists, key) == 0 then
-    local a = turns_rec(redis.call('HGET', T .. FAIR.placed, key))
+  if redis.call('HEXISTS', T .. ':fk', key) == 0 then
+    local a = turns_rec(redis.call('HGET', T .. ':fa', key))
     if a then
       local cur, popped, pass = turns_get(T)
       if a.lr >= turns_base(cur, pass) or turns_waiting(a, cur, popped) > 0 then
-        local paused = redis.call('SISMEMBER', T .. FAIR.paused, key) == 1
+        local paused = redis.call('SISMEMBER', T .. ':fp', key) == 1
         turns_list_push(T, key, a, msgs, left, size, paused)
-        redis.call('HSET', T .. FAIR.placed, key, turns_pack(a, cur, popped))
+        redis.call('HSET', T .. ':fa', key, turns_pack(a, cur, popped))
         return
       end
       turns_drop(T, {key}) -- every placed task was taken
@@ -1225,7 +1206,7 @@ end
 -- turns_put records the turn now, the items taken from its list and the
 -- ring turns left in it (T:fi), as turns_get reads them.
 local function turns_put(T, cur, popped, pass)
-  redis.call('SET', T .. FAIR.turn_now, string.format('%d %d %d', cur, popped, pass))
+  redis.call('SET', T .. ':fi', string.format('%d %d %d', cur, popped, pass))
 end
 -- turns_call runs a variadic command over items, 1,000 at a time (a
 -- call's arguments are bounded by Lua's stack), and returns the replies
@@ -1282,7 +1263,7 @@ local function turns_place_key(p, key, bykey, rec, w, base)
   bykey[key] = rest
   p.placed[#p.placed + 1] = {key, a, #rest}
   if #rest > 0 then
-    turns_slot(p, a.lr, FAIR.mark .. key)
+    turns_slot(p, a.lr, '\0' .. key)
     a.mk = true
   end
 end
@@ -1293,7 +1274,7 @@ local function turns_place_write(T, p, cur, popped)
   local offset = {}
   for _, r in ipairs(p.torder) do
     local list, len = p.turns[r], 0
-    for j = 1, #list, 1000 do len = redis.call('RPUSH', T .. FAIR.turn_list .. r, unpack(list, j, math.min(#list, j + 999))) end
+    for j = 1, #list, 1000 do len = redis.call('RPUSH', T .. ':fo:' .. r, unpack(list, j, math.min(#list, j + 999))) end
     offset[r] = len - #list + (r == cur and popped or 0)
   end
   local arec, ends, counts, names = {}, {}, {}, {}
@@ -1310,11 +1291,11 @@ local function turns_place_write(T, p, cur, popped)
       counts[#counts + 1], counts[#counts + 2] = turns_waiting(a, cur, popped), key
     end
   end
-  turns_call('HSET', T .. FAIR.placed, arec)
-  turns_call('ZADD', T .. FAIR.ends, ends)
-  turns_call('ZADD', T .. FAIR.names, names)
-  turns_call('ZADD', T .. FAIR.sizes, counts)
-  redis.call('INCRBY', T .. FAIR.count, p.total)
+  turns_call('HSET', T .. ':fa', arec)
+  turns_call('ZADD', T .. ':fe', ends)
+  turns_call('ZADD', T .. ':fl', names)
+  turns_call('ZADD', T .. ':fz', counts)
+  redis.call('INCRBY', T .. ':fn', p.total)
 end
 -- turns_place places the tasks of the keys in order (key -> its messages
 -- in bykey) that may go straight into turns: keys with no list, not
@@ -1330,11 +1311,11 @@ local function turns_place(T, order, bykey)
   end
   local cur, popped, pass, live = turns_get(T)
   local base = turns_base(cur, pass)
-  local lists = turns_call('HMGET', T .. FAIR.lists, order)
-  local recs = turns_call('HMGET', T .. FAIR.placed, order)
-  local paused = redis.call('EXISTS', T .. FAIR.paused) == 1 and turns_call('SMISMEMBER', T .. FAIR.paused, order) or {}
-  local held = redis.call('EXISTS', T .. FAIR.trickle) == 1 and turns_call('HMGET', T .. FAIR.trickle, order) or {}
-  local weights = redis.call('EXISTS', T .. FAIR.weights) == 1 and turns_call('HMGET', T .. FAIR.weights, order) or {}
+  local lists = turns_call('HMGET', T .. ':fk', order)
+  local recs = turns_call('HMGET', T .. ':fa', order)
+  local paused = redis.call('EXISTS', T .. ':fp') == 1 and turns_call('SMISMEMBER', T .. ':fp', order) or {}
+  local held = redis.call('EXISTS', T .. ':fx') == 1 and turns_call('HMGET', T .. ':fx', order) or {}
+  local weights = redis.call('EXISTS', T .. ':fw') == 1 and turns_call('HMGET', T .. ':fw', order) or {}
   local p = {turns = {}, torder = {}, placed = {}, total = 0}
   for j, key in ipairs(order) do
     if not lists[j] and paused[j] ~= 1 and not held[j] then
@@ -1347,14 +1328,14 @@ local function turns_place(T, order, bykey)
     cur, popped, pass = 0, 0, 0
     turns_put(T, 0, 0, 0)
   end
-  local was = redis.call('EXISTS', T .. FAIR.turn_list .. cur, T .. FAIR.turn_list .. (cur + 1))
+  local was = redis.call('EXISTS', T .. ':fo:' .. cur, T .. ':fo:' .. (cur + 1))
   turns_place_write(T, p, cur, popped)
   if was == 0 then fair_wake(T) end
 end
 -- turns_pause: a paused key's placed tasks go to its list as they are
 -- reached, and a list waiting for its marker is held.
 local function turns_pause(T, key)
-  local a = turns_rec(redis.call('HGET', T .. FAIR.placed, key))
+  local a = turns_rec(redis.call('HGET', T .. ':fa', key))
   if not a then return end
   local cur, popped, pass = turns_get(T)
   if a.lr < turns_base(cur, pass) and turns_waiting(a, cur, popped) == 0 then
@@ -1362,19 +1343,19 @@ local function turns_pause(T, key)
     return
   end
   turns_mark(T, key, a)
-  redis.call('HSET', T .. FAIR.placed, key, turns_pack(a, cur, popped))
-  redis.call('HSET', T .. FAIR.trickle, key, 1)
+  redis.call('HSET', T .. ':fa', key, turns_pack(a, cur, popped))
+  redis.call('HSET', T .. ':fx', key, 1)
   local first, last, state = fair_get(T, key)
-  if state == FAIR_STATE.marked then
-    fair_set(T, key, first, last, FAIR_STATE.paused)
-    redis.call('INCRBY', T .. FAIR.held, tonumber(redis.call('ZSCORE', T .. FAIR.sizes, key) or 0))
+  if state == 'm' then -- marked
+    fair_set(T, key, first, last, 'p') -- paused
+    redis.call('INCRBY', T .. ':fh', tonumber(redis.call('ZSCORE', T .. ':fz', key) or 0))
   end
 end
 -- turns_resume: a resumed key with no list starts its placed tasks as
 -- they are reached again (one with a list waits for its marker: see
 -- fair_back).
 local function turns_resume(T, key)
-  if redis.call('HEXISTS', T .. FAIR.lists, key) == 0 then redis.call('HDEL', T .. FAIR.trickle, key) end
+  if redis.call('HEXISTS', T .. ':fk', key) == 0 then redis.call('HDEL', T .. ':fx', key) end
 end
 -- turns_pop_ring gives up to turns turns of the ring (fair_take) in the
 -- pop p, wanting want tasks: their messages join p.out. It returns how
@@ -1390,7 +1371,7 @@ end
 -- of it placed in turns, unless it was placed again since (a later turn
 -- holds its marker, if it has one).
 local function turns_reached(T, key, cur)
-  local a = turns_rec(redis.call('HGET', T .. FAIR.placed, key))
+  local a = turns_rec(redis.call('HGET', T .. ':fa', key))
   if a and a.lr > cur then return end
   turns_drop(T, {key})
 end
@@ -1399,27 +1380,27 @@ end
 -- before it, before the tasks the list had, so a key's tasks start in
 -- order. The key's list waits until its marker.
 local function turns_trickle(T, key, m, cur, popped)
-  local a = turns_rec(redis.call('HGET', T .. FAIR.placed, key)) or {lr = cur, fill = 1, t = -1, mk = false, pos = {}}
+  local a = turns_rec(redis.call('HGET', T .. ':fa', key)) or {lr = cur, fill = 1, t = -1, mk = false, pos = {}}
   local first, last, state = fair_get(T, key)
   local t = a.t
   if not first then
     -- a new list: later tasks of the key go to shard 1, after this one
-    state = redis.call('SISMEMBER', T .. FAIR.paused, key) == 1 and FAIR_STATE.paused or FAIR_STATE.marked
+    state = redis.call('SISMEMBER', T .. ':fp', key) == 1 and 'p' or 'm' -- paused or marked
     t, first, last = 0, 0, 1
     fair_set(T, key, first, last, state)
-    redis.call('ZADD', T .. FAIR.sizes, 0, key) -- the list's count from now on
+    redis.call('ZADD', T .. ':fz', 0, key) -- the list's count from now on
   elseif t < first then
     t, first = first - 1, first - 1
     fair_set(T, key, first, last, state)
   end
-  redis.call('RPUSH', T .. FAIR.shard .. key .. ':' .. t, m)
-  redis.call('ZINCRBY', T .. FAIR.sizes, 1, key)
-  if fair_held(state) then redis.call('INCRBY', T .. FAIR.held, 1) end
+  redis.call('RPUSH', T .. ':fq:' .. key .. ':' .. t, m)
+  redis.call('ZINCRBY', T .. ':fz', 1, key)
+  if fair_held(state) then redis.call('INCRBY', T .. ':fh', 1) end
   a.t = t
   turns_mark(T, key, a)
-  redis.call('HSET', T .. FAIR.placed, key, turns_pack(a, cur, popped))
-  redis.call('ZADD', T .. FAIR.ends, a.lr, key)
-  redis.call('HSET', T .. FAIR.trickle, key, 1)
+  redis.call('HSET', T .. ':fa', key, turns_pack(a, cur, popped))
+  redis.call('ZADD', T .. ':fe', a.lr, key)
+  redis.call('HSET', T .. ':fx', key, 1)
 end
 -- turns_pop_keys returns, for the items got from the turn's list in the
 -- pop p, the key of each task (keyof[i]) and the keys that trickle
@@ -1430,14 +1411,14 @@ local function turns_pop_keys(p, got)
   if not (p.trickle_all or p.fx) or #got == 0 then return keyof, hold end
   local ks = {}
   for i, v in ipairs(got) do
-    if string.byte(v, 1) ~= 0 then -- not a marker (FAIR.mark)
+    if string.byte(v, 1) ~= 0 then -- not a marker ('\0')
       local _, key = msg_head(v)
       keyof[i] = key
       ks[#ks + 1] = key
     end
   end
   if p.fx and #ks > 0 then
-    for j, h in ipairs(turns_call('HMGET', p.T .. FAIR.trickle, ks)) do
+    for j, h in ipairs(turns_call('HMGET', p.T .. ':fx', ks)) do
       if h then hold[ks[j]] = true end
     end
   end
@@ -1468,13 +1449,13 @@ local function turns_pop_touch(p, keyof, hold, used)
     end
   end
   if #tk == 0 then return end
-  local ls, as, touch = turns_call('HMGET', T .. FAIR.lists, tk), turns_call('HMGET', T .. FAIR.placed, tk), {}
+  local ls, as, touch = turns_call('HMGET', T .. ':fk', tk), turns_call('HMGET', T .. ':fa', tk), {}
   for j, key in ipairs(tk) do
     local first = ls[j] and tonumber(string.match(ls[j], '^(-?%d+)'))
     local a = turns_rec(as[j])
     local t = 0
     if first then t = (a and a.t >= first) and a.t or first - 1 end
-    touch[#touch + 1] = T .. FAIR.shard .. key .. ':' .. t
+    touch[#touch + 1] = T .. ':fq:' .. key .. ':' .. t
   end
   for j = 1, #touch, 1000 do redis.call('EXISTS', unpack(touch, j, math.min(#touch, j + 999))) end
 end
@@ -1488,7 +1469,7 @@ end
 -- whether the turn is over: its list done and no ring turn left.
 local function turns_pop_list(p, want)
   local T, cur = p.T, p.cur
-  local list = T .. FAIR.turn_list .. cur
+  local list = T .. ':fo:' .. cur
   local window = (p.trickle_all or p.fx) and math.max(want, 128) or want
   local got = redis.call('LRANGE', list, 0, window - 1)
   local keyof, hold = turns_pop_keys(p, got)
@@ -1498,7 +1479,7 @@ local function turns_pop_list(p, want)
   p.popped = p.popped + used
   for i = 1, used do
     local v = got[i]
-    if string.byte(v, 1) == 0 then -- a marker (FAIR.mark)
+    if string.byte(v, 1) == 0 then -- a marker ('\0')
       turns_reached(T, string.sub(v, 2), cur)
     elseif keyof[i] and (p.trickle_all or hold[keyof[i]]) then
       turns_trickle(T, keyof[i], v, cur, p.popped)
@@ -1509,7 +1490,7 @@ local function turns_pop_list(p, want)
   end
   if used == #got and #got < window then
     fair_plain(T, p.size)
-    p.pass = redis.call('LLEN', T .. FAIR.ring)
+    p.pass = redis.call('LLEN', T .. ':fr')
     if p.pass == 0 then return true end
   end
   return false
@@ -1518,7 +1499,7 @@ end
 -- turn up to upto, all taken: a key left no record after its last task.
 -- It returns whether any such key is left.
 local function turns_clean(T, upto)
-  local ks = redis.call('ZRANGE', T .. FAIR.ends, '-inf', upto, 'BYSCORE', 'LIMIT', 0, 1000)
+  local ks = redis.call('ZRANGE', T .. ':fe', '-inf', upto, 'BYSCORE', 'LIMIT', 0, 1000)
   turns_drop(T, ks)
   return #ks == 1000
 end
@@ -1530,13 +1511,13 @@ end
 local function turns_pop_next(p, n)
   local T = p.T
   p.pass = 0
-  if redis.call('EXISTS', T .. FAIR.turn_list .. (p.cur + 1)) == 1 then
+  if redis.call('EXISTS', T .. ':fo:' .. (p.cur + 1)) == 1 then
     turns_clean(T, p.cur)
     p.cur, p.popped = p.cur + 1, 0
-  elseif redis.call('EXISTS', T .. FAIR.turn_list .. p.cur) == 0 then
+  elseif redis.call('EXISTS', T .. ':fo:' .. p.cur) == 0 then
     -- nothing placed waits: the ring alone, as before any was
-    if not turns_clean(T, p.cur) and redis.call('EXISTS', T .. FAIR.ends) == 0 then
-      redis.call('DEL', T .. FAIR.turn_now)
+    if not turns_clean(T, p.cur) and redis.call('EXISTS', T .. ':fe') == 0 then
+      redis.call('DEL', T .. ':fi')
       p.live = false
     end
     if n - #p.out > 0 then turns_pop_ring(p, n - #p.out, math.huge) end
@@ -1560,13 +1541,13 @@ local function fair_pop(T, n, lim, now, size)
   end
   -- on a slot that migrates, a structure moved away fails the call here,
   -- before any write
-  redis.call('EXISTS', T .. FAIR.placed, T .. FAIR.ends, T .. FAIR.trickle, T .. FAIR.lists, T .. FAIR.sizes,
-    T .. FAIR.names, T .. FAIR.ring, T .. FAIR.count, T .. FAIR.held, T .. FAIR.paused,
-    T .. FAIR.turn_list .. cur, T .. FAIR.turn_list .. (cur + 1))
+  redis.call('EXISTS', T .. ':fa', T .. ':fe', T .. ':fx', T .. ':fk', T .. ':fz',
+    T .. ':fl', T .. ':fr', T .. ':fn', T .. ':fh', T .. ':fp',
+    T .. ':fo:' .. cur, T .. ':fo:' .. (cur + 1))
   local trickle_all = lim.keyconc > 0 or lim.keyrate > 0
   -- the pop's state, which its helpers share
   local p = {T = T, lim = lim, now = now, size = size, cur = cur, popped = popped, pass = pass,
-    live = live, trickle_all = trickle_all, fx = not trickle_all and redis.call('EXISTS', T .. FAIR.trickle) == 1,
+    live = live, trickle_all = trickle_all, fx = not trickle_all and redis.call('EXISTS', T .. ':fx') == 1,
     out = {}, wait = NONE, unreached = false, taken = 0, leased = {}}
   local rounds = 0
   while n - #p.out > 0 do
@@ -1586,7 +1567,7 @@ local function fair_pop(T, n, lim, now, size)
     end
     if done and turns_pop_next(p, n) then break end
   end
-  if p.taken > 0 then redis.call('INCRBY', T .. FAIR.count, -p.taken) end
+  if p.taken > 0 then redis.call('INCRBY', T .. ':fn', -p.taken) end
   if p.live then turns_put(T, p.cur, p.popped, p.pass) end
   return p.out, p.wait, p.unreached
 end
@@ -1601,12 +1582,12 @@ local function fair_purge(T, n)
     for _ = 1, 64 do
       local want = n - #out
       if want <= 0 then break end
-      local list = T .. FAIR.turn_list .. cur
+      local list = T .. ':fo:' .. cur
       local got = redis.call('LRANGE', list, 0, want - 1)
       if #got > 0 then redis.call('LTRIM', list, #got, -1) end
       popped = popped + #got
       for _, v in ipairs(got) do
-        if string.byte(v, 1) == 0 then -- a marker (FAIR.mark)
+        if string.byte(v, 1) == 0 then -- a marker ('\0')
           turns_reached(T, string.sub(v, 2), cur)
         else
           out[#out + 1] = v
@@ -1615,19 +1596,19 @@ local function fair_purge(T, n)
       end
       if #got < want then
         pass = 0
-        if redis.call('EXISTS', T .. FAIR.turn_list .. (cur + 1)) == 1 then
+        if redis.call('EXISTS', T .. ':fo:' .. (cur + 1)) == 1 then
           turns_clean(T, cur)
           cur, popped = cur + 1, 0
         else
-          if not turns_clean(T, cur) and redis.call('EXISTS', T .. FAIR.ends) == 0 then
-            redis.call('DEL', T .. FAIR.turn_now)
+          if not turns_clean(T, cur) and redis.call('EXISTS', T .. ':fe') == 0 then
+            redis.call('DEL', T .. ':fi')
             live = false
           end
           break
         end
       end
     end
-    if gone > 0 then redis.call('INCRBY', T .. FAIR.count, -gone) end
+    if gone > 0 then redis.call('INCRBY', T .. ':fn', -gone) end
     if live then turns_put(T, cur, popped, pass) end
   end
   for _, m in ipairs(fair_purge_lists(T, n - #out)) do out[#out + 1] = m end
