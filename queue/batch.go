@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -218,8 +217,10 @@ func (c *Client) delivery(ctx context.Context, t *Task, id, ref string) (*wire.D
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.routes.ReadFirst(ctx, c.rdb, slices.Values([]string{p.info.Queue})); err != nil {
-		return nil, nil, err
+	if c.routes.Guessing(p.info.Queue) {
+		if err := c.routes.Read(ctx, c.rdb, []string{p.info.Queue}); err != nil {
+			return nil, nil, err
+		}
 	}
 	c.place(&p)
 	return &wire.Delivery{

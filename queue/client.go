@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,17 +147,16 @@ type batch struct {
 // tasks that hold the IDs of duplicates. It returns the error that left
 // the outcome unknown; the tasks' own are in b.errs.
 func (c *Client) enqueue(ctx context.Context, b *batch) error {
-	for q := range builtQueues(b) {
-		if c.gate.Passed() {
-			break
-		}
+	if i := slices.Index(b.errs, nil); i >= 0 && !c.gate.Passed() {
 		if err := redisError(c.gate.Pass(ctx, c.rdb, c.cfg.Prefix)); err != nil {
-			return fmt.Errorf("enqueue %q: %w", q, err)
+			return fmt.Errorf("enqueue %q: %w", b.tasks[i].info.Queue, err)
 		}
 	}
 	// the layouts of queues this client would route by guess
-	if err := c.routes.ReadFirst(ctx, c.rdb, builtQueues(b)); err != nil {
-		return err
+	if unread := c.guessed(b); unread != nil {
+		if err := c.routes.Read(ctx, c.rdb, unread); err != nil {
+			return err
+		}
 	}
 	if err := c.deliver(ctx, c.route(b), b); err != nil {
 		return err
@@ -166,15 +165,20 @@ func (c *Client) enqueue(ctx context.Context, b *batch) error {
 	return nil
 }
 
-// builtQueues yields the queues of b's built tasks.
-func builtQueues(b *batch) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for i := range b.tasks {
-			if b.errs[i] == nil && !yield(b.tasks[i].info.Queue) {
-				return
-			}
+// guessed returns the queues of b's built tasks whose route this client
+// would guess (route.Table.Guessing), once each: nil, allocating nothing,
+// when there are none, as in nearly every call.
+func (c *Client) guessed(b *batch) []string {
+	var unread []string
+	for i := range b.tasks {
+		if b.errs[i] != nil {
+			continue
+		}
+		if q := b.tasks[i].info.Queue; c.routes.Guessing(q) && !slices.Contains(unread, q) {
+			unread = append(unread, q)
 		}
 	}
+	return unread
 }
 
 // deliver admits and sends routed groups, then routes again and sends

@@ -100,21 +100,6 @@ func (t *Table) Guessing(queue string) bool {
 	return !read
 }
 
-// ReadFirst reads, in a round trip of its own, the layouts of the
-// queues that routing would guess (Guessing), if any.
-func (t *Table) ReadFirst(ctx context.Context, rdb redis.UniversalClient, queues iter.Seq[string]) error {
-	var unread []string
-	for q := range queues {
-		if t.Guessing(q) && !slices.Contains(unread, q) {
-			unread = append(unread, q)
-		}
-	}
-	if len(unread) == 0 {
-		return nil
-	}
-	return t.Read(ctx, rdb, unread)
-}
-
 // Known reports whether this producer wrote queue's registry entry and
 // read its layout lately: a call to it need carry neither.
 func (t *Table) Known(queue string) bool {
