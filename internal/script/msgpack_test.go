@@ -48,12 +48,13 @@ func includeScript(t *testing.T, name, body string) *rcall.Script {
 // TestMessageHead runs include/msg_head.lua's msg_head and
 // include/msg_keyed.lua's msg_keyed, as the scripts include them, over
 // messages in both forms: a compact message has no key, a full one has the
-// key it was given, and anything else is a "bad:" ID.
+// key it was given, and anything else is a "bad:" ID. Each message takes
+// the path it should: msgpack_short_head's, or the general readers'.
 func TestMessageHead(t *testing.T) {
 	t.Parallel()
 	script := includeScript(t, "head", "--@include msg_keyed\n"+
 		"local id, key, bad = msg_head(ARGV[1])\n"+
-		"return {id, key, bad and 1 or 0, msg_keyed(ARGV[1]) and 1 or 0}\n")
+		"return {id, key, bad and 1 or 0, msg_keyed(ARGV[1]) and 1 or 0, msgpack_short_head(ARGV[1]) and 1 or 0}\n")
 	rdb := redistest.Start(t).Client(t)
 
 	id := wire.NewID()
@@ -63,14 +64,15 @@ func TestMessageHead(t *testing.T) {
 		msg     *wire.Message
 		full    bool
 		wantKey string
+		short   bool // msgpack_short_head reads it
 	}{
-		{"compact raw", &wire.Message{ID: id, Type: "bench", Payload: payload, Raw: true, MaxRetry: wire.CompactMaxRetry}, false, ""},
-		{"compact msgpack", &wire.Message{ID: id, Type: "t", Payload: payload, MaxRetry: wire.CompactMaxRetry}, false, ""},
-		{"compact, no payload", &wire.Message{ID: id, Type: "t", MaxRetry: wire.CompactMaxRetry}, false, ""},
-		{"compact, a caller's long ID", &wire.Message{ID: string(make([]byte, 40)) + "x", Type: "t", MaxRetry: wire.CompactMaxRetry}, false, ""},
-		{"full, no key", &wire.Message{ID: id, Type: "bench", Payload: payload, Raw: true, MaxRetry: wire.CompactMaxRetry}, true, ""},
-		{"full, keyed", &wire.Message{ID: id, Key: "tenant-1", Type: "bench", Payload: payload, MaxRetry: wire.CompactMaxRetry}, false, "tenant-1"},
-		{"full, other retries", &wire.Message{ID: id, Type: "bench", Payload: payload, MaxRetry: 3}, false, ""},
+		{"compact raw", &wire.Message{ID: id, Type: "bench", Payload: payload, Raw: true, MaxRetry: wire.CompactMaxRetry}, false, "", true},
+		{"compact msgpack", &wire.Message{ID: id, Type: "t", Payload: payload, MaxRetry: wire.CompactMaxRetry}, false, "", true},
+		{"compact, no payload", &wire.Message{ID: id, Type: "t", MaxRetry: wire.CompactMaxRetry}, false, "", true},
+		{"compact, a caller's long ID", &wire.Message{ID: string(make([]byte, 40)) + "x", Type: "t", MaxRetry: wire.CompactMaxRetry}, false, "", false},
+		{"full, no key", &wire.Message{ID: id, Type: "bench", Payload: payload, Raw: true, MaxRetry: wire.CompactMaxRetry}, true, "", true},
+		{"full, keyed", &wire.Message{ID: id, Key: "tenant-1", Type: "bench", Payload: payload, MaxRetry: wire.CompactMaxRetry}, false, "tenant-1", false},
+		{"full, other retries", &wire.Message{ID: id, Type: "bench", Payload: payload, MaxRetry: 3}, false, "", true},
 	} {
 		msg := c.msg.AppendEncode(nil, c.full)
 		if compact := msg[0] == 0x91 || msg[0] == 0x92; compact != strings.HasPrefix(c.name, "compact") {
@@ -84,8 +86,12 @@ func TestMessageHead(t *testing.T) {
 		if c.wantKey != "" {
 			keyed = 1
 		}
-		if got[0] != c.msg.ID || got[1] != c.wantKey || got[2] != int64(0) || got[3] != keyed {
-			t.Errorf("%s (% x): msg_head, msg_keyed = %q; want id %q, key %q, keyed %d", c.name, msg[:4], got, c.msg.ID, c.wantKey, keyed)
+		short := int64(0)
+		if c.short {
+			short = 1
+		}
+		if got[0] != c.msg.ID || got[1] != c.wantKey || got[2] != int64(0) || got[3] != keyed || got[4] != short {
+			t.Errorf("%s (% x): msg_head, msg_keyed, short head = %q; want id %q, key %q, keyed %d, short %d", c.name, msg[:4], got, c.msg.ID, c.wantKey, keyed, short)
 		}
 	}
 	for _, bad := range []string{"\x92\xa0", "\x92", "\x91\xa5ab", "not a message"} {

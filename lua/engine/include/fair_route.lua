@@ -1,3 +1,4 @@
+--@include msgpack_short_head
 --@include msg_head
 --@include fair_take
 --@include turns_lib
@@ -9,7 +10,9 @@
 function fair_route(T, msgs, left, size)
   local plain, bykey, order = {}, {}, {}
   for _, m in ipairs(msgs) do
-    local _, key = msg_head(m)
+    -- the short head has no group: no call into msg_head
+    local _, key = nil, ''
+    if not msgpack_short_head(m) then _, key = msg_head(m) end
     if key == '' then
       plain[#plain + 1] = m
     else

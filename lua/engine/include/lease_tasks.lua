@@ -1,3 +1,4 @@
+--@include msgpack_short_head
 --@include msg_head
 --@include active_add
 --@include lease_record
@@ -16,16 +17,18 @@
 -- first lease, the common case, costs the reply one value, and the worker
 -- reads its ID in the message.
 local function lease_tasks(T, msgs, now, deadline, worker, lim)
-  local rate = lim.rate
-  local leased, extra = {}, {}
-  local n = #msgs
+  local rate, leased, extra, n = lim.rate, {}, {}, #msgs
   if n == 0 then return leased, extra end
   local statek = T .. ':state'
   -- one string for the batch's shared deadline: a number argument would be
   -- formatted again for every task
   local dl = string.format('%d', deadline)
   local ids, keys, bad = {}, {}, {}
-  for i = 1, n do ids[i], keys[i], bad[i] = msg_head(msgs[i]) end
+  for i = 1, n do
+    -- the short head, the common case, with no call into msg_head
+    local m, last = msgs[i], msgpack_short_head(msgs[i])
+    if last then ids[i], keys[i] = string.sub(m, 3, last), '' else ids[i], keys[i], bad[i] = msg_head(m) end
+  end
   -- the key each lease counts against: none without a GroupConcurrency
   local lease_keys = lim.keyconc > 0 and keys or {}
   -- GroupMaxDepth counts keyed tasks until their first start: one EXISTS a

@@ -1,5 +1,6 @@
 --@include msgpack_array
 --@include msgpack_str
+--@include msgpack_short_head
 -- A task message is a msgpack array opening with two strings: the task ID
 -- and its group ("" = none). Scripts read them here without
 -- decoding the rest. A compact message (a plain task, internal/wire's
@@ -8,17 +9,12 @@
 -- msg_head returns a message's task ID and group. A message that
 -- does not open that way (a foreign or corrupted push) gets the ID "bad:"
 -- and its SHA1, so it can be leased like any task and sent to dead by the
--- worker that fails to decode it; a third result, true, says so.
+-- worker that fails to decode it; a third result, true, says so. The
+-- callers every leased task meets (fair_route, lease_tasks) test
+-- msgpack_short_head first and call this only when it fails.
 local function msg_head(m)
-  -- msgpack_short_head's test inline, the common case: this runs for
-  -- every task a pop leases, twice (fair_route, lease_tasks), and a call
-  -- costs more than the test
-  local b, b2 = string.byte(m, 1, 2)
-  if b and b >= 0x90 and b <= 0x9f and b2 and b2 > 0xa0 and b2 <= 0xbf then
-    local last = b2 - 0xa0 + 2
-    local nb = string.byte(m, last + 1)
-    if nb == 0xa0 or (nb and b <= 0x92) then return string.sub(m, 3, last), '' end
-  end
+  local last = msgpack_short_head(m)
+  if last then return string.sub(m, 3, last), '' end
   local n, pos = msgpack_array(m, 1)
   local id, nxt
   if n then id, nxt = msgpack_str(m, pos) end

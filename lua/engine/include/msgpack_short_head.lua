@@ -1,8 +1,8 @@
 -- msgpack_short_head reads the head every task with a generated ID and no
 -- group has: a fixarray, a fixstr ID, then an empty key, or (a
 -- compact message, 0x91 or 0x92) none. It returns the position of the
--- ID's last byte, or nil for any other head, which the general readers
--- (msg_head) then read. Three calls into C instead of six, on the path
+-- ID's last byte, or nil for any other head, which the general reader
+-- (msg_head) then reads. Three calls into C instead of six, on the path
 -- every pop and enqueue takes; enqueue_one.lua repeats it inline, before
 -- any include.
 local function msgpack_short_head(m)
