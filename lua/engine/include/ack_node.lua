@@ -1,4 +1,4 @@
---@include wf_lib
+--@include wf_run_lib
 -- ack_node records in the call a (ack_tasks) that task id, node x of the
 -- workflow W, succeeded: W's run, started once per call, goes to a.runs
 -- (W -> run) and gets x in its acked nodes; the run, x and id go to
@@ -8,7 +8,7 @@ local function ack_node(a, W, x, id)
   if not a.runs then a.runs, a.nodes, a.nn = {}, {}, 0 end
   local r = a.runs[W]
   if not r then
-    r = wf_lib().start(string.match(W, '^(.*}):w:'), W, a.now)
+    r = wf_run_lib().start(string.match(W, '^(.*}):w:'), W, a.now)
     a.runs[W] = r
     r.acked, r.at = {}, {}
   end

@@ -1,4 +1,4 @@
---@include wf_lib
+--@include wf_run_lib
 -- ack_wf returns the helpers of an ack of workflow nodes (ACK_WF: node,
 -- nodes, workflows; each in its file ack_<name>), made by the first call
 -- that needs them, as ack_lib makes the others: an ack of nodes of one

@@ -1,13 +1,12 @@
 --@include wf_parse
---@include wf_succeed
 --@include wf_settings
 -- wf_acked applies the successes of run r's acked nodes, r.acked, the
 -- k-th the task ids[r.at[k]] with result results[r.at[k]] (false:
 -- none). Their states and children lists come in one call per 500
 -- nodes, and an enqueued node, the common case, takes the steps of
--- succeed inline, with no entry made twice nor call per node (the join
+-- wf_note inline, with no entry made twice nor call per node (the join
 -- nodes, read once a run, stand in for wf_joined's call). Any other
--- node goes through succeed.
+-- node goes through wf_note, its outcome counted as wf_set counts it.
 local function wf_acked(r, ids, results)
   local xs, at, nodes = r.acked, r.at, r.nodes
   local fan, ok, kv = r.fan, 0, r.kv
@@ -52,8 +51,8 @@ local function wf_acked(r, ids, results)
           if n then n[5] = cs end
           nodes[x] = n
         end
-        wf_succeed(r, x, ids[at[k]], result)
-        nk = #kv -- succeed may add writes
+        wf_more().note(r, x, ids[at[k]], WF_STATE.succeeded, result, '')
+        nk = #kv -- note may add writes
       end
     end
   end

@@ -1,3 +1,4 @@
+--@include wf_start
 -- wf_check finishes the workflow when no node is open (its state: failed
 -- when a node is dead or failed, else succeeded, unless cancelled), and
 -- sets its retention; a finished one a retried node opened again runs
@@ -27,10 +28,9 @@ local function wf_check(W, now, f)
   if ret > 0 then redis.call('PEXPIRE', W, ret) end
   local pid, x = string.match(f[6] or '', '^(%S+) (%S+)$')
   if not pid then return end
-  local wf = wf_lib()
   local H = string.match(W, '^(.*}):w:')
-  local r = wf.start(H, H .. ':w:' .. pid, now)
+  local r = wf_start(H, H .. ':w:' .. pid, now)
   local ok = state == 'succeeded'
   local why = ok and '' or ('workflow ' .. string.match(W, ':w:(.*)$') .. ' ' .. state)
-  if wf.note(r, x, '', ok and WF_STATE.succeeded or WF_STATE.dead, '', why) then wf.finish(r) end
+  if wf_more().note(r, x, '', ok and WF_STATE.succeeded or WF_STATE.dead, '', why) then wf_run_lib().finish(r) end
 end

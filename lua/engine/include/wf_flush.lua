@@ -32,7 +32,7 @@ local function wf_flush(r)
     n[7] = nil
   end
   if r.ok > 0 then
-    -- successes succeed tallied: from p, open, to s
+    -- the successes wf_acked tallied: from p, open, to s
     r.open = r.open - r.ok
     r.counts[WF_STATE.enqueued] = (r.counts[WF_STATE.enqueued] or 0) - r.ok
     r.counts[WF_STATE.succeeded] = (r.counts[WF_STATE.succeeded] or 0) + r.ok

@@ -1,6 +1,7 @@
--- The names of a workflow's states, fields, edges and effects, and the
--- constants wf_lib's helpers share. Included inside wf_lib, so a call that
--- touches no workflow builds none of these tables.
+-- The names of a workflow's states and fields, and the constants the
+-- helpers share. Included inside wf_run_lib, so a call that touches no
+-- workflow builds none of these tables; the edges' and effects' names
+-- are in include/wf_effect.lua, made with the helpers that use them.
 local byte, find, sub = string.byte, string.find, string.sub
 -- WF_STATE: a node's state, the first letter of its s:<name> field.
 local WF_STATE = {
@@ -21,19 +22,9 @@ local WF_FIELD = {
   result = 'r:',
   error = 'x:',
 }
--- WF_EDGE: what a parent that did not succeed means to its child over
--- an edge; the letter is lower case in a children list, or upper case
--- when the parent is its child's only one.
-local WF_EDGE = {fail = 'f', run = 'r', skip = 'k'}
--- WF_EFFECT: what a parent's state means to a child (wf_effect): a
--- fail or skip effect is its edge's letter.
-local WF_EFFECT = {unfinished = 'u', fail = WF_EDGE.fail, skip = WF_EDGE.skip, satisfied = ''}
--- an edge's letter, in either case, and the edge it names
-local EDGE = {f = 'f', r = 'r', k = 'k', F = 'f', R = 'r', K = 'k'}
--- the states that count as open (the workflow is not finished), as bad
--- (it fails), and that keep their parents' effects (waits)
+-- the states that count as open (the workflow is not finished), and that
+-- keep their parents' effects (waits)
 local OPEN = {[WF_STATE.waiting] = true, [WF_STATE.enqueued] = true}
-local BAD = {[WF_STATE.dead] = true, [WF_STATE.failed] = true}
 local WAITS = {[WF_STATE.waiting] = true, [WF_STATE.failed] = true, [WF_STATE.skipped] = true}
 -- The entries of the nodes a run moves the common ways, an enqueued
 -- node acked (wf_acked) and a waiting one released by its only parent

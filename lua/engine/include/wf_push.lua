@@ -1,5 +1,3 @@
---@include wf_delivery
---@include wf_outbox
 -- wf_push enqueues the released tasks of one partition (g), as enqueue.lua
 -- does: pending now, or scheduled when the node has a delay. A closed
 -- partition takes none: they go into the outbox.
@@ -17,8 +15,9 @@ local function wf_push(r, g)
       local v = redis.call('HMGET', r.W, unpack(want))
       for i, k in ipairs(at) do g.ms[k] = v[i] end
     end
+    local more = wf_more()
     for k, id in ipairs(g.ids) do
-      wf_outbox(r, id, g.es[k] or wf_delivery(cmsgpack.unpack(g.ms[k]), g.msgs[k]), r.ats)
+      more.outbox(r, id, g.es[k] or more.delivery(cmsgpack.unpack(g.ms[k]), g.msgs[k]), r.ats)
     end
     return
   end

@@ -1,6 +1,5 @@
 --@include wf_split
 --@include wf_add
---@include wf_release
 --@include wf_run_fields
 -- wf_run_release sends released nodes rel[k..last] on their way: a task
 -- that is a wire.NodeTask into its partition's push (wf_add); any other
@@ -40,7 +39,7 @@ local function wf_run_release(r, rel, k, last)
     elseif e == '' then
       -- a taskless node (include/wf_names.lua): released, nothing to send
     elseif width == 2 then
-      wf_release(r, x, v[f + 1], e, r.ats)
+      wf_more().release(r, x, v[f + 1], e, r.ats)
     else
       routed[nr + 1], routed[nr + 2] = x, e
       nr = nr + 2
@@ -50,6 +49,7 @@ local function wf_run_release(r, rel, k, last)
     local ms = {}
     for i = 1, nr, 2 do ms[#ms + 1] = WF_FIELD.route .. routed[i] end
     local mv = redis.call('HMGET', r.W, unpack(ms))
-    for i = 1, nr, 2 do wf_release(r, routed[i], mv[(i + 1) / 2], routed[i + 1], r.ats) end
+    local release = wf_more().release
+    for i = 1, nr, 2 do release(r, routed[i], mv[(i + 1) / 2], routed[i + 1], r.ats) end
   end
 end

@@ -1,4 +1,3 @@
---@include wf_set
 --@include wf_count_freed
 --@include wf_settings
 -- wf_run_round evaluates the queued nodes work[i..last], read: a node
@@ -47,7 +46,7 @@ local function wf_run_round(r, i, last)
           end
           freed = freed + 1
         else
-          wf_set(r, x, n, new)
+          wf_more().set(r, x, n, new)
         end
       end
     end

@@ -1,5 +1,7 @@
 --@include wf_dirty
 --@include wf_joined
+-- the states that count as bad: the workflow fails
+local BAD = {[WF_STATE.dead] = true, [WF_STATE.failed] = true}
 -- wf_set moves node x (entry n) to state new: the workflow's counters,
 -- and its waiting children's, which are queued for evaluation.
 local function wf_set(r, x, n, new)

@@ -1,7 +1,6 @@
 --@include wf_kids
 --@include wf_count_freed
 --@include wf_spread_success
---@include wf_spread_change
 --@include wf_spread_apply
 --@include wf_settings
 -- wf_spread applies the state changes wf_set queued (r.fan) to their
@@ -41,9 +40,9 @@ local function wf_spread(r)
     for i = 1, #fan, 4 do
       local x, st, new, cs = fan[i], fan[i + 1], fan[i + 2], fan[i + 3]
       if not (OPEN[st] and new == WF_STATE.succeeded) then
-        if cs then wf_spread_change(r, x, st, new, wf_kids(cs), a) end
+        if cs then wf_more().spread_change(r, x, st, new, wf_kids(cs), a) end
         -- the join nodes, which no list names
-        if joinlist and not joins[x] then wf_spread_change(r, x, st, new, joinlist, a) end
+        if joinlist and not joins[x] then wf_more().spread_change(r, x, st, new, joinlist, a) end
       end
     end
   end

@@ -1,5 +1,4 @@
 --@include wf_load
---@include wf_count
 -- wf_spread_apply applies the spread a to the children it names: the
 -- counted ones, read together, each take their decrements at once, and
 -- a waiting one is queued for evaluation only when it may leave waiting
@@ -31,8 +30,9 @@ local function wf_spread_apply(r, a)
     local c = nodes[x]
     if c and WAITS[c[1]] then
       local ea, eb = moves[i + 1], moves[i + 2]
-      if ea == WF_EFFECT.unfinished then c[2] = c[2] - 1 else wf_count(c, ea, -1) end
-      if eb ~= WF_EFFECT.satisfied then wf_count(c, eb, 1) end
+      local count = wf_more().count
+      count(c, ea, -1)
+      count(c, eb, 1)
       if not c[7] then
         c[7] = true
         o = o + 1

@@ -38,10 +38,11 @@
 -- closed since the workflow was recorded (its queue was narrowed) takes
 -- the outbox's way too: the delivery routes it again.
 --
--- The helpers are made on first use (wf_lib): every definition is a
--- closure made at each script call, and acks.lua, which every pop
--- includes, needs them only for an ack of a workflow node. Each is a file
--- of its own, include/wf_<name>.lua, included inside wf_lib; the states,
--- field prefixes, edges and effects above are named in include/wf_names.lua
--- (WF_STATE, WF_FIELD, WF_EDGE, WF_EFFECT).
+-- The helpers are made on first use (wf_run_lib; wf_more, for the rarer
+-- moves): every definition is a closure made at each script call, and
+-- acks.lua, which every pop includes, needs them only for an ack of a
+-- workflow node. Each is a file of its own, include/wf_<name>.lua,
+-- included inside one of them; the states and field prefixes above are
+-- named in include/wf_names.lua (WF_STATE, WF_FIELD), the edges and
+-- effects in include/wf_effect.lua (WF_EDGE, WF_EFFECT).
 --@include wf_lib
