@@ -88,6 +88,22 @@ end
 -- The mark is the only record of the state: every enqueue path reads the
 -- counter anyway, and INCR refuses a counter that is not an integer, so
 -- the single enqueue (enqueue_one.lua) needs no check of its own.
+-- msgpack_short_head reads the head every task with a generated ID and no
+-- group has: a fixarray, a fixstr ID, then an empty key, or (a
+-- compact message, 0x91 or 0x92) none. It returns the position of the
+-- ID's last byte, or nil for any other head, which the general reader
+-- (msg_head) then reads. Three calls into C instead of six, on the path
+-- every pop and enqueue takes; enqueue_one.lua repeats it inline, before
+-- any include.
+local function msgpack_short_head(m)
+  local b, b2 = string.byte(m, 1, 2)
+  if b and b >= 0x90 and b <= 0x9f and b2 and b2 > 0xa0 and b2 <= 0xbf then
+    local last = b2 - 0xa0 + 2
+    local nb = string.byte(m, last + 1) -- the key's header; in a compact message, the type's
+    if nb == 0xa0 or (nb and b <= 0x92) then return last end
+  end
+  return nil
+end
 -- sharded_push adds items at one end (left when left is true) so that, read
 -- from that end, they come out in the order given. It rolls to a new shard
 -- whenever the end shard is full and returns the new length of that end shard.
@@ -274,22 +290,6 @@ local function msgpack_str(m, pos)
   end
   if not len or start + len - 1 > #m then return nil end
   return string.sub(m, start, start + len - 1), start + len
-end
--- msgpack_short_head reads the head every task with a generated ID and no
--- group has: a fixarray, a fixstr ID, then an empty key, or (a
--- compact message, 0x91 or 0x92) none. It returns the position of the
--- ID's last byte, or nil for any other head, which the general reader
--- (msg_head) then reads. Three calls into C instead of six, on the path
--- every pop and enqueue takes; enqueue_one.lua repeats it inline, before
--- any include.
-local function msgpack_short_head(m)
-  local b, b2 = string.byte(m, 1, 2)
-  if b and b >= 0x90 and b <= 0x9f and b2 and b2 > 0xa0 and b2 <= 0xbf then
-    local last = b2 - 0xa0 + 2
-    local nb = string.byte(m, last + 1) -- the key's header; in a compact message, the type's
-    if nb == 0xa0 or (nb and b <= 0x92) then return last end
-  end
-  return nil
 end
 -- A task message is a msgpack array opening with two strings: the task ID
 -- and its group ("" = none). Scripts read them here without
@@ -1633,7 +1633,7 @@ if F == 2 then
   for i = FIRST, #ARGV, 2 do
     codes[#codes + 1] = ENQ_PENDING
     members[#members + 1] = ARGV[i + 1]
-    if msg_keyed(ARGV[i]) then
+    if not msgpack_short_head(ARGV[i]) and msg_keyed(ARGV[i]) then -- a plain head: one call, not two
       keyed[#keyed + 1] = ARGV[i]
       copies[#copies + 1] = ARGV[i + 1]
       copies[#copies + 1] = ARGV[i]
@@ -1872,7 +1872,7 @@ for i = FIRST, #ARGV, F do
       redis.call('HSET', KEYS[8], id, record_new('scheduled', due))
       codes[k] = ENQ_SCHEDULED
       copies[#copies + 1], copies[#copies + 2] = id, msg
-    elseif msg_keyed(msg) then
+    elseif not msgpack_short_head(msg) and msg_keyed(msg) then
       keyed[#keyed + 1] = msg
       copies[#copies + 1], copies[#copies + 2] = id, msg
     else

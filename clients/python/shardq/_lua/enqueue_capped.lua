@@ -1733,7 +1733,7 @@ if F == 2 then
   for i = FIRST, #ARGV, 2 do
     codes[#codes + 1] = ENQ_PENDING
     members[#members + 1] = ARGV[i + 1]
-    if msg_keyed(ARGV[i]) then
+    if not msgpack_short_head(ARGV[i]) and msg_keyed(ARGV[i]) then -- a plain head: one call, not two
       keyed[#keyed + 1] = ARGV[i]
       copies[#copies + 1] = ARGV[i + 1]
       copies[#copies + 1] = ARGV[i]
@@ -1972,7 +1972,7 @@ for i = FIRST, #ARGV, F do
       redis.call('HSET', KEYS[8], id, record_new('scheduled', due))
       codes[k] = ENQ_SCHEDULED
       copies[#copies + 1], copies[#copies + 2] = id, msg
-    elseif msg_keyed(msg) then
+    elseif not msgpack_short_head(msg) and msg_keyed(msg) then
       keyed[#keyed + 1] = msg
       copies[#copies + 1], copies[#copies + 2] = id, msg
     else
