@@ -170,12 +170,9 @@ func (c *Client) enqueue(ctx context.Context, b *batch) error {
 // when there are none, as in nearly every call.
 func (c *Client) guessed(b *batch) []string {
 	var unread []string
-	for i := range b.tasks {
-		if b.errs[i] != nil {
-			continue
-		}
-		if q := b.tasks[i].info.Queue; c.routes.Guessing(q) && !slices.Contains(unread, q) {
-			unread = append(unread, q)
+	for i, p := range b.tasks {
+		if b.errs[i] == nil && c.routes.Guessing(p.info.Queue) && !slices.Contains(unread, p.info.Queue) {
+			unread = append(unread, p.info.Queue)
 		}
 	}
 	return unread
