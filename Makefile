@@ -70,7 +70,8 @@ node-test:
 	@echo "the TypeScript client: npm ci, build, node --test"
 	cd clients/node && npm ci --no-audit --no-fund && npm test
 
-## check: go.mod tidy, gofmt, go vet and staticcheck, in every module
+## check: go.mod tidy, gofmt, go vet and staticcheck, in every module;
+## then the allocation bounds, which -race would skip
 check: bin/staticcheck
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
@@ -89,6 +90,8 @@ check: bin/staticcheck
 		echo "go vet and staticcheck in $$m"; \
 		(cd $$m && $(GO) vet ./... && $(CURDIR)/bin/staticcheck ./...) || exit 1; \
 	done
+	@echo "allocation bounds, without the race detector (make test's -race skips them)"
+	@$(GO) test -count=1 -run 'Allocations$$' ./queue/
 
 # staticcheck at the version tools/go.mod pins, built once
 bin/staticcheck: tools/go.mod tools/go.sum

@@ -170,9 +170,9 @@ func (c *Client) enqueue(ctx context.Context, b *batch) error {
 // when there are none, as in nearly every call.
 func (c *Client) guessed(b *batch) []string {
 	var unread []string
-	for i, p := range b.tasks {
-		if b.errs[i] == nil && c.routes.Guessing(p.info.Queue) && !slices.Contains(unread, p.info.Queue) {
-			unread = append(unread, p.info.Queue)
+	for i := range b.tasks { // by index: a pending is too big to copy; info is nil if errs[i] is set
+		if t := b.tasks[i].info; b.errs[i] == nil && c.routes.Guessing(t.Queue) && !slices.Contains(unread, t.Queue) {
+			unread = append(unread, t.Queue)
 		}
 	}
 	return unread

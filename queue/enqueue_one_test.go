@@ -188,6 +188,31 @@ func TestEnqueueOneCommands(t *testing.T) {
 	}
 }
 
+// TestEnqueueOneAllocations bounds a single Enqueue's allocations at what
+// BenchmarkEnqueue/producers=1 reports (BENCHMARKS.md): a route read
+// through iterators, or a closure that escapes, shows here first. make
+// check runs it without -race, under which it skips.
+func TestEnqueueOneAllocations(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: sync.Pool drops items at random, so allocations vary; make check runs this without it")
+	}
+	ctx := context.Background()
+	b := setup(t, Config{})
+	payload := make([]byte, 100)
+	enqueue := func() {
+		if _, err := b.client.Enqueue(ctx, NewRawTask("t", payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		enqueue() // the script loaded, the queue registered, the tail guessed
+	}
+	const most = 10
+	if n := testing.AllocsPerRun(200, enqueue); n > most {
+		t.Fatalf("a single Enqueue makes %.1f allocations, want at most %d", n, most)
+	}
+}
+
 // TestPlainCallLearn checks how the guess follows replies that arrive in
 // any order.
 func TestPlainCallLearn(t *testing.T) {

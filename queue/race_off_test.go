@@ -1,0 +1,6 @@
+//go:build !race
+
+package queue
+
+// raceDetector is whether the test binary runs with -race (race_on_test.go).
+const raceDetector = false
