@@ -4,7 +4,9 @@
 // warm-up tasks and then n1 (or n3) tasks of 100 bytes one by one, stops the
 // server and reads callgrind's total. (total(n3) - total(n1)) / (n3 - n1) is
 // the figure per call: start-up, warm-up and script loading cancel out.
-// With -workflow it counts, per phase, what a workflow node costs against
+// With -batch B each call is an EnqueueMany of B tasks and the figure is
+// per task: the Redis side of coalesced enqueues, what many producers at
+// once send. With -workflow it counts, per phase, what a workflow node costs against
 // a plain task instead (workflow.go).
 // Instruction counts do not drift with the machine's load as times do, so
 // two builds compare run to run. It needs valgrind (apt-get install -y
@@ -40,6 +42,7 @@ func main() {
 	n3 := flag.Int("n3", 3000, "enqueues of the second run")
 	systems := flag.String("systems", "shardq,asynq", "comma-separated: shardq, asynq")
 	shapes := flag.String("workflow", "", "comma-separated workflow shapes (fan-out, fan-in, layers): count a workflow node's instructions against a plain task's instead")
+	flag.IntVar(&batch, "batch", 1, "tasks per call: above 1, shardq's calls are EnqueueMany of this many, and the figure is per task")
 	flag.IntVar(&prefetch, "prefetch", 0, "with -workflow: the workers' Prefetch (0: its default; -1: none, what slow handlers get)")
 	flag.Parse()
 	if *shapes != "" {
@@ -66,6 +69,9 @@ func main() {
 	if *n3 <= *n1 {
 		log.Fatalf("n3 (%d) must be above n1 (%d)", *n3, *n1)
 	}
+	if batch > 1 && *systems != "shardq" {
+		log.Fatalf("-batch counts shardq's EnqueueMany: want -systems shardq, not %q", *systems)
+	}
 	for _, sys := range strings.Split(*systems, ",") {
 		enqueue, ok := workloads[sys]
 		if !ok {
@@ -79,12 +85,21 @@ func main() {
 		if err != nil {
 			log.Fatalf("%s, %d enqueues: %v", sys, *n3, err)
 		}
+		if batch > 1 {
+			fmt.Printf("%s: %d redis-server instructions per task in EnqueueMany calls of %d (totals %d and %d after %d and %d calls)\n",
+				sys, (b-a)/int64((*n3-*n1)*batch), batch, a, b, *n1, *n3)
+			continue
+		}
 		fmt.Printf("%s: %d redis-server instructions per single Enqueue (totals %d and %d after %d and %d calls)\n",
 			sys, (b-a)/int64(*n3-*n1), a, b, *n1, *n3)
 	}
 }
 
-// workloads enqueue n tasks one by one at addr.
+// batch is -batch: the tasks of each of shardq's calls.
+var batch int
+
+// workloads enqueue n tasks one by one at addr, or with -batch n calls of
+// batch tasks.
 var workloads = map[string]func(addr string, n int) error{
 	"shardq": func(addr string, n int) error {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
@@ -94,6 +109,18 @@ var workloads = map[string]func(addr string, n int) error{
 			return err
 		}
 		p := make([]byte, 100)
+		if batch > 1 {
+			tasks := make([]*queue.Task, batch)
+			for range n {
+				for i := range tasks {
+					tasks[i] = queue.NewRawTask("bench", p)
+				}
+				if _, err := c.EnqueueMany(context.Background(), tasks, queue.In("q")); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		for range n {
 			if _, err := c.Enqueue(context.Background(), queue.NewRawTask("bench", p), queue.In("q")); err != nil {
 				return err
