@@ -4,6 +4,6 @@
 -- Acks: ack_tasks finishes the tasks of a partition that succeeded and
 -- ack_write writes it; an ack of more than plain tasks takes the helpers
 -- of ack_wf (ack_node, ack_workflows) and ack_lib (ack_task, ack_keep,
--- ack_note, ack_keep_write), one file each, made only when needed. time and limits come with it: ack.lua,
--- pop.lua and claim.lua call now_ms, dequeue_room and NO_LIMITS through
--- this file.
+-- ack_note, ack_keep_write), one file each, made only when needed. time
+-- and limits come with it: ack.lua, pop.lua and claim.lua call now_ms,
+-- dequeue_room and NO_LIMITS through this file.

@@ -2,47 +2,40 @@
 --@include record
 --@include pending
 --@include msg_keyed
--- Workflows. A workflow wid keeps everything in one hash W = H:w:<wid>:
--- its state and counters (state, n, edges, open: nodes waiting or
--- enqueued, bad: nodes dead or failed, cnt_<state>: nodes per state; why,
--- and the node and task ID that died of it, why_node and why_id, or
--- "cancelled"; created, finished, ret; dr, "<shard size> <feed cap>",
--- when its nodes are released straight into their queues), and
--- per node name x: m:x {task ID, queue, type, partition} and with dr
--- {..., partitions, at, in}, its route (cmsgpack); s:x its state,
--- followed while it waits by its parents' effects, "<state> <unfinished>
--- <fail> <skip>", or while it waits with no parent failing or skipping
--- it, the common case, its unfinished parents alone (a number); c:x its
--- children, each name after its edge's letter, separated by spaces ("fa
--- rb"; recorded before, {{name, edge}, ...} in cmsgpack: see kids); e:x
--- its task until it is
--- released: its delivery (wire.Delivery), or with
--- dr its message, what its queue gets, read with no decoding, after its
--- route when the route takes the common layout (wire.NodeTask: see
--- split); r:x its result; x:x its error. A
--- node's state: w waiting for parents, p enqueued (pending, running or
--- retrying), s succeeded, d dead, f failed (a parent did not succeed,
--- over a fail edge), k skipped (over a skip edge), x cancelled. An edge
--- says what a parent that did not succeed (d, f, k or x) means to its
--- child: 'f' fail, 'r' run anyway, 'k' skip. A child's counters change
--- only when a parent's state changes, so an outcome costs O(its node's
--- children), never a walk of the graph. A node leaves w, f and k only to
--- be enqueued, and never comes back, so only those states keep counters.
+-- Workflows. A workflow wid keeps everything in one hash W = H:w:<wid>.
+-- Its own fields: state, n, edges, open (nodes waiting or enqueued), bad
+-- (nodes dead or failed), cnt_<state> (nodes per state), why with
+-- why_node and why_id (the node and task that ended it, or "cancelled"),
+-- created, finished, ret, and dr, "<shard size> <feed cap>", set when
+-- its nodes are released straight into their queues.
+-- Each node x has a field per prefix of WF_FIELD, with the states of
+-- WF_STATE (both in include/wf_names.lua): m:x its route, {task ID,
+-- queue, type, partition} and with dr {..., partitions, at, in}
+-- (cmsgpack); s:x its state, and while it waits its parents' effects,
+-- "<state> <unfinished> <fail> <skip>", or in the common case, no parent
+-- failing or skipping it, its unfinished parents alone (a number); c:x
+-- its children, each name after its edge's letter ("fa rb"; older builds
+-- wrote {{name, edge}, ...} in cmsgpack: see wf_kids); e:x its task until
+-- it is released, a wire.Delivery, or with dr the message its queue gets,
+-- read with no decoding, after its route (wire.NodeTask: see wf_split);
+-- r:x its result; x:x its error. An edge (WF_EDGE, include/wf_effect.lua)
+-- says what a parent that did not succeed means to its child. A child's
+-- counters change only when a parent's state changes, so an outcome costs
+-- O(its node's children), never a walk of the graph. A node leaves
+-- waiting, failed and skipped only to be enqueued, and never comes back,
+-- so only those states keep counters.
 --
 -- A released node's task goes one of two ways. On one Redis server (dr
 -- set), the script that releases it pushes it into its queue partition,
 -- in the same script as its new state: a node is enqueued exactly once
 -- because that script runs once. On Redis Cluster, the partition is in
 -- another slot, so the node goes into the home's outbox, and a delivery
--- with an ID claim enqueues it (internal/home). A partition that
--- closed since the workflow was recorded (its queue was narrowed) takes
--- the outbox's way too: the delivery routes it again.
+-- with an ID claim enqueues it (internal/home). A partition that closed
+-- since the workflow was recorded (its queue was narrowed) takes the
+-- outbox's way too: the delivery routes it again.
 --
 -- The helpers are made on first use (wf_run_lib; wf_more, for the rarer
 -- moves): every definition is a closure made at each script call, and
 -- acks.lua, which every pop includes, needs them only for an ack of a
--- workflow node. Each is a file of its own, include/wf_<name>.lua,
--- included inside one of them; the states and field prefixes above are
--- named in include/wf_names.lua (WF_STATE, WF_FIELD), the edges and
--- effects in include/wf_effect.lua (WF_EDGE, WF_EFFECT).
+-- workflow node. Each is a file of its own, include/wf_<name>.lua.
 --@include wf_lib
