@@ -6,8 +6,8 @@
 // the figure per call: start-up, warm-up and script loading cancel out.
 // With -batch B each call is an EnqueueMany of B tasks and the figure is
 // per task: the Redis side of coalesced enqueues, what many producers at
-// once send. With -workflow it counts, per phase, what a workflow node costs against
-// a plain task instead (workflow.go).
+// once send. With -workflow it counts, per phase, what a workflow node
+// costs against a plain task instead (workflow.go).
 // Instruction counts do not drift with the machine's load as times do, so
 // two builds compare run to run. It needs valgrind (apt-get install -y
 // valgrind) and is not part of CI.
